@@ -1,0 +1,153 @@
+package cri
+
+import (
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// PodActions is the plan ComputePodActions makes for one sync of a pod and
+// SyncPod carries out, in this order: kill, create sandbox, kill containers,
+// start the next init container or the regular containers.
+type PodActions struct {
+	// KillPod stops every container and sandbox of the pod first (the
+	// sandbox is gone or broken and a new one is needed).
+	KillPod bool
+	// CreateSandbox asks for a new sandbox with attempt number Attempt.
+	CreateSandbox bool
+	Attempt       uint32
+	// SandboxID is the sandbox the containers go into when none is created.
+	SandboxID string
+	// NextInit is the index of the init container to start, or -1.
+	NextInit int
+	// ContainersToStart are indexes into pod.Spec.Containers.
+	ContainersToStart []int
+	// ContainersToKill maps runtime container IDs to the reason they are
+	// stopped before being replaced.
+	ContainersToKill map[string]string
+	// InitFailed is set when an init container failed and the restart
+	// policy forbids running it again: the pod has failed.
+	InitFailed bool
+}
+
+// String summarises the plan for logs.
+func (a PodActions) String() string {
+	var parts []string
+	if a.KillPod {
+		parts = append(parts, "kill-pod")
+	}
+	if a.CreateSandbox {
+		parts = append(parts, fmt.Sprintf("create-sandbox(attempt %d)", a.Attempt))
+	}
+	if a.NextInit >= 0 {
+		parts = append(parts, fmt.Sprintf("start-init[%d]", a.NextInit))
+	}
+	if len(a.ContainersToStart) > 0 {
+		parts = append(parts, fmt.Sprintf("start%v", a.ContainersToStart))
+	}
+	if len(a.ContainersToKill) > 0 {
+		parts = append(parts, fmt.Sprintf("kill(%d)", len(a.ContainersToKill)))
+	}
+	if a.InitFailed {
+		parts = append(parts, "init-failed")
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ",")
+}
+
+// ShouldRestart applies restartPolicy to a container that exited with code.
+func ShouldRestart(policy v1.RestartPolicy, exitCode int32) bool {
+	switch policy {
+	case v1.RestartPolicyNever:
+		return false
+	case v1.RestartPolicyOnFailure:
+		return exitCode != 0
+	default:
+		return true
+	}
+}
+
+// ComputePodActions decides what SyncPod must do to bring the runtime's
+// state of a pod (status) to what its spec asks. It is pure: no I/O, no
+// clock; back-off is applied when the plan is carried out.
+func ComputePodActions(pod *v1.Pod, status *PodStatus) PodActions {
+	a := PodActions{NextInit: -1, ContainersToKill: map[string]string{}}
+	policy := pod.Spec.RestartPolicy
+
+	var newest *SandboxStatus
+	if len(status.Sandboxes) > 0 {
+		newest = &status.Sandboxes[0]
+	}
+	if newest == nil || !newest.Ready {
+		a.KillPod = newest != nil
+		if newest != nil {
+			a.Attempt = newest.Attempt + 1
+		}
+		// A pod that does not restart and already ran its containers is
+		// not started again in a new sandbox.
+		if policy == v1.RestartPolicyNever && newest != nil && len(status.Containers) > 0 {
+			return a
+		}
+		a.CreateSandbox = true
+		if len(pod.Spec.InitContainers) > 0 {
+			a.NextInit = 0
+			return a
+		}
+		for i := range pod.Spec.Containers {
+			c := status.Latest(pod.Spec.Containers[i].Name, ContainerTypeRegular)
+			if c != nil && c.State == StateExited && c.ExitCode == 0 && policy != v1.RestartPolicyAlways {
+				continue
+			}
+			a.ContainersToStart = append(a.ContainersToStart, i)
+		}
+		return a
+	}
+	a.SandboxID = newest.ID
+
+	// Init containers run one at a time, in order, each to completion.
+	for i := range pod.Spec.InitContainers {
+		c := status.Latest(pod.Spec.InitContainers[i].Name, ContainerTypeInit)
+		switch {
+		case c == nil:
+			a.NextInit = i
+			return a
+		case c.State == StateRunning:
+			return a
+		case c.State == StateExited && c.ExitCode == 0:
+			continue
+		case c.State == StateExited:
+			if policy == v1.RestartPolicyNever {
+				a.InitFailed = true
+				return a
+			}
+			a.NextInit = i
+			return a
+		default: // created but never started, or unknown: replace it
+			a.ContainersToKill[c.ID] = fmt.Sprintf("init container %q is in state %s", c.Name, c.State)
+			a.NextInit = i
+			return a
+		}
+	}
+
+	for i := range pod.Spec.Containers {
+		c := status.Latest(pod.Spec.Containers[i].Name, ContainerTypeRegular)
+		switch {
+		case c == nil:
+			a.ContainersToStart = append(a.ContainersToStart, i)
+		case c.State == StateRunning:
+		case c.State == StateExited:
+			if ShouldRestart(policy, c.ExitCode) {
+				a.ContainersToStart = append(a.ContainersToStart, i)
+			}
+		default:
+			a.ContainersToKill[c.ID] = fmt.Sprintf("container %q is in state %s", c.Name, c.State)
+			if policy != v1.RestartPolicyNever {
+				a.ContainersToStart = append(a.ContainersToStart, i)
+			}
+		}
+	}
+	return a
+}

@@ -1,0 +1,192 @@
+package cri
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// ContainerLogPath is the log file of one attempt, relative to the sandbox's
+// log directory: <container>/<attempt>.log.
+func ContainerLogPath(name string, attempt uint32) string {
+	return filepath.Join(name, strconv.FormatUint(uint64(attempt), 10)+".log")
+}
+
+// ConfigError is a container config that cannot be built from the pod spec.
+// It is the kubelet's CreateContainerConfigError.
+type ConfigError struct{ Msg string }
+
+func (e *ConfigError) Error() string { return e.Msg }
+
+// ContainerConfig builds the CRI config of container c of pod. imageRef is
+// the image as resolved by EnsureImage.
+func ContainerConfig(pod *v1.Pod, c *v1.Container, typ ContainerType, attempt uint32, imageRef string) (*runtimeapi.ContainerConfig, error) {
+	env := make([]*runtimeapi.KeyValue, 0, len(c.Env))
+	vars := map[string]string{}
+	for _, e := range c.Env {
+		// Values from fieldRef/configMap/secret are resolved before the pod
+		// reaches the runtime manager; what is left here is literal.
+		v := expand(e.Value, vars)
+		vars[e.Name] = v
+		env = append(env, &runtimeapi.KeyValue{Key: e.Name, Value: v})
+	}
+	cmd := make([]string, len(c.Command))
+	for i, s := range c.Command {
+		cmd[i] = expand(s, vars)
+	}
+	args := make([]string, len(c.Args))
+	for i, s := range c.Args {
+		args[i] = expand(s, vars)
+	}
+	lc, err := linuxContainerConfig(pod, c)
+	if err != nil {
+		return nil, err
+	}
+	restarts := int(attempt)
+	a := containerAnnotations(pod, c, restarts)
+	a[AnnotationContainerType] = string(typ)
+	return &runtimeapi.ContainerConfig{
+		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: attempt},
+		Image:       &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
+		Command:     cmd,
+		Args:        args,
+		WorkingDir:  c.WorkingDir,
+		Envs:        env,
+		Labels:      containerLabels(pod, c.Name, typ),
+		Annotations: a,
+		LogPath:     ContainerLogPath(c.Name, attempt),
+		Stdin:       c.Stdin,
+		StdinOnce:   c.StdinOnce,
+		Tty:         c.TTY,
+		Linux:       lc,
+	}, nil
+}
+
+func linuxContainerConfig(pod *v1.Pod, c *v1.Container) (*runtimeapi.LinuxContainerConfig, error) {
+	sc := &runtimeapi.LinuxContainerSecurityContext{
+		NamespaceOptions: namespaceOptions(pod),
+	}
+	psc := pod.Spec.SecurityContext
+	if psc == nil {
+		psc = &v1.PodSecurityContext{}
+	}
+	csc := c.SecurityContext
+	if csc == nil {
+		csc = &v1.SecurityContext{}
+	}
+	runAsUser := csc.RunAsUser
+	if runAsUser == nil {
+		runAsUser = psc.RunAsUser
+	}
+	runAsGroup := csc.RunAsGroup
+	if runAsGroup == nil {
+		runAsGroup = psc.RunAsGroup
+	}
+	runAsNonRoot := csc.RunAsNonRoot
+	if runAsNonRoot == nil {
+		runAsNonRoot = psc.RunAsNonRoot
+	}
+	if runAsUser != nil {
+		sc.RunAsUser = &runtimeapi.Int64Value{Value: *runAsUser}
+		if runAsNonRoot != nil && *runAsNonRoot && *runAsUser == 0 {
+			return nil, &ConfigError{Msg: "container's runAsUser breaks non-root policy (pod: " + podID(pod) + ", container: " + c.Name + ")"}
+		}
+	}
+	if runAsGroup != nil {
+		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *runAsGroup}
+	}
+	sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
+	if psc.FSGroup != nil {
+		sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
+	}
+	if csc.Privileged != nil {
+		sc.Privileged = *csc.Privileged
+	}
+	if csc.ReadOnlyRootFilesystem != nil {
+		sc.ReadonlyRootfs = *csc.ReadOnlyRootFilesystem
+	}
+	if csc.AllowPrivilegeEscalation != nil {
+		sc.NoNewPrivs = !*csc.AllowPrivilegeEscalation
+	}
+	if caps := csc.Capabilities; caps != nil {
+		sc.Capabilities = &runtimeapi.Capability{}
+		for _, a := range caps.Add {
+			sc.Capabilities.AddCapabilities = append(sc.Capabilities.AddCapabilities, string(a))
+		}
+		for _, d := range caps.Drop {
+			sc.Capabilities.DropCapabilities = append(sc.Capabilities.DropCapabilities, string(d))
+		}
+	}
+	sp := csc.SeccompProfile
+	if sp == nil {
+		sp = psc.SeccompProfile
+	}
+	sc.Seccomp = seccompProfile(sp)
+	if o := csc.SELinuxOptions; o != nil {
+		sc.SelinuxOptions = &runtimeapi.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
+	}
+	if !sc.Privileged {
+		sc.MaskedPaths = defaultMaskedPaths
+		sc.ReadonlyPaths = defaultReadonlyPaths
+	}
+	// Resources (limits, requests, cgroups) are completed by the resources
+	// work; until then the runtime's defaults apply.
+	return &runtimeapi.LinuxContainerConfig{SecurityContext: sc}, nil
+}
+
+// The kubelet's default masked and read-only paths (pkg/securitycontext).
+var (
+	defaultMaskedPaths = []string{
+		"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+		"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+		"/sys/firmware", "/sys/devices/virtual/powercap",
+	}
+	defaultReadonlyPaths = []string{
+		"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
+	}
+)
+
+func podID(pod *v1.Pod) string {
+	return fmt.Sprintf("%s/%s", pod.Namespace, pod.Name)
+}
+
+// expand replaces $(VAR) with its value where VAR is defined, turns $$ into
+// $, and leaves everything else as written: the semantics of Kubernetes'
+// variable expansion for command, args and env.
+func expand(in string, vars map[string]string) string {
+	if !strings.Contains(in, "$") {
+		return in
+	}
+	var b strings.Builder
+	for i := 0; i < len(in); i++ {
+		if in[i] != '$' || i+1 >= len(in) {
+			b.WriteByte(in[i])
+			continue
+		}
+		switch in[i+1] {
+		case '$':
+			b.WriteByte('$')
+			i++
+		case '(':
+			end := strings.IndexByte(in[i+2:], ')')
+			if end < 0 {
+				b.WriteString(in[i:])
+				return b.String()
+			}
+			name := in[i+2 : i+2+end]
+			if v, ok := vars[name]; ok {
+				b.WriteString(v)
+			} else {
+				b.WriteString("$(" + name + ")")
+			}
+			i += 2 + end
+		default:
+			b.WriteByte('$')
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,94 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Image failure reasons, as the kubelet reports them in a container's
+// waiting state (pkg/kubelet/images/types.go).
+const (
+	ReasonErrImagePull       = "ErrImagePull"
+	ReasonImagePullBackOff   = "ImagePullBackOff"
+	ReasonErrImageNeverPull  = "ErrImageNeverPull"
+	ReasonInvalidImageName   = "InvalidImageName"
+	ReasonImageInspectError  = "ImageInspectError"
+	ReasonCreateConfigError  = "CreateContainerConfigError"
+	ReasonCreateContainerErr = "CreateContainerError"
+	ReasonRunContainerError  = "RunContainerError"
+	ReasonCrashLoopBackOff   = "CrashLoopBackOff"
+)
+
+// ImageError is a failure to make a container's image available.
+type ImageError struct {
+	Reason string // one of the Reason* image constants
+	Image  string
+	Err    error
+}
+
+func (e *ImageError) Error() string { return e.Err.Error() }
+func (e *ImageError) Unwrap() error { return e.Err }
+
+// ImagePresent returns the image's reference (its ID) if the runtime has it.
+func (r *Runtime) ImagePresent(ctx context.Context, image string) (string, bool, error) {
+	resp, err := r.is.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: image}, false)
+	if err != nil {
+		return "", false, err
+	}
+	if resp.GetImage() == nil {
+		return "", false, nil
+	}
+	return resp.GetImage().GetId(), true, nil
+}
+
+// EnsureImage makes c's image available per its imagePullPolicy and returns
+// the reference to create the container with. Failures are *ImageError with
+// the kubelet's reason; whether to back off is the caller's decision.
+func (r *Runtime) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
+	image := c.Image
+	if image == "" || strings.ContainsAny(image, " \t\n") || strings.HasSuffix(image, ":") {
+		return "", &ImageError{Reason: ReasonInvalidImageName, Image: image,
+			Err: fmt.Errorf("Failed to apply default image tag %q: couldn't parse image name %q: invalid reference format", image, image)}
+	}
+	policy := c.ImagePullPolicy
+	if policy == "" {
+		policy = v1.PullIfNotPresent
+		if !strings.Contains(lastPathElem(image), ":") && !strings.Contains(image, "@") || strings.HasSuffix(image, ":latest") {
+			policy = v1.PullAlways
+		}
+	}
+	if policy != v1.PullAlways {
+		ref, ok, err := r.ImagePresent(ctx, image)
+		if err != nil {
+			return "", &ImageError{Reason: ReasonImageInspectError, Image: image,
+				Err: fmt.Errorf("Failed to inspect image %q: %w", image, err)}
+		}
+		if ok {
+			return ref, nil
+		}
+		if policy == v1.PullNever {
+			return "", &ImageError{Reason: ReasonErrImageNeverPull, Image: image,
+				Err: fmt.Errorf("Container image %q is not present with pull policy of Never", image)}
+		}
+	}
+	ref, err := r.is.PullImage(ctx, &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: image}, nil, sandbox)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return "", err
+		}
+		return "", &ImageError{Reason: ReasonErrImagePull, Image: image, Err: err}
+	}
+	return ref, nil
+}
+
+func lastPathElem(image string) string {
+	if i := strings.LastIndex(image, "/"); i >= 0 {
+		return image[i+1:]
+	}
+	return image
+}

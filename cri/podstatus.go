@@ -1,0 +1,210 @@
+package cri
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// State of a container as the runtime reports it.
+//
+//	created --start--> running --exit/kill--> exited --remove--> (gone)
+//	   \___________________ unknown (runtime lost track) ____/
+type State string
+
+const (
+	StateCreated State = "created"
+	StateRunning State = "running"
+	StateExited  State = "exited"
+	StateUnknown State = "unknown"
+)
+
+func toState(s runtimeapi.ContainerState) State {
+	switch s {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return StateCreated
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return StateRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return StateExited
+	default:
+		return StateUnknown
+	}
+}
+
+// ContainerStatus is one container (one attempt) as the runtime reports it.
+type ContainerStatus struct {
+	ID         string
+	Name       string
+	Type       ContainerType
+	Attempt    uint32
+	State      State
+	CreatedAt  time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
+	ExitCode   int32
+	// Reason and Message are the runtime's (e.g. OOMKilled).
+	Reason, Message string
+	Image           string // as the user specified it
+	ImageRef        string // the image ID
+	LogPath         string
+}
+
+// SandboxStatus is one sandbox (one attempt) of a pod.
+type SandboxStatus struct {
+	ID        string
+	Attempt   uint32
+	Ready     bool
+	CreatedAt time.Time
+	IPs       []string
+}
+
+// PodStatus is everything the runtime knows of one pod. Sandboxes and
+// Containers are sorted newest first.
+type PodStatus struct {
+	Ref        PodRef
+	Sandboxes  []SandboxStatus
+	Containers []ContainerStatus
+}
+
+// IPs returns the pod IPs of the newest ready sandbox.
+func (s *PodStatus) IPs() []string {
+	for _, sb := range s.Sandboxes {
+		if sb.Ready {
+			return sb.IPs
+		}
+	}
+	return nil
+}
+
+// Latest returns the newest attempt of the named container of the given type.
+func (s *PodStatus) Latest(name string, typ ContainerType) *ContainerStatus {
+	for i := range s.Containers {
+		c := &s.Containers[i]
+		if c.Name == name && c.Type == typ {
+			return c
+		}
+	}
+	return nil
+}
+
+// Previous returns the attempt before the newest one of the named container.
+func (s *PodStatus) Previous(name string, typ ContainerType) *ContainerStatus {
+	seen := false
+	for i := range s.Containers {
+		c := &s.Containers[i]
+		if c.Name == name && c.Type == typ {
+			if seen {
+				return c
+			}
+			seen = true
+		}
+	}
+	return nil
+}
+
+// Running reports whether any container of the pod is running.
+func (s *PodStatus) Running() bool {
+	for _, c := range s.Containers {
+		if c.State == StateRunning {
+			return true
+		}
+	}
+	return false
+}
+
+// GetPodStatus reads the sandboxes and containers of the pod from the runtime.
+func (r *Runtime) GetPodStatus(ctx context.Context, ref PodRef) (*PodStatus, error) {
+	sel := map[string]string{LabelPodUID: string(ref.UID)}
+	sbs, err := r.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("listing sandboxes of pod %s: %w", ref, err)
+	}
+	ps := &PodStatus{Ref: ref}
+	for _, sb := range sbs {
+		st, err := r.rs.PodSandboxStatus(ctx, sb.Id, false)
+		if err != nil {
+			return nil, fmt.Errorf("status of sandbox %s of pod %s: %w", sb.Id, ref, err)
+		}
+		s := st.GetStatus()
+		ss := SandboxStatus{
+			ID:        sb.Id,
+			Attempt:   s.GetMetadata().GetAttempt(),
+			Ready:     s.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY,
+			CreatedAt: time.Unix(0, s.GetCreatedAt()),
+		}
+		if n := s.GetNetwork(); n != nil && n.Ip != "" {
+			ss.IPs = append(ss.IPs, n.Ip)
+			for _, ip := range n.AdditionalIps {
+				ss.IPs = append(ss.IPs, ip.Ip)
+			}
+		}
+		ps.Sandboxes = append(ps.Sandboxes, ss)
+	}
+	sort.SliceStable(ps.Sandboxes, func(i, j int) bool { return ps.Sandboxes[i].CreatedAt.After(ps.Sandboxes[j].CreatedAt) })
+
+	cs, err := r.rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("listing containers of pod %s: %w", ref, err)
+	}
+	for _, c := range cs {
+		resp, err := r.rs.ContainerStatus(ctx, c.Id, false)
+		if err != nil {
+			return nil, fmt.Errorf("status of container %s of pod %s: %w", c.Id, ref, err)
+		}
+		ps.Containers = append(ps.Containers, toContainerStatus(resp.GetStatus(), c.Labels, c.Annotations))
+	}
+	sort.SliceStable(ps.Containers, func(i, j int) bool {
+		a, b := ps.Containers[i], ps.Containers[j]
+		if !a.CreatedAt.Equal(b.CreatedAt) {
+			return a.CreatedAt.After(b.CreatedAt)
+		}
+		return a.Attempt > b.Attempt
+	})
+	return ps, nil
+}
+
+func toContainerStatus(s *runtimeapi.ContainerStatus, labels, annotations map[string]string) ContainerStatus {
+	cs := ContainerStatus{
+		ID:        s.GetId(),
+		Name:      labels[LabelContainerName],
+		Type:      ContainerType(labels[LabelContainerType]),
+		Attempt:   s.GetMetadata().GetAttempt(),
+		State:     toState(s.GetState()),
+		ExitCode:  s.GetExitCode(),
+		Reason:    s.GetReason(),
+		Message:   s.GetMessage(),
+		Image:     s.GetImage().GetUserSpecifiedImage(),
+		ImageRef:  s.GetImageRef(),
+		LogPath:   s.GetLogPath(),
+		CreatedAt: nsTime(s.GetCreatedAt()),
+		StartedAt: nsTime(s.GetStartedAt()),
+	}
+	if cs.Name == "" {
+		cs.Name = s.GetMetadata().GetName()
+	}
+	if cs.Type == "" {
+		cs.Type = ContainerTypeRegular
+	}
+	if cs.Image == "" {
+		cs.Image = s.GetImage().GetImage()
+	}
+	if cs.State == StateExited {
+		cs.FinishedAt = nsTime(s.GetFinishedAt())
+	}
+	if n, err := strconv.Atoi(annotations[AnnotationRestartCount]); err == nil && uint32(n) > cs.Attempt {
+		cs.Attempt = uint32(n)
+	}
+	return cs
+}
+
+func nsTime(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}

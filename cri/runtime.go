@@ -1,0 +1,158 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	internalapi "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	remote "k8s.io/cri-client/pkg"
+	"k8s.io/klog/v2"
+)
+
+// Config configures a Runtime. NewRuntime validates it and fills defaults.
+type Config struct {
+	// Endpoint is the CRI socket, e.g. unix:///run/containerd/containerd.sock.
+	Endpoint string
+	// ConnectTimeout bounds the dial and every unary CRI call but image pulls.
+	ConnectTimeout time.Duration
+	// PodLogDir is where pod log directories are created
+	// (<PodLogDir>/<ns>_<name>_<uid>/<container>/<attempt>.log).
+	PodLogDir string
+	// DNS holds the cluster DNS settings used for dnsPolicy ClusterFirst.
+	DNS DNSConfig
+	// RuntimeHandler is the CRI runtime handler (empty: the default).
+	RuntimeHandler string
+	// CgroupParent returns the cgroup parent of a pod's sandbox. It is the
+	// seam for the resources work (QoS and pod cgroups); nil means the
+	// runtime's default.
+	CgroupParent func(podUID string) string
+}
+
+// Runtime talks to one CRI endpoint. It is safe for concurrent use; it keeps
+// no per-pod state.
+type Runtime struct {
+	cfg    Config
+	rs     internalapi.RuntimeService
+	is     internalapi.ImageManagerService
+	resolv resolvConf
+}
+
+// ErrUnreachable is returned by Connect when the CRI endpoint does not answer.
+var ErrUnreachable = errors.New("CRI endpoint unreachable")
+
+// Connect dials the CRI endpoint and checks that it answers Version. The
+// error names the endpoint and wraps ErrUnreachable when nothing answers.
+func Connect(ctx context.Context, cfg Config) (*Runtime, error) {
+	if cfg.Endpoint == "" {
+		return nil, fmt.Errorf("no CRI endpoint given")
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = 10 * time.Second
+	}
+	if cfg.PodLogDir == "" {
+		return nil, fmt.Errorf("no pod log directory given")
+	}
+	if !filepath.IsAbs(cfg.PodLogDir) {
+		return nil, fmt.Errorf("pod log directory %q is not an absolute path", cfg.PodLogDir)
+	}
+	if err := cfg.DNS.validate(); err != nil {
+		return nil, err
+	}
+	logger := klog.FromContext(ctx)
+	rs, err := remote.NewRemoteRuntimeService(cfg.Endpoint, cfg.ConnectTimeout, nil, &logger)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrUnreachable, cfg.Endpoint, err)
+	}
+	is, err := remote.NewRemoteImageService(cfg.Endpoint, cfg.ConnectTimeout, nil, &logger)
+	if err != nil {
+		rs.Close()
+		return nil, fmt.Errorf("%w: %s: %v", ErrUnreachable, cfg.Endpoint, err)
+	}
+	return New(cfg, rs, is)
+}
+
+// New builds a Runtime over already connected services (tests pass fakes).
+func New(cfg Config, rs internalapi.RuntimeService, is internalapi.ImageManagerService) (*Runtime, error) {
+	r := &Runtime{cfg: cfg, rs: rs, is: is}
+	if cfg.DNS.ResolvConf != "" {
+		rc, err := parseResolvConfFile(cfg.DNS.ResolvConf)
+		if err != nil {
+			return nil, err
+		}
+		r.resolv = rc
+	}
+	return r, nil
+}
+
+// Close releases the connections.
+func (r *Runtime) Close() error {
+	return errors.Join(r.rs.Close(), r.is.Close())
+}
+
+// Services exposes the underlying CRI services to readers that need the raw
+// API (log streaming follows a container through ContainerStatus).
+func (r *Runtime) Services() internalapi.RuntimeService { return r.rs }
+
+// VersionInfo is what the node reports about its runtime.
+type VersionInfo struct {
+	RuntimeName, RuntimeVersion, RuntimeAPIVersion string
+}
+
+// Version asks the runtime for its name and version.
+func (r *Runtime) Version(ctx context.Context) (VersionInfo, error) {
+	v, err := r.rs.Version(ctx, "v1")
+	if err != nil {
+		return VersionInfo{}, fmt.Errorf("CRI Version on %s: %w", r.cfg.Endpoint, err)
+	}
+	return VersionInfo{RuntimeName: v.RuntimeName, RuntimeVersion: v.RuntimeVersion, RuntimeAPIVersion: v.RuntimeApiVersion}, nil
+}
+
+// Readiness is the runtime's own view of whether it can run pods.
+type Readiness struct {
+	RuntimeReady bool
+	NetworkReady bool
+	// Message explains what is not ready, in the runtime's words.
+	Message string
+}
+
+// Status returns the RuntimeReady and NetworkReady conditions of the runtime.
+func (r *Runtime) Status(ctx context.Context) (Readiness, error) {
+	resp, err := r.rs.Status(ctx, false)
+	if err != nil {
+		return Readiness{}, fmt.Errorf("CRI Status on %s: %w", r.cfg.Endpoint, err)
+	}
+	var rd Readiness
+	var msgs []string
+	for _, c := range resp.GetStatus().GetConditions() {
+		switch c.Type {
+		case runtimeapi.RuntimeReady:
+			rd.RuntimeReady = c.Status
+		case runtimeapi.NetworkReady:
+			rd.NetworkReady = c.Status
+		default:
+			continue
+		}
+		if !c.Status {
+			msgs = append(msgs, fmt.Sprintf("%s=false reason:%s message:%s", c.Type, c.Reason, c.Message))
+		}
+	}
+	if len(msgs) > 0 {
+		rd.Message = "container runtime not ready: " + joinComma(msgs)
+	}
+	return rd, nil
+}
+
+func joinComma(s []string) string {
+	out := ""
+	for i, v := range s {
+		if i > 0 {
+			out += ", "
+		}
+		out += v
+	}
+	return out
+}

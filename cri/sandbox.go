@@ -1,0 +1,184 @@
+package cri
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// PodLogDir returns the directory of pod's container logs:
+// <PodLogDir>/<namespace>_<name>_<uid>, as the kubelet lays it out.
+func (r *Runtime) PodLogDir(ref PodRef) string {
+	return filepath.Join(r.cfg.PodLogDir, ref.Namespace+"_"+ref.Name+"_"+string(ref.UID))
+}
+
+// SandboxConfig builds the CRI sandbox config of pod for the given attempt.
+// The DNS warning, if any, is for the caller to report as an event.
+func (r *Runtime) SandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, DNSWarning, error) {
+	dns, warn := r.dnsConfigFor(pod)
+	hostname, err := podHostname(pod)
+	if err != nil {
+		return nil, warn, err
+	}
+	cfg := &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{
+			Name:      pod.Name,
+			Namespace: pod.Namespace,
+			Uid:       string(pod.UID),
+			Attempt:   attempt,
+		},
+		Hostname:     hostname,
+		LogDirectory: r.PodLogDir(RefOf(pod)),
+		DnsConfig:    dns,
+		PortMappings: portMappings(pod),
+		Labels:       sandboxLabels(pod),
+		Annotations:  copyMap(pod.Annotations),
+		Linux:        r.sandboxLinuxConfig(pod),
+	}
+	if pod.Spec.HostNetwork {
+		// The host's name, as the kubelet does for host-network pods.
+		cfg.Hostname = ""
+	}
+	return cfg, warn, nil
+}
+
+// podHostname applies the kubelet's rules: spec.hostname or the pod name,
+// truncated to 63 characters without a trailing '-' or '.'.
+func podHostname(pod *v1.Pod) (string, error) {
+	h := pod.Name
+	if pod.Spec.Hostname != "" {
+		h = pod.Spec.Hostname
+	}
+	if len(h) > 63 {
+		h = strings.TrimRight(h[:63], "-.")
+		if h == "" {
+			return "", fmt.Errorf("hostname for pod %s/%s is empty after truncation", pod.Namespace, pod.Name)
+		}
+	}
+	return h, nil
+}
+
+func portMappings(pod *v1.Pod) []*runtimeapi.PortMapping {
+	var out []*runtimeapi.PortMapping
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort <= 0 {
+				continue
+			}
+			proto := runtimeapi.Protocol_TCP
+			switch p.Protocol {
+			case v1.ProtocolUDP:
+				proto = runtimeapi.Protocol_UDP
+			case v1.ProtocolSCTP:
+				proto = runtimeapi.Protocol_SCTP
+			}
+			out = append(out, &runtimeapi.PortMapping{
+				Protocol:      proto,
+				ContainerPort: p.ContainerPort,
+				HostPort:      p.HostPort,
+				HostIp:        p.HostIP,
+			})
+		}
+	}
+	return out
+}
+
+func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
+	o := &runtimeapi.NamespaceOption{
+		Network: runtimeapi.NamespaceMode_POD,
+		Pid:     runtimeapi.NamespaceMode_CONTAINER,
+		Ipc:     runtimeapi.NamespaceMode_POD,
+	}
+	if pod.Spec.HostNetwork {
+		o.Network = runtimeapi.NamespaceMode_NODE
+	}
+	if pod.Spec.HostPID {
+		o.Pid = runtimeapi.NamespaceMode_NODE
+	} else if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace {
+		o.Pid = runtimeapi.NamespaceMode_POD
+	}
+	if pod.Spec.HostIPC {
+		o.Ipc = runtimeapi.NamespaceMode_NODE
+	}
+	return o
+}
+
+func (r *Runtime) sandboxLinuxConfig(pod *v1.Pod) *runtimeapi.LinuxPodSandboxConfig {
+	lc := &runtimeapi.LinuxPodSandboxConfig{
+		SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: namespaceOptions(pod),
+			Privileged:       podHasPrivilegedContainer(pod),
+		},
+	}
+	if r.cfg.CgroupParent != nil {
+		lc.CgroupParent = r.cfg.CgroupParent(string(pod.UID))
+	}
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		if len(sc.Sysctls) > 0 {
+			lc.Sysctls = map[string]string{}
+			for _, s := range sc.Sysctls {
+				lc.Sysctls[s.Name] = s.Value
+			}
+		}
+		ssc := lc.SecurityContext
+		if sc.RunAsUser != nil {
+			ssc.RunAsUser = &runtimeapi.Int64Value{Value: *sc.RunAsUser}
+		}
+		if sc.RunAsGroup != nil {
+			ssc.RunAsGroup = &runtimeapi.Int64Value{Value: *sc.RunAsGroup}
+		}
+		ssc.SupplementalGroups = append(ssc.SupplementalGroups, sc.SupplementalGroups...)
+		if sc.FSGroup != nil {
+			ssc.SupplementalGroups = append(ssc.SupplementalGroups, *sc.FSGroup)
+		}
+		if o := sc.SELinuxOptions; o != nil {
+			ssc.SelinuxOptions = &runtimeapi.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
+		}
+		ssc.Seccomp = seccompProfile(sc.SeccompProfile)
+	}
+	return lc
+}
+
+func podHasPrivilegedContainer(pod *v1.Pod) bool {
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range cs {
+			if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func seccompProfile(p *v1.SeccompProfile) *runtimeapi.SecurityProfile {
+	if p == nil {
+		// The kubelet's default is Unconfined unless SeccompDefault is on.
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
+	}
+	switch p.Type {
+	case v1.SeccompProfileTypeRuntimeDefault:
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
+	case v1.SeccompProfileTypeLocalhost:
+		lp := ""
+		if p.LocalhostProfile != nil {
+			lp = *p.LocalhostProfile
+		}
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: lp}
+	default:
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
+	}
+}
+
+func copyMap(in map[string]string) map[string]string {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,310 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func isNotFound(err error) bool {
+	return status.Code(err) == codes.NotFound
+}
+
+// BackOff is the part of client-go's flowcontrol.Backoff that SyncPod uses.
+type BackOff interface {
+	IsInBackOffSince(id string, eventTime time.Time) bool
+	IsInBackOffSinceUpdate(id string, eventTime time.Time) bool
+	Next(id string, eventTime time.Time)
+	Get(id string) time.Duration
+	Reset(id string)
+}
+
+// BackOffs holds the restart and image pull back-off of every container of
+// the node. The caller owns it so that back-off outlives a single sync; keys
+// are "<pod uid>/<container>".
+type BackOffs struct {
+	Restart BackOff
+	Pull    BackOff
+
+	mu      sync.Mutex
+	pullErr map[string]string // last pull error per key, guarded by mu
+}
+
+// pullBackOff returns the last pull error of key if its back-off has not
+// yet run out at now.
+func (b *BackOffs) pullBackOff(key string, now time.Time) (string, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	msg, ok := b.pullErr[key]
+	if !ok || !b.Pull.IsInBackOffSinceUpdate(key, now) {
+		return "", false
+	}
+	return msg, true
+}
+
+func (b *BackOffs) pullFailed(key string, now time.Time, msg string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.pullErr == nil {
+		b.pullErr = map[string]string{}
+	}
+	b.pullErr[key] = msg
+	b.Pull.Next(key, now)
+}
+
+func (b *BackOffs) pullSucceeded(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.pullErr[key]; ok {
+		delete(b.pullErr, key)
+		b.Pull.Reset(key)
+	}
+}
+
+// Forget drops every entry of a pod whose worker is gone.
+func (b *BackOffs) Forget(uid string, containers []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, c := range containers {
+		k := uid + "/" + c
+		b.Restart.Reset(k)
+		b.Pull.Reset(k)
+		delete(b.pullErr, k)
+	}
+}
+
+// Waiting is why a container is not running after a sync, in the kubelet's
+// words (reason is one of the Reason* constants).
+type Waiting struct {
+	Reason, Message string
+}
+
+// SyncResult reports what a SyncPod did and what failed.
+type SyncResult struct {
+	// SandboxErr is set when the sandbox could not be created; nothing else
+	// was attempted.
+	SandboxErr error
+	// DNSWarning is set when the pod's DNS policy could not be honoured.
+	DNSWarning DNSWarning
+	// Waiting holds, per container name, why a container that the plan
+	// wanted started is not running.
+	Waiting map[string]Waiting
+	// Started lists the containers started, with their image ID.
+	Started []string
+	// Errs are the errors of individual steps, for logs.
+	Errs []error
+}
+
+// Error joins the step errors.
+func (r *SyncResult) Error() error {
+	if r.SandboxErr != nil {
+		return r.SandboxErr
+	}
+	return errors.Join(r.Errs...)
+}
+
+// minGracePeriod is the shortest grace the kubelet gives a container.
+const minGracePeriod = int64(2)
+
+// SyncPod carries out plan for pod, given the runtime status the plan was
+// made from.
+func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, plan PodActions, backoff *BackOffs, now time.Time) *SyncResult {
+	res := &SyncResult{Waiting: map[string]Waiting{}}
+	if plan.KillPod {
+		if err := r.KillPod(ctx, status, GracePeriod(pod, nil)); err != nil {
+			res.Errs = append(res.Errs, err)
+			return res
+		}
+	}
+	sandboxID := plan.SandboxID
+	attempt := plan.Attempt
+	if !plan.CreateSandbox {
+		for _, sb := range status.Sandboxes {
+			if sb.ID == sandboxID {
+				attempt = sb.Attempt
+			}
+		}
+	}
+	sbCfg, warn, err := r.SandboxConfig(pod, attempt)
+	res.DNSWarning = warn
+	if err != nil {
+		res.SandboxErr = err
+		return res
+	}
+	if plan.CreateSandbox {
+		if err := os.MkdirAll(sbCfg.LogDirectory, 0o755); err != nil {
+			res.SandboxErr = fmt.Errorf("creating log directory of pod %s: %w", RefOf(pod), err)
+			return res
+		}
+		id, err := r.rs.RunPodSandbox(ctx, sbCfg, r.cfg.RuntimeHandler)
+		if err != nil {
+			res.SandboxErr = fmt.Errorf("failed to create pod sandbox: %w", err)
+			return res
+		}
+		sandboxID = id
+	}
+	for id, why := range plan.ContainersToKill {
+		if err := r.rs.StopContainer(ctx, id, GracePeriod(pod, nil)); err != nil && !isNotFound(err) {
+			res.Errs = append(res.Errs, fmt.Errorf("stopping container %s (%s): %w", id, why, err))
+		}
+	}
+	if plan.NextInit >= 0 {
+		c := &pod.Spec.InitContainers[plan.NextInit]
+		r.startContainer(ctx, pod, c, ContainerTypeInit, status, sandboxID, sbCfg, backoff, now, res)
+		return res
+	}
+	// Containers start in order, as the kubelet does, so that a failure of
+	// one does not hold back the others.
+	for _, i := range plan.ContainersToStart {
+		c := &pod.Spec.Containers[i]
+		r.startContainer(ctx, pod, c, ContainerTypeRegular, status, sandboxID, sbCfg, backoff, now, res)
+	}
+	return res
+}
+
+func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, typ ContainerType,
+	status *PodStatus, sandboxID string, sbCfg *runtimeapi.PodSandboxConfig, backoff *BackOffs, now time.Time, res *SyncResult) {
+	ref := RefOf(pod)
+	key := string(pod.UID) + "/" + c.Name
+	prev := status.Latest(c.Name, typ)
+	attempt := uint32(0)
+	if prev != nil {
+		attempt = prev.Attempt + 1
+		if prev.State == StateExited && !prev.FinishedAt.IsZero() {
+			if backoff.Restart.IsInBackOffSince(key, prev.FinishedAt) {
+				res.Waiting[c.Name] = Waiting{Reason: ReasonCrashLoopBackOff,
+					Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)",
+						backoff.Restart.Get(key), c.Name, pod.Name, pod.Namespace, pod.UID)}
+				return
+			}
+			backoff.Restart.Next(key, prev.FinishedAt)
+		}
+	}
+
+	if last, ok := backoff.pullBackOff(key, now); ok {
+		res.Waiting[c.Name] = Waiting{Reason: ReasonImagePullBackOff,
+			Message: fmt.Sprintf("Back-off pulling image %q: %s", c.Image, last)}
+		return
+	}
+	imageRef, err := r.EnsureImage(ctx, pod, c, sbCfg)
+	if err != nil {
+		var ie *ImageError
+		if errors.As(err, &ie) {
+			if ie.Reason == ReasonErrImagePull {
+				backoff.pullFailed(key, now, ie.Reason+": "+ie.Error())
+			}
+			res.Waiting[c.Name] = Waiting{Reason: ie.Reason, Message: ie.Error()}
+		}
+		res.Errs = append(res.Errs, fmt.Errorf("image for container %q of pod %s: %w", c.Name, ref, err))
+		return
+	}
+	backoff.pullSucceeded(key)
+
+	cfg, err := ContainerConfig(pod, c, typ, attempt, imageRef)
+	if err != nil {
+		res.Waiting[c.Name] = Waiting{Reason: ReasonCreateConfigError, Message: err.Error()}
+		res.Errs = append(res.Errs, fmt.Errorf("config of container %q of pod %s: %w", c.Name, ref, err))
+		return
+	}
+	if err := os.MkdirAll(sbCfg.LogDirectory+"/"+c.Name, 0o755); err != nil {
+		res.Waiting[c.Name] = Waiting{Reason: ReasonCreateContainerErr, Message: err.Error()}
+		res.Errs = append(res.Errs, err)
+		return
+	}
+	id, err := r.rs.CreateContainer(ctx, sandboxID, cfg, sbCfg)
+	if err != nil {
+		res.Waiting[c.Name] = Waiting{Reason: ReasonCreateContainerErr, Message: err.Error()}
+		res.Errs = append(res.Errs, fmt.Errorf("creating container %q of pod %s: %w", c.Name, ref, err))
+		return
+	}
+	if err := r.rs.StartContainer(ctx, id); err != nil {
+		res.Waiting[c.Name] = Waiting{Reason: ReasonRunContainerError, Message: err.Error()}
+		res.Errs = append(res.Errs, fmt.Errorf("starting container %q of pod %s: %w", c.Name, ref, err))
+		return
+	}
+	res.Started = append(res.Started, c.Name)
+}
+
+// GracePeriod is the grace the kubelet gives a pod's containers when it
+// stops them: the override if given, else the deletion grace period, else
+// the spec's, never below minGracePeriod.
+func GracePeriod(pod *v1.Pod, override *int64) int64 {
+	g := int64(v1.DefaultTerminationGracePeriodSeconds)
+	switch {
+	case override != nil:
+		g = *override
+	case pod.DeletionGracePeriodSeconds != nil:
+		g = *pod.DeletionGracePeriodSeconds
+	case pod.Spec.TerminationGracePeriodSeconds != nil:
+		g = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	if g < minGracePeriod {
+		g = minGracePeriod
+	}
+	return g
+}
+
+// KillPod stops every running container of the pod in parallel, giving each
+// grace seconds between SIGTERM and SIGKILL, then stops its sandboxes. It
+// removes nothing: logs and exit codes stay readable until RemovePod.
+func (r *Runtime) KillPod(ctx context.Context, status *PodStatus, grace int64) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, c := range status.Containers {
+		if c.State != StateRunning && c.State != StateCreated && c.State != StateUnknown {
+			continue
+		}
+		wg.Add(1)
+		go func(c ContainerStatus) {
+			defer wg.Done()
+			if err := r.rs.StopContainer(ctx, c.ID, grace); err != nil && !isNotFound(err) {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("stopping container %q (%s) of pod %s: %w", c.Name, c.ID, status.Ref, err))
+				mu.Unlock()
+			}
+		}(c)
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	for _, sb := range status.Sandboxes {
+		if err := r.rs.StopPodSandbox(ctx, sb.ID); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("stopping sandbox %s of pod %s: %w", sb.ID, status.Ref, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RemovePod removes every container and sandbox of a killed pod and its log
+// directory. The pod must have been killed first.
+func (r *Runtime) RemovePod(ctx context.Context, status *PodStatus) error {
+	var errs []error
+	for _, c := range status.Containers {
+		if err := r.rs.RemoveContainer(ctx, c.ID); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("removing container %q (%s) of pod %s: %w", c.Name, c.ID, status.Ref, err))
+		}
+	}
+	for _, sb := range status.Sandboxes {
+		if err := r.rs.RemovePodSandbox(ctx, sb.ID); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("removing sandbox %s of pod %s: %w", sb.ID, status.Ref, err))
+		}
+	}
+	if len(errs) == 0 {
+		if err := os.RemoveAll(r.PodLogDir(status.Ref)); err != nil {
+			errs = append(errs, fmt.Errorf("removing log directory of pod %s: %w", status.Ref, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the local test environment needs (container
+# runtime, CNI plugins, etcd, openssl, a static busybox and gcc for the test
+# images, curl for health checks). Idempotent: installs only what is missing
+# and does nothing when everything is present.
+#
+# Usage: hack/install-deps.sh   (as root)
+set -o errexit -o nounset -o pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "${ROOT}"
+
+# curl is used by hack/local-up.sh to probe etcd and the API server's /readyz
+# with the admin client certificate (kubectl is not built here, and
+# `openssl s_client` cannot easily report an HTTP status).
+packages=(
+  containerd runc containernetworking-plugins iptables
+  etcd-server openssl busybox-static gcc libc6-dev iproute2 curl
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg -s "${p}" 2>/dev/null | grep -q '^Status: install ok installed'; then
+    missing+=("${p}")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: must run as root" >&2
+  exit 1
+fi
+apt-get update
+DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+echo "install-deps: done"

@@ -1,0 +1,286 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034 # variables are used by the scripts that source this
+# Shared by hack/local-up.sh and hack/local-down.sh (sourced, not run): the
+# layout of the local cluster and the helpers that find, start, stop and clean
+# up its processes. The caller sets ROOT and LOG_PREFIX.
+#
+# Everything the local cluster owns is found from these paths, never by a
+# process name alone: a process is ours only when its executable is the
+# expected binary AND its command line mentions LOCAL_DIR (or, for shims, our
+# containerd socket). That keeps a system containerd/etcd on the same machine,
+# and their shims and mounts, out of reach.
+
+LOCAL_DIR=${ROOT}/_output/local
+BIN_DIR=${ROOT}/_output/bin
+PID_DIR=${LOCAL_DIR}/pids
+LOG_DIR=${LOCAL_DIR}/logs
+PKI_DIR=${LOCAL_DIR}/pki
+ETCD_DIR=${LOCAL_DIR}/etcd
+CNI_CONF_DIR=${LOCAL_DIR}/cni/net.d
+
+# Unix socket paths are limited to 108 bytes and the checkout may live
+# anywhere, so sockets and runtime state live under a short fixed directory.
+CRIVK_RUN_DIR=${CRIVK_RUN_DIR:-/run/crivk}
+CONTAINERD_DIR=${LOCAL_DIR}/containerd
+CONTAINERD_CONFIG=${CONTAINERD_DIR}/config.toml
+CONTAINERD_ROOT=${CONTAINERD_DIR}/root
+CONTAINERD_RUN=${CRIVK_RUN_DIR}/containerd
+CONTAINERD_STATE=${CONTAINERD_RUN}/state
+CONTAINERD_SOCK=${CONTAINERD_RUN}/containerd.sock
+CRI_ENDPOINT=unix://${CONTAINERD_SOCK}
+# runc's state root for our containerd's shims (runc options "Root"); the
+# shim appends the containerd namespace (k8s.io).
+RUNC_ROOT=${CRIVK_RUN_DIR}/runc
+CNI_DATA_DIR=${CRIVK_RUN_DIR}/cni/networks
+
+CNI_NETWORK=crivk
+CNI_BRIDGE=${CNI_BRIDGE:-crivk0}
+POD_CIDR=${POD_CIDR:-10.88.0.0/16}
+SERVICE_CIDR=10.96.0.0/16
+SERVICE_IP=10.96.0.1
+NODE_NAME=${NODE_NAME:-crivk-local}
+PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
+BUSYBOX_IMAGE=registry.k8s.io/e2e-test-images/busybox:1.37.0-1
+
+ETCD_CLIENT_PORT=2479
+ETCD_PEER_PORT=2480
+APISERVER_PORT=6443
+CONTROLLER_MANAGER_PORT=10357
+SCHEDULER_PORT=10359
+SA_ISSUER=https://kubernetes.default.svc.cluster.local
+
+# Start order; local-down stops in reverse.
+COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler)
+
+CRICTL=${BIN_DIR}/crictl
+CRICTL_CONFIG=${LOCAL_DIR}/crictl.yaml
+
+log() { echo "${LOG_PREFIX}: $*"; }
+warn() { echo "${LOG_PREFIX}: WARNING: $*" >&2; }
+
+# component_bin NAME: the absolute executable a component runs from.
+component_bin() {
+  case "$1" in
+    containerd | etcd) readlink -f "$(command -v "$1")" ;;
+    *) echo "${BIN_DIR}/$1" ;;
+  esac
+}
+
+# pid_alive PID: true for a running (not zombie) process.
+pid_alive() {
+  local state
+  [ -r "/proc/$1/stat" ] || return 1
+  state=$(sed -e 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+  [ -n "${state}" ] && [ "${state}" != Z ] && [ "${state}" != X ]
+}
+
+# cmdline_of PID: the command line with spaces between arguments.
+cmdline_of() {
+  tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null || true
+}
+
+# is_ours NAME PID: PID runs NAME's binary (possibly since replaced on disk)
+# with LOCAL_DIR on its command line.
+is_ours() {
+  local exe bin
+  pid_alive "$2" || return 1
+  exe=$(readlink "/proc/$2/exe" 2>/dev/null) || return 1
+  bin=$(component_bin "$1")
+  [ "${exe}" = "${bin}" ] || [ "${exe}" = "${bin} (deleted)" ] || return 1
+  case "$(cmdline_of "$2")" in *"${LOCAL_DIR}/"*) return 0 ;; esac
+  return 1
+}
+
+# recorded_pid NAME: the PID in NAME's PID file if that process is ours.
+recorded_pid() {
+  local pid
+  pid=$(cat "${PID_DIR}/$1.pid" 2>/dev/null) || return 0
+  if [ -n "${pid}" ] && is_ours "$1" "${pid}"; then
+    echo "${pid}"
+  fi
+}
+
+# pids_running EXE: PIDs whose executable is EXE (or EXE replaced on disk).
+pids_running() {
+  [ -n "$1" ] || return 0
+  find /proc -mindepth 2 -maxdepth 2 -name exe -printf '%h %l\n' 2>/dev/null |
+    awk -v exe="$1" '{
+      pid = substr($1, 7); target = substr($0, length($1) + 2)
+      if (target == exe || target == exe " (deleted)") print pid
+    }'
+}
+
+# all_pids NAME: every process of component NAME, recorded or stray (a lost
+# PID file, an earlier run's leftover).
+all_pids() {
+  local p
+  for p in $(pids_running "$(component_bin "$1")"); do
+    is_ours "$1" "${p}" && echo "${p}"
+  done
+  return 0
+}
+
+# stop_pids LABEL PID...: SIGTERM, then SIGKILL whatever is left after 10s.
+stop_pids() {
+  local label=$1 p alive
+  shift
+  [ $# -gt 0 ] || return 0
+  log "stopping ${label} (pid $*)"
+  kill -TERM "$@" 2>/dev/null || true
+  for _ in $(seq 1 100); do
+    alive=()
+    for p in "$@"; do pid_alive "${p}" && alive+=("${p}"); done
+    [ ${#alive[@]} -gt 0 ] || return 0
+    sleep 0.1
+  done
+  warn "${label} still running after 10s, sending SIGKILL to ${alive[*]}"
+  kill -KILL "${alive[@]}" 2>/dev/null || true
+  for _ in $(seq 1 50); do
+    alive=()
+    for p in "$@"; do pid_alive "${p}" && alive+=("${p}"); done
+    [ ${#alive[@]} -gt 0 ] || return 0
+    sleep 0.1
+  done
+  warn "${label} did not exit: ${alive[*]}"
+}
+
+# stop_component NAME: stops every process of NAME and removes its PID file.
+stop_component() {
+  local pids
+  pids=$(all_pids "$1")
+  # shellcheck disable=SC2086 # word splitting intended
+  stop_pids "$1" ${pids}
+  rm -f "${PID_DIR}/$1.pid" "${PID_DIR}/$1.args"
+}
+
+# our_shims: containerd-shim-runc-v2 processes started by our containerd
+# (their `-address` argument is our socket).
+our_shims() {
+  local p prev arg
+  for p in $(pids_running "$(readlink -f "$(command -v containerd-shim-runc-v2)")"); do
+    pid_alive "${p}" || continue
+    prev=
+    while IFS= read -r -d '' arg; do
+      if [ "${prev}" = -address ] && [ "${arg}" = "${CONTAINERD_SOCK}" ]; then
+        echo "${p}"
+        break
+      fi
+      prev=${arg}
+    done <"/proc/${p}/cmdline" 2>/dev/null || true
+  done
+  return 0
+}
+
+# our_mounts: mount points under our containerd's state dir and under
+# LOCAL_DIR (containerd root), deepest first.
+our_mounts() {
+  local m
+  while read -r _ m _; do
+    m=$(printf '%b' "${m}") # /proc/mounts escapes spaces as \040
+    case "${m}" in
+      "${CONTAINERD_RUN}"/* | "${LOCAL_DIR}"/*) printf '%s %s\n' "${#m}" "${m}" ;;
+    esac
+  done </proc/mounts | sort -rn -k1,1 | cut -d' ' -f2-
+}
+
+# cleanup_runtime: removes what a stopped or crashed containerd of ours left
+# behind: runc containers (and so their processes), shims, mounts (container
+# rootfs, sandbox /dev/shm, network namespaces), netns files and sockets.
+# Only call it when our containerd is not running.
+cleanup_runtime() {
+  local ns id shims m left a shim_sockets n=0
+  # Each shim's socket lives under /run/containerd/s/ (named by a hash of our
+  # socket path and the sandbox ID); a SIGKILLed shim leaves it behind. The
+  # bundle's address file says which file is ours.
+  shim_sockets=$(sed 's|^unix://||' "${CONTAINERD_STATE}"/io.containerd.runtime.v2.task/*/*/address 2>/dev/null) || true
+  if [ -d "${RUNC_ROOT}" ]; then
+    for ns in "${RUNC_ROOT}"/*/; do
+      [ -d "${ns}" ] || continue
+      for id in $(runc --root "${ns%/}" list -q 2>/dev/null); do
+        runc --root "${ns%/}" delete --force "${id}" >/dev/null 2>&1 ||
+          warn "runc delete --force ${id} failed"
+        n=$((n + 1))
+      done
+    done
+    [ "${n}" -eq 0 ] || log "removed ${n} left-over runc container(s)"
+  fi
+  shims=$(our_shims)
+  # shellcheck disable=SC2086 # word splitting intended
+  stop_pids "left-over containerd-shim-runc-v2" ${shims}
+  for a in ${shim_sockets}; do
+    [ ! -S "${a}" ] || rm -f "${a}"
+  done
+  while IFS= read -r m; do
+    [ -n "${m}" ] || continue
+    umount "${m}" 2>/dev/null || umount -l "${m}" 2>/dev/null || warn "cannot unmount ${m}"
+    log "unmounted ${m}"
+  done < <(our_mounts)
+  left=$(our_mounts)
+  if [ -n "${left}" ]; then
+    warn "still mounted: ${left}"
+    return 1
+  fi
+  rm -rf "${CONTAINERD_STATE}/io.containerd.grpc.v1.cri/netns"
+  rm -f "${CONTAINERD_SOCK}" "${CONTAINERD_SOCK}.ttrpc"
+  sweep_cni_iptables
+}
+
+# crictl_ours ARGS...: crictl against our containerd.
+crictl_ours() {
+  local config=()
+  # Without a config file crictl warns that /etc/crictl.yaml is missing.
+  [ ! -f "${CRICTL_CONFIG}" ] || config=(--config "${CRICTL_CONFIG}")
+  "${CRICTL}" "${config[@]}" --runtime-endpoint "${CRI_ENDPOINT}" --image-endpoint "${CRI_ENDPOINT}" --timeout 30s "$@"
+}
+
+# remove_all_pods: stops and removes every CRI pod sandbox (and so every
+# container) in our containerd, which must be running.
+remove_all_pods() {
+  local pods
+  pods=$(crictl_ours pods -q 2>/dev/null) || {
+    warn "cannot list pod sandboxes"
+    return 0
+  }
+  [ -n "${pods}" ] || return 0
+  log "removing $(echo "${pods}" | wc -l) pod sandbox(es)"
+  # shellcheck disable=SC2086 # word splitting intended
+  crictl_ours stopp ${pods} >/dev/null || warn "crictl stopp failed"
+  # shellcheck disable=SC2086
+  crictl_ours rmp -f ${pods} >/dev/null || warn "crictl rmp failed"
+}
+
+# sweep_cni_iptables: deletes the nat rules that the bridge (ipMasq) and
+# portmap CNI plugins made for our network, and the per-sandbox chains they
+# jump to. For after a crash only: CNI DEL cannot remove them once the pod's
+# network namespace is gone (bridge skips its ipMasq teardown without a netns
+# path). Every rule of ours carries the comment `name: "crivk" id: "<sandbox>"`
+# and the per-sandbox chains are CNI-<hash>, CNI-DN-<hash>, CNI-SN-<hash>; the
+# shared CNI-HOSTPORT-* chains are kept.
+sweep_cni_iptables() {
+  local rules line chain target script chains=()
+  command -v iptables-save >/dev/null || return 0
+  rules=$(iptables-save -t nat 2>/dev/null | grep -F -- "name: \\\"${CNI_NETWORK}\\\" id: " | grep '^-A ') || return 0
+  script='*nat'$'\n'
+  while IFS= read -r line; do
+    chain=$(awk '{print $2}' <<<"${line}")
+    target=$(sed -n 's/.* -j \(CNI-[A-Za-z0-9-]*\).*/\1/p' <<<"${line}")
+    case "${chain}" in
+      CNI-HOSTPORT-*) script+="-D ${line#-A }"$'\n' ;;
+      CNI-*) chains+=("${chain}") ;;
+      *) script+="-D ${line#-A }"$'\n' ;;
+    esac
+    case "${target}" in
+      "" | CNI-HOSTPORT-*) ;;
+      *) chains+=("${target}") ;;
+    esac
+  done <<<"${rules}"
+  for chain in $(printf '%s\n' "${chains[@]}" | sort -u); do
+    script+="-F ${chain}"$'\n'"-X ${chain}"$'\n'
+  done
+  script+='COMMIT'$'\n'
+  if iptables-restore --noflush <<<"${script}"; then
+    log "removed left-over iptables rules of CNI network ${CNI_NETWORK} ($(wc -l <<<"${rules}") rules)"
+  else
+    warn "could not remove left-over iptables rules of CNI network ${CNI_NETWORK}"
+  fi
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Stops the local test cluster started by hack/local-up.sh:
+#
+#   1. stops and removes every CRI pod sandbox (and so container) in OUR
+#      containerd, so CNI releases pod IPs and iptables rules;
+#   2. stops the recorded processes in reverse start order (SIGTERM, SIGKILL
+#      after 10s), and any stray process of ours (same binary, our paths on
+#      its command line);
+#   3. removes left-over runc containers, containerd-shim-runc-v2 processes
+#      whose -address is our socket, and every mount under our containerd's
+#      state dir and _output/local (deepest first), then the PID files and
+#      sockets.
+#
+# It never touches another containerd's processes, shims or mounts. etcd data,
+# certificates and images are kept for the next local-up unless CLEAN=1, which
+# also removes _output/local, our run dir and the CNI bridge. Running it when
+# nothing is up does nothing and exits 0.
+#
+# Usage: [CLEAN=1] hack/local-down.sh
+set -o errexit -o nounset -o pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+LOG_PREFIX=local-down
+# shellcheck source=hack/lib/local.sh
+source "${ROOT}/hack/lib/local.sh"
+
+CLEAN=${CLEAN:-0}
+
+main() {
+  local i
+  if [ -n "$(recorded_pid containerd)" ] && [ -x "${CRICTL}" ] && [ -S "${CONTAINERD_SOCK}" ]; then
+    remove_all_pods
+  fi
+
+  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
+    stop_component "${COMPONENTS[i]}"
+  done
+
+  cleanup_runtime || {
+    log "ERROR: mounts left under ${CONTAINERD_RUN} or ${LOCAL_DIR}" >&2
+    exit 1
+  }
+  rm -f "${PID_DIR}"/*.pid "${PID_DIR}"/*.args 2>/dev/null || true
+
+  if [ "${CLEAN}" = 1 ]; then
+    log "CLEAN=1: removing ${LOCAL_DIR}, ${CONTAINERD_RUN}, ${RUNC_ROOT}, ${CRIVK_RUN_DIR}/cni and bridge ${CNI_BRIDGE}"
+    rm -rf "${LOCAL_DIR}" "${CONTAINERD_RUN}" "${RUNC_ROOT}" "${CRIVK_RUN_DIR}/cni"
+    rmdir "${CRIVK_RUN_DIR}" 2>/dev/null || true
+    if ip link show "${CNI_BRIDGE}" >/dev/null 2>&1; then
+      ip link delete "${CNI_BRIDGE}" || log "WARNING: cannot delete bridge ${CNI_BRIDGE}" >&2
+    fi
+  fi
+  log "done"
+}
+
+main "$@"

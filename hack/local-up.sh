@@ -1,0 +1,501 @@
+#!/usr/bin/env bash
+# Starts a local test cluster for crivk, everything in the background with
+# PIDs recorded under _output/local/pids/ and logs under _output/local/logs/:
+#
+#   containerd               project-owned: own config, root, state, socket and
+#                            CNI network (${CRIVK_RUN_DIR:-/run/crivk}/containerd/containerd.sock)
+#   etcd                     127.0.0.1:2479 (peer 2480), data in _output/local/etcd
+#   kube-apiserver           https://NODE_IP:6443
+#   kube-controller-manager  127.0.0.1:10357
+#   kube-scheduler           127.0.0.1:10359
+#
+# and imports the test images (hack/images.sh). No kubelet: crivk is the node
+# agent. When it is done, `source _output/local/env` gives KUBECONFIG,
+# NODE_KUBECONFIG, CRI_ENDPOINT and the rest (see write_env below).
+#
+# Idempotent: a component whose recorded process is still running the same
+# binary with the same arguments and configuration is kept. After a crash
+# (processes gone or killed with SIGKILL) it cleans stale PID files and
+# sockets, left-over runc containers, containerd shims and mounts of our
+# containerd before starting it again. Run as root after hack/install-deps.sh.
+#
+# Usage: hack/local-up.sh
+# Environment: NODE_IP (default: the machine's routable IPv4), NODE_NAME
+# (crivk-local), POD_CIDR (10.88.0.0/16), CNI_BRIDGE (crivk0),
+# CRIVK_RUN_DIR (/run/crivk).
+set -o errexit -o nounset -o pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+LOG_PREFIX=local-up
+# shellcheck source=hack/lib/local.sh
+source "${ROOT}/hack/lib/local.sh"
+
+started_at=$(date +%s)
+trap 'log "FAILED (line ${LINENO})" >&2' ERR
+
+# fail NAME MSG: reports MSG with the last 30 lines of NAME's log and exits.
+fail() {
+  log "ERROR: $2" >&2
+  if [ -f "${LOG_DIR}/$1.log" ]; then
+    echo "----- last 30 lines of ${LOG_DIR}/$1.log -----" >&2
+    tail -n 30 "${LOG_DIR}/$1.log" >&2
+    echo "-----" >&2
+  fi
+  exit 1
+}
+
+preflight() {
+  local missing=() c
+  [ "$(id -u)" -eq 0 ] || { log "ERROR: must run as root" >&2; exit 1; }
+  for c in containerd containerd-shim-runc-v2 ctr runc etcd openssl gcc iptables ip curl go; do
+    command -v "${c}" >/dev/null || missing+=("${c}")
+  done
+  [ -x /usr/lib/cni/bridge ] || missing+=(/usr/lib/cni/bridge)
+  [ -x /bin/busybox ] || missing+=(/bin/busybox)
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "ERROR: missing ${missing[*]}; run hack/install-deps.sh" >&2
+    exit 1
+  fi
+  mkdir -p "${PID_DIR}" "${LOG_DIR}" "${PKI_DIR}" "${ETCD_DIR}" "${CNI_CONF_DIR}" \
+    "${CONTAINERD_ROOT}" "${CONTAINERD_STATE}" "${RUNC_ROOT}" "${CNI_DATA_DIR}"
+  chmod 0700 "${PKI_DIR}" "${ETCD_DIR}"
+}
+
+# detect_node_ip: NODE_IP, else the source address of the default route, else
+# the first global IPv4 of a non-loopback, non-bridge interface.
+detect_node_ip() {
+  local ip=${NODE_IP:-}
+  if [ -z "${ip}" ]; then
+    ip=$(ip -4 route get 1.1.1.1 2>/dev/null |
+      awk '{for (i = 1; i < NF; i++) if ($i == "src") {print $(i + 1); exit}}')
+  fi
+  if [ -z "${ip}" ]; then
+    ip=$(ip -4 -o addr show scope global |
+      awk -v br="${CNI_BRIDGE}" '$2 != "lo" && $2 != br && $2 !~ /^(veth|cni|docker)/ {split($4, a, "/"); print a[1]; exit}')
+  fi
+  case "${ip}" in
+    "" | 127.*) log "ERROR: no routable IPv4 address found; set NODE_IP" >&2; exit 1 ;;
+  esac
+  if ! ip -4 -o addr show | awk '{split($4, a, "/"); print a[1]}' | grep -qxF "${ip}"; then
+    log "ERROR: NODE_IP ${ip} is not an address of this machine" >&2
+    exit 1
+  fi
+  NODE_IP=${ip}
+}
+
+# write_if_changed FILE [MODE]: replaces FILE with stdin (atomically) unless
+# the content is the same; MODE defaults to 0644.
+write_if_changed() {
+  local tmp
+  tmp=$(mktemp "$1.XXXXXX")
+  cat >"${tmp}"
+  chmod "${2:-0644}" "${tmp}"
+  if cmp -s "${tmp}" "$1"; then
+    rm -f "${tmp}"
+    chmod "${2:-0644}" "$1"
+  else
+    mv -f "${tmp}" "$1"
+  fi
+}
+
+# ---------------------------------------------------------------- certificates
+
+# cert NAME SUBJECT EXTENDED_KEY_USAGE [SUBJECT_ALT_NAMES]: a key pair signed by
+# the CA, (re)generated when missing, made for another subject/SANs, not
+# signed by the current CA or expiring within a day.
+cert() {
+  local name=$1 subj=$2 usage=$3 sans=${4:-}
+  local key=${PKI_DIR}/$1.key crt=${PKI_DIR}/$1.crt spec="${subj}|${usage}|${sans}"
+  if [ -s "${key}" ] && [ -s "${crt}" ] && [ "$(cat "${PKI_DIR}/${name}.spec" 2>/dev/null)" = "${spec}" ] &&
+    openssl verify -CAfile "${PKI_DIR}/ca.crt" "${crt}" >/dev/null 2>&1 &&
+    openssl x509 -noout -checkend 86400 -in "${crt}" >/dev/null 2>&1; then
+    return 0
+  fi
+  log "generating certificate ${name} (${subj}${sans:+ ${sans}})"
+  [ -s "${key}" ] || (umask 077 && openssl genrsa -out "${key}" 2048 2>/dev/null)
+  {
+    echo "basicConstraints = critical, CA:FALSE"
+    echo "keyUsage = critical, digitalSignature, keyEncipherment"
+    echo "extendedKeyUsage = ${usage}"
+    [ -z "${sans}" ] || echo "subjectAltName = ${sans}"
+  } >"${PKI_DIR}/${name}.ext"
+  openssl req -new -key "${key}" -subj "${subj}" -out "${PKI_DIR}/${name}.csr"
+  openssl x509 -req -in "${PKI_DIR}/${name}.csr" -CA "${PKI_DIR}/ca.crt" -CAkey "${PKI_DIR}/ca.key" \
+    -set_serial "0x$(openssl rand -hex 16)" -days 3650 -sha256 \
+    -extfile "${PKI_DIR}/${name}.ext" -out "${crt}" 2>/dev/null
+  rm -f "${PKI_DIR}/${name}.csr" "${PKI_DIR}/${name}.ext"
+  echo "${spec}" >"${PKI_DIR}/${name}.spec"
+}
+
+make_pki() {
+  if [ ! -s "${PKI_DIR}/ca.key" ] || [ ! -s "${PKI_DIR}/ca.crt" ]; then
+    log "generating CA"
+    (umask 077 && openssl genrsa -out "${PKI_DIR}/ca.key" 2048 2>/dev/null)
+    openssl req -x509 -new -key "${PKI_DIR}/ca.key" -sha256 -days 3650 -subj "/CN=crivk-local-ca" \
+      -addext "basicConstraints = critical, CA:TRUE" \
+      -addext "keyUsage = critical, keyCertSign, cRLSign, digitalSignature" \
+      -out "${PKI_DIR}/ca.crt"
+  fi
+  cert apiserver "/CN=kube-apiserver" serverAuth \
+    "DNS:kubernetes, DNS:kubernetes.default, DNS:kubernetes.default.svc, DNS:kubernetes.default.svc.cluster.local, DNS:localhost, IP:127.0.0.1, IP:${NODE_IP}, IP:${SERVICE_IP}"
+  cert admin "/O=system:masters/CN=admin" clientAuth
+  cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
+  cert scheduler "/CN=system:kube-scheduler" clientAuth
+  cert controller-manager "/CN=system:kube-controller-manager" clientAuth
+  cert node "/O=system:nodes/CN=system:node:${NODE_NAME}" clientAuth
+  # Serving certificate for crivk's kubelet endpoint (port 10250): the API
+  # server does not verify it (no --kubelet-certificate-authority), but a real
+  # one keeps clients that do verify working.
+  cert node-serving "/O=system:nodes/CN=system:node:${NODE_NAME}" serverAuth \
+    "DNS:${NODE_NAME}, DNS:localhost, IP:127.0.0.1, IP:${NODE_IP}"
+  if [ ! -s "${PKI_DIR}/sa.key" ] || [ ! -s "${PKI_DIR}/sa.pub" ]; then
+    log "generating service-account key pair"
+    (umask 077 && openssl genrsa -out "${PKI_DIR}/sa.key" 2048 2>/dev/null)
+    openssl rsa -in "${PKI_DIR}/sa.key" -pubout -out "${PKI_DIR}/sa.pub" 2>/dev/null
+  fi
+}
+
+# kubeconfig FILE USER CERT_NAME: a kubeconfig with everything embedded.
+kubeconfig() {
+  local b64ca b64crt b64key
+  b64ca=$(base64 -w0 <"${PKI_DIR}/ca.crt")
+  b64crt=$(base64 -w0 <"${PKI_DIR}/$3.crt")
+  b64key=$(base64 -w0 <"${PKI_DIR}/$3.key")
+  write_if_changed "$1" 0600 <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: crivk-local
+  cluster:
+    server: https://${NODE_IP}:${APISERVER_PORT}
+    certificate-authority-data: ${b64ca}
+users:
+- name: $2
+  user:
+    client-certificate-data: ${b64crt}
+    client-key-data: ${b64key}
+contexts:
+- name: $2@crivk-local
+  context:
+    cluster: crivk-local
+    user: $2
+current-context: $2@crivk-local
+EOF
+}
+
+make_kubeconfigs() {
+  kubeconfig "${LOCAL_DIR}/admin.kubeconfig" admin admin
+  kubeconfig "${LOCAL_DIR}/scheduler.kubeconfig" system:kube-scheduler scheduler
+  kubeconfig "${LOCAL_DIR}/controller-manager.kubeconfig" system:kube-controller-manager controller-manager
+  kubeconfig "${LOCAL_DIR}/node.kubeconfig" "system:node:${NODE_NAME}" node
+}
+
+# ------------------------------------------------------------------ processes
+
+# ensure_running NAME FINGERPRINT CMD...: keeps NAME's recorded process when it
+# is ours, still runs the binary on disk and was started with the same command
+# line and FINGERPRINT (a hash of the files it reads at start); otherwise stops
+# every process of NAME and starts CMD in its own session, logging to
+# LOG_DIR/NAME.log. Sets STARTED to true or false.
+ensure_running() {
+  local name=$1 fingerprint=$2 pid want
+  shift 2
+  want="$(printf '%q ' "$@")# ${fingerprint}"
+  STARTED=false
+  pid=$(recorded_pid "${name}")
+  if [ -n "${pid}" ]; then
+    if [ "$(readlink "/proc/${pid}/exe")" = "$(component_bin "${name}")" ] &&
+      [ "$(cat "${PID_DIR}/${name}.args" 2>/dev/null)" = "${want}" ]; then
+      log "${name} already running (pid ${pid})"
+      return 0
+    fi
+    log "${name} binary, arguments or configuration changed: restarting"
+  fi
+  stop_component "${name}"
+  if [ "${name}" = containerd ]; then
+    cleanup_runtime || fail containerd "cannot clean up after the previous containerd"
+  fi
+  log "starting ${name}"
+  echo "===== $(date -u +%Y-%m-%dT%H:%M:%SZ) hack/local-up.sh: starting ${name}" >>"${LOG_DIR}/${name}.log"
+  setsid "$@" >>"${LOG_DIR}/${name}.log" 2>&1 </dev/null &
+  pid=$!
+  for _ in $(seq 1 50); do
+    [ "$(readlink "/proc/${pid}/exe" 2>/dev/null)" = "$(component_bin "${name}")" ] && break
+    pid_alive "${pid}" || break
+    sleep 0.1
+  done
+  is_ours "${name}" "${pid}" || fail "${name}" "${name} did not start"
+  echo "${pid}" >"${PID_DIR}/${name}.pid"
+  echo "${want}" >"${PID_DIR}/${name}.args"
+  STARTED=true
+}
+
+# wait_until NAME TIMEOUT WHAT CMD...: polls CMD until it succeeds; fails with
+# NAME's log when NAME's process exits or TIMEOUT seconds pass.
+wait_until() {
+  local name=$1 timeout=$2 what=$3 deadline pid
+  shift 3
+  deadline=$(($(date +%s) + timeout))
+  pid=$(cat "${PID_DIR}/${name}.pid")
+  until "$@" >/dev/null 2>&1; do
+    pid_alive "${pid}" || fail "${name}" "${name} exited while waiting for ${what}"
+    [ "$(date +%s)" -lt "${deadline}" ] || fail "${name}" "timed out after ${timeout}s waiting for ${what}"
+    sleep 0.2
+  done
+}
+
+fingerprint() { cat "$@" | sha256sum | cut -c1-16; }
+
+# ----------------------------------------------------------------- containerd
+
+write_containerd_config() {
+  printf 'runtime-endpoint: %s\nimage-endpoint: %s\ntimeout: 30\n' "${CRI_ENDPOINT}" "${CRI_ENDPOINT}" |
+    write_if_changed "${CRICTL_CONFIG}"
+
+  write_if_changed "${CONTAINERD_CONFIG}" <<EOF
+# Generated by hack/local-up.sh. A containerd of its own for crivk's tests:
+# nothing here is shared with a system containerd (socket, root, state, runc
+# root, CNI network, opt dir); debug and metrics listeners are off.
+version = 2
+root = "${CONTAINERD_ROOT}"
+state = "${CONTAINERD_STATE}"
+required_plugins = ["io.containerd.grpc.v1.cri"]
+disabled_plugins = [
+  "io.containerd.snapshotter.v1.aufs",
+  "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.zfs",
+]
+
+[grpc]
+  address = "${CONTAINERD_SOCK}"
+
+[ttrpc]
+  address = "${CONTAINERD_SOCK}.ttrpc"
+
+[debug]
+  address = ""
+
+[metrics]
+  address = ""
+
+[plugins]
+  [plugins."io.containerd.internal.v1.opt"]
+    path = "${CONTAINERD_ROOT}/opt"
+
+  [plugins."io.containerd.grpc.v1.cri"]
+    sandbox_image = "${PAUSE_IMAGE}"
+    # The process lacks CAP_SYS_RESOURCE here: without this runc fails on a
+    # negative oom_score_adj.
+    restrict_oom_score_adj = true
+    # Network namespaces under our state dir, not /var/run/netns.
+    netns_mounts_under_state_dir = true
+    disable_tcp_service = true
+    # Exec/attach/port-forward URLs returned by the CRI point here (random port).
+    stream_server_address = "127.0.0.1"
+    stream_server_port = "0"
+
+    [plugins."io.containerd.grpc.v1.cri".containerd]
+      snapshotter = "overlayfs"
+      default_runtime_name = "runc"
+
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+        runtime_type = "io.containerd.runc.v2"
+
+        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+          SystemdCgroup = false
+          Root = "${RUNC_ROOT}"
+
+    [plugins."io.containerd.grpc.v1.cri".cni]
+      bin_dir = "/usr/lib/cni"
+      conf_dir = "${CNI_CONF_DIR}"
+      max_conf_num = 1
+EOF
+
+  write_if_changed "${CNI_CONF_DIR}/10-${CNI_NETWORK}.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "${CNI_NETWORK}",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "${CNI_BRIDGE}",
+      "isGateway": true,
+      "ipMasq": true,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "dataDir": "${CNI_DATA_DIR}",
+        "ranges": [[{"subnet": "${POD_CIDR}"}]],
+        "routes": [{"dst": "0.0.0.0/0"}]
+      }
+    },
+    {
+      "type": "portmap",
+      "capabilities": {"portMappings": true}
+    }
+  ]
+}
+EOF
+}
+
+cri_ready() {
+  local conditions
+  [ -S "${CONTAINERD_SOCK}" ] || return 1
+  ctr --address "${CONTAINERD_SOCK}" version >/dev/null 2>&1 || return 1
+  conditions=$("${CRICTL}" --config "${CRICTL_CONFIG}" --timeout 5s info -o go-template \
+    --template '{{range .status.conditions}}{{.type}}={{.status}} {{end}}' 2>/dev/null) || return 1
+  [[ "${conditions}" == *"RuntimeReady=true"* && "${conditions}" == *"NetworkReady=true"* ]]
+}
+
+start_containerd() {
+  write_containerd_config
+  ensure_running containerd "$(fingerprint "${CONTAINERD_CONFIG}")" \
+    "$(component_bin containerd)" --config "${CONTAINERD_CONFIG}"
+  local fresh=${STARTED}
+  wait_until containerd 60 "the CRI runtime and network to be ready" cri_ready
+  if [ "${fresh}" = true ]; then
+    # Sandboxes recorded by a previous (crashed) containerd are dead now;
+    # removing them through the CRI releases their IPs and iptables rules.
+    remove_all_pods
+  fi
+  "${ROOT}/hack/images.sh" "${CONTAINERD_SOCK}" || fail containerd "importing the test images failed"
+}
+
+# ---------------------------------------------------------- control plane
+
+etcd_healthy() {
+  curl -sf --max-time 2 "http://127.0.0.1:${ETCD_CLIENT_PORT}/health" | grep -q '"health":"true"'
+}
+
+# admin_get PATH: GET PATH from the API server as admin.
+admin_get() {
+  curl -sf --max-time 5 --cacert "${PKI_DIR}/ca.crt" --cert "${PKI_DIR}/admin.crt" \
+    --key "${PKI_DIR}/admin.key" "https://127.0.0.1:${APISERVER_PORT}$1"
+}
+
+apiserver_ready() { [ "$(admin_get /readyz)" = ok ]; }
+default_sa_exists() { admin_get /api/v1/namespaces/default/serviceaccounts/default >/dev/null; }
+healthz() { [ "$(curl -skf --max-time 2 "https://127.0.0.1:$1/healthz")" = ok ]; }
+
+start_etcd() {
+  ensure_running etcd "" "$(component_bin etcd)" \
+    --name crivk-local \
+    --data-dir "${ETCD_DIR}" \
+    --listen-client-urls "http://127.0.0.1:${ETCD_CLIENT_PORT}" \
+    --advertise-client-urls "http://127.0.0.1:${ETCD_CLIENT_PORT}" \
+    --listen-peer-urls "http://127.0.0.1:${ETCD_PEER_PORT}" \
+    --initial-advertise-peer-urls "http://127.0.0.1:${ETCD_PEER_PORT}" \
+    --initial-cluster "crivk-local=http://127.0.0.1:${ETCD_PEER_PORT}"
+  wait_until etcd 60 "etcd /health" etcd_healthy
+}
+
+start_apiserver() {
+  ensure_running kube-apiserver \
+    "$(fingerprint "${PKI_DIR}"/{ca,apiserver,apiserver-kubelet-client}.crt "${PKI_DIR}/sa.pub")" \
+    "${BIN_DIR}/kube-apiserver" \
+    --advertise-address="${NODE_IP}" \
+    --bind-address=0.0.0.0 \
+    --secure-port="${APISERVER_PORT}" \
+    --etcd-servers="http://127.0.0.1:${ETCD_CLIENT_PORT}" \
+    --tls-cert-file="${PKI_DIR}/apiserver.crt" \
+    --tls-private-key-file="${PKI_DIR}/apiserver.key" \
+    --client-ca-file="${PKI_DIR}/ca.crt" \
+    --service-account-key-file="${PKI_DIR}/sa.pub" \
+    --service-account-signing-key-file="${PKI_DIR}/sa.key" \
+    --service-account-issuer="${SA_ISSUER}" \
+    --api-audiences="${SA_ISSUER}" \
+    --authorization-mode=Node,RBAC \
+    --service-cluster-ip-range="${SERVICE_CIDR}" \
+    --allow-privileged=true \
+    --kubelet-client-certificate="${PKI_DIR}/apiserver-kubelet-client.crt" \
+    --kubelet-client-key="${PKI_DIR}/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types=InternalIP,Hostname \
+    --enable-priority-and-fairness=false \
+    --shutdown-watch-termination-grace-period=2s \
+    --cert-dir="${LOCAL_DIR}/apiserver-certs"
+  wait_until kube-apiserver 120 "kube-apiserver /readyz" apiserver_ready
+}
+
+start_controller_manager() {
+  local kc=${LOCAL_DIR}/controller-manager.kubeconfig
+  ensure_running kube-controller-manager "$(fingerprint "${kc}" "${PKI_DIR}/sa.key")" \
+    "${BIN_DIR}/kube-controller-manager" \
+    --kubeconfig="${kc}" \
+    --authentication-kubeconfig="${kc}" \
+    --authorization-kubeconfig="${kc}" \
+    --service-account-private-key-file="${PKI_DIR}/sa.key" \
+    --root-ca-file="${PKI_DIR}/ca.crt" \
+    --use-service-account-credentials=true \
+    --controllers='*,-nodeipam' \
+    --cluster-signing-cert-file="${PKI_DIR}/ca.crt" \
+    --cluster-signing-key-file="${PKI_DIR}/ca.key" \
+    --service-cluster-ip-range="${SERVICE_CIDR}" \
+    --leader-elect=false \
+    --bind-address=127.0.0.1 \
+    --secure-port="${CONTROLLER_MANAGER_PORT}" \
+    --cert-dir="${LOCAL_DIR}/controller-manager-certs"
+  wait_until kube-controller-manager 60 "kube-controller-manager /healthz" healthz "${CONTROLLER_MANAGER_PORT}"
+}
+
+start_scheduler() {
+  local kc=${LOCAL_DIR}/scheduler.kubeconfig
+  ensure_running kube-scheduler "$(fingerprint "${kc}")" \
+    "${BIN_DIR}/kube-scheduler" \
+    --kubeconfig="${kc}" \
+    --authentication-kubeconfig="${kc}" \
+    --authorization-kubeconfig="${kc}" \
+    --leader-elect=false \
+    --bind-address=127.0.0.1 \
+    --secure-port="${SCHEDULER_PORT}" \
+    --cert-dir="${LOCAL_DIR}/scheduler-certs"
+  wait_until kube-scheduler 60 "kube-scheduler /healthz" healthz "${SCHEDULER_PORT}"
+}
+
+# ------------------------------------------------------------------- env file
+
+write_env() {
+  # shellcheck disable=SC2034 # read through ${!v} below
+  local KUBECONFIG=${LOCAL_DIR}/admin.kubeconfig \
+    NODE_KUBECONFIG=${LOCAL_DIR}/node.kubeconfig \
+    APISERVER_URL=https://${NODE_IP}:${APISERVER_PORT} \
+    CA_CERT=${PKI_DIR}/ca.crt \
+    NODE_SERVING_CERT=${PKI_DIR}/node-serving.crt \
+    NODE_SERVING_KEY=${PKI_DIR}/node-serving.key \
+    CONTAINERD_ADDRESS=${CONTAINERD_SOCK} \
+    CRI_CONFIG_FILE=${CRICTL_CONFIG}
+  local v
+  {
+    echo "# Generated by hack/local-up.sh: the local crivk test cluster. Source it."
+    for v in LOCAL_DIR KUBECONFIG NODE_KUBECONFIG APISERVER_URL CA_CERT \
+      NODE_NAME NODE_IP NODE_SERVING_CERT NODE_SERVING_KEY POD_CIDR SERVICE_CIDR \
+      CNI_NETWORK CNI_BRIDGE CRI_ENDPOINT CONTAINERD_ADDRESS CONTAINERD_ROOT CONTAINERD_STATE \
+      CRIVK_RUN_DIR CRI_CONFIG_FILE CRICTL PAUSE_IMAGE BUSYBOX_IMAGE; do
+      printf 'export %s=%q\n' "${v}" "${!v}"
+    done
+  } | write_if_changed "${LOCAL_DIR}/env"
+}
+
+main() {
+  preflight
+  detect_node_ip
+  log "node ${NODE_NAME}, IP ${NODE_IP}"
+  "${ROOT}/hack/build-kube.sh" kube-apiserver kube-controller-manager kube-scheduler
+  "${ROOT}/hack/build-crictl.sh"
+
+  make_pki
+  make_kubeconfigs
+
+  start_containerd
+  start_etcd
+  start_apiserver
+  start_controller_manager
+  start_scheduler
+  wait_until kube-controller-manager 120 "the default ServiceAccount in namespace default" default_sa_exists
+
+  write_env
+
+  log "cluster up in $(($(date +%s) - started_at))s; source ${LOCAL_DIR}/env"
+}
+
+main "$@"
