@@ -1,0 +1,290 @@
+// Command crivk is a Kubernetes node agent: a virtual-kubelet provider that
+// runs the node's pods on the local machine through a CRI runtime.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/lifecycle"
+	"github.com/crivk/crivk/provider"
+	"github.com/sirupsen/logrus"
+	"github.com/virtual-kubelet/virtual-kubelet/log"
+	logruslogger "github.com/virtual-kubelet/virtual-kubelet/log/logrus"
+	"github.com/virtual-kubelet/virtual-kubelet/node"
+	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
+)
+
+// version is set at build time (-X main.version=...): the Kubernetes version
+// crivk implements, then crivk's own build number.
+var version = "v1.35.4-crivk.0"
+
+type options struct {
+	kubeconfig    string
+	nodeName      string
+	criEndpoint   string
+	nodeIP        string
+	rootDir       string
+	podLogDir     string
+	tlsCert       string
+	tlsKey        string
+	clientCA      string
+	address       string
+	port          int
+	logLevel      string
+	maxPods       int64
+	clusterDNS    string
+	clusterDomain string
+	resolvConf    string
+	syncInterval  time.Duration
+	apiQPS        float64
+	apiBurst      int
+	showVersion   bool
+}
+
+func parseFlags(args []string) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("crivk", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	host, _ := os.Hostname()
+	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to join (default $KUBECONFIG)")
+	fs.StringVar(&o.nodeName, "node-name", strings.ToLower(host), "name of the Node object")
+	fs.StringVar(&o.criEndpoint, "cri-endpoint", "unix:///run/containerd/containerd.sock", "CRI runtime endpoint")
+	fs.StringVar(&o.nodeIP, "node-ip", "", "the node's InternalIP (default: the source address of the default route)")
+	fs.StringVar(&o.rootDir, "root-dir", "/var/lib/crivk", "directory for crivk's state")
+	fs.StringVar(&o.podLogDir, "pod-log-dir", "/var/log/pods", "directory of pod container logs")
+	fs.StringVar(&o.tlsCert, "tls-cert-file", "", "serving certificate of the node API (default: self-signed under <root-dir>/pki)")
+	fs.StringVar(&o.tlsKey, "tls-private-key-file", "", "key of --tls-cert-file")
+	fs.StringVar(&o.clientCA, "client-ca-file", "", "if set, clients of the node API must present a certificate signed by this CA")
+	fs.StringVar(&o.address, "address", "0.0.0.0", "address of the node API")
+	fs.IntVar(&o.port, "port", 10250, "port of the node API")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.Int64Var(&o.maxPods, "max-pods", 110, "pods capacity of the node")
+	fs.StringVar(&o.clusterDNS, "cluster-dns", "", "comma-separated cluster DNS server IPs for dnsPolicy ClusterFirst")
+	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain")
+	fs.StringVar(&o.resolvConf, "resolv-conf", "/etc/resolv.conf", "host resolver config for dnsPolicy Default (empty: none)")
+	fs.DurationVar(&o.syncInterval, "sync-interval", time.Second, "how often a pod's runtime state is re-read")
+	fs.Float64Var(&o.apiQPS, "kube-api-qps", 50, "QPS to the API server")
+	fs.IntVar(&o.apiBurst, "kube-api-burst", 100, "burst to the API server")
+	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.showVersion {
+		return o, nil
+	}
+	if o.kubeconfig == "" {
+		return nil, errors.New("--kubeconfig (or $KUBECONFIG) is required")
+	}
+	if o.nodeName == "" {
+		return nil, errors.New("--node-name is empty")
+	}
+	if o.port <= 0 || o.port > 65535 {
+		return nil, fmt.Errorf("--port %d is not a port number", o.port)
+	}
+	if o.maxPods <= 0 {
+		return nil, fmt.Errorf("--max-pods must be positive, got %d", o.maxPods)
+	}
+	if _, err := logrus.ParseLevel(o.logLevel); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	if o.nodeIP != "" && net.ParseIP(o.nodeIP) == nil {
+		return nil, fmt.Errorf("--node-ip %q is not an IP address", o.nodeIP)
+	}
+	for _, d := range []*string{&o.rootDir, &o.podLogDir} {
+		abs, err := filepath.Abs(*d)
+		if err != nil {
+			return nil, err
+		}
+		*d = abs
+	}
+	return o, nil
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "crivk: %v\n", err)
+		os.Exit(2)
+	}
+	if o.showVersion {
+		fmt.Println("crivk", version)
+		return
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintf(os.Stderr, "crivk: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o *options) error {
+	lvl, _ := logrus.ParseLevel(o.logLevel)
+	logger := logrus.StandardLogger()
+	logger.SetLevel(lvl)
+	log.L = logruslogger.FromLogrus(logrus.NewEntry(logger))
+	ctx = log.WithLogger(ctx, log.L.WithField("node", o.nodeName))
+
+	if o.nodeIP == "" {
+		ip, err := defaultNodeIP()
+		if err != nil {
+			return fmt.Errorf("--node-ip not given and none could be found: %w", err)
+		}
+		o.nodeIP = ip
+	}
+	for _, d := range []string{o.rootDir, o.podLogDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("creating %s: %w", d, err)
+		}
+	}
+
+	restCfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig %s: %w", o.kubeconfig, err)
+	}
+	restCfg.QPS = float32(o.apiQPS)
+	restCfg.Burst = o.apiBurst
+	restCfg.UserAgent = "crivk/" + version
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("building API client: %w", err)
+	}
+
+	dns := cri.DNSConfig{ClusterDomain: o.clusterDomain, ResolvConf: o.resolvConf}
+	if o.clusterDNS != "" {
+		dns.ClusterDNS = strings.Split(o.clusterDNS, ",")
+	}
+	connectCtx, cancelConnect := context.WithTimeout(ctx, 10*time.Second)
+	rt, err := cri.Connect(connectCtx, cri.Config{Endpoint: o.criEndpoint, PodLogDir: o.podLogDir, DNS: dns})
+	cancelConnect()
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	ver, err := rt.Version(ctx)
+	if err != nil {
+		return err
+	}
+	rd, err := rt.Status(ctx)
+	if err != nil {
+		return err
+	}
+	log.G(ctx).WithField("runtime", ver.RuntimeName+" "+ver.RuntimeVersion).WithField("ready", rd.RuntimeReady && rd.NetworkReady).Info("connected to CRI runtime")
+
+	nodeObj, err := provider.BuildNode(provider.NodeConfig{
+		Name: o.nodeName, InternalIP: o.nodeIP, KubeletPort: int32(o.port), MaxPods: o.maxPods,
+		RootDir: o.rootDir, AgentVersion: version, RuntimeVersion: ver,
+	}, rd, time.Now())
+	if err != nil {
+		return err
+	}
+
+	certFile, keyFile, err := ensureServingCert(o.tlsCert, o.tlsKey, filepath.Join(o.rootDir, "pki"), o.nodeName, o.nodeIP)
+	if err != nil {
+		return fmt.Errorf("serving certificate: %w", err)
+	}
+	tlsOpts := []func(*tls.Config) error{nodeutil.WithKeyPairFromPath(certFile, keyFile)}
+	if o.clientCA != "" {
+		tlsOpts = append(tlsOpts, nodeutil.WithCAFromPath(o.clientCA))
+	}
+
+	eb := record.NewBroadcaster()
+	recorder := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: o.nodeName})
+
+	engine, err := lifecycle.NewEngine(lifecycle.Config{
+		Runtime:      rt,
+		RuntimeName:  ver.RuntimeName,
+		NodeIP:       o.nodeIP,
+		SyncInterval: o.syncInterval,
+		OnTerminated: provider.DeleteOnTerminated(client),
+		Recorder:     recorder,
+	})
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	nodeProvider := provider.NewNodeProvider(rt, nodeObj, 10*time.Second)
+	n, err := nodeutil.NewNode(o.nodeName,
+		func(nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
+			return provider.New(engine, rt), nodeProvider, nil
+		},
+		nodeutil.WithClient(client),
+		func(c *nodeutil.NodeConfig) error {
+			c.NodeSpec = *nodeObj
+			c.HTTPListenAddr = net.JoinHostPort(o.address, fmt.Sprint(o.port))
+			c.Handler = mux
+			c.EventRecorder = recorder
+			c.NumWorkers = 10
+			return nil
+		},
+		nodeutil.AttachProviderRoutes(mux),
+		nodeutil.WithTLSConfig(tlsOpts...),
+	)
+	if err != nil {
+		return err
+	}
+	eb.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	defer eb.Shutdown()
+
+	go func() {
+		if err := n.WaitReady(ctx, 0); err == nil {
+			log.G(ctx).WithField("address", o.nodeIP).Info("node registered and running")
+		}
+	}()
+	err = n.Run(ctx)
+	if ctx.Err() != nil {
+		// SIGINT/SIGTERM: stop serving; the pods keep running and are
+		// picked up again at the next start.
+		log.G(ctx).Info("shutting down; pods are left running")
+		return nil
+	}
+	return err
+}
+
+// defaultNodeIP is the first global unicast IPv4 address of an interface
+// that is up and not a loopback or a container bridge/veth.
+func defaultNodeIP() (string, error) {
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return "", err
+	}
+	for _, ifc := range ifaces {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 ||
+			strings.HasPrefix(ifc.Name, "veth") || strings.HasPrefix(ifc.Name, "cni") || strings.HasPrefix(ifc.Name, "crivk") {
+			continue
+		}
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && ipn.IP.IsGlobalUnicast() {
+				return ipn.IP.String(), nil
+			}
+		}
+	}
+	return "", errors.New("no interface has a global IPv4 address")
+}

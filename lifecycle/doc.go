@@ -1,0 +1,36 @@
+// Package lifecycle is crivk's pod engine: for every pod UID bound to the
+// node it decides what must happen and when, drives the runtime manager
+// (package cri) and publishes the kubelet-shaped API status.
+//
+// This is the foundation version: one worker goroutine per pod UID that
+// polls the runtime (Config.SyncInterval) and is kicked at once by spec
+// changes and deletion. The kubelet's full pod worker state machine, PLEG
+// and status manager replace the polling in the lifecycle-engine work; the
+// status generation (status.go) is already the kubelet's.
+//
+// A pod's worker goes through these states:
+//
+//	          UpdatePod(create)
+//	               |
+//	               v
+//	  +-------> syncing ---- phase Succeeded/Failed ----> terminal
+//	  | resync/kick |                                (sandbox stopped,
+//	  +-------------+                                 containers kept
+//	               |                                  for logs)
+//	               | Kill (pod deleted)                    |
+//	               v                                       | Kill
+//	          terminating <--------------------------------+
+//	 (containers stopped with the grace period, retried
+//	  with back-off until the runtime confirms)
+//	               |
+//	               v
+//	          terminated: final status published, sandbox and containers
+//	          removed, Config.OnTerminated called (the provider deletes
+//	          the API object), worker forgotten.
+//
+// Who calls what: the provider calls Engine.UpdatePod and Engine.Kill from
+// virtual-kubelet's pod controller; the Engine calls the Runtime interface
+// (implemented by *cri.Runtime) and hands every new status to the notify
+// callback registered with Engine.NotifyPods. The engine never talks to the
+// Kubernetes API itself.
+package lifecycle

@@ -1,0 +1,303 @@
+package lifecycle
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/crivk/crivk/cri"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Waiting reasons the kubelet uses before a container exists.
+const (
+	ReasonContainerCreating = "ContainerCreating"
+	ReasonPodInitializing   = "PodInitializing"
+)
+
+// statusInput is everything GenerateStatus needs; it is plain data so that
+// status generation stays a pure function.
+type statusInput struct {
+	Pod *v1.Pod
+	// Previous is the status last published (or the API's at creation); it
+	// supplies startTime, transition times and conditions crivk doesn't own.
+	Previous v1.PodStatus
+	Runtime  *cri.PodStatus
+	// Waiting holds why containers the last sync wanted started are not.
+	Waiting map[string]cri.Waiting
+	// RuntimeName prefixes container IDs ("containerd://<id>").
+	RuntimeName string
+	NodeIP      string
+	// PodIPs are kept once known: a stopped sandbox has no IP any more.
+	PodIPs []string
+	// Deleted is set once the pod was killed for deletion: a phase that
+	// would still run becomes terminal.
+	Deleted bool
+	Now     time.Time
+}
+
+// GenerateStatus computes the API status of a pod from the runtime's state,
+// following the kubelet's generateAPIPodStatus.
+func GenerateStatus(in statusInput) v1.PodStatus {
+	pod := in.Pod
+	now := metav1.NewTime(in.Now)
+	s := v1.PodStatus{
+		QOSClass:  in.Previous.QOSClass,
+		StartTime: in.Previous.StartTime,
+	}
+	if s.StartTime == nil {
+		s.StartTime = &now
+	}
+	if in.NodeIP != "" {
+		s.HostIP = in.NodeIP
+		s.HostIPs = []v1.HostIP{{IP: in.NodeIP}}
+	}
+	if len(in.PodIPs) > 0 {
+		s.PodIP = in.PodIPs[0]
+		for _, ip := range in.PodIPs {
+			s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
+		}
+	}
+
+	initDone := true
+	var incompleteInit []string
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		cs := containerStatus(in, c, cri.ContainerTypeInit, initDone)
+		s.InitContainerStatuses = append(s.InitContainerStatuses, cs)
+		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+			initDone = false
+			incompleteInit = append(incompleteInit, c.Name)
+		}
+	}
+	var unready []string
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		cs := containerStatus(in, c, cri.ContainerTypeRegular, initDone)
+		s.ContainerStatuses = append(s.ContainerStatuses, cs)
+		if !cs.Ready {
+			unready = append(unready, c.Name)
+		}
+	}
+
+	s.Phase = podPhase(pod, s.InitContainerStatuses, s.ContainerStatuses, in.Deleted)
+
+	sandboxReady := false
+	for _, sb := range in.Runtime.Sandboxes {
+		if sb.Ready {
+			sandboxReady = true
+		}
+	}
+	conds := []v1.PodCondition{
+		condition(v1.PodReadyToStartContainers, sandboxReady, "", ""),
+	}
+	if initDone {
+		conds = append(conds, condition(v1.PodInitialized, true, "", ""))
+	} else {
+		conds = append(conds, condition(v1.PodInitialized, false, "ContainersNotInitialized",
+			fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(incompleteInit, " "))))
+	}
+	switch {
+	case s.Phase == v1.PodSucceeded:
+		conds = append(conds, condition(v1.ContainersReady, false, "PodCompleted", ""), condition(v1.PodReady, false, "PodCompleted", ""))
+	case len(unready) > 0:
+		msg := fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))
+		conds = append(conds, condition(v1.ContainersReady, false, "ContainersNotReady", msg), condition(v1.PodReady, false, "ContainersNotReady", msg))
+	default:
+		conds = append(conds, condition(v1.ContainersReady, true, "", ""), condition(v1.PodReady, true, "", ""))
+	}
+	s.Conditions = mergeConditions(in.Previous.Conditions, conds, now)
+	return s
+}
+
+func condition(t v1.PodConditionType, ok bool, reason, msg string) v1.PodCondition {
+	st := v1.ConditionFalse
+	if ok {
+		st = v1.ConditionTrue
+	}
+	return v1.PodCondition{Type: t, Status: st, Reason: reason, Message: msg}
+}
+
+// ownedConditions are the conditions the node writes; all others (such as
+// PodScheduled, DisruptionTarget, readiness gates) are kept as found.
+var ownedConditions = map[v1.PodConditionType]bool{
+	v1.PodReadyToStartContainers: true,
+	v1.PodInitialized:            true,
+	v1.ContainersReady:           true,
+	v1.PodReady:                  true,
+}
+
+// mergeConditions keeps the transition time of a condition whose status did
+// not change, and keeps conditions crivk does not own.
+func mergeConditions(prev, owned []v1.PodCondition, now metav1.Time) []v1.PodCondition {
+	old := map[v1.PodConditionType]v1.PodCondition{}
+	var out []v1.PodCondition
+	for _, c := range prev {
+		old[c.Type] = c
+		if !ownedConditions[c.Type] {
+			out = append(out, c)
+		}
+	}
+	for _, c := range owned {
+		c.LastTransitionTime = now
+		if o, ok := old[c.Type]; ok && o.Status == c.Status {
+			c.LastTransitionTime = o.LastTransitionTime
+		}
+		out = append(out, c)
+	}
+	order := map[v1.PodConditionType]int{v1.PodReadyToStartContainers: 0, v1.PodInitialized: 1, v1.PodReady: 2, v1.ContainersReady: 3, v1.PodScheduled: 4}
+	sort.SliceStable(out, func(i, j int) bool {
+		oi, ok1 := order[out[i].Type]
+		oj, ok2 := order[out[j].Type]
+		if !ok1 {
+			oi = 10
+		}
+		if !ok2 {
+			oj = 10
+		}
+		return oi < oj
+	})
+	return out
+}
+
+func containerStatus(in statusInput, c *v1.Container, typ cri.ContainerType, initDone bool) v1.ContainerStatus {
+	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
+	latest := in.Runtime.Latest(c.Name, typ)
+	waiting, hasWaiting := in.Waiting[c.Name]
+	if latest == nil {
+		reason := ReasonContainerCreating
+		if typ == cri.ContainerTypeInit || !initDone {
+			reason = ReasonPodInitializing
+		}
+		w := &v1.ContainerStateWaiting{Reason: reason}
+		if hasWaiting {
+			w = &v1.ContainerStateWaiting{Reason: waiting.Reason, Message: waiting.Message}
+		}
+		cs.State.Waiting = w
+		started := false
+		cs.Started = &started
+		return cs
+	}
+	cs.ContainerID = containerID(in.RuntimeName, latest.ID)
+	cs.ImageID = latest.ImageRef
+	cs.RestartCount = int32(latest.Attempt)
+	started := latest.State == cri.StateRunning
+	cs.Started = &started
+	switch latest.State {
+	case cri.StateRunning:
+		cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(latest.StartedAt)}
+		// Readiness probes come with the probes work; until then a
+		// running container without one is ready, one with one is not.
+		cs.Ready = c.ReadinessProbe == nil
+		if prev := in.Runtime.Previous(c.Name, typ); prev != nil && prev.State == cri.StateExited {
+			cs.LastTerminationState.Terminated = terminated(in.RuntimeName, prev)
+		}
+	case cri.StateExited:
+		t := terminated(in.RuntimeName, latest)
+		if hasWaiting && !in.Deleted {
+			cs.State.Waiting = &v1.ContainerStateWaiting{Reason: waiting.Reason, Message: waiting.Message}
+			cs.LastTerminationState.Terminated = t
+		} else {
+			cs.State.Terminated = t
+			if prev := in.Runtime.Previous(c.Name, typ); prev != nil && prev.State == cri.StateExited {
+				cs.LastTerminationState.Terminated = terminated(in.RuntimeName, prev)
+			}
+		}
+	default:
+		cs.State.Waiting = &v1.ContainerStateWaiting{Reason: ReasonContainerCreating}
+		if hasWaiting {
+			cs.State.Waiting = &v1.ContainerStateWaiting{Reason: waiting.Reason, Message: waiting.Message}
+		}
+	}
+	return cs
+}
+
+func containerID(runtime, id string) string {
+	if runtime == "" {
+		runtime = "cri"
+	}
+	return runtime + "://" + id
+}
+
+func terminated(runtime string, c *cri.ContainerStatus) *v1.ContainerStateTerminated {
+	reason := "Error"
+	switch {
+	case c.Reason == "OOMKilled":
+		reason = "OOMKilled"
+	case c.ExitCode == 0:
+		reason = "Completed"
+	}
+	return &v1.ContainerStateTerminated{
+		ExitCode:    c.ExitCode,
+		Reason:      reason,
+		Message:     c.Message,
+		StartedAt:   metav1.NewTime(c.StartedAt),
+		FinishedAt:  metav1.NewTime(c.FinishedAt),
+		ContainerID: containerID(runtime, c.ID),
+	}
+}
+
+// podPhase is the kubelet's getPhase.
+func podPhase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, deleted bool) v1.PodPhase {
+	policy := pod.Spec.RestartPolicy
+	pendingInit := 0
+	for _, s := range initStatuses {
+		switch {
+		case s.State.Terminated != nil && s.State.Terminated.ExitCode == 0:
+		case s.State.Terminated != nil && policy == v1.RestartPolicyNever:
+			return v1.PodFailed
+		case s.State.Waiting != nil && s.LastTerminationState.Terminated != nil && policy == v1.RestartPolicyNever:
+			return v1.PodFailed
+		default:
+			pendingInit++
+		}
+	}
+	var waiting, running, stopped, succeeded int
+	for _, s := range statuses {
+		switch {
+		case s.State.Running != nil:
+			running++
+		case s.State.Terminated != nil:
+			stopped++
+			if s.State.Terminated.ExitCode == 0 {
+				succeeded++
+			}
+		case s.State.Waiting != nil:
+			if s.LastTerminationState.Terminated != nil {
+				stopped++
+			} else {
+				waiting++
+			}
+		}
+	}
+	if deleted && running == 0 {
+		// Killed for deletion: the pod is over, whatever its policy.
+		if pendingInit == 0 && stopped > 0 && stopped == succeeded && waiting == 0 {
+			return v1.PodSucceeded
+		}
+		return v1.PodFailed
+	}
+	switch {
+	case pendingInit > 0:
+		return v1.PodPending
+	case waiting > 0:
+		return v1.PodPending
+	case running > 0:
+		return v1.PodRunning
+	case stopped > 0:
+		if policy == v1.RestartPolicyAlways {
+			return v1.PodRunning
+		}
+		if stopped == succeeded {
+			return v1.PodSucceeded
+		}
+		if policy == v1.RestartPolicyNever {
+			return v1.PodFailed
+		}
+		return v1.PodRunning
+	default:
+		return v1.PodPending
+	}
+}

@@ -1,0 +1,30 @@
+// Package provider adapts virtual-kubelet's interfaces to crivk's engine.
+//
+// virtual-kubelet's PodController watches the pods bound to this node and
+// calls, per namespace/name key:
+//
+//	informer add/update ──> CreatePod / UpdatePod ──> lifecycle.Engine.UpdatePod
+//	deletionTimestamp   ──> DeletePod             ──> lifecycle.Engine.Kill
+//	object gone         ──> GetPod + DeletePod    ──> Engine.Kill (clean up)
+//	Engine status       ──> NotifyPods callback   ──> PodController UpdateStatus
+//
+// How the two state machines meet, and where crivk compensates for
+// virtual-kubelet's behaviour so that kubelet semantics hold:
+//
+//   - Final deletion. The kubelet's status manager deletes a pod object (grace
+//     0, UID precondition) once its containers are stopped and its final status
+//     was written. virtual-kubelet instead force-deletes after the full
+//     deletion grace period, whatever the containers did. The provider deletes
+//     the object itself from Engine's OnTerminated, so a pod that stops in one
+//     second is gone in about one second, and never before its containers
+//     stopped. virtual-kubelet's delayed force delete remains as a backstop.
+//   - Identity. virtual-kubelet keys pods by namespace/name; the engine keys
+//     them by UID, so a pod recreated under the same name is a new pod.
+//   - Status ownership. virtual-kubelet writes the whole status the provider
+//     hands it; the engine keeps conditions it does not own (PodScheduled,
+//     and others) from the pod it was given.
+//
+// The NodeProvider (node.go) reports the node's conditions from the
+// runtime's own readiness (CRI Status) and is pinged by the node controller.
+// Container logs are served from the CRI log files (logs.go).
+package provider

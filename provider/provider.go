@@ -1,0 +1,138 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/lifecycle"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
+	"github.com/virtual-kubelet/virtual-kubelet/log"
+	"github.com/virtual-kubelet/virtual-kubelet/node"
+	"github.com/virtual-kubelet/virtual-kubelet/node/api"
+	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+)
+
+// Provider implements virtual-kubelet's pod interfaces over the engine.
+type Provider struct {
+	engine  *lifecycle.Engine
+	runtime *cri.Runtime
+}
+
+var (
+	_ nodeutil.Provider = (*Provider)(nil)
+	_ node.PodNotifier  = (*Provider)(nil)
+)
+
+// New returns a provider over engine and runtime.
+func New(engine *lifecycle.Engine, runtime *cri.Runtime) *Provider {
+	return &Provider{engine: engine, runtime: runtime}
+}
+
+// DeleteOnTerminated returns the engine's OnTerminated hook: it deletes the
+// pod object with grace 0 and a UID precondition, as the kubelet's status
+// manager does once a pod's containers are gone.
+func DeleteOnTerminated(client kubernetes.Interface) func(ctx context.Context, pod *v1.Pod) error {
+	return func(ctx context.Context, pod *v1.Pod) error {
+		if pod.DeletionTimestamp == nil {
+			return nil
+		}
+		opts := metav1.DeleteOptions{
+			GracePeriodSeconds: new(int64),
+			Preconditions:      metav1.NewUIDPreconditions(string(pod.UID)),
+		}
+		err := client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, opts)
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("deleting pod %s/%s (%s) from the API: %w", pod.Namespace, pod.Name, pod.UID, err)
+		}
+		log.G(ctx).WithField("pod", pod.Namespace+"/"+pod.Name).WithField("uid", pod.UID).Info("pod terminated and deleted")
+		return nil
+	}
+}
+
+// CreatePod hands a new pod to the engine.
+func (p *Provider) CreatePod(ctx context.Context, pod *v1.Pod) error {
+	p.engine.UpdatePod(ctx, pod)
+	return nil
+}
+
+// UpdatePod hands a changed pod to the engine.
+func (p *Provider) UpdatePod(ctx context.Context, pod *v1.Pod) error {
+	p.engine.UpdatePod(ctx, pod)
+	return nil
+}
+
+// DeletePod asks the engine to stop the pod with its grace period. It returns
+// at once; the engine publishes the terminal status and deletes the object.
+func (p *Provider) DeletePod(ctx context.Context, pod *v1.Pod) error {
+	if !p.engine.Kill(pod) {
+		p.engine.KillUnknown(ctx, pod)
+	}
+	return nil
+}
+
+// GetPod returns the pod as the engine runs it.
+func (p *Provider) GetPod(_ context.Context, namespace, name string) (*v1.Pod, error) {
+	pod := p.engine.PodByName(namespace, name)
+	if pod == nil {
+		return nil, errdefs.NotFoundf("pod %s/%s is not known", namespace, name)
+	}
+	return pod, nil
+}
+
+// GetPodStatus returns the pod's latest status.
+func (p *Provider) GetPodStatus(ctx context.Context, namespace, name string) (*v1.PodStatus, error) {
+	pod, err := p.GetPod(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return &pod.Status, nil
+}
+
+// GetPods returns every pod the engine runs.
+func (p *Provider) GetPods(context.Context) ([]*v1.Pod, error) {
+	return p.engine.Pods(), nil
+}
+
+// NotifyPods registers virtual-kubelet's status callback with the engine.
+func (p *Provider) NotifyPods(_ context.Context, cb func(*v1.Pod)) {
+	p.engine.NotifyPods(cb)
+}
+
+// errStreaming is returned by the streaming endpoints until the streaming
+// API work lands.
+func errStreaming(what string) error {
+	return errdefs.InvalidInputf("%s is not implemented by crivk yet", what)
+}
+
+// RunInContainer is not implemented yet (streaming API work).
+func (p *Provider) RunInContainer(context.Context, string, string, string, []string, api.AttachIO) error {
+	return errStreaming("exec")
+}
+
+// AttachToContainer is not implemented yet (streaming API work).
+func (p *Provider) AttachToContainer(context.Context, string, string, string, api.AttachIO) error {
+	return errStreaming("attach")
+}
+
+// PortForward is not implemented yet (streaming API work).
+func (p *Provider) PortForward(context.Context, string, string, int32, io.ReadWriteCloser) error {
+	return errStreaming("port-forward")
+}
+
+// GetStatsSummary is not implemented yet (streaming API work).
+func (p *Provider) GetStatsSummary(context.Context) (*statsv1alpha1.Summary, error) {
+	return nil, errStreaming("stats summary")
+}
+
+// GetMetricsResource is not implemented yet (streaming API work).
+func (p *Provider) GetMetricsResource(context.Context) ([]*dto.MetricFamily, error) {
+	return nil, errStreaming("resource metrics")
+}
