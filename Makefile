@@ -1,0 +1,40 @@
+# The Makefile only delegates to hack/ scripts (see hack/README.md).
+SHELL := /usr/bin/env bash
+VERSION ?= v1.35.4-crivk.0
+
+.PHONY: all build run test test-unit test-e2e local-up local-down deps clean
+
+all: build
+
+## build: compile crivk into _output/bin/crivk
+build:
+	VERSION=$(VERSION) hack/build.sh
+
+## run: install deps, build, bring up the local control plane + containerd, run crivk as node crivk-local (Ctrl-C stops everything)
+run:
+	VERSION=$(VERSION) hack/run.sh
+
+## test: unit tests (go test -race) then end-to-end tests against a local cluster brought up and torn down here
+test:
+	VERSION=$(VERSION) hack/test.sh
+
+## test-unit: unit tests only (no root, no cluster)
+test-unit:
+	hack/test.sh unit
+
+## test-e2e: end-to-end tests only
+test-e2e:
+	VERSION=$(VERSION) hack/test.sh e2e
+
+deps:
+	hack/install-deps.sh
+
+local-up:
+	hack/local-up.sh
+
+local-down:
+	hack/local-down.sh
+
+clean:
+	CLEAN=1 hack/local-down.sh
+	rm -rf _output

@@ -1,0 +1,247 @@
+package cri
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
+)
+
+// Cases taken from the kubelet's third_party/forked/golang/expansion tests.
+func TestExpand(t *testing.T) {
+	vars := map[string]string{
+		"VAR_A":     "A",
+		"VAR_B":     "B",
+		"VAR_C":     "C",
+		"VAR_REF":   "$(VAR_A)",
+		"VAR_EMPTY": "",
+	}
+	tests := map[string]struct {
+		in, want string
+		bug      string
+	}{
+		"no operator":                     {in: "plain text", want: "plain text"},
+		"whole":                           {in: "$(VAR_A)", want: "A"},
+		"inside":                          {in: "___$(VAR_B)___", want: "___B___"},
+		"several":                         {in: "$(VAR_A)-$(VAR_B)-$(VAR_C)", want: "A-B-C"},
+		"escaped operator":                {in: "$$", want: "$"},
+		"escape and expand":               {in: "$$(VAR_B)_$(VAR_A)", want: "$(VAR_B)_A"},
+		"compound escape":                 {in: "$$(VAR_A)_$$(VAR_B)", want: "$(VAR_A)_$(VAR_B)"},
+		"undefined var left as is":        {in: "$(VAR_DNE)", want: "$(VAR_DNE)"},
+		"empty var":                       {in: "foo$(VAR_EMPTY)bar", want: "foobar"},
+		"value is not expanded again":     {in: "$(VAR_REF)", want: "$(VAR_A)"},
+		"unterminated":                    {in: "foo$(VAR_Awhoops!", want: "foo$(VAR_Awhoops!"},
+		"trailing unterminated after var": {in: "$(VAR_B)_______$(A", want: "B_______$(A"},
+		"trailing opener only":            {in: "$(VAR_C)_______$(", want: "C_______$("},
+		"operator at end":                 {in: "$(VAR_A)foobarzab$", want: "Afoobarzab$"},
+		"bare operator":                   {in: "$VAR_A", want: "$VAR_A"},
+		"shell syntax ignored":            {in: "${VAR_A}", want: "${VAR_A}"},
+		"shell special vars":              {in: "$?_boo_$!", want: "$?_boo_$!"},
+		"even operators, defined":         {in: "$$$$$$(VAR_A)", want: "$$$(VAR_A)"},
+		"odd operators, defined":          {in: "$$$$$$$(VAR_A)", want: "$$$A"},
+		"nested references":               {in: "$(VAR_A$(VAR_B))", want: "$(VAR_A$(VAR_B))"},
+		"escaped operator inside a name":  {in: "$(foo$$var)", want: "$(foo$$var)"},
+		"non-ASCII after operator":        {in: "prefix-$€-suffix", want: "prefix-$€-suffix"},
+		"lots of openers":                 {in: "--$($($($($--", want: "--$($($($($--"},
+		"escape after an unterminated reference": {in: "$(VAR_A $$", want: "$(VAR_A $",
+			bug: "expand copies the rest verbatim after an unterminated $( so a later $$ is not unescaped (kubelet: \"$(VAR_A $$\" -> \"$(VAR_A $\")"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if tc.bug != "" {
+				knownBug(t, tc.bug)
+			}
+			if got := expand(tc.in, vars); got != tc.want {
+				t.Errorf("expand(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func configPod() *v1.Pod {
+	pod := &v1.Pod{}
+	pod.Name, pod.Namespace, pod.UID = "web", "prod", "uid-7"
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](45)
+	return pod
+}
+
+func TestContainerConfig(t *testing.T) {
+	tests := map[string]struct {
+		pod     func() *v1.Pod
+		c       v1.Container
+		typ     ContainerType
+		attempt uint32
+		check   func(t *testing.T, cfg *runtimeapi.ContainerConfig)
+		wantErr bool
+	}{
+		"env expands earlier vars only, command and args see all": {
+			pod: configPod,
+			c: v1.Container{Name: "app", Image: "nginx:1.27",
+				Env: []v1.EnvVar{
+					{Name: "A", Value: "x"},
+					{Name: "B", Value: "$(A)-$(C)"}, // C is defined later: left as is
+					{Name: "C", Value: "c"},
+					{Name: "D", Value: "$$(A)"},
+				},
+				Command: []string{"/bin/$(C)", "$(A)$(B)"},
+				Args:    []string{"--v=$(UNDEF)", "$$(A)"},
+			},
+			typ: ContainerTypeRegular,
+			check: func(t *testing.T, cfg *runtimeapi.ContainerConfig) {
+				var env []string
+				for _, kv := range cfg.Envs {
+					env = append(env, kv.Key+"="+kv.Value)
+				}
+				if want := []string{"A=x", "B=x-$(C)", "C=c", "D=$(A)"}; !reflect.DeepEqual(env, want) {
+					t.Errorf("env = %v, want %v", env, want)
+				}
+				if want := []string{"/bin/c", "xx-$(C)"}; !reflect.DeepEqual(cfg.Command, want) {
+					t.Errorf("command = %v, want %v", cfg.Command, want)
+				}
+				if want := []string{"--v=$(UNDEF)", "$(A)"}; !reflect.DeepEqual(cfg.Args, want) {
+					t.Errorf("args = %v, want %v", cfg.Args, want)
+				}
+			},
+		},
+		"metadata, image, log path and labels of attempt 3": {
+			pod:     configPod,
+			c:       v1.Container{Name: "app", Image: "nginx:1.27", TerminationMessagePath: "/dev/termination-log"},
+			typ:     ContainerTypeInit,
+			attempt: 3,
+			check: func(t *testing.T, cfg *runtimeapi.ContainerConfig) {
+				if cfg.Metadata.Name != "app" || cfg.Metadata.Attempt != 3 {
+					t.Errorf("metadata = %+v, want app attempt 3", cfg.Metadata)
+				}
+				if cfg.LogPath != "app/3.log" {
+					t.Errorf("log path = %q, want app/3.log (kubelet: <container>/<restartCount>.log)", cfg.LogPath)
+				}
+				if cfg.Image.Image != "sha256:abc" || cfg.Image.UserSpecifiedImage != "nginx:1.27" {
+					t.Errorf("image = %+v, want ref sha256:abc as user's nginx:1.27", cfg.Image)
+				}
+				wantLabels := map[string]string{
+					LabelPodName: "web", LabelPodNamespace: "prod", LabelPodUID: "uid-7",
+					LabelContainerName: "app", LabelContainerType: "init", LabelManagedBy: "crivk",
+				}
+				if !reflect.DeepEqual(cfg.Labels, wantLabels) {
+					t.Errorf("labels = %v, want %v", cfg.Labels, wantLabels)
+				}
+				for k, v := range map[string]string{
+					AnnotationRestartCount:              "3",
+					AnnotationPodTerminationGracePeriod: "45",
+					AnnotationTerminationMessagePath:    "/dev/termination-log",
+					AnnotationContainerType:             "init",
+				} {
+					if cfg.Annotations[k] != v {
+						t.Errorf("annotation %s = %q, want %q", k, cfg.Annotations[k], v)
+					}
+				}
+			},
+		},
+		"runAsNonRoot with runAsUser 0 is a config error": {
+			pod: configPod,
+			c: v1.Container{Name: "app", Image: "nginx:1.27", SecurityContext: &v1.SecurityContext{
+				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](0)}},
+			wantErr: true,
+		},
+		"pod-level runAsNonRoot with container runAsUser 0 is a config error": {
+			pod: func() *v1.Pod {
+				p := configPod()
+				p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsNonRoot: ptr.To(true)}
+				return p
+			},
+			c:       v1.Container{Name: "app", Image: "nginx:1.27", SecurityContext: &v1.SecurityContext{RunAsUser: ptr.To[int64](0)}},
+			wantErr: true,
+		},
+		"runAsNonRoot with runAsUser 1000 is fine and passed on": {
+			pod: func() *v1.Pod {
+				p := configPod()
+				p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](2000)}
+				return p
+			},
+			c: v1.Container{Name: "app", Image: "nginx:1.27"},
+			check: func(t *testing.T, cfg *runtimeapi.ContainerConfig) {
+				sc := cfg.Linux.SecurityContext
+				if sc.RunAsUser.GetValue() != 1000 || sc.RunAsGroup.GetValue() != 2000 {
+					t.Errorf("runAsUser/Group = %v/%v, want 1000/2000", sc.RunAsUser, sc.RunAsGroup)
+				}
+			},
+		},
+		"container runAsUser overrides the pod's": {
+			pod: func() *v1.Pod {
+				p := configPod()
+				p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](0)}
+				return p
+			},
+			c: v1.Container{Name: "app", Image: "nginx:1.27", SecurityContext: &v1.SecurityContext{RunAsUser: ptr.To[int64](1001)}},
+			check: func(t *testing.T, cfg *runtimeapi.ContainerConfig) {
+				if got := cfg.Linux.SecurityContext.RunAsUser.GetValue(); got != 1001 {
+					t.Errorf("runAsUser = %d, want 1001", got)
+				}
+			},
+		},
+		"privileged gets no masked paths": {
+			pod: configPod,
+			c:   v1.Container{Name: "app", Image: "nginx:1.27", SecurityContext: &v1.SecurityContext{Privileged: ptr.To(true)}},
+			check: func(t *testing.T, cfg *runtimeapi.ContainerConfig) {
+				sc := cfg.Linux.SecurityContext
+				if !sc.Privileged || len(sc.MaskedPaths) != 0 || len(sc.ReadonlyPaths) != 0 {
+					t.Errorf("privileged=%v masked=%v readonly=%v, want privileged without masked or read-only paths", sc.Privileged, sc.MaskedPaths, sc.ReadonlyPaths)
+				}
+			},
+		},
+		"unprivileged gets the default masked paths": {
+			pod: configPod,
+			c:   v1.Container{Name: "app", Image: "nginx:1.27"},
+			check: func(t *testing.T, cfg *runtimeapi.ContainerConfig) {
+				sc := cfg.Linux.SecurityContext
+				if sc.Privileged || len(sc.MaskedPaths) == 0 || len(sc.ReadonlyPaths) == 0 {
+					t.Errorf("privileged=%v masked=%v readonly=%v, want default masked and read-only paths", sc.Privileged, sc.MaskedPaths, sc.ReadonlyPaths)
+				}
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			typ := tc.typ
+			if typ == "" {
+				typ = ContainerTypeRegular
+			}
+			cfg, err := ContainerConfig(tc.pod(), &tc.c, typ, tc.attempt, "sha256:abc")
+			if tc.wantErr {
+				var ce *ConfigError
+				if !errors.As(err, &ce) {
+					t.Fatalf("err = %v (%T), want *ConfigError", err, err)
+				}
+				if cfg != nil {
+					t.Errorf("config = %v, want nil with the error", cfg)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ContainerConfig: %v", err)
+			}
+			tc.check(t, cfg)
+		})
+	}
+}
+
+func TestContainerLogPath(t *testing.T) {
+	tests := map[string]struct {
+		name    string
+		attempt uint32
+		want    string
+	}{
+		"first": {"app", 0, "app/0.log"},
+		"tenth": {"sidecar", 10, "sidecar/10.log"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := ContainerLogPath(tc.name, tc.attempt); got != tc.want {
+				t.Errorf("ContainerLogPath(%q, %d) = %q, want %q", tc.name, tc.attempt, got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,388 @@
+package cri
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+	internalapi "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+)
+
+// fakeRuntimeService is a small in-memory CRI runtime for SyncPod, KillPod,
+// RemovePod and GetPodStatus. It behaves like k8s.io/cri-api's
+// FakeRuntimeService for the calls the runtime manager makes (same IDs,
+// same state changes, errors injected per call) and also records the
+// timeout of every StopContainer. cri-api's fake is not used because its
+// package imports testify, which this module does not require.
+//
+// Calls the runtime manager does not make panic through the nil embedded
+// interface.
+type fakeRuntimeService struct {
+	internalapi.RuntimeService
+
+	clock clock.PassiveClock
+
+	mu         sync.Mutex
+	called     []string
+	errors     map[string][]error
+	sandboxes  map[string]*runtimeapi.PodSandboxStatus
+	containers map[string]*fakeContainer
+	stops      map[string]int64 // container ID -> StopContainer timeout
+	seq        int64            // keeps CreatedAt strictly increasing
+}
+
+type fakeContainer struct {
+	runtimeapi.ContainerStatus
+	SandboxID string
+}
+
+func newFakeRuntimeService(clk clock.PassiveClock) *fakeRuntimeService {
+	return &fakeRuntimeService{
+		clock:      clk,
+		errors:     map[string][]error{},
+		sandboxes:  map[string]*runtimeapi.PodSandboxStatus{},
+		containers: map[string]*fakeContainer{},
+		stops:      map[string]int64{},
+	}
+}
+
+var fakePodIP = "192.168.192.168"
+
+// InjectError makes the next call of f fail with err (errors queue up).
+func (r *fakeRuntimeService) InjectError(f string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errors[f] = append(r.errors[f], err)
+}
+
+// enter records a call and pops its injected error; r.mu must be held.
+func (r *fakeRuntimeService) enter(f string) error {
+	r.called = append(r.called, f)
+	errs := r.errors[f]
+	if len(errs) == 0 {
+		return nil
+	}
+	r.errors[f] = errs[1:]
+	return errs[0]
+}
+
+func (r *fakeRuntimeService) now() int64 {
+	r.seq++
+	return r.clock.Now().UnixNano() + r.seq
+}
+
+func (r *fakeRuntimeService) GetCalls() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.called...)
+}
+
+func (r *fakeRuntimeService) count(call string) int {
+	n := 0
+	for _, c := range r.GetCalls() {
+		if c == call {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *fakeRuntimeService) stopTimeouts() map[string]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]int64{}
+	for k, v := range r.stops {
+		out[k] = v
+	}
+	return out
+}
+
+func (r *fakeRuntimeService) RunPodSandbox(_ context.Context, cfg *runtimeapi.PodSandboxConfig, _ string) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.enter("RunPodSandbox"); err != nil {
+		return "", err
+	}
+	m := cfg.Metadata
+	id := fmt.Sprintf("%s_%s_%s_%d", m.Name, m.Namespace, m.Uid, m.Attempt)
+	r.sandboxes[id] = &runtimeapi.PodSandboxStatus{
+		Id: id, Metadata: m, State: runtimeapi.PodSandboxState_SANDBOX_READY, CreatedAt: r.now(),
+		Network: &runtimeapi.PodSandboxNetworkStatus{Ip: fakePodIP},
+		Labels:  cfg.Labels, Annotations: cfg.Annotations,
+	}
+	return id, nil
+}
+
+func (r *fakeRuntimeService) StopPodSandbox(_ context.Context, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.enter("StopPodSandbox"); err != nil {
+		return err
+	}
+	s, ok := r.sandboxes[id]
+	if !ok {
+		return fmt.Errorf("pod sandbox %s not found", id)
+	}
+	s.State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	return nil
+}
+
+func (r *fakeRuntimeService) RemovePodSandbox(_ context.Context, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.enter("RemovePodSandbox"); err != nil {
+		return err
+	}
+	delete(r.sandboxes, id)
+	return nil
+}
+
+func (r *fakeRuntimeService) PodSandboxStatus(_ context.Context, id string, _ bool) (*runtimeapi.PodSandboxStatusResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.enter("PodSandboxStatus"); err != nil {
+		return nil, err
+	}
+	s, ok := r.sandboxes[id]
+	if !ok {
+		return nil, fmt.Errorf("pod sandbox %q not found", id)
+	}
+	return &runtimeapi.PodSandboxStatusResponse{Status: proto.Clone(s).(*runtimeapi.PodSandboxStatus)}, nil
+}
+
+func matches(sel, labels map[string]string) bool {
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *fakeRuntimeService) ListPodSandbox(_ context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.enter("ListPodSandbox"); err != nil {
+		return nil, err
+	}
+	var out []*runtimeapi.PodSandbox
+	for _, s := range r.sandboxes {
+		if !matches(f.GetLabelSelector(), s.Labels) {
+			continue
+		}
+		out = append(out, &runtimeapi.PodSandbox{Id: s.Id, Metadata: s.Metadata, State: s.State, CreatedAt: s.CreatedAt, Labels: s.Labels})
+	}
+	return out, nil
+}
+
+func (r *fakeRuntimeService) CreateContainer(_ context.Context, sandboxID string, cfg *runtimeapi.ContainerConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.enter("CreateContainer"); err != nil {
+		return "", err
+	}
+	if _, ok := r.sandboxes[sandboxID]; !ok {
+		return "", fmt.Errorf("pod sandbox %s not found", sandboxID)
+	}
+	id := fmt.Sprintf("%s_%s_%d", sandboxID, cfg.Metadata.Name, cfg.Metadata.Attempt)
+	r.containers[id] = &fakeContainer{SandboxID: sandboxID, ContainerStatus: runtimeapi.ContainerStatus{
+		Id: id, Metadata: cfg.Metadata, Image: cfg.Image, ImageRef: cfg.Image.Image, CreatedAt: r.now(),
+		State: runtimeapi.ContainerState_CONTAINER_CREATED, Labels: cfg.Labels, Annotations: cfg.Annotations,
+		LogPath: cfg.LogPath,
+	}}
+	return id, nil
+}
+
+func (r *fakeRuntimeService) StartContainer(_ context.Context, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.enter("StartContainer"); err != nil {
+		return err
+	}
+	c, ok := r.containers[id]
+	if !ok {
+		return fmt.Errorf("container %s not found", id)
+	}
+	c.State = runtimeapi.ContainerState_CONTAINER_RUNNING
+	c.StartedAt = r.now()
+	return nil
+}
+
+func (r *fakeRuntimeService) StopContainer(_ context.Context, id string, timeout int64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stops[id] = timeout
+	if err := r.enter("StopContainer"); err != nil {
+		return err
+	}
+	c, ok := r.containers[id]
+	if !ok {
+		return fmt.Errorf("container %q not found", id)
+	}
+	c.State = runtimeapi.ContainerState_CONTAINER_EXITED
+	c.FinishedAt = r.now()
+	return nil
+}
+
+func (r *fakeRuntimeService) RemoveContainer(_ context.Context, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.enter("RemoveContainer"); err != nil {
+		return err
+	}
+	delete(r.containers, id)
+	return nil
+}
+
+func (r *fakeRuntimeService) ListContainers(_ context.Context, f *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.enter("ListContainers"); err != nil {
+		return nil, err
+	}
+	var out []*runtimeapi.Container
+	for _, c := range r.containers {
+		if !matches(f.GetLabelSelector(), c.Labels) {
+			continue
+		}
+		out = append(out, &runtimeapi.Container{Id: c.Id, PodSandboxId: c.SandboxID, Metadata: c.Metadata, State: c.State,
+			CreatedAt: c.CreatedAt, Image: c.Image, ImageRef: c.ImageRef, Labels: c.Labels, Annotations: c.Annotations})
+	}
+	return out, nil
+}
+
+func (r *fakeRuntimeService) ContainerStatus(_ context.Context, id string, _ bool) (*runtimeapi.ContainerStatusResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.enter("ContainerStatus"); err != nil {
+		return nil, err
+	}
+	c, ok := r.containers[id]
+	if !ok {
+		return nil, fmt.Errorf("container %q not found", id)
+	}
+	return &runtimeapi.ContainerStatusResponse{Status: proto.Clone(&c.ContainerStatus).(*runtimeapi.ContainerStatus)}, nil
+}
+
+func (r *fakeRuntimeService) Close() error { return nil }
+
+// setContainer changes a container in place under the fake's lock.
+func (r *fakeRuntimeService) setContainer(id string, f func(c *fakeContainer)) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.containers[id]
+	if !ok {
+		return fmt.Errorf("no container %q in the fake runtime", id)
+	}
+	f(c)
+	return nil
+}
+
+// fakeImageService knows a set of images; PullImage adds the image.
+type fakeImageService struct {
+	internalapi.ImageManagerService
+
+	mu     sync.Mutex
+	called []string
+	errors map[string][]error
+	images map[string]bool
+}
+
+func newFakeImageService(images ...string) *fakeImageService {
+	is := &fakeImageService{errors: map[string][]error{}, images: map[string]bool{}}
+	for _, i := range images {
+		is.images[i] = true
+	}
+	return is
+}
+
+func (s *fakeImageService) InjectError(f string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.errors[f] = append(s.errors[f], err)
+}
+
+func (s *fakeImageService) enter(f string) error {
+	s.called = append(s.called, f)
+	errs := s.errors[f]
+	if len(errs) == 0 {
+		return nil
+	}
+	s.errors[f] = errs[1:]
+	return errs[0]
+}
+
+func (s *fakeImageService) count(call string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.called {
+		if c == call {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *fakeImageService) ImageStatus(_ context.Context, img *runtimeapi.ImageSpec, _ bool) (*runtimeapi.ImageStatusResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.enter("ImageStatus"); err != nil {
+		return nil, err
+	}
+	if !s.images[img.Image] {
+		return &runtimeapi.ImageStatusResponse{}, nil
+	}
+	return &runtimeapi.ImageStatusResponse{Image: &runtimeapi.Image{Id: "sha256:" + img.Image}}, nil
+}
+
+func (s *fakeImageService) PullImage(_ context.Context, img *runtimeapi.ImageSpec, _ *runtimeapi.AuthConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.enter("PullImage"); err != nil {
+		return "", err
+	}
+	s.images[img.Image] = true
+	return "sha256:" + img.Image, nil
+}
+
+func (s *fakeImageService) Close() error { return nil }
+
+var (
+	_ internalapi.RuntimeService      = (*fakeRuntimeService)(nil)
+	_ internalapi.ImageManagerService = (*fakeImageService)(nil)
+)
+
+func (s *fakeImageService) SetFakeImages(images []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, i := range images {
+		s.images[i] = true
+	}
+}
+
+// addSandbox and addContainer put objects in the fake as another actor
+// (or an earlier crivk) left them.
+func (r *fakeRuntimeService) addSandbox(s *runtimeapi.PodSandboxStatus) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sandboxes[s.Id] = s
+}
+
+func (r *fakeRuntimeService) addContainer(c *fakeContainer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.containers[c.Id] = c
+}
+
+func (r *fakeRuntimeService) sandboxOf(containerID string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.containers[containerID]; ok {
+		return c.SandboxID
+	}
+	return ""
+}

@@ -1,0 +1,113 @@
+package cri
+
+import (
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+)
+
+func TestPodHostname(t *testing.T) {
+	long := strings.Repeat("a", 70)
+	tests := map[string]struct {
+		name, hostname string
+		want           string
+		wantErr        bool
+	}{
+		"pod name":                         {name: "web-0", want: "web-0"},
+		"spec.hostname wins":               {name: "web-0", hostname: "db", want: "db"},
+		"63 characters kept":               {name: long[:63], want: long[:63]},
+		"64 characters cut to 63":          {name: long[:64], want: long[:63]},
+		"long spec.hostname cut to 63":     {name: "web", hostname: long, want: long[:63]},
+		"no trailing dash after the cut":   {name: strings.Repeat("a", 61) + "--bbb", want: strings.Repeat("a", 61)},
+		"no trailing dot after the cut":    {name: strings.Repeat("a", 60) + ".-.bbb", want: strings.Repeat("a", 60)},
+		"nothing left after the cut fails": {name: strings.Repeat("-", 64), wantErr: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			pod := &v1.Pod{}
+			pod.Name, pod.Namespace = tc.name, "default"
+			pod.Spec.Hostname = tc.hostname
+			got, err := podHostname(pod)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("podHostname() error = %v, want error %v", err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Errorf("podHostname() = %q (%d chars), want %q (%d chars)", got, len(got), tc.want, len(tc.want))
+			}
+		})
+	}
+}
+
+func TestGracePeriod(t *testing.T) {
+	tests := map[string]struct {
+		spec, deletion, override *int64
+		want                     int64
+		bug                      string
+	}{
+		"spec":                              {spec: ptr.To[int64](45), want: 45},
+		"deletion grace beats spec":         {spec: ptr.To[int64](45), deletion: ptr.To[int64](10), want: 10},
+		"override beats both":               {spec: ptr.To[int64](45), deletion: ptr.To[int64](10), override: ptr.To[int64](5), want: 5},
+		"force delete (0) gets the minimum": {spec: ptr.To[int64](45), deletion: ptr.To[int64](0), want: 2},
+		"spec 1 gets the minimum":           {spec: ptr.To[int64](1), want: 2},
+		"override 0 gets the minimum":       {spec: ptr.To[int64](45), override: ptr.To[int64](0), want: 2},
+		"nothing set: the kubelet's minimum": {want: 2,
+			bug: "GracePeriod defaults to 30s when neither deletionGracePeriodSeconds nor terminationGracePeriodSeconds is set (kubelet setTerminationGracePeriod: minimumGracePeriodInSeconds=2; the API server normally defaults the spec to 30)"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if tc.bug != "" {
+				knownBug(t, tc.bug)
+			}
+			pod := &v1.Pod{}
+			pod.Spec.TerminationGracePeriodSeconds = tc.spec
+			pod.DeletionGracePeriodSeconds = tc.deletion
+			if got := GracePeriod(pod, tc.override); got != tc.want {
+				t.Errorf("GracePeriod() = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSandboxConfig(t *testing.T) {
+	r := dnsRuntime(t, []string{"10.96.0.10"}, hostResolvConf)
+	tests := map[string]struct {
+		hostNetwork  bool
+		wantHostname string
+		wantNetNS    string
+	}{
+		"pod network":                       {wantHostname: "web", wantNetNS: "POD"},
+		"host network uses the node's name": {hostNetwork: true, wantHostname: "", wantNetNS: "NODE"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			pod := dnsPod(v1.DNSClusterFirst, tc.hostNetwork, nil)
+			pod.Labels = map[string]string{"app": "web"}
+			pod.Spec.Containers = []v1.Container{{Name: "a", Ports: []v1.ContainerPort{
+				{ContainerPort: 80, HostPort: 8080}, {ContainerPort: 53, HostPort: 5353, Protocol: v1.ProtocolUDP}, {ContainerPort: 9090}}}}
+			cfg, warn, err := r.SandboxConfig(pod, 4)
+			if err != nil || warn != "" {
+				t.Fatalf("SandboxConfig: %v (warning %q)", err, warn)
+			}
+			if cfg.Hostname != tc.wantHostname {
+				t.Errorf("hostname = %q, want %q", cfg.Hostname, tc.wantHostname)
+			}
+			if got := cfg.Linux.SecurityContext.NamespaceOptions.Network.String(); got != tc.wantNetNS {
+				t.Errorf("network namespace = %s, want %s", got, tc.wantNetNS)
+			}
+			if m := cfg.Metadata; m.Name != "web" || m.Namespace != "prod" || m.Uid != "uid-1" || m.Attempt != 4 {
+				t.Errorf("metadata = %+v", m)
+			}
+			if want := r.cfg.PodLogDir + "/prod_web_uid-1"; cfg.LogDirectory != want {
+				t.Errorf("log directory = %q, want %q", cfg.LogDirectory, want)
+			}
+			if cfg.Labels["app"] != "web" || cfg.Labels[LabelPodUID] != "uid-1" || cfg.Labels[LabelManagedBy] != "crivk" {
+				t.Errorf("labels = %v, want the pod's labels plus crivk's", cfg.Labels)
+			}
+			if len(cfg.PortMappings) != 2 || cfg.PortMappings[0].HostPort != 8080 || cfg.PortMappings[1].Protocol.String() != "UDP" {
+				t.Errorf("port mappings = %v, want the two host ports", cfg.PortMappings)
+			}
+		})
+	}
+}

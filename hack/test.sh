@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs crivk's tests: unit tests with the race detector, then the end-to-end
+# tests against a local cluster that this script brings up and tears down.
+# Usage: hack/test.sh [unit|e2e|all]   (default all)
+# The output ends with go test's own summary lines; the environment's set-up
+# and tear-down logs go to _output/test-logs/.
+set -o errexit -o nounset -o pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+WHAT=${1:-all}
+LOGS=${ROOT}/_output/test-logs
+mkdir -p "${LOGS}"
+cd "${ROOT}"
+
+unit() {
+  echo "test: unit tests"
+  go test -race -count=1 ./cri/... ./lifecycle/... ./provider/... ./cmd/...
+}
+
+e2e() {
+  echo "test: installing dependencies and building (log: ${LOGS}/setup.log)"
+  if ! { hack/install-deps.sh && hack/build.sh; } >"${LOGS}/setup.log" 2>&1; then
+    tail -n 40 "${LOGS}/setup.log"; return 1
+  fi
+  echo "test: bringing up the local cluster (log: ${LOGS}/local-up.log)"
+  trap 'hack/local-down.sh >"${LOGS}/local-down.log" 2>&1 || echo "test: local-down failed, see ${LOGS}/local-down.log"' EXIT
+  if ! hack/local-up.sh >"${LOGS}/local-up.log" 2>&1; then
+    tail -n 40 "${LOGS}/local-up.log"; return 1
+  fi
+  # shellcheck source=/dev/null
+  source _output/local/env
+  echo "test: end-to-end tests (crivk log: _output/local/logs/crivk-e2e.log)"
+  local rc=0
+  CRIVK_E2E=1 go test -count=1 -timeout 20m -v ./test/e2e/ 2>&1 | tee "${LOGS}/e2e.log" || rc=$?
+  # Tear down quietly so that go test's summary stays the last output.
+  hack/local-down.sh >"${LOGS}/local-down.log" 2>&1 || { echo "test: local-down failed, see ${LOGS}/local-down.log"; rc=1; }
+  trap - EXIT
+  return "${rc}"
+}
+
+case "${WHAT}" in
+  unit) unit ;;
+  e2e) e2e ;;
+  all)
+    urc=0; unit || urc=$?
+    erc=0; e2e || erc=$?
+    if [ "${urc}" -ne 0 ] || [ "${erc}" -ne 0 ]; then exit 1; fi
+    ;;
+  *) echo "usage: hack/test.sh [unit|e2e|all]" >&2; exit 2 ;;
+esac

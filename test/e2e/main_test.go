@@ -1,0 +1,118 @@
+// Package e2e tests crivk as the node of a real local cluster: kube-apiserver,
+// scheduler and controller-manager from hack/local-up.sh, the project's own
+// containerd, and crivk started by this package's TestMain through
+// hack/run-crivk.sh. Run it with `make test-e2e` (or `make test`).
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	internalapi "k8s.io/cri-api/pkg/apis"
+	remote "k8s.io/cri-client/pkg"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+var (
+	client   kubernetes.Interface
+	runtime  internalapi.RuntimeService
+	nodeName string
+	nodeIP   string
+	busybox  string
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("CRIVK_E2E") != "1" {
+		fmt.Println("e2e: skipped; run through `make test-e2e`, which brings up the local cluster (CRIVK_E2E=1)")
+		os.Exit(0)
+	}
+	os.Exit(run(m))
+}
+
+func mustEnv(k string) string {
+	v := os.Getenv(k)
+	if v == "" {
+		fmt.Fprintf(os.Stderr, "e2e: %s is not set; source _output/local/env\n", k)
+		os.Exit(2)
+	}
+	return v
+}
+
+func run(m *testing.M) int {
+	nodeName = mustEnv("NODE_NAME")
+	nodeIP = mustEnv("NODE_IP")
+	busybox = mustEnv("BUSYBOX_IMAGE")
+	cfg, err := clientcmd.BuildConfigFromFlags("", mustEnv("KUBECONFIG"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 2
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	client = kubernetes.NewForConfigOrDie(cfg)
+	runtime, err = remote.NewRemoteRuntimeService(mustEnv("CRI_ENDPOINT"), 10*time.Second, nil, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: CRI:", err)
+		return 2
+	}
+
+	stop, err := startCrivk()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 2
+	}
+	code := m.Run()
+	if err := stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: stopping crivk:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// startCrivk runs crivk as the local node, its log in
+// _output/local/logs/crivk-e2e.log, and returns how to stop it (SIGTERM,
+// then an error if it did not exit cleanly within 10 s).
+func startCrivk() (func() error, error) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(mustEnv("LOCAL_DIR"), "logs", "crivk-e2e.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(filepath.Join(root, "hack", "run-crivk.sh"), "--log-level=debug")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	fmt.Printf("e2e: crivk started (pid %d), log %s\n", cmd.Process.Pid, logPath)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	return func() error {
+		defer logf.Close()
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			return fmt.Errorf("crivk did not exit within 10s of SIGTERM")
+		}
+	}, nil
+}
+
+func testContext(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}

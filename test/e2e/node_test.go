@@ -1,0 +1,103 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+func TestNodeReadyAndLeaseRenews(t *testing.T) {
+	ctx := testContext(t, 90*time.Second)
+	var node *v1.Node
+	err := wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
+		n, err := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		node = n
+		for _, c := range n.Status.Conditions {
+			if c.Type == v1.NodeReady {
+				return c.Status == v1.ConditionTrue, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("node %s never became Ready: %v (last: %+v)", nodeName, err, node)
+	}
+
+	want := map[v1.NodeConditionType]string{
+		v1.NodeReady:              "KubeletReady",
+		v1.NodeMemoryPressure:     "KubeletHasSufficientMemory",
+		v1.NodeDiskPressure:       "KubeletHasNoDiskPressure",
+		v1.NodePIDPressure:        "KubeletHasSufficientPID",
+		v1.NodeNetworkUnavailable: "NetworkReady",
+	}
+	for _, c := range node.Status.Conditions {
+		if r, ok := want[c.Type]; ok {
+			if c.Reason != r {
+				t.Errorf("condition %s: reason %q, want %q", c.Type, c.Reason, r)
+			}
+			delete(want, c.Type)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("conditions missing: %v", want)
+	}
+	info := node.Status.NodeInfo
+	if !strings.HasPrefix(info.KubeletVersion, "v1.35.4-crivk.") {
+		t.Errorf("kubeletVersion %q, want v1.35.4-crivk.<n>", info.KubeletVersion)
+	}
+	if !strings.HasPrefix(info.ContainerRuntimeVersion, "containerd://") {
+		t.Errorf("containerRuntimeVersion %q, want containerd://<version>", info.ContainerRuntimeVersion)
+	}
+	if info.KernelVersion == "" || info.OSImage == "" || info.Architecture == "" {
+		t.Errorf("nodeInfo incomplete: %+v", info)
+	}
+	var internal, hostname string
+	for _, a := range node.Status.Addresses {
+		switch a.Type {
+		case v1.NodeInternalIP:
+			internal = a.Address
+		case v1.NodeHostName:
+			hostname = a.Address
+		}
+	}
+	if internal != nodeIP || hostname == "" {
+		t.Errorf("addresses %+v, want InternalIP %s and a Hostname", node.Status.Addresses, nodeIP)
+	}
+	if got := node.Status.Capacity.Pods().Value(); got != 110 {
+		t.Errorf("pods capacity %d, want 110", got)
+	}
+	for _, r := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage} {
+		q := node.Status.Capacity[r]
+		if q.IsZero() {
+			t.Errorf("capacity %s is zero", r)
+		}
+		if _, ok := node.Status.Allocatable[r]; !ok {
+			t.Errorf("allocatable %s missing", r)
+		}
+	}
+	if node.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 {
+		t.Errorf("daemonEndpoints port %d, want 10250", node.Status.DaemonEndpoints.KubeletEndpoint.Port)
+	}
+
+	// The Lease is renewed (virtual-kubelet renews every 10 s for a 40 s lease).
+	lease, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, nodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("lease: %v", err)
+	}
+	first := lease.Spec.RenewTime.DeepCopy()
+	err = wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
+		l, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, nodeName, metav1.GetOptions{})
+		return err == nil && l.Spec.RenewTime != nil && l.Spec.RenewTime.After(first.Time), nil
+	})
+	if err != nil {
+		t.Fatalf("lease not renewed after %v: %v", first, err)
+	}
+}

@@ -1,0 +1,161 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+func podLogs(ctx context.Context, ns, name string, opts *v1.PodLogOptions) (string, error) {
+	rc, err := client.CoreV1().Pods(ns).GetLogs(name, opts).Stream(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	return string(b), err
+}
+
+func TestPodRunsWithIPAndLogs(t *testing.T) {
+	ns := newNamespace(t)
+	pod := createPod(t, ns, busyboxPod("logger", v1.RestartPolicyAlways,
+		`for i in 1 2 3 4 5; do echo line-$i; done; exec sleep 3600`))
+	p := waitPod(t, ns, pod.Name, 60*time.Second, "Running and Ready", isRunningReady)
+
+	_, podNet, _ := net.ParseCIDR("10.88.0.0/16")
+	if ip := net.ParseIP(p.Status.PodIP); ip == nil || !podNet.Contains(ip) {
+		t.Errorf("podIP %q not in the CNI range %s", p.Status.PodIP, podNet)
+	}
+	if p.Status.HostIP != nodeIP {
+		t.Errorf("hostIP %q, want %s", p.Status.HostIP, nodeIP)
+	}
+	if p.Status.StartTime == nil {
+		t.Error("startTime not set")
+	}
+	cs := p.Status.ContainerStatuses
+	if len(cs) != 1 || !cs[0].Ready || cs[0].State.Running == nil || !strings.HasPrefix(cs[0].ContainerID, "containerd://") || cs[0].ImageID == "" {
+		t.Errorf("container status not kubelet-shaped: %+v", cs)
+	}
+
+	ctx := testContext(t, 30*time.Second)
+	var logs string
+	err := wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
+		l, err := podLogs(ctx, ns, pod.Name, &v1.PodLogOptions{})
+		logs = l
+		return err == nil && strings.Contains(l, "line-5"), nil
+	})
+	if err != nil {
+		t.Fatalf("logs through the API server never showed line-5: %v (got %q)", err, logs)
+	}
+	if want := "line-1\nline-2\nline-3\nline-4\nline-5\n"; logs != want {
+		t.Errorf("logs %q, want %q", logs, want)
+	}
+	two := int64(2)
+	if l, err := podLogs(ctx, ns, pod.Name, &v1.PodLogOptions{TailLines: &two}); err != nil || l != "line-4\nline-5\n" {
+		t.Errorf("tailLines=2: %q, %v", l, err)
+	}
+	nine := int64(9)
+	if l, err := podLogs(ctx, ns, pod.Name, &v1.PodLogOptions{LimitBytes: &nine}); err != nil || l != "line-1\nli" {
+		t.Errorf("limitBytes=9: %q, %v", l, err)
+	}
+	if l, err := podLogs(ctx, ns, pod.Name, &v1.PodLogOptions{Timestamps: true}); err != nil || !strings.Contains(l, "Z line-1") {
+		t.Errorf("timestamps: %q, %v", l, err)
+	}
+	if _, err := podLogs(ctx, ns, pod.Name, &v1.PodLogOptions{Previous: true}); err == nil {
+		t.Errorf("previous logs of a container that never restarted: want an error")
+	}
+}
+
+func TestRestartNeverPhases(t *testing.T) {
+	ns := newNamespace(t)
+	for _, tc := range []struct {
+		name   string
+		script string
+		phase  v1.PodPhase
+		code   int32
+		reason string
+	}{
+		{"exit-zero", "exit 0", v1.PodSucceeded, 0, "Completed"},
+		{"exit-one", "exit 1", v1.PodFailed, 1, "Error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			createPod(t, ns, busyboxPod(tc.name, v1.RestartPolicyNever, tc.script))
+			p := waitPod(t, ns, tc.name, 60*time.Second, string(tc.phase), func(p *v1.Pod) bool {
+				return p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
+			})
+			if p.Status.Phase != tc.phase {
+				t.Fatalf("phase %s, want %s", p.Status.Phase, tc.phase)
+			}
+			term := p.Status.ContainerStatuses[0].State.Terminated
+			if term == nil || term.ExitCode != tc.code || term.Reason != tc.reason {
+				t.Errorf("terminated state %+v, want exit %d reason %s", term, tc.code, tc.reason)
+			}
+		})
+	}
+}
+
+func TestDeleteRunningPodCleansRuntime(t *testing.T) {
+	ns := newNamespace(t)
+	pod := createPod(t, ns, busyboxPod("trapper", v1.RestartPolicyAlways,
+		`trap 'echo got TERM; exit 0' TERM; echo ready; while true; do sleep 0.2; done`))
+	p := waitPod(t, ns, pod.Name, 60*time.Second, "Running", isRunningReady)
+	if sb, c := runtimeObjects(t, p.UID); sb != 1 || c != 1 {
+		t.Fatalf("runtime holds %d sandboxes and %d containers of the running pod, want 1 and 1", sb, c)
+	}
+	start := time.Now()
+	if err := client.CoreV1().Pods(ns).Delete(testContext(t, 10*time.Second), pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The container exits on TERM at once; the object must go long before
+	// its 30 s grace period.
+	waitGone(t, ns, pod.Name, 25*time.Second)
+	t.Logf("pod gone %v after the delete call", time.Since(start).Round(time.Millisecond))
+	if sb, c := runtimeObjects(t, p.UID); sb != 0 || c != 0 {
+		t.Errorf("after deletion the runtime still holds %d sandboxes and %d containers", sb, c)
+	}
+}
+
+func TestMissingImage(t *testing.T) {
+	ns := newNamespace(t)
+	pod := busyboxPod("noimage", v1.RestartPolicyAlways, "true")
+	pod.Spec.Containers[0].Image = "registry.invalid/crivk/does-not-exist:1.0"
+	pod = createPod(t, ns, pod)
+	p := waitPod(t, ns, pod.Name, 90*time.Second, "ErrImagePull or ImagePullBackOff", func(p *v1.Pod) bool {
+		if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Waiting == nil {
+			return false
+		}
+		r := p.Status.ContainerStatuses[0].State.Waiting.Reason
+		return r == "ErrImagePull" || r == "ImagePullBackOff"
+	})
+	w := p.Status.ContainerStatuses[0].State.Waiting
+	if !strings.Contains(w.Message, "registry.invalid/crivk/does-not-exist:1.0") {
+		t.Errorf("waiting message %q does not carry the runtime's error about the image", w.Message)
+	}
+	if p.Status.Phase != v1.PodPending {
+		t.Errorf("phase %s, want Pending", p.Status.Phase)
+	}
+	if err := client.CoreV1().Pods(ns).Delete(testContext(t, 10*time.Second), pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, ns, pod.Name, 30*time.Second)
+	// virtual-kubelet force-deletes a pod object with no running container
+	// as soon as it is marked for deletion, before the provider is told, so
+	// the sandbox may outlive the object briefly; it must not outlive it long.
+	ctx := testContext(t, 30*time.Second)
+	err := wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
+		sb, c := runtimeObjects(t, p.UID)
+		return sb == 0 && c == 0, nil
+	})
+	if err != nil {
+		sb, c := runtimeObjects(t, p.UID)
+		t.Errorf("30s after deletion the runtime still holds %d sandboxes and %d containers", sb, c)
+	}
+}
