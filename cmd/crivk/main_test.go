@@ -1,0 +1,70 @@
+package main
+
+import (
+	"crypto/tls"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestParseFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"minimal", []string{"--kubeconfig=/k"}, ""},
+		{"unknown flag", []string{"--kubeconfig=/k", "--bogus"}, "flag provided but not defined: -bogus"},
+		{"no kubeconfig", []string{"--kubeconfig="}, "--kubeconfig (or $KUBECONFIG) is required"},
+		{"bad port", []string{"--kubeconfig=/k", "--port=70000"}, "--port 70000 is not a port number"},
+		{"bad node ip", []string{"--kubeconfig=/k", "--node-ip=10.0.0"}, `--node-ip "10.0.0" is not an IP address`},
+		{"bad log level", []string{"--kubeconfig=/k", "--log-level=loud"}, "--log-level"},
+		{"bad max pods", []string{"--kubeconfig=/k", "--max-pods=0"}, "--max-pods must be positive"},
+		{"stray argument", []string{"--kubeconfig=/k", "extra"}, `unexpected argument "extra"`},
+		{"empty node name", []string{"--kubeconfig=/k", "--node-name="}, "--node-name is empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parseFlags(tc.args)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				if o.port != 10250 || o.maxPods != 110 || o.podLogDir != "/var/log/pods" {
+					t.Errorf("defaults not applied: %+v", o)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error is not one line: %q", err)
+			}
+		})
+	}
+}
+
+func TestEnsureServingCertGeneratesOnce(t *testing.T) {
+	dir := t.TempDir()
+	c1, k1, err := ensureServingCert("", "", dir, "node-a", "192.0.2.10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(c1)
+	if err != nil || len(before) == 0 {
+		t.Fatalf("no certificate written: %v", err)
+	}
+	if _, err := tls.LoadX509KeyPair(c1, k1); err != nil {
+		t.Fatalf("generated pair does not load: %v", err)
+	}
+	c2, k2, err := ensureServingCert("", "", dir, "node-a", "192.0.2.10")
+	if err != nil || c1 != c2 || k1 != k2 {
+		t.Fatalf("second call: %s %s %v, want the same files", c2, k2, err)
+	}
+	if after, _ := os.ReadFile(c2); string(after) != string(before) {
+		t.Error("the certificate was regenerated although it existed")
+	}
+	if _, _, err := ensureServingCert("/only/cert", "", dir, "n", ""); err == nil {
+		t.Error("a cert without a key must be refused")
+	}
+}

@@ -1,0 +1,536 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crivk/crivk/cri"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+)
+
+// event is one thing the engine did, in the order it happened.
+type event struct {
+	op    string // GetPodStatus, SyncPod, KillPod, RemovePod, notify, OnTerminated
+	uid   types.UID
+	grace int64          // KillPod
+	plan  cri.PodActions // SyncPod
+	phase v1.PodPhase    // notify, OnTerminated
+}
+
+// fakeRuntime is an in-memory runtime: SyncPod starts what the plan asks,
+// KillPod stops everything with exit code killExit, RemovePod forgets the
+// pod. Every call is recorded with the notifications and OnTerminated calls
+// of the engine, so tests can check their order.
+type fakeRuntime struct {
+	mu       sync.Mutex
+	events   []event
+	pods     map[types.UID]*cri.PodStatus
+	killErrs int   // KillPod fails this many more times
+	killExit int32 // exit code of containers stopped by KillPod
+	now      func() time.Time
+}
+
+var _ Runtime = (*fakeRuntime)(nil)
+
+func newFakeRuntime(clk *testingclock.FakeClock) *fakeRuntime {
+	return &fakeRuntime{pods: map[types.UID]*cri.PodStatus{}, now: clk.Now}
+}
+
+func (f *fakeRuntime) record(e event) {
+	f.mu.Lock()
+	f.events = append(f.events, e)
+	f.mu.Unlock()
+}
+
+func (f *fakeRuntime) podLocked(ref cri.PodRef) *cri.PodStatus {
+	st, ok := f.pods[ref.UID]
+	if !ok {
+		st = &cri.PodStatus{Ref: ref}
+		f.pods[ref.UID] = st
+	}
+	return st
+}
+
+func copyStatus(st *cri.PodStatus) *cri.PodStatus {
+	out := &cri.PodStatus{Ref: st.Ref}
+	out.Sandboxes = append(out.Sandboxes, st.Sandboxes...)
+	out.Containers = append(out.Containers, st.Containers...)
+	return out
+}
+
+func (f *fakeRuntime) GetPodStatus(_ context.Context, ref cri.PodRef) (*cri.PodStatus, error) {
+	f.record(event{op: "GetPodStatus", uid: ref.UID})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return copyStatus(f.podLocked(ref)), nil
+}
+
+func (f *fakeRuntime) SyncPod(_ context.Context, pod *v1.Pod, _ *cri.PodStatus, plan cri.PodActions, _ *cri.BackOffs, _ time.Time) *cri.SyncResult {
+	f.record(event{op: "SyncPod", uid: pod.UID, plan: plan})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := f.podLocked(cri.RefOf(pod))
+	if plan.CreateSandbox {
+		sb := cri.SandboxStatus{ID: fmt.Sprintf("%s-sb%d", pod.UID, plan.Attempt), Attempt: plan.Attempt, Ready: true, IPs: []string{"10.0.0.7"}}
+		st.Sandboxes = append([]cri.SandboxStatus{sb}, st.Sandboxes...)
+	}
+	res := &cri.SyncResult{}
+	for _, i := range plan.ContainersToStart {
+		name := pod.Spec.Containers[i].Name
+		attempt := uint32(0)
+		if prev := st.Latest(name, cri.ContainerTypeRegular); prev != nil {
+			attempt = prev.Attempt + 1
+		}
+		c := cri.ContainerStatus{ID: fmt.Sprintf("%s-%s-%d", pod.UID, name, attempt), Name: name, Type: cri.ContainerTypeRegular,
+			Attempt: attempt, State: cri.StateRunning, StartedAt: f.now()}
+		st.Containers = append([]cri.ContainerStatus{c}, st.Containers...)
+		res.Started = append(res.Started, name)
+	}
+	return res
+}
+
+func (f *fakeRuntime) KillPod(_ context.Context, st *cri.PodStatus, grace int64) error {
+	f.record(event{op: "KillPod", uid: st.Ref.UID, grace: grace})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.killErrs > 0 {
+		f.killErrs--
+		return errors.New("runtime timed out stopping a container")
+	}
+	p := f.podLocked(st.Ref)
+	for i := range p.Containers {
+		if p.Containers[i].State == cri.StateRunning {
+			p.Containers[i].State = cri.StateExited
+			p.Containers[i].ExitCode = f.killExit
+			p.Containers[i].FinishedAt = f.now()
+		}
+	}
+	for i := range p.Sandboxes {
+		p.Sandboxes[i].Ready = false
+	}
+	return nil
+}
+
+func (f *fakeRuntime) RemovePod(_ context.Context, st *cri.PodStatus) error {
+	f.record(event{op: "RemovePod", uid: st.Ref.UID})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.pods, st.Ref.UID)
+	return nil
+}
+
+// exit makes the running containers of a pod exit with code, as if they
+// finished on their own.
+func (f *fakeRuntime) exit(uid types.UID, code int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, c := range f.pods[uid].Containers {
+		if c.State == cri.StateRunning {
+			f.pods[uid].Containers[i].State = cri.StateExited
+			f.pods[uid].Containers[i].ExitCode = code
+			f.pods[uid].Containers[i].FinishedAt = f.now()
+		}
+	}
+}
+
+func (f *fakeRuntime) setKillErrs(n int) {
+	f.mu.Lock()
+	f.killErrs = n
+	f.mu.Unlock()
+}
+
+// ops returns the events of uid (all when uid is empty) with op in ops (all
+// when none given).
+func (f *fakeRuntime) ops(uid types.UID, ops ...string) []event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []event
+	for _, e := range f.events {
+		if uid != "" && e.uid != uid {
+			continue
+		}
+		if len(ops) > 0 {
+			found := false
+			for _, op := range ops {
+				found = found || e.op == op
+			}
+			if !found {
+				continue
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func (f *fakeRuntime) count(uid types.UID, op string) int { return len(f.ops(uid, op)) }
+
+// lastPhase is the phase of the newest status published for uid.
+func (f *fakeRuntime) lastPhase(uid types.UID) v1.PodPhase {
+	n := f.ops(uid, "notify")
+	if len(n) == 0 {
+		return ""
+	}
+	return n[len(n)-1].phase
+}
+
+// waitFor waits, with a deadline, until cond holds. It polls: the engine
+// offers no signal for every condition the tests need.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+type engineFixture struct {
+	e     *Engine
+	rt    *fakeRuntime
+	clock *testingclock.FakeClock
+
+	mu         sync.Mutex
+	published  []*v1.Pod // guarded by mu
+	terminated []*v1.Pod // guarded by mu
+}
+
+const syncInterval = time.Second
+
+func newEngineFixture(t *testing.T) *engineFixture {
+	t.Helper()
+	clk := testingclock.NewFakeClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
+	f := &engineFixture{rt: newFakeRuntime(clk), clock: clk}
+	e, err := NewEngine(Config{
+		Runtime: f.rt, RuntimeName: "containerd", NodeIP: "192.0.2.10", Clock: clk, SyncInterval: syncInterval,
+		OnTerminated: func(_ context.Context, pod *v1.Pod) error {
+			f.rt.record(event{op: "OnTerminated", uid: pod.UID, phase: pod.Status.Phase})
+			f.mu.Lock()
+			f.terminated = append(f.terminated, pod)
+			f.mu.Unlock()
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatalf("NewEngine: %v", err)
+	}
+	e.NotifyPods(func(pod *v1.Pod) {
+		f.rt.record(event{op: "notify", uid: pod.UID, phase: pod.Status.Phase})
+		f.mu.Lock()
+		f.published = append(f.published, pod)
+		f.mu.Unlock()
+	})
+	f.e = e
+	return f
+}
+
+// lastPublished is the newest status published for uid, or nil.
+func (f *engineFixture) lastPublished(uid types.UID) *v1.Pod {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := len(f.published) - 1; i >= 0; i-- {
+		if f.published[i].UID == uid {
+			return f.published[i]
+		}
+	}
+	return nil
+}
+
+// tick waits until n workers wait on the fake clock, then moves it by d.
+func (f *engineFixture) tick(t *testing.T, n int, d time.Duration) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%d workers to wait on the clock", n), func() bool { return f.clock.Waiters() >= n })
+	f.clock.Step(d)
+}
+
+func enginePod(uid types.UID, name string, policy v1.RestartPolicy) *v1.Pod {
+	pod := &v1.Pod{}
+	pod.UID, pod.Name, pod.Namespace = uid, name, "prod"
+	pod.Spec.RestartPolicy = policy
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](17)
+	pod.Spec.Containers = []v1.Container{{Name: "a", Image: "busybox:1.36"}}
+	return pod
+}
+
+func (f *engineFixture) startRunning(t *testing.T, pod *v1.Pod) {
+	t.Helper()
+	f.e.UpdatePod(context.Background(), pod)
+	waitFor(t, "pod "+string(pod.UID)+" to be published Running", func() bool { return f.rt.lastPhase(pod.UID) == v1.PodRunning })
+}
+
+func TestNewEngineValidates(t *testing.T) {
+	if _, err := NewEngine(Config{}); err == nil {
+		t.Fatal("NewEngine without a runtime succeeded")
+	}
+}
+
+func TestEngineSyncsAndPublishes(t *testing.T) {
+	f := newEngineFixture(t)
+	pod := enginePod("uid-1", "web", v1.RestartPolicyAlways)
+	f.startRunning(t, pod)
+
+	syncs := f.rt.ops("uid-1", "SyncPod")
+	if len(syncs) != 1 || !syncs[0].plan.CreateSandbox || len(syncs[0].plan.ContainersToStart) != 1 {
+		t.Fatalf("SyncPod calls %+v, want one that creates the sandbox and starts a", syncs)
+	}
+	p := f.lastPublished("uid-1")
+	if len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Running == nil ||
+		p.Status.ContainerStatuses[0].ContainerID != "containerd://uid-1-a-0" {
+		t.Errorf("published container statuses %+v", p.Status.ContainerStatuses)
+	}
+	if p.Status.PodIP != "10.0.0.7" || p.Status.HostIP != "192.0.2.10" {
+		t.Errorf("podIP %q hostIP %q", p.Status.PodIP, p.Status.HostIP)
+	}
+	if got := f.e.Pod("uid-1"); got == nil || got.Status.Phase != v1.PodRunning {
+		t.Errorf("Engine.Pod = %v, want the running pod", got)
+	}
+
+	// The sync interval re-reads the runtime; an unchanged status is not
+	// published again.
+	notifies := f.rt.count("uid-1", "notify")
+	reads := f.rt.count("uid-1", "GetPodStatus")
+	f.tick(t, 1, syncInterval)
+	waitFor(t, "a resync", func() bool { return f.rt.count("uid-1", "GetPodStatus") > reads })
+	// A spec change kicks the worker at once, without the clock moving.
+	reads = f.rt.count("uid-1", "GetPodStatus")
+	updated := pod.DeepCopy()
+	updated.Labels = map[string]string{"v": "2"}
+	f.e.UpdatePod(context.Background(), updated)
+	waitFor(t, "a sync after UpdatePod", func() bool { return f.rt.count("uid-1", "GetPodStatus") > reads })
+	if n := f.rt.count("uid-1", "notify"); n != notifies {
+		t.Errorf("%d more notifications for an unchanged status", n-notifies)
+	}
+	if n := f.rt.count("uid-1", "SyncPod"); n != 1 {
+		t.Errorf("SyncPod called %d times for a running pod, want 1", n)
+	}
+
+	// A crash is seen on the next resync and the container restarted.
+	f.rt.exit("uid-1", 1)
+	f.tick(t, 1, syncInterval)
+	waitFor(t, "the crashed container to be restarted", func() bool { return f.rt.count("uid-1", "SyncPod") == 2 })
+	if plan := f.rt.ops("uid-1", "SyncPod")[1].plan; plan.CreateSandbox || len(plan.ContainersToStart) != 1 {
+		t.Errorf("restart plan %s, want only a started again", plan)
+	}
+}
+
+func TestEngineKill(t *testing.T) {
+	tests := map[string]struct {
+		deletionGrace *int64
+		killExit      int32
+		wantGrace     int64
+		wantPhase     v1.PodPhase
+	}{
+		"spec grace, clean exit":       {killExit: 0, wantGrace: 17, wantPhase: v1.PodSucceeded},
+		"deletion grace, SIGTERM exit": {deletionGrace: ptr.To[int64](5), killExit: 143, wantGrace: 5, wantPhase: v1.PodFailed},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newEngineFixture(t)
+			f.rt.killExit = tc.killExit
+			pod := enginePod("uid-1", "web", v1.RestartPolicyAlways)
+			f.startRunning(t, pod)
+
+			deleted := pod.DeepCopy()
+			deleted.DeletionTimestamp = &metav1.Time{Time: f.clock.Now()}
+			deleted.DeletionGracePeriodSeconds = tc.deletionGrace
+			if !f.e.Kill(deleted) {
+				t.Fatal("Kill of a known pod returned false")
+			}
+			waitFor(t, "the worker to be forgotten", func() bool { return f.e.Pod("uid-1") == nil })
+
+			// After the last notify of the running pod: kill, publish the
+			// terminal status, remove, report terminated; exactly once each.
+			var seq []string
+			seenKill := false
+			for _, e := range f.rt.ops("uid-1", "KillPod", "notify", "RemovePod", "OnTerminated") {
+				if e.op == "KillPod" {
+					seenKill = true
+					if e.grace != tc.wantGrace {
+						t.Errorf("KillPod grace %d, want %d", e.grace, tc.wantGrace)
+					}
+				}
+				if !seenKill {
+					continue
+				}
+				s := e.op
+				if e.phase != "" {
+					s += ":" + string(e.phase)
+				}
+				seq = append(seq, s)
+			}
+			want := []string{"KillPod", "notify:" + string(tc.wantPhase), "RemovePod", "OnTerminated:" + string(tc.wantPhase)}
+			if fmt.Sprint(seq) != fmt.Sprint(want) {
+				t.Errorf("termination sequence %v, want %v", seq, want)
+			}
+			f.mu.Lock()
+			term := f.terminated
+			f.mu.Unlock()
+			if len(term) != 1 || term[0].UID != "uid-1" || term[0].DeletionTimestamp == nil {
+				t.Errorf("OnTerminated got %d pods (%v), want the deleted pod once", len(term), term)
+			}
+			if f.e.Kill(deleted) {
+				t.Errorf("Kill of a forgotten pod returned true")
+			}
+		})
+	}
+}
+
+func TestEngineKillRetriesUntilTheRuntimeStops(t *testing.T) {
+	f := newEngineFixture(t)
+	pod := enginePod("uid-1", "web", v1.RestartPolicyAlways)
+	f.startRunning(t, pod)
+	f.rt.setKillErrs(2)
+
+	f.e.Kill(pod)
+	for attempt := 1; attempt <= 2; attempt++ {
+		waitFor(t, fmt.Sprintf("KillPod attempt %d", attempt), func() bool { return f.rt.count("uid-1", "KillPod") == attempt })
+		// The worker now waits for its retry back-off.
+		waitFor(t, "the retry timer", func() bool { return f.clock.Waiters() == 1 })
+		if n := f.rt.count("uid-1", "RemovePod") + f.rt.count("uid-1", "OnTerminated"); n != 0 {
+			t.Fatalf("pod removed or reported terminated after a failed kill")
+		}
+		f.clock.Step(time.Minute) // beyond the longest retry back-off
+	}
+	waitFor(t, "the worker to be forgotten", func() bool { return f.e.Pod("uid-1") == nil })
+	if n := f.rt.count("uid-1", "KillPod"); n != 3 {
+		t.Errorf("KillPod called %d times, want 3", n)
+	}
+	if n := f.rt.count("uid-1", "RemovePod"); n != 1 {
+		t.Errorf("RemovePod called %d times, want 1", n)
+	}
+	if n := f.rt.count("uid-1", "OnTerminated"); n != 1 {
+		t.Errorf("OnTerminated called %d times, want 1", n)
+	}
+}
+
+func TestEngineUIDReuse(t *testing.T) {
+	f := newEngineFixture(t)
+	old := enginePod("uid-1", "web", v1.RestartPolicyAlways)
+	old.CreationTimestamp = metav1.NewTime(f.clock.Now())
+	f.startRunning(t, old)
+
+	// Same name, new UID: a second, separate worker.
+	reused := enginePod("uid-2", "web", v1.RestartPolicyAlways)
+	reused.CreationTimestamp = metav1.NewTime(f.clock.Now().Add(time.Minute))
+	f.startRunning(t, reused)
+	for _, uid := range []types.UID{"uid-1", "uid-2"} {
+		if n := f.rt.count(uid, "SyncPod"); n != 1 {
+			t.Errorf("SyncPod for %s called %d times, want 1", uid, n)
+		}
+		if f.e.Pod(uid) == nil {
+			t.Errorf("engine does not know %s", uid)
+		}
+	}
+	if got := f.e.PodByName("prod", "web"); got == nil || got.UID != "uid-2" {
+		t.Errorf("PodByName = %v, want the newer uid-2", got)
+	}
+	if n := len(f.e.Pods()); n != 2 {
+		t.Errorf("Pods() has %d pods, want 2", n)
+	}
+
+	f.e.Kill(old)
+	waitFor(t, "uid-1 to be forgotten", func() bool { return f.e.Pod("uid-1") == nil })
+	if n := f.rt.count("uid-2", "KillPod") + f.rt.count("uid-2", "RemovePod") + f.rt.count("uid-2", "OnTerminated"); n != 0 {
+		t.Errorf("killing uid-1 touched uid-2 %d times", n)
+	}
+	if f.e.Pod("uid-2") == nil {
+		t.Errorf("uid-2 forgotten with uid-1")
+	}
+	if got := f.e.PodByName("prod", "web"); got == nil || got.UID != "uid-2" {
+		t.Errorf("PodByName after the kill = %v, want uid-2", got)
+	}
+	// uid-2 keeps being synced.
+	reads := f.rt.count("uid-2", "GetPodStatus")
+	f.tick(t, 1, syncInterval)
+	waitFor(t, "uid-2 to be resynced", func() bool { return f.rt.count("uid-2", "GetPodStatus") > reads })
+}
+
+func TestEngineFinishedPodIsStoppedAndNotSyncedAgain(t *testing.T) {
+	tests := map[string]struct {
+		policy v1.RestartPolicy
+		exit   int32
+		phase  v1.PodPhase
+	}{
+		"Never, exit 0: Succeeded":     {v1.RestartPolicyNever, 0, v1.PodSucceeded},
+		"OnFailure, exit 0: Succeeded": {v1.RestartPolicyOnFailure, 0, v1.PodSucceeded},
+		"Never, exit 1: Failed":        {v1.RestartPolicyNever, 1, v1.PodFailed},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newEngineFixture(t)
+			pod := enginePod("uid-1", "job", tc.policy)
+			f.startRunning(t, pod)
+
+			f.rt.exit("uid-1", tc.exit)
+			f.tick(t, 1, syncInterval)
+			waitFor(t, "the pod to be published "+string(tc.phase), func() bool { return f.rt.lastPhase("uid-1") == tc.phase })
+			if kills := f.rt.ops("uid-1", "KillPod"); len(kills) != 1 || kills[0].grace != 17 {
+				t.Fatalf("KillPod calls %+v, want one with the pod's grace period to stop the sandbox", kills)
+			}
+
+			// With its sandbox stopped, a sync would plan work (kill or a
+			// new sandbox); a finished pod must not be synced again.
+			for i := 0; i < 3; i++ {
+				reads := f.rt.count("uid-1", "GetPodStatus")
+				f.tick(t, 1, 2*time.Hour)
+				waitFor(t, "the worker to run", func() bool { return f.rt.count("uid-1", "GetPodStatus") > reads })
+			}
+			if n := f.rt.count("uid-1", "SyncPod"); n != 1 {
+				t.Errorf("SyncPod called %d times, want only the first", n)
+			}
+			if n := f.rt.count("uid-1", "KillPod"); n != 1 {
+				t.Errorf("KillPod called %d times, want 1", n)
+			}
+			if got := f.lastPublished("uid-1"); got.Status.Phase != tc.phase {
+				t.Errorf("phase went from %s to %s", tc.phase, got.Status.Phase)
+			}
+			if f.rt.count("uid-1", "RemovePod") != 0 {
+				t.Errorf("a finished pod's containers were removed before deletion")
+			}
+		})
+	}
+}
+
+func TestEngineFinishedPodStopIsRetried(t *testing.T) {
+	knownBug(t, "when KillPod fails as a pod turns Succeeded/Failed, the terminal status is not published and the sandbox stop is never retried (worker.sync sets terminal before KillPod; kubelet retries syncTerminatingPod)")
+	f := newEngineFixture(t)
+	pod := enginePod("uid-1", "job", v1.RestartPolicyNever)
+	f.startRunning(t, pod)
+	f.rt.setKillErrs(1)
+	f.rt.exit("uid-1", 0)
+	f.tick(t, 1, syncInterval)
+	waitFor(t, "the first KillPod", func() bool { return f.rt.count("uid-1", "KillPod") == 1 })
+	waitFor(t, "the Succeeded status", func() bool { return f.rt.lastPhase("uid-1") == v1.PodSucceeded })
+	f.tick(t, 1, time.Minute)
+	waitFor(t, "KillPod to be retried", func() bool { return f.rt.count("uid-1", "KillPod") == 2 })
+}
+
+func TestEngineKillUnknown(t *testing.T) {
+	f := newEngineFixture(t)
+	// A pod left in the runtime by an earlier run, deleted while nobody watched.
+	pod := enginePod("uid-9", "ghost", v1.RestartPolicyAlways)
+	f.rt.mu.Lock()
+	f.rt.pods["uid-9"] = &cri.PodStatus{Ref: cri.RefOf(pod),
+		Sandboxes:  []cri.SandboxStatus{{ID: "sb", Ready: true}},
+		Containers: []cri.ContainerStatus{{ID: "c", Name: "a", Type: cri.ContainerTypeRegular, State: cri.StateRunning}}}
+	f.rt.mu.Unlock()
+
+	f.e.KillUnknown(context.Background(), pod)
+	waitFor(t, "the pod to be cleaned up", func() bool { return f.rt.count("uid-9", "OnTerminated") == 1 })
+	if n := f.rt.count("uid-9", "SyncPod"); n != 0 {
+		t.Errorf("SyncPod called %d times for a pod only to clean up", n)
+	}
+	if n := f.rt.count("uid-9", "KillPod"); n != 1 {
+		t.Errorf("KillPod called %d times, want 1", n)
+	}
+	waitFor(t, "the worker to be forgotten", func() bool { return f.e.Pod("uid-9") == nil })
+}
