@@ -96,12 +96,19 @@ func ComputePodActions(pod *v1.Pod, status *PodStatus) PodActions {
 			a.NextInit = 0
 			return a
 		}
+		ranBefore := false
 		for i := range pod.Spec.Containers {
 			c := status.Latest(pod.Spec.Containers[i].Name, ContainerTypeRegular)
+			ranBefore = ranBefore || c != nil
 			if c != nil && c.State == StateExited && c.ExitCode == 0 && policy != v1.RestartPolicyAlways {
 				continue
 			}
 			a.ContainersToStart = append(a.ContainersToStart, i)
+		}
+		// Nothing left to run (every container of an OnFailure pod
+		// succeeded): no new sandbox for it.
+		if len(a.ContainersToStart) == 0 && ranBefore {
+			a.CreateSandbox = false
 		}
 		return a
 	}
@@ -126,6 +133,11 @@ func ComputePodActions(pod *v1.Pod, status *PodStatus) PodActions {
 			a.NextInit = i
 			return a
 		default: // created but never started, or unknown: replace it
+			if policy == v1.RestartPolicyNever && c.State == StateUnknown {
+				// The pod failed; its sandbox is stopped as a finished pod's.
+				a.InitFailed = true
+				return a
+			}
 			a.ContainersToKill[c.ID] = fmt.Sprintf("init container %q is in state %s", c.Name, c.State)
 			a.NextInit = i
 			return a
@@ -143,10 +155,10 @@ func ComputePodActions(pod *v1.Pod, status *PodStatus) PodActions {
 				a.ContainersToStart = append(a.ContainersToStart, i)
 			}
 		default:
+			// Created-but-not-started and unknown containers are always
+			// replaced, whatever the policy (kubelet ShouldContainerBeRestarted).
 			a.ContainersToKill[c.ID] = fmt.Sprintf("container %q is in state %s", c.Name, c.State)
-			if policy != v1.RestartPolicyNever {
-				a.ContainersToStart = append(a.ContainersToStart, i)
-			}
+			a.ContainersToStart = append(a.ContainersToStart, i)
 		}
 	}
 	return a

@@ -261,9 +261,6 @@ func TestComputePodActions(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if tc.bug != "" {
-				knownBug(t, tc.bug)
-			}
 			got, gotKill := normalize(ComputePodActions(tc.pod, tc.status))
 			wantPlan, wantKill := normalize(tc.want.plan())
 			if len(tc.want.killIDs) > 0 {

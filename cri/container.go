@@ -174,8 +174,10 @@ func expand(in string, vars map[string]string) string {
 		case '(':
 			end := strings.IndexByte(in[i+2:], ')')
 			if end < 0 {
-				b.WriteString(in[i:])
-				return b.String()
+				// Unterminated reference: keep "$(" and go on scanning.
+				b.WriteString("$(")
+				i++
+				continue
 			}
 			name := in[i+2 : i+2+end]
 			if v, ok := vars[name]; ok {

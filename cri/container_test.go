@@ -51,9 +51,6 @@ func TestExpand(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if tc.bug != "" {
-				knownBug(t, tc.bug)
-			}
 			if got := expand(tc.in, vars); got != tc.want {
 				t.Errorf("expand(%q) = %q, want %q", tc.in, got, tc.want)
 			}

@@ -24,7 +24,28 @@ type DNSConfig struct {
 const (
 	maxDNSNameservers = 3
 	maxDNSSearchPaths = 32
+	maxDNSSearchLen   = 253  // one search path
+	maxDNSSearchLine  = 2048 // the whole search line
 )
+
+// searchesFittingLimits drops search paths longer than a domain name may be,
+// then keeps as many as fit the count and line limits, in order (the
+// kubelet's formDNSSearchFitsLimits).
+func searchesFittingLimits(in []string) []string {
+	out := in[:0:0]
+	line := 0
+	for _, s := range in {
+		if len(s) > maxDNSSearchLen {
+			continue
+		}
+		if len(out) == maxDNSSearchPaths || line+len(s)+len(out) > maxDNSSearchLine {
+			break
+		}
+		line += len(s)
+		out = append(out, s)
+	}
+	return out
+}
 
 func (c DNSConfig) validate() error {
 	for _, s := range c.ClusterDNS {
@@ -100,6 +121,13 @@ func (r *Runtime) dnsConfigFor(pod *v1.Pod) (*runtimeapi.DNSConfig, DNSWarning) 
 		searches = append(searches, r.resolv.searches...)
 		options = []string{"ndots:5"}
 	case v1.DNSDefault:
+		if r.cfg.DNS.ResolvConf == "" {
+			// No host resolver configured: DNS is off, as in the kubelet,
+			// rather than the runtime silently copying the host's file.
+			servers = []string{"127.0.0.1"}
+			searches = []string{"."}
+			break
+		}
 		servers = append(servers, r.resolv.servers...)
 		searches = append(searches, r.resolv.searches...)
 		options = append(options, r.resolv.options...)
@@ -114,10 +142,7 @@ func (r *Runtime) dnsConfigFor(pod *v1.Pod) (*runtimeapi.DNSConfig, DNSWarning) 
 	if len(servers) > maxDNSNameservers {
 		servers = servers[:maxDNSNameservers]
 	}
-	searches = dedupe(searches)
-	if len(searches) > maxDNSSearchPaths {
-		searches = searches[:maxDNSSearchPaths]
-	}
+	searches = searchesFittingLimits(dedupe(searches))
 	return &runtimeapi.DNSConfig{Servers: servers, Searches: searches, Options: options}, warn
 }
 

@@ -167,9 +167,6 @@ func TestDNSConfigFor(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if tc.bug != "" {
-				knownBug(t, tc.bug)
-			}
 			r := dnsRuntime(t, tc.clusterDNS, tc.resolv)
 			got, warn := r.dnsConfigFor(tc.pod)
 			if !reflect.DeepEqual(got.Servers, tc.servers) && (len(got.Servers) > 0 || len(tc.servers) > 0) {

@@ -57,9 +57,6 @@ func TestGracePeriod(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if tc.bug != "" {
-				knownBug(t, tc.bug)
-			}
 			pod := &v1.Pod{}
 			pod.Spec.TerminationGracePeriodSeconds = tc.spec
 			pod.DeletionGracePeriodSeconds = tc.deletion

@@ -235,9 +235,10 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 
 // GracePeriod is the grace the kubelet gives a pod's containers when it
 // stops them: the override if given, else the deletion grace period, else
-// the spec's, never below minGracePeriod.
+// the spec's (which the API server defaults to 30 s), never below
+// minGracePeriod.
 func GracePeriod(pod *v1.Pod, override *int64) int64 {
-	g := int64(v1.DefaultTerminationGracePeriodSeconds)
+	g := minGracePeriod
 	switch {
 	case override != nil:
 		g = *override

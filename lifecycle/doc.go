@@ -10,23 +10,23 @@
 //
 // A pod's worker goes through these states:
 //
-//	          UpdatePod(create)
-//	               |
-//	               v
-//	  +-------> syncing ---- phase Succeeded/Failed ----> terminal
-//	  | resync/kick |                                (sandbox stopped,
-//	  +-------------+                                 containers kept
-//	               |                                  for logs)
-//	               | Kill (pod deleted)                    |
-//	               v                                       | Kill
-//	          terminating <--------------------------------+
-//	 (containers stopped with the grace period, retried
-//	  with back-off until the runtime confirms)
-//	               |
-//	               v
-//	          terminated: final status published, sandbox and containers
-//	          removed, Config.OnTerminated called (the provider deletes
-//	          the API object), worker forgotten.
+//	         UpdatePod(create)
+//	              |
+//	              v
+//	 +-------> syncing ---- phase Succeeded/Failed ----> terminal
+//	 | resync/kick |                                (sandbox stopped,
+//	 +-------------+                                 containers kept
+//	              |                                  for logs)
+//	              | Kill (pod deleted)                    |
+//	              v                                       | Kill
+//	         terminating <--------------------------------+
+//	(containers stopped with the grace period, retried
+//	 with back-off until the runtime confirms)
+//	              |
+//	              v
+//	         terminated: final status published, sandbox and containers
+//	         removed, Config.OnTerminated called (the provider deletes
+//	         the API object), worker forgotten.
 //
 // Who calls what: the provider calls Engine.UpdatePod and Engine.Kill from
 // virtual-kubelet's pod controller; the Engine calls the Runtime interface

@@ -183,7 +183,8 @@ type worker struct {
 	// Only accessed from the worker goroutine:
 	waiting  map[string]cri.Waiting
 	podIPs   []string
-	terminal bool
+	terminal bool // the pod reached Succeeded/Failed: no more plans
+	stopped  bool // a terminal pod's sandbox and containers are stopped
 }
 
 func newWorker(e *Engine, pod *v1.Pod) *worker {
@@ -257,7 +258,7 @@ func (w *worker) run(ctx context.Context) {
 				log.G(ctx).WithError(err).Warn("sync failed")
 			}
 			wait = w.e.cfg.SyncInterval
-			if w.terminal {
+			if w.terminal && w.stopped {
 				wait = time.Hour // nothing changes any more until the pod is deleted
 			}
 		}
@@ -299,15 +300,19 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) error {
 		w.podIPs = ips
 	}
 	status := w.generate(pod, st, false)
-	if !w.terminal && (status.Phase == v1.PodSucceeded || status.Phase == v1.PodFailed) {
+	if status.Phase == v1.PodSucceeded || status.Phase == v1.PodFailed {
+		w.terminal = true // no more plans for this pod
+	}
+	w.publish(pod, status)
+	if w.terminal && !w.stopped {
 		// The kubelet stops a finished pod's sandbox but keeps its
-		// containers (and logs) until the pod is deleted.
-		w.terminal = true
+		// containers (and logs) until the pod is deleted. Retried at the
+		// next sync until it succeeds.
 		if err := rt.KillPod(ctx, st, cri.GracePeriod(pod, nil)); err != nil {
 			return errors.Join(syncErr, err)
 		}
+		w.stopped = true
 	}
-	w.publish(pod, status)
 	return syncErr
 }
 

@@ -501,7 +501,6 @@ func TestEngineFinishedPodIsStoppedAndNotSyncedAgain(t *testing.T) {
 }
 
 func TestEngineFinishedPodStopIsRetried(t *testing.T) {
-	knownBug(t, "when KillPod fails as a pod turns Succeeded/Failed, the terminal status is not published and the sandbox stop is never retried (worker.sync sets terminal before KillPod; kubelet retries syncTerminatingPod)")
 	f := newEngineFixture(t)
 	pod := enginePod("uid-1", "job", v1.RestartPolicyNever)
 	f.startRunning(t, pod)

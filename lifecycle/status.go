@@ -83,6 +83,10 @@ func GenerateStatus(in statusInput) v1.PodStatus {
 	}
 
 	s.Phase = podPhase(pod, s.InitContainerStatuses, s.ContainerStatuses, in.Deleted)
+	if p := in.Previous.Phase; p == v1.PodSucceeded || p == v1.PodFailed {
+		// A pod never leaves a terminal phase.
+		s.Phase = p
+	}
 
 	sandboxReady := false
 	for _, sb := range in.Runtime.Sandboxes {
@@ -93,23 +97,53 @@ func GenerateStatus(in statusInput) v1.PodStatus {
 	conds := []v1.PodCondition{
 		condition(v1.PodReadyToStartContainers, sandboxReady, "", ""),
 	}
-	if initDone {
+	switch {
+	case initDone && s.Phase == v1.PodSucceeded:
+		conds = append(conds, condition(v1.PodInitialized, true, "PodCompleted", ""))
+	case initDone:
 		conds = append(conds, condition(v1.PodInitialized, true, "", ""))
-	} else {
+	default:
 		conds = append(conds, condition(v1.PodInitialized, false, "ContainersNotInitialized",
 			fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(incompleteInit, " "))))
 	}
 	switch {
 	case s.Phase == v1.PodSucceeded:
 		conds = append(conds, condition(v1.ContainersReady, false, "PodCompleted", ""), condition(v1.PodReady, false, "PodCompleted", ""))
+	case s.Phase == v1.PodFailed:
+		conds = append(conds, condition(v1.ContainersReady, false, "PodFailed", ""), condition(v1.PodReady, false, "PodFailed", ""))
 	case len(unready) > 0:
 		msg := fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))
 		conds = append(conds, condition(v1.ContainersReady, false, "ContainersNotReady", msg), condition(v1.PodReady, false, "ContainersNotReady", msg))
 	default:
-		conds = append(conds, condition(v1.ContainersReady, true, "", ""), condition(v1.PodReady, true, "", ""))
+		conds = append(conds, condition(v1.ContainersReady, true, "", ""), readyWithGates(pod, in.Previous.Conditions))
 	}
 	s.Conditions = mergeConditions(in.Previous.Conditions, conds, now)
 	return s
+}
+
+// readyWithGates is the Ready condition of a pod whose containers are all
+// ready: it also waits for every readiness gate's condition to be True (the
+// kubelet's GeneratePodReadyCondition).
+func readyWithGates(pod *v1.Pod, conds []v1.PodCondition) v1.PodCondition {
+	var msgs []string
+	for _, g := range pod.Spec.ReadinessGates {
+		var found *v1.PodCondition
+		for i := range conds {
+			if conds[i].Type == g.ConditionType {
+				found = &conds[i]
+			}
+		}
+		switch {
+		case found == nil:
+			msgs = append(msgs, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", g.ConditionType))
+		case found.Status != v1.ConditionTrue:
+			msgs = append(msgs, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", g.ConditionType, found.Status))
+		}
+	}
+	if len(msgs) > 0 {
+		return condition(v1.PodReady, false, "ReadinessGatesNotReady", strings.Join(msgs, ", "))
+	}
+	return condition(v1.PodReady, true, "", "")
 }
 
 func condition(t v1.PodConditionType, ok bool, reason, msg string) v1.PodCondition {
@@ -248,7 +282,7 @@ func podPhase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, deleted 
 		case s.State.Terminated != nil && s.State.Terminated.ExitCode == 0:
 		case s.State.Terminated != nil && policy == v1.RestartPolicyNever:
 			return v1.PodFailed
-		case s.State.Waiting != nil && s.LastTerminationState.Terminated != nil && policy == v1.RestartPolicyNever:
+		case s.State.Waiting != nil && s.LastTerminationState.Terminated != nil && s.LastTerminationState.Terminated.ExitCode != 0 && policy == v1.RestartPolicyNever:
 			return v1.PodFailed
 		default:
 			pendingInit++

@@ -89,9 +89,6 @@ func TestPodPhase(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if tc.bug != "" {
-				knownBug(t, tc.bug)
-			}
 			var inits, names []string
 			for _, c := range tc.inits {
 				inits = append(inits, c.Name)
@@ -390,9 +387,6 @@ func TestGenerateStatus(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if tc.bug != "" {
-				knownBug(t, tc.bug)
-			}
 			s := GenerateStatus(statusInput{
 				Pod: tc.pod, Runtime: tc.rt, Waiting: tc.waiting, Deleted: tc.deleted,
 				RuntimeName: "containerd", NodeIP: "192.0.2.10", PodIPs: tc.rt.IPs(), Now: now,
@@ -568,9 +562,6 @@ func TestGenerateStatusReadinessGates(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if tc.wantReady.status != v1.ConditionTrue {
-				knownBug(t, "readiness gates are ignored: Ready is True while a gate condition is False or missing (kubelet GeneratePodReadyCondition: ReadinessGatesNotReady)")
-			}
 			pod := phasePod(v1.RestartPolicyAlways, nil, "a")
 			pod.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/gate"}}
 			var prev v1.PodStatus
@@ -585,7 +576,6 @@ func TestGenerateStatusReadinessGates(t *testing.T) {
 }
 
 func TestGenerateStatusTerminalPhaseIsFinal(t *testing.T) {
-	knownBug(t, "GenerateStatus lets a Succeeded/Failed pod go back to Pending/Running when the runtime state changes (kubelet generateAPIPodStatus: pods are not allowed to transition out of terminal phases)")
 	tests := map[string]struct {
 		prev v1.PodPhase
 		rt   *cri.PodStatus

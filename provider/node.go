@@ -58,9 +58,9 @@ func BuildNode(cfg NodeConfig, rd cri.Readiness, now time.Time) (*v1.Node, error
 		v1.ResourceEphemeralStorage: *resource.NewQuantity(storage, resource.BinarySI),
 	}
 	labels := map[string]string{
-		"kubernetes.io/hostname": cfg.Name,
-		"kubernetes.io/os":       runtime.GOOS,
-		"kubernetes.io/arch":     runtime.GOARCH,
+		"kubernetes.io/hostname":  cfg.Name,
+		"kubernetes.io/os":        runtime.GOOS,
+		"kubernetes.io/arch":      runtime.GOARCH,
 		"beta.kubernetes.io/os":   runtime.GOOS,
 		"beta.kubernetes.io/arch": runtime.GOARCH,
 		"node.crivk.io/agent":     "crivk",
