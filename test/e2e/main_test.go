@@ -26,6 +26,9 @@ var (
 	nodeName string
 	nodeIP   string
 	busybox  string
+
+	// stopCrivk stops the running crivk; tests that restart it replace it.
+	stopCrivk func() error
 )
 
 func TestMain(m *testing.M) {
@@ -62,13 +65,14 @@ func run(m *testing.M) int {
 		return 2
 	}
 
-	stop, err := startCrivk()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
+	var err2 error
+	stopCrivk, err2 = startCrivk()
+	if err2 != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err2)
 		return 2
 	}
 	code := m.Run()
-	if err := stop(); err != nil {
+	if err := stopCrivk(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: stopping crivk:", err)
 		if code == 0 {
 			code = 1
@@ -86,7 +90,7 @@ func startCrivk() (func() error, error) {
 		return nil, err
 	}
 	logPath := filepath.Join(mustEnv("LOCAL_DIR"), "logs", "crivk-e2e.log")
-	logf, err := os.Create(logPath)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
