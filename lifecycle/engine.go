@@ -101,15 +101,31 @@ func (e *Engine) publish(pod *v1.Pod) {
 // UpdatePod starts a worker for a new pod or hands a changed spec to its
 // worker. It never blocks on the runtime.
 func (e *Engine) UpdatePod(ctx context.Context, pod *v1.Pod) {
+	e.dispatch(ctx, pod, false)
+}
+
+// dispatch hands pod to its worker, starting one if there is none; with
+// kill the worker terminates the pod.
+func (e *Engine) dispatch(ctx context.Context, pod *v1.Pod, kill bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if w, ok := e.workers[pod.UID]; ok {
-		w.update(pod)
-		return
+	w, ok := e.workers[pod.UID]
+	if !ok {
+		w = newWorker(e, pod)
+		e.workers[pod.UID] = w
 	}
-	w := newWorker(e, pod)
-	e.workers[pod.UID] = w
-	go w.run(context.WithoutCancel(ctx))
+	// The request is recorded before a new worker starts, so that a worker
+	// created only to clean up never syncs the pod first.
+	if kill {
+		w.kill(pod)
+	} else {
+		w.update(pod)
+	}
+	if !ok {
+		// Workers outlive the call that started them; they end when
+		// their pod is terminated.
+		go w.run(context.WithoutCancel(ctx))
+	}
 }
 
 // Kill asks the pod's worker to stop its containers and clean up. It
@@ -431,14 +447,5 @@ func (e *Engine) PodByName(namespace, name string) *v1.Pod {
 // KillUnknown starts a worker for a pod the engine does not run (deleted
 // while nobody watched) just to clean it up from the runtime.
 func (e *Engine) KillUnknown(ctx context.Context, pod *v1.Pod) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if w, ok := e.workers[pod.UID]; ok {
-		w.kill(pod)
-		return
-	}
-	w := newWorker(e, pod)
-	w.killing = true
-	e.workers[pod.UID] = w
-	go w.run(context.WithoutCancel(ctx))
+	e.dispatch(ctx, pod, true)
 }
