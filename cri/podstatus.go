@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -207,4 +208,24 @@ func nsTime(ns int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, ns)
+}
+
+// ListPods returns every pod that has a crivk-managed sandbox in the runtime,
+// as the runtime's labels name it.
+func (r *Runtime) ListPods(ctx context.Context) ([]PodRef, error) {
+	sbs, err := r.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{LabelManagedBy: managedByValue}})
+	if err != nil {
+		return nil, fmt.Errorf("listing sandboxes: %w", err)
+	}
+	seen := map[string]bool{}
+	var out []PodRef
+	for _, sb := range sbs {
+		uid := sb.Labels[LabelPodUID]
+		if uid == "" || seen[uid] {
+			continue
+		}
+		seen[uid] = true
+		out = append(out, PodRef{UID: types.UID(uid), Name: sb.Labels[LabelPodName], Namespace: sb.Labels[LabelPodNamespace]})
+	}
+	return out, nil
 }

@@ -28,9 +28,11 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	"google.golang.org/grpc/grpclog"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 )
@@ -231,9 +233,12 @@ func run(ctx context.Context, o *options) error {
 	}
 	mux := http.NewServeMux()
 	nodeProvider := provider.NewNodeProvider(rt, nodeObj, 10*time.Second)
+	prov := provider.New(engine, rt)
+	var podLister corev1listers.PodLister
 	n, err := nodeutil.NewNode(o.nodeName,
-		func(nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
-			return provider.New(engine, rt), nodeProvider, nil
+		func(pc nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
+			podLister = pc.Pods
+			return prov, nodeProvider, nil
 		},
 		nodeutil.WithClient(client),
 		func(c *nodeutil.NodeConfig) error {
@@ -254,8 +259,15 @@ func run(ctx context.Context, o *options) error {
 	defer eb.Shutdown()
 
 	go func() {
-		if err := n.WaitReady(ctx, 0); err == nil {
-			log.G(ctx).WithField("address", o.nodeIP).Info("node registered and running")
+		if err := n.WaitReady(ctx, 0); err != nil {
+			return
+		}
+		log.G(ctx).WithField("address", o.nodeIP).Info("node registered and running")
+		// The pod informer is synced once the node is ready: clean up what
+		// the runtime still holds of pods deleted while crivk was down.
+		err := prov.CleanupOrphans(ctx, func() ([]*v1.Pod, error) { return podLister.List(labels.Everything()) })
+		if err != nil {
+			log.G(ctx).WithError(err).Warn("cleaning up orphaned pods failed")
 		}
 	}()
 	err = n.Run(ctx)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -62,5 +63,39 @@ func TestCrivkRestartKeepsPods(t *testing.T) {
 	}
 	if sb, c := runtimeObjects(t, p.UID); sb != 1 || c != 1 {
 		t.Errorf("after the restart the runtime holds %d sandboxes and %d containers, want 1 and 1", sb, c)
+	}
+}
+
+// TestOrphanCleanedOnStart deletes a running pod from the API while crivk is
+// down: on its next start crivk must stop and remove what the runtime still
+// holds of it.
+func TestOrphanCleanedOnStart(t *testing.T) {
+	ns := newNamespace(t)
+	pod := createPod(t, ns, busyboxPod("orphan", v1.RestartPolicyAlways, "exec sleep 3600"))
+	p := waitPod(t, ns, pod.Name, 60*time.Second, "Running", isRunningReady)
+
+	if err := stopCrivk(); err != nil {
+		t.Fatalf("crivk did not stop cleanly on SIGTERM: %v", err)
+	}
+	zero := int64(0)
+	if err := client.CoreV1().Pods(ns).Delete(testContext(t, 10*time.Second), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, ns, pod.Name, 10*time.Second)
+	if sb, c := runtimeObjects(t, p.UID); sb != 1 || c != 1 {
+		t.Fatalf("with crivk down the runtime holds %d sandboxes and %d containers of the deleted pod, want 1 and 1", sb, c)
+	}
+	var err error
+	if stopCrivk, err = startCrivk(); err != nil {
+		t.Fatalf("restarting crivk: %v", err)
+	}
+	ctx := testContext(t, 60*time.Second)
+	err = wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
+		sb, c := runtimeObjects(t, p.UID)
+		return sb == 0 && c == 0, nil
+	})
+	if err != nil {
+		sb, c := runtimeObjects(t, p.UID)
+		t.Fatalf("60s after the restart the runtime still holds %d sandboxes and %d containers of the deleted pod", sb, c)
 	}
 }
