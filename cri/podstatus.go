@@ -229,3 +229,53 @@ func (r *Runtime) ListPods(ctx context.Context) ([]PodRef, error) {
 	}
 	return out, nil
 }
+
+// Snapshot is the state of every crivk-managed sandbox and container at one
+// moment, from two list calls: what the PLEG compares between relists.
+type Snapshot struct {
+	// Pods maps a pod UID to its sandboxes' and containers' states by ID.
+	Pods map[types.UID]map[string]State
+}
+
+// SandboxReady and SandboxNotReady are the states of sandboxes in a
+// Snapshot, so that a sandbox change is seen like a container change.
+const (
+	SandboxReady    State = "sandbox-ready"
+	SandboxNotReady State = "sandbox-notready"
+)
+
+// Snapshot lists every crivk-managed sandbox and container.
+func (r *Runtime) Snapshot(ctx context.Context) (*Snapshot, error) {
+	sel := map[string]string{LabelManagedBy: managedByValue}
+	sbs, err := r.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("listing sandboxes: %w", err)
+	}
+	cs, err := r.rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("listing containers: %w", err)
+	}
+	s := &Snapshot{Pods: map[types.UID]map[string]State{}}
+	add := func(uid, id string, st State) {
+		if uid == "" {
+			return
+		}
+		m := s.Pods[types.UID(uid)]
+		if m == nil {
+			m = map[string]State{}
+			s.Pods[types.UID(uid)] = m
+		}
+		m[id] = st
+	}
+	for _, sb := range sbs {
+		st := SandboxNotReady
+		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			st = SandboxReady
+		}
+		add(sb.Labels[LabelPodUID], sb.Id, st)
+	}
+	for _, c := range cs {
+		add(c.Labels[LabelPodUID], c.Id, toState(c.State))
+	}
+	return s, nil
+}

@@ -2,11 +2,12 @@
 // node it decides what must happen and when, drives the runtime manager
 // (package cri) and publishes the kubelet-shaped API status.
 //
-// This is the foundation version: one worker goroutine per pod UID that
-// polls the runtime (Config.SyncInterval) and is kicked at once by spec
-// changes and deletion. The kubelet's full pod worker state machine, PLEG
-// and status manager replace the polling in the lifecycle-engine work; the
-// status generation (status.go) is already the kubelet's.
+// This is the foundation version: one worker goroutine per pod UID, kicked
+// by spec changes, deletion and the PLEG (pleg.go: one relist of the whole
+// runtime per period, a pure (old, new) -> events diff), and resynced every
+// Config.SyncInterval. The kubelet's full pod worker state machine and
+// status manager come with the lifecycle-engine work; the status generation
+// (status.go) and the PLEG event rules are already the kubelet's.
 //
 // A pod's worker goes through these states:
 //

@@ -33,7 +33,8 @@ type Config struct {
 	RuntimeName string // e.g. "containerd", for container IDs
 	NodeIP      string
 	Clock       clock.WithTicker
-	// SyncInterval is how often a running pod is re-read from the runtime.
+	// SyncInterval is how often a pod is resynced without a Kick (the PLEG
+	// kicks a pod's worker as soon as the runtime changes for it).
 	SyncInterval time.Duration
 	// OnTerminated is called once a deleted pod's containers and sandbox are
 	// gone and its final status was published. The provider deletes the API
@@ -57,6 +58,8 @@ type Engine struct {
 const (
 	backOffInitial = 10 * time.Second
 	backOffMax     = 300 * time.Second
+	// backOffPoll is how often a pod in back-off is looked at again.
+	backOffPoll = time.Second
 )
 
 // NewEngine validates cfg and returns an engine with no pods.
@@ -68,7 +71,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.SyncInterval <= 0 {
-		cfg.SyncInterval = time.Second
+		cfg.SyncInterval = 10 * time.Second
 	}
 	if cfg.OnTerminated == nil {
 		cfg.OnTerminated = func(context.Context, *v1.Pod) error { return nil }
@@ -201,6 +204,9 @@ type worker struct {
 	podIPs   []string
 	terminal bool // the pod reached Succeeded/Failed: no more plans
 	stopped  bool // a terminal pod's sandbox and containers are stopped
+	// backingOff is set while a container waits for a restart or pull
+	// back-off to run out.
+	backingOff bool
 }
 
 func newWorker(e *Engine, pod *v1.Pod) *worker {
@@ -274,6 +280,11 @@ func (w *worker) run(ctx context.Context) {
 				log.G(ctx).WithError(err).Warn("sync failed")
 			}
 			wait = w.e.cfg.SyncInterval
+			if w.backingOff && wait > backOffPoll {
+				// A restart or pull waits for its back-off to run out;
+				// no runtime event will announce that.
+				wait = backOffPoll
+			}
 			if w.terminal && w.stopped {
 				wait = time.Hour // nothing changes any more until the pod is deleted
 			}
@@ -310,6 +321,8 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) error {
 			if st, err = rt.GetPodStatus(ctx, w.ref); err != nil {
 				return err
 			}
+		} else {
+			w.backingOff = false
 		}
 	}
 	if ips := st.IPs(); len(ips) > 0 {
@@ -334,6 +347,12 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) error {
 
 func (w *worker) recordSync(pod *v1.Pod, res *cri.SyncResult) {
 	w.waiting = res.Waiting
+	w.backingOff = false
+	for _, wt := range res.Waiting {
+		if wt.Reason == cri.ReasonCrashLoopBackOff || wt.Reason == cri.ReasonImagePullBackOff || wt.Reason == cri.ReasonErrImagePull {
+			w.backingOff = true
+		}
+	}
 	r := w.e.cfg.Recorder
 	if r == nil {
 		return
@@ -448,4 +467,15 @@ func (e *Engine) PodByName(namespace, name string) *v1.Pod {
 // while nobody watched) just to clean it up from the runtime.
 func (e *Engine) KillUnknown(ctx context.Context, pod *v1.Pod) {
 	e.dispatch(ctx, pod, true)
+}
+
+// Kick makes the worker of pod uid re-read the runtime now (the PLEG saw a
+// change). Unknown UIDs are ignored.
+func (e *Engine) Kick(uid types.UID) {
+	e.mu.Lock()
+	w := e.workers[uid]
+	e.mu.Unlock()
+	if w != nil {
+		w.poke()
+	}
 }

@@ -138,6 +138,7 @@ type ReadinessChecker interface {
 type NodeProvider struct {
 	rt       ReadinessChecker
 	interval time.Duration
+	health   []func() error // e.g. the PLEG's; an error makes the node NotReady
 
 	mu   sync.Mutex
 	node *v1.Node // guarded by mu
@@ -146,8 +147,9 @@ type NodeProvider struct {
 var _ node.NodeProvider = (*NodeProvider)(nil)
 
 // NewNodeProvider checks rt every interval and reports changes of n.
-func NewNodeProvider(rt ReadinessChecker, n *v1.Node, interval time.Duration) *NodeProvider {
-	return &NodeProvider{rt: rt, interval: interval, node: n.DeepCopy()}
+// Each health check that fails makes the node NotReady with its message.
+func NewNodeProvider(rt ReadinessChecker, n *v1.Node, interval time.Duration, health ...func() error) *NodeProvider {
+	return &NodeProvider{rt: rt, interval: interval, health: health, node: n.DeepCopy()}
 }
 
 // Ping reports whether the runtime answers.
@@ -171,6 +173,12 @@ func (p *NodeProvider) NotifyNodeStatus(ctx context.Context, cb func(*v1.Node)) 
 			rd, err := p.rt.Status(ctx)
 			if err != nil {
 				rd = cri.Readiness{Message: fmt.Sprintf("container runtime is down: %v", err)}
+			}
+			for _, h := range p.health {
+				if err := h(); err != nil {
+					rd.RuntimeReady = false
+					rd.Message = strings.TrimPrefix(rd.Message+", "+err.Error(), ", ")
+				}
 			}
 			p.mu.Lock()
 			conds := NodeConditions(p.node.Status.Conditions, rd, time.Now())

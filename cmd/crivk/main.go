@@ -59,6 +59,7 @@ type options struct {
 	clusterDomain string
 	resolvConf    string
 	syncInterval  time.Duration
+	relistPeriod  time.Duration
 	apiQPS        float64
 	apiBurst      int
 	showVersion   bool
@@ -85,7 +86,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.clusterDNS, "cluster-dns", "", "comma-separated cluster DNS server IPs for dnsPolicy ClusterFirst")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain")
 	fs.StringVar(&o.resolvConf, "resolv-conf", "/etc/resolv.conf", "host resolver config for dnsPolicy Default (empty: none)")
-	fs.DurationVar(&o.syncInterval, "sync-interval", time.Second, "how often a pod's runtime state is re-read")
+	fs.DurationVar(&o.syncInterval, "sync-interval", 10*time.Second, "how often a pod is resynced when the PLEG reports no change for it")
+	fs.DurationVar(&o.relistPeriod, "pleg-relist-period", time.Second, "how often the PLEG lists the runtime's sandboxes and containers")
 	fs.Float64Var(&o.apiQPS, "kube-api-qps", 50, "QPS to the API server")
 	fs.IntVar(&o.apiBurst, "kube-api-burst", 100, "burst to the API server")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
@@ -106,6 +108,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.port <= 0 || o.port > 65535 {
 		return nil, fmt.Errorf("--port %d is not a port number", o.port)
+	}
+	if o.syncInterval <= 0 || o.relistPeriod <= 0 {
+		return nil, fmt.Errorf("--sync-interval and --pleg-relist-period must be positive")
 	}
 	if o.maxPods <= 0 {
 		return nil, fmt.Errorf("--max-pods must be positive, got %d", o.maxPods)
@@ -231,8 +236,10 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
+	pleg := lifecycle.NewPLEG(rt, nil, o.relistPeriod, engine.Kick)
+	go pleg.Run(ctx)
 	mux := http.NewServeMux()
-	nodeProvider := provider.NewNodeProvider(rt, nodeObj, 10*time.Second)
+	nodeProvider := provider.NewNodeProvider(rt, nodeObj, 10*time.Second, pleg.Healthy)
 	prov := provider.New(engine, rt)
 	var podLister corev1listers.PodLister
 	n, err := nodeutil.NewNode(o.nodeName,

@@ -159,3 +159,29 @@ func TestMissingImage(t *testing.T) {
 		t.Errorf("30s after deletion the runtime still holds %d sandboxes and %d containers", sb, c)
 	}
 }
+
+func TestCrashLoopBackOff(t *testing.T) {
+	ns := newNamespace(t)
+	createPod(t, ns, busyboxPod("crasher", v1.RestartPolicyAlways, "echo crashing; exit 3"))
+	p := waitPod(t, ns, "crasher", 90*time.Second, "CrashLoopBackOff after a restart", func(p *v1.Pod) bool {
+		if len(p.Status.ContainerStatuses) == 0 {
+			return false
+		}
+		cs := p.Status.ContainerStatuses[0]
+		return cs.RestartCount >= 1 && cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff"
+	})
+	cs := p.Status.ContainerStatuses[0]
+	if !strings.Contains(cs.State.Waiting.Message, "restarting failed container=c pod=crasher_"+ns) || !strings.HasPrefix(cs.State.Waiting.Message, "back-off ") {
+		t.Errorf("waiting message %q, want the kubelet's back-off message", cs.State.Waiting.Message)
+	}
+	if lt := cs.LastTerminationState.Terminated; lt == nil || lt.ExitCode != 3 || lt.Reason != "Error" {
+		t.Errorf("lastState %+v, want terminated with exit 3 reason Error", cs.LastTerminationState)
+	}
+	if p.Status.Phase != v1.PodRunning {
+		t.Errorf("phase %s, want Running (restartPolicy Always)", p.Status.Phase)
+	}
+	ctx := testContext(t, 30*time.Second)
+	if l, err := podLogs(ctx, ns, "crasher", &v1.PodLogOptions{Previous: true}); err != nil || l != "crashing\n" {
+		t.Errorf("previous logs: %q, %v", l, err)
+	}
+}
