@@ -9,25 +9,14 @@
 // status manager come with the lifecycle-engine work; the status generation
 // (status.go) and the PLEG event rules are already the kubelet's.
 //
-// A pod's worker goes through these states:
-//
-//	         UpdatePod(create)
-//	              |
-//	              v
-//	 +-------> syncing ---- phase Succeeded/Failed ----> terminal
-//	 | resync/kick |                                (sandbox stopped,
-//	 +-------------+                                 containers kept
-//	              |                                  for logs)
-//	              | Kill (pod deleted)                    |
-//	              v                                       | Kill
-//	         terminating <--------------------------------+
-//	(containers stopped with the grace period, retried
-//	 with back-off until the runtime confirms)
-//	              |
-//	              v
-//	         terminated: final status published, sandbox and containers
-//	         removed, Config.OnTerminated called (the provider deletes
-//	         the API object), worker forgotten.
+// A pod's worker goes through the states of WorkerState (state.go, with
+// the diagram and the one table of allowed transitions): Syncing, Finished
+// (phase Succeeded/Failed: sandbox stopped, containers kept for logs),
+// Terminating (containers stopped with the effective grace period, retried
+// with back-off until the runtime confirms; a shorter grace period cancels
+// the attempt in flight through its context) and Terminated (final status
+// published, sandbox and containers removed, Config.OnTerminated called so
+// the provider deletes the API object, worker forgotten).
 //
 // Who calls what: the provider calls Engine.UpdatePod and Engine.Kill from
 // virtual-kubelet's pod controller; the Engine calls the Runtime interface

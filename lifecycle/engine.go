@@ -194,16 +194,19 @@ type worker struct {
 
 	kick chan struct{} // buffered 1: something changed
 
-	mu      sync.Mutex
-	pod     *v1.Pod      // latest spec; guarded by mu
-	status  v1.PodStatus // last published; guarded by mu
-	killing bool         // guarded by mu
+	mu     sync.Mutex
+	pod    *v1.Pod      // latest spec; guarded by mu
+	status v1.PodStatus // last published; guarded by mu
+	state  WorkerState  // guarded by mu; changed only through setStateLocked
+	// killGrace is the grace period of the termination under way and
+	// cancelKill cancels its attempt in flight; both guarded by mu.
+	killGrace  int64
+	cancelKill context.CancelFunc
 
 	// Only accessed from the worker goroutine:
-	waiting  map[string]cri.Waiting
-	podIPs   []string
-	terminal bool // the pod reached Succeeded/Failed: no more plans
-	stopped  bool // a terminal pod's sandbox and containers are stopped
+	waiting map[string]cri.Waiting
+	podIPs  []string
+	stopped bool // a Finished pod's sandbox and containers are stopped
 	// backingOff is set while a container waits for a restart or pull
 	// back-off to run out.
 	backingOff bool
@@ -234,10 +237,45 @@ func (w *worker) update(pod *v1.Pod) {
 	w.poke()
 }
 
-func (w *worker) kill(pod *v1.Pod) {
+// setStateLocked moves the worker to state to if the transition is allowed;
+// a refused transition is logged, never a panic. Must hold w.mu.
+func (w *worker) setStateLocked(to WorkerState) bool {
+	if w.state == to {
+		return true
+	}
+	if !canTransition(w.state, to) {
+		log.L.WithField("pod", w.ref.String()).Errorf("refused worker transition %s -> %s", w.state, to)
+		return false
+	}
+	w.state = to
+	return true
+}
+
+func (w *worker) getState() WorkerState {
 	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.state
+}
+
+// kill starts termination with pod's effective grace period. While
+// terminating, a shorter grace period cancels the attempt in flight and
+// restarts it with the shorter one; a longer one changes nothing.
+func (w *worker) kill(pod *v1.Pod) {
+	grace := cri.GracePeriod(pod, nil)
+	w.mu.Lock()
+	if w.state == WorkerTerminating && grace >= w.killGrace {
+		w.mu.Unlock()
+		return
+	}
+	if !w.setStateLocked(WorkerTerminating) {
+		w.mu.Unlock()
+		return
+	}
 	w.pod = pod.DeepCopy()
-	w.killing = true
+	w.killGrace = grace
+	if w.cancelKill != nil {
+		w.cancelKill()
+	}
 	w.mu.Unlock()
 	w.poke()
 }
@@ -262,20 +300,34 @@ func (w *worker) run(ctx context.Context) {
 	retry := flowcontrol.NewBackOff(500*time.Millisecond, 30*time.Second)
 	for {
 		w.mu.Lock()
-		pod, killing := w.pod, w.killing
+		pod, state, grace := w.pod, w.state, w.killGrace
+		killCtx, cancel := context.WithCancel(ctx)
+		w.cancelKill = cancel
 		w.mu.Unlock()
 
 		var wait time.Duration
-		if killing {
-			if err := w.terminate(ctx, pod); err != nil {
+		if state == WorkerTerminating {
+			err := w.terminate(killCtx, pod, grace)
+			shortened := killCtx.Err() != nil && ctx.Err() == nil
+			cancel()
+			switch {
+			case err == nil:
+				w.mu.Lock()
+				w.setStateLocked(WorkerTerminated)
+				w.cancelKill = nil
+				w.mu.Unlock()
+				w.e.forget(w)
+				return
+			case shortened:
+				log.G(ctx).Info("grace period shortened: restarting termination")
+				continue
+			default:
 				log.G(ctx).WithError(err).Warn("terminating pod failed, retrying")
 				retry.Next("kill", clk.Now())
 				wait = retry.Get("kill")
-			} else {
-				w.e.forget(w)
-				return
 			}
 		} else {
+			cancel()
 			if err := w.sync(ctx, pod); err != nil {
 				log.G(ctx).WithError(err).Warn("sync failed")
 			}
@@ -285,7 +337,7 @@ func (w *worker) run(ctx context.Context) {
 				// no runtime event will announce that.
 				wait = backOffPoll
 			}
-			if w.terminal && w.stopped {
+			if state == WorkerFinished && w.stopped {
 				wait = time.Hour // nothing changes any more until the pod is deleted
 			}
 		}
@@ -309,7 +361,7 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) error {
 		return err
 	}
 	var syncErr error
-	if !w.terminal {
+	if w.getState() == WorkerSyncing {
 		plan := cri.ComputePodActions(pod, st)
 		if plan.CreateSandbox || plan.KillPod || plan.NextInit >= 0 || len(plan.ContainersToStart) > 0 || len(plan.ContainersToKill) > 0 {
 			log.G(ctx).WithField("plan", plan.String()).Debug("syncing pod")
@@ -329,11 +381,20 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) error {
 		w.podIPs = ips
 	}
 	status := w.generate(pod, st, false)
+	finished := false
 	if status.Phase == v1.PodSucceeded || status.Phase == v1.PodFailed {
-		w.terminal = true // no more plans for this pod
+		w.mu.Lock()
+		switch w.state {
+		case WorkerSyncing:
+			finished = w.setStateLocked(WorkerFinished) // no more plans for this pod
+		case WorkerFinished:
+			finished = true
+		}
+		// Terminating: a kill arrived during this sync; it takes over.
+		w.mu.Unlock()
 	}
 	w.publish(pod, status)
-	if w.terminal && !w.stopped {
+	if finished && !w.stopped {
 		// The kubelet stops a finished pod's sandbox but keeps its
 		// containers (and logs) until the pod is deleted. Retried at the
 		// next sync until it succeeds.
@@ -412,13 +473,12 @@ func (w *worker) publish(pod *v1.Pod, status v1.PodStatus) {
 // terminate stops the pod's containers with its grace period, publishes the
 // final status, removes everything from the runtime and reports the pod
 // terminated. Any error leaves the pod to be terminated again.
-func (w *worker) terminate(ctx context.Context, pod *v1.Pod) error {
+func (w *worker) terminate(ctx context.Context, pod *v1.Pod, grace int64) error {
 	rt := w.e.cfg.Runtime
 	st, err := rt.GetPodStatus(ctx, w.ref)
 	if err != nil {
 		return err
 	}
-	grace := cri.GracePeriod(pod, nil)
 	if st.Running() && w.e.cfg.Recorder != nil {
 		for _, c := range st.Containers {
 			if c.State == cri.StateRunning {

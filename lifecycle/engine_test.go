@@ -35,6 +35,9 @@ type fakeRuntime struct {
 	events   []event
 	pods     map[types.UID]*cri.PodStatus
 	killErrs int   // KillPod fails this many more times
+	// KillPod with a grace period above blockKillAbove (when > 0) blocks
+	// until its context is cancelled, like a container ignoring SIGTERM.
+	blockKillAbove int64
 	killExit int32 // exit code of containers stopped by KillPod
 	now      func() time.Time
 }
@@ -98,9 +101,14 @@ func (f *fakeRuntime) SyncPod(_ context.Context, pod *v1.Pod, _ *cri.PodStatus, 
 	return res
 }
 
-func (f *fakeRuntime) KillPod(_ context.Context, st *cri.PodStatus, grace int64) error {
+func (f *fakeRuntime) KillPod(ctx context.Context, st *cri.PodStatus, grace int64) error {
 	f.record(event{op: "KillPod", uid: st.Ref.UID, grace: grace})
 	f.mu.Lock()
+	if f.blockKillAbove > 0 && grace > f.blockKillAbove {
+		f.mu.Unlock()
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	defer f.mu.Unlock()
 	if f.killErrs > 0 {
 		f.killErrs--
