@@ -34,12 +34,12 @@ type fakeRuntime struct {
 	mu       sync.Mutex
 	events   []event
 	pods     map[types.UID]*cri.PodStatus
-	killErrs int   // KillPod fails this many more times
+	killErrs int // KillPod fails this many more times
 	// KillPod with a grace period above blockKillAbove (when > 0) blocks
 	// until its context is cancelled, like a container ignoring SIGTERM.
 	blockKillAbove int64
-	killExit int32 // exit code of containers stopped by KillPod
-	now      func() time.Time
+	killExit       int32 // exit code of containers stopped by KillPod
+	now            func() time.Time
 }
 
 var _ Runtime = (*fakeRuntime)(nil)
