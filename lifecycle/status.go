@@ -335,3 +335,22 @@ func podPhase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, deleted 
 		return v1.PodPending
 	}
 }
+
+// WithForeignConditions returns ours with every condition the node does not
+// own (PodScheduled, DisruptionTarget, readiness gates, ...) taken from the
+// API's current conditions instead: other writers own those, and a status
+// update must not roll them back.
+func WithForeignConditions(api, ours []v1.PodCondition) []v1.PodCondition {
+	var out []v1.PodCondition
+	for _, c := range ours {
+		if ownedConditions[c.Type] {
+			out = append(out, c)
+		}
+	}
+	for _, c := range api {
+		if !ownedConditions[c.Type] {
+			out = append(out, c)
+		}
+	}
+	return out
+}

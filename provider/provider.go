@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/lifecycle"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	corev1listers "k8s.io/client-go/listers/core/v1"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
@@ -25,6 +27,9 @@ import (
 type Provider struct {
 	engine  *lifecycle.Engine
 	runtime *cri.Runtime
+
+	mu   sync.Mutex
+	pods corev1listers.PodLister // guarded by mu; nil until the node is built
 }
 
 var (
@@ -102,9 +107,30 @@ func (p *Provider) GetPods(context.Context) ([]*v1.Pod, error) {
 	return p.engine.Pods(), nil
 }
 
+// SetPodLister gives the provider the informer's view of the node's pods,
+// used to keep other writers' pod conditions in the statuses it hands on.
+func (p *Provider) SetPodLister(l corev1listers.PodLister) {
+	p.mu.Lock()
+	p.pods = l
+	p.mu.Unlock()
+}
+
 // NotifyPods registers virtual-kubelet's status callback with the engine.
+// virtual-kubelet writes the whole status it is given, so the conditions the
+// node does not own are first taken from the API's current pod.
 func (p *Provider) NotifyPods(_ context.Context, cb func(*v1.Pod)) {
-	p.engine.NotifyPods(cb)
+	p.engine.NotifyPods(func(pod *v1.Pod) {
+		p.mu.Lock()
+		lister := p.pods
+		p.mu.Unlock()
+		if lister != nil {
+			if cur, err := lister.Pods(pod.Namespace).Get(pod.Name); err == nil && cur.UID == pod.UID {
+				pod = pod.DeepCopy()
+				pod.Status.Conditions = lifecycle.WithForeignConditions(cur.Status.Conditions, pod.Status.Conditions)
+			}
+		}
+		cb(pod)
+	})
 }
 
 // errStreaming is returned by the streaming endpoints until the streaming

@@ -245,6 +245,7 @@ func run(ctx context.Context, o *options) error {
 	n, err := nodeutil.NewNode(o.nodeName,
 		func(pc nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
 			podLister = pc.Pods
+			prov.SetPodLister(pc.Pods)
 			return prov, nodeProvider, nil
 		},
 		nodeutil.WithClient(client),
