@@ -21,8 +21,14 @@
 //   - Identity. virtual-kubelet keys pods by namespace/name; the engine keys
 //     them by UID, so a pod recreated under the same name is a new pod.
 //   - Status ownership. virtual-kubelet writes the whole status the provider
-//     hands it; the engine keeps conditions it does not own (PodScheduled,
-//     and others) from the pod it was given.
+//     hands it; NotifyPods replaces the conditions the node does not own
+//     (PodScheduled, DisruptionTarget, readiness gates) with the informer's
+//     current ones first, so they are never rolled back.
+//   - Force delete of non-running pods. virtual-kubelet deletes a pod object
+//     marked for deletion at once when no container runs, before calling
+//     DeletePod; the engine cleans the runtime right after (Kill from the
+//     object-gone path). Orphans left while crivk was down are found at start
+//     (CleanupOrphans).
 //
 // The NodeProvider (node.go) reports the node's conditions from the
 // runtime's own readiness (CRI Status) and is pinged by the node controller.
