@@ -1,8 +1,9 @@
 # The Makefile only delegates to hack/ scripts (see hack/README.md).
 SHELL := /usr/bin/env bash
 VERSION ?= v1.35.4-crivk.0
+NODE_AGENT ?= crivk
 
-.PHONY: all build run test test-unit test-e2e local-up local-down deps clean
+.PHONY: all build run test test-unit test-e2e conformance local-up local-down deps clean
 
 all: build
 
@@ -25,6 +26,10 @@ test-unit:
 ## test-e2e: end-to-end tests only
 test-e2e:
 	VERSION=$(VERSION) hack/test.sh e2e
+
+## conformance: upstream node conformance specs against NODE_AGENT=crivk|kubelet (CONFORMANCE_FOCUS/CONFORMANCE_SKIP override)
+conformance:
+	NODE_AGENT=$(NODE_AGENT) hack/conformance.sh
 
 deps:
 	hack/install-deps.sh
