@@ -5,6 +5,8 @@
 #
 # Usage: hack/build-kube.sh [component ...]
 #   default components: kube-apiserver kube-scheduler kube-controller-manager kubelet
+#   on request also:    e2e.test   the conformance suite (go test -c k8s.io/kubernetes/test/e2e)
+#                       agnhost    the e2e test image program (static), for hack/images.sh
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,8 +28,16 @@ for c in "${components[@]}"; do
     echo "build-kube: ${c} ${KUBE_VERSION} already built"
     continue
   fi
-  pkg="k8s.io/kubernetes/cmd/${c}"
   echo "build-kube: building ${c} ${KUBE_VERSION}"
-  CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" -o "${BIN}/${c}" "${pkg}"
+  case "${c}" in
+    # A test binary: hack/tools/tools_e2e.go keeps its imports in go.mod/go.sum.
+    e2e.test)
+      CGO_ENABLED=0 go test -c -trimpath -ldflags "${ldflags}" -o "${BIN}/${c}" k8s.io/kubernetes/test/e2e ;;
+    # Its version (2.59) is test/images/agnhost/VERSION of the same module.
+    agnhost)
+      CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${BIN}/${c}" k8s.io/kubernetes/test/images/agnhost ;;
+    *)
+      CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" -o "${BIN}/${c}" "k8s.io/kubernetes/cmd/${c}" ;;
+  esac
   echo "${KUBE_VERSION}" > "${stamp}"
 done

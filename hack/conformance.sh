@@ -1,85 +1,148 @@
 #!/usr/bin/env bash
-# Runs the upstream node conformance specs (e2e.test of Kubernetes v1.35.4)
-# against one node agent on the local cluster, then tears everything down.
+# Runs upstream node conformance specs (e2e.test of Kubernetes v1.35.4)
+# against one node agent on the local cluster, then tears everything down:
 #
-#   NODE_AGENT=crivk|kubelet   the node (default crivk)
-#   CONFORMANCE_FOCUS          ginkgo focus (default: the NodeConformance+Conformance specs)
-#   CONFORMANCE_SKIP           ginkgo skip  (default: \[Disruptive\])
+#   1. builds what is missing (crivk, the kube binaries, e2e.test, agnhost);
+#   2. brings up the local cluster with the conformance images
+#      (CONFORMANCE_IMAGES=1 hack/local-up.sh);
+#   3. deletes the Node object left by an earlier run, starts the agent
+#      (hack/run-crivk.sh or hack/run-kubelet.sh) and waits for the node Ready;
+#   4. runs e2e.test, stops the agent, runs hack/local-down.sh;
+#   5. prints a summary whose last lines are `N passed, N failed` and then
+#      the names of the failed specs (skipped specs are counted on the line
+#      before).
 #
-# Results: _output/conformance/<agent>-<timestamp>/ (junit.xml, e2e.log,
-# agent.log, summary.txt). The output ends with `N passed, N failed`
-# (skipped counted separately), then the failed spec names.
+# Environment:
+#   NODE_AGENT=crivk|kubelet  the node agent (default crivk)
+#   CONFORMANCE_FOCUS         ginkgo focus regexp (default: the 141 specs tagged
+#                             both [NodeConformance] and [Conformance])
+#   CONFORMANCE_SKIP          ginkgo skip regexp (default: \[Disruptive\])
+#   CONFORMANCE_TIMEOUT       ginkgo suite timeout (default 4h)
+#   E2E_ARGS                  extra e2e.test arguments (word-split)
+# Results: _output/conformance/<agent>-<UTC timestamp>/: e2e.log, junit.xml,
+# agent.log, setup.log, local-down.log, summary.txt. Exit status 0 only when
+# no spec failed. Run as root.
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 NODE_AGENT=${NODE_AGENT:-crivk}
 FOCUS=${CONFORMANCE_FOCUS:-'\[NodeConformance\].*\[Conformance\]|\[Conformance\].*\[NodeConformance\]'}
 SKIP=${CONFORMANCE_SKIP:-'\[Disruptive\]'}
-case "${NODE_AGENT}" in crivk | kubelet) ;; *) echo "conformance: NODE_AGENT must be crivk or kubelet" >&2; exit 2 ;; esac
+TIMEOUT=${CONFORMANCE_TIMEOUT:-4h}
+read -r -a extra_args <<<"${E2E_ARGS:-}"
+case "${NODE_AGENT}" in
+  crivk | kubelet) ;;
+  *) echo "conformance: NODE_AGENT must be crivk or kubelet, not '${NODE_AGENT}'" >&2; exit 2 ;;
+esac
 RESULTS=${ROOT}/_output/conformance/${NODE_AGENT}-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "${RESULTS}"
+cd "${ROOT}"
+
 log() { echo "conformance: $*"; }
 
-log "preparing (log: ${RESULTS}/setup.log)"
-{
-  "${ROOT}/hack/install-deps.sh"
-  "${ROOT}/hack/build.sh"
-  "${ROOT}/hack/build-kube.sh"
-  "${ROOT}/hack/build-e2e.sh"
-  "${ROOT}/hack/local-up.sh"
-} >"${RESULTS}/setup.log" 2>&1 || { tail -n 30 "${RESULTS}/setup.log"; exit 1; }
+# ---------------------------------------------------------------- set-up
+
+log "building and bringing up the local cluster (log: ${RESULTS}/setup.log)"
+setup() {
+  CONFORMANCE_IMAGES=1 hack/install-deps.sh
+  if [ "${NODE_AGENT}" = crivk ]; then hack/build.sh; fi
+  hack/build-kube.sh kubelet e2e.test agnhost
+  CONFORMANCE_IMAGES=1 hack/local-up.sh
+}
+trap 'hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 || log "local-down failed, see ${RESULTS}/local-down.log"' EXIT
+if ! setup >"${RESULTS}/setup.log" 2>&1; then
+  tail -n 30 "${RESULTS}/setup.log"
+  exit 1
+fi
 # shellcheck source=/dev/null
-source "${ROOT}/_output/local/env"
-"${ROOT}/hack/conformance-images.sh" "${CONTAINERD_ADDRESS}" >>"${RESULTS}/setup.log" 2>&1 ||
-  { tail -n 30 "${RESULTS}/setup.log"; exit 1; }
+source _output/local/env
+
+# api METHOD PATH: the API server as admin; prints the body.
+api() {
+  curl -sf --max-time 10 -X "$1" --cacert "${CA_CERT}" --cert "${LOCAL_DIR}/pki/admin.crt" \
+    --key "${LOCAL_DIR}/pki/admin.key" "${APISERVER_URL}$2"
+}
+node_ready() {
+  api GET "/api/v1/nodes/${NODE_NAME}" | tr -d ' \n' | grep -q '"type":"Ready","status":"True"'
+}
+# Another agent's Node object (conditions, addresses, nodeInfo) would
+# otherwise be what this agent starts from.
+delete_node() { api DELETE "/api/v1/nodes/${NODE_NAME}" >/dev/null 2>&1 || true; }
+
+# ---------------------------------------------------------------- agent
 
 agent_pid=
-cleanup() {
-  if [ -n "${agent_pid}" ]; then
-    kill -TERM "${agent_pid}" 2>/dev/null || true
-    wait "${agent_pid}" 2>/dev/null || true
+stop_agent() {
+  [ -n "${agent_pid}" ] || return 0
+  if kill -TERM "${agent_pid}" 2>/dev/null; then
+    for _ in $(seq 1 300); do
+      kill -0 "${agent_pid}" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "${agent_pid}" 2>/dev/null || true
   fi
-  "${ROOT}/hack/local-down.sh" >"${RESULTS}/local-down.log" 2>&1 || log "local-down failed, see ${RESULTS}/local-down.log"
+  wait "${agent_pid}" 2>/dev/null || true
+  agent_pid=
+  delete_node
 }
-trap cleanup EXIT
+trap 'stop_agent; hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 || log "local-down failed, see ${RESULTS}/local-down.log"' EXIT
 
+delete_node
 log "starting ${NODE_AGENT} (log: ${RESULTS}/agent.log)"
-"${ROOT}/hack/run-${NODE_AGENT}.sh" >"${RESULTS}/agent.log" 2>&1 &
+# Both scripts exec the agent, so $! is the agent's PID.
+"hack/run-${NODE_AGENT}.sh" >"${RESULTS}/agent.log" 2>&1 &
 agent_pid=$!
-
-api() {
-  curl -sf --cacert "${CA_CERT}" --cert "${LOCAL_DIR}/pki/admin.crt" --key "${LOCAL_DIR}/pki/admin.key" "${APISERVER_URL}$1"
-}
-for _ in $(seq 1 120); do
-  if api "/api/v1/nodes/${NODE_NAME}" 2>/dev/null | tr -d ' \n' | grep -q '"type":"Ready","status":"True"'; then
-    ready=1
-    break
+deadline=$(($(date +%s) + 120))
+until node_ready; do
+  if ! kill -0 "${agent_pid}" 2>/dev/null; then
+    log "${NODE_AGENT} exited before node ${NODE_NAME} was Ready; last lines of its log:"
+    tail -n 30 "${RESULTS}/agent.log"
+    exit 1
+  fi
+  if [ "$(date +%s)" -ge "${deadline}" ]; then
+    log "node ${NODE_NAME} not Ready after 120 s; last lines of ${NODE_AGENT}'s log:"
+    tail -n 30 "${RESULTS}/agent.log"
+    exit 1
   fi
   sleep 1
 done
-if [ -z "${ready:-}" ]; then
-  log "node ${NODE_NAME} did not become Ready in 120 s"; tail -n 30 "${RESULTS}/agent.log"; exit 1
-fi
+log "node ${NODE_NAME} Ready"
+
+# ---------------------------------------------------------------- e2e.test
 
 log "running e2e.test (focus: ${FOCUS}; skip: ${SKIP}); log: ${RESULTS}/e2e.log"
-start=$(date +%s)
+started=$(date +%s)
 rc=0
-"${ROOT}/_output/bin/e2e.test" --kubeconfig="${KUBECONFIG}" --provider=local \
-  --ginkgo.focus="${FOCUS}" --ginkgo.skip="${SKIP}" --ginkgo.no-color --ginkgo.timeout=4h \
-  --report-dir="${RESULTS}" --ginkgo.junit-report=junit.xml \
-  >"${RESULTS}/e2e.log" 2>&1 || rc=$?
-elapsed=$(($(date +%s) - start))
+_output/bin/e2e.test --kubeconfig="${KUBECONFIG}" --provider=local \
+  --ginkgo.focus="${FOCUS}" --ginkgo.skip="${SKIP}" \
+  --ginkgo.timeout="${TIMEOUT}" --ginkgo.no-color \
+  --report-dir="${RESULTS}" --ginkgo.junit-report="${RESULTS}/junit.xml" \
+  "${extra_args[@]}" >"${RESULTS}/e2e.log" 2>&1 || rc=$?
+elapsed=$(($(date +%s) - started))
 
-# Ginkgo's own tally: "N Passed | N Failed | N Pending | N Skipped".
-tally=$(grep -Eo '[0-9]+ Passed \| [0-9]+ Failed \| [0-9]+ Pending \| [0-9]+ Skipped' "${RESULTS}/e2e.log" | tail -n 1 || true)
+stop_agent
+hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 || log "local-down failed, see ${RESULTS}/local-down.log"
+trap - EXIT
+
+# ---------------------------------------------------------------- summary
+
+# Ginkgo's last lines: "Ran R of T Specs in S seconds" and
+# "SUCCESS!|FAIL! -- P Passed | F Failed | N Pending | K Skipped"; the failed
+# specs are listed under "Summarizing N Failures:" as "[FAIL] ..." (or
+# [TIMEDOUT], [PANICKED], [INTERRUPTED]) lines.
+tally=$(grep -Eo '[0-9]+ Passed \| [0-9]+ Failed \| [0-9]+ Pending \| [0-9]+ Skipped' "${RESULTS}/e2e.log" | tail -n 1) || true
 if [ -z "${tally}" ]; then
-  log "e2e.test produced no summary (exit ${rc}); last lines:"; tail -n 30 "${RESULTS}/e2e.log"; exit 1
+  log "e2e.test exited with ${rc} and no summary; last lines of ${RESULTS}/e2e.log:"
+  tail -n 30 "${RESULTS}/e2e.log"
+  exit 1
 fi
 read -r passed _ _ failed _ _ pending _ _ skipped _ <<<"${tally}"
+ran=$(grep -Eo 'Ran [0-9]+ of [0-9]+ Specs' "${RESULTS}/e2e.log" | tail -n 1) || true
 {
-  echo "agent: ${NODE_AGENT}; run time: ${elapsed}s; results: ${RESULTS}"
-  echo "skipped: ${skipped}, pending: ${pending}"
+  echo "agent ${NODE_AGENT}; e2e.test ran ${elapsed}s (exit ${rc}); results in ${RESULTS}"
+  echo "${ran:-Ran ? specs}; skipped ${skipped} (not selected by the focus, or skipped by the spec), pending ${pending}"
   echo "${passed} passed, ${failed} failed"
-  grep -E '^\s*\[FAIL\]' "${RESULTS}/e2e.log" | sed 's/^\s*//' | sort -u || true
+  sed -n '/^Summarizing [0-9]* Failure/,/^Ran [0-9]* of/p' "${RESULTS}/e2e.log" |
+    sed -nE 's/^[[:space:]]*\[(FAIL|TIMEDOUT|PANICKED|INTERRUPTED)\][[:space:]]*//p'
 } | tee "${RESULTS}/summary.txt"
-[ "${failed}" -eq 0 ]
+[ "${failed}" -eq 0 ] && [ "${rc}" -eq 0 ]

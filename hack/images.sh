@@ -7,11 +7,19 @@
 #   registry.k8s.io/e2e-test-images/busybox:1.37.0-1  Debian's static /bin/busybox
 #   docker.io/library/busybox:latest                  (same image, second name)
 #
+# With CONFORMANCE_IMAGES=1 also the image the upstream conformance specs
+# run most (hack/conformance.sh sets it):
+#
+#   registry.k8s.io/e2e-test-images/agnhost:2.59      upstream test/images/agnhost recipe on a
+#                                                     Debian bookworm minbase root filesystem
+#
 # A tarball is rebuilt only when its inputs changed (recorded in
 # _output/images/NAME.inputs); an image is imported only when containerd does
 # not already have every name at the tarball's manifest digest.
 #
-# Usage: hack/images.sh [containerd-socket]
+# Usage: [CONFORMANCE_IMAGES=1] hack/images.sh [containerd-socket]
+# Environment (conformance images only): DEBIAN_MIRROR (default: the mirror
+# apt is configured with for bookworm).
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,6 +31,12 @@ PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
 BUSYBOX_IMAGES=(registry.k8s.io/e2e-test-images/busybox:1.37.0-1 docker.io/library/busybox:latest)
 IMAGE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 BUSYBOX_BIN=/bin/busybox
+CONFORMANCE_IMAGES=${CONFORMANCE_IMAGES:-0}
+AGNHOST_IMAGE=registry.k8s.io/e2e-test-images/agnhost:2.59
+DEBIAN_SUITE=bookworm
+# What upstream's agnhost image adds to its base with apk (minus iperf): nc
+# with UDP, curl, dig/nslookup, ip/ss, bash.
+AGNHOST_PACKAGES=netcat-openbsd,curl,dnsutils,iproute2,bash
 
 umask 022
 mkdir -p "${OUT}" "${BIN}"
@@ -102,6 +116,123 @@ build_busybox() {
   echo "${inputs}" > "${tar}.inputs"
 }
 
+# debian_mirror: DEBIAN_MIRROR, else the first URI apt uses for
+# DEBIAN_SUITE (deb822 .sources stanzas or one-line .list entries).
+debian_mirror() {
+  if [ -n "${DEBIAN_MIRROR:-}" ]; then
+    echo "${DEBIAN_MIRROR}"
+    return
+  fi
+  local f m
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+    [ -f "${f}" ] || continue
+    case "${f}" in
+      *.sources)
+        m=$(awk -v suite="${DEBIAN_SUITE}" '
+          function flush() { if (!done && uri != "" && ok && deb) { print uri; done = 1; exit } uri = ""; ok = 0; deb = 0 }
+          /^[[:space:]]*$/ { flush(); next }
+          /^Types:/ { for (i = 2; i <= NF; i++) if ($i == "deb") deb = 1 }
+          /^URIs:/ { uri = $2 }
+          /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == suite) ok = 1 }
+          END { flush() }' "${f}") ;;
+      *)
+        m=$(awk -v suite="${DEBIAN_SUITE}" '
+          $1 == "deb" { for (i = 2; i < NF; i++) if ($i !~ /^\[/ && $(i + 1) == suite) { print $i; exit } }' "${f}") ;;
+    esac
+    if [ -n "${m}" ]; then
+      echo "${m}"
+      return
+    fi
+  done
+  log "ERROR: no ${DEBIAN_SUITE} mirror in /etc/apt/sources.list*; set DEBIAN_MIRROR" >&2
+  return 1
+}
+
+# build_agnhost_base: the Debian root filesystem under agnhost, made by
+# debootstrap (a few minutes, ~100 MB of packages from the mirror) and cached
+# as _output/images/agnhost-base.tar (numeric owners kept). It depends only on
+# the suite and the package list, not on the mirror; delete the tarball to
+# refresh it.
+build_agnhost_base() {
+  local tar=${OUT}/agnhost-base.tar key="${DEBIAN_SUITE} minbase ${AGNHOST_PACKAGES}" dir mirror
+  if [ -f "${tar}" ] && [ "$(cat "${tar}.inputs" 2>/dev/null)" = "${key}" ]; then
+    log "agnhost-base.tar up to date"
+    return
+  fi
+  command -v debootstrap >/dev/null || {
+    log "ERROR: debootstrap is missing; run CONFORMANCE_IMAGES=1 hack/install-deps.sh" >&2
+    exit 1
+  }
+  mirror=$(debian_mirror)
+  log "building agnhost-base.tar: debootstrap ${DEBIAN_SUITE} from ${mirror} (log: ${OUT}/agnhost-base.log)"
+  dir=$(fresh_rootfs agnhost-base)
+  if ! debootstrap --variant=minbase --include="${AGNHOST_PACKAGES}" "${DEBIAN_SUITE}" "${dir}" "${mirror}" \
+    >"${OUT}/agnhost-base.log" 2>&1; then
+    tail -n 20 "${OUT}/agnhost-base.log" >&2
+    log "ERROR: debootstrap failed" >&2
+    exit 1
+  fi
+  # The runtime provides /dev, /proc and /sys; the package cache, indexes,
+  # documentation and logs are not needed in a test image.
+  # debootstrap copies the build machine's resolv.conf and hostname: the
+  # runtime mounts its own over them.
+  rm -rf "${dir:?}"/dev/* "${dir:?}"/proc/* "${dir:?}"/sys/* "${dir:?}"/run/* "${dir:?}"/tmp/* \
+    "${dir:?}"/var/cache/apt/archives/*.deb "${dir:?}"/var/cache/apt/*.bin "${dir:?}"/var/lib/apt/lists/* \
+    "${dir:?}"/var/log/* "${dir:?}"/usr/share/doc/* "${dir:?}"/usr/share/man/* "${dir:?}"/usr/share/info/* \
+    "${dir:?}"/usr/share/locale/*
+  : >"${dir}/etc/resolv.conf"
+  : >"${dir}/etc/hostname"
+  chmod 0644 "${dir}/etc/resolv.conf" "${dir}/etc/hostname"
+  tar --numeric-owner -C "${dir}" -cf "${tar}.tmp" .
+  mv -f "${tar}.tmp" "${tar}"
+  echo "${key}" > "${tar}.inputs"
+  rm -rf "${dir}"
+}
+
+# build_agnhost: upstream's test/images/agnhost/Dockerfile on the Debian base:
+# /agnhost (entrypoint, default argument pause), /agnhost-2 (for the
+# entrypoint-override spec), /uploads, /localhost.crt+key (HTTPS lifecycle
+# hooks), user user-defined-in-image (uid 1000) in group
+# group-defined-in-image (gid 50000), and busybox applets the Debian base
+# lacks (the upstream image is Alpine, whose tools are busybox's).
+build_agnhost() {
+  local tar=${OUT}/agnhost.tar base=${OUT}/agnhost-base.tar porter inputs
+  "${ROOT}/hack/build-kube.sh" agnhost >/dev/null
+  build_agnhost_base
+  porter=$(cd "${ROOT}/hack/tools" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/images/agnhost/porter
+  inputs=$(inputs_of agnhost "${BIN}/agnhost" "${base}" "${porter}/localhost.crt" "${porter}/localhost.key" "${BUSYBOX_BIN}")
+  if [ -f "${tar}" ] && [ -f "${tar}.digest" ] && [ "$(cat "${tar}.inputs" 2>/dev/null)" = "${inputs}" ]; then
+    log "agnhost.tar up to date"
+    return
+  fi
+  log "building agnhost.tar"
+  local rootfs applet d have
+  rootfs=$(fresh_rootfs agnhost)
+  tar --numeric-owner -C "${rootfs}" -xpf "${base}"
+  install -m 0755 "${BIN}/agnhost" "${rootfs}/agnhost"
+  ln -s agnhost "${rootfs}/agnhost-2"
+  install -d -m 0755 "${rootfs}/uploads"
+  install -m 0644 "${porter}/localhost.crt" "${porter}/localhost.key" "${rootfs}/"
+  install -m 0755 "${BUSYBOX_BIN}" "${rootfs}/usr/local/bin/busybox"
+  for applet in $("${BUSYBOX_BIN}" --list); do
+    case "${applet}" in busybox | */*) continue ;; esac
+    have=false
+    for d in usr/local/sbin usr/local/bin usr/sbin usr/bin sbin bin; do
+      if [ -e "${rootfs}/${d}/${applet}" ] || [ -L "${rootfs}/${d}/${applet}" ]; then have=true; break; fi
+    done
+    [ "${have}" = true ] || ln -s busybox "${rootfs}/usr/local/bin/${applet}"
+  done
+  echo 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' >> "${rootfs}/etc/passwd"
+  echo 'user-defined-in-image:!:19000:0:99999:7:::' >> "${rootfs}/etc/shadow"
+  printf '%s\n' 'user-defined-in-image:x:1000:' 'group-defined-in-image:x:50000:user-defined-in-image' >> "${rootfs}/etc/group"
+  printf '%s\n' 'user-defined-in-image:!::' 'group-defined-in-image:!::user-defined-in-image' >> "${rootfs}/etc/gshadow"
+  install -d -m 0755 -o 1000 -g 1000 "${rootfs}/home/user-defined-in-image"
+  mkimage -keep-owner -rootfs "${rootfs}" -o "${tar}" -name "${AGNHOST_IMAGE}" \
+    -entrypoint /agnhost -cmd pause -env "PATH=${IMAGE_PATH}"
+  echo "${inputs}" > "${tar}.inputs"
+  rm -rf "${rootfs}"
+}
+
 # import_tar TAR NAME...: imports TAR unless every NAME is already in
 # containerd at the tarball's manifest digest.
 import_tar() {
@@ -132,12 +263,20 @@ import_tar() {
 
 build_pause
 build_busybox
+images=("${PAUSE_IMAGE}" "${BUSYBOX_IMAGES[@]}")
+if [ "${CONFORMANCE_IMAGES}" = 1 ]; then
+  build_agnhost
+  images+=("${AGNHOST_IMAGE}")
+fi
 
 if [ -n "${SOCK}" ]; then
   import_tar "${OUT}/pause.tar" "${PAUSE_IMAGE}"
   import_tar "${OUT}/busybox.tar" "${BUSYBOX_IMAGES[@]}"
+  if [ "${CONFORMANCE_IMAGES}" = 1 ]; then
+    import_tar "${OUT}/agnhost.tar" "${AGNHOST_IMAGE}"
+  fi
 fi
 
-for n in "${PAUSE_IMAGE}" "${BUSYBOX_IMAGES[@]}"; do
+for n in "${images[@]}"; do
   log "image ${n}"
 done

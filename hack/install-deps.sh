@@ -4,7 +4,9 @@
 # images, curl for health checks). Idempotent: installs only what is missing
 # and does nothing when everything is present.
 #
-# Usage: hack/install-deps.sh   (as root)
+# Usage: [CONFORMANCE_IMAGES=1] hack/install-deps.sh   (as root)
+#   CONFORMANCE_IMAGES=1 also installs debootstrap, which hack/images.sh uses
+#   for the conformance images' Debian root filesystem.
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,6 +19,9 @@ packages=(
   containerd runc containernetworking-plugins iptables
   etcd-server openssl busybox-static gcc libc6-dev iproute2 curl
 )
+if [ "${CONFORMANCE_IMAGES:-0}" = 1 ]; then
+  packages+=(debootstrap)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

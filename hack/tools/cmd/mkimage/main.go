@@ -9,12 +9,15 @@
 // Output is reproducible: every file in the layer and in the tarball is owned
 // by 0:0 and carries the same modification time (-epoch, default 0), entries
 // are sorted, and the created/history timestamps use the same epoch, so the
-// same rootfs always gives the same manifest digest.
+// same rootfs always gives the same manifest digest. With -keep-owner the
+// layer keeps each file's numeric uid/gid instead (for a distribution's root
+// filesystem, whose files are not all root's); names are still left out.
 //
 // Usage:
 //
 //	mkimage -rootfs DIR -o OUT.tar -name REF [-name REF ...]
 //	        [-entrypoint ARG ...] [-cmd ARG ...] [-env K=V ...] [-workdir DIR]
+//	        [-keep-owner]
 //
 // Besides OUT.tar it writes OUT.tar.digest, the manifest digest, which
 // hack/images.sh compares with `ctr images ls` to skip re-imports.
@@ -62,6 +65,7 @@ type options struct {
 	arch       string
 	os         string
 	epoch      int64
+	keepOwner  bool
 }
 
 func main() {
@@ -76,6 +80,7 @@ func main() {
 	flag.StringVar(&o.arch, "arch", "amd64", "image architecture")
 	flag.StringVar(&o.os, "os", "linux", "image operating system")
 	flag.Int64Var(&o.epoch, "epoch", 0, "timestamp (Unix seconds) for every file and the image config")
+	flag.BoolVar(&o.keepOwner, "keep-owner", false, "keep each file's numeric uid/gid in the layer (default: everything 0:0)")
 	flag.Parse()
 
 	if err := run(o); err != nil {
@@ -90,7 +95,7 @@ func run(o options) error {
 	}
 	epoch := time.Unix(o.epoch, 0).UTC()
 
-	layerTar, err := tarDir(o.rootfs, epoch)
+	layerTar, err := tarDir(o.rootfs, epoch, o.keepOwner)
 	if err != nil {
 		return fmt.Errorf("archive %s: %w", o.rootfs, err)
 	}
@@ -130,9 +135,10 @@ func run(o options) error {
 	return writeLayout(o, img, epoch)
 }
 
-// tarDir archives dir with sorted entries, root ownership and a fixed mtime.
-// Hard links are stored as separate regular files.
-func tarDir(dir string, mtime time.Time) ([]byte, error) {
+// tarDir archives dir with sorted entries, root ownership (or, with
+// keepOwner, the files' numeric owners) and a fixed mtime. Hard links are
+// stored as separate regular files.
+func tarDir(dir string, mtime time.Time, keepOwner bool) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -164,7 +170,9 @@ func tarDir(dir string, mtime time.Time) ([]byte, error) {
 		if info.IsDir() {
 			hdr.Name += "/"
 		}
-		hdr.Uid, hdr.Gid = 0, 0
+		if !keepOwner {
+			hdr.Uid, hdr.Gid = 0, 0
+		}
 		hdr.Uname, hdr.Gname = "", ""
 		hdr.ModTime, hdr.AccessTime, hdr.ChangeTime = mtime, time.Time{}, time.Time{}
 		hdr.Format = tar.FormatPAX
