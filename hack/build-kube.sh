@@ -7,6 +7,7 @@
 #   default components: kube-apiserver kube-scheduler kube-controller-manager kubelet
 #   on request also:    e2e.test   the conformance suite (go test -c k8s.io/kubernetes/test/e2e)
 #                       agnhost    the e2e test image program (static), for hack/images.sh
+#                       ginkgo     the Ginkgo CLI of the same go.mod, to run e2e.test in parallel
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -36,6 +37,9 @@ for c in "${components[@]}"; do
     # Its version (2.59) is test/images/agnhost/VERSION of the same module.
     agnhost)
       CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${BIN}/${c}" k8s.io/kubernetes/test/images/agnhost ;;
+    # The version k8s.io/kubernetes requires (go.mod), as upstream's CI uses.
+    ginkgo)
+      CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${BIN}/${c}" github.com/onsi/ginkgo/v2/ginkgo ;;
     *)
       CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" -o "${BIN}/${c}" "k8s.io/kubernetes/cmd/${c}" ;;
   esac

@@ -18,6 +18,8 @@
 #                             both [NodeConformance] and [Conformance])
 #   CONFORMANCE_SKIP          ginkgo skip regexp (default: \[Disruptive\])
 #   CONFORMANCE_TIMEOUT       ginkgo suite timeout (default 4h)
+#   CONFORMANCE_PROCS         parallel Ginkgo processes (default 4; specs marked
+#                             Serial still run alone, as upstream's CI does)
 #   E2E_ARGS                  extra e2e.test arguments (word-split)
 # Results: _output/conformance/<agent>-<UTC timestamp>/: e2e.log, junit.xml,
 # agent.log, setup.log, local-down.log, summary.txt. Exit status 0 only when
@@ -29,6 +31,7 @@ NODE_AGENT=${NODE_AGENT:-crivk}
 FOCUS=${CONFORMANCE_FOCUS:-'\[NodeConformance\].*\[Conformance\]|\[Conformance\].*\[NodeConformance\]'}
 SKIP=${CONFORMANCE_SKIP:-'\[Disruptive\]'}
 TIMEOUT=${CONFORMANCE_TIMEOUT:-4h}
+PROCS=${CONFORMANCE_PROCS:-4}
 read -r -a extra_args <<<"${E2E_ARGS:-}"
 case "${NODE_AGENT}" in
   crivk | kubelet) ;;
@@ -43,10 +46,12 @@ log() { echo "conformance: $*"; }
 # ---------------------------------------------------------------- set-up
 
 log "building and bringing up the local cluster (log: ${RESULTS}/setup.log)"
+# errexit does not apply inside a function called as an if condition, hence
+# the explicit returns.
 setup() {
-  CONFORMANCE_IMAGES=1 hack/install-deps.sh
-  if [ "${NODE_AGENT}" = crivk ]; then hack/build.sh; fi
-  hack/build-kube.sh kubelet e2e.test agnhost
+  CONFORMANCE_IMAGES=1 hack/install-deps.sh || return
+  if [ "${NODE_AGENT}" = crivk ]; then hack/build.sh || return; fi
+  hack/build-kube.sh kubelet e2e.test agnhost ginkgo || return
   CONFORMANCE_IMAGES=1 hack/local-up.sh
 }
 trap 'hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 || log "local-down failed, see ${RESULTS}/local-down.log"' EXIT
@@ -110,13 +115,12 @@ log "node ${NODE_NAME} Ready"
 
 # ---------------------------------------------------------------- e2e.test
 
-log "running e2e.test (focus: ${FOCUS}; skip: ${SKIP}); log: ${RESULTS}/e2e.log"
+log "running e2e.test with ${PROCS} Ginkgo processes (focus: ${FOCUS}; skip: ${SKIP}); log: ${RESULTS}/e2e.log"
 started=$(date +%s)
 rc=0
-_output/bin/e2e.test --kubeconfig="${KUBECONFIG}" --provider=local \
-  --ginkgo.focus="${FOCUS}" --ginkgo.skip="${SKIP}" \
-  --ginkgo.timeout="${TIMEOUT}" --ginkgo.no-color \
-  --report-dir="${RESULTS}" --ginkgo.junit-report="${RESULTS}/junit.xml" \
+_output/bin/ginkgo --procs="${PROCS}" --focus="${FOCUS}" --skip="${SKIP}" \
+  --timeout="${TIMEOUT}" --no-color --output-dir="${RESULTS}" --junit-report=junit.xml \
+  _output/bin/e2e.test -- --kubeconfig="${KUBECONFIG}" --provider=local --report-dir="${RESULTS}" \
   "${extra_args[@]}" >"${RESULTS}/e2e.log" 2>&1 || rc=$?
 elapsed=$(($(date +%s) - started))
 

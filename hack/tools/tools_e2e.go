@@ -6,6 +6,7 @@
 package tools
 
 import (
+	_ "github.com/onsi/ginkgo/v2/ginkgo"
 	_ "k8s.io/component-base/version"
 	_ "k8s.io/klog/v2"
 	_ "k8s.io/kubernetes/test/conformance/testdata"
