@@ -12,6 +12,8 @@
 #
 #   registry.k8s.io/e2e-test-images/agnhost:2.59      upstream test/images/agnhost recipe on a
 #                                                     Debian bookworm minbase root filesystem
+#   registry.k8s.io/e2e-test-images/nonewprivs:1.3    upstream test/images/nonewprivs: a setuid-root
+#                                                     /usr/local/bin/nnp that prints its effective uid
 #
 # A tarball is rebuilt only when its inputs changed (recorded in
 # _output/images/NAME.inputs); an image is imported only when containerd does
@@ -33,6 +35,7 @@ IMAGE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 BUSYBOX_BIN=/bin/busybox
 CONFORMANCE_IMAGES=${CONFORMANCE_IMAGES:-0}
 AGNHOST_IMAGE=registry.k8s.io/e2e-test-images/agnhost:2.59
+NONEWPRIVS_IMAGE=registry.k8s.io/e2e-test-images/nonewprivs:1.3
 DEBIAN_SUITE=bookworm
 # What upstream's agnhost image adds to its base with apk (minus iperf): nc
 # with UDP, curl, dig/nslookup, ip/ss, bash.
@@ -233,6 +236,30 @@ build_agnhost() {
   rm -rf "${rootfs}"
 }
 
+# build_nonewprivs: upstream's test/images/nonewprivs (nnp.go, setuid root,
+# CMD nnp); the base image only needs the program, so no distribution.
+build_nonewprivs() {
+  local tar=${OUT}/nonewprivs.tar src inputs
+  src=$(cd "${ROOT}/hack/tools" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/images/nonewprivs
+  inputs=$(inputs_of nonewprivs "${src}/nnp.go")
+  if [ -f "${tar}" ] && [ -f "${tar}.digest" ] && [ "$(cat "${tar}.inputs" 2>/dev/null)" = "${inputs}" ]; then
+    log "nonewprivs.tar up to date"
+    return
+  fi
+  log "building nonewprivs.tar"
+  local rootfs
+  rootfs=$(fresh_rootfs nonewprivs)
+  mkdir -p "${rootfs}/usr/local/bin" "${rootfs}/etc" "${rootfs}/tmp"
+  chmod 1777 "${rootfs}/tmp"
+  (cd "${ROOT}/hack/tools" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${rootfs}/usr/local/bin/nnp" k8s.io/kubernetes/test/images/nonewprivs)
+  chmod 4755 "${rootfs}/usr/local/bin/nnp"
+  printf '%s\n' 'root:x:0:0:root:/root:/bin/sh' 'nobody:x:65534:65534:nobody:/home:/bin/false' > "${rootfs}/etc/passwd"
+  printf '%s\n' 'root:x:0:' 'nobody:x:65534:' > "${rootfs}/etc/group"
+  mkimage -rootfs "${rootfs}" -o "${tar}" -name "${NONEWPRIVS_IMAGE}" -cmd nnp -env "PATH=${IMAGE_PATH}"
+  echo "${inputs}" > "${tar}.inputs"
+  rm -rf "${rootfs}"
+}
+
 # import_tar TAR NAME...: imports TAR unless every NAME is already in
 # containerd at the tarball's manifest digest.
 import_tar() {
@@ -266,7 +293,8 @@ build_busybox
 images=("${PAUSE_IMAGE}" "${BUSYBOX_IMAGES[@]}")
 if [ "${CONFORMANCE_IMAGES}" = 1 ]; then
   build_agnhost
-  images+=("${AGNHOST_IMAGE}")
+  build_nonewprivs
+  images+=("${AGNHOST_IMAGE}" "${NONEWPRIVS_IMAGE}")
 fi
 
 if [ -n "${SOCK}" ]; then
@@ -274,6 +302,7 @@ if [ -n "${SOCK}" ]; then
   import_tar "${OUT}/busybox.tar" "${BUSYBOX_IMAGES[@]}"
   if [ "${CONFORMANCE_IMAGES}" = 1 ]; then
     import_tar "${OUT}/agnhost.tar" "${AGNHOST_IMAGE}"
+    import_tar "${OUT}/nonewprivs.tar" "${NONEWPRIVS_IMAGE}"
   fi
 fi
 
