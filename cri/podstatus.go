@@ -235,6 +235,11 @@ func (r *Runtime) ListPods(ctx context.Context) ([]PodRef, error) {
 type Snapshot struct {
 	// Pods maps a pod UID to its sandboxes' and containers' states by ID.
 	Pods map[types.UID]map[string]State
+	// Refs holds the identity of every pod in Pods, for GetPodStatus: the
+	// name and namespace from the labels of its sandboxes (or their
+	// metadata), or, for a pod whose sandboxes are all gone, from its
+	// containers' labels; empty if no object of the pod carries them.
+	Refs map[types.UID]PodRef
 }
 
 // SandboxReady and SandboxNotReady are the states of sandboxes in a
@@ -244,7 +249,8 @@ const (
 	SandboxNotReady State = "sandbox-notready"
 )
 
-// Snapshot lists every crivk-managed sandbox and container.
+// Snapshot lists every crivk-managed sandbox and container, with two list
+// calls and no per-object status call.
 func (r *Runtime) Snapshot(ctx context.Context) (*Snapshot, error) {
 	sel := map[string]string{LabelManagedBy: managedByValue}
 	sbs, err := r.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
@@ -255,27 +261,37 @@ func (r *Runtime) Snapshot(ctx context.Context) (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing containers: %w", err)
 	}
-	s := &Snapshot{Pods: map[types.UID]map[string]State{}}
-	add := func(uid, id string, st State) {
+	s := &Snapshot{Pods: map[types.UID]map[string]State{}, Refs: map[types.UID]PodRef{}}
+	add := func(labels map[string]string, id string, st State, name, namespace string) {
+		uid := types.UID(labels[LabelPodUID])
 		if uid == "" {
 			return
 		}
-		m := s.Pods[types.UID(uid)]
+		m := s.Pods[uid]
 		if m == nil {
 			m = map[string]State{}
-			s.Pods[types.UID(uid)] = m
+			s.Pods[uid] = m
 		}
 		m[id] = st
+		if n := labels[LabelPodName]; n != "" {
+			name = n
+		}
+		if ns := labels[LabelPodNamespace]; ns != "" {
+			namespace = ns
+		}
+		if ref, ok := s.Refs[uid]; !ok || ref.Name == "" && name != "" {
+			s.Refs[uid] = PodRef{UID: uid, Name: name, Namespace: namespace}
+		}
 	}
 	for _, sb := range sbs {
 		st := SandboxNotReady
 		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
 			st = SandboxReady
 		}
-		add(sb.Labels[LabelPodUID], sb.Id, st)
+		add(sb.Labels, sb.Id, st, sb.GetMetadata().GetName(), sb.GetMetadata().GetNamespace())
 	}
 	for _, c := range cs {
-		add(c.Labels[LabelPodUID], c.Id, toState(c.State))
+		add(c.Labels, c.Id, toState(c.State), "", "")
 	}
 	return s, nil
 }

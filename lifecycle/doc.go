@@ -1,26 +1,53 @@
-// Package lifecycle is crivk's pod engine: for every pod UID bound to the
-// node it decides what must happen and when, drives the runtime manager
-// (package cri) and publishes the kubelet-shaped API status.
+// Package lifecycle is crivk's pod engine, the part of the kubelet between
+// the pods the API assigns to the node and the runtime: per pod UID it
+// decides what must happen and when, drives the runtime manager (package
+// cri) and publishes the kubelet-shaped API status.
 //
-// This is the foundation version: one worker goroutine per pod UID, kicked
-// by spec changes, deletion and the PLEG (pleg.go: one relist of the whole
-// runtime per period, a pure (old, new) -> events diff), and resynced every
-// Config.SyncInterval. The kubelet's full pod worker state machine and
-// status manager come with the lifecycle-engine work; the status generation
-// (status.go) and the PLEG event rules are already the kubelet's.
+// The pieces, one file each, and who calls what:
 //
-// A pod's worker goes through the states of WorkerState (state.go, with
-// the diagram and the one table of allowed transitions): Syncing, Finished
-// (phase Succeeded/Failed: sandbox stopped, containers kept for logs),
-// Terminating (containers stopped with the effective grace period, retried
-// with back-off until the runtime confirms; a shorter grace period cancels
-// the attempt in flight through its context) and Terminated (final status
-// published, sandbox and containers removed, Config.OnTerminated called so
-// the provider deletes the API object, worker forgotten).
+//	provider (virtual-kubelet) ──UpdatePod/Kill/KillUnknown──> Engine (engine.go)
+//	                                                              │ pod manager: the desired pods
+//	  PLEG (pleg.go) ── relist every 1s ──> Cache (cache.go)      │
+//	        │            status newer than T  ^      │            v
+//	        └── OnChange(uid) = Engine.Kick ──┼──────┼──> PodWorkers (podworkers.go)
+//	                                          │      │     one goroutine per UID:
+//	  WorkQueue (workqueue.go) <── requeue ───┼──────┼──── sync / terminating / terminated
+//	        └── due pods, every 1s ──> Engine ┘      │            │ podSyncer
+//	                                                 v            v
+//	                      GetNewerThan(last sync) before    engineSyncer (engine.go)
+//	                      each piece of work                 plan (cri.ComputePodActions),
+//	                                                         act (cri.Runtime), read back
+//	                                                         at once into the Cache,
+//	                                                         GenerateStatus (status.go)
+//	                                                              │ SetPodStatus / TerminatePod
+//	                                                              v
+//	                                      StatusManager (statusmanager.go): versioned,
+//	                                      terminal phase final, illegal container
+//	                                      transitions refused, coalesced delivery
+//	                                                              │ Notify
+//	                                                              v
+//	                                      provider ──> virtual-kubelet ──> API server
 //
-// Who calls what: the provider calls Engine.UpdatePod and Engine.Kill from
-// virtual-kubelet's pod controller; the Engine calls the Runtime interface
-// (implemented by *cri.Runtime) and hands every new status to the notify
-// callback registered with Engine.NotifyPods. The engine never talks to the
-// Kubernetes API itself.
+// A pod's life in the workers (the kubelet's; the full timeline with the
+// predicates that hold at each point is drawn above PodWorkerState):
+//
+//	create ──> SyncPod (repeated) ──terminal phase / kill / deletion──>
+//	SyncTerminatingPod (repeated until no container runs; a shorter grace
+//	period cancels the attempt in flight) ──> SyncTerminatedPod (final
+//	status; a deleted pod's containers and sandbox are removed and the
+//	provider deletes the API object) ──> finished ──SyncKnownPods──> forgotten
+//
+// A pod that finished on its own (Succeeded/Failed) keeps its stopped
+// containers, and so its logs, until it is deleted; Housekeeping then
+// removes them. Runtime pods of no API pod (deleted while crivk was down)
+// are stopped and removed through the runtime-pod path once the provider
+// has handed over the informer's view (SetDesiredPods).
+//
+// Requeue (completeWork): at once after a phase transition, after
+// SyncInterval (with jitter) after a successful sync, after a second when
+// the runtime's network is not ready or a container waits for a back-off,
+// after BackOffPeriod on other errors.
+//
+// The engine never talks to the Kubernetes API itself; it must never run
+// two workers for one UID or two started pods of the same namespace/name.
 package lifecycle

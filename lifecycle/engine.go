@@ -10,7 +10,6 @@ import (
 	"github.com/crivk/crivk/cri"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
@@ -20,6 +19,7 @@ import (
 // Runtime is what the engine needs of the runtime manager (*cri.Runtime).
 type Runtime interface {
 	GetPodStatus(ctx context.Context, ref cri.PodRef) (*cri.PodStatus, error)
+	ListPods(ctx context.Context) ([]cri.PodRef, error)
 	SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, plan cri.PodActions, b *cri.BackOffs, now time.Time) *cri.SyncResult
 	KillPod(ctx context.Context, status *cri.PodStatus, grace int64) error
 	RemovePod(ctx context.Context, status *cri.PodStatus) error
@@ -33,36 +33,68 @@ type Config struct {
 	RuntimeName string // e.g. "containerd", for container IDs
 	NodeIP      string
 	Clock       clock.WithTicker
-	// SyncInterval is how often a pod is resynced without a Kick (the PLEG
-	// kicks a pod's worker as soon as the runtime changes for it).
+	// Cache is the runtime status cache the PLEG fills; NewEngine makes one
+	// when nil (then only the engine's own reads fill it).
+	Cache *Cache
+	// SyncInterval is how long after a successful sync a pod is synced again
+	// when nothing happens to it (the PLEG and spec changes sync it at once).
 	SyncInterval time.Duration
+	// HousekeepingInterval is how often finished and orphaned pods are
+	// cleaned up (default 2s, the kubelet's).
+	HousekeepingInterval time.Duration
 	// OnTerminated is called once a deleted pod's containers and sandbox are
 	// gone and its final status was published. The provider deletes the API
-	// object there. It may be called again after an error.
+	// object there. It is called again after an error.
 	OnTerminated func(ctx context.Context, pod *v1.Pod) error
 	// Recorder receives kubelet-style events; nil drops them.
 	Recorder record.EventRecorder
 }
 
-// Engine runs one worker per pod UID.
+// Engine is crivk's kubelet core: a pod manager (the pods virtual-kubelet
+// gave it), the pod workers, the sync loop that feeds them and the podSyncer
+// they call, which plans and acts through the Runtime and publishes through
+// the StatusManager.
 type Engine struct {
 	cfg     Config
 	backoff *cri.BackOffs
+	cache   *Cache
+	queue   *WorkQueue
+	workers *PodWorkers
+	status  *StatusManager
+	// stop ends the workers' context; called when Run returns.
+	stop context.CancelFunc
+	// housekeeping serialises Housekeeping runs.
+	housekeeping sync.Mutex
 
-	mu      sync.Mutex
-	workers map[types.UID]*worker // guarded by mu
-	notify  func(*v1.Pod)         // guarded by mu
+	mu sync.Mutex
+	// pods is the desired set: every pod handed to the engine, until its
+	// API object was deleted after termination. Guarded by mu.
+	pods map[types.UID]*v1.Pod
+	// waiting: per pod, why containers the last sync wanted started are
+	// not running. podIPs: the pod IPs once known. Guarded by mu.
+	waiting map[types.UID]map[string]cri.Waiting
+	podIPs  map[types.UID][]string
+	notify  func(*v1.Pod) // guarded by mu
+	// desired lists the API's pods for this node once the informer is
+	// synced; until then no runtime pod is taken for an orphan. Guarded by mu.
+	desired func() ([]*v1.Pod, error)
 }
 
 // Restart and pull back-off, the kubelet's constants.
 const (
 	backOffInitial = 10 * time.Second
 	backOffMax     = 300 * time.Second
-	// backOffPoll is how often a pod in back-off is looked at again.
+	// backOffPoll is how soon a pod whose container waits for a back-off is
+	// synced again; no runtime event announces the end of a back-off.
 	backOffPoll = time.Second
+	// workQueuePoll is how often due pods are taken from the work queue.
+	workQueuePoll = time.Second
+	// finalStatusTimeout bounds the wait for a terminated pod's final
+	// status to be handed on before its API object is deleted.
+	finalStatusTimeout = 5 * time.Second
 )
 
-// NewEngine validates cfg and returns an engine with no pods.
+// NewEngine validates cfg and returns an engine with no pods. Run starts it.
 func NewEngine(cfg Config) (*Engine, error) {
 	if cfg.Runtime == nil {
 		return nil, errors.New("lifecycle: no runtime")
@@ -73,16 +105,77 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if cfg.SyncInterval <= 0 {
 		cfg.SyncInterval = 10 * time.Second
 	}
+	if cfg.HousekeepingInterval <= 0 {
+		cfg.HousekeepingInterval = 2 * time.Second
+	}
 	if cfg.OnTerminated == nil {
 		cfg.OnTerminated = func(context.Context, *v1.Pod) error { return nil }
 	}
-	restart := flowcontrol.NewBackOff(backOffInitial, backOffMax)
-	pull := flowcontrol.NewBackOff(backOffInitial, backOffMax)
-	return &Engine{
-		cfg:     cfg,
-		backoff: &cri.BackOffs{Restart: restart, Pull: pull},
-		workers: map[types.UID]*worker{},
-	}, nil
+	if cfg.Cache == nil {
+		cfg.Cache = NewCache()
+	}
+	e := &Engine{
+		cfg: cfg,
+		backoff: &cri.BackOffs{
+			Restart: flowcontrol.NewBackOff(backOffInitial, backOffMax),
+			Pull:    flowcontrol.NewBackOff(backOffInitial, backOffMax),
+		},
+		cache:   cfg.Cache,
+		queue:   NewWorkQueue(cfg.Clock),
+		pods:    map[types.UID]*v1.Pod{},
+		waiting: map[types.UID]map[string]cri.Waiting{},
+		podIPs:  map[types.UID][]string{},
+	}
+	var err error
+	if e.status, err = NewStatusManager(StatusManagerConfig{Clock: cfg.Clock, Notify: e.publish}); err != nil {
+		return nil, err
+	}
+	// The workers outlive the calls that start them; Run's return ends them.
+	ctx, stop := context.WithCancel(context.Background())
+	e.stop = stop
+	e.workers, err = NewPodWorkers(ctx, PodWorkersConfig{
+		Syncer:         (*engineSyncer)(e),
+		Cache:          e.cache,
+		Queue:          e.queue,
+		Clock:          cfg.Clock,
+		ResyncInterval: cfg.SyncInterval,
+	})
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Run delivers statuses and runs the sync loop until ctx ends: every
+// second the due pods of the work queue are synced; every housekeeping
+// interval finished pods are forgotten and orphans terminated.
+func (e *Engine) Run(ctx context.Context) {
+	defer e.stop()
+	go e.status.Run(ctx)
+	work := e.cfg.Clock.NewTicker(workQueuePoll)
+	defer work.Stop()
+	house := e.cfg.Clock.NewTicker(e.cfg.HousekeepingInterval)
+	defer house.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-work.C():
+			e.syncDue()
+		case <-house.C():
+			e.Housekeeping(ctx)
+		}
+	}
+}
+
+// syncDue hands the due pods of the work queue to their workers.
+func (e *Engine) syncDue() {
+	for _, uid := range e.queue.GetWork() {
+		if pod := e.desiredPod(uid); pod != nil {
+			e.workers.UpdatePod(UpdatePodOptions{UpdateType: SyncPodSync, Pod: pod, StartTime: e.cfg.Clock.Now()})
+		}
+	}
 }
 
 // NotifyPods registers the callback that receives every new pod status.
@@ -101,322 +194,408 @@ func (e *Engine) publish(pod *v1.Pod) {
 	}
 }
 
-// UpdatePod starts a worker for a new pod or hands a changed spec to its
-// worker. It never blocks on the runtime.
-func (e *Engine) UpdatePod(ctx context.Context, pod *v1.Pod) {
-	e.dispatch(ctx, pod, false)
+// SetDesiredPods gives the engine the API's pods for this node (a synced
+// informer). From then on housekeeping terminates every runtime pod whose
+// UID is neither among them nor known to the engine.
+func (e *Engine) SetDesiredPods(list func() ([]*v1.Pod, error)) {
+	e.mu.Lock()
+	e.desired = list
+	e.mu.Unlock()
 }
 
-// dispatch hands pod to its worker, starting one if there is none; with
-// kill the worker terminates the pod.
-func (e *Engine) dispatch(ctx context.Context, pod *v1.Pod, kill bool) {
+func (e *Engine) desiredPod(uid types.UID) *v1.Pod {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	w, ok := e.workers[pod.UID]
-	if !ok {
-		w = newWorker(e, pod)
-		e.workers[pod.UID] = w
-	}
-	// The request is recorded before a new worker starts, so that a worker
-	// created only to clean up never syncs the pod first.
-	if kill {
-		w.kill(pod)
-	} else {
-		w.update(pod)
-	}
-	if !ok {
-		// Workers outlive the call that started them; they end when
-		// their pod is terminated.
-		go w.run(context.WithoutCancel(ctx))
-	}
+	return e.pods[uid]
 }
 
-// Kill asks the pod's worker to stop its containers and clean up. It
-// returns false when the engine does not know the pod.
+// UpdatePod hands a new or changed pod to its worker. It never blocks on
+// the runtime.
+func (e *Engine) UpdatePod(_ context.Context, pod *v1.Pod) {
+	e.mu.Lock()
+	_, known := e.pods[pod.UID]
+	e.pods[pod.UID] = pod.DeepCopy()
+	e.mu.Unlock()
+	t := SyncPodUpdate
+	if !known {
+		t = SyncPodCreate
+	}
+	e.workers.UpdatePod(UpdatePodOptions{UpdateType: t, Pod: pod, StartTime: e.cfg.Clock.Now()})
+}
+
+// Kill asks the pod's worker to stop its containers with the pod's
+// deletion grace period, then clean up and call OnTerminated. It returns
+// false when the engine does not know the pod.
 func (e *Engine) Kill(pod *v1.Pod) bool {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	w, ok := e.workers[pod.UID]
-	if !ok {
+	_, known := e.pods[pod.UID]
+	if known {
+		e.pods[pod.UID] = pod.DeepCopy()
+	}
+	e.mu.Unlock()
+	if !known {
 		return false
 	}
-	w.kill(pod)
+	if e.workers.IsPodFinished(pod.UID) {
+		// Finished already (Succeeded/Failed): housekeeping removes what is
+		// left now that the pod is deleted.
+		return true
+	}
+	e.workers.UpdatePod(UpdatePodOptions{UpdateType: SyncPodKill, Pod: pod, StartTime: e.cfg.Clock.Now()})
 	return true
 }
 
-// Pod returns the latest pod with its status, or nil.
-func (e *Engine) Pod(uid types.UID) *v1.Pod {
+// KillUnknown terminates a pod the engine was never given (deleted from
+// the API while crivk was down): whatever the runtime holds of it is
+// stopped and removed, then OnTerminated is called.
+func (e *Engine) KillUnknown(_ context.Context, pod *v1.Pod) {
 	e.mu.Lock()
-	w := e.workers[uid]
+	e.pods[pod.UID] = pod.DeepCopy()
 	e.mu.Unlock()
-	if w == nil {
+	e.workers.UpdatePod(UpdatePodOptions{UpdateType: SyncPodKill, Pod: pod, StartTime: e.cfg.Clock.Now()})
+}
+
+// Kick syncs the pod uid now (the PLEG saw a change). Unknown UIDs are
+// ignored: housekeeping takes care of runtime pods nobody wants.
+func (e *Engine) Kick(uid types.UID) {
+	if pod := e.desiredPod(uid); pod != nil {
+		e.workers.UpdatePod(UpdatePodOptions{UpdateType: SyncPodSync, Pod: pod, StartTime: e.cfg.Clock.Now()})
+	}
+}
+
+// Pod returns the pod with its latest status, or nil.
+func (e *Engine) Pod(uid types.UID) *v1.Pod {
+	pod := e.desiredPod(uid)
+	if pod == nil {
 		return nil
 	}
-	return w.current()
+	return e.withStatus(pod)
+}
+
+func (e *Engine) withStatus(pod *v1.Pod) *v1.Pod {
+	p := pod.DeepCopy()
+	if st, ok := e.status.GetPodStatus(pod.UID); ok {
+		p.Status = st
+	}
+	return p
 }
 
 // Pods returns every pod the engine runs, with its status.
 func (e *Engine) Pods() []*v1.Pod {
 	e.mu.Lock()
-	ws := make([]*worker, 0, len(e.workers))
-	for _, w := range e.workers {
-		ws = append(ws, w)
+	pods := make([]*v1.Pod, 0, len(e.pods))
+	for _, p := range e.pods {
+		pods = append(pods, p)
 	}
 	e.mu.Unlock()
-	out := make([]*v1.Pod, 0, len(ws))
-	for _, w := range ws {
-		out = append(out, w.current())
+	out := make([]*v1.Pod, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, e.withStatus(p))
 	}
 	return out
 }
 
-func (e *Engine) forget(w *worker) {
+// PodByName returns the newest pod the engine knows under namespace/name,
+// with its status, or nil.
+func (e *Engine) PodByName(namespace, name string) *v1.Pod {
 	e.mu.Lock()
-	if e.workers[w.uid] == w {
-		delete(e.workers, w.uid)
+	var best *v1.Pod
+	for _, p := range e.pods {
+		if p.Namespace == namespace && p.Name == name && (best == nil || best.CreationTimestamp.Before(&p.CreationTimestamp)) {
+			best = p
+		}
 	}
 	e.mu.Unlock()
-	var names []string
-	for _, c := range w.spec().Spec.InitContainers {
-		names = append(names, c.Name)
+	if best == nil {
+		return nil
 	}
-	for _, c := range w.spec().Spec.Containers {
-		names = append(names, c.Name)
-	}
-	e.backoff.Forget(string(w.uid), names)
+	return e.withStatus(best)
 }
 
-// worker owns one pod UID.
-type worker struct {
-	e   *Engine
-	uid types.UID
-	ref cri.PodRef
-
-	kick chan struct{} // buffered 1: something changed
-
-	mu     sync.Mutex
-	pod    *v1.Pod      // latest spec; guarded by mu
-	status v1.PodStatus // last published; guarded by mu
-	state  WorkerState  // guarded by mu; changed only through setStateLocked
-	// killGrace is the grace period of the termination under way and
-	// cancelKill cancels its attempt in flight; both guarded by mu.
-	killGrace  int64
-	cancelKill context.CancelFunc
-
-	// Only accessed from the worker goroutine:
-	waiting map[string]cri.Waiting
-	podIPs  []string
-	stopped bool // a Finished pod's sandbox and containers are stopped
-	// backingOff is set while a container waits for a restart or pull
-	// back-off to run out.
-	backingOff bool
-}
-
-func newWorker(e *Engine, pod *v1.Pod) *worker {
-	return &worker{
-		e:      e,
-		uid:    pod.UID,
-		ref:    cri.RefOf(pod),
-		kick:   make(chan struct{}, 1),
-		pod:    pod.DeepCopy(),
-		status: *pod.Status.DeepCopy(),
-	}
-}
-
-func (w *worker) poke() {
-	select {
-	case w.kick <- struct{}{}:
-	default:
-	}
-}
-
-func (w *worker) update(pod *v1.Pod) {
-	w.mu.Lock()
-	w.pod = pod.DeepCopy()
-	w.mu.Unlock()
-	w.poke()
-}
-
-// setStateLocked moves the worker to state to if the transition is allowed;
-// a refused transition is logged, never a panic. Must hold w.mu.
-func (w *worker) setStateLocked(to WorkerState) bool {
-	if w.state == to {
-		return true
-	}
-	if !canTransition(w.state, to) {
-		log.L.WithField("pod", w.ref.String()).Errorf("refused worker transition %s -> %s", w.state, to)
-		return false
-	}
-	w.state = to
-	return true
-}
-
-func (w *worker) getState() WorkerState {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.state
-}
-
-// kill starts termination with pod's effective grace period. While
-// terminating, a shorter grace period cancels the attempt in flight and
-// restarts it with the shorter one; a longer one changes nothing.
-func (w *worker) kill(pod *v1.Pod) {
-	grace := cri.GracePeriod(pod, nil)
-	w.mu.Lock()
-	if w.state == WorkerTerminating && grace >= w.killGrace {
-		w.mu.Unlock()
-		return
-	}
-	if !w.setStateLocked(WorkerTerminating) {
-		w.mu.Unlock()
-		return
-	}
-	w.pod = pod.DeepCopy()
-	w.killGrace = grace
-	if w.cancelKill != nil {
-		w.cancelKill()
-	}
-	w.mu.Unlock()
-	w.poke()
-}
-
-func (w *worker) spec() *v1.Pod {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.pod
-}
-
-func (w *worker) current() *v1.Pod {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	p := w.pod.DeepCopy()
-	p.Status = *w.status.DeepCopy()
-	return p
-}
-
-func (w *worker) run(ctx context.Context) {
-	ctx = log.WithLogger(ctx, log.G(ctx).WithFields(log.Fields{"pod": w.ref.Namespace + "/" + w.ref.Name, "uid": w.uid}))
-	clk := w.e.cfg.Clock
-	retry := flowcontrol.NewBackOff(500*time.Millisecond, 30*time.Second)
-	for {
-		w.mu.Lock()
-		pod, state, grace := w.pod, w.state, w.killGrace
-		killCtx, cancel := context.WithCancel(ctx)
-		w.cancelKill = cancel
-		w.mu.Unlock()
-
-		var wait time.Duration
-		if state == WorkerTerminating {
-			err := w.terminate(killCtx, pod, grace)
-			shortened := killCtx.Err() != nil && ctx.Err() == nil
-			cancel()
-			switch {
-			case err == nil:
-				w.mu.Lock()
-				w.setStateLocked(WorkerTerminated)
-				w.cancelKill = nil
-				w.mu.Unlock()
-				w.e.forget(w)
-				return
-			case shortened:
-				log.G(ctx).Info("grace period shortened: restarting termination")
-				continue
-			default:
-				log.G(ctx).WithError(err).Warn("terminating pod failed, retrying")
-				retry.Next("kill", clk.Now())
-				wait = retry.Get("kill")
-			}
-		} else {
-			cancel()
-			if err := w.sync(ctx, pod); err != nil {
-				log.G(ctx).WithError(err).Warn("sync failed")
-			}
-			wait = w.e.cfg.SyncInterval
-			if w.backingOff && wait > backOffPoll {
-				// A restart or pull waits for its back-off to run out;
-				// no runtime event will announce that.
-				wait = backOffPoll
-			}
-			if state == WorkerFinished && w.stopped {
-				wait = time.Hour // nothing changes any more until the pod is deleted
-			}
+// Housekeeping forgets finished pods that are gone, removes what is left of
+// finished pods that were deleted, and terminates runtime pods nobody wants.
+// Run calls it every housekeeping interval; tests call it directly.
+func (e *Engine) Housekeeping(ctx context.Context) {
+	e.housekeeping.Lock()
+	defer e.housekeeping.Unlock()
+	// Deleted pods whose worker finished before the deletion (Succeeded or
+	// Failed pods): their containers were kept for their logs until now.
+	e.mu.Lock()
+	var done []*v1.Pod
+	for uid, p := range e.pods {
+		if p.DeletionTimestamp != nil && e.workers.IsPodFinished(uid) {
+			done = append(done, p)
 		}
-		t := clk.NewTimer(wait)
-		select {
-		case <-w.kick:
-		case <-t.C():
-		case <-ctx.Done():
-			t.Stop()
-			return
+	}
+	e.mu.Unlock()
+	for _, p := range done {
+		if err := e.removeDeleted(ctx, p); err != nil {
+			log.G(ctx).WithError(err).WithField("pod", p.Namespace+"/"+p.Name).WithField("uid", p.UID).Warn("cleaning up deleted pod failed, will retry")
 		}
-		t.Stop()
+	}
+
+	e.mu.Lock()
+	desiredPods := make([]*v1.Pod, 0, len(e.pods))
+	for _, p := range e.pods {
+		desiredPods = append(desiredPods, p)
+	}
+	listDesired := e.desired
+	e.mu.Unlock()
+	e.workers.SyncKnownPods(desiredPods)
+
+	if listDesired != nil {
+		if err := e.terminateRuntimeOrphans(ctx, listDesired); err != nil {
+			log.G(ctx).WithError(err).Warn("looking for orphaned runtime pods failed")
+		}
 	}
 }
 
-// sync brings the runtime to the pod's spec once and publishes its status.
-func (w *worker) sync(ctx context.Context, pod *v1.Pod) error {
-	rt := w.e.cfg.Runtime
-	st, err := rt.GetPodStatus(ctx, w.ref)
+// terminateRuntimeOrphans hands every runtime pod that is neither desired
+// nor known to the workers to the runtime-pod path. The runtime is listed
+// before the desired set, so a sandbox created after the listing for a new
+// pod is never taken for an orphan.
+func (e *Engine) terminateRuntimeOrphans(ctx context.Context, listDesired func() ([]*v1.Pod, error)) error {
+	refs, err := e.cfg.Runtime.ListPods(ctx)
 	if err != nil {
 		return err
 	}
-	var syncErr error
-	if w.getState() == WorkerSyncing {
-		plan := cri.ComputePodActions(pod, st)
-		if plan.CreateSandbox || plan.KillPod || plan.NextInit >= 0 || len(plan.ContainersToStart) > 0 || len(plan.ContainersToKill) > 0 {
-			log.G(ctx).WithField("plan", plan.String()).Debug("syncing pod")
-			res := rt.SyncPod(ctx, pod, st, plan, w.e.backoff, w.e.cfg.Clock.Now())
-			w.recordSync(pod, res)
-			syncErr = res.Error()
-			// Read back at once, so a change reaches the API without waiting
-			// for the next poll.
-			if st, err = rt.GetPodStatus(ctx, w.ref); err != nil {
-				return err
-			}
-		} else {
-			w.backingOff = false
+	desired, err := listDesired()
+	if err != nil {
+		return err
+	}
+	want := map[types.UID]bool{}
+	for _, p := range desired {
+		want[p.UID] = true
+	}
+	for _, ref := range refs {
+		if want[ref.UID] || e.desiredPod(ref.UID) != nil || e.workers.IsKnown(ref.UID) {
+			continue
 		}
-	}
-	if ips := st.IPs(); len(ips) > 0 {
-		w.podIPs = ips
-	}
-	status := w.generate(pod, st, false)
-	finished := false
-	if status.Phase == v1.PodSucceeded || status.Phase == v1.PodFailed {
-		w.mu.Lock()
-		switch w.state {
-		case WorkerSyncing:
-			finished = w.setStateLocked(WorkerFinished) // no more plans for this pod
-		case WorkerFinished:
-			finished = true
+		st, err := e.cfg.Runtime.GetPodStatus(ctx, ref)
+		if err != nil {
+			return err
 		}
-		// Terminating: a kill arrived during this sync; it takes over.
-		w.mu.Unlock()
+		log.G(ctx).WithField("pod", ref.String()).Info("terminating orphaned runtime pod: no pod in the API has its UID")
+		e.workers.UpdatePod(UpdatePodOptions{UpdateType: SyncPodKill, RunningPod: st, StartTime: e.cfg.Clock.Now()})
 	}
-	w.publish(pod, status)
-	if finished && !w.stopped {
-		// The kubelet stops a finished pod's sandbox but keeps its
-		// containers (and logs) until the pod is deleted. Retried at the
-		// next sync until it succeeds.
-		if err := rt.KillPod(ctx, st, cri.GracePeriod(pod, nil)); err != nil {
-			return errors.Join(syncErr, err)
-		}
-		w.stopped = true
-	}
-	return syncErr
+	return nil
 }
 
-func (w *worker) recordSync(pod *v1.Pod, res *cri.SyncResult) {
-	w.waiting = res.Waiting
-	w.backingOff = false
-	for _, wt := range res.Waiting {
-		if wt.Reason == cri.ReasonCrashLoopBackOff || wt.Reason == cri.ReasonImagePullBackOff || wt.Reason == cri.ReasonErrImagePull {
-			w.backingOff = true
+// removeDeleted removes a terminated, deleted pod's containers and sandbox,
+// calls OnTerminated and forgets the pod.
+func (e *Engine) removeDeleted(ctx context.Context, pod *v1.Pod) error {
+	st, err := e.cfg.Runtime.GetPodStatus(ctx, cri.RefOf(pod))
+	if err != nil {
+		return err
+	}
+	if err := e.cfg.Runtime.RemovePod(ctx, st); err != nil {
+		return err
+	}
+	// The final status reaches virtual-kubelet before the object goes.
+	wctx, cancel := context.WithTimeout(ctx, finalStatusTimeout)
+	err = e.status.WaitDelivered(wctx, pod.UID)
+	cancel()
+	if err != nil && ctx.Err() == nil {
+		log.G(ctx).WithField("pod", pod.Namespace+"/"+pod.Name).WithField("uid", pod.UID).Warn("final status not delivered in time; deleting the pod anyway")
+	}
+	if err := e.cfg.OnTerminated(ctx, e.withStatus(pod)); err != nil {
+		return err
+	}
+	e.forget(pod)
+	return nil
+}
+
+// forget drops everything the engine holds of a pod whose API object is
+// gone; SyncKnownPods then drops its worker record.
+func (e *Engine) forget(pod *v1.Pod) {
+	e.mu.Lock()
+	delete(e.pods, pod.UID)
+	delete(e.waiting, pod.UID)
+	delete(e.podIPs, pod.UID)
+	e.mu.Unlock()
+	e.status.RemovePod(pod.UID)
+	e.cache.Delete(pod.UID)
+	var names []string
+	for _, c := range pod.Spec.InitContainers {
+		names = append(names, c.Name)
+	}
+	for _, c := range pod.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	e.backoff.Forget(string(pod.UID), names)
+}
+
+// refresh reads the pod's runtime state right after the engine acted on it
+// and stores it in the cache with the time before the read, so the status
+// published next reflects the action without waiting for a relist.
+func (e *Engine) refresh(ctx context.Context, ref cri.PodRef) (*cri.PodStatus, error) {
+	t := e.cfg.Clock.Now()
+	st, err := e.cfg.Runtime.GetPodStatus(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	e.cache.Set(ref.UID, st, nil, t)
+	return st, nil
+}
+
+// generate builds the API status from the runtime state and what the
+// engine knows of the pod.
+func (e *Engine) generate(pod *v1.Pod, st *cri.PodStatus, deleted bool) v1.PodStatus {
+	prev, ok := e.status.GetPodStatus(pod.UID)
+	if !ok {
+		prev = *pod.Status.DeepCopy()
+	}
+	e.mu.Lock()
+	if ips := st.IPs(); len(ips) > 0 {
+		e.podIPs[pod.UID] = ips
+	}
+	ips := e.podIPs[pod.UID]
+	waiting := e.waiting[pod.UID]
+	e.mu.Unlock()
+	return GenerateStatus(statusInput{
+		Pod:         pod,
+		Previous:    prev,
+		Runtime:     st,
+		Waiting:     waiting,
+		RuntimeName: e.cfg.RuntimeName,
+		NodeIP:      e.cfg.NodeIP,
+		PodIPs:      ips,
+		Deleted:     deleted,
+		Now:         e.cfg.Clock.Now(),
+	})
+}
+
+// engineSyncer is the Engine seen as the pod workers' podSyncer.
+type engineSyncer Engine
+
+var _ podSyncer = (*engineSyncer)(nil)
+
+// errBackingOff is returned by SyncPod while a container waits for a
+// restart or pull back-off.
+var errBackingOff = errors.New("a container is waiting for a back-off")
+
+// SyncPod publishes the pod's status from the runtime state it was given;
+// unless the pod is terminal, plans and carries out one round of actions,
+// reads the runtime back at once and publishes again.
+func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, st *cri.PodStatus) (bool, error) {
+	e := (*Engine)(s)
+	status := e.generate(pod, st, false)
+	e.status.SetPodStatus(pod, status)
+	if isTerminalPhase(status.Phase) {
+		return true, nil
+	}
+	plan := cri.ComputePodActions(pod, st)
+	if !plan.CreateSandbox && !plan.KillPod && plan.NextInit < 0 && len(plan.ContainersToStart) == 0 && len(plan.ContainersToKill) == 0 {
+		e.mu.Lock()
+		delete(e.waiting, pod.UID)
+		e.mu.Unlock()
+		return false, nil
+	}
+	log.G(ctx).WithField("plan", plan.String()).Debug("syncing pod")
+	res := e.cfg.Runtime.SyncPod(ctx, pod, st, plan, e.backoff, e.cfg.Clock.Now())
+	backingOff := e.recordSync(pod, res)
+	syncErr := res.Error()
+	if after, err := e.refresh(ctx, cri.RefOf(pod)); err == nil {
+		e.status.SetPodStatus(pod, e.generate(pod, after, false))
+	} else {
+		syncErr = errors.Join(syncErr, err)
+	}
+	if syncErr == nil && backingOff {
+		syncErr = errBackingOff
+	}
+	if backingOff {
+		return false, &BackOffError{Err: syncErr, Until: e.cfg.Clock.Now().Add(backOffPoll)}
+	}
+	return false, syncErr
+}
+
+// SyncTerminatingPod stops the pod's containers with the grace period and
+// publishes the status with the containers stopped.
+func (s *engineSyncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, st *cri.PodStatus, grace int64, statusFn PodStatusFunc) error {
+	e := (*Engine)(s)
+	deleted := pod.DeletionTimestamp != nil
+	status := e.generate(pod, st, deleted)
+	if statusFn != nil {
+		statusFn(&status)
+	}
+	e.status.SetPodStatus(pod, status)
+	if st.Running() && e.cfg.Recorder != nil {
+		for _, c := range st.Containers {
+			if c.State == cri.StateRunning {
+				e.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
+			}
 		}
 	}
-	r := w.e.cfg.Recorder
+	if err := e.cfg.Runtime.KillPod(ctx, st, grace); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("killing pod %s: %w", cri.RefOf(pod), err)
+	}
+	after, err := e.refresh(ctx, cri.RefOf(pod))
+	if err != nil {
+		return err
+	}
+	if after.Running() {
+		return fmt.Errorf("pod %s still has running containers after kill", cri.RefOf(pod))
+	}
+	status = e.generate(pod, after, true)
+	if statusFn != nil {
+		statusFn(&status)
+	}
+	e.status.SetPodStatus(pod, status)
+	return nil
+}
+
+// SyncTerminatingRuntimePod stops and removes a pod only the runtime knows.
+func (s *engineSyncer) SyncTerminatingRuntimePod(ctx context.Context, rp *cri.PodStatus) error {
+	e := (*Engine)(s)
+	if err := e.cfg.Runtime.KillPod(ctx, rp, 1); err != nil {
+		return fmt.Errorf("killing runtime pod %s: %w", rp.Ref, err)
+	}
+	st, err := e.cfg.Runtime.GetPodStatus(ctx, rp.Ref)
+	if err != nil {
+		return err
+	}
+	if err := e.cfg.Runtime.RemovePod(ctx, st); err != nil {
+		return err
+	}
+	e.cache.Delete(rp.Ref.UID)
+	return nil
+}
+
+// SyncTerminatedPod publishes the final status. A deleted pod's containers
+// and sandbox are removed and OnTerminated is called; a pod that finished
+// on its own keeps its containers (and logs) until it is deleted.
+func (s *engineSyncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, st *cri.PodStatus) error {
+	e := (*Engine)(s)
+	// The pod may have been deleted since its worker took this work.
+	if cur := e.desiredPod(pod.UID); cur != nil {
+		pod = cur
+	}
+	e.status.SetPodStatus(pod, e.generate(pod, st, pod.DeletionTimestamp != nil))
+	e.status.TerminatePod(pod)
+	if pod.DeletionTimestamp == nil {
+		return nil
+	}
+	return e.removeDeleted(ctx, pod)
+}
+
+// recordSync keeps the sync's waiting reasons for the status, records
+// kubelet-style events and reports whether a container waits for a
+// back-off.
+func (e *Engine) recordSync(pod *v1.Pod, res *cri.SyncResult) (backingOff bool) {
+	e.mu.Lock()
+	e.waiting[pod.UID] = res.Waiting
+	e.mu.Unlock()
+	for _, wt := range res.Waiting {
+		if wt.Reason == cri.ReasonCrashLoopBackOff || wt.Reason == cri.ReasonImagePullBackOff || wt.Reason == cri.ReasonErrImagePull {
+			backingOff = true
+		}
+	}
+	r := e.cfg.Recorder
 	if r == nil {
-		return
+		return backingOff
 	}
 	if res.DNSWarning != "" {
 		r.Eventf(pod, v1.EventTypeWarning, "MissingClusterDNS", "%s", res.DNSWarning)
@@ -437,105 +616,5 @@ func (w *worker) recordSync(pod *v1.Pod, res *cri.SyncResult) {
 	for _, name := range res.Started {
 		r.Eventf(pod, v1.EventTypeNormal, "Started", "Started container %s", name)
 	}
-}
-
-func (w *worker) generate(pod *v1.Pod, st *cri.PodStatus, deleted bool) v1.PodStatus {
-	w.mu.Lock()
-	prev := *w.status.DeepCopy()
-	w.mu.Unlock()
-	return GenerateStatus(statusInput{
-		Pod:         pod,
-		Previous:    prev,
-		Runtime:     st,
-		Waiting:     w.waiting,
-		RuntimeName: w.e.cfg.RuntimeName,
-		NodeIP:      w.e.cfg.NodeIP,
-		PodIPs:      w.podIPs,
-		Deleted:     deleted,
-		Now:         w.e.cfg.Clock.Now(),
-	})
-}
-
-// publish hands a changed status to the notifier.
-func (w *worker) publish(pod *v1.Pod, status v1.PodStatus) {
-	w.mu.Lock()
-	changed := !equality.Semantic.DeepEqual(w.status, status)
-	w.status = status
-	w.mu.Unlock()
-	if !changed {
-		return
-	}
-	p := pod.DeepCopy()
-	p.Status = *status.DeepCopy()
-	w.e.publish(p)
-}
-
-// terminate stops the pod's containers with its grace period, publishes the
-// final status, removes everything from the runtime and reports the pod
-// terminated. Any error leaves the pod to be terminated again.
-func (w *worker) terminate(ctx context.Context, pod *v1.Pod, grace int64) error {
-	rt := w.e.cfg.Runtime
-	st, err := rt.GetPodStatus(ctx, w.ref)
-	if err != nil {
-		return err
-	}
-	if st.Running() && w.e.cfg.Recorder != nil {
-		for _, c := range st.Containers {
-			if c.State == cri.StateRunning {
-				w.e.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
-			}
-		}
-	}
-	if err := rt.KillPod(ctx, st, grace); err != nil {
-		return fmt.Errorf("killing pod %s: %w", w.ref, err)
-	}
-	if st, err = rt.GetPodStatus(ctx, w.ref); err != nil {
-		return err
-	}
-	if st.Running() {
-		return fmt.Errorf("pod %s still has running containers after kill", w.ref)
-	}
-	w.publish(pod, w.generate(pod, st, true))
-	if err := rt.RemovePod(ctx, st); err != nil {
-		return err
-	}
-	return w.e.cfg.OnTerminated(ctx, w.current())
-}
-
-// PodByName returns the newest pod the engine knows under namespace/name,
-// with its status, or nil.
-func (e *Engine) PodByName(namespace, name string) *v1.Pod {
-	e.mu.Lock()
-	var found []*worker
-	for _, w := range e.workers {
-		if w.ref.Namespace == namespace && w.ref.Name == name {
-			found = append(found, w)
-		}
-	}
-	e.mu.Unlock()
-	var best *v1.Pod
-	for _, w := range found {
-		p := w.current()
-		if best == nil || best.CreationTimestamp.Before(&p.CreationTimestamp) {
-			best = p
-		}
-	}
-	return best
-}
-
-// KillUnknown starts a worker for a pod the engine does not run (deleted
-// while nobody watched) just to clean it up from the runtime.
-func (e *Engine) KillUnknown(ctx context.Context, pod *v1.Pod) {
-	e.dispatch(ctx, pod, true)
-}
-
-// Kick makes the worker of pod uid re-read the runtime now (the PLEG saw a
-// change). Unknown UIDs are ignored.
-func (e *Engine) Kick(uid types.UID) {
-	e.mu.Lock()
-	w := e.workers[uid]
-	e.mu.Unlock()
-	if w != nil {
-		w.poke()
-	}
+	return backingOff
 }

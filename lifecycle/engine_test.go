@@ -128,6 +128,27 @@ func (f *fakeRuntime) KillPod(ctx context.Context, st *cri.PodStatus, grace int6
 	return nil
 }
 
+func (f *fakeRuntime) ListPods(context.Context) ([]cri.PodRef, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []cri.PodRef
+	for _, st := range f.pods {
+		out = append(out, st.Ref)
+	}
+	return out, nil
+}
+
+// snapshot returns a copy of every pod's state.
+func (f *fakeRuntime) snapshot() map[types.UID]*cri.PodStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[types.UID]*cri.PodStatus{}
+	for uid, st := range f.pods {
+		out[uid] = copyStatus(st)
+	}
+	return out
+}
+
 func (f *fakeRuntime) RemovePod(_ context.Context, st *cri.PodStatus) error {
 	f.record(event{op: "RemovePod", uid: st.Ref.UID})
 	f.mu.Lock()
@@ -191,35 +212,28 @@ func (f *fakeRuntime) lastPhase(uid types.UID) v1.PodPhase {
 	return n[len(n)-1].phase
 }
 
-// waitFor waits, with a deadline, until cond holds. It polls: the engine
-// offers no signal for every condition the tests need.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
-		func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatalf("timed out waiting for %s", what)
-	}
-}
-
 type engineFixture struct {
 	e     *Engine
 	rt    *fakeRuntime
+	cache *Cache
 	clock *testingclock.FakeClock
 
 	mu         sync.Mutex
-	published  []*v1.Pod // guarded by mu
-	terminated []*v1.Pod // guarded by mu
+	published  []*v1.Pod            // guarded by mu
+	terminated []*v1.Pod            // guarded by mu
+	lastSeen   map[types.UID]string // runtime state at the last relist; guarded by mu
 }
 
-const syncInterval = time.Second
+const syncInterval = 10 * time.Second
 
+// newEngineFixture starts an engine over a fake runtime; relist stands in
+// for the PLEG.
 func newEngineFixture(t *testing.T) *engineFixture {
 	t.Helper()
 	clk := testingclock.NewFakeClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
-	f := &engineFixture{rt: newFakeRuntime(clk), clock: clk}
+	f := &engineFixture{rt: newFakeRuntime(clk), clock: clk, cache: NewCache()}
 	e, err := NewEngine(Config{
-		Runtime: f.rt, RuntimeName: "containerd", NodeIP: "192.0.2.10", Clock: clk, SyncInterval: syncInterval,
+		Runtime: f.rt, RuntimeName: "containerd", NodeIP: "192.0.2.10", Clock: clk, SyncInterval: syncInterval, Cache: f.cache,
 		OnTerminated: func(_ context.Context, pod *v1.Pod) error {
 			f.rt.record(event{op: "OnTerminated", uid: pod.UID, phase: pod.Status.Phase})
 			f.mu.Lock()
@@ -238,7 +252,69 @@ func newEngineFixture(t *testing.T) *engineFixture {
 		f.mu.Unlock()
 	})
 	f.e = e
+	f.cache.UpdateTime(clk.Now())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
 	return f
+}
+
+// relist does what the PLEG does after a relist: the clock moves on a
+// little, every pod's state goes into the cache, and the pods whose state
+// changed since the previous relist are kicked.
+func (f *engineFixture) relist() {
+	f.clock.Step(time.Millisecond)
+	now := f.clock.Now()
+	snap := f.rt.snapshot()
+	for uid, st := range snap {
+		f.cache.Set(uid, st, nil, now)
+	}
+	f.cache.UpdateTime(now)
+	f.mu.Lock()
+	var changed []types.UID
+	seen := map[types.UID]string{}
+	for uid, st := range snap {
+		seen[uid] = fmt.Sprint(st.Sandboxes, st.Containers)
+		if f.lastSeen[uid] != seen[uid] {
+			changed = append(changed, uid)
+		}
+	}
+	for uid := range f.lastSeen {
+		if _, ok := seen[uid]; !ok {
+			changed = append(changed, uid)
+		}
+	}
+	f.lastSeen = seen
+	f.mu.Unlock()
+	for _, uid := range changed {
+		f.e.Kick(uid)
+	}
+}
+
+// step moves the clock by d (firing the engine's work-queue and
+// housekeeping tickers) and relists.
+func (f *engineFixture) step(d time.Duration) {
+	f.clock.Step(d)
+	f.relist()
+}
+
+// eventually waits, with a deadline, until cond holds, relisting at every
+// poll as the PLEG would: a worker waits for a status newer than its last
+// sync before each piece of work.
+func (f *engineFixture) eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) {
+			if cond() {
+				return true, nil
+			}
+			f.relist()
+			return false, nil
+		})
+	if err != nil {
+		t.Fatalf("timed out waiting for %s", what)
+	}
 }
 
 // lastPublished is the newest status published for uid, or nil.
@@ -253,13 +329,6 @@ func (f *engineFixture) lastPublished(uid types.UID) *v1.Pod {
 	return nil
 }
 
-// tick waits until n workers wait on the fake clock, then moves it by d.
-func (f *engineFixture) tick(t *testing.T, n int, d time.Duration) {
-	t.Helper()
-	waitFor(t, fmt.Sprintf("%d workers to wait on the clock", n), func() bool { return f.clock.Waiters() >= n })
-	f.clock.Step(d)
-}
-
 func enginePod(uid types.UID, name string, policy v1.RestartPolicy) *v1.Pod {
 	pod := &v1.Pod{}
 	pod.UID, pod.Name, pod.Namespace = uid, name, "prod"
@@ -272,7 +341,14 @@ func enginePod(uid types.UID, name string, policy v1.RestartPolicy) *v1.Pod {
 func (f *engineFixture) startRunning(t *testing.T, pod *v1.Pod) {
 	t.Helper()
 	f.e.UpdatePod(context.Background(), pod)
-	waitFor(t, "pod "+string(pod.UID)+" to be published Running", func() bool { return f.rt.lastPhase(pod.UID) == v1.PodRunning })
+	f.eventually(t, "pod "+string(pod.UID)+" to be published Running", func() bool { return f.rt.lastPhase(pod.UID) == v1.PodRunning })
+}
+
+func deleted(pod *v1.Pod, now time.Time, grace *int64) *v1.Pod {
+	d := pod.DeepCopy()
+	d.DeletionTimestamp = &metav1.Time{Time: now}
+	d.DeletionGracePeriodSeconds = grace
+	return d
 }
 
 func TestNewEngineValidates(t *testing.T) {
@@ -302,18 +378,17 @@ func TestEngineSyncsAndPublishes(t *testing.T) {
 		t.Errorf("Engine.Pod = %v, want the running pod", got)
 	}
 
-	// The sync interval re-reads the runtime; an unchanged status is not
-	// published again.
+	// The running status was published right after the containers started,
+	// from the engine's own read: no relist was needed.
 	notifies := f.rt.count("uid-1", "notify")
-	reads := f.rt.count("uid-1", "GetPodStatus")
-	f.tick(t, 1, syncInterval)
-	waitFor(t, "a resync", func() bool { return f.rt.count("uid-1", "GetPodStatus") > reads })
-	// A spec change kicks the worker at once, without the clock moving.
-	reads = f.rt.count("uid-1", "GetPodStatus")
+	// Relists and a spec change sync the pod again; nothing is started twice
+	// and an unchanged status is not published again.
+	f.relist()
 	updated := pod.DeepCopy()
 	updated.Labels = map[string]string{"v": "2"}
 	f.e.UpdatePod(context.Background(), updated)
-	waitFor(t, "a sync after UpdatePod", func() bool { return f.rt.count("uid-1", "GetPodStatus") > reads })
+	f.relist()
+	f.eventually(t, "the worker idle", func() bool { return !f.e.workers.IsWorking("uid-1") })
 	if n := f.rt.count("uid-1", "notify"); n != notifies {
 		t.Errorf("%d more notifications for an unchanged status", n-notifies)
 	}
@@ -321,10 +396,10 @@ func TestEngineSyncsAndPublishes(t *testing.T) {
 		t.Errorf("SyncPod called %d times for a running pod, want 1", n)
 	}
 
-	// A crash is seen on the next resync and the container restarted.
+	// A crash is seen at the next relist and the container restarted.
 	f.rt.exit("uid-1", 1)
-	f.tick(t, 1, syncInterval)
-	waitFor(t, "the crashed container to be restarted", func() bool { return f.rt.count("uid-1", "SyncPod") == 2 })
+	f.relist()
+	f.eventually(t, "the crashed container to be restarted", func() bool { return f.rt.count("uid-1", "SyncPod") == 2 })
 	if plan := f.rt.ops("uid-1", "SyncPod")[1].plan; plan.CreateSandbox || len(plan.ContainersToStart) != 1 {
 		t.Errorf("restart plan %s, want only a started again", plan)
 	}
@@ -347,45 +422,31 @@ func TestEngineKill(t *testing.T) {
 			pod := enginePod("uid-1", "web", v1.RestartPolicyAlways)
 			f.startRunning(t, pod)
 
-			deleted := pod.DeepCopy()
-			deleted.DeletionTimestamp = &metav1.Time{Time: f.clock.Now()}
-			deleted.DeletionGracePeriodSeconds = tc.deletionGrace
-			if !f.e.Kill(deleted) {
+			del := deleted(pod, f.clock.Now(), tc.deletionGrace)
+			if !f.e.Kill(del) {
 				t.Fatal("Kill of a known pod returned false")
 			}
-			waitFor(t, "the worker to be forgotten", func() bool { return f.e.Pod("uid-1") == nil })
+			f.relist()
+			f.eventually(t, "the pod to be forgotten", func() bool { return f.e.Pod("uid-1") == nil })
 
-			// After the last notify of the running pod: kill, publish the
-			// terminal status, remove, report terminated; exactly once each.
 			var seq []string
-			seenKill := false
-			for _, e := range f.rt.ops("uid-1", "KillPod", "notify", "RemovePod", "OnTerminated") {
-				if e.op == "KillPod" {
-					seenKill = true
-					if e.grace != tc.wantGrace {
-						t.Errorf("KillPod grace %d, want %d", e.grace, tc.wantGrace)
-					}
+			for _, e := range f.rt.ops("uid-1", "KillPod", "RemovePod", "OnTerminated") {
+				if e.op == "KillPod" && e.grace != tc.wantGrace {
+					t.Errorf("KillPod grace %d, want %d", e.grace, tc.wantGrace)
 				}
-				if !seenKill {
-					continue
-				}
-				s := e.op
-				if e.phase != "" {
-					s += ":" + string(e.phase)
-				}
-				seq = append(seq, s)
+				seq = append(seq, e.op)
 			}
-			want := []string{"KillPod", "notify:" + string(tc.wantPhase), "RemovePod", "OnTerminated:" + string(tc.wantPhase)}
-			if fmt.Sprint(seq) != fmt.Sprint(want) {
+			if want := []string{"KillPod", "RemovePod", "OnTerminated"}; fmt.Sprint(seq) != fmt.Sprint(want) {
 				t.Errorf("termination sequence %v, want %v", seq, want)
 			}
+			f.eventually(t, "the terminal status to be published", func() bool { return f.rt.lastPhase("uid-1") == tc.wantPhase })
 			f.mu.Lock()
 			term := f.terminated
 			f.mu.Unlock()
-			if len(term) != 1 || term[0].UID != "uid-1" || term[0].DeletionTimestamp == nil {
-				t.Errorf("OnTerminated got %d pods (%v), want the deleted pod once", len(term), term)
+			if len(term) != 1 || term[0].UID != "uid-1" || term[0].DeletionTimestamp == nil || term[0].Status.Phase != tc.wantPhase {
+				t.Errorf("OnTerminated got %v, want the deleted pod once with phase %s", term, tc.wantPhase)
 			}
-			if f.e.Kill(deleted) {
+			if f.e.Kill(del) {
 				t.Errorf("Kill of a forgotten pod returned true")
 			}
 		})
@@ -398,17 +459,16 @@ func TestEngineKillRetriesUntilTheRuntimeStops(t *testing.T) {
 	f.startRunning(t, pod)
 	f.rt.setKillErrs(2)
 
-	f.e.Kill(pod)
+	f.e.Kill(deleted(pod, f.clock.Now(), nil))
 	for attempt := 1; attempt <= 2; attempt++ {
-		waitFor(t, fmt.Sprintf("KillPod attempt %d", attempt), func() bool { return f.rt.count("uid-1", "KillPod") == attempt })
-		// The worker now waits for its retry back-off.
-		waitFor(t, "the retry timer", func() bool { return f.clock.Waiters() == 1 })
+		f.eventually(t, fmt.Sprintf("KillPod attempt %d", attempt), func() bool { return f.rt.count("uid-1", "KillPod") == attempt })
+		f.eventually(t, "the worker idle", func() bool { return !f.e.workers.IsWorking("uid-1") })
 		if n := f.rt.count("uid-1", "RemovePod") + f.rt.count("uid-1", "OnTerminated"); n != 0 {
 			t.Fatalf("pod removed or reported terminated after a failed kill")
 		}
-		f.clock.Step(time.Minute) // beyond the longest retry back-off
+		f.step(20 * time.Second) // beyond the back-off period with jitter
 	}
-	waitFor(t, "the worker to be forgotten", func() bool { return f.e.Pod("uid-1") == nil })
+	f.eventually(t, "the pod to be forgotten", func() bool { return f.e.Pod("uid-1") == nil })
 	if n := f.rt.count("uid-1", "KillPod"); n != 3 {
 		t.Errorf("KillPod called %d times, want 3", n)
 	}
@@ -420,23 +480,20 @@ func TestEngineKillRetriesUntilTheRuntimeStops(t *testing.T) {
 	}
 }
 
-func TestEngineUIDReuse(t *testing.T) {
+// TestEngineSameNameWaits: a new pod under the name of a pod still
+// terminating starts only once the old one is gone.
+func TestEngineSameNameWaits(t *testing.T) {
 	f := newEngineFixture(t)
 	old := enginePod("uid-1", "web", v1.RestartPolicyAlways)
 	old.CreationTimestamp = metav1.NewTime(f.clock.Now())
 	f.startRunning(t, old)
 
-	// Same name, new UID: a second, separate worker.
 	reused := enginePod("uid-2", "web", v1.RestartPolicyAlways)
 	reused.CreationTimestamp = metav1.NewTime(f.clock.Now().Add(time.Minute))
-	f.startRunning(t, reused)
-	for _, uid := range []types.UID{"uid-1", "uid-2"} {
-		if n := f.rt.count(uid, "SyncPod"); n != 1 {
-			t.Errorf("SyncPod for %s called %d times, want 1", uid, n)
-		}
-		if f.e.Pod(uid) == nil {
-			t.Errorf("engine does not know %s", uid)
-		}
+	f.e.UpdatePod(context.Background(), reused)
+	f.eventually(t, "uid-2 idle", func() bool { return !f.e.workers.IsWorking("uid-2") })
+	if n := f.rt.count("uid-2", "SyncPod"); n != 0 {
+		t.Fatalf("uid-2 started while uid-1 runs under the same name")
 	}
 	if got := f.e.PodByName("prod", "web"); got == nil || got.UID != "uid-2" {
 		t.Errorf("PodByName = %v, want the newer uid-2", got)
@@ -445,24 +502,21 @@ func TestEngineUIDReuse(t *testing.T) {
 		t.Errorf("Pods() has %d pods, want 2", n)
 	}
 
-	f.e.Kill(old)
-	waitFor(t, "uid-1 to be forgotten", func() bool { return f.e.Pod("uid-1") == nil })
+	f.e.Kill(deleted(old, f.clock.Now(), nil))
+	f.relist()
+	f.eventually(t, "uid-1 to be forgotten", func() bool { return f.e.Pod("uid-1") == nil })
 	if n := f.rt.count("uid-2", "KillPod") + f.rt.count("uid-2", "RemovePod") + f.rt.count("uid-2", "OnTerminated"); n != 0 {
 		t.Errorf("killing uid-1 touched uid-2 %d times", n)
 	}
-	if f.e.Pod("uid-2") == nil {
-		t.Errorf("uid-2 forgotten with uid-1")
+	// uid-2 was requeued; it starts at its turn.
+	for i := 0; i < 3 && f.rt.lastPhase("uid-2") != v1.PodRunning; i++ {
+		f.step(20 * time.Second)
+		f.eventually(t, "uid-2 idle", func() bool { return !f.e.workers.IsWorking("uid-2") })
 	}
-	if got := f.e.PodByName("prod", "web"); got == nil || got.UID != "uid-2" {
-		t.Errorf("PodByName after the kill = %v, want uid-2", got)
-	}
-	// uid-2 keeps being synced.
-	reads := f.rt.count("uid-2", "GetPodStatus")
-	f.tick(t, 1, syncInterval)
-	waitFor(t, "uid-2 to be resynced", func() bool { return f.rt.count("uid-2", "GetPodStatus") > reads })
+	f.eventually(t, "uid-2 running", func() bool { return f.rt.lastPhase("uid-2") == v1.PodRunning })
 }
 
-func TestEngineFinishedPodIsStoppedAndNotSyncedAgain(t *testing.T) {
+func TestEngineFinishedPodIsStoppedAndKeptUntilDeleted(t *testing.T) {
 	tests := map[string]struct {
 		policy v1.RestartPolicy
 		exit   int32
@@ -479,30 +533,38 @@ func TestEngineFinishedPodIsStoppedAndNotSyncedAgain(t *testing.T) {
 			f.startRunning(t, pod)
 
 			f.rt.exit("uid-1", tc.exit)
-			f.tick(t, 1, syncInterval)
-			waitFor(t, "the pod to be published "+string(tc.phase), func() bool { return f.rt.lastPhase("uid-1") == tc.phase })
+			f.relist()
+			f.eventually(t, "the pod to be published "+string(tc.phase), func() bool { return f.rt.lastPhase("uid-1") == tc.phase })
+			f.eventually(t, "the worker to finish", func() bool { return f.e.workers.IsPodFinished("uid-1") })
 			if kills := f.rt.ops("uid-1", "KillPod"); len(kills) != 1 || kills[0].grace != 17 {
 				t.Fatalf("KillPod calls %+v, want one with the pod's grace period to stop the sandbox", kills)
 			}
-
-			// With its sandbox stopped, a sync would plan work (kill or a
-			// new sandbox); a finished pod must not be synced again.
+			// A finished pod is not synced again, however often it is kicked.
 			for i := 0; i < 3; i++ {
-				reads := f.rt.count("uid-1", "GetPodStatus")
-				f.tick(t, 1, 2*time.Hour)
-				waitFor(t, "the worker to run", func() bool { return f.rt.count("uid-1", "GetPodStatus") > reads })
+				f.step(time.Minute)
 			}
 			if n := f.rt.count("uid-1", "SyncPod"); n != 1 {
 				t.Errorf("SyncPod called %d times, want only the first", n)
-			}
-			if n := f.rt.count("uid-1", "KillPod"); n != 1 {
-				t.Errorf("KillPod called %d times, want 1", n)
 			}
 			if got := f.lastPublished("uid-1"); got.Status.Phase != tc.phase {
 				t.Errorf("phase went from %s to %s", tc.phase, got.Status.Phase)
 			}
 			if f.rt.count("uid-1", "RemovePod") != 0 {
 				t.Errorf("a finished pod's containers were removed before deletion")
+			}
+			// Deleted: housekeeping removes the containers and reports it.
+			if !f.e.Kill(deleted(pod, f.clock.Now(), nil)) {
+				t.Fatal("Kill of a finished pod returned false")
+			}
+			f.e.Housekeeping(context.Background())
+			f.eventually(t, "the pod to be forgotten", func() bool { return f.e.Pod("uid-1") == nil })
+			if f.rt.count("uid-1", "RemovePod") != 1 || f.rt.count("uid-1", "OnTerminated") != 1 {
+				t.Errorf("deleted finished pod: RemovePod %d, OnTerminated %d, want 1 each",
+					f.rt.count("uid-1", "RemovePod"), f.rt.count("uid-1", "OnTerminated"))
+			}
+			f.e.Housekeeping(context.Background())
+			if f.e.workers.IsKnown("uid-1") {
+				t.Error("worker record kept after the pod was forgotten")
 			}
 		})
 	}
@@ -514,11 +576,13 @@ func TestEngineFinishedPodStopIsRetried(t *testing.T) {
 	f.startRunning(t, pod)
 	f.rt.setKillErrs(1)
 	f.rt.exit("uid-1", 0)
-	f.tick(t, 1, syncInterval)
-	waitFor(t, "the first KillPod", func() bool { return f.rt.count("uid-1", "KillPod") == 1 })
-	waitFor(t, "the Succeeded status", func() bool { return f.rt.lastPhase("uid-1") == v1.PodSucceeded })
-	f.tick(t, 1, time.Minute)
-	waitFor(t, "KillPod to be retried", func() bool { return f.rt.count("uid-1", "KillPod") == 2 })
+	f.relist()
+	f.eventually(t, "the first KillPod", func() bool { return f.rt.count("uid-1", "KillPod") == 1 })
+	f.eventually(t, "the Succeeded status", func() bool { return f.rt.lastPhase("uid-1") == v1.PodSucceeded })
+	f.eventually(t, "the worker idle", func() bool { return !f.e.workers.IsWorking("uid-1") })
+	f.step(20 * time.Second)
+	f.eventually(t, "KillPod to be retried", func() bool { return f.rt.count("uid-1", "KillPod") == 2 })
+	f.eventually(t, "the worker to finish", func() bool { return f.e.workers.IsPodFinished("uid-1") })
 }
 
 func TestEngineKillUnknown(t *testing.T) {
@@ -530,14 +594,73 @@ func TestEngineKillUnknown(t *testing.T) {
 		Sandboxes:  []cri.SandboxStatus{{ID: "sb", Ready: true}},
 		Containers: []cri.ContainerStatus{{ID: "c", Name: "a", Type: cri.ContainerTypeRegular, State: cri.StateRunning}}}
 	f.rt.mu.Unlock()
+	f.relist()
 
-	f.e.KillUnknown(context.Background(), pod)
-	waitFor(t, "the pod to be cleaned up", func() bool { return f.rt.count("uid-9", "OnTerminated") == 1 })
+	f.e.KillUnknown(context.Background(), deleted(pod, f.clock.Now(), nil))
+	f.eventually(t, "the pod to be cleaned up", func() bool { return f.rt.count("uid-9", "OnTerminated") == 1 })
 	if n := f.rt.count("uid-9", "SyncPod"); n != 0 {
 		t.Errorf("SyncPod called %d times for a pod only to clean up", n)
 	}
 	if n := f.rt.count("uid-9", "KillPod"); n != 1 {
 		t.Errorf("KillPod called %d times, want 1", n)
 	}
-	waitFor(t, "the worker to be forgotten", func() bool { return f.e.Pod("uid-9") == nil })
+	f.eventually(t, "the pod to be forgotten", func() bool { return f.e.Pod("uid-9") == nil })
+}
+
+// TestEngineRuntimeOrphans: once the desired set is known, housekeeping
+// terminates runtime pods of no API pod through the runtime-pod path and
+// leaves desired ones alone.
+func TestEngineRuntimeOrphans(t *testing.T) {
+	f := newEngineFixture(t)
+	orphan := enginePod("uid-o", "gone", v1.RestartPolicyAlways)
+	wanted := enginePod("uid-w", "kept", v1.RestartPolicyAlways)
+	f.rt.mu.Lock()
+	for _, p := range []*v1.Pod{orphan, wanted} {
+		f.rt.pods[p.UID] = &cri.PodStatus{Ref: cri.RefOf(p),
+			Sandboxes:  []cri.SandboxStatus{{ID: string(p.UID) + "-sb", Ready: true}},
+			Containers: []cri.ContainerStatus{{ID: string(p.UID) + "-c", Name: "a", Type: cri.ContainerTypeRegular, State: cri.StateRunning}}}
+	}
+	f.rt.mu.Unlock()
+
+	// Before the desired set is known nothing is taken for an orphan.
+	f.e.Housekeeping(context.Background())
+	if n := f.rt.count("", "KillPod"); n != 0 {
+		t.Fatalf("KillPod called %d times before the desired set was known", n)
+	}
+	f.e.SetDesiredPods(func() ([]*v1.Pod, error) { return []*v1.Pod{wanted}, nil })
+	f.e.Housekeeping(context.Background())
+	f.eventually(t, "the orphan to be removed", func() bool { return f.rt.count("uid-o", "RemovePod") == 1 })
+	if kills := f.rt.ops("uid-o", "KillPod"); len(kills) != 1 || kills[0].grace != 1 {
+		t.Errorf("orphan KillPod calls %+v, want one with grace 1", kills)
+	}
+	if n := f.rt.count("uid-o", "OnTerminated"); n != 0 {
+		t.Errorf("OnTerminated called for a pod with no API object")
+	}
+	if n := f.rt.count("uid-w", "KillPod"); n != 0 {
+		t.Errorf("a desired pod was killed")
+	}
+	f.eventually(t, "the orphan's record dropped", func() bool { return !f.e.workers.IsKnown("uid-o") })
+}
+
+// TestEngineAdoptsRunningPods: after a restart, a pod whose containers run
+// is adopted: its status is published and nothing is started again.
+func TestEngineAdoptsRunningPods(t *testing.T) {
+	f := newEngineFixture(t)
+	pod := enginePod("uid-1", "web", v1.RestartPolicyAlways)
+	pod.Status.Phase = v1.PodRunning
+	f.rt.mu.Lock()
+	f.rt.pods["uid-1"] = &cri.PodStatus{Ref: cri.RefOf(pod),
+		Sandboxes:  []cri.SandboxStatus{{ID: "sb", Ready: true, IPs: []string{"10.0.0.9"}}},
+		Containers: []cri.ContainerStatus{{ID: "c", Name: "a", Type: cri.ContainerTypeRegular, State: cri.StateRunning, StartedAt: f.clock.Now()}}}
+	f.rt.mu.Unlock()
+	f.relist()
+	f.e.UpdatePod(context.Background(), pod)
+	f.eventually(t, "the adopted pod published", func() bool { return f.lastPublished("uid-1") != nil })
+	p := f.lastPublished("uid-1")
+	if p.Status.Phase != v1.PodRunning || p.Status.PodIP != "10.0.0.9" {
+		t.Errorf("adopted pod status %+v", p.Status)
+	}
+	if n := f.rt.count("uid-1", "SyncPod"); n != 0 {
+		t.Errorf("SyncPod called %d times for a pod whose containers run", n)
+	}
 }

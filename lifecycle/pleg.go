@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -90,44 +91,127 @@ func diffSnapshots(old, cur *cri.Snapshot) []Event {
 	return out
 }
 
-// Snapshotter lists the runtime's sandboxes and containers (*cri.Runtime).
-type Snapshotter interface {
+// PodStatusReader is what the PLEG needs of the runtime (*cri.Runtime).
+type PodStatusReader interface {
+	// Snapshot lists every sandbox and container with its state.
 	Snapshot(ctx context.Context) (*cri.Snapshot, error)
+	// GetPodStatus reads one pod; a pod the runtime knows nothing of has
+	// an empty status, not an error.
+	GetPodStatus(ctx context.Context, ref cri.PodRef) (*cri.PodStatus, error)
 }
 
-// PLEG relists the runtime every period and hands the pods that changed to
-// OnChange (the engine kicks their workers). It replaces per-pod polling:
-// one pair of list calls per period for the whole node.
-//
-//	    ┌── every period ──┐
-//	    v                  │
-//	relist: Snapshot ──> diff(old, new) ──> OnChange(uid) per changed pod
-//	    │
-//	    └── success time ──> Healthy(): error after threshold without one
-type PLEG struct {
-	rt        Snapshotter
-	clock     clock.WithTicker
-	period    time.Duration
-	threshold time.Duration
-	onChange  func(types.UID)
-
-	last *cri.Snapshot // only accessed from the relist goroutine
-
-	mu          sync.Mutex
-	lastSuccess time.Time // guarded by mu
-}
+var _ PodStatusReader = (*cri.Runtime)(nil)
 
 // DefaultRelistThreshold is the kubelet's: no relist for this long makes
 // the node NotReady.
 const DefaultRelistThreshold = 3 * time.Minute
 
-// NewPLEG returns a PLEG that relists rt every period.
-func NewPLEG(rt Snapshotter, clk clock.WithTicker, period time.Duration, onChange func(types.UID)) *PLEG {
-	if clk == nil {
-		clk = clock.RealClock{}
+// DefaultRelistPeriod is the kubelet's relist period.
+const DefaultRelistPeriod = time.Second
+
+// PLEGConfig configures NewPLEG.
+type PLEGConfig struct {
+	// Runtime is listed every Period and read for the pods that changed.
+	// Required.
+	Runtime PodStatusReader
+	// Cache receives every status read and, after each relist, its start
+	// time (Cache.UpdateTime). Required.
+	Cache *Cache
+	// Clock defaults to clock.RealClock{}.
+	Clock clock.WithTicker
+	// Period between relists; defaults to DefaultRelistPeriod.
+	Period time.Duration
+	// Threshold is how long without a successful relist makes Healthy
+	// fail; defaults to DefaultRelistThreshold.
+	Threshold time.Duration
+	// OnChange is called once per pod with events in a relist, after the
+	// pod's cache entry was written and the cache's global time raised,
+	// from the relist goroutine; it must not block (the engine's Kick
+	// queues work). Required.
+	OnChange func(types.UID)
+}
+
+// PLEG is the kubelet's generic pod lifecycle event generator: it relists
+// the runtime every period, compares the result with the previous relist,
+// reads the full status of each pod that changed into the Cache and then
+// hands the pod to OnChange (the engine kicks its worker, which reads the
+// Cache with GetNewerThan). One pair of list calls per period serves the
+// whole node; a pod is read only when it changed.
+//
+//	         ┌──────────────────── every period ─────────────────────┐
+//	         v                                                       │
+//	ts := now; Snapshot ──fail──> log; Healthy() errors after Threshold
+//	         │ ok: last relist := ts
+//	         v
+//	diff(old, new) ──> pods with events + pods to reinspect
+//	         │ for each, in UID order:
+//	         │   in the snapshot: t := now; GetPodStatus ──> Cache.Set(uid, st, err, t)
+//	         │        read failed: reinspect next relist, keep its old record
+//	         │        (its events come again), no OnChange yet
+//	         │   gone from it:    Cache.Set(uid, empty status, nil, ts)
+//	         v
+//	Cache.UpdateTime(ts): every pod's state as of ts is in the Cache
+//	Cache drops entries older than ts of pods not in the snapshot
+//	         │
+//	         v
+//	OnChange(uid) for each pod with events whose entry was written
+//
+//	Refresh(ref), from the engine right after it acted on a pod:
+//	  t := now; GetPodStatus ──> Cache.Set(uid, st, nil, t)
+//
+// The PLEG assumes, as the kubelet's does, that a container is not
+// created, run and removed within one period; such a container is missed,
+// and the pod workers' periodic resync is the safety net.
+type PLEG struct {
+	rt        PodStatusReader
+	cache     *Cache
+	clock     clock.WithTicker
+	period    time.Duration
+	threshold time.Duration
+	onChange  func(types.UID)
+
+	// relistMu serializes Relist (Run's loop and forced relists).
+	relistMu sync.Mutex
+	// last is the previous relist's snapshot, except that the pods whose
+	// read failed keep their record from before. Guarded by relistMu.
+	last *cri.Snapshot
+	// reinspect holds the pods whose read failed in the previous relist,
+	// read again in the next one whether or not they have events (the
+	// kubelet's podsToReinspect). Guarded by relistMu.
+	reinspect map[types.UID]cri.PodRef
+
+	mu sync.Mutex
+	// lastRelist is when the last successful relist started; the
+	// construction time until then, so that a starting node gets one
+	// threshold of grace. Guarded by mu.
+	lastRelist time.Time
+}
+
+// NewPLEG checks cfg, fills its defaults and returns a PLEG that has not
+// relisted yet: the first relist reports every pod in the runtime.
+func NewPLEG(cfg PLEGConfig) (*PLEG, error) {
+	if cfg.Runtime == nil || cfg.Cache == nil || cfg.OnChange == nil {
+		return nil, errors.New("lifecycle: the PLEG needs a runtime, a cache and an OnChange function")
 	}
-	return &PLEG{rt: rt, clock: clk, period: period, threshold: DefaultRelistThreshold, onChange: onChange,
-		last: &cri.Snapshot{Pods: map[types.UID]map[string]cri.State{}}, lastSuccess: clk.Now()}
+	if cfg.Period < 0 || cfg.Threshold < 0 {
+		return nil, fmt.Errorf("lifecycle: PLEG period %v and threshold %v must not be negative", cfg.Period, cfg.Threshold)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Period == 0 {
+		cfg.Period = DefaultRelistPeriod
+	}
+	if cfg.Threshold == 0 {
+		cfg.Threshold = DefaultRelistThreshold
+	}
+	return &PLEG{
+		rt: cfg.Runtime, cache: cfg.Cache, clock: cfg.Clock, period: cfg.Period, threshold: cfg.Threshold,
+		onChange:   cfg.OnChange,
+		last:       &cri.Snapshot{Pods: map[types.UID]map[string]cri.State{}, Refs: map[types.UID]cri.PodRef{}},
+		reinspect:  map[types.UID]cri.PodRef{},
+		lastRelist: cfg.Clock.Now(),
+	}, nil
 }
 
 // Run relists until ctx ends.
@@ -144,32 +228,129 @@ func (p *PLEG) Run(ctx context.Context) {
 	}
 }
 
-// Relist takes one snapshot and reports the pods that changed since the
-// previous one. Exported for tests and for a forced relist.
+// Relist lists the runtime once, writes the status of every pod that
+// changed since the previous relist (or whose read failed then) into the
+// cache, raises the cache's global time to the relist's start and calls
+// OnChange for the pods with events. Run calls it every period; it is
+// exported for tests and forced relists, and concurrent calls take turns.
+//
+// A relist whose list fails changes nothing. If ctx ends during the reads
+// the relist stops without raising the cache's time or calling OnChange,
+// and the next relist starts from the same previous snapshot.
 func (p *PLEG) Relist(ctx context.Context) {
+	p.relistMu.Lock()
+	defer p.relistMu.Unlock()
+
+	ts := p.clock.Now()
 	cur, err := p.rt.Snapshot(ctx)
 	if err != nil {
 		log.G(ctx).WithError(err).Warn("PLEG relist failed")
 		return
 	}
 	p.mu.Lock()
-	p.lastSuccess = p.clock.Now()
+	p.lastRelist = ts
 	p.mu.Unlock()
+
 	changed := map[types.UID]bool{}
 	for _, e := range diffSnapshots(p.last, cur) {
-		if !changed[e.UID] {
-			changed[e.UID] = true
-			p.onChange(e.UID)
+		changed[e.UID] = true
+	}
+	uids := make([]types.UID, 0, len(changed)+len(p.reinspect))
+	for uid := range changed {
+		uids = append(uids, uid)
+	}
+	for uid := range p.reinspect {
+		if !changed[uid] {
+			uids = append(uids, uid)
 		}
 	}
-	p.last = cur
+	sort.Slice(uids, func(i, j int) bool { return uids[i] < uids[j] })
+
+	next := &cri.Snapshot{Pods: make(map[types.UID]map[string]cri.State, len(cur.Pods)), Refs: make(map[types.UID]cri.PodRef, len(cur.Refs))}
+	for uid, m := range cur.Pods {
+		next.Pods[uid] = m
+	}
+	for uid, ref := range cur.Refs {
+		next.Refs[uid] = ref
+	}
+	reinspect := map[types.UID]cri.PodRef{}
+	var notify []types.UID
+	for _, uid := range uids {
+		ref := p.refOf(uid, cur)
+		if _, ok := cur.Pods[uid]; !ok {
+			// Nothing of the pod is left in the runtime: no need to ask.
+			p.cache.Set(uid, &cri.PodStatus{Ref: ref}, nil, ts)
+		} else {
+			t := p.clock.Now()
+			st, err := p.rt.GetPodStatus(ctx, ref)
+			if err != nil && ctx.Err() != nil {
+				return
+			}
+			p.cache.Set(uid, st, err, t)
+			if err != nil {
+				log.G(ctx).WithError(err).WithField("pod", ref.String()).Warn("PLEG could not read a pod that changed; retrying at the next relist")
+				reinspect[uid] = ref
+				// Keep the pod's old record so that its events come again.
+				if old, ok := p.last.Pods[uid]; ok {
+					next.Pods[uid] = old
+				} else {
+					delete(next.Pods, uid)
+				}
+				if old, ok := p.last.Refs[uid]; ok {
+					next.Refs[uid] = old
+				}
+				continue
+			}
+		}
+		if changed[uid] {
+			notify = append(notify, uid)
+		}
+	}
+	p.cache.UpdateTime(ts)
+	p.cache.deleteStale(func(uid types.UID) bool { _, ok := cur.Pods[uid]; return ok }, ts)
+	p.last, p.reinspect = next, reinspect
+	for _, uid := range notify {
+		p.onChange(uid)
+	}
+}
+
+// refOf returns the best identity known of uid: from the current
+// snapshot, else the previous one, else the failed read that queued it
+// for reinspection. relistMu must be held.
+func (p *PLEG) refOf(uid types.UID, cur *cri.Snapshot) cri.PodRef {
+	for _, refs := range []map[types.UID]cri.PodRef{cur.Refs, p.last.Refs, p.reinspect} {
+		if ref, ok := refs[uid]; ok && ref.Name != "" {
+			return ref
+		}
+	}
+	return cri.PodRef{UID: uid}
+}
+
+// Refresh reads the pod's status now and writes it into the cache with
+// the time taken before the read. The engine calls it right after it
+// acted on the pod, so that the result reaches the pod's next sync and
+// the API without waiting for the next relist; to let that sync use it,
+// the engine must take its "last sync" time for GetNewerThan before
+// calling Refresh. A failed read is logged and not written: the next
+// relist reads the pod if it changed, and raises the cache's time anyway.
+// Refresh may run concurrently with Relist; the cache keeps the later read.
+func (p *PLEG) Refresh(ctx context.Context, ref cri.PodRef) {
+	t := p.clock.Now()
+	st, err := p.rt.GetPodStatus(ctx, ref)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.G(ctx).WithError(err).WithField("pod", ref.String()).Warn("could not read the pod back after acting on it")
+		}
+		return
+	}
+	p.cache.Set(ref.UID, st, nil, t)
 }
 
 // Healthy returns an error, in the kubelet's words, when no relist has
 // succeeded within the threshold.
 func (p *PLEG) Healthy() error {
 	p.mu.Lock()
-	last := p.lastSuccess
+	last := p.lastRelist
 	p.mu.Unlock()
 	if d := p.clock.Since(last); d > p.threshold {
 		return fmt.Errorf("PLEG is not healthy: pleg was last seen active %v ago; threshold is %v", d.Round(time.Second), p.threshold)

@@ -3,8 +3,10 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,70 +75,505 @@ func TestDiffSnapshots(t *testing.T) {
 	}
 }
 
-type fakeSnapshotter struct {
-	snaps []*cri.Snapshot
-	err   error
+// plegReader is a fake runtime for the PLEG, a struct of funcs that
+// records its calls. A nil getPodStatus returns readStatus.
+type plegReader struct {
+	snapshot     func(ctx context.Context) (*cri.Snapshot, error)
+	getPodStatus func(ctx context.Context, ref cri.PodRef) (*cri.PodStatus, error)
+
+	mu    sync.Mutex
+	reads []cri.PodRef                 // every GetPodStatus, in order
+	last  map[types.UID]*cri.PodStatus // the last successful read of each pod
 }
 
-func (f *fakeSnapshotter) Snapshot(context.Context) (*cri.Snapshot, error) {
-	if f.err != nil {
-		return nil, f.err
+var _ PodStatusReader = (*plegReader)(nil)
+
+func (f *plegReader) Snapshot(ctx context.Context) (*cri.Snapshot, error) { return f.snapshot(ctx) }
+
+func (f *plegReader) GetPodStatus(ctx context.Context, ref cri.PodRef) (*cri.PodStatus, error) {
+	f.mu.Lock()
+	f.reads = append(f.reads, ref)
+	n := len(f.reads)
+	f.mu.Unlock()
+	var st *cri.PodStatus
+	var err error
+	if f.getPodStatus != nil {
+		st, err = f.getPodStatus(ctx, ref)
+	} else {
+		st = readStatus(ref, n)
 	}
-	s := f.snaps[0]
-	if len(f.snaps) > 1 {
-		f.snaps = f.snaps[1:]
+	if err == nil {
+		f.mu.Lock()
+		if f.last == nil {
+			f.last = map[types.UID]*cri.PodStatus{}
+		}
+		f.last[ref.UID] = st
+		f.mu.Unlock()
 	}
-	return s, nil
+	return st, err
 }
 
-func TestPLEGRelistKicksChangedPodsOnce(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	f := &fakeSnapshotter{snaps: []*cri.Snapshot{
-		snap(map[types.UID]map[string]cri.State{"a": {"sa": cri.SandboxReady, "c1": cri.StateRunning}, "b": {"sb": cri.SandboxReady}}),
-		snap(map[types.UID]map[string]cri.State{"a": {"sa": cri.SandboxReady, "c1": cri.StateExited}, "b": {"sb": cri.SandboxReady}}),
-	}}
-	var kicked []types.UID
-	p := NewPLEG(f, clk, time.Second, func(uid types.UID) { kicked = append(kicked, uid) })
+func (f *plegReader) takeReads() []cri.PodRef {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.reads
+	f.reads = nil
+	return r
+}
 
-	p.Relist(context.Background())
-	if len(kicked) != 2 {
-		t.Fatalf("first relist kicked %v, want both new pods", kicked)
+func (f *plegReader) lastRead(uid types.UID) *cri.PodStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.last[uid]
+}
+
+// readStatus is the status of the n-th read: one sandbox whose ID says n,
+// so that a test can tell reads apart.
+func readStatus(ref cri.PodRef, n int) *cri.PodStatus {
+	return &cri.PodStatus{Ref: ref, Sandboxes: []cri.SandboxStatus{{ID: fmt.Sprintf("read-%d", n), Ready: true}}}
+}
+
+// refOf is the identity the fake runtime labels pod uid with.
+func refOf(uid types.UID) cri.PodRef {
+	return cri.PodRef{UID: uid, Name: "name-" + string(uid), Namespace: "ns"}
+}
+
+// world is a snapshot whose pods all carry their labels (see refOf).
+func world(pods map[types.UID]map[string]cri.State) *cri.Snapshot {
+	s := &cri.Snapshot{Pods: pods, Refs: map[types.UID]cri.PodRef{}}
+	for uid := range pods {
+		s.Refs[uid] = refOf(uid)
 	}
-	kicked = nil
-	p.Relist(context.Background())
-	if !reflect.DeepEqual(kicked, []types.UID{"a"}) {
-		t.Errorf("second relist kicked %v, want only a (its container died)", kicked)
+	return s
+}
+
+type plegFixture struct {
+	clock  *clocktesting.FakeClock
+	cache  *Cache
+	rt     *plegReader
+	pleg   *PLEG
+	cur    *cri.Snapshot // what the next Snapshot returns
+	kicked []types.UID
+}
+
+func newPLEGFixture(t *testing.T) *plegFixture {
+	t.Helper()
+	f := &plegFixture{clock: clocktesting.NewFakeClock(cacheT0), cache: NewCache(), cur: world(nil)}
+	f.rt = &plegReader{snapshot: func(context.Context) (*cri.Snapshot, error) { return f.cur, nil }}
+	var err error
+	f.pleg, err = NewPLEG(PLEGConfig{Runtime: f.rt, Cache: f.cache, Clock: f.clock,
+		OnChange: func(uid types.UID) { f.kicked = append(f.kicked, uid) }})
+	if err != nil {
+		t.Fatalf("NewPLEG: %v", err)
 	}
-	kicked = nil
-	p.Relist(context.Background())
-	if len(kicked) != 0 {
-		t.Errorf("a relist without changes kicked %v", kicked)
+	return f
+}
+
+func (f *plegFixture) takeKicked() []types.UID {
+	k := f.kicked
+	f.kicked = nil
+	return k
+}
+
+// cacheWant is what a test expects of a pod's cache entry.
+type cacheWant int
+
+const (
+	lastRead   cacheWant = iota // the last successful read of the pod
+	readFailed                  // an empty status and the read's error
+	emptyNamed                  // an empty status naming the pod, no error (the PLEG saw it go)
+	noEntry                     // what Get returns without an entry
+)
+
+func checkEntry(t *testing.T, f *plegFixture, uid types.UID, want cacheWant) {
+	t.Helper()
+	st, err := f.cache.Get(uid)
+	switch want {
+	case lastRead:
+		if read := f.rt.lastRead(uid); err != nil || read == nil || st != read {
+			t.Errorf("cache entry of %s = %+v, %v; want the last read %+v", uid, st, err, read)
+		}
+	case readFailed:
+		if err == nil || len(st.Sandboxes)+len(st.Containers) != 0 {
+			t.Errorf("cache entry of %s = %+v, %v; want an empty status and an error", uid, st, err)
+		}
+	case emptyNamed:
+		if err != nil || !reflect.DeepEqual(st, &cri.PodStatus{Ref: refOf(uid)}) {
+			t.Errorf("cache entry of %s = %+v, %v; want an empty status with its ref", uid, st, err)
+		}
+	case noEntry:
+		if err != nil || !reflect.DeepEqual(st, &cri.PodStatus{Ref: cri.PodRef{UID: uid}}) {
+			t.Errorf("cache entry of %s = %+v, %v; want none", uid, st, err)
+		}
 	}
+}
+
+func TestPLEGRelist(t *testing.T) {
+	type pods = map[types.UID]map[string]cri.State
+	running := pods{"a": {"sa": cri.SandboxReady, "c1": cri.StateRunning}, "b": {"sb": cri.SandboxReady}}
+	aDied := pods{"a": {"sa": cri.SandboxReady, "c1": cri.StateExited}, "b": {"sb": cri.SandboxReady}}
+	onlyB := pods{"b": {"sb": cri.SandboxReady}}
+	type step struct {
+		snap      *cri.Snapshot
+		failReads map[types.UID]bool // GetPodStatus of these pods fails
+		wantReads []types.UID        // in order, each with refOf(uid)
+		wantKicks []types.UID
+		wantCache map[types.UID]cacheWant
+	}
+	for name, steps := range map[string][]step{
+		"new pods are read and kicked once": {
+			{snap: world(running), wantReads: []types.UID{"a", "b"}, wantKicks: []types.UID{"a", "b"},
+				wantCache: map[types.UID]cacheWant{"a": lastRead, "b": lastRead, "c": noEntry}},
+			{snap: world(running)},
+		},
+		"only the pod that changed is read and kicked": {
+			{snap: world(running), wantReads: []types.UID{"a", "b"}, wantKicks: []types.UID{"a", "b"}},
+			{snap: world(aDied), wantReads: []types.UID{"a"}, wantKicks: []types.UID{"a"},
+				wantCache: map[types.UID]cacheWant{"a": lastRead, "b": lastRead}},
+			{snap: world(aDied)},
+		},
+		"a failed read is retried at the next relist and kicks then": {
+			{snap: world(running), failReads: map[types.UID]bool{"b": true},
+				wantReads: []types.UID{"a", "b"}, wantKicks: []types.UID{"a"},
+				wantCache: map[types.UID]cacheWant{"a": lastRead, "b": readFailed}},
+			{snap: world(running), wantReads: []types.UID{"b"}, wantKicks: []types.UID{"b"},
+				wantCache: map[types.UID]cacheWant{"b": lastRead}},
+			{snap: world(running)},
+		},
+		"a failed read is retried even when the change is undone": {
+			{snap: world(running), wantReads: []types.UID{"a", "b"}, wantKicks: []types.UID{"a", "b"}},
+			{snap: world(aDied), failReads: map[types.UID]bool{"a": true}, wantReads: []types.UID{"a"},
+				wantCache: map[types.UID]cacheWant{"a": readFailed}},
+			// Back to what the PLEG last read successfully: no events, but
+			// the cache holds an error until a read succeeds.
+			{snap: world(running), wantReads: []types.UID{"a"}, wantCache: map[types.UID]cacheWant{"a": lastRead}},
+			{snap: world(running)},
+		},
+		"a removed pod gets an empty status, dropped one relist later": {
+			{snap: world(running), wantReads: []types.UID{"a", "b"}, wantKicks: []types.UID{"a", "b"}},
+			{snap: world(onlyB), wantKicks: []types.UID{"a"},
+				wantCache: map[types.UID]cacheWant{"a": emptyNamed, "b": lastRead}},
+			{snap: world(onlyB), wantCache: map[types.UID]cacheWant{"a": noEntry, "b": lastRead}},
+		},
+		"a pod whose read failed and that then went away": {
+			{snap: world(running), wantReads: []types.UID{"a", "b"}, wantKicks: []types.UID{"a", "b"}},
+			{snap: world(aDied), failReads: map[types.UID]bool{"a": true}, wantReads: []types.UID{"a"},
+				wantCache: map[types.UID]cacheWant{"a": readFailed}},
+			{snap: world(onlyB), wantKicks: []types.UID{"a"}, wantCache: map[types.UID]cacheWant{"a": emptyNamed}},
+		},
+		"a pod that failed its first read and went away": {
+			{snap: world(onlyB), wantReads: []types.UID{"b"}, wantKicks: []types.UID{"b"}},
+			{snap: world(running), failReads: map[types.UID]bool{"a": true}, wantReads: []types.UID{"a"},
+				wantCache: map[types.UID]cacheWant{"a": readFailed}},
+			// No events (never recorded), but reinspected: it is gone.
+			{snap: world(onlyB), wantCache: map[types.UID]cacheWant{"a": emptyNamed}},
+		},
+		"a pod whose sandbox is gone is read with its old identity": {
+			{snap: world(running), wantReads: []types.UID{"a", "b"}, wantKicks: []types.UID{"a", "b"}},
+			{snap: &cri.Snapshot{
+				Pods: pods{"a": {"c1": cri.StateExited}, "b": {"sb": cri.SandboxReady}},
+				Refs: map[types.UID]cri.PodRef{"a": {UID: "a"}, "b": refOf("b")},
+			}, wantReads: []types.UID{"a"}, wantKicks: []types.UID{"a"}, wantCache: map[types.UID]cacheWant{"a": lastRead}},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newPLEGFixture(t)
+			var fail map[types.UID]bool
+			f.rt.getPodStatus = func(_ context.Context, ref cri.PodRef) (*cri.PodStatus, error) {
+				if fail[ref.UID] {
+					return nil, fmt.Errorf("reading pod %s: runtime hiccup", ref)
+				}
+				return readStatus(ref, int(f.clock.Now().Unix())), nil
+			}
+			for i, s := range steps {
+				f.clock.Step(time.Second)
+				f.cur, fail = s.snap, s.failReads
+				f.pleg.Relist(context.Background())
+				var wantReads []cri.PodRef
+				for _, uid := range s.wantReads {
+					wantReads = append(wantReads, refOf(uid))
+				}
+				if got := f.rt.takeReads(); !reflect.DeepEqual(got, wantReads) {
+					t.Errorf("relist %d read %v, want %v", i, got, wantReads)
+				}
+				if got := f.takeKicked(); !reflect.DeepEqual(got, s.wantKicks) {
+					t.Errorf("relist %d kicked %v, want %v", i, got, s.wantKicks)
+				}
+				for uid, want := range s.wantCache {
+					checkEntry(t, f, uid, want)
+				}
+				if _, ok, _ := ready(f.cache, "any", f.clock.Now().Add(-time.Nanosecond)); !ok {
+					t.Errorf("relist %d did not raise the cache's time", i)
+				}
+			}
+		})
+	}
+}
+
+func TestPLEGCacheIsWrittenBeforeOnChange(t *testing.T) {
+	f := newPLEGFixture(t)
+	f.cur = world(map[types.UID]map[string]cri.State{"a": {"sa": cri.SandboxReady}})
+	relistAt := f.clock.Now()
+	calls := 0
+	f.pleg.onChange = func(uid types.UID) {
+		calls++
+		checkEntry(t, f, uid, lastRead)
+		// A worker that synced just before the relist started gets the
+		// relist's read without waiting.
+		if st, ok, err := ready(f.cache, uid, relistAt.Add(-time.Nanosecond)); !ok || err != nil || st != f.rt.lastRead(uid) {
+			t.Errorf("GetNewerThan in OnChange = %+v, %v, %v", st, ok, err)
+		}
+		if _, ok, _ := ready(f.cache, "other", relistAt.Add(-time.Nanosecond)); !ok {
+			t.Error("the cache's time was not raised before OnChange")
+		}
+	}
+	f.pleg.Relist(context.Background())
+	if calls != 1 {
+		t.Errorf("OnChange called %d times, want 1", calls)
+	}
+}
+
+func TestPLEGTimestamps(t *testing.T) {
+	f := newPLEGFixture(t)
+	f.cur = world(map[types.UID]map[string]cri.State{"a": {"sa": cri.SandboxReady}, "b": {"sb": cri.SandboxReady}})
+	// Each read takes a second.
+	f.rt.getPodStatus = func(_ context.Context, ref cri.PodRef) (*cri.PodStatus, error) {
+		f.clock.Step(time.Second)
+		return readStatus(ref, 0), nil
+	}
+	start := f.clock.Now()
+	f.pleg.Relist(context.Background())
+	// a was read from start, b from start+1s: each entry has the time its
+	// own read started; the cache's time is the relist's start.
+	for _, tc := range []struct {
+		uid     types.UID
+		minTime time.Time
+		want    bool
+	}{
+		{"a", start.Add(-time.Nanosecond), true},
+		{"a", start, false},
+		{"b", start, true},
+		{"b", start.Add(time.Second), false},
+		{"unknown", start.Add(-time.Nanosecond), true},
+		{"unknown", start, false},
+	} {
+		if _, ok, _ := ready(f.cache, tc.uid, tc.minTime); ok != tc.want {
+			t.Errorf("%s newer than start%+v: %v, want %v", tc.uid, tc.minTime.Sub(start), ok, tc.want)
+		}
+	}
+}
+
+func TestPLEGFailedListChangesNothing(t *testing.T) {
+	f := newPLEGFixture(t)
+	f.cur = world(map[types.UID]map[string]cri.State{"a": {"sa": cri.SandboxReady}})
+	f.pleg.Relist(context.Background())
+	f.takeKicked()
+	f.clock.Step(time.Second)
+	f.rt.snapshot = func(context.Context) (*cri.Snapshot, error) { return nil, errors.New("runtime down") }
+	f.pleg.Relist(context.Background())
+	if k := f.takeKicked(); len(k) != 0 {
+		t.Errorf("a failed relist kicked %v", k)
+	}
+	if _, ok, _ := ready(f.cache, "a", f.clock.Now().Add(-time.Nanosecond)); ok {
+		t.Error("a failed relist raised the cache's time")
+	}
+	checkEntry(t, f, "a", lastRead)
+}
+
+func TestPLEGCancelledRelist(t *testing.T) {
+	f := newPLEGFixture(t)
+	f.cur = world(map[types.UID]map[string]cri.State{"a": {"sa": cri.SandboxReady}, "b": {"sb": cri.SandboxReady}})
+	ctx, cancel := context.WithCancel(context.Background())
+	f.rt.getPodStatus = func(ctx context.Context, ref cri.PodRef) (*cri.PodStatus, error) {
+		if ref.UID == "b" {
+			cancel()
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return readStatus(ref, 0), nil
+	}
+	start := f.clock.Now()
+	f.pleg.Relist(ctx)
+	if k := f.takeKicked(); len(k) != 0 {
+		t.Errorf("a cancelled relist kicked %v", k)
+	}
+	if _, ok, _ := ready(f.cache, "other", start.Add(-time.Nanosecond)); ok {
+		t.Error("a cancelled relist raised the cache's time")
+	}
+	checkEntry(t, f, "b", noEntry)
+
+	f.clock.Step(time.Second)
+	f.rt.takeReads()
+	f.pleg.Relist(context.Background())
+	if got, want := f.rt.takeReads(), []cri.PodRef{refOf("a"), refOf("b")}; !reflect.DeepEqual(got, want) {
+		t.Errorf("the next relist read %v, want %v (all over again)", got, want)
+	}
+	if got, want := f.takeKicked(), []types.UID{"a", "b"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("the next relist kicked %v, want %v", got, want)
+	}
+}
+
+func TestPLEGRefresh(t *testing.T) {
+	t.Run("stores the read with the time before it", func(t *testing.T) {
+		f := newPLEGFixture(t)
+		before := f.clock.Now()
+		f.rt.getPodStatus = func(_ context.Context, ref cri.PodRef) (*cri.PodStatus, error) {
+			f.clock.Step(time.Second)
+			return readStatus(ref, 1), nil
+		}
+		f.pleg.Refresh(context.Background(), refOf("a"))
+		if got := f.rt.takeReads(); !reflect.DeepEqual(got, []cri.PodRef{refOf("a")}) {
+			t.Errorf("reads %v", got)
+		}
+		checkEntry(t, f, "a", lastRead)
+		if _, ok, _ := ready(f.cache, "a", before.Add(-time.Nanosecond)); !ok {
+			t.Error("the refreshed entry is not newer than just before the read")
+		}
+		if _, ok, _ := ready(f.cache, "a", before); ok {
+			t.Error("the refreshed entry has a time after the read started")
+		}
+		if k := f.takeKicked(); len(k) != 0 {
+			t.Errorf("Refresh kicked %v", k)
+		}
+	})
+	t.Run("a failed read is not stored", func(t *testing.T) {
+		f := newPLEGFixture(t)
+		f.cache.Set("a", statusNamed("a", "earlier"), nil, f.clock.Now())
+		f.clock.Step(time.Second)
+		f.rt.getPodStatus = func(context.Context, cri.PodRef) (*cri.PodStatus, error) { return nil, errors.New("boom") }
+		f.pleg.Refresh(context.Background(), refOf("a"))
+		if st, err := f.cache.Get("a"); err != nil || st.Ref.Name != "earlier" {
+			t.Errorf("cache entry %+v, %v; want the earlier one", st, err)
+		}
+	})
+	t.Run("the later of a relist's read and a refresh wins", func(t *testing.T) {
+		f := newPLEGFixture(t)
+		f.cur = world(map[types.UID]map[string]cri.State{"a": {"sa": cri.SandboxReady}})
+		var relistRead, refreshRead *cri.PodStatus
+		f.rt.getPodStatus = func(ctx context.Context, ref cri.PodRef) (*cri.PodStatus, error) {
+			if relistRead != nil {
+				refreshRead = readStatus(ref, 2)
+				return refreshRead, nil
+			}
+			// The relist's read is slow: the engine acts and refreshes
+			// meanwhile.
+			relistRead = readStatus(ref, 1)
+			f.clock.Step(time.Second)
+			f.pleg.Refresh(ctx, ref)
+			return relistRead, nil
+		}
+		f.pleg.Relist(context.Background())
+		if st, _ := f.cache.Get("a"); refreshRead == nil || st != refreshRead {
+			t.Errorf("cache holds %+v, want the refresh's read %+v", st, refreshRead)
+		}
+		if got := f.takeKicked(); !reflect.DeepEqual(got, []types.UID{"a"}) {
+			t.Errorf("kicked %v, want a", got)
+		}
+	})
 }
 
 func TestPLEGHealth(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	f := &fakeSnapshotter{snaps: []*cri.Snapshot{snap(nil)}}
-	p := NewPLEG(f, clk, time.Second, func(types.UID) {})
-	p.Relist(context.Background())
-	if err := p.Healthy(); err != nil {
+	f := newPLEGFixture(t)
+	f.pleg.Relist(context.Background())
+	if err := f.pleg.Healthy(); err != nil {
 		t.Fatalf("healthy PLEG reported %v", err)
 	}
-	f.err = errors.New("runtime down")
-	clk.Step(DefaultRelistThreshold - time.Second)
-	p.Relist(context.Background())
-	if err := p.Healthy(); err != nil {
+	f.rt.snapshot = func(context.Context) (*cri.Snapshot, error) { return nil, errors.New("runtime down") }
+	f.clock.Step(DefaultRelistThreshold - time.Second)
+	f.pleg.Relist(context.Background())
+	if err := f.pleg.Healthy(); err != nil {
 		t.Fatalf("within the threshold: %v", err)
 	}
-	clk.Step(2 * time.Second)
-	p.Relist(context.Background())
-	err := p.Healthy()
+	f.clock.Step(2 * time.Second)
+	f.pleg.Relist(context.Background())
+	err := f.pleg.Healthy()
 	if err == nil || !strings.Contains(err.Error(), "PLEG is not healthy: pleg was last seen active 3m1s ago; threshold is 3m0s") {
 		t.Fatalf("past the threshold: %v", err)
 	}
-	f.err = nil
-	p.Relist(context.Background())
-	if err := p.Healthy(); err != nil {
+	f.rt.snapshot = func(context.Context) (*cri.Snapshot, error) { return world(nil), nil }
+	f.pleg.Relist(context.Background())
+	if err := f.pleg.Healthy(); err != nil {
 		t.Errorf("after a successful relist: %v", err)
+	}
+}
+
+func TestPLEGHealthGraceAtStart(t *testing.T) {
+	clk := clocktesting.NewFakeClock(cacheT0)
+	p, err := NewPLEG(PLEGConfig{Runtime: &plegReader{}, Cache: NewCache(), Clock: clk, Threshold: time.Minute, OnChange: func(types.UID) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Minute)
+	if err := p.Healthy(); err != nil {
+		t.Errorf("within the threshold of the start: %v", err)
+	}
+	clk.Step(time.Second)
+	if err := p.Healthy(); err == nil {
+		t.Error("no relist for longer than the threshold since the start, yet healthy")
+	}
+}
+
+func TestPLEGRun(t *testing.T) {
+	clk := clocktesting.NewFakeClock(cacheT0)
+	relisted := make(chan struct{})
+	rt := &plegReader{snapshot: func(context.Context) (*cri.Snapshot, error) {
+		relisted <- struct{}{}
+		return world(nil), nil
+	}}
+	p, err := NewPLEG(PLEGConfig{Runtime: rt, Cache: NewCache(), Clock: clk, Period: 5 * time.Second, OnChange: func(types.UID) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(ctx)
+	}()
+	deadline := time.After(10 * time.Second)
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case <-relisted:
+		case <-deadline:
+			t.Fatalf("no %s", what)
+		}
+	}
+	wait("relist at start")
+	clk.Step(5 * time.Second)
+	wait("relist after one period")
+	cancel()
+	select {
+	case <-done:
+	case <-deadline:
+		t.Fatal("Run did not return after its context ended")
+	}
+}
+
+func TestNewPLEGValidates(t *testing.T) {
+	ok := PLEGConfig{Runtime: &plegReader{}, Cache: NewCache(), OnChange: func(types.UID) {}}
+	for name, tc := range map[string]struct {
+		mutate  func(*PLEGConfig)
+		wantErr bool
+	}{
+		"defaults":           {mutate: func(*PLEGConfig) {}},
+		"no runtime":         {mutate: func(c *PLEGConfig) { c.Runtime = nil }, wantErr: true},
+		"no cache":           {mutate: func(c *PLEGConfig) { c.Cache = nil }, wantErr: true},
+		"no OnChange":        {mutate: func(c *PLEGConfig) { c.OnChange = nil }, wantErr: true},
+		"negative period":    {mutate: func(c *PLEGConfig) { c.Period = -time.Second }, wantErr: true},
+		"negative threshold": {mutate: func(c *PLEGConfig) { c.Threshold = -time.Second }, wantErr: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := ok
+			tc.mutate(&cfg)
+			p, err := NewPLEG(cfg)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("NewPLEG error %v, want error %v", err, tc.wantErr)
+			}
+			if err == nil && (p.period != DefaultRelistPeriod || p.threshold != DefaultRelistThreshold || p.clock == nil) {
+				t.Errorf("defaults not filled: period %v threshold %v clock %v", p.period, p.threshold, p.clock)
+			}
+		})
 	}
 }

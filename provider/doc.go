@@ -8,6 +8,25 @@
 //	object gone         ──> GetPod + DeletePod    ──> Engine.Kill (clean up)
 //	Engine status       ──> NotifyPods callback   ──> PodController UpdateStatus
 //
+// The two state machines side by side: virtual-kubelet's, per
+// namespace/name key, on the left; the engine's pod worker, per UID, on the
+// right (lifecycle.PodWorkerState).
+//
+//	virtual-kubelet PodController          lifecycle.PodWorkers
+//	─────────────────────────────          ────────────────────
+//	pod bound, not in provider ──CreatePod──> create: SyncPod ...
+//	spec changed ────────────────UpdatePod──> update: SyncPod
+//	                                            │ terminal phase
+//	                                            v
+//	deletionTimestamp set ───────DeletePod──> kill ──> terminating (grace)
+//	  (force delete after grace:                │ containers stopped
+//	   backstop only)                           v
+//	                                          terminated: final status,
+//	UpdateStatus <──────NotifyPods──────────  runtime removed, API object
+//	                                          deleted (grace 0, UID precondition)
+//	object gone ────────DeletePod (again)──>  no-op / clean-up of leftovers
+//	                                          finished ──> forgotten
+//
 // How the two state machines meet, and where crivk compensates for
 // virtual-kubelet's behaviour so that kubelet semantics hold:
 //
@@ -27,8 +46,13 @@
 //   - Force delete of non-running pods. virtual-kubelet deletes a pod object
 //     marked for deletion at once when no container runs, before calling
 //     DeletePod; the engine cleans the runtime right after (Kill from the
-//     object-gone path). Orphans left while crivk was down are found at start
-//     (CleanupOrphans).
+//     object-gone path). Runtime pods of no API pod (deleted while crivk was
+//     down) are stopped and removed by the engine's housekeeping once the
+//     informer's view is handed over (SetDesiredPods).
+//   - Terminal pods. virtual-kubelet stops tracking Succeeded/Failed pods;
+//     the engine keeps their stopped containers (and logs) until deletion,
+//     as the kubelet does, and its status manager never lets a terminal
+//     phase regress.
 //
 // The NodeProvider (node.go) reports the node's conditions from the
 // runtime's own readiness (CRI Status) and is pinged by the node controller.

@@ -17,7 +17,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -164,30 +163,10 @@ func (p *Provider) GetMetricsResource(context.Context) ([]*dto.MetricFamily, err
 	return nil, errStreaming("resource metrics")
 }
 
-// CleanupOrphans terminates every pod the runtime holds that is not among
-// the node's pods in the API (deleted while crivk was down). known must come
-// from a synced informer. The runtime is listed first, so a sandbox created
-// after the listing (for a pod crivk was just given) is never mistaken for an
-// orphan.
-func (p *Provider) CleanupOrphans(ctx context.Context, known func() ([]*v1.Pod, error)) error {
-	refs, err := p.runtime.ListPods(ctx)
-	if err != nil {
-		return err
-	}
-	pods, err := known()
-	if err != nil {
-		return err
-	}
-	live := map[types.UID]bool{}
-	for _, pod := range pods {
-		live[pod.UID] = true
-	}
-	for _, ref := range refs {
-		if live[ref.UID] {
-			continue
-		}
-		log.G(ctx).WithField("pod", ref.String()).Info("terminating orphaned pod: it is in the runtime but no longer in the API")
-		p.engine.KillUnknown(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: ref.UID, Name: ref.Name, Namespace: ref.Namespace}})
-	}
-	return nil
+// SetDesiredPods gives the engine the API's pods for this node, from an
+// informer that is synced: from then on the engine's housekeeping
+// terminates and removes every runtime pod whose UID is not among them
+// (deleted while crivk was down, or left by a crash).
+func (p *Provider) SetDesiredPods(known func() ([]*v1.Pod, error)) {
+	p.engine.SetDesiredPods(known)
 }

@@ -225,8 +225,10 @@ func run(ctx context.Context, o *options) error {
 	eb := record.NewBroadcaster()
 	recorder := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: o.nodeName})
 
+	cache := lifecycle.NewCache()
 	engine, err := lifecycle.NewEngine(lifecycle.Config{
 		Runtime:      rt,
+		Cache:        cache,
 		RuntimeName:  ver.RuntimeName,
 		NodeIP:       o.nodeIP,
 		SyncInterval: o.syncInterval,
@@ -236,8 +238,12 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	pleg := lifecycle.NewPLEG(rt, nil, o.relistPeriod, engine.Kick)
+	pleg, err := lifecycle.NewPLEG(lifecycle.PLEGConfig{Runtime: rt, Cache: cache, Period: o.relistPeriod, OnChange: engine.Kick})
+	if err != nil {
+		return err
+	}
 	go pleg.Run(ctx)
+	go engine.Run(ctx)
 	mux := http.NewServeMux()
 	nodeProvider := provider.NewNodeProvider(rt, nodeObj, 10*time.Second, pleg.Healthy)
 	prov := provider.New(engine, rt)
@@ -271,12 +277,10 @@ func run(ctx context.Context, o *options) error {
 			return
 		}
 		log.G(ctx).WithField("address", o.nodeIP).Info("node registered and running")
-		// The pod informer is synced once the node is ready: clean up what
-		// the runtime still holds of pods deleted while crivk was down.
-		err := prov.CleanupOrphans(ctx, func() ([]*v1.Pod, error) { return podLister.List(labels.Everything()) })
-		if err != nil {
-			log.G(ctx).WithError(err).Warn("cleaning up orphaned pods failed")
-		}
+		// The pod informer is synced once the node is ready: from now on
+		// runtime pods of no API pod (deleted while crivk was down) are
+		// terminated by the engine's housekeeping.
+		prov.SetDesiredPods(func() ([]*v1.Pod, error) { return podLister.List(labels.Everything()) })
 	}()
 	err = n.Run(ctx)
 	if ctx.Err() != nil {
