@@ -10,6 +10,7 @@ import (
 	"github.com/crivk/crivk/cri"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
@@ -227,6 +228,7 @@ func (e *Engine) UpdatePod(_ context.Context, pod *v1.Pod) {
 // deletion grace period, then clean up and call OnTerminated. It returns
 // false when the engine does not know the pod.
 func (e *Engine) Kill(pod *v1.Pod) bool {
+	pod = e.markDeleted(pod)
 	e.mu.Lock()
 	_, known := e.pods[pod.UID]
 	if known {
@@ -249,10 +251,25 @@ func (e *Engine) Kill(pod *v1.Pod) bool {
 // the API while crivk was down): whatever the runtime holds of it is
 // stopped and removed, then OnTerminated is called.
 func (e *Engine) KillUnknown(_ context.Context, pod *v1.Pod) {
+	pod = e.markDeleted(pod)
 	e.mu.Lock()
 	e.pods[pod.UID] = pod.DeepCopy()
 	e.mu.Unlock()
 	e.workers.UpdatePod(UpdatePodOptions{UpdateType: SyncPodKill, Pod: pod, StartTime: e.cfg.Clock.Now()})
+}
+
+// markDeleted returns pod with a deletion timestamp: Kill and KillUnknown
+// mean the pod is being deleted, even when the caller's copy (virtual-
+// kubelet hands over the provider's own copy once the object is gone)
+// does not say so.
+func (e *Engine) markDeleted(pod *v1.Pod) *v1.Pod {
+	if pod.DeletionTimestamp != nil {
+		return pod
+	}
+	p := pod.DeepCopy()
+	now := metav1.NewTime(e.cfg.Clock.Now())
+	p.DeletionTimestamp = &now
+	return p
 }
 
 // Kick syncs the pod uid now (the PLEG saw a change). Unknown UIDs are

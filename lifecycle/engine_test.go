@@ -664,3 +664,17 @@ func TestEngineAdoptsRunningPods(t *testing.T) {
 		t.Errorf("SyncPod called %d times for a pod whose containers run", n)
 	}
 }
+
+// TestEngineKillWithoutDeletionTimestamp: virtual-kubelet may hand DeletePod
+// the provider's own copy of a pod whose object is already gone; the kill
+// still means deletion: the runtime is cleaned up.
+func TestEngineKillWithoutDeletionTimestamp(t *testing.T) {
+	f := newEngineFixture(t)
+	pod := enginePod("uid-1", "web", v1.RestartPolicyAlways)
+	f.startRunning(t, pod)
+	if !f.e.Kill(pod) {
+		t.Fatal("Kill of a known pod returned false")
+	}
+	f.eventually(t, "the pod to be removed", func() bool { return f.rt.count("uid-1", "RemovePod") == 1 })
+	f.eventually(t, "the pod to be forgotten", func() bool { return f.e.Pod("uid-1") == nil })
+}
