@@ -528,8 +528,14 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 
 // SyncTerminatingPod stops the pod's containers with the grace period and
 // publishes the status with the containers stopped.
-func (s *engineSyncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, st *cri.PodStatus, grace int64, statusFn PodStatusFunc) error {
+func (s *engineSyncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, _ *cri.PodStatus, grace int64, statusFn PodStatusFunc) error {
 	e := (*Engine)(s)
+	// The cached status may predate the last sync (a container it started):
+	// read the runtime now rather than wait for a relist.
+	st, err := e.refresh(ctx, cri.RefOf(pod))
+	if err != nil {
+		return err
+	}
 	deleted := pod.DeletionTimestamp != nil
 	status := e.generate(pod, st, deleted)
 	if statusFn != nil {

@@ -313,7 +313,7 @@ func (f *engineFixture) eventually(t *testing.T, what string, cond func() bool) 
 			return false, nil
 		})
 	if err != nil {
-		t.Fatalf("timed out waiting for %s", what)
+		t.Fatalf("timed out waiting for %s; runtime calls and notifications: %v", what, f.rt.ops(""))
 	}
 }
 
@@ -342,6 +342,9 @@ func (f *engineFixture) startRunning(t *testing.T, pod *v1.Pod) {
 	t.Helper()
 	f.e.UpdatePod(context.Background(), pod)
 	f.eventually(t, "pod "+string(pod.UID)+" to be published Running", func() bool { return f.rt.lastPhase(pod.UID) == v1.PodRunning })
+	// Let the PLEG see the started containers, so that no event is pending.
+	f.relist()
+	f.eventually(t, "the worker idle", func() bool { return !f.e.workers.IsWorking(pod.UID) })
 }
 
 func deleted(pod *v1.Pod, now time.Time, grace *int64) *v1.Pod {

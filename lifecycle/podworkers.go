@@ -155,7 +155,9 @@ type podSyncer interface {
 	SyncPod(ctx context.Context, updateType UpdateType, pod *v1.Pod, podStatus *cri.PodStatus) (isTerminal bool, err error)
 	// SyncTerminatingPod stops every container with the grace period; nil
 	// only once none is running. ctx is cancelled when a shorter grace
-	// period arrives.
+	// period arrives. podStatus is the latest cached one, possibly older
+	// than the last sync: the syncer must read the runtime again before it
+	// stops anything.
 	SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus *cri.PodStatus, gracePeriod int64, podStatusFn PodStatusFunc) error
 	// SyncTerminatingRuntimePod stops a pod known only from the runtime.
 	SyncTerminatingRuntimePod(ctx context.Context, runningPod *cri.PodStatus) error
@@ -591,7 +593,14 @@ func (p *PodWorkers) podWorkerLoop(uid types.UID, updates <-chan struct{}) {
 		workStart := p.cfg.Clock.Now()
 		err := func() error {
 			var status *cri.PodStatus
-			if work.Options.RunningPod == nil {
+			switch {
+			case work.Options.RunningPod != nil:
+			case work.WorkType == TerminatingPodWork:
+				// A kill does not wait for the next relist: the syncer
+				// reads the runtime itself before it stops containers
+				// (podSyncer.SyncTerminatingPod), so the latest entry will do.
+				status, _ = p.cfg.Cache.Get(uid)
+			default:
 				var err error
 				if status, err = p.cfg.Cache.GetNewerThan(ctx, uid, lastSyncTime); err != nil {
 					return fmt.Errorf("determining status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
