@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 VERSION ?= v1.35.4-crivk.0
 NODE_AGENT ?= crivk
 
-.PHONY: all build run test test-unit test-e2e conformance local-up local-down deps clean
+.PHONY: all build run test test-unit test-conformance test-e2e conformance local-up local-down deps clean
 
 all: build
 
@@ -15,13 +15,17 @@ build:
 run:
 	VERSION=$(VERSION) hack/run.sh
 
-## test: unit tests (go test -race) then end-to-end tests against a local cluster brought up and torn down here
+## test: unit tests (go test -race), the quick conformance subset, then end-to-end tests against a local cluster brought up and torn down here
 test:
 	VERSION=$(VERSION) hack/test.sh
 
 ## test-unit: unit tests only (no root, no cluster)
 test-unit:
 	hack/test.sh unit
+
+## test-conformance: the quick conformance subset (hack/conformance-quick.txt) against crivk only
+test-conformance:
+	VERSION=$(VERSION) hack/test.sh conformance
 
 ## test-e2e: end-to-end tests only
 test-e2e:

@@ -115,7 +115,9 @@ log "node ${NODE_NAME} Ready"
 
 # ---------------------------------------------------------------- e2e.test
 
-log "running e2e.test with ${PROCS} Ginkgo processes (focus: ${FOCUS}; skip: ${SKIP}); log: ${RESULTS}/e2e.log"
+shown=${FOCUS}
+if [ "${#shown}" -gt 160 ]; then shown="${FOCUS:0:120}... ($(tr -cd '|' <<<"${FOCUS}" | wc -c) more alternatives)"; fi
+log "running e2e.test with ${PROCS} Ginkgo processes (focus: ${shown}; skip: ${SKIP}); log: ${RESULTS}/e2e.log"
 started=$(date +%s)
 rc=0
 _output/bin/ginkgo --procs="${PROCS}" --focus="${FOCUS}" --skip="${SKIP}" \

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs crivk's tests: unit tests with the race detector, then the end-to-end
-# tests against a local cluster that this script brings up and tears down.
-# Usage: hack/test.sh [unit|e2e|all]   (default all)
+# Runs crivk's tests: unit tests with the race detector, the quick subset of
+# the upstream conformance specs (hack/conformance-quick.txt, through
+# hack/conformance.sh), then the end-to-end tests against a local cluster
+# that this script brings up and tears down.
+# Usage: hack/test.sh [unit|conformance|e2e|all]   (default all)
 # The output ends with go test's own summary lines; the environment's set-up
 # and tear-down logs go to _output/test-logs/.
 set -o errexit -o nounset -o pipefail
@@ -38,13 +40,25 @@ e2e() {
   return "${rc}"
 }
 
+# conformance: the specs listed in hack/conformance-quick.txt (one spec
+# text per line, as Ginkgo prints it without [It] and labels), matched
+# literally, against crivk. A regression in any of them fails the tests.
+conformance() {
+  echo "test: conformance quick subset (hack/conformance-quick.txt) against crivk"
+  local focus
+  focus=$(grep -v '^\s*\(#\|$\)' hack/conformance-quick.txt | sed 's/[][\.*^$()+?{}|]/\\&/g' | paste -sd'|')
+  CONFORMANCE_FOCUS="${focus}" NODE_AGENT=crivk hack/conformance.sh
+}
+
 case "${WHAT}" in
   unit) unit ;;
+  conformance) conformance ;;
   e2e) e2e ;;
   all)
     urc=0; unit || urc=$?
+    crc=0; conformance || crc=$?
     erc=0; e2e || erc=$?
-    if [ "${urc}" -ne 0 ] || [ "${erc}" -ne 0 ]; then exit 1; fi
+    if [ "${urc}" -ne 0 ] || [ "${crc}" -ne 0 ] || [ "${erc}" -ne 0 ]; then exit 1; fi
     ;;
-  *) echo "usage: hack/test.sh [unit|e2e|all]" >&2; exit 2 ;;
+  *) echo "usage: hack/test.sh [unit|conformance|e2e|all]" >&2; exit 2 ;;
 esac

@@ -235,6 +235,8 @@ func containerStatus(in statusInput, c *v1.Container, typ cri.ContainerType, ini
 			cs.LastTerminationState.Terminated = t
 		} else {
 			cs.State.Terminated = t
+			// An init container that completed is ready (the kubelet's).
+			cs.Ready = typ == cri.ContainerTypeInit && t.ExitCode == 0
 			if prev := in.Runtime.Previous(c.Name, typ); prev != nil && prev.State == cri.StateExited {
 				cs.LastTerminationState.Terminated = terminated(in.RuntimeName, prev)
 			}

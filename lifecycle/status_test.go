@@ -186,6 +186,23 @@ func TestGenerateStatus(t *testing.T) {
 				v1.PodReady:                  unready("a"),
 			},
 		},
+		"init containers done: completed ones are ready, failed ones not": {
+			pod:   phasePod(v1.RestartPolicyNever, []string{"i1", "i2"}, "a"),
+			rt:    rtStatus(true, ini("i1", 0, cri.StateExited, 0), ini("i2", 0, cri.StateExited, 1)),
+			phase: v1.PodFailed,
+			check: map[string]func(*testing.T, v1.ContainerStatus){
+				"init:i1": func(t *testing.T, cs v1.ContainerStatus) {
+					if !cs.Ready || cs.State.Terminated == nil {
+						t.Errorf("completed init container: ready %v state %+v, want ready and terminated", cs.Ready, cs.State)
+					}
+				},
+				"init:i2": func(t *testing.T, cs v1.ContainerStatus) {
+					if cs.Ready {
+						t.Errorf("failed init container reported ready")
+					}
+				},
+			},
+		},
 		"init running: PodInitializing": {
 			pod:   phasePod(v1.RestartPolicyAlways, []string{"i1", "i2"}, "a"),
 			rt:    rtStatus(true, ini("i1", 0, cri.StateRunning, 0)),
