@@ -203,14 +203,6 @@ func (f *fakeRuntime) ops(uid types.UID, ops ...string) []event {
 
 func (f *fakeRuntime) count(uid types.UID, op string) int { return len(f.ops(uid, op)) }
 
-// lastPhase is the phase of the newest status published for uid.
-func (f *fakeRuntime) lastPhase(uid types.UID) v1.PodPhase {
-	n := f.ops(uid, "notify")
-	if len(n) == 0 {
-		return ""
-	}
-	return n[len(n)-1].phase
-}
 
 type engineFixture struct {
 	e     *Engine
@@ -317,6 +309,14 @@ func (f *engineFixture) eventually(t *testing.T, what string, cond func() bool) 
 	}
 }
 
+// lastPhase is the phase of the newest status published for uid.
+func (f *engineFixture) lastPhase(uid types.UID) v1.PodPhase {
+	if p := f.lastPublished(uid); p != nil {
+		return p.Status.Phase
+	}
+	return ""
+}
+
 // lastPublished is the newest status published for uid, or nil.
 func (f *engineFixture) lastPublished(uid types.UID) *v1.Pod {
 	f.mu.Lock()
@@ -341,7 +341,7 @@ func enginePod(uid types.UID, name string, policy v1.RestartPolicy) *v1.Pod {
 func (f *engineFixture) startRunning(t *testing.T, pod *v1.Pod) {
 	t.Helper()
 	f.e.UpdatePod(context.Background(), pod)
-	f.eventually(t, "pod "+string(pod.UID)+" to be published Running", func() bool { return f.rt.lastPhase(pod.UID) == v1.PodRunning })
+	f.eventually(t, "pod "+string(pod.UID)+" to be published Running", func() bool { return f.lastPhase(pod.UID) == v1.PodRunning })
 	// Let the PLEG see the started containers, so that no event is pending.
 	f.relist()
 	f.eventually(t, "the worker idle", func() bool { return !f.e.workers.IsWorking(pod.UID) })
@@ -442,7 +442,7 @@ func TestEngineKill(t *testing.T) {
 			if want := []string{"KillPod", "RemovePod", "OnTerminated"}; fmt.Sprint(seq) != fmt.Sprint(want) {
 				t.Errorf("termination sequence %v, want %v", seq, want)
 			}
-			f.eventually(t, "the terminal status to be published", func() bool { return f.rt.lastPhase("uid-1") == tc.wantPhase })
+			f.eventually(t, "the terminal status to be published", func() bool { return f.lastPhase("uid-1") == tc.wantPhase })
 			f.mu.Lock()
 			term := f.terminated
 			f.mu.Unlock()
@@ -512,11 +512,11 @@ func TestEngineSameNameWaits(t *testing.T) {
 		t.Errorf("killing uid-1 touched uid-2 %d times", n)
 	}
 	// uid-2 was requeued; it starts at its turn.
-	for i := 0; i < 3 && f.rt.lastPhase("uid-2") != v1.PodRunning; i++ {
+	for i := 0; i < 3 && f.lastPhase("uid-2") != v1.PodRunning; i++ {
 		f.step(20 * time.Second)
 		f.eventually(t, "uid-2 idle", func() bool { return !f.e.workers.IsWorking("uid-2") })
 	}
-	f.eventually(t, "uid-2 running", func() bool { return f.rt.lastPhase("uid-2") == v1.PodRunning })
+	f.eventually(t, "uid-2 running", func() bool { return f.lastPhase("uid-2") == v1.PodRunning })
 }
 
 func TestEngineFinishedPodIsStoppedAndKeptUntilDeleted(t *testing.T) {
@@ -537,7 +537,7 @@ func TestEngineFinishedPodIsStoppedAndKeptUntilDeleted(t *testing.T) {
 
 			f.rt.exit("uid-1", tc.exit)
 			f.relist()
-			f.eventually(t, "the pod to be published "+string(tc.phase), func() bool { return f.rt.lastPhase("uid-1") == tc.phase })
+			f.eventually(t, "the pod to be published "+string(tc.phase), func() bool { return f.lastPhase("uid-1") == tc.phase })
 			f.eventually(t, "the worker to finish", func() bool { return f.e.workers.IsPodFinished("uid-1") })
 			if kills := f.rt.ops("uid-1", "KillPod"); len(kills) != 1 || kills[0].grace != 17 {
 				t.Fatalf("KillPod calls %+v, want one with the pod's grace period to stop the sandbox", kills)
@@ -581,7 +581,7 @@ func TestEngineFinishedPodStopIsRetried(t *testing.T) {
 	f.rt.exit("uid-1", 0)
 	f.relist()
 	f.eventually(t, "the first KillPod", func() bool { return f.rt.count("uid-1", "KillPod") == 1 })
-	f.eventually(t, "the Succeeded status", func() bool { return f.rt.lastPhase("uid-1") == v1.PodSucceeded })
+	f.eventually(t, "the Succeeded status", func() bool { return f.lastPhase("uid-1") == v1.PodSucceeded })
 	f.eventually(t, "the worker idle", func() bool { return !f.e.workers.IsWorking("uid-1") })
 	f.step(20 * time.Second)
 	f.eventually(t, "KillPod to be retried", func() bool { return f.rt.count("uid-1", "KillPod") == 2 })
