@@ -49,6 +49,10 @@ type Config struct {
 	OnTerminated func(ctx context.Context, pod *v1.Pod) error
 	// Recorder receives kubelet-style events; nil drops them.
 	Recorder record.EventRecorder
+	// NetworkError, when set, reports the runtime's network as not ready;
+	// pods not on the host network then wait (retried every second), as
+	// with the kubelet.
+	NetworkError func() error
 }
 
 // Engine is crivk's kubelet core: a pod manager (the pods virtual-kubelet
@@ -500,6 +504,14 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 	e.status.SetPodStatus(pod, status)
 	if isTerminalPhase(status.Phase) {
 		return true, nil
+	}
+	if ne := e.cfg.NetworkError; ne != nil && !pod.Spec.HostNetwork {
+		if err := ne(); err != nil {
+			if e.cfg.Recorder != nil {
+				e.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, "NetworkNotReady", "%s: %v", ErrNetworkNotReady, err)
+			}
+			return false, fmt.Errorf("%w: %v", ErrNetworkNotReady, err)
+		}
 	}
 	plan := cri.ComputePodActions(pod, st)
 	if !plan.CreateSandbox && !plan.KillPod && plan.NextInit < 0 && len(plan.ContainersToStart) == 0 && len(plan.ContainersToKill) == 0 {

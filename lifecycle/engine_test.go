@@ -203,7 +203,6 @@ func (f *fakeRuntime) ops(uid types.UID, ops ...string) []event {
 
 func (f *fakeRuntime) count(uid types.UID, op string) int { return len(f.ops(uid, op)) }
 
-
 type engineFixture struct {
 	e     *Engine
 	rt    *fakeRuntime
@@ -680,4 +679,29 @@ func TestEngineKillWithoutDeletionTimestamp(t *testing.T) {
 	}
 	f.eventually(t, "the pod to be removed", func() bool { return f.rt.count("uid-1", "RemovePod") == 1 })
 	f.eventually(t, "the pod to be forgotten", func() bool { return f.e.Pod("uid-1") == nil })
+}
+
+// TestEngineWaitsForTheNetwork: while the runtime's network is not ready a
+// pod off the host network is not started (and retried), a host-network
+// pod is; once the network is ready the pod starts.
+func TestEngineWaitsForTheNetwork(t *testing.T) {
+	f := newEngineFixture(t)
+	var mu sync.Mutex
+	netErr := errors.New("cni config uninitialized")
+	f.e.cfg.NetworkError = func() error { mu.Lock(); defer mu.Unlock(); return netErr }
+
+	pod := enginePod("uid-1", "web", v1.RestartPolicyAlways)
+	host := enginePod("uid-2", "host", v1.RestartPolicyAlways)
+	host.Spec.HostNetwork = true
+	f.e.UpdatePod(context.Background(), pod)
+	f.startRunning(t, host)
+	f.eventually(t, "uid-1 idle", func() bool { return !f.e.workers.IsWorking("uid-1") })
+	if n := f.rt.count("uid-1", "SyncPod"); n != 0 {
+		t.Fatalf("a pod was started while the network is not ready")
+	}
+	mu.Lock()
+	netErr = nil
+	mu.Unlock()
+	f.step(2 * time.Second) // the retry after a network error is due within 1.5 s
+	f.eventually(t, "uid-1 running", func() bool { return f.lastPhase("uid-1") == v1.PodRunning })
 }

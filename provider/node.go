@@ -142,9 +142,21 @@ type NodeProvider struct {
 
 	mu   sync.Mutex
 	node *v1.Node // guarded by mu
+	// netErr is the runtime's network readiness at the last check (nil:
+	// ready, or not checked yet). Guarded by mu.
+	netErr error
 }
 
 var _ node.NodeProvider = (*NodeProvider)(nil)
+
+// NetworkError reports the runtime's network as not ready at the last
+// check, in the kubelet's words; nil when it was ready. The engine asks it
+// before starting a pod that is not on the host network.
+func (p *NodeProvider) NetworkError() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.netErr
+}
 
 // NewNodeProvider checks rt every interval and reports changes of n.
 // Each health check that fails makes the node NotReady with its message.
@@ -181,6 +193,10 @@ func (p *NodeProvider) NotifyNodeStatus(ctx context.Context, cb func(*v1.Node)) 
 				}
 			}
 			p.mu.Lock()
+			p.netErr = nil
+			if err == nil && !rd.NetworkReady {
+				p.netErr = fmt.Errorf("container runtime network not ready: %s", rd.Message)
+			}
 			conds := NodeConditions(p.node.Status.Conditions, rd, time.Now())
 			changed := !sameConditionStatus(p.node.Status.Conditions, conds)
 			p.node.Status.Conditions = conds

@@ -226,7 +226,11 @@ func run(ctx context.Context, o *options) error {
 	recorder := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: o.nodeName})
 
 	cache := lifecycle.NewCache()
+	// The node provider is made after the engine (it needs the PLEG, which
+	// needs the engine) but before anything runs.
+	var nodeProvider *provider.NodeProvider
 	engine, err := lifecycle.NewEngine(lifecycle.Config{
+		NetworkError: func() error { return nodeProvider.NetworkError() },
 		Runtime:      rt,
 		Cache:        cache,
 		RuntimeName:  ver.RuntimeName,
@@ -242,10 +246,10 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
+	nodeProvider = provider.NewNodeProvider(rt, nodeObj, 10*time.Second, pleg.Healthy)
 	go pleg.Run(ctx)
 	go engine.Run(ctx)
 	mux := http.NewServeMux()
-	nodeProvider := provider.NewNodeProvider(rt, nodeObj, 10*time.Second, pleg.Healthy)
 	prov := provider.New(engine, rt)
 	var podLister corev1listers.PodLister
 	n, err := nodeutil.NewNode(o.nodeName,
