@@ -176,6 +176,25 @@ func (e *Engine) Run(ctx context.Context) {
 
 // syncDue hands the due pods of the work queue to their workers.
 func (e *Engine) syncDue() {
+	// Pods past their active deadline are synced at once (the kubelet checks
+	// every second too), whatever their place in the queue.
+	now := e.cfg.Clock.Now()
+	e.mu.Lock()
+	var late []types.UID
+	for uid, p := range e.pods {
+		if p.Spec.ActiveDeadlineSeconds == nil || p.DeletionTimestamp != nil {
+			continue
+		}
+		if st, ok := e.status.GetPodStatus(uid); ok && !isTerminalPhase(st.Phase) && pastActiveDeadline(p, st.StartTime, now) {
+			late = append(late, uid)
+		}
+	}
+	e.mu.Unlock()
+	for _, uid := range late {
+		if !e.workers.IsPodTerminationRequested(uid) {
+			e.queue.Enqueue(uid, 0)
+		}
+	}
 	for _, uid := range e.queue.GetWork() {
 		if pod := e.desiredPod(uid); pod != nil {
 			e.workers.UpdatePod(UpdatePodOptions{UpdateType: SyncPodSync, Pod: pod, StartTime: e.cfg.Clock.Now()})
@@ -473,7 +492,7 @@ func (e *Engine) generate(pod *v1.Pod, st *cri.PodStatus, deleted bool) v1.PodSt
 	ips := e.podIPs[pod.UID]
 	waiting := e.waiting[pod.UID]
 	e.mu.Unlock()
-	return GenerateStatus(statusInput{
+	status := GenerateStatus(statusInput{
 		Pod:         pod,
 		Previous:    prev,
 		Runtime:     st,
@@ -484,6 +503,30 @@ func (e *Engine) generate(pod *v1.Pod, st *cri.PodStatus, deleted bool) v1.PodSt
 		Deleted:     deleted,
 		Now:         e.cfg.Clock.Now(),
 	})
+	if pastActiveDeadline(pod, status.StartTime, e.cfg.Clock.Now()) {
+		// The kubelet's active deadline handler: the pod fails, its
+		// containers are stopped.
+		status.Phase = v1.PodFailed
+		status.Reason = reasonDeadlineExceeded
+		status.Message = messageDeadlineExceeded
+	}
+	return status
+}
+
+// The kubelet's words for a pod past spec.activeDeadlineSeconds.
+const (
+	reasonDeadlineExceeded  = "DeadlineExceeded"
+	messageDeadlineExceeded = "Pod was active on the node longer than the specified deadline"
+)
+
+// pastActiveDeadline reports whether pod, started at start, has run longer
+// than its spec.activeDeadlineSeconds.
+func pastActiveDeadline(pod *v1.Pod, start *metav1.Time, now time.Time) bool {
+	d := pod.Spec.ActiveDeadlineSeconds
+	if d == nil || start == nil {
+		return false
+	}
+	return now.Sub(start.Time) >= time.Duration(*d)*time.Second
 }
 
 // engineSyncer is the Engine seen as the pod workers' podSyncer.

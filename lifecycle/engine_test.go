@@ -705,3 +705,29 @@ func TestEngineWaitsForTheNetwork(t *testing.T) {
 	f.step(2 * time.Second) // the retry after a network error is due within 1.5 s
 	f.eventually(t, "uid-1 running", func() bool { return f.lastPhase("uid-1") == v1.PodRunning })
 }
+
+// TestEngineActiveDeadline: a pod running longer than its
+// activeDeadlineSeconds fails with the kubelet's reason and is stopped.
+func TestEngineActiveDeadline(t *testing.T) {
+	f := newEngineFixture(t)
+	pod := enginePod("uid-1", "web", v1.RestartPolicyAlways)
+	f.startRunning(t, pod)
+	if n := f.rt.count("uid-1", "KillPod"); n != 0 {
+		t.Fatal("killed before any deadline")
+	}
+	// The deadline is set later (an API update) and is already past.
+	updated := pod.DeepCopy()
+	updated.Spec.ActiveDeadlineSeconds = ptr.To[int64](5)
+	f.e.UpdatePod(context.Background(), updated)
+	f.step(6 * time.Second)
+	f.eventually(t, "the pod to fail", func() bool { return f.lastPhase("uid-1") == v1.PodFailed })
+	p := f.lastPublished("uid-1")
+	if p.Status.Reason != "DeadlineExceeded" || p.Status.Message != "Pod was active on the node longer than the specified deadline" {
+		t.Errorf("reason %q message %q", p.Status.Reason, p.Status.Message)
+	}
+	f.eventually(t, "the containers stopped", func() bool { return f.rt.count("uid-1", "KillPod") == 1 })
+	f.eventually(t, "the worker to finish", func() bool { return f.e.workers.IsPodFinished("uid-1") })
+	if got := f.lastPublished("uid-1"); got.Status.Reason != "DeadlineExceeded" || got.Status.Phase != v1.PodFailed {
+		t.Errorf("final status %s %q, want Failed DeadlineExceeded", got.Status.Phase, got.Status.Reason)
+	}
+}
