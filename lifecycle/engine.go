@@ -49,6 +49,10 @@ type Config struct {
 	OnTerminated func(ctx context.Context, pod *v1.Pod) error
 	// Recorder receives kubelet-style events; nil drops them.
 	Recorder record.EventRecorder
+	// APIPod, when set, returns the API's current copy of a pod (an informer
+	// lister): virtual-kubelet forwards spec changes only, so conditions
+	// other writers set (readiness gates) are read from it at each sync.
+	APIPod func(namespace, name string) *v1.Pod
 	// NetworkError, when set, reports the runtime's network as not ready;
 	// pods not on the host network then wait (retried every second), as
 	// with the kubelet.
@@ -485,6 +489,9 @@ func (e *Engine) generate(pod *v1.Pod, st *cri.PodStatus, deleted bool) v1.PodSt
 	if !ok {
 		prev = *pod.Status.DeepCopy()
 	}
+	// Conditions the node does not own (readiness gates, PodScheduled,
+	// DisruptionTarget) are the API's.
+	prev.Conditions = WithForeignConditions(pod.Status.Conditions, prev.Conditions)
 	e.mu.Lock()
 	if ips := st.IPs(); len(ips) > 0 {
 		e.podIPs[pod.UID] = ips
@@ -543,6 +550,13 @@ var errBackingOff = errors.New("a container is waiting for a back-off")
 // reads the runtime back at once and publishes again.
 func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, st *cri.PodStatus) (bool, error) {
 	e := (*Engine)(s)
+	if e.cfg.APIPod != nil {
+		if cur := e.cfg.APIPod(pod.Namespace, pod.Name); cur != nil && cur.UID == pod.UID {
+			p := pod.DeepCopy()
+			p.Status = *cur.Status.DeepCopy()
+			pod = p
+		}
+	}
 	status := e.generate(pod, st, false)
 	e.status.SetPodStatus(pod, status)
 	if isTerminalPhase(status.Phase) {

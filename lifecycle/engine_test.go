@@ -731,3 +731,39 @@ func TestEngineActiveDeadline(t *testing.T) {
 		t.Errorf("final status %s %q, want Failed DeadlineExceeded", got.Status.Phase, got.Status.Reason)
 	}
 }
+
+// TestEngineReadinessGateFromTheAPI: a readiness gate another writer sets
+// in the API is seen at the pod's next sync (virtual-kubelet forwards no
+// status-only change), and the pod becomes Ready.
+func TestEngineReadinessGateFromTheAPI(t *testing.T) {
+	f := newEngineFixture(t)
+	pod := enginePod("uid-1", "web", v1.RestartPolicyAlways)
+	pod.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/ready"}}
+	var mu sync.Mutex
+	api := pod.DeepCopy()
+	f.e.cfg.APIPod = func(ns, name string) *v1.Pod {
+		mu.Lock()
+		defer mu.Unlock()
+		if ns == api.Namespace && name == api.Name {
+			return api.DeepCopy()
+		}
+		return nil
+	}
+	f.startRunning(t, pod)
+	ready := func() v1.ConditionStatus {
+		if p := f.lastPublished("uid-1"); p != nil {
+			if c := findCond(p.Status, v1.PodReady); c != nil {
+				return c.Status
+			}
+		}
+		return ""
+	}
+	if got := ready(); got != v1.ConditionFalse {
+		t.Fatalf("Ready = %q with the gate unset, want False", got)
+	}
+	mu.Lock()
+	api.Status.Conditions = append(api.Status.Conditions, v1.PodCondition{Type: "example.com/ready", Status: v1.ConditionTrue})
+	mu.Unlock()
+	f.step(20 * time.Second) // past the resync interval with jitter
+	f.eventually(t, "the pod Ready", func() bool { return ready() == v1.ConditionTrue })
+}

@@ -229,8 +229,20 @@ func run(ctx context.Context, o *options) error {
 	// The node provider is made after the engine (it needs the PLEG, which
 	// needs the engine) but before anything runs.
 	var nodeProvider *provider.NodeProvider
+	// Set when virtual-kubelet builds the provider, before any pod arrives.
+	var podLister corev1listers.PodLister
 	engine, err := lifecycle.NewEngine(lifecycle.Config{
 		NetworkError: func() error { return nodeProvider.NetworkError() },
+		APIPod: func(namespace, name string) *v1.Pod {
+			if podLister == nil {
+				return nil
+			}
+			p, err := podLister.Pods(namespace).Get(name)
+			if err != nil {
+				return nil
+			}
+			return p
+		},
 		Runtime:      rt,
 		Cache:        cache,
 		RuntimeName:  ver.RuntimeName,
@@ -251,7 +263,6 @@ func run(ctx context.Context, o *options) error {
 	go engine.Run(ctx)
 	mux := http.NewServeMux()
 	prov := provider.New(engine, rt)
-	var podLister corev1listers.PodLister
 	n, err := nodeutil.NewNode(o.nodeName,
 		func(pc nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
 			podLister = pc.Pods
