@@ -66,6 +66,16 @@ mkimage() {
   "${BIN}/mkimage" "$@" >/dev/null
 }
 
+# up_to_date TAR INPUTS [no-digest]: TAR exists (with its manifest digest
+# unless no-digest) and was made from INPUTS; says so.
+up_to_date() {
+  local tar=$1 inputs=$2
+  [ -f "${tar}" ] || return 1
+  [ "${3:-}" = no-digest ] || [ -f "${tar}.digest" ] || return 1
+  [ "$(cat "${tar}.inputs" 2>/dev/null)" = "${inputs}" ] || return 1
+  log "$(basename "${tar}") up to date"
+}
+
 # fresh_rootfs NAME: an empty staging directory for an image's filesystem.
 fresh_rootfs() {
   local dir=${OUT}/rootfs/$1
@@ -77,10 +87,7 @@ fresh_rootfs() {
 build_pause() {
   local tar=${OUT}/pause.tar inputs
   inputs=$(inputs_of pause "${ROOT}/hack/images/pause.c" <(gcc --version))
-  if [ -f "${tar}" ] && [ -f "${tar}.digest" ] && [ "$(cat "${tar}.inputs" 2>/dev/null)" = "${inputs}" ]; then
-    log "pause.tar up to date"
-    return
-  fi
+  if up_to_date "${tar}" "${inputs}"; then return; fi
   log "building pause.tar"
   local rootfs
   rootfs=$(fresh_rootfs pause)
@@ -94,10 +101,7 @@ build_pause() {
 build_busybox() {
   local tar=${OUT}/busybox.tar inputs
   inputs=$(inputs_of busybox "${BUSYBOX_BIN}")
-  if [ -f "${tar}" ] && [ -f "${tar}.digest" ] && [ "$(cat "${tar}.inputs" 2>/dev/null)" = "${inputs}" ]; then
-    log "busybox.tar up to date"
-    return
-  fi
+  if up_to_date "${tar}" "${inputs}"; then return; fi
   log "building busybox.tar"
   local rootfs applet
   rootfs=$(fresh_rootfs busybox)
@@ -158,10 +162,7 @@ debian_mirror() {
 # refresh it.
 build_agnhost_base() {
   local tar=${OUT}/agnhost-base.tar key="${DEBIAN_SUITE} minbase ${AGNHOST_PACKAGES}" dir mirror
-  if [ -f "${tar}" ] && [ "$(cat "${tar}.inputs" 2>/dev/null)" = "${key}" ]; then
-    log "agnhost-base.tar up to date"
-    return
-  fi
+  if up_to_date "${tar}" "${key}" no-digest; then return; fi
   command -v debootstrap >/dev/null || {
     log "ERROR: debootstrap is missing; run CONFORMANCE_IMAGES=1 hack/install-deps.sh" >&2
     exit 1
@@ -204,10 +205,7 @@ build_agnhost() {
   build_agnhost_base
   porter=$(cd "${ROOT}/hack/tools" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/images/agnhost/porter
   inputs=$(inputs_of agnhost "${BIN}/agnhost" "${base}" "${porter}/localhost.crt" "${porter}/localhost.key" "${BUSYBOX_BIN}")
-  if [ -f "${tar}" ] && [ -f "${tar}.digest" ] && [ "$(cat "${tar}.inputs" 2>/dev/null)" = "${inputs}" ]; then
-    log "agnhost.tar up to date"
-    return
-  fi
+  if up_to_date "${tar}" "${inputs}"; then return; fi
   log "building agnhost.tar"
   local rootfs applet d have
   rootfs=$(fresh_rootfs agnhost)
@@ -242,10 +240,7 @@ build_nonewprivs() {
   local tar=${OUT}/nonewprivs.tar src inputs
   src=$(cd "${ROOT}/hack/tools" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/images/nonewprivs
   inputs=$(inputs_of nonewprivs "${src}/nnp.go")
-  if [ -f "${tar}" ] && [ -f "${tar}.digest" ] && [ "$(cat "${tar}.inputs" 2>/dev/null)" = "${inputs}" ]; then
-    log "nonewprivs.tar up to date"
-    return
-  fi
+  if up_to_date "${tar}" "${inputs}"; then return; fi
   log "building nonewprivs.tar"
   local rootfs
   rootfs=$(fresh_rootfs nonewprivs)

@@ -18,7 +18,7 @@ import (
 //     every pod whose read failed in the previous relist), then UpdateTime
 //     with the relist's start time once every such pod is written: from
 //     then on, the cache holds every pod's state as of that time;
-//   - the engine, through PLEG.Refresh, right after it acted on a pod, so
+//   - the engine, through Engine.refresh, right after it acted on a pod, so
 //     the result reaches the pod's next sync and the API without waiting
 //     for the next relist.
 //
@@ -213,8 +213,8 @@ func (c *Cache) UpdateTime(t time.Time) {
 // deleteStale drops the entries of the pods for which present is false
 // and whose read started before t: the PLEG's relist that started at t
 // saw nothing of those pods in the runtime, so their entries say nothing
-// that an empty status does not say better. Entries read after t (a
-// Refresh racing the relist) are kept.
+// that an empty status does not say better. Entries read after t (an
+// engine read racing the relist) are kept.
 func (c *Cache) deleteStale(present func(types.UID) bool, t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -70,8 +70,6 @@ type Engine struct {
 	queue   *WorkQueue
 	workers *PodWorkers
 	status  *StatusManager
-	// stop ends the workers' context; called when Run returns.
-	stop context.CancelFunc
 	// housekeeping serialises Housekeeping runs.
 	housekeeping sync.Mutex
 
@@ -103,8 +101,10 @@ const (
 	finalStatusTimeout = 5 * time.Second
 )
 
-// NewEngine validates cfg and returns an engine with no pods. Run starts it.
-func NewEngine(cfg Config) (*Engine, error) {
+// NewEngine validates cfg and returns an engine with no pods. ctx bounds
+// the pod workers' goroutines (they outlive the calls that start them);
+// Run starts the sync loop.
+func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.Runtime == nil {
 		return nil, errors.New("lifecycle: no runtime")
 	}
@@ -139,9 +139,6 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if e.status, err = NewStatusManager(StatusManagerConfig{Clock: cfg.Clock, Notify: e.publish}); err != nil {
 		return nil, err
 	}
-	// The workers outlive the calls that start them; Run's return ends them.
-	ctx, stop := context.WithCancel(context.Background())
-	e.stop = stop
 	e.workers, err = NewPodWorkers(ctx, PodWorkersConfig{
 		Syncer:         (*engineSyncer)(e),
 		Cache:          e.cache,
@@ -150,7 +147,6 @@ func NewEngine(cfg Config) (*Engine, error) {
 		ResyncInterval: cfg.SyncInterval,
 	})
 	if err != nil {
-		stop()
 		return nil, err
 	}
 	return e, nil
@@ -160,7 +156,6 @@ func NewEngine(cfg Config) (*Engine, error) {
 // second the due pods of the work queue are synced; every housekeeping
 // interval finished pods are forgotten and orphans terminated.
 func (e *Engine) Run(ctx context.Context) {
-	defer e.stop()
 	go e.status.Run(ctx)
 	work := e.cfg.Clock.NewTicker(workQueuePoll)
 	defer work.Stop()

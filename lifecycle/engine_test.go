@@ -223,7 +223,8 @@ func newEngineFixture(t *testing.T) *engineFixture {
 	t.Helper()
 	clk := testingclock.NewFakeClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
 	f := &engineFixture{rt: newFakeRuntime(clk), clock: clk, cache: NewCache()}
-	e, err := NewEngine(Config{
+	ctx, cancel := context.WithCancel(context.Background())
+	e, err := NewEngine(ctx, Config{
 		Runtime: f.rt, RuntimeName: "containerd", NodeIP: "192.0.2.10", Clock: clk, SyncInterval: syncInterval, Cache: f.cache,
 		OnTerminated: func(_ context.Context, pod *v1.Pod) error {
 			f.rt.record(event{op: "OnTerminated", uid: pod.UID, phase: pod.Status.Phase})
@@ -234,6 +235,7 @@ func newEngineFixture(t *testing.T) *engineFixture {
 		},
 	})
 	if err != nil {
+		cancel()
 		t.Fatalf("NewEngine: %v", err)
 	}
 	e.NotifyPods(func(pod *v1.Pod) {
@@ -244,7 +246,6 @@ func newEngineFixture(t *testing.T) *engineFixture {
 	})
 	f.e = e
 	f.cache.UpdateTime(clk.Now())
-	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { e.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
@@ -354,7 +355,7 @@ func deleted(pod *v1.Pod, now time.Time, grace *int64) *v1.Pod {
 }
 
 func TestNewEngineValidates(t *testing.T) {
-	if _, err := NewEngine(Config{}); err == nil {
+	if _, err := NewEngine(context.Background(), Config{}); err == nil {
 		t.Fatal("NewEngine without a runtime succeeded")
 	}
 }

@@ -156,8 +156,8 @@ type PLEGConfig struct {
 //	         v
 //	OnChange(uid) for each pod with events whose entry was written
 //
-//	Refresh(ref), from the engine right after it acted on a pod:
-//	  t := now; GetPodStatus ──> Cache.Set(uid, st, nil, t)
+//	The engine also writes the Cache right after it acted on a pod
+//	(Engine.refresh: t := now; GetPodStatus ──> Cache.Set(uid, st, nil, t)).
 //
 // The PLEG assumes, as the kubelet's does, that a container is not
 // created, run and removed within one period; such a container is missed,
@@ -324,26 +324,6 @@ func (p *PLEG) refOf(uid types.UID, cur *cri.Snapshot) cri.PodRef {
 		}
 	}
 	return cri.PodRef{UID: uid}
-}
-
-// Refresh reads the pod's status now and writes it into the cache with
-// the time taken before the read. The engine calls it right after it
-// acted on the pod, so that the result reaches the pod's next sync and
-// the API without waiting for the next relist; to let that sync use it,
-// the engine must take its "last sync" time for GetNewerThan before
-// calling Refresh. A failed read is logged and not written: the next
-// relist reads the pod if it changed, and raises the cache's time anyway.
-// Refresh may run concurrently with Relist; the cache keeps the later read.
-func (p *PLEG) Refresh(ctx context.Context, ref cri.PodRef) {
-	t := p.clock.Now()
-	st, err := p.rt.GetPodStatus(ctx, ref)
-	if err != nil {
-		if ctx.Err() == nil {
-			log.G(ctx).WithError(err).WithField("pod", ref.String()).Warn("could not read the pod back after acting on it")
-		}
-		return
-	}
-	p.cache.Set(ref.UID, st, nil, t)
 }
 
 // Healthy returns an error, in the kubelet's words, when no relist has

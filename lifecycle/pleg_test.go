@@ -414,65 +414,6 @@ func TestPLEGCancelledRelist(t *testing.T) {
 	}
 }
 
-func TestPLEGRefresh(t *testing.T) {
-	t.Run("stores the read with the time before it", func(t *testing.T) {
-		f := newPLEGFixture(t)
-		before := f.clock.Now()
-		f.rt.getPodStatus = func(_ context.Context, ref cri.PodRef) (*cri.PodStatus, error) {
-			f.clock.Step(time.Second)
-			return readStatus(ref, 1), nil
-		}
-		f.pleg.Refresh(context.Background(), refOf("a"))
-		if got := f.rt.takeReads(); !reflect.DeepEqual(got, []cri.PodRef{refOf("a")}) {
-			t.Errorf("reads %v", got)
-		}
-		checkEntry(t, f, "a", lastRead)
-		if _, ok, _ := ready(f.cache, "a", before.Add(-time.Nanosecond)); !ok {
-			t.Error("the refreshed entry is not newer than just before the read")
-		}
-		if _, ok, _ := ready(f.cache, "a", before); ok {
-			t.Error("the refreshed entry has a time after the read started")
-		}
-		if k := f.takeKicked(); len(k) != 0 {
-			t.Errorf("Refresh kicked %v", k)
-		}
-	})
-	t.Run("a failed read is not stored", func(t *testing.T) {
-		f := newPLEGFixture(t)
-		f.cache.Set("a", statusNamed("a", "earlier"), nil, f.clock.Now())
-		f.clock.Step(time.Second)
-		f.rt.getPodStatus = func(context.Context, cri.PodRef) (*cri.PodStatus, error) { return nil, errors.New("boom") }
-		f.pleg.Refresh(context.Background(), refOf("a"))
-		if st, err := f.cache.Get("a"); err != nil || st.Ref.Name != "earlier" {
-			t.Errorf("cache entry %+v, %v; want the earlier one", st, err)
-		}
-	})
-	t.Run("the later of a relist's read and a refresh wins", func(t *testing.T) {
-		f := newPLEGFixture(t)
-		f.cur = world(map[types.UID]map[string]cri.State{"a": {"sa": cri.SandboxReady}})
-		var relistRead, refreshRead *cri.PodStatus
-		f.rt.getPodStatus = func(ctx context.Context, ref cri.PodRef) (*cri.PodStatus, error) {
-			if relistRead != nil {
-				refreshRead = readStatus(ref, 2)
-				return refreshRead, nil
-			}
-			// The relist's read is slow: the engine acts and refreshes
-			// meanwhile.
-			relistRead = readStatus(ref, 1)
-			f.clock.Step(time.Second)
-			f.pleg.Refresh(ctx, ref)
-			return relistRead, nil
-		}
-		f.pleg.Relist(context.Background())
-		if st, _ := f.cache.Get("a"); refreshRead == nil || st != refreshRead {
-			t.Errorf("cache holds %+v, want the refresh's read %+v", st, refreshRead)
-		}
-		if got := f.takeKicked(); !reflect.DeepEqual(got, []types.UID{"a"}) {
-			t.Errorf("kicked %v, want a", got)
-		}
-	})
-}
-
 func TestPLEGHealth(t *testing.T) {
 	f := newPLEGFixture(t)
 	f.pleg.Relist(context.Background())

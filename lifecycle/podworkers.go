@@ -878,79 +878,64 @@ func (p *PodWorkers) removeTerminatedWorker(uid types.UID, status *podSyncStatus
 // worker's state. An unknown UID gets the answer that is safe for a pod that
 // was never started.
 
-// IsPodKnownTerminated: the worker has finished the pod.
-func (p *PodWorkers) IsPodKnownTerminated(uid types.UID) bool {
+// known reports, under p.mu, what the record of uid says (known: whether
+// there is one; f is only called when there is).
+func (p *PodWorkers) known(uid types.UID, unknown bool, f func(*podSyncStatus) bool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s, ok := p.podSyncStatuses[uid]
-	return ok && s.IsTerminated()
+	if !ok {
+		return unknown
+	}
+	return f(s)
+}
+
+// IsPodKnownTerminated: the worker has finished the pod.
+func (p *PodWorkers) IsPodKnownTerminated(uid types.UID) bool {
+	return p.known(uid, false, (*podSyncStatus).IsTerminated)
 }
 
 // CouldHaveRunningContainers: the pod may still have running containers
-// (known and not yet terminated, or unknown before the first SyncKnownPods).
+// (known and not yet terminated).
 func (p *PodWorkers) CouldHaveRunningContainers(uid types.UID) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s, ok := p.podSyncStatuses[uid]
-	return ok && !s.IsTerminated()
+	return p.known(uid, false, func(s *podSyncStatus) bool { return !s.IsTerminated() })
 }
 
 // IsPodTerminationRequested: the pod is terminating or terminated.
 func (p *PodWorkers) IsPodTerminationRequested(uid types.UID) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s, ok := p.podSyncStatuses[uid]
-	return ok && s.IsTerminationRequested()
+	return p.known(uid, false, (*podSyncStatus).IsTerminationRequested)
 }
 
 // ShouldPodContainersBeTerminating: containers must not run (termination
 // requested, or the pod is unknown).
 func (p *PodWorkers) ShouldPodContainersBeTerminating(uid types.UID) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s, ok := p.podSyncStatuses[uid]
-	return !ok || s.IsTerminationRequested()
+	return p.known(uid, true, (*podSyncStatus).IsTerminationRequested)
 }
 
 // ShouldPodRuntimeBeRemoved: the sandbox may be removed (terminated, or the
 // pod is unknown).
 func (p *PodWorkers) ShouldPodRuntimeBeRemoved(uid types.UID) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s, ok := p.podSyncStatuses[uid]
-	return !ok || s.IsTerminated()
+	return p.known(uid, true, (*podSyncStatus).IsTerminated)
 }
 
 // ShouldPodContentBeRemoved: containers, logs and data may be removed
 // (terminated and deleted, or unknown).
 func (p *PodWorkers) ShouldPodContentBeRemoved(uid types.UID) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s, ok := p.podSyncStatuses[uid]
-	return !ok || (s.IsTerminated() && s.deleted)
+	return p.known(uid, true, func(s *podSyncStatus) bool { return s.IsTerminated() && s.deleted })
 }
 
 // IsPodFinished: the worker is done with the pod (its goroutine exited).
 func (p *PodWorkers) IsPodFinished(uid types.UID) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s, ok := p.podSyncStatuses[uid]
-	return ok && s.IsFinished()
+	return p.known(uid, false, (*podSyncStatus).IsFinished)
 }
 
 // IsKnown reports whether uid has a worker record.
 func (p *PodWorkers) IsKnown(uid types.UID) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	_, ok := p.podSyncStatuses[uid]
-	return ok
+	return p.known(uid, false, func(*podSyncStatus) bool { return true })
 }
 
 // IsWorking reports whether uid has work pending or in flight (tests wait
 // on it).
 func (p *PodWorkers) IsWorking(uid types.UID) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s, ok := p.podSyncStatuses[uid]
-	return ok && s.working
+	return p.known(uid, false, func(s *podSyncStatus) bool { return s.working })
 }

@@ -231,7 +231,7 @@ func run(ctx context.Context, o *options) error {
 	var nodeProvider *provider.NodeProvider
 	// Set when virtual-kubelet builds the provider, before any pod arrives.
 	var podLister corev1listers.PodLister
-	engine, err := lifecycle.NewEngine(lifecycle.Config{
+	engine, err := lifecycle.NewEngine(ctx, lifecycle.Config{
 		NetworkError: func() error { return nodeProvider.NetworkError() },
 		APIPod: func(namespace, name string) *v1.Pod {
 			if podLister == nil {

@@ -125,18 +125,26 @@ func TestGracePeriod(t *testing.T) {
 	}
 }
 
-// TestDeleteWhileCreating deletes pods right after creating them, while
-// their sandbox may still be in the making: each goes, and nothing of it is
-// left in the runtime.
+// TestDeleteWhileCreating deletes pods at successive stages of their start
+// (at once, once bound, once the runtime holds a sandbox, once Running):
+// each goes, and nothing of it is left in the runtime.
 func TestDeleteWhileCreating(t *testing.T) {
 	ns := newNamespace(t)
-	const n = 5
+	stages := []struct {
+		what  string
+		ready func(p *v1.Pod) bool
+	}{
+		{"created", func(*v1.Pod) bool { return true }},
+		{"bound to the node", func(p *v1.Pod) bool { return p.Spec.NodeName != "" }},
+		{"holding a sandbox", func(p *v1.Pod) bool { sb, _ := runtimeObjects(t, p.UID); return sb > 0 }},
+		{"Running", isRunningReady},
+	}
+	n := len(stages)
 	var uids []string
-	for i := 0; i < n; i++ {
+	for i, st := range stages {
 		p := createPod(t, ns, busyboxPod(fmt.Sprintf("early-%d", i), v1.RestartPolicyAlways, "exec sleep 3600"))
 		uids = append(uids, string(p.UID))
-		// Give the first few a head start of different lengths.
-		time.Sleep(time.Duration(i) * 100 * time.Millisecond)
+		waitPod(t, ns, p.Name, 60*time.Second, st.what, st.ready)
 		if err := client.CoreV1().Pods(ns).Delete(testContext(t, 10*time.Second), p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			t.Fatal(err)
 		}
