@@ -23,16 +23,27 @@ type ConfigError struct{ Msg string }
 func (e *ConfigError) Error() string { return e.Msg }
 
 // ContainerConfig builds the CRI config of container c of pod. imageRef is
-// the image as resolved by EnsureImage.
-func ContainerConfig(pod *v1.Pod, c *v1.Container, typ ContainerType, attempt uint32, imageRef string) (*runtimeapi.ContainerConfig, error) {
-	env := make([]*runtimeapi.KeyValue, 0, len(c.Env))
+// the image as resolved by EnsureImage; opts (may be nil) carries the
+// resolved environment and the mounts.
+func ContainerConfig(pod *v1.Pod, c *v1.Container, typ ContainerType, attempt uint32, imageRef string, opts *RunContainerOptions) (*runtimeapi.ContainerConfig, error) {
+	if opts == nil {
+		opts = &RunContainerOptions{}
+	}
+	var env []*runtimeapi.KeyValue
 	vars := map[string]string{}
-	for _, e := range c.Env {
-		// Values from fieldRef/configMap/secret are resolved before the pod
-		// reaches the runtime manager; what is left here is literal.
-		v := expand(e.Value, vars)
-		vars[e.Name] = v
-		env = append(env, &runtimeapi.KeyValue{Key: e.Name, Value: v})
+	if opts.Envs != nil {
+		// Resolved by the caller, $(VAR) references included.
+		env = opts.Envs
+		for _, kv := range env {
+			vars[kv.Key] = kv.Value
+		}
+	} else {
+		env = make([]*runtimeapi.KeyValue, 0, len(c.Env))
+		for _, e := range c.Env {
+			v := expand(e.Value, vars)
+			vars[e.Name] = v
+			env = append(env, &runtimeapi.KeyValue{Key: e.Name, Value: v})
+		}
 	}
 	cmd := make([]string, len(c.Command))
 	for i, s := range c.Command {
@@ -56,6 +67,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, typ ContainerType, attempt ui
 		Args:        args,
 		WorkingDir:  c.WorkingDir,
 		Envs:        env,
+		Mounts:      opts.Mounts,
 		Labels:      containerLabels(pod, c.Name, typ),
 		Annotations: a,
 		LogPath:     ContainerLogPath(c.Name, attempt),

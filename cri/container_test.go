@@ -206,7 +206,7 @@ func TestContainerConfig(t *testing.T) {
 			if typ == "" {
 				typ = ContainerTypeRegular
 			}
-			cfg, err := ContainerConfig(tc.pod(), &tc.c, typ, tc.attempt, "sha256:abc")
+			cfg, err := ContainerConfig(tc.pod(), &tc.c, typ, tc.attempt, "sha256:abc", nil)
 			if tc.wantErr {
 				var ce *ConfigError
 				if !errors.As(err, &ce) {

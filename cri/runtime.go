@@ -39,6 +39,9 @@ type Runtime struct {
 	rs     internalapi.RuntimeService
 	is     internalapi.ImageManagerService
 	resolv resolvConf
+	// helper is set once by SetRuntimeHelper before the first SyncPod and
+	// only read after that.
+	helper RuntimeHelper
 }
 
 // ErrUnreachable is returned by Connect when the CRI endpoint does not answer.

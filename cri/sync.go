@@ -139,6 +139,7 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 		res.SandboxErr = err
 		return res
 	}
+	podIPs := status.IPs()
 	if plan.CreateSandbox {
 		if err := os.MkdirAll(sbCfg.LogDirectory, 0o755); err != nil {
 			res.SandboxErr = fmt.Errorf("creating log directory of pod %s: %w", RefOf(pod), err)
@@ -150,6 +151,19 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 			return res
 		}
 		sandboxID = id
+		// The new sandbox's IPs, for the containers' environment
+		// (status.podIP), as the kubelet reads them right after creating it.
+		podIPs = nil
+		if st, err := r.rs.PodSandboxStatus(ctx, id, false); err == nil {
+			if n := st.GetStatus().GetNetwork(); n != nil && n.Ip != "" {
+				podIPs = append(podIPs, n.Ip)
+				for _, ip := range n.AdditionalIps {
+					podIPs = append(podIPs, ip.Ip)
+				}
+			}
+		} else {
+			res.Errs = append(res.Errs, fmt.Errorf("status of new sandbox %s of pod %s: %w", id, RefOf(pod), err))
+		}
 	}
 	for id, why := range plan.ContainersToKill {
 		if err := r.rs.StopContainer(ctx, id, GracePeriod(pod, nil)); err != nil && !isNotFound(err) {
@@ -158,20 +172,20 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 	}
 	if plan.NextInit >= 0 {
 		c := &pod.Spec.InitContainers[plan.NextInit]
-		r.startContainer(ctx, pod, c, ContainerTypeInit, status, sandboxID, sbCfg, backoff, now, res)
+		r.startContainer(ctx, pod, c, ContainerTypeInit, status, sandboxID, sbCfg, podIPs, backoff, now, res)
 		return res
 	}
 	// Containers start in order, as the kubelet does, so that a failure of
 	// one does not hold back the others.
 	for _, i := range plan.ContainersToStart {
 		c := &pod.Spec.Containers[i]
-		r.startContainer(ctx, pod, c, ContainerTypeRegular, status, sandboxID, sbCfg, backoff, now, res)
+		r.startContainer(ctx, pod, c, ContainerTypeRegular, status, sandboxID, sbCfg, podIPs, backoff, now, res)
 	}
 	return res
 }
 
 func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, typ ContainerType,
-	status *PodStatus, sandboxID string, sbCfg *runtimeapi.PodSandboxConfig, backoff *BackOffs, now time.Time, res *SyncResult) {
+	status *PodStatus, sandboxID string, sbCfg *runtimeapi.PodSandboxConfig, podIPs []string, backoff *BackOffs, now time.Time, res *SyncResult) {
 	ref := RefOf(pod)
 	key := string(pod.UID) + "/" + c.Name
 	prev := status.Latest(c.Name, typ)
@@ -208,7 +222,16 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	}
 	backoff.pullSucceeded(key)
 
-	cfg, err := ContainerConfig(pod, c, typ, attempt, imageRef)
+	var opts *RunContainerOptions
+	if r.helper != nil {
+		opts, err = r.helper.GenerateRunContainerOptions(ctx, pod, c, podIPs)
+		if err != nil {
+			res.Waiting[c.Name] = Waiting{Reason: ReasonCreateConfigError, Message: err.Error()}
+			res.Errs = append(res.Errs, fmt.Errorf("options of container %q of pod %s: %w", c.Name, ref, err))
+			return
+		}
+	}
+	cfg, err := ContainerConfig(pod, c, typ, attempt, imageRef, opts)
 	if err != nil {
 		res.Waiting[c.Name] = Waiting{Reason: ReasonCreateConfigError, Message: err.Error()}
 		res.Errs = append(res.Errs, fmt.Errorf("config of container %q of pod %s: %w", c.Name, ref, err))

@@ -57,6 +57,15 @@ type Config struct {
 	// pods not on the host network then wait (retried every second), as
 	// with the kubelet.
 	NetworkError func() error
+	// Objects reads the API objects pods reference (ConfigMaps, Secrets,
+	// Services, tokens); nil: none can be read.
+	Objects Objects
+	// Volumes prepares and tears down pod volumes; nil: pods get no
+	// volume mounts.
+	Volumes Volumes
+	// RootDir is crivk's state directory (--root-dir); pod directories live
+	// under <RootDir>/pods/<uid>.
+	RootDir string
 }
 
 // Engine is crivk's kubelet core: a pod manager (the pods virtual-kubelet

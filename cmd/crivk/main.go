@@ -250,10 +250,12 @@ func run(ctx context.Context, o *options) error {
 		SyncInterval: o.syncInterval,
 		OnTerminated: provider.DeleteOnTerminated(client),
 		Recorder:     recorder,
+		RootDir:      o.rootDir,
 	})
 	if err != nil {
 		return err
 	}
+	rt.SetRuntimeHelper(engine)
 	pleg, err := lifecycle.NewPLEG(lifecycle.PLEGConfig{Runtime: rt, Cache: cache, Period: o.relistPeriod, OnChange: engine.Kick})
 	if err != nil {
 		return err

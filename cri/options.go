@@ -1,0 +1,37 @@
+package cri
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// RunContainerOptions is what the caller adds to a container's CRI config
+// beyond the pod spec: the kubelet's RuntimeHelper.GenerateRunContainerOptions.
+// Everything that needs the Kubernetes API or the node's file system (volume
+// mounts, resolved environment, the managed /etc/hosts, the termination
+// message file) arrives here, so that this package never reads the API.
+type RunContainerOptions struct {
+	// Envs is the container's fully resolved environment, in order. When nil,
+	// the literal values of the spec's env are used.
+	Envs []*runtimeapi.KeyValue
+	// Mounts are the container's mounts (volumes, /etc/hosts, termination
+	// message file), in the order they are to be applied.
+	Mounts []*runtimeapi.Mount
+}
+
+// RuntimeHelper is what SyncPod needs of its caller to start a container.
+// The lifecycle engine implements it.
+type RuntimeHelper interface {
+	// GenerateRunContainerOptions returns the options of container c of pod,
+	// given the pod's IPs (known once the sandbox exists). An error is the
+	// kubelet's CreateContainerConfigError: the container is not created and
+	// the error's text is the waiting message.
+	GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string) (*RunContainerOptions, error)
+}
+
+// SetRuntimeHelper installs the helper SyncPod asks for container options.
+// It must be called before the first SyncPod; without one, containers get
+// the spec's literal environment and no mounts.
+func (r *Runtime) SetRuntimeHelper(h RuntimeHelper) { r.helper = h }

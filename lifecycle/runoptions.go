@@ -1,0 +1,37 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/crivk/crivk/cri"
+	v1 "k8s.io/api/core/v1"
+)
+
+var _ cri.RuntimeHelper = (*Engine)(nil)
+
+// GenerateRunContainerOptions is the kubelet's RuntimeHelper: the runtime
+// manager calls it right before creating a container, once the sandbox (and
+// so the pod IP) exists. It resolves the container's environment
+// (envvars.go), its volume mounts (the Volumes manager) and the mounts the
+// node manages itself (node_mounts.go).
+func (e *Engine) GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string) (*cri.RunContainerOptions, error) {
+	envs, err := e.makeEnvironment(ctx, pod, c, podIPs)
+	if err != nil {
+		return nil, err
+	}
+	opts := &cri.RunContainerOptions{Envs: envs}
+	if e.cfg.Volumes != nil {
+		m, err := e.cfg.Volumes.Mounts(pod, c)
+		if err != nil {
+			return nil, fmt.Errorf("mounts of container %q of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
+		}
+		opts.Mounts = append(opts.Mounts, m...)
+	}
+	nm, err := e.nodeMounts(pod, c, podIPs)
+	if err != nil {
+		return nil, err
+	}
+	opts.Mounts = append(opts.Mounts, nm...)
+	return opts, nil
+}
