@@ -1,0 +1,55 @@
+// Package volume is crivk's volume manager: it prepares the volumes of a
+// pod on the node's file system before the pod's containers start, keeps the
+// API-backed ones (configMap, secret, downwardAPI, projected) up to date while
+// the pod runs, tells the runtime manager what to bind into each container,
+// and removes everything once the pod is terminated.
+//
+// # Who calls what
+//
+// The lifecycle engine holds a *Manager as its lifecycle.Volumes:
+//
+//  1. MountPod(pod) at every sync of a pod that may still run containers.
+//     It is idempotent: a volume already set up is refreshed (a changed
+//     ConfigMap, Secret, label or annotation reaches the files; a token near
+//     its expiry is renewed); a volume that cannot be set up the first time
+//     (missing non-optional object, hostPath type mismatch) makes MountPod
+//     fail with one "MountVolume.SetUp failed for volume ..." error per
+//     volume, which the engine shows as FailedMount events while the pod
+//     stays in ContainerCreating. A refresh failure of a volume already set
+//     up is logged and leaves the old files in place (the kubelet's
+//     behaviour: running containers keep their data).
+//  2. Mounts(pod, container) right before a container is created: the CRI
+//     mounts of its volumeMounts (subPath and subPathExpr resolved inside the
+//     volume, readOnly, mountPropagation).
+//  3. UnmountPod(pod) once no container of the pod can run any more: every
+//     mount under the pod's directory is unmounted, then the directory is
+//     removed. CleanupOrphans(keep) removes the directories of pods the engine
+//     no longer knows (crivk restarted, pod deleted meanwhile).
+//
+// # Layout
+//
+//	<RootDir>/pods/<uid>/volumes/<plugin>/<volume name>
+//
+// with plugin kubernetes.io~empty-dir, ~configmap, ~secret, ~downward-api,
+// ~projected (the kubelet's names, "/" escaped as "~"). hostPath volumes have
+// no directory: the host path itself is bound. Secret and projected volumes
+// and emptyDir with medium Memory are tmpfs mounts (secrets never touch the
+// disk, as with the kubelet); the others are plain directories.
+//
+// # Atomic writer
+//
+// API-backed volumes are written by the kubelet's atomic writer
+// (atomic_writer.go): each version of the payload goes to a fresh
+// "..<timestamp>" directory, then the "..data" symlink is swapped to it with
+// a rename, and the user-visible names are symlinks through "..data". A
+// reader sees either the old or the new set of files, never a mix, and a
+// crash at any step leaves the old set visible; the next write finishes
+// the job and removes the leftovers.
+//
+// # What it must never do
+//
+// Follow a symlink out of the pod directory when resolving a subPath or
+// removing a pod; remove a directory that still has a mount below it; read
+// API objects other than through Objects (the provider reads only what the
+// node's pods reference).
+package volume

@@ -1,0 +1,155 @@
+package volume
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// downwardAPIPayload is the files of a downwardAPI volume.
+func (m *Manager) downwardAPIPayload(pod *v1.Pod, src *v1.DownwardAPIVolumeSource) (map[string]FileProjection, error) {
+	out, err := m.downwardAPIFiles(pod, src.Items, src.DefaultMode)
+	if err != nil {
+		return nil, err
+	}
+	return withFsGroupModes(out), nil
+}
+
+func (m *Manager) downwardAPIFiles(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, mode *int32) (map[string]FileProjection, error) {
+	dm := defaultMode
+	if mode != nil {
+		dm = *mode
+	}
+	gid := fsGroup(pod)
+	out := map[string]FileProjection{}
+	for _, it := range items {
+		var v string
+		var err error
+		switch {
+		case it.FieldRef != nil:
+			v, err = podFieldValue(pod, it.FieldRef.FieldPath)
+		case it.ResourceFieldRef != nil:
+			v, err = m.resourceValue(pod, it.ResourceFieldRef)
+		default:
+			err = fmt.Errorf("downward API item %q has neither fieldRef nor resourceFieldRef", it.Path)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("downward API item %q: %w", it.Path, err)
+		}
+		md := dm
+		if it.Mode != nil {
+			md = *it.Mode
+		}
+		out[it.Path] = FileProjection{Data: []byte(v), Mode: md, FsGroup: gid}
+	}
+	return out, nil
+}
+
+// podFieldValue is the value of a pod field selector a volume or a
+// subPathExpr may use.
+func podFieldValue(pod *v1.Pod, path string) (string, error) {
+	if k, ok := subscript(path, "metadata.labels"); ok {
+		return pod.Labels[k], nil
+	}
+	if k, ok := subscript(path, "metadata.annotations"); ok {
+		return pod.Annotations[k], nil
+	}
+	switch path {
+	case "metadata.name":
+		return pod.Name, nil
+	case "metadata.namespace":
+		return pod.Namespace, nil
+	case "metadata.uid":
+		return string(pod.UID), nil
+	case "metadata.labels":
+		return formatMap(pod.Labels), nil
+	case "metadata.annotations":
+		return formatMap(pod.Annotations), nil
+	case "spec.nodeName":
+		return pod.Spec.NodeName, nil
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, nil
+	case "status.hostIP":
+		return pod.Status.HostIP, nil
+	case "status.podIP":
+		return pod.Status.PodIP, nil
+	}
+	return "", fmt.Errorf("unsupported fieldPath %q", path)
+}
+
+// subscript parses `prefix['key']`.
+func subscript(path, prefix string) (string, bool) {
+	if !strings.HasPrefix(path, prefix+"['") || !strings.HasSuffix(path, "']") {
+		return "", false
+	}
+	return path[len(prefix)+2 : len(path)-2], true
+}
+
+// formatMap is the kubelet's rendering of labels and annotations: one
+// key="value" line per key, sorted, value quoted as a Go string.
+func formatMap(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%q\n", k, m[k])
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// resourceValue is the value of a resourceFieldRef: the container's limit
+// (the node's allocatable when the container sets none) or request, divided
+// by divisor and rounded up.
+func (m *Manager) resourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector) (string, error) {
+	var c *v1.Container
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == ref.ContainerName {
+			c = &pod.Spec.Containers[i]
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == ref.ContainerName {
+			c = &pod.Spec.InitContainers[i]
+		}
+	}
+	if c == nil {
+		return "", fmt.Errorf("container %q not found in the pod", ref.ContainerName)
+	}
+	divisor := ref.Divisor
+	if divisor.IsZero() {
+		divisor = resource.MustParse("1")
+	}
+	kind, name, ok := strings.Cut(ref.Resource, ".")
+	if !ok || (kind != "limits" && kind != "requests") {
+		return "", fmt.Errorf("unsupported container resource %q", ref.Resource)
+	}
+	rn := v1.ResourceName(name)
+	var q resource.Quantity
+	if kind == "limits" {
+		var has bool
+		q, has = c.Resources.Limits[rn]
+		if !has || q.IsZero() {
+			q = m.cfg.NodeAllocatable()[rn]
+		}
+	} else {
+		q = c.Resources.Requests[rn]
+	}
+	switch rn {
+	case v1.ResourceCPU:
+		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil
+	case v1.ResourceMemory, v1.ResourceEphemeralStorage:
+		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
+	}
+	if strings.HasPrefix(name, "hugepages-") {
+		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
+	}
+	return "", fmt.Errorf("unsupported container resource %q", ref.Resource)
+}

@@ -1,0 +1,374 @@
+package volume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/virtual-kubelet/virtual-kubelet/log"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+)
+
+// Objects is the manager's read access to the API objects volumes
+// reference; the provider implements it (lifecycle.Objects). Errors meaning
+// "not found" satisfy apierrors.IsNotFound.
+type Objects interface {
+	GetConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error)
+	GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error)
+	RequestToken(ctx context.Context, namespace, serviceAccount string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error)
+}
+
+// Config configures a Manager; New validates it and fills defaults.
+type Config struct {
+	// RootDir is crivk's state directory; pod directories live under
+	// <RootDir>/pods.
+	RootDir string
+	Objects Objects
+	Clock   clock.Clock
+	// NodeAllocatable returns the node's allocatable resources: the
+	// downward API's value of a resource limit a container does not set.
+	NodeAllocatable func() v1.ResourceList
+	// Mounter mounts and unmounts tmpfs; nil: the host's (mount(2)).
+	Mounter Mounter
+}
+
+// Mounter is the manager's access to mount(2); tests use a fake.
+type Mounter interface {
+	MountTmpfs(dir string, sizeBytes int64) error
+	Unmount(dir string) error
+	// MountPoints returns the mount points at or below dir.
+	MountPoints(dir string) ([]string, error)
+	IsMountPoint(dir string) (bool, error)
+}
+
+// Manager implements lifecycle.Volumes. Safe for concurrent use; the work
+// of one pod is serialised by its lock.
+type Manager struct {
+	cfg    Config
+	tokens *tokenCache
+
+	mu sync.Mutex
+	// podLocks serialises MountPod/UnmountPod of one pod. Guarded by mu.
+	podLocks map[types.UID]*sync.Mutex
+}
+
+// New returns a manager over cfg.
+func New(cfg Config) (*Manager, error) {
+	if cfg.RootDir == "" || !filepath.IsAbs(cfg.RootDir) {
+		return nil, fmt.Errorf("volume: root dir %q must be an absolute path", cfg.RootDir)
+	}
+	if cfg.Objects == nil {
+		return nil, errors.New("volume: no Objects")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.NodeAllocatable == nil {
+		cfg.NodeAllocatable = func() v1.ResourceList { return nil }
+	}
+	if cfg.Mounter == nil {
+		cfg.Mounter = hostMounter{}
+	}
+	return &Manager{
+		cfg:      cfg,
+		tokens:   newTokenCache(cfg.Objects, cfg.Clock),
+		podLocks: map[types.UID]*sync.Mutex{},
+	}, nil
+}
+
+func (m *Manager) lock(uid types.UID) func() {
+	m.mu.Lock()
+	l, ok := m.podLocks[uid]
+	if !ok {
+		l = &sync.Mutex{}
+		m.podLocks[uid] = l
+	}
+	m.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// Plugin directory names, the kubelet's (escaped "kubernetes.io/...").
+const (
+	pluginEmptyDir    = "kubernetes.io~empty-dir"
+	pluginConfigMap   = "kubernetes.io~configmap"
+	pluginSecret      = "kubernetes.io~secret"
+	pluginDownwardAPI = "kubernetes.io~downward-api"
+	pluginProjected   = "kubernetes.io~projected"
+)
+
+// PodDir is the directory of pod uid.
+func (m *Manager) PodDir(uid types.UID) string {
+	return filepath.Join(m.cfg.RootDir, "pods", string(uid))
+}
+
+func (m *Manager) volumeDir(uid types.UID, plugin, name string) string {
+	return filepath.Join(m.PodDir(uid), "volumes", plugin, name)
+}
+
+// plugin returns the plugin directory name of vol, "" for a volume with no
+// directory of its own (hostPath), or an error for unsupported types.
+func pluginOf(vol *v1.Volume) (string, error) {
+	switch {
+	case vol.EmptyDir != nil:
+		return pluginEmptyDir, nil
+	case vol.ConfigMap != nil:
+		return pluginConfigMap, nil
+	case vol.Secret != nil:
+		return pluginSecret, nil
+	case vol.DownwardAPI != nil:
+		return pluginDownwardAPI, nil
+	case vol.Projected != nil:
+		return pluginProjected, nil
+	case vol.HostPath != nil:
+		return "", nil
+	}
+	return "", fmt.Errorf("volume type is not supported by crivk")
+}
+
+// MountPod sets up every volume of pod, or refreshes it when set up
+// already. The error joins one error per volume that could not be set up.
+func (m *Manager) MountPod(ctx context.Context, pod *v1.Pod) error {
+	defer m.lock(pod.UID)()
+	var errs []error
+	for i := range pod.Spec.Volumes {
+		vol := &pod.Spec.Volumes[i]
+		ready, err := m.setUp(ctx, pod, vol)
+		if err == nil {
+			continue
+		}
+		if ready {
+			// The kubelet keeps a volume that was set up as it is when a
+			// refresh fails; containers keep their data.
+			log.G(ctx).WithError(err).WithField("pod", pod.Namespace+"/"+pod.Name).WithField("uid", pod.UID).
+				WithField("volume", vol.Name).Warn("refreshing volume failed; keeping its current content")
+			continue
+		}
+		errs = append(errs, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", vol.Name, err))
+	}
+	return errors.Join(errs...)
+}
+
+// setUp sets up or refreshes vol; ready reports whether the volume was set
+// up before (then an error leaves it usable).
+func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (ready bool, err error) {
+	plugin, err := pluginOf(vol)
+	if err != nil {
+		return false, err
+	}
+	if plugin == "" {
+		return false, checkHostPath(vol.HostPath)
+	}
+	dir := m.volumeDir(pod.UID, plugin, vol.Name)
+	switch plugin {
+	case pluginEmptyDir:
+		return false, m.setUpEmptyDir(dir, vol.EmptyDir)
+	}
+	ready = fileExists(filepath.Join(dir, dataDirName))
+	var payload map[string]FileProjection
+	switch plugin {
+	case pluginConfigMap:
+		payload, err = m.configMapPayload(ctx, pod, vol.ConfigMap)
+	case pluginSecret:
+		payload, err = m.secretPayload(ctx, pod, vol.Secret)
+	case pluginDownwardAPI:
+		payload, err = m.downwardAPIPayload(pod, vol.DownwardAPI)
+	case pluginProjected:
+		payload, err = m.projectedPayload(ctx, pod, vol.Projected)
+	}
+	if err != nil {
+		return ready, err
+	}
+	// Secrets and tokens live in memory only, as with the kubelet.
+	memory := plugin == pluginSecret || plugin == pluginProjected
+	if err := m.makeDir(dir, memory, 0); err != nil {
+		return ready, err
+	}
+	w := &atomicWriter{dir: dir, now: m.cfg.Clock.Now}
+	if err := w.Write(payload); err != nil {
+		return ready, fmt.Errorf("writing volume of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return ready, nil
+}
+
+// makeDir creates dir (mode 0777 like the kubelet's emptyDir, so that
+// containers of any user can use it), mounting a tmpfs on it when memory.
+func (m *Manager) makeDir(dir string, memory bool, sizeBytes int64) error {
+	fresh := !fileExists(dir)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	if memory {
+		mounted, err := m.cfg.Mounter.IsMountPoint(dir)
+		if err != nil {
+			return err
+		}
+		if !mounted {
+			if err := m.cfg.Mounter.MountTmpfs(dir, sizeBytes); err != nil {
+				return fmt.Errorf("mounting tmpfs on %s: %w", dir, err)
+			}
+			fresh = true
+		}
+	}
+	if !fresh {
+		return nil // set up before: the containers may have changed it
+	}
+	return os.Chmod(dir, 0o777)
+}
+
+// Mounts returns the CRI mounts of container c's volumeMounts.
+func (m *Manager) Mounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, error) {
+	vols := map[string]*v1.Volume{}
+	for i := range pod.Spec.Volumes {
+		vols[pod.Spec.Volumes[i].Name] = &pod.Spec.Volumes[i]
+	}
+	var out []*runtimeapi.Mount
+	for _, vm := range c.VolumeMounts {
+		vol, ok := vols[vm.Name]
+		if !ok {
+			return nil, fmt.Errorf("volume %q of volumeMount %q not found in the pod's volumes", vm.Name, vm.MountPath)
+		}
+		plugin, err := pluginOf(vol)
+		if err != nil {
+			return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
+		}
+		var base string
+		readOnly := vm.ReadOnly
+		if plugin == "" {
+			base = vol.HostPath.Path
+		} else {
+			base = m.volumeDir(pod.UID, plugin, vol.Name)
+			if plugin != pluginEmptyDir {
+				// The kubelet mounts API-backed volumes read-only.
+				readOnly = true
+			}
+		}
+		host := base
+		sub := vm.SubPath
+		if vm.SubPathExpr != "" {
+			sub, err = expandSubPath(vm.SubPathExpr, pod, c)
+			if err != nil {
+				return nil, err
+			}
+		}
+		if sub != "" {
+			host, err = resolveSubPath(base, sub)
+			if err != nil {
+				return nil, fmt.Errorf("subPath %q of volume %q: %w", sub, vm.Name, err)
+			}
+		}
+		prop, err := propagation(vm.MountPropagation, c)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &runtimeapi.Mount{
+			ContainerPath: vm.MountPath,
+			HostPath:      host,
+			Readonly:      readOnly,
+			Propagation:   prop,
+		})
+	}
+	return out, nil
+}
+
+func propagation(p *v1.MountPropagationMode, c *v1.Container) (runtimeapi.MountPropagation, error) {
+	if p == nil {
+		return runtimeapi.MountPropagation_PROPAGATION_PRIVATE, nil
+	}
+	switch *p {
+	case v1.MountPropagationNone:
+		return runtimeapi.MountPropagation_PROPAGATION_PRIVATE, nil
+	case v1.MountPropagationHostToContainer:
+		return runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER, nil
+	case v1.MountPropagationBidirectional:
+		if c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
+			return 0, fmt.Errorf("bidirectional mount propagation is available only to privileged containers")
+		}
+		return runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL, nil
+	}
+	return 0, fmt.Errorf("invalid mount propagation mode %q", *p)
+}
+
+// UnmountPod unmounts everything below the pod's directory and removes it.
+func (m *Manager) UnmountPod(ctx context.Context, pod *v1.Pod) error {
+	unlock := m.lock(pod.UID)
+	err := m.removePodDir(pod.UID)
+	unlock()
+	m.tokens.forget(pod.UID)
+	if err != nil {
+		return fmt.Errorf("removing volumes of pod %s/%s (%s): %w", pod.Namespace, pod.Name, pod.UID, err)
+	}
+	m.mu.Lock()
+	delete(m.podLocks, pod.UID)
+	m.mu.Unlock()
+	return nil
+}
+
+// CleanupOrphans removes the directories of pods keep does not want (pods
+// gone while crivk was down or whose removal failed).
+func (m *Manager) CleanupOrphans(ctx context.Context, keep func(types.UID) bool) error {
+	entries, err := os.ReadDir(filepath.Join(m.cfg.RootDir, "pods"))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		uid := types.UID(e.Name())
+		if !e.IsDir() || keep(uid) {
+			continue
+		}
+		log.G(ctx).WithField("uid", uid).Info("removing the directory of an orphaned pod")
+		unlock := m.lock(uid)
+		err := m.removePodDir(uid)
+		unlock()
+		m.tokens.forget(uid)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("orphaned pod %s: %w", uid, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removePodDir unmounts every mount below the pod directory, deepest
+// first, and removes the directory only when no mount is left (RemoveAll
+// does not follow symlinks, so nothing outside is touched).
+func (m *Manager) removePodDir(uid types.UID) error {
+	dir := m.PodDir(uid)
+	if _, err := os.Lstat(dir); os.IsNotExist(err) {
+		return nil
+	}
+	mps, err := m.cfg.Mounter.MountPoints(dir)
+	if err != nil {
+		return err
+	}
+	// Deepest first.
+	sort.Slice(mps, func(i, j int) bool { return strings.Count(mps[i], "/") > strings.Count(mps[j], "/") })
+	for _, mp := range mps {
+		if err := m.cfg.Mounter.Unmount(mp); err != nil {
+			return fmt.Errorf("unmounting %s: %w", mp, err)
+		}
+	}
+	if left, err := m.cfg.Mounter.MountPoints(dir); err != nil {
+		return err
+	} else if len(left) > 0 {
+		return fmt.Errorf("mounts are left below %s: %v", dir, left)
+	}
+	return os.RemoveAll(dir)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
