@@ -333,11 +333,11 @@ func TestTokenRefresh(t *testing.T) {
 		wantTokens int
 	}{
 		{0, 1},
-		{time.Minute, 1},        // fresh
-		{6 * time.Minute, 1},    // 7 min of 10: below 80%
-		{70 * time.Second, 2},   // 8m10s: past 80%, renewed
-		{7 * time.Minute, 2},    // 7 min into the new one
-		{2 * time.Minute, 3},    // 9 min: renewed
+		{time.Minute, 1},      // fresh
+		{6 * time.Minute, 1},  // 7 min of 10: below 80%
+		{70 * time.Second, 2}, // 8m10s: past 80%, renewed
+		{7 * time.Minute, 2},  // 7 min into the new one
+		{2 * time.Minute, 3},  // 9 min: renewed
 	}
 	for i, s := range steps {
 		f.clock.Step(s.advance)
@@ -555,4 +555,3 @@ func TestRemoveRefusesWhenAMountStays(t *testing.T) {
 type stuckMounter struct{ fakeMounter }
 
 func (m *stuckMounter) Unmount(string) error { return errors.New("busy") }
-
