@@ -81,6 +81,8 @@ type Engine struct {
 	status  *StatusManager
 	// housekeeping serialises Housekeeping runs.
 	housekeeping sync.Mutex
+	// mountEvents throttles FailedMount events (volumes.go).
+	mountEvents mountEvents
 
 	mu sync.Mutex
 	// pods is the desired set: every pod handed to the engine, until its
@@ -395,6 +397,9 @@ func (e *Engine) Housekeeping(ctx context.Context) {
 		if err := e.terminateRuntimeOrphans(ctx, listDesired); err != nil {
 			log.G(ctx).WithError(err).Warn("looking for orphaned runtime pods failed")
 		}
+		if err := e.cleanupPodDirs(ctx, listDesired); err != nil {
+			log.G(ctx).WithError(err).Warn("removing orphaned pod directories failed")
+		}
 	}
 }
 
@@ -574,6 +579,11 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 			return false, fmt.Errorf("%w: %v", ErrNetworkNotReady, err)
 		}
 	}
+	// Volumes are set up (or refreshed: live updates) before any container
+	// may start; until they are, the pod stays in ContainerCreating.
+	if err := e.mountVolumes(ctx, pod); err != nil {
+		return false, err
+	}
 	plan := cri.ComputePodActions(pod, st)
 	if !plan.CreateSandbox && !plan.KillPod && plan.NextInit < 0 && len(plan.ContainersToStart) == 0 && len(plan.ContainersToKill) == 0 {
 		e.mu.Lock()
@@ -657,7 +667,7 @@ func (s *engineSyncer) SyncTerminatingRuntimePod(ctx context.Context, rp *cri.Po
 		return err
 	}
 	e.cache.Delete(rp.Ref.UID)
-	return nil
+	return e.unmountVolumes(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: rp.Ref.UID, Namespace: rp.Ref.Namespace, Name: rp.Ref.Name}})
 }
 
 // SyncTerminatedPod publishes the final status. A deleted pod's containers
@@ -671,6 +681,10 @@ func (s *engineSyncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, st *c
 	}
 	e.status.SetPodStatus(pod, e.generate(pod, st, pod.DeletionTimestamp != nil))
 	e.status.TerminatePod(pod)
+	// No container of the pod can run any more: its volumes go.
+	if err := e.unmountVolumes(ctx, pod); err != nil {
+		return err
+	}
 	if pod.DeletionTimestamp == nil {
 		return nil
 	}
