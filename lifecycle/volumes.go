@@ -118,4 +118,3 @@ func (e *Engine) cleanupPodDirs(ctx context.Context, listDesired func() ([]*v1.P
 		return want[uid] || e.desiredPod(uid) != nil || e.workers.IsKnown(uid)
 	})
 }
-
