@@ -1,0 +1,321 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/crivk/crivk/lifecycle"
+	"github.com/virtual-kubelet/virtual-kubelet/log"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+)
+
+// Objects is the provider's lifecycle.Objects with least privilege: it
+// reads only the ConfigMaps and Secrets that the node's pods ask for, each
+// through its own watch restricted to that one object (a field selector on
+// metadata.name, which the API server's Node authorizer allows for objects
+// referenced by the node's pods), never a cluster-wide list. This is the
+// kubelet's watch-based ConfigMap/Secret manager.
+//
+// The first Get of an object starts its watch and reads it directly; later
+// Gets are served from the watch's store once it is synced. A change seen
+// by a watch kicks the pods of the namespace that reference the object, so
+// mounted files follow within seconds. A watch nobody asked for during
+// idleTimeout is stopped (its pods are gone).
+type Objects struct {
+	client kubernetes.Interface
+	clock  clock.WithTicker
+
+	mu sync.Mutex
+	// watches by object. Guarded by mu.
+	watches map[objectKey]*objectWatch
+	// kick syncs a pod at once; pods lists the node's pods of a namespace.
+	// Guarded by mu; nil until SetKick.
+	kick func(types.UID)
+	pods func(namespace string) []*v1.Pod
+}
+
+var _ lifecycle.Objects = (*Objects)(nil)
+
+// idleTimeout: a watch no Get used for this long is stopped. Pods sync at
+// least every --sync-interval (10 s), so a live pod's objects stay watched.
+const idleTimeout = 2 * time.Minute
+
+type objectKind string
+
+const (
+	kindConfigMap objectKind = "configmap"
+	kindSecret    objectKind = "secret"
+)
+
+type objectKey struct {
+	kind            objectKind
+	namespace, name string
+}
+
+type objectWatch struct {
+	store    cache.Store
+	synced   func() bool
+	stop     chan struct{}
+	lastUsed time.Time // guarded by Objects.mu
+}
+
+// NewObjects returns the objects reader of client. Run its janitor with
+// Run.
+func NewObjects(client kubernetes.Interface, clk clock.WithTicker) *Objects {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &Objects{client: client, clock: clk, watches: map[objectKey]*objectWatch{}}
+}
+
+// SetKick installs how changed objects reach pods: pods lists the node's
+// pods of a namespace, kick syncs one now.
+func (o *Objects) SetKick(pods func(namespace string) []*v1.Pod, kick func(types.UID)) {
+	o.mu.Lock()
+	o.pods, o.kick = pods, kick
+	o.mu.Unlock()
+}
+
+// Run stops idle watches until ctx ends, then all of them.
+func (o *Objects) Run(ctx context.Context) {
+	t := o.clock.NewTicker(idleTimeout / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			o.mu.Lock()
+			for k, w := range o.watches {
+				close(w.stop)
+				delete(o.watches, k)
+			}
+			o.mu.Unlock()
+			return
+		case <-t.C():
+			o.stopIdle()
+		}
+	}
+}
+
+func (o *Objects) stopIdle() {
+	now := o.clock.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for k, w := range o.watches {
+		if now.Sub(w.lastUsed) >= idleTimeout {
+			close(w.stop)
+			delete(o.watches, k)
+		}
+	}
+}
+
+// GetConfigMap returns a ConfigMap a pod of the node references. A missing
+// one is a NotFound error saying `configmap "name" not found`, the
+// kubelet's words.
+func (o *Objects) GetConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error) {
+	obj, err := o.get(ctx, objectKey{kindConfigMap, namespace, name})
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*v1.ConfigMap), nil
+}
+
+// GetSecret returns a Secret a pod of the node references.
+func (o *Objects) GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error) {
+	obj, err := o.get(ctx, objectKey{kindSecret, namespace, name})
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*v1.Secret), nil
+}
+
+func (o *Objects) get(ctx context.Context, key objectKey) (runtime.Object, error) {
+	w := o.watch(key)
+	if w.synced() {
+		obj, ok, err := w.store.GetByKey(key.namespace + "/" + key.name)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, notFound(key)
+		}
+		return obj.(runtime.Object).DeepCopyObject(), nil
+	}
+	var obj runtime.Object
+	var err error
+	switch key.kind {
+	case kindConfigMap:
+		obj, err = o.client.CoreV1().ConfigMaps(key.namespace).Get(ctx, key.name, metav1.GetOptions{})
+	case kindSecret:
+		obj, err = o.client.CoreV1().Secrets(key.namespace).Get(ctx, key.name, metav1.GetOptions{})
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, notFound(key)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("getting %s %s/%s: %w", key.kind, key.namespace, key.name, err)
+	}
+	return obj, nil
+}
+
+func notFound(key objectKey) error {
+	return apierrors.NewNotFound(schema.GroupResource{Resource: string(key.kind)}, key.name)
+}
+
+// watch returns the watch of key, starting it on first use.
+func (o *Objects) watch(key objectKey) *objectWatch {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if w, ok := o.watches[key]; ok {
+		w.lastUsed = o.clock.Now()
+		return w
+	}
+	sel := fields.OneTermEqualSelector("metadata.name", key.name).String()
+	var lw *cache.ListWatch
+	var example runtime.Object
+	switch key.kind {
+	case kindConfigMap:
+		example = &v1.ConfigMap{}
+		c := o.client.CoreV1().ConfigMaps(key.namespace)
+		lw = &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				opts.FieldSelector = sel
+				return c.List(ctx, opts)
+			},
+			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				opts.FieldSelector = sel
+				return c.Watch(ctx, opts)
+			},
+		}
+	case kindSecret:
+		example = &v1.Secret{}
+		c := o.client.CoreV1().Secrets(key.namespace)
+		lw = &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				opts.FieldSelector = sel
+				return c.List(ctx, opts)
+			},
+			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				opts.FieldSelector = sel
+				return c.Watch(ctx, opts)
+			},
+		}
+	}
+	changed := func(any) { o.kickReferencing(key) }
+	store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, o.client),
+		ObjectType:    example,
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { changed(obj) },
+			UpdateFunc: func(_, obj any) { changed(obj) },
+			DeleteFunc: changed,
+		},
+	})
+	w := &objectWatch{store: store, synced: ctrl.HasSynced, stop: make(chan struct{}), lastUsed: o.clock.Now()}
+	o.watches[key] = w
+	go ctrl.Run(w.stop)
+	return w
+}
+
+// kickReferencing syncs the node's pods that reference key.
+func (o *Objects) kickReferencing(key objectKey) {
+	o.mu.Lock()
+	pods, kick := o.pods, o.kick
+	o.mu.Unlock()
+	if pods == nil || kick == nil {
+		return
+	}
+	for _, p := range pods(key.namespace) {
+		if references(p, key) {
+			log.L.WithField("pod", p.Namespace+"/"+p.Name).WithField(string(key.kind), key.name).Debug("referenced object changed; syncing the pod")
+			kick(p.UID)
+		}
+	}
+}
+
+// references reports whether pod uses the object in a volume or in its
+// containers' environment.
+func references(pod *v1.Pod, key objectKey) bool {
+	for _, v := range pod.Spec.Volumes {
+		switch key.kind {
+		case kindConfigMap:
+			if v.ConfigMap != nil && v.ConfigMap.Name == key.name {
+				return true
+			}
+		case kindSecret:
+			if v.Secret != nil && v.Secret.SecretName == key.name {
+				return true
+			}
+		}
+		if v.Projected != nil {
+			for _, s := range v.Projected.Sources {
+				if key.kind == kindConfigMap && s.ConfigMap != nil && s.ConfigMap.Name == key.name {
+					return true
+				}
+				if key.kind == kindSecret && s.Secret != nil && s.Secret.Name == key.name {
+					return true
+				}
+			}
+		}
+	}
+	var cs []v1.Container
+	cs = append(cs, pod.Spec.InitContainers...)
+	cs = append(cs, pod.Spec.Containers...)
+	for _, c := range cs {
+		for _, e := range c.EnvFrom {
+			if key.kind == kindConfigMap && e.ConfigMapRef != nil && e.ConfigMapRef.Name == key.name {
+				return true
+			}
+			if key.kind == kindSecret && e.SecretRef != nil && e.SecretRef.Name == key.name {
+				return true
+			}
+		}
+		for _, e := range c.Env {
+			if e.ValueFrom == nil {
+				continue
+			}
+			if key.kind == kindConfigMap && e.ValueFrom.ConfigMapKeyRef != nil && e.ValueFrom.ConfigMapKeyRef.Name == key.name {
+				return true
+			}
+			if key.kind == kindSecret && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == key.name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ListServices returns the services of namespace (service-link
+// environment variables).
+func (o *Objects) ListServices(ctx context.Context, namespace string) ([]*v1.Service, error) {
+	l, err := o.client.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing services of namespace %s: %w", namespace, err)
+	}
+	out := make([]*v1.Service, 0, len(l.Items))
+	for i := range l.Items {
+		out = append(out, &l.Items[i])
+	}
+	return out, nil
+}
+
+// RequestToken asks the TokenRequest API for a token of serviceAccount.
+func (o *Objects) RequestToken(ctx context.Context, namespace, serviceAccount string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+	tr, err := o.client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, req, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("requesting a token of service account %s/%s: %w", namespace, serviceAccount, err)
+	}
+	return tr, nil
+}

@@ -1,0 +1,113 @@
+package provider
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func TestObjectsWatchesReferencedObjectsAndKicksPods(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := fake.NewClientset()
+	clk := clocktesting.NewFakeClock(time.Now())
+	o := NewObjects(client, clk)
+	go o.Run(ctx)
+
+	user := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "user", UID: "u1"}, Spec: v1.PodSpec{
+		Volumes: []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}}}}}},
+	}}
+	other := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other", UID: "u2"}}
+	var mu sync.Mutex
+	kicked := map[types.UID]int{}
+	o.SetKick(func(ns string) []*v1.Pod { return []*v1.Pod{user, other} }, func(uid types.UID) {
+		mu.Lock()
+		kicked[uid]++
+		mu.Unlock()
+	})
+	kicks := func(uid types.UID) int { mu.Lock(); defer mu.Unlock(); return kicked[uid] }
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+			t.Fatalf("timed out waiting for %s; actions %v", what, client.Actions())
+		}
+	}
+
+	_, err := o.GetConfigMap(ctx, "ns", "cfg")
+	if !apierrors.IsNotFound(err) || err.Error() != `configmap "cfg" not found` {
+		t.Fatalf("missing ConfigMap: %v", err)
+	}
+	// The object appears: the referencing pod is kicked, the other not.
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Data: map[string]string{"k": "1"}}
+	if _, err := client.CoreV1().ConfigMaps("ns").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually("the referencing pod kicked", func() bool { return kicks("u1") > 0 })
+	eventually("the ConfigMap served", func() bool {
+		got, err := o.GetConfigMap(ctx, "ns", "cfg")
+		return err == nil && got.Data["k"] == "1"
+	})
+	before := kicks("u1")
+	cm.Data["k"] = "2"
+	if _, err := client.CoreV1().ConfigMaps("ns").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually("kick on update", func() bool { return kicks("u1") > before })
+	eventually("the update served from the watch", func() bool {
+		got, err := o.GetConfigMap(ctx, "ns", "cfg")
+		return err == nil && got.Data["k"] == "2"
+	})
+	if kicks("u2") != 0 {
+		t.Fatal("a pod that does not reference the ConfigMap was kicked")
+	}
+	// Only the watched object was read; no Secret at all.
+	for _, a := range client.Actions() {
+		if a.GetResource().Resource == "secrets" {
+			t.Fatalf("a Secret was read: %v", a)
+		}
+	}
+	// Unused for idleTimeout: the watch is stopped.
+	clk.Step(idleTimeout + time.Second)
+	eventually("the idle watch stopped", func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return len(o.watches) == 0
+	})
+}
+
+func TestReferences(t *testing.T) {
+	pod := &v1.Pod{Spec: v1.PodSpec{
+		Volumes: []v1.Volume{{Name: "s", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "sec"}}}},
+		Containers: []v1.Container{{Name: "c",
+			EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "envcm"}}}},
+			Env: []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
+				LocalObjectReference: v1.LocalObjectReference{Name: "envsec"}, Key: "k"}}}},
+		}},
+	}}
+	for _, tt := range []struct {
+		key  objectKey
+		want bool
+	}{
+		{objectKey{kindSecret, "", "sec"}, true},
+		{objectKey{kindConfigMap, "", "sec"}, false},
+		{objectKey{kindConfigMap, "", "envcm"}, true},
+		{objectKey{kindSecret, "", "envsec"}, true},
+		{objectKey{kindSecret, "", "nope"}, false},
+	} {
+		t.Run(string(tt.key.kind)+"/"+tt.key.name, func(t *testing.T) {
+			if got := references(pod, tt.key); got != tt.want {
+				t.Fatalf("references = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
