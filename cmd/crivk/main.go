@@ -20,11 +20,11 @@ import (
 
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/lifecycle"
+	"github.com/crivk/crivk/lifecycle/volume"
 	"github.com/crivk/crivk/provider"
 	"github.com/sirupsen/logrus"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	logruslogger "github.com/virtual-kubelet/virtual-kubelet/log/logrus"
-	"github.com/virtual-kubelet/virtual-kubelet/node"
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	"google.golang.org/grpc/grpclog"
 	v1 "k8s.io/api/core/v1"
@@ -35,6 +35,7 @@ import (
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 )
 
 // version is set at build time (-X main.version=...): the Kubernetes version
@@ -226,6 +227,18 @@ func run(ctx context.Context, o *options) error {
 	recorder := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: o.nodeName})
 
 	cache := lifecycle.NewCache()
+	// Volumes: the objects pods reference are read with least privilege
+	// (per-object watches, docs/rbac.md).
+	objects := provider.NewObjects(client, clock.RealClock{})
+	go objects.Run(ctx)
+	allocatable := nodeObj.Status.Allocatable.DeepCopy()
+	volumes, err := volume.New(volume.Config{
+		RootDir: o.rootDir, Objects: objects,
+		NodeAllocatable: func() v1.ResourceList { return allocatable },
+	})
+	if err != nil {
+		return err
+	}
 	// The node provider is made after the engine (it needs the PLEG, which
 	// needs the engine) but before anything runs.
 	var nodeProvider *provider.NodeProvider
@@ -251,6 +264,8 @@ func run(ctx context.Context, o *options) error {
 		OnTerminated: provider.DeleteOnTerminated(client),
 		Recorder:     recorder,
 		RootDir:      o.rootDir,
+		Objects:      objects,
+		Volumes:      volumes,
 	})
 	if err != nil {
 		return err
@@ -265,32 +280,26 @@ func run(ctx context.Context, o *options) error {
 	go engine.Run(ctx)
 	mux := http.NewServeMux()
 	prov := provider.New(engine, rt)
-	n, err := nodeutil.NewNode(o.nodeName,
-		func(pc nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
-			podLister = pc.Pods
-			prov.SetPodLister(pc.Pods)
-			return prov, nodeProvider, nil
-		},
-		nodeutil.WithClient(client),
-		func(c *nodeutil.NodeConfig) error {
-			c.NodeSpec = *nodeObj
-			c.HTTPListenAddr = net.JoinHostPort(o.address, fmt.Sprint(o.port))
-			c.Handler = mux
-			c.EventRecorder = recorder
-			c.NumWorkers = 10
-			return nil
-		},
-		nodeutil.AttachProviderRoutes(mux),
-		nodeutil.WithTLSConfig(tlsOpts...),
-	)
+	// Not nodeutil.NewNode: it lists and watches every ConfigMap, Secret
+	// and Service of the cluster (vknode.go).
+	n, err := newVKNode(vkNodeConfig{
+		Client: client, Node: nodeObj, Provider: prov, NodeProvider: nodeProvider, Recorder: recorder,
+		Mux: mux, ListenAddr: net.JoinHostPort(o.address, fmt.Sprint(o.port)), TLS: tlsOpts, Workers: 10,
+	})
 	if err != nil {
 		return err
 	}
+	podLister = n.pods
+	prov.SetPodLister(n.pods)
+	objects.SetKick(func(namespace string) []*v1.Pod {
+		pods, _ := n.pods.Pods(namespace).List(labels.Everything())
+		return pods
+	}, engine.Kick)
 	eb.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	defer eb.Shutdown()
 
 	go func() {
-		if err := n.WaitReady(ctx, 0); err != nil {
+		if err := n.WaitReady(ctx); err != nil {
 			return
 		}
 		log.G(ctx).WithField("address", o.nodeIP).Info("node registered and running")

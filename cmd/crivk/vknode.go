@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/virtual-kubelet/virtual-kubelet/log"
+	"github.com/virtual-kubelet/virtual-kubelet/node"
+	"github.com/virtual-kubelet/virtual-kubelet/node/api"
+	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/record"
+)
+
+// vkNode runs virtual-kubelet's node and pod controllers like
+// nodeutil.Node, but without its cluster-wide ConfigMap, Secret and Service
+// informers: nodeutil.NewNode always lists and watches every Secret of the
+// cluster, which a node agent must not need (docs/rbac.md). crivk reads
+// the objects its pods reference itself (provider.Objects) and resolves
+// environments in the engine, so the pod controller is told to skip its
+// own resolution and gets informers that are never started.
+type vkNode struct {
+	nc         *node.NodeController
+	pc         *node.PodController
+	podFactory informers.SharedInformerFactory
+	pods       corev1listers.PodLister
+	srv        *http.Server
+	handler    http.Handler
+	listenAddr string
+	tlsConfig  *tls.Config
+	workers    int
+	ready      chan struct{}
+}
+
+type vkNodeConfig struct {
+	Client       kubernetes.Interface
+	Node         *v1.Node
+	Provider     nodeutil.Provider
+	NodeProvider node.NodeProvider
+	Recorder     record.EventRecorder
+	Mux          *http.ServeMux
+	ListenAddr   string
+	TLS          []func(*tls.Config) error
+	Workers      int
+}
+
+func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
+	if _, _, err := net.SplitHostPort(cfg.ListenAddr); err != nil {
+		return nil, fmt.Errorf("listen address %q: %w", cfg.ListenAddr, err)
+	}
+	tlsCfg := &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		CipherSuites: nodeutil.DefaultServerCiphers(),
+		ClientAuth:   tls.RequestClientCert,
+	}
+	for _, o := range cfg.TLS {
+		if err := o(tlsCfg); err != nil {
+			return nil, err
+		}
+	}
+	podFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, time.Minute, nodeutil.PodInformerFilter(cfg.Node.Name))
+	podInformer := podFactory.Core().V1().Pods()
+	// Required by NewPodController, unused with SkipDownwardAPIResolution:
+	// this factory is never started, so nothing is listed or watched.
+	unused := informers.NewSharedInformerFactory(cfg.Client, 0)
+	pods := podInformer.Lister()
+	cfg.Mux.Handle("/", api.PodHandler(api.PodHandlerConfig{
+		RunInContainer:    cfg.Provider.RunInContainer,
+		AttachToContainer: cfg.Provider.AttachToContainer,
+		GetContainerLogs:  cfg.Provider.GetContainerLogs,
+		GetPods:           cfg.Provider.GetPods,
+		GetPodsFromKubernetes: func(context.Context) ([]*v1.Pod, error) {
+			return pods.List(labels.Everything())
+		},
+		GetStatsSummary:    cfg.Provider.GetStatsSummary,
+		GetMetricsResource: cfg.Provider.GetMetricsResource,
+		PortForward:        cfg.Provider.PortForward,
+	}, true))
+	nc, err := node.NewNodeController(cfg.NodeProvider, cfg.Node, cfg.Client.CoreV1().Nodes(),
+		node.WithNodeEnableLeaseV1(nodeutil.NodeLeaseV1Client(cfg.Client), node.DefaultLeaseDuration))
+	if err != nil {
+		return nil, fmt.Errorf("creating the node controller: %w", err)
+	}
+	pc, err := node.NewPodController(node.PodControllerConfig{
+		PodClient:                 cfg.Client.CoreV1(),
+		EventRecorder:             cfg.Recorder,
+		Provider:                  cfg.Provider,
+		PodInformer:               podInformer,
+		SecretInformer:            unused.Core().V1().Secrets(),
+		ConfigMapInformer:         unused.Core().V1().ConfigMaps(),
+		ServiceInformer:           unused.Core().V1().Services(),
+		SkipDownwardAPIResolution: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the pod controller: %w", err)
+	}
+	return &vkNode{nc: nc, pc: pc, podFactory: podFactory, pods: pods, listenAddr: cfg.ListenAddr,
+		handler: cfg.Mux, tlsConfig: tlsCfg, workers: cfg.Workers, ready: make(chan struct{})}, nil
+}
+
+// Run serves the node API, runs the controllers and returns when one of
+// them stops or ctx ends.
+func (n *vkNode) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	l, err := tls.Listen("tcp", n.listenAddr, n.tlsConfig)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", n.listenAddr, err)
+	}
+	n.srv = &http.Server{Handler: n.handler, TLSConfig: n.tlsConfig, ReadHeaderTimeout: 30 * time.Second}
+	return n.run(ctx, l)
+}
+
+func (n *vkNode) run(ctx context.Context, l net.Listener) error {
+	go func() {
+		if err := n.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.G(ctx).WithError(err).Error("node API server stopped")
+		}
+	}()
+	defer n.srv.Close()
+	go n.podFactory.Start(ctx.Done())
+	go n.pc.Run(ctx, n.workers) //nolint:errcheck // reported through Done/Err
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-n.pc.Ready():
+	case <-n.pc.Done():
+		return n.pc.Err()
+	}
+	go n.nc.Run(ctx) //nolint:errcheck // reported through Done/Err
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-n.nc.Ready():
+	case <-n.nc.Done():
+		return n.nc.Err()
+	}
+	close(n.ready)
+	select {
+	case <-ctx.Done():
+		<-n.pc.Done()
+		return ctx.Err()
+	case <-n.nc.Done():
+		return n.nc.Err()
+	case <-n.pc.Done():
+		return n.pc.Err()
+	}
+}
+
+// WaitReady returns once both controllers run.
+func (n *vkNode) WaitReady(ctx context.Context) error {
+	select {
+	case <-n.ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
