@@ -11,12 +11,14 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // podDir is crivk's directory of pod uid on this machine (hack/run-crivk.sh
@@ -369,4 +371,56 @@ func TestVolumeTokenRefresh(t *testing.T) {
 		t.Errorf("token renewed after %v, before 80%% of its 10 min lifetime", d)
 	}
 	t.Logf("token renewed after %v", time.Since(start).Round(time.Second))
+}
+
+// TestVolumeNodeCredentialsSuffice: what provider.Objects does (get and
+// watch, by name, the ConfigMaps and Secrets the node's pods reference;
+// TokenRequest for their service accounts) is allowed to the node's own
+// identity (system:node:<name>, Node authorizer), while reading objects no
+// pod of the node references, or listing Secrets, is not: crivk needs no
+// cluster-wide access to Secrets.
+func TestVolumeNodeCredentialsSuffice(t *testing.T) {
+	t.Parallel()
+	kc := os.Getenv("NODE_KUBECONFIG")
+	if kc == "" {
+		t.Skip("NODE_KUBECONFIG not set")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeClient := kubernetes.NewForConfigOrDie(cfg)
+	ns := newNamespace(t)
+	createSecret(t, ns, "used", map[string]string{"k": "v"})
+	createSecret(t, ns, "unused", map[string]string{"k": "v"})
+	pod := busyboxPod("refs", v1.RestartPolicyAlways, `exec sleep 3600`)
+	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "s", MountPath: "/s"}}
+	pod.Spec.Volumes = []v1.Volume{{Name: "s", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "used"}}}}
+	created := createPod(t, ns, pod)
+	waitPod(t, ns, pod.Name, 60*time.Second, "Running", isRunningReady)
+	ctx := testContext(t, 30*time.Second)
+
+	if _, err := nodeClient.CoreV1().Secrets(ns).Get(ctx, "used", metav1.GetOptions{}); err != nil {
+		t.Errorf("node identity cannot get a Secret its pod references: %v", err)
+	}
+	w, err := nodeClient.CoreV1().Secrets(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=used"})
+	if err != nil {
+		t.Errorf("node identity cannot watch a Secret its pod references by name: %v", err)
+	} else {
+		w.Stop()
+	}
+	exp := int64(600)
+	_, err = nodeClient.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "default", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: &exp,
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: created.Name, UID: created.UID},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Errorf("node identity cannot request a token bound to its pod: %v", err)
+	}
+	if _, err := nodeClient.CoreV1().Secrets(ns).Get(ctx, "unused", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node identity got a Secret no pod of it references: err %v", err)
+	}
+	if _, err := nodeClient.CoreV1().Secrets("").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node identity may list every Secret: err %v", err)
+	}
 }
