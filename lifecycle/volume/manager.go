@@ -13,6 +13,7 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
@@ -330,11 +331,7 @@ func (m *Manager) CleanupOrphans(ctx context.Context, keep func(types.UID) bool)
 			continue
 		}
 		log.G(ctx).WithField("uid", uid).Info("removing the directory of an orphaned pod")
-		unlock := m.lock(uid)
-		err := m.removePodDir(uid)
-		unlock()
-		m.tokens.forget(uid)
-		if err != nil {
+		if err := m.UnmountPod(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}}); err != nil {
 			errs = append(errs, fmt.Errorf("orphaned pod %s: %w", uid, err))
 		}
 	}
