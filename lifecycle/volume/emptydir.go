@@ -1,24 +1,40 @@
 package volume
 
 import (
+	"os"
+
 	v1 "k8s.io/api/core/v1"
 )
 
 // setUpEmptyDir creates an emptyDir: a directory on the node's disk, or a
 // tmpfs limited to sizeLimit for medium Memory. Files written by the
 // containers survive container restarts and go with the pod.
-func (m *Manager) setUpEmptyDir(dir string, src *v1.EmptyDirVolumeSource) error {
+//
+// With the pod's fsGroup the directory belongs to that group and is
+// set-group-ID, so that files the containers create there belong to it too
+// (the kubelet's SetVolumeOwnership).
+func (m *Manager) setUpEmptyDir(dir string, src *v1.EmptyDirVolumeSource, gid *int64) error {
+	var fresh bool
+	var err error
 	switch src.Medium {
 	case v1.StorageMediumDefault:
-		return m.makeDir(dir, false, 0)
+		fresh, err = m.makeDir(dir, false, 0)
 	case v1.StorageMediumMemory:
 		var size int64
 		if src.SizeLimit != nil && !src.SizeLimit.IsZero() {
 			size = src.SizeLimit.Value()
 		}
-		return m.makeDir(dir, true, size)
+		fresh, err = m.makeDir(dir, true, size)
+	default:
+		return errUnsupportedMedium(src.Medium)
 	}
-	return errUnsupportedMedium(src.Medium)
+	if err != nil || !fresh || gid == nil {
+		return err
+	}
+	if err := os.Lchown(dir, -1, int(*gid)); err != nil {
+		return err
+	}
+	return os.Chmod(dir, 0o777|os.ModeSetgid)
 }
 
 type errUnsupportedMedium v1.StorageMedium

@@ -172,7 +172,7 @@ func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (ready
 	dir := m.volumeDir(pod.UID, plugin, vol.Name)
 	switch plugin {
 	case pluginEmptyDir:
-		return false, m.setUpEmptyDir(dir, vol.EmptyDir)
+		return false, m.setUpEmptyDir(dir, vol.EmptyDir, fsGroup(pod))
 	}
 	ready = fileExists(filepath.Join(dir, dataDirName))
 	var payload map[string]FileProjection
@@ -191,7 +191,7 @@ func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (ready
 	}
 	// Secrets and tokens live in memory only, as with the kubelet.
 	memory := plugin == pluginSecret || plugin == pluginProjected
-	if err := m.makeDir(dir, memory, 0); err != nil {
+	if _, err := m.makeDir(dir, memory, 0); err != nil {
 		return ready, err
 	}
 	w := &atomicWriter{dir: dir, now: m.cfg.Clock.Now}
@@ -203,27 +203,28 @@ func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (ready
 
 // makeDir creates dir (mode 0777 like the kubelet's emptyDir, so that
 // containers of any user can use it), mounting a tmpfs on it when memory.
-func (m *Manager) makeDir(dir string, memory bool, sizeBytes int64) error {
-	fresh := !fileExists(dir)
+// fresh reports whether it was created or mounted now.
+func (m *Manager) makeDir(dir string, memory bool, sizeBytes int64) (fresh bool, err error) {
+	fresh = !fileExists(dir)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return err
+		return false, err
 	}
 	if memory {
 		mounted, err := m.cfg.Mounter.IsMountPoint(dir)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if !mounted {
 			if err := m.cfg.Mounter.MountTmpfs(dir, sizeBytes); err != nil {
-				return fmt.Errorf("mounting tmpfs on %s: %w", dir, err)
+				return false, fmt.Errorf("mounting tmpfs on %s: %w", dir, err)
 			}
 			fresh = true
 		}
 	}
 	if !fresh {
-		return nil // set up before: the containers may have changed it
+		return false, nil // set up before: the containers may have changed it
 	}
-	return os.Chmod(dir, 0o777)
+	return true, os.Chmod(dir, 0o777)
 }
 
 // Mounts returns the CRI mounts of container c's volumeMounts.

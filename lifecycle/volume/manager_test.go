@@ -555,3 +555,41 @@ func TestRemoveRefusesWhenAMountStays(t *testing.T) {
 type stuckMounter struct{ fakeMounter }
 
 func (m *stuckMounter) Unmount(string) error { return errors.New("busy") }
+
+func TestEmptyDirModes(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		fsGroup *int64
+		want    os.FileMode
+	}{
+		{"no fsGroup", nil, os.ModeDir | 0o777},
+		{"fsGroup", ptr(int64(os.Getgid())), os.ModeDir | os.ModeSetgid | 0o777},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			pod := testPod(v1.Volume{Name: "ed", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}})
+			pod.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: tt.fsGroup}
+			if err := f.m.MountPod(context.Background(), pod); err != nil {
+				t.Fatal(err)
+			}
+			dir := f.m.volumeDir("uid-1", pluginEmptyDir, "ed")
+			info, err := os.Stat(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Mode() != tt.want {
+				t.Fatalf("mode %v, want %v", info.Mode(), tt.want)
+			}
+			// A container changes the mode: the next sync leaves it.
+			if err := os.Chmod(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.m.MountPod(context.Background(), pod); err != nil {
+				t.Fatal(err)
+			}
+			if info, _ := os.Stat(dir); info.Mode().Perm() != 0o700 {
+				t.Fatalf("mode reset to %v by a later sync", info.Mode())
+			}
+		})
+	}
+}
