@@ -251,7 +251,7 @@ func TestVolumeLiveUpdate(t *testing.T) {
 		lines := strings.Split(strings.TrimSpace(l), "\n")
 		return lines[len(lines)-1]
 	}
-	waitLogs(t, ns, pod.Name, 20*time.Second, "the first version", func(l string) bool { return lastLine(l) == `cm-1 sec-1 v="1",` })
+	waitLogs(t, ns, pod.Name, 20*time.Second, "the first version", func(l string) bool { return lastLine(l) == `cm-1 sec-1 v="1"` })
 
 	ctx := testContext(t, 30*time.Second)
 	start := time.Now()
@@ -271,7 +271,7 @@ func TestVolumeLiveUpdate(t *testing.T) {
 	if _, err := client.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitLogs(t, ns, pod.Name, 30*time.Second, "the updated ConfigMap, Secret and labels", func(l string) bool { return lastLine(l) == `cm-2 sec-2 v="2",` })
+	waitLogs(t, ns, pod.Name, 30*time.Second, "the updated ConfigMap, Secret and labels", func(l string) bool { return lastLine(l) == `cm-2 sec-2 v="2"` })
 	t.Logf("updates visible in the container after %v", time.Since(start).Round(100*time.Millisecond))
 }
 
@@ -281,7 +281,7 @@ func TestVolumeLiveUpdate(t *testing.T) {
 func TestVolumeMissingObject(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
-	pod := busyboxPod("missing", v1.RestartPolicyAlways, `cat /cm/k; exec sleep 3600`)
+	pod := busyboxPod("missing", v1.RestartPolicyAlways, `cat /cm/k; echo; exec sleep 3600`)
 	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "cm", MountPath: "/cm"}}
 	pod.Spec.Volumes = []v1.Volume{{Name: "cm", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "later"}}}}}
 	createPod(t, ns, pod)
@@ -335,11 +335,16 @@ func TestVolumeCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, ns, pod.Name, 60*time.Second)
-	if m := mountsUnder(t, dir); len(m) != 0 {
-		t.Errorf("mounts left after deletion: %v", m)
-	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Errorf("pod directory %s left after deletion: %v", dir, err)
+	// virtual-kubelet deletes the API object as soon as the pod's status is
+	// terminal; the volumes go right after.
+	ctx := testContext(t, 15*time.Second)
+	err := wait.PollUntilContextCancel(ctx, poll, true, func(context.Context) (bool, error) {
+		_, err := os.Stat(dir)
+		return len(mountsUnder(t, dir)) == 0 && os.IsNotExist(err), nil
+	})
+	if err != nil {
+		_, statErr := os.Stat(dir)
+		t.Errorf("15 s after the deletion: mounts left %v, pod directory: %v", mountsUnder(t, dir), statErr)
 	}
 }
 
