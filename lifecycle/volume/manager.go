@@ -303,8 +303,12 @@ func propagation(p *v1.MountPropagationMode, c *v1.Container) (runtimeapi.MountP
 // UnmountPod unmounts everything below the pod's directory and removes it.
 func (m *Manager) UnmountPod(ctx context.Context, pod *v1.Pod) error {
 	unlock := m.lock(pod.UID)
+	existed := fileExists(m.PodDir(pod.UID))
 	err := m.removePodDir(pod.UID)
 	unlock()
+	if existed && err == nil {
+		log.G(ctx).WithField("pod", pod.Namespace+"/"+pod.Name).WithField("uid", pod.UID).Info("volumes and directory of the pod removed")
+	}
 	m.tokens.forget(pod.UID)
 	if err != nil {
 		return fmt.Errorf("removing volumes of pod %s/%s (%s): %w", pod.Namespace, pod.Name, pod.UID, err)
