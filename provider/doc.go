@@ -57,4 +57,12 @@
 // The NodeProvider (node.go) reports the node's conditions from the
 // runtime's own readiness (CRI Status) and is pinged by the node controller.
 // Container logs are served from the CRI log files (logs.go).
+//
+// Objects (objects.go) is the engine's lifecycle.Objects with least
+// privilege: the ConfigMaps and Secrets pods reference are read by name and
+// kept current by one watch per object (field selector on the name); a
+// change syncs the referencing pods at once (Engine.Kick), so mounted files
+// follow within about a second. cmd/crivk runs virtual-kubelet's
+// controllers without their cluster-wide ConfigMap/Secret/Service informers
+// (docs/rbac.md).
 package provider
