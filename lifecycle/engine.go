@@ -66,6 +66,11 @@ type Config struct {
 	// RootDir is crivk's state directory (--root-dir); pod directories live
 	// under <RootDir>/pods/<uid>.
 	RootDir string
+	// NodeAllocatable is the node's allocatable resources: the downward
+	// API's value of a limit a container does not set (envvars.go).
+	NodeAllocatable v1.ResourceList
+	// ClusterDomain names pods with a subdomain in their /etc/hosts.
+	ClusterDomain string
 }
 
 // Engine is crivk's kubelet core: a pod manager (the pods virtual-kubelet
@@ -439,6 +444,9 @@ func (e *Engine) removeDeleted(ctx context.Context, pod *v1.Pod) error {
 	if err := e.cfg.Runtime.RemovePod(ctx, st); err != nil {
 		return err
 	}
+	if err := e.removePodFiles(string(pod.UID)); err != nil {
+		return err
+	}
 	// The final status reaches virtual-kubelet before the object goes.
 	wctx, cancel := context.WithTimeout(ctx, finalStatusTimeout)
 	err = e.status.WaitDelivered(wctx, pod.UID)
@@ -654,6 +662,9 @@ func (s *engineSyncer) SyncTerminatingRuntimePod(ctx context.Context, rp *cri.Po
 		return err
 	}
 	if err := e.cfg.Runtime.RemovePod(ctx, st); err != nil {
+		return err
+	}
+	if err := e.removePodFiles(string(rp.Ref.UID)); err != nil {
 		return err
 	}
 	e.cache.Delete(rp.Ref.UID)

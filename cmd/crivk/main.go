@@ -251,6 +251,10 @@ func run(ctx context.Context, o *options) error {
 		OnTerminated: provider.DeleteOnTerminated(client),
 		Recorder:     recorder,
 		RootDir:      o.rootDir,
+		// Runtime-manager work (issue 5): environment and /etc/hosts.
+		Objects:         provider.NewBasicObjects(client),
+		NodeAllocatable: nodeObj.Status.Allocatable,
+		ClusterDomain:   o.clusterDomain,
 	})
 	if err != nil {
 		return err
@@ -278,6 +282,9 @@ func run(ctx context.Context, o *options) error {
 			c.Handler = mux
 			c.EventRecorder = recorder
 			c.NumWorkers = 10
+			// The engine resolves the environment once the sandbox exists
+			// (status.podIP), as the kubelet does.
+			c.SkipDownwardAPIResolution = true
 			return nil
 		},
 		nodeutil.AttachProviderRoutes(mux),
