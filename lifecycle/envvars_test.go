@@ -118,7 +118,7 @@ func TestMakeEnvironment(t *testing.T) {
 	}{
 		{
 			name: "literal values with $(VAR) expansion against earlier values only, $$ escapes",
-			c: v1.Container{Env: []v1.EnvVar{{Name: "A", Value: "x"}, {Name: "B", Value: "$(A)-$(C)-$$(A)"}, {Name: "C", Value: "c"}}},
+			c:    v1.Container{Env: []v1.EnvVar{{Name: "A", Value: "x"}, {Name: "B", Value: "$(A)-$(C)-$$(A)"}, {Name: "C", Value: "c"}}},
 			want: "A=x;B=x-$(C)-$(A);C=c" + ";" + k8sVars,
 		},
 		{
@@ -165,18 +165,18 @@ func TestMakeEnvironment(t *testing.T) {
 			want: "C=c" + ";" + k8sVars,
 		},
 		{
-			name: "missing ConfigMap is the kubelet's error",
-			c: v1.Container{Env: []v1.EnvVar{{Name: "A", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "gone"}, Key: "k"}}}}},
+			name:    "missing ConfigMap is the kubelet's error",
+			c:       v1.Container{Env: []v1.EnvVar{{Name: "A", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "gone"}, Key: "k"}}}}},
 			wantErr: `configmap "gone" not found`,
 		},
 		{
-			name: "missing key of a Secret",
-			c: v1.Container{Env: []v1.EnvVar{{Name: "A", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "sec"}, Key: "nokey"}}}}},
+			name:    "missing key of a Secret",
+			c:       v1.Container{Env: []v1.EnvVar{{Name: "A", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "sec"}, Key: "nokey"}}}}},
 			wantErr: "couldn't find key nokey in Secret ns/sec",
 		},
 		{
-			name: "missing secret in envFrom",
-			c: v1.Container{EnvFrom: []v1.EnvFromSource{{SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "gone"}}}}},
+			name:    "missing secret in envFrom",
+			c:       v1.Container{EnvFrom: []v1.EnvFromSource{{SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "gone"}}}}},
 			wantErr: `secret "gone" not found`,
 		},
 		{
