@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	internalapi "k8s.io/cri-api/pkg/apis"
@@ -31,6 +32,9 @@ type fakeRuntimeService struct {
 	sandboxes  map[string]*runtimeapi.PodSandboxStatus
 	containers map[string]*fakeContainer
 	stops      map[string]int64 // container ID -> StopContainer timeout
+	// exec answers ExecSync when set (hooks); execs records the commands.
+	exec  func(id string, cmd []string) (stdout, stderr []byte, err error)
+	execs [][]string
 	seq        int64            // keeps CreatedAt strictly increasing
 }
 
@@ -385,4 +389,19 @@ func (r *fakeRuntimeService) sandboxOf(containerID string) string {
 		return c.SandboxID
 	}
 	return ""
+}
+
+func (r *fakeRuntimeService) ExecSync(_ context.Context, id string, cmd []string, _ time.Duration) ([]byte, []byte, error) {
+	r.mu.Lock()
+	if err := r.enter("ExecSync"); err != nil {
+		r.mu.Unlock()
+		return nil, nil, err
+	}
+	r.execs = append(r.execs, cmd)
+	exec := r.exec
+	r.mu.Unlock()
+	if exec == nil {
+		return nil, nil, nil
+	}
+	return exec(id, cmd)
 }

@@ -69,20 +69,31 @@ func (r *Runtime) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 				Err: fmt.Errorf("Failed to inspect image %q: %w", image, err)}
 		}
 		if ok {
+			r.event(pod, v1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", image))
 			return ref, nil
 		}
 		if policy == v1.PullNever {
-			return "", &ImageError{Reason: ReasonErrImageNeverPull, Image: image,
-				Err: fmt.Errorf("Container image %q is not present with pull policy of Never", image)}
+			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", image)
+			r.event(pod, v1.EventTypeWarning, ReasonErrImageNeverPull, msg)
+			return "", &ImageError{Reason: ReasonErrImageNeverPull, Image: image, Err: errors.New(msg)}
 		}
 	}
+	r.event(pod, v1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", image))
+	start := r.clock.Now()
 	ref, err := r.is.PullImage(ctx, &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: image}, nil, sandbox)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return "", err
 		}
+		r.event(pod, v1.EventTypeWarning, "Failed", fmt.Sprintf("Failed to pull image %q: %v", image, err))
 		return "", &ImageError{Reason: ReasonErrImagePull, Image: image, Err: err}
 	}
+	took := r.clock.Since(start)
+	msg := fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting)", image, took, took)
+	if st, err := r.is.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: ref}, false); err == nil && st.GetImage() != nil {
+		msg += fmt.Sprintf(". Image size: %d bytes.", st.GetImage().GetSize())
+	}
+	r.event(pod, v1.EventTypeNormal, "Pulled", msg)
 	return ref, nil
 }
 

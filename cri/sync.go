@@ -119,7 +119,7 @@ const minGracePeriod = int64(2)
 func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, plan PodActions, backoff *BackOffs, now time.Time) *SyncResult {
 	res := &SyncResult{Waiting: map[string]Waiting{}}
 	if plan.KillPod {
-		if err := r.KillPod(ctx, status, GracePeriod(pod, nil)); err != nil {
+		if err := r.KillPod(ctx, pod, status, GracePeriod(pod, nil)); err != nil {
 			res.Errs = append(res.Errs, err)
 			return res
 		}
@@ -166,7 +166,15 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 		}
 	}
 	for id, why := range plan.ContainersToKill {
-		if err := r.rs.StopContainer(ctx, id, GracePeriod(pod, nil)); err != nil && !isNotFound(err) {
+		var spec *v1.Container
+		running := false
+		for _, c := range status.Containers {
+			if c.ID == id {
+				spec = containerSpec(pod, c.Name, c.Type)
+				running = c.State == StateRunning
+			}
+		}
+		if err := r.stopContainer(ctx, pod, spec, id, running, podIPs, GracePeriod(pod, nil), ""); err != nil {
 			res.Errs = append(res.Errs, fmt.Errorf("stopping container %s (%s): %w", id, why, err))
 		}
 	}
@@ -248,12 +256,42 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		res.Errs = append(res.Errs, fmt.Errorf("creating container %q of pod %s: %w", c.Name, ref, err))
 		return
 	}
+	r.event(pod, v1.EventTypeNormal, "Created", "Created container: "+c.Name)
 	if err := r.rs.StartContainer(ctx, id); err != nil {
 		res.Waiting[c.Name] = Waiting{Reason: ReasonRunContainerError, Message: err.Error()}
 		res.Errs = append(res.Errs, fmt.Errorf("starting container %q of pod %s: %w", c.Name, ref, err))
 		return
 	}
+	r.event(pod, v1.EventTypeNormal, "Started", "Started container "+c.Name)
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		if msg, err := r.runHook(ctx, pod, c, id, podIPs, c.Lifecycle.PostStart); err != nil {
+			r.event(pod, v1.EventTypeWarning, "FailedPostStartHook", msg)
+			if kerr := r.stopContainer(ctx, pod, c, id, true, podIPs, GracePeriod(pod, nil), "FailedPostStartHook"); kerr != nil {
+				res.Errs = append(res.Errs, fmt.Errorf("killing container %q of pod %s after its postStart hook failed: %w", c.Name, ref, kerr))
+			}
+			res.Waiting[c.Name] = Waiting{Reason: ReasonPostStartHookError, Message: msg}
+			res.Errs = append(res.Errs, fmt.Errorf("postStart hook of container %q of pod %s: %w", c.Name, ref, err))
+			return
+		}
+	}
 	res.Started = append(res.Started, c.Name)
+}
+
+// containerSpec returns the spec of the named container of pod, or nil.
+func containerSpec(pod *v1.Pod, name string, typ ContainerType) *v1.Container {
+	if pod == nil {
+		return nil
+	}
+	list := pod.Spec.Containers
+	if typ == ContainerTypeInit {
+		list = pod.Spec.InitContainers
+	}
+	for i := range list {
+		if list[i].Name == name {
+			return &list[i]
+		}
+	}
+	return nil
 }
 
 // GracePeriod is the grace the kubelet gives a pod's containers when it
@@ -276,10 +314,12 @@ func GracePeriod(pod *v1.Pod, override *int64) int64 {
 	return g
 }
 
-// KillPod stops every running container of the pod in parallel, giving each
-// grace seconds between SIGTERM and SIGKILL, then stops its sandboxes. It
-// removes nothing: logs and exit codes stay readable until RemovePod.
-func (r *Runtime) KillPod(ctx context.Context, status *PodStatus, grace int64) error {
+// KillPod stops every running container of the pod in parallel, each with
+// its preStop hook then StopContainer within grace seconds, then stops its
+// sandboxes. pod may be nil (a pod only the runtime knows): no hooks run
+// then. It removes nothing: logs and exit codes stay readable until
+// RemovePod.
+func (r *Runtime) KillPod(ctx context.Context, pod *v1.Pod, status *PodStatus, grace int64) error {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -292,7 +332,7 @@ func (r *Runtime) KillPod(ctx context.Context, status *PodStatus, grace int64) e
 		wg.Add(1)
 		go func(c ContainerStatus) {
 			defer wg.Done()
-			if err := r.rs.StopContainer(ctx, c.ID, grace); err != nil && !isNotFound(err) {
+			if err := r.stopContainer(ctx, pod, containerSpec(pod, c.Name, c.Type), c.ID, c.State == StateRunning, status.IPs(), grace, ""); err != nil {
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("stopping container %q (%s) of pod %s: %w", c.Name, c.ID, status.Ref, err))
 				mu.Unlock()

@@ -619,7 +619,7 @@ func TestKillPod(t *testing.T) {
 					{ID: "done", Name: "c", State: StateExited},
 				},
 			}
-			err := f.rt.KillPod(context.Background(), st, 17)
+			err := f.rt.KillPod(context.Background(), nil, st, 17)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("KillPod error %v, want error %v", err, tc.wantErr)
 			}
@@ -672,7 +672,7 @@ func TestRemovePod(t *testing.T) {
 				t.Fatal(res.Error())
 			}
 			st := f.status(t, pod)
-			if err := f.rt.KillPod(context.Background(), st, 2); err != nil {
+			if err := f.rt.KillPod(context.Background(), nil, st, 2); err != nil {
 				t.Fatal(err)
 			}
 			for call, err := range tc.inject {

@@ -22,7 +22,9 @@ type Runtime interface {
 	GetPodStatus(ctx context.Context, ref cri.PodRef) (*cri.PodStatus, error)
 	ListPods(ctx context.Context) ([]cri.PodRef, error)
 	SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, plan cri.PodActions, b *cri.BackOffs, now time.Time) *cri.SyncResult
-	KillPod(ctx context.Context, status *cri.PodStatus, grace int64) error
+	// KillPod runs preStop hooks and stops containers; pod is nil for a
+	// pod only the runtime knows.
+	KillPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, grace int64) error
 	RemovePod(ctx context.Context, status *cri.PodStatus) error
 }
 
@@ -623,14 +625,8 @@ func (s *engineSyncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, _ *c
 		statusFn(&status)
 	}
 	e.status.SetPodStatus(pod, status)
-	if st.Running() && e.cfg.Recorder != nil {
-		for _, c := range st.Containers {
-			if c.State == cri.StateRunning {
-				e.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
-			}
-		}
-	}
-	if err := e.cfg.Runtime.KillPod(ctx, st, grace); err != nil {
+	// The runtime manager records Killing per container, runs preStop.
+	if err := e.cfg.Runtime.KillPod(ctx, pod, st, grace); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -654,7 +650,7 @@ func (s *engineSyncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, _ *c
 // SyncTerminatingRuntimePod stops and removes a pod only the runtime knows.
 func (s *engineSyncer) SyncTerminatingRuntimePod(ctx context.Context, rp *cri.PodStatus) error {
 	e := (*Engine)(s)
-	if err := e.cfg.Runtime.KillPod(ctx, rp, 1); err != nil {
+	if err := e.cfg.Runtime.KillPod(ctx, nil, rp, 1); err != nil {
 		return fmt.Errorf("killing runtime pod %s: %w", rp.Ref, err)
 	}
 	st, err := e.cfg.Runtime.GetPodStatus(ctx, rp.Ref)
@@ -720,8 +716,7 @@ func (e *Engine) recordSync(pod *v1.Pod, res *cri.SyncResult) (backingOff bool) 
 			r.Eventf(pod, v1.EventTypeWarning, "Failed", "Error: %s", wt.Reason+": "+wt.Message)
 		}
 	}
-	for _, name := range res.Started {
-		r.Eventf(pod, v1.EventTypeNormal, "Started", "Started container %s", name)
-	}
+	// Created, Started, Pulling, Pulled and the hook events come from the
+	// runtime manager, in the order things happen.
 	return backingOff
 }

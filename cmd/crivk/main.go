@@ -260,6 +260,7 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	rt.SetRuntimeHelper(engine)
+	rt.SetEventRecorder(recorder)
 	pleg, err := lifecycle.NewPLEG(lifecycle.PLEGConfig{Runtime: rt, Cache: cache, Period: o.relistPeriod, OnChange: engine.Kick})
 	if err != nil {
 		return err
