@@ -35,7 +35,7 @@ type fakeRuntimeService struct {
 	// exec answers ExecSync when set (hooks); execs records the commands.
 	exec  func(id string, cmd []string) (stdout, stderr []byte, err error)
 	execs [][]string
-	seq        int64            // keeps CreatedAt strictly increasing
+	seq   int64 // keeps CreatedAt strictly increasing
 }
 
 type fakeContainer struct {
