@@ -32,6 +32,7 @@ type fakeRuntimeService struct {
 	sandboxes  map[string]*runtimeapi.PodSandboxStatus
 	containers map[string]*fakeContainer
 	stops      map[string]int64 // container ID -> StopContainer timeout
+	stopSeq    []string         // container IDs in StopContainer order
 	// exec answers ExecSync when set (hooks); execs records the commands.
 	exec  func(id string, cmd []string) (stdout, stderr []byte, err error)
 	execs [][]string
@@ -219,6 +220,7 @@ func (r *fakeRuntimeService) StopContainer(_ context.Context, id string, timeout
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stops[id] = timeout
+	r.stopSeq = append(r.stopSeq, id)
 	if err := r.enter("StopContainer"); err != nil {
 		return err
 	}
@@ -404,4 +406,10 @@ func (r *fakeRuntimeService) ExecSync(_ context.Context, id string, cmd []string
 		return nil, nil, nil
 	}
 	return exec(id, cmd)
+}
+
+func (r *fakeRuntimeService) stopOrder() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.stopSeq...)
 }

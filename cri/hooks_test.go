@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -210,6 +211,7 @@ func TestHTTPHook(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	want := []string{"/start yes " + hookUserAgent, "/stop  " + hookUserAgent}
+	sort.Strings(got)
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("requests %q, want %q", got, want)
 	}

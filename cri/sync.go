@@ -178,6 +178,10 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 			res.Errs = append(res.Errs, fmt.Errorf("stopping container %s (%s): %w", id, why, err))
 		}
 	}
+	for _, i := range plan.SidecarsToStart {
+		c := &pod.Spec.InitContainers[i]
+		r.startContainer(ctx, pod, c, ContainerTypeInit, status, sandboxID, sbCfg, podIPs, backoff, now, res)
+	}
 	if plan.NextInit >= 0 {
 		c := &pod.Spec.InitContainers[plan.NextInit]
 		r.startContainer(ctx, pod, c, ContainerTypeInit, status, sandboxID, sbCfg, podIPs, backoff, now, res)
@@ -314,32 +318,54 @@ func GracePeriod(pod *v1.Pod, override *int64) int64 {
 	return g
 }
 
-// KillPod stops every running container of the pod in parallel, each with
-// its preStop hook then StopContainer within grace seconds, then stops its
-// sandboxes. pod may be nil (a pod only the runtime knows): no hooks run
-// then. It removes nothing: logs and exit codes stay readable until
-// RemovePod.
+// KillPod stops every running container of the pod, each with its preStop
+// hook then StopContainer within grace seconds, then stops its sandboxes:
+// first the regular (and plain init) containers in parallel, then the
+// sidecars one by one in reverse order with what is left of the grace
+// period (at least minGracePeriod each), as the kubelet's termination
+// ordering. pod may be nil (a pod only the runtime knows): no hooks run
+// and no container is taken for a sidecar then. It removes nothing: logs
+// and exit codes stay readable until RemovePod.
 func (r *Runtime) KillPod(ctx context.Context, pod *v1.Pod, status *PodStatus, grace int64) error {
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		errs     []error
+		sidecars = map[int]ContainerStatus{} // by index in the spec
 	)
+	start := r.clock.Now()
+	stop := func(c ContainerStatus, grace int64) {
+		if err := r.stopContainer(ctx, pod, containerSpec(pod, c.Name, c.Type), c.ID, c.State == StateRunning, status.IPs(), grace, ""); err != nil {
+			mu.Lock()
+			errs = append(errs, fmt.Errorf("stopping container %q (%s) of pod %s: %w", c.Name, c.ID, status.Ref, err))
+			mu.Unlock()
+		}
+	}
 	for _, c := range status.Containers {
 		if c.State != StateRunning && c.State != StateCreated && c.State != StateUnknown {
+			continue
+		}
+		if i := sidecarIndex(pod, c); i >= 0 {
+			sidecars[i] = c
 			continue
 		}
 		wg.Add(1)
 		go func(c ContainerStatus) {
 			defer wg.Done()
-			if err := r.stopContainer(ctx, pod, containerSpec(pod, c.Name, c.Type), c.ID, c.State == StateRunning, status.IPs(), grace, ""); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("stopping container %q (%s) of pod %s: %w", c.Name, c.ID, status.Ref, err))
-				mu.Unlock()
-			}
+			stop(c, grace)
 		}(c)
 	}
 	wg.Wait()
+	if pod != nil {
+		for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
+			c, ok := sidecars[i]
+			if !ok {
+				continue
+			}
+			left := grace - int64(r.clock.Since(start).Seconds())
+			stop(c, left)
+		}
+	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
@@ -349,6 +375,20 @@ func (r *Runtime) KillPod(ctx context.Context, pod *v1.Pod, status *PodStatus, g
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// sidecarIndex returns the index in pod's init containers of the sidecar
+// c is an instance of, or -1.
+func sidecarIndex(pod *v1.Pod, c ContainerStatus) int {
+	if pod == nil || c.Type != ContainerTypeInit {
+		return -1
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == c.Name && IsSidecar(&pod.Spec.InitContainers[i]) {
+			return i
+		}
+	}
+	return -1
 }
 
 // RemovePod removes every container and sandbox of a killed pod and its log

@@ -585,7 +585,7 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 		}
 	}
 	plan := cri.ComputePodActions(pod, st)
-	if !plan.CreateSandbox && !plan.KillPod && plan.NextInit < 0 && len(plan.ContainersToStart) == 0 && len(plan.ContainersToKill) == 0 {
+	if plan.Empty() {
 		e.mu.Lock()
 		delete(e.waiting, pod.UID)
 		e.mu.Unlock()
