@@ -237,3 +237,46 @@ func TestRuntimeFailedPostStartHook(t *testing.T) {
 	waitEvent(t, ns, "badhook", "FailedPostStartHook: Exec lifecycle hook ([sh -c echo nope; exit 7]) for Container \"c\"")
 	waitEvent(t, ns, "badhook", "Killing: FailedPostStartHook")
 }
+
+func sidecarTestPod(name string, policy v1.RestartPolicy, main, side string) *v1.Pod {
+	pod := busyboxPod(name, policy, main)
+	pod.Spec.InitContainers = []v1.Container{
+		{Name: "init", Image: busybox, ImagePullPolicy: v1.PullIfNotPresent, Command: []string{"sh", "-c", "echo init"}},
+		{Name: "side", Image: busybox, ImagePullPolicy: v1.PullIfNotPresent, Command: []string{"sh", "-c", side},
+			RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways)},
+	}
+	return pod
+}
+
+func TestRuntimeSidecarLifecycle(t *testing.T) {
+	ns := newNamespace(t)
+	// A job-like pod: the sidecar runs beside the main container and is
+	// stopped once the main container finished; the pod succeeds.
+	createPod(t, ns, sidecarTestPod("job", v1.RestartPolicyNever, "sleep 2; echo main-done",
+		`trap 'exit 0' TERM; while true; do sleep 1; done`))
+	p := waitPod(t, ns, "job", 90*time.Second, "Succeeded", func(p *v1.Pod) bool { return isTerminal(p) })
+	if p.Status.Phase != v1.PodSucceeded {
+		t.Fatalf("phase %s, want Succeeded: %+v", p.Status.Phase, p.Status)
+	}
+	initS, sideS, mainS := p.Status.InitContainerStatuses[0], p.Status.InitContainerStatuses[1], p.Status.ContainerStatuses[0]
+	if initS.State.Terminated == nil || sideS.State.Terminated == nil || mainS.State.Terminated == nil {
+		t.Fatalf("not all terminated: init %+v side %+v main %+v", initS.State, sideS.State, mainS.State)
+	}
+	it, st, mt := initS.State.Terminated, sideS.State.Terminated, mainS.State.Terminated
+	if st.StartedAt.Before(&it.FinishedAt) || mt.StartedAt.Before(&st.StartedAt) {
+		t.Errorf("start order wrong: init finished %v, side started %v, main started %v", it.FinishedAt, st.StartedAt, mt.StartedAt)
+	}
+	if st.FinishedAt.Before(&mt.FinishedAt) {
+		t.Errorf("sidecar finished %v before the main container %v", st.FinishedAt, mt.FinishedAt)
+	}
+
+	// A sidecar that exits is restarted while the pod keeps running.
+	createPod(t, ns, sidecarTestPod("restarts", v1.RestartPolicyAlways, "sleep 3600", "sleep 1; exit 1"))
+	p = waitPod(t, ns, "restarts", 90*time.Second, "the sidecar restarted", func(p *v1.Pod) bool {
+		return len(p.Status.InitContainerStatuses) == 2 && p.Status.InitContainerStatuses[1].RestartCount >= 1 &&
+			len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
+	})
+	if p.Status.Phase != v1.PodRunning || p.Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("phase %s, main restarts %d; want Running with the main container untouched", p.Status.Phase, p.Status.ContainerStatuses[0].RestartCount)
+	}
+}
