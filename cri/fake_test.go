@@ -295,6 +295,11 @@ type fakeImageService struct {
 	called []string
 	errors map[string][]error
 	images map[string]bool
+	// gate, when set, holds every PullImage until it is closed; pulling
+	// and maxPulling count pulls in progress.
+	gate       chan struct{}
+	pulling    int
+	maxPulling int
 }
 
 func newFakeImageService(images ...string) *fakeImageService {
@@ -347,7 +352,16 @@ func (s *fakeImageService) ImageStatus(_ context.Context, img *runtimeapi.ImageS
 
 func (s *fakeImageService) PullImage(_ context.Context, img *runtimeapi.ImageSpec, _ *runtimeapi.AuthConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
 	s.mu.Lock()
+	gate := s.gate
+	s.pulling++
+	s.maxPulling = max(s.maxPulling, s.pulling)
+	s.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.pulling--
 	if err := s.enter("PullImage"); err != nil {
 		return "", err
 	}

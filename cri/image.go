@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -80,7 +82,7 @@ func (r *Runtime) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	}
 	r.event(pod, v1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", image))
 	start := r.clock.Now()
-	ref, err := r.is.PullImage(ctx, &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: image}, nil, sandbox)
+	ref, waited, err := r.pull(ctx, image, sandbox)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return "", err
@@ -89,7 +91,7 @@ func (r *Runtime) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 		return "", &ImageError{Reason: ReasonErrImagePull, Image: image, Err: err}
 	}
 	took := r.clock.Since(start)
-	msg := fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting)", image, took, took)
+	msg := fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting)", image, took-waited, took)
 	if st, err := r.is.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: ref}, false); err == nil && st.GetImage() != nil {
 		msg += fmt.Sprintf(". Image size: %d bytes.", st.GetImage().GetSize())
 	}
@@ -102,4 +104,72 @@ func lastPathElem(image string) string {
 		return image[i+1:]
 	}
 	return image
+}
+
+// puller coalesces concurrent pulls of one image into one CRI call and
+// bounds how many pulls run at once (the kubelet's serialized or
+// parallel image puller).
+type puller struct {
+	// sem holds one token per running pull; nil means no limit.
+	sem chan struct{}
+
+	mu       sync.Mutex
+	inflight map[string]*pullCall // by image; guarded by mu
+}
+
+// pullCall is one CRI pull that several pods may wait for.
+type pullCall struct {
+	done chan struct{}
+	ref  string
+	err  error
+}
+
+func newPuller(maxParallel int) *puller {
+	p := &puller{inflight: map[string]*pullCall{}}
+	if maxParallel > 0 {
+		p.sem = make(chan struct{}, maxParallel)
+	}
+	return p
+}
+
+// pull pulls image once for every concurrent caller and returns its
+// reference and how long this caller waited for a free pull slot.
+func (r *Runtime) pull(ctx context.Context, image string, sandbox *runtimeapi.PodSandboxConfig) (string, time.Duration, error) {
+	p := r.puller
+	p.mu.Lock()
+	call, joined := p.inflight[image]
+	if !joined {
+		call = &pullCall{done: make(chan struct{})}
+		p.inflight[image] = call
+	}
+	p.mu.Unlock()
+	if joined {
+		select {
+		case <-call.done:
+			return call.ref, 0, call.err
+		case <-ctx.Done():
+			return "", 0, ctx.Err()
+		}
+	}
+
+	defer func() {
+		p.mu.Lock()
+		delete(p.inflight, image)
+		p.mu.Unlock()
+		close(call.done)
+	}()
+	var waited time.Duration
+	if p.sem != nil {
+		start := r.clock.Now()
+		select {
+		case p.sem <- struct{}{}:
+		case <-ctx.Done():
+			call.err = ctx.Err()
+			return "", 0, call.err
+		}
+		defer func() { <-p.sem }()
+		waited = r.clock.Since(start)
+	}
+	call.ref, call.err = r.is.PullImage(ctx, &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: image}, nil, sandbox)
+	return call.ref, waited, call.err
 }

@@ -32,6 +32,11 @@ type Config struct {
 	// seam for the resources work (QoS and pod cgroups); nil means the
 	// runtime's default.
 	CgroupParent func(podUID string) string
+	// MaxParallelImagePulls bounds how many image pulls run at once; 0 means
+	// no limit (the kubelet's default is one at a time:
+	// --serialize-image-pulls). Concurrent pulls of one image are always
+	// made once.
+	MaxParallelImagePulls int
 	// Clock times hooks (sleep, the preStop share of the grace period);
 	// nil is the real clock.
 	Clock clock.WithTicker
@@ -58,6 +63,7 @@ type Runtime struct {
 	// nil drops events.
 	recorder EventRecorder
 	clock    clock.WithTicker
+	puller   *puller
 }
 
 // SetEventRecorder installs where events go. It must be called before the
@@ -100,7 +106,10 @@ func Connect(ctx context.Context, cfg Config) (*Runtime, error) {
 
 // New builds a Runtime over already connected services (tests pass fakes).
 func New(cfg Config, rs internalapi.RuntimeService, is internalapi.ImageManagerService) (*Runtime, error) {
-	r := &Runtime{cfg: cfg, rs: rs, is: is, clock: cfg.Clock}
+	if cfg.MaxParallelImagePulls < 0 {
+		return nil, fmt.Errorf("MaxParallelImagePulls %d is negative", cfg.MaxParallelImagePulls)
+	}
+	r := &Runtime{cfg: cfg, rs: rs, is: is, clock: cfg.Clock, puller: newPuller(cfg.MaxParallelImagePulls)}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
 	}

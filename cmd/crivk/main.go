@@ -63,6 +63,8 @@ type options struct {
 	apiQPS        float64
 	apiBurst      int
 	showVersion   bool
+	// maxParallelPulls bounds concurrent image pulls (0: no limit).
+	maxParallelPulls int
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -91,6 +93,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.Float64Var(&o.apiQPS, "kube-api-qps", 50, "QPS to the API server")
 	fs.IntVar(&o.apiBurst, "kube-api-burst", 100, "burst to the API server")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
+	fs.IntVar(&o.maxParallelPulls, "max-parallel-image-pulls", 1, "image pulls run at once (1: serialized, the kubelet's default; 0: no limit)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -111,6 +114,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.syncInterval <= 0 || o.relistPeriod <= 0 {
 		return nil, fmt.Errorf("--sync-interval and --pleg-relist-period must be positive")
+	}
+	if o.maxParallelPulls < 0 {
+		return nil, fmt.Errorf("--max-parallel-image-pulls must not be negative, got %d", o.maxParallelPulls)
 	}
 	if o.maxPods <= 0 {
 		return nil, fmt.Errorf("--max-pods must be positive, got %d", o.maxPods)
@@ -189,7 +195,7 @@ func run(ctx context.Context, o *options) error {
 		dns.ClusterDNS = strings.Split(o.clusterDNS, ",")
 	}
 	connectCtx, cancelConnect := context.WithTimeout(ctx, 10*time.Second)
-	rt, err := cri.Connect(connectCtx, cri.Config{Endpoint: o.criEndpoint, PodLogDir: o.podLogDir, DNS: dns})
+	rt, err := cri.Connect(connectCtx, cri.Config{Endpoint: o.criEndpoint, PodLogDir: o.podLogDir, DNS: dns, MaxParallelImagePulls: o.maxParallelPulls})
 	cancelConnect()
 	if err != nil {
 		return err
