@@ -119,9 +119,10 @@ type puller struct {
 
 // pullCall is one CRI pull that several pods may wait for.
 type pullCall struct {
-	done chan struct{}
-	ref  string
-	err  error
+	done    chan struct{}
+	ref     string
+	err     error
+	waiters int // callers that joined; guarded by puller.mu
 }
 
 func newPuller(maxParallel int) *puller {
@@ -138,7 +139,9 @@ func (r *Runtime) pull(ctx context.Context, image string, sandbox *runtimeapi.Po
 	p := r.puller
 	p.mu.Lock()
 	call, joined := p.inflight[image]
-	if !joined {
+	if joined {
+		call.waiters++
+	} else {
 		call = &pullCall{done: make(chan struct{})}
 		p.inflight[image] = call
 	}

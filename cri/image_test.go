@@ -37,14 +37,22 @@ func TestPullCoalescingAndLimit(t *testing.T) {
 					refs[i], _, errs[i] = rt.pull(context.Background(), img, nil)
 				}()
 			}
-			// Let the pulls that can run start, then release them.
+			// Let the pulls that can run start and the callers of one
+			// image join, then release them.
 			want := min(tc.wantMaxPull, len(tc.images))
+			joiners := len(tc.images) - tc.wantPulls
 			deadline := time.Now().Add(5 * time.Second)
 			for {
 				is.mu.Lock()
 				n := is.pulling
 				is.mu.Unlock()
-				if n >= want {
+				joined := 0
+				rt.puller.mu.Lock()
+				for _, c := range rt.puller.inflight {
+					joined += c.waiters
+				}
+				rt.puller.mu.Unlock()
+				if n >= want && joined >= joiners {
 					break
 				}
 				if time.Now().After(deadline) {
