@@ -249,6 +249,7 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		res.Errs = append(res.Errs, fmt.Errorf("config of container %q of pod %s: %w", c.Name, ref, err))
 		return
 	}
+	res.Errs = append(res.Errs, r.pruneDead(ctx, status, c.Name, typ)...)
 	if err := os.MkdirAll(sbCfg.LogDirectory+"/"+c.Name, 0o755); err != nil {
 		res.Waiting[c.Name] = Waiting{Reason: ReasonCreateContainerErr, Message: err.Error()}
 		res.Errs = append(res.Errs, err)
@@ -279,6 +280,35 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		}
 	}
 	res.Started = append(res.Started, c.Name)
+}
+
+// pruneDead removes the dead instances of a container but the newest one,
+// with their log files, before a new instance starts: the kubelet's
+// container GC with its defaults (one dead container kept per container,
+// what `logs --previous` reads), done where instances are made so that a
+// crash-looping container never piles up.
+func (r *Runtime) pruneDead(ctx context.Context, status *PodStatus, name string, typ ContainerType) []error {
+	var errs []error
+	kept := false
+	for _, c := range status.Containers { // newest first
+		if c.Name != name || c.Type != typ || c.State == StateRunning {
+			continue
+		}
+		if !kept {
+			kept = true
+			continue
+		}
+		if err := r.rs.RemoveContainer(ctx, c.ID); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("removing dead container %q (%s) of pod %s: %w", c.Name, c.ID, status.Ref, err))
+			continue
+		}
+		if c.LogPath != "" {
+			if err := os.Remove(c.LogPath); err != nil && !os.IsNotExist(err) {
+				errs = append(errs, fmt.Errorf("removing log of dead container %q (%s) of pod %s: %w", c.Name, c.ID, status.Ref, err))
+			}
+		}
+	}
+	return errs
 }
 
 // containerSpec returns the spec of the named container of pod, or nil.
