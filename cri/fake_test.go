@@ -300,6 +300,7 @@ type fakeImageService struct {
 	gate       chan struct{}
 	pulling    int
 	maxPulling int
+	auths      []string // "user@server" of every PullImage, "" for none
 }
 
 func newFakeImageService(images ...string) *fakeImageService {
@@ -350,8 +351,13 @@ func (s *fakeImageService) ImageStatus(_ context.Context, img *runtimeapi.ImageS
 	return &runtimeapi.ImageStatusResponse{Image: &runtimeapi.Image{Id: "sha256:" + img.Image}}, nil
 }
 
-func (s *fakeImageService) PullImage(_ context.Context, img *runtimeapi.ImageSpec, _ *runtimeapi.AuthConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
+func (s *fakeImageService) PullImage(_ context.Context, img *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
 	s.mu.Lock()
+	if auth == nil {
+		s.auths = append(s.auths, "")
+	} else {
+		s.auths = append(s.auths, auth.Username+"@"+auth.ServerAddress)
+	}
 	gate := s.gate
 	s.pulling++
 	s.maxPulling = max(s.maxPulling, s.pulling)

@@ -82,7 +82,24 @@ func (r *Runtime) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	}
 	r.event(pod, v1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", image))
 	start := r.clock.Now()
-	ref, waited, err := r.pull(ctx, image, sandbox)
+	var auths []*runtimeapi.AuthConfig
+	if r.helper != nil {
+		auths = pullCredentials(image, r.helper.PullSecrets(ctx, pod))
+	}
+	if len(auths) == 0 {
+		auths = []*runtimeapi.AuthConfig{nil} // anonymous
+	}
+	var (
+		ref    string
+		waited time.Duration
+		err    error
+	)
+	for _, auth := range auths {
+		ref, waited, err = r.pull(ctx, image, auth, sandbox)
+		if err == nil || errors.Is(err, context.Canceled) {
+			break
+		}
+	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return "", err
@@ -135,15 +152,20 @@ func newPuller(maxParallel int) *puller {
 
 // pull pulls image once for every concurrent caller and returns its
 // reference and how long this caller waited for a free pull slot.
-func (r *Runtime) pull(ctx context.Context, image string, sandbox *runtimeapi.PodSandboxConfig) (string, time.Duration, error) {
+func (r *Runtime) pull(ctx context.Context, image string, auth *runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) (string, time.Duration, error) {
 	p := r.puller
+	// Pulls with different credentials are not the same pull.
+	key := image
+	if auth != nil {
+		key += "\x00" + auth.ServerAddress + "\x00" + auth.Username + "\x00" + auth.Auth + "\x00" + auth.IdentityToken
+	}
 	p.mu.Lock()
-	call, joined := p.inflight[image]
+	call, joined := p.inflight[key]
 	if joined {
 		call.waiters++
 	} else {
 		call = &pullCall{done: make(chan struct{})}
-		p.inflight[image] = call
+		p.inflight[key] = call
 	}
 	p.mu.Unlock()
 	if joined {
@@ -157,7 +179,7 @@ func (r *Runtime) pull(ctx context.Context, image string, sandbox *runtimeapi.Po
 
 	defer func() {
 		p.mu.Lock()
-		delete(p.inflight, image)
+		delete(p.inflight, key)
 		p.mu.Unlock()
 		close(call.done)
 	}()
@@ -173,6 +195,6 @@ func (r *Runtime) pull(ctx context.Context, image string, sandbox *runtimeapi.Po
 		defer func() { <-p.sem }()
 		waited = r.clock.Since(start)
 	}
-	call.ref, call.err = r.is.PullImage(ctx, &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: image}, nil, sandbox)
+	call.ref, call.err = r.is.PullImage(ctx, &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: image}, auth, sandbox)
 	return call.ref, waited, call.err
 }

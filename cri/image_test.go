@@ -34,7 +34,7 @@ func TestPullCoalescingAndLimit(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					refs[i], _, errs[i] = rt.pull(context.Background(), img, nil)
+					refs[i], _, errs[i] = rt.pull(context.Background(), img, nil, nil)
 				}()
 			}
 			// Let the pulls that can run start and the callers of one
@@ -85,7 +85,7 @@ func TestPullWaiterCancelled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _, _, _ = rt.pull(context.Background(), "a:1", nil) }()
+	go func() { _, _, _ = rt.pull(context.Background(), "a:1", nil, nil) }()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		rt.puller.mu.Lock()
@@ -101,7 +101,7 @@ func TestPullWaiterCancelled(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := rt.pull(ctx, "a:1", nil); err != context.Canceled {
+	if _, _, err := rt.pull(ctx, "a:1", nil, nil); err != context.Canceled {
 		t.Errorf("a waiter whose context ends gets %v, want context.Canceled", err)
 	}
 }
