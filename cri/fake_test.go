@@ -3,6 +3,7 @@ package cri
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -432,4 +433,19 @@ func (r *fakeRuntimeService) stopOrder() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.stopSeq...)
+}
+
+// ReopenContainerLog creates the container's log file anew, as the runtime
+// does after a rotation.
+func (r *fakeRuntimeService) ReopenContainerLog(_ context.Context, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.enter("ReopenContainerLog"); err != nil {
+		return err
+	}
+	c, ok := r.containers[id]
+	if !ok {
+		return fmt.Errorf("container %q not found", id)
+	}
+	return os.WriteFile(c.LogPath, nil, 0o640)
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	"google.golang.org/grpc/grpclog"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -65,6 +66,9 @@ type options struct {
 	showVersion   bool
 	// maxParallelPulls bounds concurrent image pulls (0: no limit).
 	maxParallelPulls int
+	// Container log rotation (the kubelet's defaults 10Mi x 5).
+	logMaxSize  string
+	logMaxFiles int
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -94,6 +98,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.apiBurst, "kube-api-burst", 100, "burst to the API server")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	fs.IntVar(&o.maxParallelPulls, "max-parallel-image-pulls", 1, "image pulls run at once (1: serialized, the kubelet's default; 0: no limit)")
+	fs.StringVar(&o.logMaxSize, "container-log-max-size", "10Mi", "size at which a container's log file is rotated")
+	fs.IntVar(&o.logMaxFiles, "container-log-max-files", 5, "log files kept per container, the current one included (at least 2)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -114,6 +120,12 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.syncInterval <= 0 || o.relistPeriod <= 0 {
 		return nil, fmt.Errorf("--sync-interval and --pleg-relist-period must be positive")
+	}
+	if q, err := resource.ParseQuantity(o.logMaxSize); err != nil || q.Value() <= 0 {
+		return nil, fmt.Errorf("--container-log-max-size %q is not a positive quantity", o.logMaxSize)
+	}
+	if o.logMaxFiles < 2 {
+		return nil, fmt.Errorf("--container-log-max-files must be at least 2, got %d", o.logMaxFiles)
 	}
 	if o.maxParallelPulls < 0 {
 		return nil, fmt.Errorf("--max-parallel-image-pulls must not be negative, got %d", o.maxParallelPulls)
@@ -273,6 +285,8 @@ func run(ctx context.Context, o *options) error {
 	}
 	nodeProvider = provider.NewNodeProvider(rt, nodeObj, 10*time.Second, pleg.Healthy)
 	go pleg.Run(ctx)
+	logMax := resource.MustParse(o.logMaxSize)
+	go rt.RunLogRotation(ctx, cri.LogRotation{MaxSize: logMax.Value(), MaxFiles: o.logMaxFiles}, 10*time.Second)
 	go engine.Run(ctx)
 	mux := http.NewServeMux()
 	prov := provider.New(engine, rt)
