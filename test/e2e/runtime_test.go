@@ -280,3 +280,44 @@ func TestRuntimeSidecarLifecycle(t *testing.T) {
 		t.Errorf("phase %s, main restarts %d; want Running with the main container untouched", p.Status.Phase, p.Status.ContainerStatuses[0].RestartCount)
 	}
 }
+
+func TestRuntimeImagePullPolicies(t *testing.T) {
+	ns := newNamespace(t)
+	waiting := func(reason string) func(*v1.Pod) bool {
+		return func(p *v1.Pod) bool {
+			cs := p.Status.ContainerStatuses
+			return len(cs) == 1 && cs[0].State.Waiting != nil && cs[0].State.Waiting.Reason == reason
+		}
+	}
+	// Never with a missing image: ErrImageNeverPull, no pull attempted.
+	never := busyboxPod("never", v1.RestartPolicyAlways, "sleep 3600")
+	never.Spec.Containers[0].Image = "registry.invalid/crivk/absent:1.0"
+	never.Spec.Containers[0].ImagePullPolicy = v1.PullNever
+	createPod(t, ns, never)
+	p := waitPod(t, ns, "never", 60*time.Second, "ErrImageNeverPull", waiting("ErrImageNeverPull"))
+	if msg := p.Status.ContainerStatuses[0].State.Waiting.Message; msg != `Container image "registry.invalid/crivk/absent:1.0" is not present with pull policy of Never` {
+		t.Errorf("waiting message %q", msg)
+	}
+	waitEvent(t, ns, "never", `ErrImageNeverPull: Container image "registry.invalid/crivk/absent:1.0" is not present`)
+	for _, e := range events(t, ns, "never") {
+		if strings.HasPrefix(e, "Pulling:") {
+			t.Errorf("pull attempted under policy Never: %s", e)
+		}
+	}
+
+	// Always pulls even a present image: with no registry reachable here,
+	// the pull of the local busybox fails and backs off.
+	always := busyboxPod("always", v1.RestartPolicyAlways, "sleep 3600")
+	always.Spec.Containers[0].ImagePullPolicy = v1.PullAlways
+	createPod(t, ns, always)
+	waitPod(t, ns, "always", 90*time.Second, "ErrImagePull or ImagePullBackOff", func(p *v1.Pod) bool {
+		return waiting("ErrImagePull")(p) || waiting("ImagePullBackOff")(p)
+	})
+	waitEvent(t, ns, "always", `Pulling: Pulling image "`+busybox+`"`)
+	waitEvent(t, ns, "always", `Failed: Failed to pull image "`+busybox+`"`)
+
+	// IfNotPresent with a present image: no pull.
+	createPod(t, ns, busyboxPod("present", v1.RestartPolicyAlways, "sleep 3600"))
+	waitPod(t, ns, "present", 60*time.Second, "Running and Ready", isRunningReady)
+	waitEvent(t, ns, "present", `Pulled: Container image "`+busybox+`" already present on machine`)
+}
