@@ -119,6 +119,9 @@ const minGracePeriod = int64(2)
 func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, plan PodActions, backoff *BackOffs, now time.Time) *SyncResult {
 	res := &SyncResult{Waiting: map[string]Waiting{}}
 	if plan.KillPod {
+		if plan.CreateSandbox {
+			r.event(pod, v1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
+		}
 		if err := r.KillPod(ctx, pod, status, GracePeriod(pod, nil)); err != nil {
 			res.Errs = append(res.Errs, err)
 			return res
