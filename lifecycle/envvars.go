@@ -80,6 +80,11 @@ func (o *orderedEnv) set(k, v string) {
 }
 
 func (r *envResolver) resolve(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string) ([]*runtimeapi.KeyValue, error) {
+	if len(podIPs) == 0 && pod.Spec.HostNetwork && r.nodeIP != "" {
+		// A host-network pod's IPs are the node's (the runtime reports
+		// none for its sandbox).
+		podIPs = []string{r.nodeIP}
+	}
 	serviceEnv, err := r.serviceEnv(ctx, pod)
 	if err != nil {
 		return nil, err

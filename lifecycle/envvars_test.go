@@ -112,6 +112,7 @@ func TestMakeEnvironment(t *testing.T) {
 		name    string
 		c       v1.Container
 		links   bool
+		hostNet bool
 		podIPs  []string
 		want    string
 		wantErr string
@@ -180,6 +181,12 @@ func TestMakeEnvironment(t *testing.T) {
 			wantErr: `secret "gone" not found`,
 		},
 		{
+			name:    "host network: the pod IP is the node's",
+			hostNet: true,
+			c:       v1.Container{Env: []v1.EnvVar{fieldEnv("IP", "status.podIP"), fieldEnv("IPS", "status.podIPs")}},
+			want:    "IP=192.168.1.10;IPS=192.168.1.10;" + k8sVars,
+		},
+		{
 			name:    "unsupported field path",
 			c:       v1.Container{Env: []v1.EnvVar{fieldEnv("X", "spec.bogus")}},
 			wantErr: "unsupported fieldPath: spec.bogus",
@@ -205,6 +212,7 @@ func TestMakeEnvironment(t *testing.T) {
 			tc.c.Name = "c"
 			pod := envPod(tc.c)
 			pod.Spec.EnableServiceLinks = ptr.To(tc.links)
+			pod.Spec.HostNetwork = tc.hostNet
 			got, err := e.makeEnvironment(context.Background(), pod, &pod.Spec.Containers[0], tc.podIPs)
 			if tc.wantErr != "" {
 				if err == nil || err.Error() != tc.wantErr {
