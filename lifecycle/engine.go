@@ -712,8 +712,14 @@ func (e *Engine) recordSync(pod *v1.Pod, res *cri.SyncResult) (backingOff bool) 
 			r.Eventf(pod, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", name, pod.Name)
 		case cri.ReasonImagePullBackOff:
 			r.Eventf(pod, v1.EventTypeNormal, "BackOff", "%s", wt.Message)
+		case cri.ReasonErrImagePull, cri.ReasonErrImageNeverPull, cri.ReasonInvalidImageName, cri.ReasonImageInspectError:
+			// The kubelet's image errors name only the reason here; the
+			// cause is in the Failed/ErrImageNeverPull event before.
+			r.Eventf(pod, v1.EventTypeWarning, "Failed", "Error: %s", wt.Reason)
+		case cri.ReasonPostStartHookError:
+			// FailedPostStartHook was recorded with the hook's output.
 		default:
-			r.Eventf(pod, v1.EventTypeWarning, "Failed", "Error: %s", wt.Reason+": "+wt.Message)
+			r.Eventf(pod, v1.EventTypeWarning, "Failed", "Error: %s", wt.Message)
 		}
 	}
 	// Created, Started, Pulling, Pulled and the hook events come from the
