@@ -161,7 +161,7 @@ func (r *Runtime) stopContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		if message == "" {
 			message = "Stopping container " + c.Name
 		}
-		r.event(pod, v1.EventTypeNormal, "Killing", message)
+		r.containerEvent(pod, c, v1.EventTypeNormal, "Killing", message)
 		if running && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && grace > 0 {
 			grace -= r.preStop(ctx, pod, c, id, podIPs, grace)
 		}
@@ -188,7 +188,7 @@ func (r *Runtime) preStop(ctx context.Context, pod *v1.Pod, c *v1.Container, id 
 		if _, err := r.runHook(hctx, pod, c, id, podIPs, c.Lifecycle.PreStop); err != nil {
 			// The kubelet leaves the hook's output out of the event so
 			// that secrets do not leak.
-			r.event(pod, v1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed")
+			r.containerEvent(pod, c, v1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed")
 		}
 	}()
 	t := r.clock.NewTimer(time.Duration(grace) * time.Second)
@@ -198,6 +198,24 @@ func (r *Runtime) preStop(ctx context.Context, pod *v1.Pod, c *v1.Container, id 
 	case <-done:
 	}
 	return int64(r.clock.Since(start).Seconds())
+}
+
+// containerEvent records an event about container c of pod, referring to
+// it as the kubelet does (field path spec.containers{c} or
+// spec.initContainers{c}).
+func (r *Runtime) containerEvent(pod *v1.Pod, c *v1.Container, typ, reason, message string) {
+	if r.recorder == nil {
+		return
+	}
+	path := "spec.containers{" + c.Name + "}"
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == c.Name {
+			path = "spec.initContainers{" + c.Name + "}"
+		}
+	}
+	ref := &v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name,
+		UID: pod.UID, ResourceVersion: pod.ResourceVersion, FieldPath: path}
+	r.recorder.Eventf(ref, typ, reason, "%s", message)
 }
 
 // event records a kubelet-style event on pod if a recorder was set.

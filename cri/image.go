@@ -71,16 +71,16 @@ func (r *Runtime) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 				Err: fmt.Errorf("Failed to inspect image %q: %w", image, err)}
 		}
 		if ok {
-			r.event(pod, v1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", image))
+			r.containerEvent(pod, c, v1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", image))
 			return ref, nil
 		}
 		if policy == v1.PullNever {
 			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", image)
-			r.event(pod, v1.EventTypeWarning, ReasonErrImageNeverPull, msg)
+			r.containerEvent(pod, c, v1.EventTypeWarning, ReasonErrImageNeverPull, msg)
 			return "", &ImageError{Reason: ReasonErrImageNeverPull, Image: image, Err: errors.New(msg)}
 		}
 	}
-	r.event(pod, v1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", image))
+	r.containerEvent(pod, c, v1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", image))
 	start := r.clock.Now()
 	var auths []*runtimeapi.AuthConfig
 	if r.helper != nil {
@@ -104,7 +104,7 @@ func (r *Runtime) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 		if errors.Is(err, context.Canceled) {
 			return "", err
 		}
-		r.event(pod, v1.EventTypeWarning, "Failed", fmt.Sprintf("Failed to pull image %q: %v", image, err))
+		r.containerEvent(pod, c, v1.EventTypeWarning, "Failed", fmt.Sprintf("Failed to pull image %q: %v", image, err))
 		return "", &ImageError{Reason: ReasonErrImagePull, Image: image, Err: err}
 	}
 	took := r.clock.Since(start)
@@ -112,7 +112,7 @@ func (r *Runtime) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	if st, err := r.is.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: ref}, false); err == nil && st.GetImage() != nil {
 		msg += fmt.Sprintf(". Image size: %d bytes.", st.GetImage().GetSize())
 	}
-	r.event(pod, v1.EventTypeNormal, "Pulled", msg)
+	r.containerEvent(pod, c, v1.EventTypeNormal, "Pulled", msg)
 	return ref, nil
 }
 

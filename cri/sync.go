@@ -264,16 +264,16 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		res.Errs = append(res.Errs, fmt.Errorf("creating container %q of pod %s: %w", c.Name, ref, err))
 		return
 	}
-	r.event(pod, v1.EventTypeNormal, "Created", "Created container: "+c.Name)
+	r.containerEvent(pod, c, v1.EventTypeNormal, "Created", "Created container: "+c.Name)
 	if err := r.rs.StartContainer(ctx, id); err != nil {
 		res.Waiting[c.Name] = Waiting{Reason: ReasonRunContainerError, Message: err.Error()}
 		res.Errs = append(res.Errs, fmt.Errorf("starting container %q of pod %s: %w", c.Name, ref, err))
 		return
 	}
-	r.event(pod, v1.EventTypeNormal, "Started", "Started container "+c.Name)
+	r.containerEvent(pod, c, v1.EventTypeNormal, "Started", "Started container "+c.Name)
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		if msg, err := r.runHook(ctx, pod, c, id, podIPs, c.Lifecycle.PostStart); err != nil {
-			r.event(pod, v1.EventTypeWarning, "FailedPostStartHook", msg)
+			r.containerEvent(pod, c, v1.EventTypeWarning, "FailedPostStartHook", msg)
 			if kerr := r.stopContainer(ctx, pod, c, id, true, podIPs, GracePeriod(pod, nil), "FailedPostStartHook"); kerr != nil {
 				res.Errs = append(res.Errs, fmt.Errorf("killing container %q of pod %s after its postStart hook failed: %w", c.Name, ref, kerr))
 			}
