@@ -127,3 +127,51 @@ func TestKillPodStopsSidecarsLast(t *testing.T) {
 		t.Errorf("calls %v, want three stops then the sandbox", order)
 	}
 }
+
+// TestSyncPodSidecarFlow drives a pod with a plain init container, a
+// sidecar and a regular container through successive syncs on the fake
+// runtime: one init step per sync, the sidecar keeps running, and once
+// the Never pod's container finished the sidecar is stopped.
+func TestSyncPodSidecarFlow(t *testing.T) {
+	f := newSyncFixture(t)
+	f.is.SetFakeImages([]string{"busybox:1"})
+	pod := actionsPod(v1.RestartPolicyNever, []string{"i1", "s1"}, "a")
+	pod.Spec.InitContainers[1].RestartPolicy = ptr.To(v1.ContainerRestartPolicyAlways)
+	for i := range pod.Spec.InitContainers {
+		pod.Spec.InitContainers[i].ImagePullPolicy = v1.PullIfNotPresent
+	}
+	pod.Spec.Containers[0].ImagePullPolicy = v1.PullIfNotPresent
+	exit := func(name string, typ ContainerType, code int32) {
+		t.Helper()
+		c := f.status(t, pod).Latest(name, typ)
+		if err := f.rs.setContainer(c.ID, func(fc *fakeContainer) {
+			fc.State = runtimeapi.ContainerState_CONTAINER_EXITED
+			fc.ExitCode = code
+			fc.FinishedAt = f.clock.Now().UnixNano()
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step := func(wantStarted ...string) {
+		t.Helper()
+		res, plan := f.sync(t, pod)
+		if res.Error() != nil {
+			t.Fatalf("plan %s: %v", plan, res.Error())
+		}
+		if !reflect.DeepEqual(res.Started, wantStarted) && !(len(res.Started) == 0 && len(wantStarted) == 0) {
+			t.Fatalf("plan %s started %v, want %v", plan, res.Started, wantStarted)
+		}
+	}
+	step("i1")
+	exit("i1", ContainerTypeInit, 0)
+	step("s1")
+	step("a")
+	if c := f.status(t, pod).Latest("s1", ContainerTypeInit); c.State != StateRunning {
+		t.Fatalf("sidecar %s, want running beside the container", c.State)
+	}
+	exit("a", ContainerTypeRegular, 0)
+	step()
+	if c := f.status(t, pod).Latest("s1", ContainerTypeInit); c.State != StateExited {
+		t.Errorf("sidecar %s after the pod's container finished, want stopped", c.State)
+	}
+}
