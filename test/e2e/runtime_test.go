@@ -226,6 +226,7 @@ func TestRuntimeHooks(t *testing.T) {
 func TestRuntimeFailedPostStartHook(t *testing.T) {
 	ns := newNamespace(t)
 	pod := busyboxPod("badhook", v1.RestartPolicyAlways, "sleep 3600")
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](2) // sleep as PID 1 ignores SIGTERM
 	pod.Spec.Containers[0].Lifecycle = &v1.Lifecycle{
 		PostStart: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"sh", "-c", "echo nope; exit 7"}}},
 	}
@@ -271,7 +272,7 @@ func TestRuntimeSidecarLifecycle(t *testing.T) {
 	}
 
 	// A sidecar that exits is restarted while the pod keeps running.
-	createPod(t, ns, sidecarTestPod("restarts", v1.RestartPolicyAlways, "sleep 3600", "sleep 1; exit 1"))
+	createPod(t, ns, sidecarTestPod("restarts", v1.RestartPolicyAlways, "sleep 3600", "sleep 5; exit 1"))
 	p = waitPod(t, ns, "restarts", 90*time.Second, "the sidecar restarted", func(p *v1.Pod) bool {
 		return len(p.Status.InitContainerStatuses) == 2 && p.Status.InitContainerStatuses[1].RestartCount >= 1 &&
 			len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
