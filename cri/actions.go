@@ -26,9 +26,27 @@ type PodActions struct {
 	// ContainersToKill maps runtime container IDs to the reason they are
 	// stopped before being replaced.
 	ContainersToKill map[string]string
+	// SidecarsToStart are indexes into pod.Spec.InitContainers of
+	// restartable init containers (sidecars) to start again after the pod
+	// was initialized; they start before ContainersToStart.
+	SidecarsToStart []int
 	// InitFailed is set when an init container failed and the restart
 	// policy forbids running it again: the pod has failed.
 	InitFailed bool
+}
+
+// IsSidecar reports whether c is a restartable init container (an init
+// container with restartPolicy Always): it starts in the init sequence,
+// keeps running beside the regular containers, is restarted whenever it
+// exits and stops after them.
+func IsSidecar(c *v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+}
+
+// Empty reports whether the plan has nothing to do.
+func (a PodActions) Empty() bool {
+	return !a.KillPod && !a.CreateSandbox && a.NextInit < 0 && len(a.ContainersToStart) == 0 &&
+		len(a.SidecarsToStart) == 0 && len(a.ContainersToKill) == 0
 }
 
 // String summarises the plan for logs.
@@ -45,6 +63,9 @@ func (a PodActions) String() string {
 	}
 	if len(a.ContainersToStart) > 0 {
 		parts = append(parts, fmt.Sprintf("start%v", a.ContainersToStart))
+	}
+	if len(a.SidecarsToStart) > 0 {
+		parts = append(parts, fmt.Sprintf("start-sidecars%v", a.SidecarsToStart))
 	}
 	if len(a.ContainersToKill) > 0 {
 		parts = append(parts, fmt.Sprintf("kill(%d)", len(a.ContainersToKill)))
@@ -114,9 +135,47 @@ func ComputePodActions(pod *v1.Pod, status *PodStatus) PodActions {
 	}
 	a.SandboxID = newest.ID
 
-	// Init containers run one at a time, in order, each to completion.
+	// The pod was initialized once a regular container was created: from
+	// then on only sidecars of the init containers are (re)started.
+	initialized := false
+	for i := range pod.Spec.Containers {
+		if status.Latest(pod.Spec.Containers[i].Name, ContainerTypeRegular) != nil {
+			initialized = true
+		}
+	}
+
+	// Init containers run one at a time, in order, each to completion; a
+	// sidecar counts as done once it runs.
 	for i := range pod.Spec.InitContainers {
-		c := status.Latest(pod.Spec.InitContainers[i].Name, ContainerTypeInit)
+		spec := &pod.Spec.InitContainers[i]
+		c := status.Latest(spec.Name, ContainerTypeInit)
+		if IsSidecar(spec) {
+			if initialized {
+				switch {
+				case c == nil || c.State == StateExited:
+					a.SidecarsToStart = append(a.SidecarsToStart, i)
+				case c.State == StateRunning:
+				default:
+					a.ContainersToKill[c.ID] = fmt.Sprintf("sidecar %q is in state %s", c.Name, c.State)
+					a.SidecarsToStart = append(a.SidecarsToStart, i)
+				}
+				continue
+			}
+			switch {
+			case c == nil || c.State == StateExited:
+				a.NextInit = i
+				return a
+			case c.State == StateRunning:
+				continue
+			default:
+				a.ContainersToKill[c.ID] = fmt.Sprintf("sidecar %q is in state %s", c.Name, c.State)
+				a.NextInit = i
+				return a
+			}
+		}
+		if initialized {
+			continue
+		}
 		switch {
 		case c == nil:
 			a.NextInit = i
@@ -159,6 +218,27 @@ func ComputePodActions(pod *v1.Pod, status *PodStatus) PodActions {
 			// replaced, whatever the policy (kubelet ShouldContainerBeRestarted).
 			a.ContainersToKill[c.ID] = fmt.Sprintf("container %q is in state %s", c.Name, c.State)
 			a.ContainersToStart = append(a.ContainersToStart, i)
+		}
+	}
+
+	// Sidecars do not keep a pod alive: once no regular container runs or
+	// is to start again (a pod that does not restart has finished), they
+	// are stopped rather than restarted (the kubelet's computePodActions).
+	if policy != v1.RestartPolicyAlways && len(pod.Spec.Containers) > 0 && len(a.ContainersToStart) == 0 {
+		anyRunning := false
+		for i := range pod.Spec.Containers {
+			if c := status.Latest(pod.Spec.Containers[i].Name, ContainerTypeRegular); c != nil && c.State == StateRunning {
+				anyRunning = true
+			}
+		}
+		if !anyRunning {
+			a.SidecarsToStart = nil
+			for i := range pod.Spec.InitContainers {
+				spec := &pod.Spec.InitContainers[i]
+				if c := status.Latest(spec.Name, ContainerTypeInit); IsSidecar(spec) && c != nil && c.State == StateRunning {
+					a.ContainersToKill[c.ID] = fmt.Sprintf("sidecar %q stops: the pod's containers have finished", c.Name)
+				}
+			}
 		}
 	}
 	return a

@@ -166,10 +166,18 @@ func podID(pod *v1.Pod) string {
 	return fmt.Sprintf("%s/%s", pod.Namespace, pod.Name)
 }
 
-// expand replaces $(VAR) with its value where VAR is defined, turns $$ into
-// $, and leaves everything else as written: the semantics of Kubernetes'
-// variable expansion for command, args and env.
+// expand is Expand over a map of variables.
 func expand(in string, vars map[string]string) string {
+	return Expand(in, func(name string) (string, bool) {
+		v, ok := vars[name]
+		return v, ok
+	})
+}
+
+// Expand replaces $(VAR) with its value where lookup defines VAR, turns $$
+// into $, and leaves everything else as written: the semantics of
+// Kubernetes' variable expansion for command, args and env.
+func Expand(in string, lookup func(string) (string, bool)) string {
 	if !strings.Contains(in, "$") {
 		return in
 	}
@@ -192,7 +200,7 @@ func expand(in string, vars map[string]string) string {
 				continue
 			}
 			name := in[i+2 : i+2+end]
-			if v, ok := vars[name]; ok {
+			if v, ok := lookup(name); ok {
 				b.WriteString(v)
 			} else {
 				b.WriteString("$(" + name + ")")

@@ -3,7 +3,9 @@ package cri
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	internalapi "k8s.io/cri-api/pkg/apis"
@@ -31,7 +33,11 @@ type fakeRuntimeService struct {
 	sandboxes  map[string]*runtimeapi.PodSandboxStatus
 	containers map[string]*fakeContainer
 	stops      map[string]int64 // container ID -> StopContainer timeout
-	seq        int64            // keeps CreatedAt strictly increasing
+	stopSeq    []string         // container IDs in StopContainer order
+	// exec answers ExecSync when set (hooks); execs records the commands.
+	exec  func(id string, cmd []string) (stdout, stderr []byte, err error)
+	execs [][]string
+	seq   int64 // keeps CreatedAt strictly increasing
 }
 
 type fakeContainer struct {
@@ -215,6 +221,7 @@ func (r *fakeRuntimeService) StopContainer(_ context.Context, id string, timeout
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stops[id] = timeout
+	r.stopSeq = append(r.stopSeq, id)
 	if err := r.enter("StopContainer"); err != nil {
 		return err
 	}
@@ -289,6 +296,12 @@ type fakeImageService struct {
 	called []string
 	errors map[string][]error
 	images map[string]bool
+	// gate, when set, holds every PullImage until it is closed; pulling
+	// and maxPulling count pulls in progress.
+	gate       chan struct{}
+	pulling    int
+	maxPulling int
+	auths      []string // "user@server" of every PullImage, "" for none
 }
 
 func newFakeImageService(images ...string) *fakeImageService {
@@ -339,9 +352,23 @@ func (s *fakeImageService) ImageStatus(_ context.Context, img *runtimeapi.ImageS
 	return &runtimeapi.ImageStatusResponse{Image: &runtimeapi.Image{Id: "sha256:" + img.Image}}, nil
 }
 
-func (s *fakeImageService) PullImage(_ context.Context, img *runtimeapi.ImageSpec, _ *runtimeapi.AuthConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
+func (s *fakeImageService) PullImage(_ context.Context, img *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
+	s.mu.Lock()
+	if auth == nil {
+		s.auths = append(s.auths, "")
+	} else {
+		s.auths = append(s.auths, auth.Username+"@"+auth.ServerAddress)
+	}
+	gate := s.gate
+	s.pulling++
+	s.maxPulling = max(s.maxPulling, s.pulling)
+	s.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.pulling--
 	if err := s.enter("PullImage"); err != nil {
 		return "", err
 	}
@@ -385,4 +412,40 @@ func (r *fakeRuntimeService) sandboxOf(containerID string) string {
 		return c.SandboxID
 	}
 	return ""
+}
+
+func (r *fakeRuntimeService) ExecSync(_ context.Context, id string, cmd []string, _ time.Duration) ([]byte, []byte, error) {
+	r.mu.Lock()
+	if err := r.enter("ExecSync"); err != nil {
+		r.mu.Unlock()
+		return nil, nil, err
+	}
+	r.execs = append(r.execs, cmd)
+	exec := r.exec
+	r.mu.Unlock()
+	if exec == nil {
+		return nil, nil, nil
+	}
+	return exec(id, cmd)
+}
+
+func (r *fakeRuntimeService) stopOrder() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.stopSeq...)
+}
+
+// ReopenContainerLog creates the container's log file anew, as the runtime
+// does after a rotation.
+func (r *fakeRuntimeService) ReopenContainerLog(_ context.Context, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.enter("ReopenContainerLog"); err != nil {
+		return err
+	}
+	c, ok := r.containers[id]
+	if !ok {
+		return fmt.Errorf("container %q not found", id)
+	}
+	return os.WriteFile(c.LogPath, nil, 0o640)
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -69,20 +71,48 @@ func (r *Runtime) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 				Err: fmt.Errorf("Failed to inspect image %q: %w", image, err)}
 		}
 		if ok {
+			r.containerEvent(pod, c, v1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", image))
 			return ref, nil
 		}
 		if policy == v1.PullNever {
-			return "", &ImageError{Reason: ReasonErrImageNeverPull, Image: image,
-				Err: fmt.Errorf("Container image %q is not present with pull policy of Never", image)}
+			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", image)
+			r.containerEvent(pod, c, v1.EventTypeWarning, ReasonErrImageNeverPull, msg)
+			return "", &ImageError{Reason: ReasonErrImageNeverPull, Image: image, Err: errors.New(msg)}
 		}
 	}
-	ref, err := r.is.PullImage(ctx, &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: image}, nil, sandbox)
+	r.containerEvent(pod, c, v1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", image))
+	start := r.clock.Now()
+	var auths []*runtimeapi.AuthConfig
+	if r.helper != nil {
+		auths = pullCredentials(image, r.helper.PullSecrets(ctx, pod))
+	}
+	if len(auths) == 0 {
+		auths = []*runtimeapi.AuthConfig{nil} // anonymous
+	}
+	var (
+		ref    string
+		waited time.Duration
+		err    error
+	)
+	for _, auth := range auths {
+		ref, waited, err = r.pull(ctx, image, auth, sandbox)
+		if err == nil || errors.Is(err, context.Canceled) {
+			break
+		}
+	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return "", err
 		}
+		r.containerEvent(pod, c, v1.EventTypeWarning, "Failed", fmt.Sprintf("Failed to pull image %q: %v", image, err))
 		return "", &ImageError{Reason: ReasonErrImagePull, Image: image, Err: err}
 	}
+	took := r.clock.Since(start)
+	msg := fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting)", image, took-waited, took)
+	if st, err := r.is.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: ref}, false); err == nil && st.GetImage() != nil {
+		msg += fmt.Sprintf(". Image size: %d bytes.", st.GetImage().GetSize())
+	}
+	r.containerEvent(pod, c, v1.EventTypeNormal, "Pulled", msg)
 	return ref, nil
 }
 
@@ -91,4 +121,80 @@ func lastPathElem(image string) string {
 		return image[i+1:]
 	}
 	return image
+}
+
+// puller coalesces concurrent pulls of one image into one CRI call and
+// bounds how many pulls run at once (the kubelet's serialized or
+// parallel image puller).
+type puller struct {
+	// sem holds one token per running pull; nil means no limit.
+	sem chan struct{}
+
+	mu       sync.Mutex
+	inflight map[string]*pullCall // by image; guarded by mu
+}
+
+// pullCall is one CRI pull that several pods may wait for.
+type pullCall struct {
+	done    chan struct{}
+	ref     string
+	err     error
+	waiters int // callers that joined; guarded by puller.mu
+}
+
+func newPuller(maxParallel int) *puller {
+	p := &puller{inflight: map[string]*pullCall{}}
+	if maxParallel > 0 {
+		p.sem = make(chan struct{}, maxParallel)
+	}
+	return p
+}
+
+// pull pulls image once for every concurrent caller and returns its
+// reference and how long this caller waited for a free pull slot.
+func (r *Runtime) pull(ctx context.Context, image string, auth *runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) (string, time.Duration, error) {
+	p := r.puller
+	// Pulls with different credentials are not the same pull.
+	key := image
+	if auth != nil {
+		key += "\x00" + auth.ServerAddress + "\x00" + auth.Username + "\x00" + auth.Auth + "\x00" + auth.IdentityToken
+	}
+	p.mu.Lock()
+	call, joined := p.inflight[key]
+	if joined {
+		call.waiters++
+	} else {
+		call = &pullCall{done: make(chan struct{})}
+		p.inflight[key] = call
+	}
+	p.mu.Unlock()
+	if joined {
+		select {
+		case <-call.done:
+			return call.ref, 0, call.err
+		case <-ctx.Done():
+			return "", 0, ctx.Err()
+		}
+	}
+
+	defer func() {
+		p.mu.Lock()
+		delete(p.inflight, key)
+		p.mu.Unlock()
+		close(call.done)
+	}()
+	var waited time.Duration
+	if p.sem != nil {
+		start := r.clock.Now()
+		select {
+		case p.sem <- struct{}{}:
+		case <-ctx.Done():
+			call.err = ctx.Err()
+			return "", 0, call.err
+		}
+		defer func() { <-p.sem }()
+		waited = r.clock.Since(start)
+	}
+	call.ref, call.err = r.is.PullImage(ctx, &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: image}, auth, sandbox)
+	return call.ref, waited, call.err
 }

@@ -29,6 +29,9 @@ type RuntimeHelper interface {
 	// kubelet's CreateContainerConfigError: the container is not created and
 	// the error's text is the waiting message.
 	GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string) (*RunContainerOptions, error)
+	// PullSecrets returns the pod's imagePullSecrets that exist (missing
+	// ones are skipped, as the kubelet does, after a warning).
+	PullSecrets(ctx context.Context, pod *v1.Pod) []v1.Secret
 }
 
 // SetRuntimeHelper installs the helper SyncPod asks for container options.

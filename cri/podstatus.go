@@ -157,7 +157,18 @@ func (r *Runtime) GetPodStatus(ctx context.Context, ref PodRef) (*PodStatus, err
 		if err != nil {
 			return nil, fmt.Errorf("status of container %s of pod %s: %w", c.Id, ref, err)
 		}
-		ps.Containers = append(ps.Containers, toContainerStatus(resp.GetStatus(), c.Labels, c.Annotations))
+		cs := toContainerStatus(resp.GetStatus(), c.Labels, c.Annotations)
+		if cs.State == StateExited {
+			// The application's termination message follows the runtime's
+			// own message, as the kubelet writes it.
+			if msg := r.terminationMessage(ctx, resp.GetStatus(), c.Annotations); msg != "" {
+				if cs.Message != "" {
+					cs.Message += ": "
+				}
+				cs.Message += msg
+			}
+		}
+		ps.Containers = append(ps.Containers, cs)
 	}
 	sort.SliceStable(ps.Containers, func(i, j int) bool {
 		a, b := ps.Containers[i], ps.Containers[j]

@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	remote "k8s.io/cri-client/pkg"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // Config configures a Runtime. NewRuntime validates it and fills defaults.
@@ -30,6 +32,21 @@ type Config struct {
 	// seam for the resources work (QoS and pod cgroups); nil means the
 	// runtime's default.
 	CgroupParent func(podUID string) string
+	// MaxParallelImagePulls bounds how many image pulls run at once; 0 means
+	// no limit (the kubelet's default is one at a time:
+	// --serialize-image-pulls). Concurrent pulls of one image are always
+	// made once.
+	MaxParallelImagePulls int
+	// Clock times hooks (sleep, the preStop share of the grace period);
+	// nil is the real clock.
+	Clock clock.WithTicker
+}
+
+// EventRecorder receives the kubelet-style events of the runtime manager
+// (Pulling, Pulled, Created, Killing, FailedPostStartHook, ...); client-go's
+// record.EventRecorder is one.
+type EventRecorder interface {
+	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...interface{})
 }
 
 // Runtime talks to one CRI endpoint. It is safe for concurrent use; it keeps
@@ -42,7 +59,16 @@ type Runtime struct {
 	// helper is set once by SetRuntimeHelper before the first SyncPod and
 	// only read after that.
 	helper RuntimeHelper
+	// recorder is set once by SetEventRecorder before the first SyncPod;
+	// nil drops events.
+	recorder EventRecorder
+	clock    clock.WithTicker
+	puller   *puller
 }
+
+// SetEventRecorder installs where events go. It must be called before the
+// first SyncPod.
+func (r *Runtime) SetEventRecorder(rec EventRecorder) { r.recorder = rec }
 
 // ErrUnreachable is returned by Connect when the CRI endpoint does not answer.
 var ErrUnreachable = errors.New("CRI endpoint unreachable")
@@ -80,7 +106,13 @@ func Connect(ctx context.Context, cfg Config) (*Runtime, error) {
 
 // New builds a Runtime over already connected services (tests pass fakes).
 func New(cfg Config, rs internalapi.RuntimeService, is internalapi.ImageManagerService) (*Runtime, error) {
-	r := &Runtime{cfg: cfg, rs: rs, is: is}
+	if cfg.MaxParallelImagePulls < 0 {
+		return nil, fmt.Errorf("MaxParallelImagePulls %d is negative", cfg.MaxParallelImagePulls)
+	}
+	r := &Runtime{cfg: cfg, rs: rs, is: is, clock: cfg.Clock, puller: newPuller(cfg.MaxParallelImagePulls)}
+	if r.clock == nil {
+		r.clock = clock.RealClock{}
+	}
 	if cfg.DNS.ResolvConf != "" {
 		rc, err := parseResolvConfFile(cfg.DNS.ResolvConf)
 		if err != nil {

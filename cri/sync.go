@@ -119,7 +119,10 @@ const minGracePeriod = int64(2)
 func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, plan PodActions, backoff *BackOffs, now time.Time) *SyncResult {
 	res := &SyncResult{Waiting: map[string]Waiting{}}
 	if plan.KillPod {
-		if err := r.KillPod(ctx, status, GracePeriod(pod, nil)); err != nil {
+		if plan.CreateSandbox {
+			r.event(pod, v1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
+		}
+		if err := r.KillPod(ctx, pod, status, GracePeriod(pod, nil)); err != nil {
 			res.Errs = append(res.Errs, err)
 			return res
 		}
@@ -166,9 +169,21 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 		}
 	}
 	for id, why := range plan.ContainersToKill {
-		if err := r.rs.StopContainer(ctx, id, GracePeriod(pod, nil)); err != nil && !isNotFound(err) {
+		var spec *v1.Container
+		running := false
+		for _, c := range status.Containers {
+			if c.ID == id {
+				spec = containerSpec(pod, c.Name, c.Type)
+				running = c.State == StateRunning
+			}
+		}
+		if err := r.stopContainer(ctx, pod, spec, id, running, podIPs, GracePeriod(pod, nil), ""); err != nil {
 			res.Errs = append(res.Errs, fmt.Errorf("stopping container %s (%s): %w", id, why, err))
 		}
+	}
+	for _, i := range plan.SidecarsToStart {
+		c := &pod.Spec.InitContainers[i]
+		r.startContainer(ctx, pod, c, ContainerTypeInit, status, sandboxID, sbCfg, podIPs, backoff, now, res)
 	}
 	if plan.NextInit >= 0 {
 		c := &pod.Spec.InitContainers[plan.NextInit]
@@ -237,6 +252,7 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		res.Errs = append(res.Errs, fmt.Errorf("config of container %q of pod %s: %w", c.Name, ref, err))
 		return
 	}
+	res.Errs = append(res.Errs, r.pruneDead(ctx, status, c.Name, typ)...)
 	if err := os.MkdirAll(sbCfg.LogDirectory+"/"+c.Name, 0o755); err != nil {
 		res.Waiting[c.Name] = Waiting{Reason: ReasonCreateContainerErr, Message: err.Error()}
 		res.Errs = append(res.Errs, err)
@@ -248,12 +264,71 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		res.Errs = append(res.Errs, fmt.Errorf("creating container %q of pod %s: %w", c.Name, ref, err))
 		return
 	}
+	r.containerEvent(pod, c, v1.EventTypeNormal, "Created", "Created container: "+c.Name)
 	if err := r.rs.StartContainer(ctx, id); err != nil {
 		res.Waiting[c.Name] = Waiting{Reason: ReasonRunContainerError, Message: err.Error()}
 		res.Errs = append(res.Errs, fmt.Errorf("starting container %q of pod %s: %w", c.Name, ref, err))
 		return
 	}
+	r.containerEvent(pod, c, v1.EventTypeNormal, "Started", "Started container "+c.Name)
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		if msg, err := r.runHook(ctx, pod, c, id, podIPs, c.Lifecycle.PostStart); err != nil {
+			r.containerEvent(pod, c, v1.EventTypeWarning, "FailedPostStartHook", msg)
+			if kerr := r.stopContainer(ctx, pod, c, id, true, podIPs, GracePeriod(pod, nil), "FailedPostStartHook"); kerr != nil {
+				res.Errs = append(res.Errs, fmt.Errorf("killing container %q of pod %s after its postStart hook failed: %w", c.Name, ref, kerr))
+			}
+			res.Waiting[c.Name] = Waiting{Reason: ReasonPostStartHookError, Message: msg}
+			res.Errs = append(res.Errs, fmt.Errorf("postStart hook of container %q of pod %s: %w", c.Name, ref, err))
+			return
+		}
+	}
 	res.Started = append(res.Started, c.Name)
+}
+
+// pruneDead removes the dead instances of a container but the newest one,
+// with their log files, before a new instance starts: the kubelet's
+// container GC with its defaults (one dead container kept per container,
+// what `logs --previous` reads), done where instances are made so that a
+// crash-looping container never piles up.
+func (r *Runtime) pruneDead(ctx context.Context, status *PodStatus, name string, typ ContainerType) []error {
+	var errs []error
+	kept := false
+	for _, c := range status.Containers { // newest first
+		if c.Name != name || c.Type != typ || c.State == StateRunning {
+			continue
+		}
+		if !kept {
+			kept = true
+			continue
+		}
+		if err := r.rs.RemoveContainer(ctx, c.ID); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("removing dead container %q (%s) of pod %s: %w", c.Name, c.ID, status.Ref, err))
+			continue
+		}
+		if c.LogPath != "" {
+			if err := os.Remove(c.LogPath); err != nil && !os.IsNotExist(err) {
+				errs = append(errs, fmt.Errorf("removing log of dead container %q (%s) of pod %s: %w", c.Name, c.ID, status.Ref, err))
+			}
+		}
+	}
+	return errs
+}
+
+// containerSpec returns the spec of the named container of pod, or nil.
+func containerSpec(pod *v1.Pod, name string, typ ContainerType) *v1.Container {
+	if pod == nil {
+		return nil
+	}
+	list := pod.Spec.Containers
+	if typ == ContainerTypeInit {
+		list = pod.Spec.InitContainers
+	}
+	for i := range list {
+		if list[i].Name == name {
+			return &list[i]
+		}
+	}
+	return nil
 }
 
 // GracePeriod is the grace the kubelet gives a pod's containers when it
@@ -276,30 +351,54 @@ func GracePeriod(pod *v1.Pod, override *int64) int64 {
 	return g
 }
 
-// KillPod stops every running container of the pod in parallel, giving each
-// grace seconds between SIGTERM and SIGKILL, then stops its sandboxes. It
-// removes nothing: logs and exit codes stay readable until RemovePod.
-func (r *Runtime) KillPod(ctx context.Context, status *PodStatus, grace int64) error {
+// KillPod stops every running container of the pod, each with its preStop
+// hook then StopContainer within grace seconds, then stops its sandboxes:
+// first the regular (and plain init) containers in parallel, then the
+// sidecars one by one in reverse order with what is left of the grace
+// period (at least minGracePeriod each), as the kubelet's termination
+// ordering. pod may be nil (a pod only the runtime knows): no hooks run
+// and no container is taken for a sidecar then. It removes nothing: logs
+// and exit codes stay readable until RemovePod.
+func (r *Runtime) KillPod(ctx context.Context, pod *v1.Pod, status *PodStatus, grace int64) error {
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		errs     []error
+		sidecars = map[int]ContainerStatus{} // by index in the spec
 	)
+	start := r.clock.Now()
+	stop := func(c ContainerStatus, grace int64) {
+		if err := r.stopContainer(ctx, pod, containerSpec(pod, c.Name, c.Type), c.ID, c.State == StateRunning, status.IPs(), grace, ""); err != nil {
+			mu.Lock()
+			errs = append(errs, fmt.Errorf("stopping container %q (%s) of pod %s: %w", c.Name, c.ID, status.Ref, err))
+			mu.Unlock()
+		}
+	}
 	for _, c := range status.Containers {
 		if c.State != StateRunning && c.State != StateCreated && c.State != StateUnknown {
+			continue
+		}
+		if i := sidecarIndex(pod, c); i >= 0 {
+			sidecars[i] = c
 			continue
 		}
 		wg.Add(1)
 		go func(c ContainerStatus) {
 			defer wg.Done()
-			if err := r.rs.StopContainer(ctx, c.ID, grace); err != nil && !isNotFound(err) {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("stopping container %q (%s) of pod %s: %w", c.Name, c.ID, status.Ref, err))
-				mu.Unlock()
-			}
+			stop(c, grace)
 		}(c)
 	}
 	wg.Wait()
+	if pod != nil {
+		for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
+			c, ok := sidecars[i]
+			if !ok {
+				continue
+			}
+			left := grace - int64(r.clock.Since(start).Seconds())
+			stop(c, left)
+		}
+	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
@@ -309,6 +408,20 @@ func (r *Runtime) KillPod(ctx context.Context, status *PodStatus, grace int64) e
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// sidecarIndex returns the index in pod's init containers of the sidecar
+// c is an instance of, or -1.
+func sidecarIndex(pod *v1.Pod, c ContainerStatus) int {
+	if pod == nil || c.Type != ContainerTypeInit {
+		return -1
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == c.Name && IsSidecar(&pod.Spec.InitContainers[i]) {
+			return i
+		}
+	}
+	return -1
 }
 
 // RemovePod removes every container and sandbox of a killed pod and its log

@@ -619,7 +619,7 @@ func TestKillPod(t *testing.T) {
 					{ID: "done", Name: "c", State: StateExited},
 				},
 			}
-			err := f.rt.KillPod(context.Background(), st, 17)
+			err := f.rt.KillPod(context.Background(), nil, st, 17)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("KillPod error %v, want error %v", err, tc.wantErr)
 			}
@@ -672,7 +672,7 @@ func TestRemovePod(t *testing.T) {
 				t.Fatal(res.Error())
 			}
 			st := f.status(t, pod)
-			if err := f.rt.KillPod(context.Background(), st, 2); err != nil {
+			if err := f.rt.KillPod(context.Background(), nil, st, 2); err != nil {
 				t.Fatal(err)
 			}
 			for call, err := range tc.inject {
@@ -709,5 +709,57 @@ func TestBackOffsForget(t *testing.T) {
 	}
 	if f.b.Restart.Get("uid-2/a") == 0 {
 		t.Errorf("restart back-off of another pod forgotten")
+	}
+}
+
+// TestSyncPodKeepsOneDeadInstance checks the container GC: however often a
+// container restarts, only the running instance and the newest dead one
+// (for logs --previous) remain, and the removed instances' logs go too.
+func TestSyncPodKeepsOneDeadInstance(t *testing.T) {
+	f := newSyncFixture(t)
+	f.is.SetFakeImages([]string{"busybox:1.36"})
+	pod := syncPod(v1.RestartPolicyAlways, image("a", "busybox:1.36"))
+	if res, _ := f.sync(t, pod); res.Error() != nil {
+		t.Fatal(res.Error())
+	}
+	logs := map[string]string{} // container ID -> its log file
+	for restart := 1; restart <= 4; restart++ {
+		c := f.status(t, pod).Latest("a", ContainerTypeRegular)
+		log := filepath.Join(f.dir, c.ID+".log")
+		if err := os.WriteFile(log, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		logs[c.ID] = log
+		if err := f.rs.setContainer(c.ID, func(fc *fakeContainer) {
+			fc.State = runtimeapi.ContainerState_CONTAINER_EXITED
+			fc.ExitCode = 1
+			fc.FinishedAt = f.clock.Now().UnixNano()
+			fc.LogPath = log
+		}); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Step(10 * time.Minute) // past any back-off
+		if res, _ := f.sync(t, pod); res.Error() != nil || len(res.Started) != 1 {
+			t.Fatalf("restart %d: started %v, error %v", restart, res.Started, res.Error())
+		}
+		st := f.status(t, pod)
+		if n := len(st.Containers); n > 2 {
+			t.Fatalf("after restart %d: %d instances, want at most 2", restart, n)
+		}
+		if p := st.Previous("a", ContainerTypeRegular); p == nil || p.ID != c.ID {
+			t.Errorf("after restart %d: previous %+v, want the instance that just exited (%s)", restart, p, c.ID)
+		}
+	}
+	kept := 0
+	for id, log := range logs {
+		if _, err := os.Stat(log); err == nil {
+			kept++
+			if st := f.status(t, pod); st.Previous("a", ContainerTypeRegular).ID != id {
+				t.Errorf("log of removed instance %s kept", id)
+			}
+		}
+	}
+	if kept != 1 {
+		t.Errorf("%d dead instances' logs kept, want 1", kept)
 	}
 }

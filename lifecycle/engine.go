@@ -22,7 +22,9 @@ type Runtime interface {
 	GetPodStatus(ctx context.Context, ref cri.PodRef) (*cri.PodStatus, error)
 	ListPods(ctx context.Context) ([]cri.PodRef, error)
 	SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, plan cri.PodActions, b *cri.BackOffs, now time.Time) *cri.SyncResult
-	KillPod(ctx context.Context, status *cri.PodStatus, grace int64) error
+	// KillPod runs preStop hooks and stops containers; pod is nil for a
+	// pod only the runtime knows.
+	KillPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, grace int64) error
 	RemovePod(ctx context.Context, status *cri.PodStatus) error
 }
 
@@ -66,6 +68,11 @@ type Config struct {
 	// RootDir is crivk's state directory (--root-dir); pod directories live
 	// under <RootDir>/pods/<uid>.
 	RootDir string
+	// NodeAllocatable is the node's allocatable resources: the downward
+	// API's value of a limit a container does not set (envvars.go).
+	NodeAllocatable v1.ResourceList
+	// ClusterDomain names pods with a subdomain in their /etc/hosts.
+	ClusterDomain string
 }
 
 // Engine is crivk's kubelet core: a pod manager (the pods virtual-kubelet
@@ -444,6 +451,9 @@ func (e *Engine) removeDeleted(ctx context.Context, pod *v1.Pod) error {
 	if err := e.cfg.Runtime.RemovePod(ctx, st); err != nil {
 		return err
 	}
+	if err := e.removePodFiles(string(pod.UID)); err != nil {
+		return err
+	}
 	// The final status reaches virtual-kubelet before the object goes.
 	wctx, cancel := context.WithTimeout(ctx, finalStatusTimeout)
 	err = e.status.WaitDelivered(wctx, pod.UID)
@@ -585,7 +595,7 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 		return false, err
 	}
 	plan := cri.ComputePodActions(pod, st)
-	if !plan.CreateSandbox && !plan.KillPod && plan.NextInit < 0 && len(plan.ContainersToStart) == 0 && len(plan.ContainersToKill) == 0 {
+	if plan.Empty() {
 		e.mu.Lock()
 		delete(e.waiting, pod.UID)
 		e.mu.Unlock()
@@ -625,14 +635,8 @@ func (s *engineSyncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, _ *c
 		statusFn(&status)
 	}
 	e.status.SetPodStatus(pod, status)
-	if st.Running() && e.cfg.Recorder != nil {
-		for _, c := range st.Containers {
-			if c.State == cri.StateRunning {
-				e.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
-			}
-		}
-	}
-	if err := e.cfg.Runtime.KillPod(ctx, st, grace); err != nil {
+	// The runtime manager records Killing per container, runs preStop.
+	if err := e.cfg.Runtime.KillPod(ctx, pod, st, grace); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -656,7 +660,7 @@ func (s *engineSyncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, _ *c
 // SyncTerminatingRuntimePod stops and removes a pod only the runtime knows.
 func (s *engineSyncer) SyncTerminatingRuntimePod(ctx context.Context, rp *cri.PodStatus) error {
 	e := (*Engine)(s)
-	if err := e.cfg.Runtime.KillPod(ctx, rp, 1); err != nil {
+	if err := e.cfg.Runtime.KillPod(ctx, nil, rp, 1); err != nil {
 		return fmt.Errorf("killing runtime pod %s: %w", rp.Ref, err)
 	}
 	st, err := e.cfg.Runtime.GetPodStatus(ctx, rp.Ref)
@@ -664,6 +668,9 @@ func (s *engineSyncer) SyncTerminatingRuntimePod(ctx context.Context, rp *cri.Po
 		return err
 	}
 	if err := e.cfg.Runtime.RemovePod(ctx, st); err != nil {
+		return err
+	}
+	if err := e.removePodFiles(string(rp.Ref.UID)); err != nil {
 		return err
 	}
 	e.cache.Delete(rp.Ref.UID)
@@ -719,12 +726,17 @@ func (e *Engine) recordSync(pod *v1.Pod, res *cri.SyncResult) (backingOff bool) 
 			r.Eventf(pod, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", name, pod.Name)
 		case cri.ReasonImagePullBackOff:
 			r.Eventf(pod, v1.EventTypeNormal, "BackOff", "%s", wt.Message)
+		case cri.ReasonErrImagePull, cri.ReasonErrImageNeverPull, cri.ReasonInvalidImageName, cri.ReasonImageInspectError:
+			// The kubelet's image errors name only the reason here; the
+			// cause is in the Failed/ErrImageNeverPull event before.
+			r.Eventf(pod, v1.EventTypeWarning, "Failed", "Error: %s", wt.Reason)
+		case cri.ReasonPostStartHookError:
+			// FailedPostStartHook was recorded with the hook's output.
 		default:
-			r.Eventf(pod, v1.EventTypeWarning, "Failed", "Error: %s", wt.Reason+": "+wt.Message)
+			r.Eventf(pod, v1.EventTypeWarning, "Failed", "Error: %s", wt.Message)
 		}
 	}
-	for _, name := range res.Started {
-		r.Eventf(pod, v1.EventTypeNormal, "Started", "Started container %s", name)
-	}
+	// Created, Started, Pulling, Pulled and the hook events come from the
+	// runtime manager, in the order things happen.
 	return backingOff
 }

@@ -101,7 +101,7 @@ func (f *fakeRuntime) SyncPod(_ context.Context, pod *v1.Pod, _ *cri.PodStatus, 
 	return res
 }
 
-func (f *fakeRuntime) KillPod(ctx context.Context, st *cri.PodStatus, grace int64) error {
+func (f *fakeRuntime) KillPod(ctx context.Context, _ *v1.Pod, st *cri.PodStatus, grace int64) error {
 	f.record(event{op: "KillPod", uid: st.Ref.UID, grace: grace})
 	f.mu.Lock()
 	if f.blockKillAbove > 0 && grace > f.blockKillAbove {

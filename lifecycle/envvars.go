@@ -2,16 +2,482 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
 
+	"github.com/crivk/crivk/cri"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// makeEnvironment resolves the environment of container c of pod.
-// TODO(issue 5): the kubelet's full semantics (fieldRef, resourceFieldRef,
-// configMapKeyRef/secretKeyRef, envFrom, service links, $(VAR) expansion).
-// Until then: nil, so the runtime manager uses the spec's literal values
-// (virtual-kubelet resolves the rest before CreatePod).
-func (e *Engine) makeEnvironment(_ context.Context, _ *v1.Pod, _ *v1.Container, _ []string) ([]*runtimeapi.KeyValue, error) {
-	return nil, nil
+// Environment resolution happens here, in the engine, right before each
+// container is created (the runtime manager asks through
+// GenerateRunContainerOptions once the sandbox exists), exactly where the
+// kubelet does it: status.podIP(s) are only known then. virtual-kubelet's
+// own resolution before CreatePod is switched off (SkipDownwardAPIResolution
+// in cmd/crivk), so the pod spec reaches the engine as the user wrote it.
+//
+// The kubelet's order (makeEnvironment):
+//  1. envFrom, in order (ConfigMaps and Secrets, with prefix; optional
+//     sources that do not exist are skipped);
+//  2. env, in order: a literal value has its $(VAR) references expanded
+//     against what is defined so far and the service variables; valueFrom
+//     is resolved (fieldRef, resourceFieldRef, configMapKeyRef,
+//     secretKeyRef);
+//  3. the service-link variables not already defined.
+//
+// The kubelet appends from a map (random order); crivk keeps a stable
+// order: envFrom keys sorted per source, then env in spec order, then
+// service variables sorted, each name once at its first place with its
+// last value.
+
+// masterServices are the services of the default namespace whose variables
+// every pod gets, even with enableServiceLinks false.
+var masterServices = map[string]bool{"kubernetes": true}
+
+// makeEnvironment resolves the environment of container c of pod, given
+// the pod's IPs. Errors are the kubelet's CreateContainerConfigError texts.
+func (e *Engine) makeEnvironment(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string) ([]*runtimeapi.KeyValue, error) {
+	r := envResolver{
+		objects:     e.cfg.Objects,
+		nodeIP:      e.cfg.NodeIP,
+		allocatable: e.cfg.NodeAllocatable,
+		configMaps:  map[string]*v1.ConfigMap{},
+		secrets:     map[string]*v1.Secret{},
+	}
+	return r.resolve(ctx, pod, c, podIPs)
+}
+
+// envResolver holds what one resolution reads; each container's
+// resolution gets its own (ConfigMaps and Secrets are read once per
+// container, as the kubelet does).
+type envResolver struct {
+	objects     Objects
+	nodeIP      string
+	allocatable v1.ResourceList
+	configMaps  map[string]*v1.ConfigMap
+	secrets     map[string]*v1.Secret
+}
+
+// orderedEnv is a map that remembers the order names were first set in.
+type orderedEnv struct {
+	names []string
+	vals  map[string]string
+}
+
+func (o *orderedEnv) set(k, v string) {
+	if _, ok := o.vals[k]; !ok {
+		o.names = append(o.names, k)
+	}
+	o.vals[k] = v
+}
+
+func (r *envResolver) resolve(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string) ([]*runtimeapi.KeyValue, error) {
+	if len(podIPs) == 0 && pod.Spec.HostNetwork && r.nodeIP != "" {
+		// A host-network pod's IPs are the node's (the runtime reports
+		// none for its sandbox).
+		podIPs = []string{r.nodeIP}
+	}
+	serviceEnv, err := r.serviceEnv(ctx, pod)
+	if err != nil {
+		return nil, err
+	}
+	env := &orderedEnv{vals: map[string]string{}}
+
+	for _, from := range c.EnvFrom {
+		var data map[string]string
+		switch {
+		case from.ConfigMapRef != nil:
+			cm, err := r.configMap(ctx, pod.Namespace, from.ConfigMapRef.Name)
+			if err != nil {
+				if apierrors.IsNotFound(err) && optional(from.ConfigMapRef.Optional) {
+					continue
+				}
+				return nil, err
+			}
+			data = cm.Data
+		case from.SecretRef != nil:
+			s, err := r.secret(ctx, pod.Namespace, from.SecretRef.Name)
+			if err != nil {
+				if apierrors.IsNotFound(err) && optional(from.SecretRef.Optional) {
+					continue
+				}
+				return nil, err
+			}
+			data = make(map[string]string, len(s.Data))
+			for k, v := range s.Data {
+				data[k] = string(v)
+			}
+		default:
+			continue
+		}
+		for _, k := range sortedKeys(data) {
+			env.set(from.Prefix+k, data[k])
+		}
+	}
+
+	lookup := func(name string) (string, bool) {
+		if v, ok := env.vals[name]; ok {
+			return v, true
+		}
+		v, ok := serviceEnv.vals[name]
+		return v, ok
+	}
+	for _, ev := range c.Env {
+		val := ev.Value
+		switch {
+		case val != "":
+			val = cri.Expand(val, lookup)
+		case ev.ValueFrom != nil:
+			v, skip, err := r.valueFrom(ctx, pod, c, ev.ValueFrom, podIPs)
+			if err != nil {
+				return nil, err
+			}
+			if skip {
+				continue
+			}
+			val = v
+		}
+		env.set(ev.Name, val)
+	}
+
+	out := make([]*runtimeapi.KeyValue, 0, len(env.names)+len(serviceEnv.names))
+	for _, k := range env.names {
+		out = append(out, &runtimeapi.KeyValue{Key: k, Value: env.vals[k]})
+	}
+	for _, k := range serviceEnv.names {
+		if _, ok := env.vals[k]; !ok {
+			out = append(out, &runtimeapi.KeyValue{Key: k, Value: serviceEnv.vals[k]})
+		}
+	}
+	return out, nil
+}
+
+func optional(b *bool) bool { return b != nil && *b }
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// errNoObjects is returned when a pod references an object and the engine
+// was given no way to read it.
+var errNoObjects = errors.New("no API access configured")
+
+func (r *envResolver) configMap(ctx context.Context, ns, name string) (*v1.ConfigMap, error) {
+	if cm, ok := r.configMaps[name]; ok {
+		return cm, nil
+	}
+	if r.objects == nil {
+		return nil, fmt.Errorf("couldn't get configMap %s/%s: %w", ns, name, errNoObjects)
+	}
+	cm, err := r.objects.GetConfigMap(ctx, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	r.configMaps[name] = cm
+	return cm, nil
+}
+
+func (r *envResolver) secret(ctx context.Context, ns, name string) (*v1.Secret, error) {
+	if s, ok := r.secrets[name]; ok {
+		return s, nil
+	}
+	if r.objects == nil {
+		return nil, fmt.Errorf("couldn't get secret %s/%s: %w", ns, name, errNoObjects)
+	}
+	s, err := r.objects.GetSecret(ctx, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	r.secrets[name] = s
+	return s, nil
+}
+
+// valueFrom resolves one env source. skip is set when an optional source
+// or key is missing: the variable is then not defined at all.
+func (r *envResolver) valueFrom(ctx context.Context, pod *v1.Pod, c *v1.Container, src *v1.EnvVarSource, podIPs []string) (val string, skip bool, err error) {
+	switch {
+	case src.FieldRef != nil:
+		v, err := r.fieldRef(src.FieldRef, pod, podIPs)
+		return v, false, err
+	case src.ResourceFieldRef != nil:
+		v, err := resourceFieldRef(src.ResourceFieldRef, pod, c, r.allocatable)
+		return v, false, err
+	case src.ConfigMapKeyRef != nil:
+		ref := src.ConfigMapKeyRef
+		cm, err := r.configMap(ctx, pod.Namespace, ref.Name)
+		if err != nil {
+			if apierrors.IsNotFound(err) && optional(ref.Optional) {
+				return "", true, nil
+			}
+			return "", false, err
+		}
+		v, ok := cm.Data[ref.Key]
+		if !ok {
+			if optional(ref.Optional) {
+				return "", true, nil
+			}
+			return "", false, fmt.Errorf("couldn't find key %v in ConfigMap %v/%v", ref.Key, pod.Namespace, ref.Name)
+		}
+		return v, false, nil
+	case src.SecretKeyRef != nil:
+		ref := src.SecretKeyRef
+		s, err := r.secret(ctx, pod.Namespace, ref.Name)
+		if err != nil {
+			if apierrors.IsNotFound(err) && optional(ref.Optional) {
+				return "", true, nil
+			}
+			return "", false, err
+		}
+		v, ok := s.Data[ref.Key]
+		if !ok {
+			if optional(ref.Optional) {
+				return "", true, nil
+			}
+			return "", false, fmt.Errorf("couldn't find key %v in Secret %v/%v", ref.Key, pod.Namespace, ref.Name)
+		}
+		return string(v), false, nil
+	}
+	return "", false, nil
+}
+
+// fieldRef is the kubelet's podFieldSelectorRuntimeValue: the pod's and
+// node's IPs come from the runtime and the node, the rest from the object.
+func (r *envResolver) fieldRef(fs *v1.ObjectFieldSelector, pod *v1.Pod, podIPs []string) (string, error) {
+	if fs.APIVersion != "" && fs.APIVersion != "v1" {
+		return "", fmt.Errorf("unsupported pod version: %s", fs.APIVersion)
+	}
+	switch fs.FieldPath {
+	case "spec.nodeName":
+		return pod.Spec.NodeName, nil
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, nil
+	case "status.hostIP", "status.hostIPs":
+		if r.nodeIP == "" {
+			return "", errors.New("failed to get host IP: the node has no IP")
+		}
+		return r.nodeIP, nil
+	case "status.podIP":
+		if len(podIPs) > 0 {
+			return podIPs[0], nil
+		}
+		return "", nil
+	case "status.podIPs":
+		return strings.Join(podIPs, ","), nil
+	}
+	return PodFieldValue(pod, fs.FieldPath)
+}
+
+// PodFieldValue is the downward API's value of a metadata (or other plain)
+// field path of pod (the kubelet's fieldpath.ExtractFieldPathAsString).
+func PodFieldValue(pod *v1.Pod, path string) (string, error) {
+	if p, sub, ok := subscript(path); ok {
+		switch p {
+		case "metadata.annotations":
+			return pod.Annotations[sub], nil
+		case "metadata.labels":
+			return pod.Labels[sub], nil
+		}
+		return "", fmt.Errorf("fieldPath %q does not support subscript", path)
+	}
+	switch path {
+	case "metadata.annotations":
+		return formatMap(pod.Annotations), nil
+	case "metadata.labels":
+		return formatMap(pod.Labels), nil
+	case "metadata.name":
+		return pod.Name, nil
+	case "metadata.namespace":
+		return pod.Namespace, nil
+	case "metadata.uid":
+		return string(pod.UID), nil
+	case "spec.nodeName":
+		return pod.Spec.NodeName, nil
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, nil
+	case "spec.restartPolicy":
+		return string(pod.Spec.RestartPolicy), nil
+	case "spec.schedulerName":
+		return pod.Spec.SchedulerName, nil
+	case "status.phase":
+		return string(pod.Status.Phase), nil
+	}
+	return "", fmt.Errorf("unsupported fieldPath: %v", path)
+}
+
+// subscript splits "metadata.labels['key']" into its path and key.
+func subscript(path string) (string, string, bool) {
+	i := strings.Index(path, "['")
+	if i < 0 || !strings.HasSuffix(path, "']") || len(path) < i+4 {
+		return "", "", false
+	}
+	return path[:i], path[i+2 : len(path)-2], true
+}
+
+// formatMap renders labels or annotations as the downward API does: one
+// key="value" per line, keys sorted.
+func formatMap(m map[string]string) string {
+	var b strings.Builder
+	for i, k := range sortedKeys(m) {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "%v=%q", k, m[k])
+	}
+	return b.String()
+}
+
+// resourceFieldRef is the kubelet's containerResourceRuntimeValue with its
+// defaulting: limits that are not set are the node's allocatable.
+func resourceFieldRef(fs *v1.ResourceFieldSelector, pod *v1.Pod, c *v1.Container, allocatable v1.ResourceList) (string, error) {
+	target := c
+	if fs.ContainerName != "" {
+		target = nil
+		for _, list := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+			for i := range list {
+				if list[i].Name == fs.ContainerName {
+					target = &list[i]
+				}
+			}
+		}
+		if target == nil {
+			return "", fmt.Errorf("container %s not found", fs.ContainerName)
+		}
+	}
+	divisor := fs.Divisor
+	if divisor.IsZero() {
+		divisor = resource.MustParse("1")
+	}
+	limit := func(name v1.ResourceName) resource.Quantity {
+		if q, ok := target.Resources.Limits[name]; ok {
+			return q
+		}
+		return allocatable[name]
+	}
+	request := func(name v1.ResourceName) resource.Quantity { return target.Resources.Requests[name] }
+	cpu := func(q resource.Quantity) string {
+		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10)
+	}
+	bytes := func(q resource.Quantity) string {
+		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10)
+	}
+	switch fs.Resource {
+	case "limits.cpu":
+		return cpu(limit(v1.ResourceCPU)), nil
+	case "limits.memory":
+		return bytes(limit(v1.ResourceMemory)), nil
+	case "limits.ephemeral-storage":
+		return bytes(limit(v1.ResourceEphemeralStorage)), nil
+	case "requests.cpu":
+		return cpu(request(v1.ResourceCPU)), nil
+	case "requests.memory":
+		return bytes(request(v1.ResourceMemory)), nil
+	case "requests.ephemeral-storage":
+		return bytes(request(v1.ResourceEphemeralStorage)), nil
+	}
+	if name, ok := strings.CutPrefix(fs.Resource, "limits."); ok && strings.HasPrefix(name, v1.ResourceHugePagesPrefix) {
+		return bytes(limit(v1.ResourceName(name))), nil
+	}
+	if name, ok := strings.CutPrefix(fs.Resource, "requests."); ok && strings.HasPrefix(name, v1.ResourceHugePagesPrefix) {
+		return bytes(request(v1.ResourceName(name))), nil
+	}
+	return "", fmt.Errorf("unsupported container resource : %v", fs.Resource)
+}
+
+// serviceEnv returns the service-link variables of pod: the master
+// services of the default namespace always, the services of the pod's
+// namespace when enableServiceLinks is not false.
+func (r *envResolver) serviceEnv(ctx context.Context, pod *v1.Pod) (*orderedEnv, error) {
+	out := &orderedEnv{vals: map[string]string{}}
+	if r.objects == nil {
+		return out, nil
+	}
+	links := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks
+	byName := map[string]*v1.Service{}
+	if links {
+		svcs, err := r.objects.ListServices(ctx, pod.Namespace)
+		if err != nil {
+			return nil, fmt.Errorf("listing services of namespace %s for the environment: %w", pod.Namespace, err)
+		}
+		for _, s := range svcs {
+			if serviceIPSet(s) {
+				byName[s.Name] = s
+			}
+		}
+	}
+	if pod.Namespace != v1.NamespaceDefault || !links {
+		svcs, err := r.objects.ListServices(ctx, v1.NamespaceDefault)
+		if err != nil {
+			return nil, fmt.Errorf("listing services of namespace %s for the environment: %w", v1.NamespaceDefault, err)
+		}
+		for _, s := range svcs {
+			if _, taken := byName[s.Name]; !taken && masterServices[s.Name] && serviceIPSet(s) {
+				byName[s.Name] = s
+			}
+		}
+	}
+	names := make([]string, 0, len(byName))
+	for n := range byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		for _, kv := range serviceVars(byName[n]) {
+			out.set(kv[0], kv[1])
+		}
+	}
+	return out, nil
+}
+
+func serviceIPSet(s *v1.Service) bool {
+	return s.Spec.ClusterIP != "" && s.Spec.ClusterIP != v1.ClusterIPNone && len(s.Spec.Ports) > 0
+}
+
+func envName(s string) string { return strings.ToUpper(strings.ReplaceAll(s, "-", "_")) }
+
+// serviceVars are the Docker-link-style variables of one service, as the
+// kubelet's envvars.FromServices writes them.
+func serviceVars(s *v1.Service) [][2]string {
+	prefix := envName(s.Name)
+	ip := s.Spec.ClusterIP
+	out := [][2]string{
+		{prefix + "_SERVICE_HOST", ip},
+		{prefix + "_SERVICE_PORT", strconv.Itoa(int(s.Spec.Ports[0].Port))},
+	}
+	for _, p := range s.Spec.Ports {
+		if p.Name != "" {
+			out = append(out, [2]string{prefix + "_SERVICE_PORT_" + envName(p.Name), strconv.Itoa(int(p.Port))})
+		}
+	}
+	for i, p := range s.Spec.Ports {
+		proto := string(v1.ProtocolTCP)
+		if p.Protocol != "" {
+			proto = string(p.Protocol)
+		}
+		lower := strings.ToLower(proto)
+		hostPort := net.JoinHostPort(ip, strconv.Itoa(int(p.Port)))
+		if i == 0 {
+			out = append(out, [2]string{prefix + "_PORT", lower + "://" + hostPort})
+		}
+		pp := fmt.Sprintf("%s_PORT_%d_%s", prefix, p.Port, strings.ToUpper(proto))
+		out = append(out,
+			[2]string{pp, lower + "://" + hostPort},
+			[2]string{pp + "_PROTO", lower},
+			[2]string{pp + "_PORT", strconv.Itoa(int(p.Port))},
+			[2]string{pp + "_ADDR", ip},
+		)
+	}
+	return out
 }

@@ -67,7 +67,7 @@ func GenerateStatus(in statusInput) v1.PodStatus {
 		c := &pod.Spec.InitContainers[i]
 		cs := containerStatus(in, c, cri.ContainerTypeInit, initDone)
 		s.InitContainerStatuses = append(s.InitContainerStatuses, cs)
-		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+		if !initContainerDone(pod, c, cs, in.Runtime) { // sidecars.go
 			initDone = false
 			incompleteInit = append(incompleteInit, c.Name)
 		}
@@ -279,7 +279,11 @@ func terminated(runtime string, c *cri.ContainerStatus) *v1.ContainerStateTermin
 func podPhase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, deleted bool) v1.PodPhase {
 	policy := pod.Spec.RestartPolicy
 	pendingInit := 0
-	for _, s := range initStatuses {
+	sidecarsRunning := 0
+	for i, s := range initStatuses {
+		if sidecarPhaseCount(pod, i, s, statuses, &pendingInit, &sidecarsRunning) { // sidecars.go
+			continue
+		}
 		switch {
 		case s.State.Terminated != nil && s.State.Terminated.ExitCode == 0:
 		case s.State.Terminated != nil && policy == v1.RestartPolicyNever:
@@ -308,6 +312,7 @@ func podPhase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, deleted 
 			}
 		}
 	}
+	running += sidecarsRunning
 	if deleted && running == 0 {
 		// Killed for deletion: the pod is over, whatever its policy.
 		if pendingInit == 0 && stopped > 0 && stopped == succeeded && waiting == 0 {

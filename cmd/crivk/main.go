@@ -28,6 +28,7 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	"google.golang.org/grpc/grpclog"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -64,6 +65,11 @@ type options struct {
 	apiQPS        float64
 	apiBurst      int
 	showVersion   bool
+	// maxParallelPulls bounds concurrent image pulls (0: no limit).
+	maxParallelPulls int
+	// Container log rotation (the kubelet's defaults 10Mi x 5).
+	logMaxSize  string
+	logMaxFiles int
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -92,6 +98,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.Float64Var(&o.apiQPS, "kube-api-qps", 50, "QPS to the API server")
 	fs.IntVar(&o.apiBurst, "kube-api-burst", 100, "burst to the API server")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
+	fs.IntVar(&o.maxParallelPulls, "max-parallel-image-pulls", 1, "image pulls run at once (1: serialized, the kubelet's default; 0: no limit)")
+	fs.StringVar(&o.logMaxSize, "container-log-max-size", "10Mi", "size at which a container's log file is rotated")
+	fs.IntVar(&o.logMaxFiles, "container-log-max-files", 5, "log files kept per container, the current one included (at least 2)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -112,6 +121,15 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.syncInterval <= 0 || o.relistPeriod <= 0 {
 		return nil, fmt.Errorf("--sync-interval and --pleg-relist-period must be positive")
+	}
+	if q, err := resource.ParseQuantity(o.logMaxSize); err != nil || q.Value() <= 0 {
+		return nil, fmt.Errorf("--container-log-max-size %q is not a positive quantity", o.logMaxSize)
+	}
+	if o.logMaxFiles < 2 {
+		return nil, fmt.Errorf("--container-log-max-files must be at least 2, got %d", o.logMaxFiles)
+	}
+	if o.maxParallelPulls < 0 {
+		return nil, fmt.Errorf("--max-parallel-image-pulls must not be negative, got %d", o.maxParallelPulls)
 	}
 	if o.maxPods <= 0 {
 		return nil, fmt.Errorf("--max-pods must be positive, got %d", o.maxPods)
@@ -190,7 +208,7 @@ func run(ctx context.Context, o *options) error {
 		dns.ClusterDNS = strings.Split(o.clusterDNS, ",")
 	}
 	connectCtx, cancelConnect := context.WithTimeout(ctx, 10*time.Second)
-	rt, err := cri.Connect(connectCtx, cri.Config{Endpoint: o.criEndpoint, PodLogDir: o.podLogDir, DNS: dns})
+	rt, err := cri.Connect(connectCtx, cri.Config{Endpoint: o.criEndpoint, PodLogDir: o.podLogDir, DNS: dns, MaxParallelImagePulls: o.maxParallelPulls})
 	cancelConnect()
 	if err != nil {
 		return err
@@ -264,19 +282,24 @@ func run(ctx context.Context, o *options) error {
 		OnTerminated: provider.DeleteOnTerminated(client),
 		Recorder:     recorder,
 		RootDir:      o.rootDir,
-		Objects:      objects,
-		Volumes:      volumes,
+		Objects:         objects,
+		Volumes:         volumes,
+		NodeAllocatable: nodeObj.Status.Allocatable,
+		ClusterDomain:   o.clusterDomain,
 	})
 	if err != nil {
 		return err
 	}
 	rt.SetRuntimeHelper(engine)
+	rt.SetEventRecorder(recorder)
 	pleg, err := lifecycle.NewPLEG(lifecycle.PLEGConfig{Runtime: rt, Cache: cache, Period: o.relistPeriod, OnChange: engine.Kick})
 	if err != nil {
 		return err
 	}
 	nodeProvider = provider.NewNodeProvider(rt, nodeObj, 10*time.Second, pleg.Healthy)
 	go pleg.Run(ctx)
+	logMax := resource.MustParse(o.logMaxSize)
+	go rt.RunLogRotation(ctx, cri.LogRotation{MaxSize: logMax.Value(), MaxFiles: o.logMaxFiles}, 10*time.Second)
 	go engine.Run(ctx)
 	mux := http.NewServeMux()
 	prov := provider.New(engine, rt)

@@ -1,0 +1,153 @@
+package cri
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// imagePullSecrets: the kubelet's credential keyring in short. Each
+// dockerconfigjson (or legacy dockercfg) entry is keyed by a registry
+// (host[:port][/path], "*." globs allowed per host segment, an optional
+// scheme and Docker Hub's "/v1/" ignored). An image's credentials are the
+// entries whose key matches its registry host and a prefix of its
+// repository path, most specific key first; the pull tries them in turn.
+
+// dockerConfigEntry is one registry's credentials in a Docker config.
+type dockerConfigEntry struct {
+	Username      string `json:"username,omitempty"`
+	Password      string `json:"password,omitempty"`
+	Auth          string `json:"auth,omitempty"`
+	IdentityToken string `json:"identitytoken,omitempty"`
+	RegistryToken string `json:"registrytoken,omitempty"`
+}
+
+type registryCredential struct {
+	host, path string // the key, normalised
+	auth       *runtimeapi.AuthConfig
+}
+
+// pullCredentials returns the credentials of secrets that apply to image,
+// most specific first. Malformed secrets are skipped.
+func pullCredentials(image string, secrets []v1.Secret) []*runtimeapi.AuthConfig {
+	host, path := splitImage(image)
+	var matched []registryCredential
+	for _, s := range secrets {
+		for key, e := range dockerConfigEntries(&s) {
+			kh, kp := normaliseRegistryKey(key)
+			if !hostMatches(kh, host) || !pathPrefix(kp, path) {
+				continue
+			}
+			auth := &runtimeapi.AuthConfig{Username: e.Username, Password: e.Password, Auth: e.Auth,
+				ServerAddress: kh, IdentityToken: e.IdentityToken, RegistryToken: e.RegistryToken}
+			if e.Auth != "" && e.Username == "" {
+				if b, err := base64.StdEncoding.DecodeString(e.Auth); err == nil {
+					if u, p, ok := strings.Cut(string(b), ":"); ok {
+						auth.Username, auth.Password = u, p
+					}
+				}
+			}
+			matched = append(matched, registryCredential{host: kh, path: kp, auth: auth})
+		}
+	}
+	sort.SliceStable(matched, func(i, j int) bool {
+		return len(matched[i].host)+len(matched[i].path) > len(matched[j].host)+len(matched[j].path)
+	})
+	out := make([]*runtimeapi.AuthConfig, 0, len(matched))
+	for _, m := range matched {
+		out = append(out, m.auth)
+	}
+	return out
+}
+
+func dockerConfigEntries(s *v1.Secret) map[string]dockerConfigEntry {
+	switch s.Type {
+	case v1.SecretTypeDockerConfigJson:
+		var cfg struct {
+			Auths map[string]dockerConfigEntry `json:"auths"`
+		}
+		if json.Unmarshal(s.Data[v1.DockerConfigJsonKey], &cfg) == nil {
+			return cfg.Auths
+		}
+	case v1.SecretTypeDockercfg:
+		var cfg map[string]dockerConfigEntry
+		if json.Unmarshal(s.Data[v1.DockerConfigKey], &cfg) == nil {
+			return cfg
+		}
+	}
+	return nil
+}
+
+const dockerHub = "docker.io"
+
+// splitImage returns the registry host and repository path of an image
+// reference (Docker Hub when the first component is not a host).
+func splitImage(image string) (host, path string) {
+	if i := strings.IndexAny(image, "@"); i >= 0 {
+		image = image[:i]
+	}
+	first, rest, ok := strings.Cut(image, "/")
+	if !ok || !strings.ContainsAny(first, ".:") && first != "localhost" {
+		host, path = dockerHub, image
+	} else {
+		host, path = first, rest
+	}
+	// Drop the tag (a ':' after the last '/').
+	if i := strings.LastIndex(path, ":"); i >= 0 && !strings.Contains(path[i:], "/") {
+		path = path[:i]
+	}
+	if host == "index.docker.io" || host == "registry-1.docker.io" {
+		host = dockerHub
+	}
+	return host, path
+}
+
+// normaliseRegistryKey splits a config key into host and path.
+func normaliseRegistryKey(key string) (host, path string) {
+	key = strings.TrimPrefix(strings.TrimPrefix(key, "https://"), "http://")
+	host, path, _ = strings.Cut(key, "/")
+	path = strings.Trim(path, "/")
+	if host == "index.docker.io" || host == "registry-1.docker.io" || host == dockerHub {
+		host = dockerHub
+		if path == "v1" || path == "v2" {
+			path = ""
+		}
+	}
+	return host, path
+}
+
+// hostMatches matches host[:port] against a key with per-segment globs.
+func hostMatches(pattern, host string) bool {
+	ph, pp := splitPort(pattern)
+	hh, hp := splitPort(host)
+	if pp != hp {
+		return false
+	}
+	ps, hs := strings.Split(ph, "."), strings.Split(hh, ".")
+	if len(ps) != len(hs) {
+		return false
+	}
+	for i := range ps {
+		if ok, err := filepath.Match(ps[i], hs[i]); err != nil || !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func splitPort(h string) (string, string) {
+	if host, port, err := net.SplitHostPort(h); err == nil {
+		return host, port
+	}
+	return h, ""
+}
+
+func pathPrefix(prefix, path string) bool {
+	return prefix == "" || path == prefix || strings.HasPrefix(path, prefix+"/")
+}

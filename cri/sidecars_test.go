@@ -1,0 +1,177 @@
+package cri
+
+import (
+	"context"
+	"reflect"
+	"sort"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
+)
+
+// sidecarPod has init containers "i1" (plain), "s1" and "s2" (sidecars)
+// in that order and regular container "a".
+func sidecarPod(policy v1.RestartPolicy) *v1.Pod {
+	pod := actionsPod(policy, []string{"i1", "s1", "s2"}, "a")
+	always := ptr.To(v1.ContainerRestartPolicyAlways)
+	pod.Spec.InitContainers[1].RestartPolicy = always
+	pod.Spec.InitContainers[2].RestartPolicy = always
+	return pod
+}
+
+func TestComputePodActionsSidecars(t *testing.T) {
+	tests := map[string]struct {
+		policy   v1.RestartPolicy
+		status   *PodStatus
+		nextInit int
+		start    []int
+		sidecars []int
+		killIDs  []string
+	}{
+		"new sandbox: the init sequence starts at the first": {
+			status: &PodStatus{}, nextInit: 0,
+		},
+		"plain init done: the first sidecar starts": {
+			status: readyStatus(initCtr("i1", StateExited, 0)), nextInit: 1,
+		},
+		"a running sidecar counts as initialized: the next one starts": {
+			status: readyStatus(initCtr("i1", StateExited, 0), initCtr("s1", StateRunning, 0)), nextInit: 2,
+		},
+		"all sidecars running: the regular containers start": {
+			status:   readyStatus(initCtr("i1", StateExited, 0), initCtr("s1", StateRunning, 0), initCtr("s2", StateRunning, 0)),
+			nextInit: -1, start: []int{0},
+		},
+		"a sidecar that exits during initialization is started again": {
+			status:   readyStatus(initCtr("i1", StateExited, 0), initCtr("s1", StateExited, 1)),
+			nextInit: 1,
+		},
+		"initialized: an exited sidecar restarts beside the running containers": {
+			status:   readyStatus(initCtr("i1", StateExited, 0), initCtr("s1", StateExited, 0), initCtr("s2", StateRunning, 0), running("a")),
+			nextInit: -1, sidecars: []int{1},
+		},
+		"initialized: a sidecar in created state is replaced": {
+			status:   readyStatus(initCtr("i1", StateExited, 0), initCtr("s1", StateRunning, 0), initCtr("s2", StateCreated, 0), running("a")),
+			nextInit: -1, sidecars: []int{2}, killIDs: []string{"s2-0"},
+		},
+		"initialized: plain init containers are not looked at again": {
+			status:   readyStatus(initCtr("s1", StateRunning, 0), initCtr("s2", StateRunning, 0), running("a")),
+			nextInit: -1,
+		},
+		"Never: the regular container finished: sidecars are stopped, not restarted": {
+			policy:   v1.RestartPolicyNever,
+			status:   readyStatus(initCtr("i1", StateExited, 0), initCtr("s1", StateRunning, 0), initCtr("s2", StateExited, 1), exited("a", 0)),
+			nextInit: -1, killIDs: []string{"s1-0"},
+		},
+		"OnFailure: the regular container restarts, so do sidecars": {
+			policy:   v1.RestartPolicyOnFailure,
+			status:   readyStatus(initCtr("i1", StateExited, 0), initCtr("s1", StateExited, 1), initCtr("s2", StateRunning, 0), exited("a", 1)),
+			nextInit: -1, start: []int{0}, sidecars: []int{1},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			policy := tc.policy
+			if policy == "" {
+				policy = v1.RestartPolicyAlways
+			}
+			got := ComputePodActions(sidecarPod(policy), tc.status)
+			if got.NextInit != tc.nextInit || !reflect.DeepEqual(got.ContainersToStart, tc.start) || !reflect.DeepEqual(got.SidecarsToStart, tc.sidecars) {
+				t.Errorf("plan %s (next init %d, start %v, sidecars %v), want next init %d, start %v, sidecars %v",
+					got, got.NextInit, got.ContainersToStart, got.SidecarsToStart, tc.nextInit, tc.start, tc.sidecars)
+			}
+			var ids []string
+			for id := range got.ContainersToKill {
+				ids = append(ids, id)
+			}
+			sort.Strings(ids)
+			if !reflect.DeepEqual(ids, tc.killIDs) {
+				t.Errorf("kill %v, want %v", ids, tc.killIDs)
+			}
+		})
+	}
+}
+
+// TestKillPodStopsSidecarsLast checks the termination order: the regular
+// container first, then the sidecars in reverse order.
+func TestKillPodStopsSidecarsLast(t *testing.T) {
+	f := newSyncFixture(t)
+	pod := sidecarPod(v1.RestartPolicyAlways)
+	f.rs.addSandbox(&runtimeapi.PodSandboxStatus{Id: "sb", State: runtimeapi.PodSandboxState_SANDBOX_READY})
+	for _, id := range []string{"s1", "s2", "a"} {
+		f.rs.addContainer(&fakeContainer{ContainerStatus: runtimeapi.ContainerStatus{Id: id, State: runtimeapi.ContainerState_CONTAINER_RUNNING}})
+	}
+	st := &PodStatus{
+		Ref:       RefOf(pod),
+		Sandboxes: []SandboxStatus{{ID: "sb", Ready: true}},
+		Containers: []ContainerStatus{
+			{ID: "s1", Name: "s1", Type: ContainerTypeInit, State: StateRunning},
+			{ID: "a", Name: "a", Type: ContainerTypeRegular, State: StateRunning},
+			{ID: "s2", Name: "s2", Type: ContainerTypeInit, State: StateRunning},
+		},
+	}
+	if err := f.rt.KillPod(context.Background(), pod, st, 30); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, c := range f.rs.GetCalls() {
+		if c == "StopContainer" || c == "StopPodSandbox" {
+			order = append(order, c)
+		}
+	}
+	if got := f.rs.stopOrder(); !reflect.DeepEqual(got, []string{"a", "s2", "s1"}) {
+		t.Errorf("stop order %v, want [a s2 s1]", got)
+	}
+	if len(order) != 4 || order[3] != "StopPodSandbox" {
+		t.Errorf("calls %v, want three stops then the sandbox", order)
+	}
+}
+
+// TestSyncPodSidecarFlow drives a pod with a plain init container, a
+// sidecar and a regular container through successive syncs on the fake
+// runtime: one init step per sync, the sidecar keeps running, and once
+// the Never pod's container finished the sidecar is stopped.
+func TestSyncPodSidecarFlow(t *testing.T) {
+	f := newSyncFixture(t)
+	f.is.SetFakeImages([]string{"busybox:1"})
+	pod := actionsPod(v1.RestartPolicyNever, []string{"i1", "s1"}, "a")
+	pod.Spec.InitContainers[1].RestartPolicy = ptr.To(v1.ContainerRestartPolicyAlways)
+	for i := range pod.Spec.InitContainers {
+		pod.Spec.InitContainers[i].ImagePullPolicy = v1.PullIfNotPresent
+	}
+	pod.Spec.Containers[0].ImagePullPolicy = v1.PullIfNotPresent
+	exit := func(name string, typ ContainerType, code int32) {
+		t.Helper()
+		c := f.status(t, pod).Latest(name, typ)
+		if err := f.rs.setContainer(c.ID, func(fc *fakeContainer) {
+			fc.State = runtimeapi.ContainerState_CONTAINER_EXITED
+			fc.ExitCode = code
+			fc.FinishedAt = f.clock.Now().UnixNano()
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step := func(wantStarted ...string) {
+		t.Helper()
+		res, plan := f.sync(t, pod)
+		if res.Error() != nil {
+			t.Fatalf("plan %s: %v", plan, res.Error())
+		}
+		if !reflect.DeepEqual(res.Started, wantStarted) && !(len(res.Started) == 0 && len(wantStarted) == 0) {
+			t.Fatalf("plan %s started %v, want %v", plan, res.Started, wantStarted)
+		}
+	}
+	step("i1")
+	exit("i1", ContainerTypeInit, 0)
+	step("s1")
+	step("a")
+	if c := f.status(t, pod).Latest("s1", ContainerTypeInit); c.State != StateRunning {
+		t.Fatalf("sidecar %s, want running beside the container", c.State)
+	}
+	exit("a", ContainerTypeRegular, 0)
+	step()
+	if c := f.status(t, pod).Latest("s1", ContainerTypeInit); c.State != StateExited {
+		t.Errorf("sidecar %s after the pod's container finished, want stopped", c.State)
+	}
+}
