@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/lifecycle/prober"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,6 +67,10 @@ type Config struct {
 	// RootDir is crivk's state directory (--root-dir); pod directories live
 	// under <RootDir>/pods/<uid>.
 	RootDir string
+	// ProbeRuntime runs liveness, readiness and startup probes (probes.go);
+	// nil: nothing is probed. ProbeMetrics counts probe runs (may be nil).
+	ProbeRuntime ProbeRuntime
+	ProbeMetrics prober.Metrics
 }
 
 // Engine is crivk's kubelet core: a pod manager (the pods virtual-kubelet
@@ -79,6 +84,7 @@ type Engine struct {
 	queue   *WorkQueue
 	workers *PodWorkers
 	status  *StatusManager
+	probes  *prober.Manager // nil without Config.ProbeRuntime
 	// housekeeping serialises Housekeeping runs.
 	housekeeping sync.Mutex
 
@@ -156,6 +162,9 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		ResyncInterval: cfg.SyncInterval,
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := e.startProber(ctx); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -462,6 +471,7 @@ func (e *Engine) forget(pod *v1.Pod) {
 	delete(e.podIPs, pod.UID)
 	e.mu.Unlock()
 	e.status.RemovePod(pod.UID)
+	e.removeProbes(pod.UID)
 	e.cache.Delete(pod.UID)
 	var names []string
 	for _, c := range pod.Spec.InitContainers {
@@ -513,6 +523,7 @@ func (e *Engine) generate(pod *v1.Pod, st *cri.PodStatus, deleted bool) v1.PodSt
 		PodIPs:      ips,
 		Deleted:     deleted,
 		Now:         e.cfg.Clock.Now(),
+		Probes:      e.probeResultsOrNil(),
 	})
 	if pastActiveDeadline(pod, status.StartTime, e.cfg.Clock.Now()) {
 		// The kubelet's active deadline handler: the pod fails, its
@@ -574,6 +585,17 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 			return false, fmt.Errorf("%w: %v", ErrNetworkNotReady, err)
 		}
 	}
+	e.addProbes(pod)
+	if killed, err := e.killUnhealthy(ctx, pod, st); killed || err != nil {
+		// A container failed its liveness or startup probe: plan its
+		// restart from the runtime's state after the kill.
+		after, rerr := e.refresh(ctx, cri.RefOf(pod))
+		if err != nil || rerr != nil {
+			return false, errors.Join(err, rerr)
+		}
+		st = after
+		e.status.SetPodStatus(pod, e.generate(pod, st, false))
+	}
 	plan := cri.ComputePodActions(pod, st)
 	if !plan.CreateSandbox && !plan.KillPod && plan.NextInit < 0 && len(plan.ContainersToStart) == 0 && len(plan.ContainersToKill) == 0 {
 		e.mu.Lock()
@@ -587,6 +609,7 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 	syncErr := res.Error()
 	if after, err := e.refresh(ctx, cri.RefOf(pod)); err == nil {
 		e.status.SetPodStatus(pod, e.generate(pod, after, false))
+		e.addProbes(pod) // the new containers' workers probe now
 	} else {
 		syncErr = errors.Join(syncErr, err)
 	}
@@ -603,6 +626,7 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 // publishes the status with the containers stopped.
 func (s *engineSyncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, _ *cri.PodStatus, grace int64, statusFn PodStatusFunc) error {
 	e := (*Engine)(s)
+	e.removeProbes(pod.UID)
 	// The cached status may predate the last sync (a container it started):
 	// read the runtime now rather than wait for a relist.
 	st, err := e.refresh(ctx, cri.RefOf(pod))

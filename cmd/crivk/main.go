@@ -226,6 +226,7 @@ func run(ctx context.Context, o *options) error {
 	recorder := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: o.nodeName})
 
 	cache := lifecycle.NewCache()
+	probeMetrics := provider.NewProbeMetrics()
 	// The node provider is made after the engine (it needs the PLEG, which
 	// needs the engine) but before anything runs.
 	var nodeProvider *provider.NodeProvider
@@ -251,6 +252,8 @@ func run(ctx context.Context, o *options) error {
 		OnTerminated: provider.DeleteOnTerminated(client),
 		Recorder:     recorder,
 		RootDir:      o.rootDir,
+		ProbeRuntime: rt,
+		ProbeMetrics: probeMetrics,
 	})
 	if err != nil {
 		return err
@@ -261,9 +264,11 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	nodeProvider = provider.NewNodeProvider(rt, nodeObj, 10*time.Second, pleg.Healthy)
+	nodeProvider.SetEventRecorder(recorder)
 	go pleg.Run(ctx)
 	go engine.Run(ctx)
 	mux := http.NewServeMux()
+	mux.Handle("/metrics/probes", probeMetrics.Handler())
 	prov := provider.New(engine, rt)
 	n, err := nodeutil.NewNode(o.nodeName,
 		func(pc nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
