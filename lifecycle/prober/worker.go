@@ -164,10 +164,11 @@ func (w *worker) doProbe(ctx context.Context) bool {
 
 	out, output, err := w.probe(ctx, st.PodIP)
 	if err != nil {
-		w.m.observe(w.labels(), "unknown")
+		// The prober's own error (as the kubelet): the result is thrown
+		// away and not counted.
 		log.G(ctx).WithError(err).WithField("pod", w.pod.Namespace+"/"+w.pod.Name).WithField("uid", w.pod.UID).
 			WithField("container", w.container.Name).WithField("probe", w.typ.String()).Warn("probe errored")
-		w.event(v1.EventTypeWarning, "Unhealthy", "%s probe errored: %v", w.typ, err)
+		w.event(v1.EventTypeWarning, "Unhealthy", "%s probe errored and resulted in unknown state: %v", w.typ, err)
 		return true
 	}
 	result := Success
