@@ -627,7 +627,7 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 // publishes the status with the containers stopped.
 func (s *engineSyncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, _ *cri.PodStatus, grace int64, statusFn PodStatusFunc) error {
 	e := (*Engine)(s)
-	e.removeProbes(pod.UID)
+	e.stopLivenessAndStartup(pod.UID)
 	// The cached status may predate the last sync (a container it started):
 	// read the runtime now rather than wait for a relist.
 	st, err := e.refresh(ctx, cri.RefOf(pod))
@@ -694,6 +694,7 @@ func (s *engineSyncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, st *c
 	if cur := e.desiredPod(pod.UID); cur != nil {
 		pod = cur
 	}
+	e.removeProbes(pod.UID)
 	e.status.SetPodStatus(pod, e.generate(pod, st, pod.DeletionTimestamp != nil))
 	e.status.TerminatePod(pod)
 	if pod.DeletionTimestamp == nil {

@@ -69,16 +69,24 @@ func (e *Engine) addProbes(pod *v1.Pod) {
 	}
 }
 
-// removeProbes stops the pod's probe workers (terminating or forgotten).
+// removeProbes stops the pod's probe workers (terminated or forgotten).
 func (e *Engine) removeProbes(uid types.UID) {
 	if e.probes != nil {
 		e.probes.RemovePod(uid)
 	}
 }
 
+// stopLivenessAndStartup stops the probes that could restart a container
+// of a terminating pod; readiness goes on until the pod is terminated.
+func (e *Engine) stopLivenessAndStartup(uid types.UID) {
+	if e.probes != nil {
+		e.probes.StopLivenessAndStartup(uid)
+	}
+}
+
 // onProbeResult takes a probe result change to the pod status at once: a
 // readiness or startup change republishes the status from the cached
-// runtime state; a liveness or startup failure syncs the pod, whose sync
+// runtime state (also while the pod is terminating); a liveness or startup failure syncs the pod, whose sync
 // kills the container. The pod's worker is kicked in every case, so that a
 // status published concurrently from older results is corrected.
 func (e *Engine) onProbeResult(u prober.Update) {
@@ -91,7 +99,7 @@ func (e *Engine) onProbeResult(u prober.Update) {
 // republish generates and publishes the pod's status from the cache.
 func (e *Engine) republish(uid types.UID) {
 	pod := e.desiredPod(uid)
-	if pod == nil || e.workers.IsPodTerminationRequested(uid) {
+	if pod == nil || e.workers.IsPodFinished(uid) {
 		return
 	}
 	cur, ok := e.status.GetPodStatus(uid)
@@ -109,7 +117,9 @@ func (e *Engine) republish(uid types.UID) {
 			pod = p
 		}
 	}
-	e.status.SetPodStatus(pod, e.generate(pod, st, false))
+	// A terminating pod is still probed for readiness; generate as its
+	// terminating sync does.
+	e.status.SetPodStatus(pod, e.generate(pod, st, e.workers.IsPodTerminationRequested(uid) && pod.DeletionTimestamp != nil))
 }
 
 // killUnhealthy stops the running containers whose liveness or startup

@@ -165,12 +165,24 @@ func probeOf(c *v1.Container, t ProbeType) *v1.Probe {
 	}
 }
 
-// RemovePod stops the pod's workers (the pod is terminating or gone).
+// RemovePod stops the pod's workers (the pod is terminated or gone).
 func (m *Manager) RemovePod(uid types.UID) {
+	m.stop(uid, func(ProbeType) bool { return true })
+}
+
+// StopLivenessAndStartup stops the liveness and startup workers of a pod
+// that is terminating: its containers are being stopped and must not be
+// restarted, while readiness goes on being probed (a container that stops
+// being ready during its grace period is reported so), as the kubelet.
+func (m *Manager) StopLivenessAndStartup(uid types.UID) {
+	m.stop(uid, func(t ProbeType) bool { return t != Readiness })
+}
+
+func (m *Manager) stop(uid types.UID, which func(ProbeType) bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for k, w := range m.workers {
-		if k.uid == uid {
+		if k.uid == uid && which(k.typ) {
 			close(w.stop)
 			delete(m.workers, k)
 		}

@@ -392,3 +392,31 @@ func TestManagerSeedsFromAPIStatus(t *testing.T) {
 	}
 	f.m.RemovePod(pod.UID)
 }
+
+func TestManagerStopLivenessAndStartupKeepsReadiness(t *testing.T) {
+	f := newFixture(t)
+	pod := probePod(func(c *v1.Container) {
+		c.ReadinessProbe = execProbeSpec(0, 10, 1, 3)
+		c.LivenessProbe = execProbeSpec(0, 10, 1, 3)
+		c.StartupProbe = execProbeSpec(0, 10, 1, 3)
+	})
+	f.status.set(pod.UID, running("c1", f.clk.Now(), true))
+	f.m.AddPod(pod)
+	if n := f.m.Workers(); n != 3 {
+		t.Fatalf("%d workers, want 3", n)
+	}
+	f.m.StopLivenessAndStartup(pod.UID)
+	if n := f.m.Workers(); n != 1 {
+		t.Fatalf("%d workers after StopLivenessAndStartup, want the readiness one", n)
+	}
+	f.m.mu.Lock()
+	_, ok := f.m.workers[workerKey{uid: pod.UID, container: "app", typ: Readiness}]
+	f.m.mu.Unlock()
+	if !ok {
+		t.Fatal("the readiness worker was stopped")
+	}
+	f.m.RemovePod(pod.UID)
+	if n := f.m.Workers(); n != 0 {
+		t.Fatalf("%d workers after RemovePod", n)
+	}
+}
