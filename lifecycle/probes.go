@@ -106,8 +106,13 @@ func (e *Engine) republish(uid types.UID) {
 	if !ok || isTerminalPhase(cur.Phase) {
 		return
 	}
+	if _, ok := e.cache.Modified(uid); !ok {
+		// Nothing read of the pod yet (or the read failed): the kick
+		// syncs it.
+		return
+	}
 	st, err := e.cache.Get(uid)
-	if err != nil || st == nil {
+	if err != nil {
 		return
 	}
 	if e.cfg.APIPod != nil {
