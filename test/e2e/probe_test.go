@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -161,5 +162,56 @@ func TestProbeMetricsEndpoint(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("/metrics/probes lacks %s; last answer:\n%s", want, body)
+	}
+}
+
+// A container that was ready stays ready across a restart of crivk until a
+// probe says otherwise, as with the kubelet: every status the API holds
+// from before the restart until the first readiness probe of the new crivk
+// has Ready True.
+func TestProbeReadyAcrossCrivkRestart(t *testing.T) {
+	ns := newNamespace(t)
+	pod := busyboxPod("steady", v1.RestartPolicyAlways, "touch /tmp/ok; exec sleep 3600")
+	pod.Spec.Containers[0].ReadinessProbe = execProbe("cat /tmp/ok", 0, 3, 1)
+	pod = createPod(t, ns, pod)
+	p := waitPod(t, ns, pod.Name, 60*time.Second, "Running and Ready", isRunningReady)
+
+	ctx := testContext(t, 3*time.Minute)
+	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + pod.Name, ResourceVersion: p.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notReady := make(chan string, 100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if q, ok := ev.Object.(*v1.Pod); ok && podCondition(q, v1.PodReady) != v1.ConditionTrue {
+				notReady <- fmt.Sprintf("%s: Ready %q, container ready %v", ev.Type, podCondition(q, v1.PodReady), q.Status.ContainerStatuses[0].Ready)
+			}
+		}
+	}()
+
+	if err := stopCrivk(); err != nil {
+		t.Fatalf("crivk did not stop cleanly on SIGTERM: %v", err)
+	}
+	if stopCrivk, err = startCrivk(); err != nil {
+		t.Fatalf("restarting crivk: %v", err)
+	}
+	// The new crivk probed the container (its counter starts at zero).
+	want := `pod="steady",pod_uid="` + string(pod.UID) + `",probe_type="Readiness",result="successful"}`
+	err = wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
+		b, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy/metrics/probes").DoRaw(ctx)
+		return err == nil && strings.Contains(string(b), want), nil
+	})
+	if err != nil {
+		t.Fatalf("the restarted crivk never probed the container: %v", err)
+	}
+	waitPod(t, ns, pod.Name, 30*time.Second, "Running and Ready after the restart", isRunningReady)
+	w.Stop()
+	<-done
+	close(notReady)
+	for s := range notReady {
+		t.Errorf("the pod was reported not ready across the restart: %s", s)
 	}
 }
