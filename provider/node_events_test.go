@@ -74,9 +74,9 @@ func TestNodeEvents(t *testing.T) {
 func TestProbeMetrics(t *testing.T) {
 	m := NewProbeMetrics()
 	l := prober.MetricLabels{ProbeType: "Liveness", Container: "app", Pod: "p", Namespace: "ns", PodUID: "u1"}
-	m.Observe(l, "successful")
-	m.Observe(l, "successful")
-	m.Observe(l, "failed")
+	m.Observe(l, "successful", 20*time.Millisecond)
+	m.Observe(l, "successful", 30*time.Millisecond)
+	m.Observe(l, "failed", time.Second)
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
 	body := func() string {
@@ -92,6 +92,8 @@ func TestProbeMetrics(t *testing.T) {
 	for _, want := range []string{
 		`prober_probe_total{container="app",namespace="ns",pod="p",pod_uid="u1",probe_type="Liveness",result="successful"} 2`,
 		`prober_probe_total{container="app",namespace="ns",pod="p",pod_uid="u1",probe_type="Liveness",result="failed"} 1`,
+		`prober_probe_duration_seconds_count{container="app",namespace="ns",pod="p",probe_type="Liveness"} 2`,
+		`prober_probe_duration_seconds_sum{container="app",namespace="ns",pod="p",probe_type="Liveness"} 0.05`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("metrics lack %s:\n%s", want, out)

@@ -17,10 +17,11 @@ type MetricLabels struct {
 	ProbeType, Container, Pod, Namespace, PodUID string
 }
 
-// Metrics counts probe runs by result ("successful", "failed", "unknown"),
-// the kubelet's prober_probe_total. Forget drops a stopped worker's series.
+// Metrics counts probe runs by result ("successful" or "failed"), the
+// kubelet's prober_probe_total, and times the successful ones
+// (prober_probe_duration_seconds). Forget drops a stopped worker's series.
 type Metrics interface {
-	Observe(l MetricLabels, result string)
+	Observe(l MetricLabels, result string, took time.Duration)
 	Forget(l MetricLabels)
 }
 
@@ -204,9 +205,9 @@ func (m *Manager) workerDone(w *worker) {
 	}
 }
 
-func (m *Manager) observe(l MetricLabels, result string) {
+func (m *Manager) observe(l MetricLabels, result string, took time.Duration) {
 	if m.cfg.Metrics != nil {
-		m.cfg.Metrics.Observe(l, result)
+		m.cfg.Metrics.Observe(l, result, took)
 	}
 }
 

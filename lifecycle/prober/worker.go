@@ -162,7 +162,9 @@ func (w *worker) doProbe(ctx context.Context) bool {
 		return true
 	}
 
+	start := w.m.cfg.Clock.Now()
 	out, output, err := w.probe(ctx, st.PodIP)
+	took := w.m.cfg.Clock.Since(start)
 	if err != nil {
 		// The prober's own error (as the kubelet): the result is thrown
 		// away and not counted.
@@ -175,13 +177,13 @@ func (w *worker) doProbe(ctx context.Context) bool {
 	switch out {
 	case outcomeFailure:
 		result = Failure
-		w.m.observe(w.labels(), "failed")
+		w.m.observe(w.labels(), "failed", took)
 		w.event(v1.EventTypeWarning, "Unhealthy", "%s probe failed: %s", w.typ, output)
 	case outcomeWarning:
-		w.m.observe(w.labels(), "successful")
+		w.m.observe(w.labels(), "successful", took)
 		w.event(v1.EventTypeWarning, "ProbeWarning", "%s probe warning: %s", w.typ, output)
 	default:
-		w.m.observe(w.labels(), "successful")
+		w.m.observe(w.labels(), "successful", took)
 	}
 	if w.lastResult == result {
 		w.resultRun++

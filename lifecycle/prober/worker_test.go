@@ -85,7 +85,7 @@ type fakeMetrics struct {
 	counts map[string]int
 }
 
-func (f *fakeMetrics) Observe(l MetricLabels, result string) {
+func (f *fakeMetrics) Observe(l MetricLabels, result string, _ time.Duration) {
 	f.mu.Lock()
 	f.counts[l.ProbeType+"/"+result]++
 	f.mu.Unlock()
