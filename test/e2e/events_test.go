@@ -44,10 +44,11 @@ func waitObjectEvent(t *testing.T, ns, kind, name, typ, reason, msg string) v1.E
 	var evs []v1.Event
 	var found v1.Event
 	err := wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
-		var err error
-		if evs, err = podEvents(ctx, ns, kind, name); err != nil {
-			return false, nil
+		l, err := podEvents(ctx, ns, kind, name)
+		if err != nil {
+			return false, nil // the last list seen is kept for the failure message
 		}
+		evs = l
 		for _, e := range evs {
 			if e.Type == typ && e.Reason == reason && strings.HasPrefix(e.Message, msg) && e.Source.Component == "kubelet" {
 				found = e
