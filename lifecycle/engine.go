@@ -84,7 +84,7 @@ type Engine struct {
 	queue   *WorkQueue
 	workers *PodWorkers
 	status  *StatusManager
-	probes  *prober.Manager // nil without Config.ProbeRuntime
+	probes  probeManager // nil without Config.ProbeRuntime
 	// housekeeping serialises Housekeeping runs.
 	housekeeping sync.Mutex
 

@@ -27,6 +27,16 @@ type probeResults interface {
 	Result(t prober.ProbeType, containerID string) (prober.Result, bool)
 }
 
+// probeManager is what the engine needs of the prober (*prober.Manager).
+type probeManager interface {
+	probeResults
+	AddPod(pod *v1.Pod)
+	RemovePod(uid types.UID)
+	StopLivenessAndStartup(uid types.UID)
+}
+
+var _ probeManager = (*prober.Manager)(nil)
+
 // The kubelet's reasons for killing a container that failed a probe.
 const (
 	reasonKilling = "Killing"

@@ -11,6 +11,7 @@ import (
 	"github.com/crivk/crivk/lifecycle/prober"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -258,4 +259,74 @@ type fakeResults map[prober.ProbeType]prober.Result
 func (f fakeResults) Result(t prober.ProbeType, _ string) (prober.Result, bool) {
 	r, ok := f[t]
 	return r, ok
+}
+
+// fakeProbeManager holds fixed results.
+type fakeProbeManager map[prober.ProbeType]map[string]prober.Result
+
+func (f fakeProbeManager) Result(t prober.ProbeType, id string) (prober.Result, bool) {
+	r, ok := f[t][id]
+	return r, ok
+}
+func (fakeProbeManager) AddPod(*v1.Pod)                   {}
+func (fakeProbeManager) RemovePod(types.UID)              {}
+func (fakeProbeManager) StopLivenessAndStartup(types.UID) {}
+
+func TestKillUnhealthy(t *testing.T) {
+	running := &cri.PodStatus{Containers: []cri.ContainerStatus{{ID: "c1", Name: "a", Type: cri.ContainerTypeRegular, State: cri.StateRunning}}}
+	exited := &cri.PodStatus{Containers: []cri.ContainerStatus{{ID: "c1", Name: "a", Type: cri.ContainerTypeRegular, State: cri.StateExited}}}
+	for _, tc := range []struct {
+		name       string
+		policy     v1.RestartPolicy
+		probeGrace *int64
+		results    fakeProbeManager
+		st         *cri.PodStatus
+		wantGrace  []int64
+		wantEvent  string
+	}{
+		{name: "liveness failure, restarted", policy: v1.RestartPolicyAlways, st: running,
+			results:   fakeProbeManager{prober.Liveness: {"c1": prober.Failure}},
+			wantGrace: []int64{17}, wantEvent: "Normal Killing Container a failed liveness probe, will be restarted"},
+		{name: "liveness failure, probe's grace", policy: v1.RestartPolicyOnFailure, st: running, probeGrace: ptr.To[int64](3),
+			results:   fakeProbeManager{prober.Liveness: {"c1": prober.Failure}},
+			wantGrace: []int64{3}, wantEvent: "Normal Killing Container a failed liveness probe, will be restarted"},
+		{name: "liveness failure, never restarted", policy: v1.RestartPolicyNever, st: running,
+			results:   fakeProbeManager{prober.Liveness: {"c1": prober.Failure}},
+			wantGrace: []int64{17}, wantEvent: "Normal Killing Container a failed liveness probe"},
+		{name: "startup failure", policy: v1.RestartPolicyAlways, st: running,
+			results:   fakeProbeManager{prober.Startup: {"c1": prober.Failure}},
+			wantGrace: []int64{17}, wantEvent: "Normal Killing Container a failed startup probe, will be restarted"},
+		{name: "readiness failure kills nothing", policy: v1.RestartPolicyAlways, st: running,
+			results: fakeProbeManager{prober.Readiness: {"c1": prober.Failure}}},
+		{name: "result of another container", policy: v1.RestartPolicyAlways, st: running,
+			results: fakeProbeManager{prober.Liveness: {"c0": prober.Failure}}},
+		{name: "exited container is not stopped again", policy: v1.RestartPolicyAlways, st: exited,
+			results: fakeProbeManager{prober.Liveness: {"c1": prober.Failure}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := enginePod("uid-k", "kill", tc.policy)
+			pod.Spec.Containers[0].LivenessProbe = execProbe(1, 1)
+			pod.Spec.Containers[0].StartupProbe = execProbe(1, 1)
+			pod.Spec.Containers[0].LivenessProbe.TerminationGracePeriodSeconds = tc.probeGrace
+			pod.Spec.Containers[0].StartupProbe.TerminationGracePeriodSeconds = tc.probeGrace
+			clk := testingclock.NewFakeClock(time.Now())
+			pr := &fakeProbeRuntime{rt: newFakeRuntime(clk)}
+			rec := record.NewFakeRecorder(10)
+			e := &Engine{cfg: Config{ProbeRuntime: pr, Recorder: rec}, probes: tc.results}
+			killed, err := e.killUnhealthy(context.Background(), pod, tc.st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := pr.stopped(); killed != (len(tc.wantGrace) > 0) || len(got) != len(tc.wantGrace) || (len(got) > 0 && got[0] != tc.wantGrace[0]) {
+				t.Errorf("killed %v with graces %v, want %v", killed, got, tc.wantGrace)
+			}
+			var ev string
+			if len(rec.Events) > 0 {
+				ev = <-rec.Events
+			}
+			if ev != tc.wantEvent {
+				t.Errorf("event %q, want %q", ev, tc.wantEvent)
+			}
+		})
+	}
 }
