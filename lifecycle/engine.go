@@ -577,14 +577,6 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 	if isTerminalPhase(status.Phase) {
 		return true, nil
 	}
-	if ne := e.cfg.NetworkError; ne != nil && !pod.Spec.HostNetwork {
-		if err := ne(); err != nil {
-			if e.cfg.Recorder != nil {
-				e.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, "NetworkNotReady", "%s: %v", ErrNetworkNotReady, err)
-			}
-			return false, fmt.Errorf("%w: %v", ErrNetworkNotReady, err)
-		}
-	}
 	e.addProbes(pod)
 	if killed, err := e.killUnhealthy(ctx, pod, st); killed || err != nil {
 		// A container failed its liveness or startup probe: plan its
@@ -595,6 +587,14 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 		}
 		st = after
 		e.status.SetPodStatus(pod, e.generate(pod, st, false))
+	}
+	if ne := e.cfg.NetworkError; ne != nil && !pod.Spec.HostNetwork {
+		if err := ne(); err != nil {
+			if e.cfg.Recorder != nil {
+				e.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, "NetworkNotReady", "%s: %v", ErrNetworkNotReady, err)
+			}
+			return false, fmt.Errorf("%w: %v", ErrNetworkNotReady, err)
+		}
 	}
 	plan := cri.ComputePodActions(pod, st)
 	if !plan.CreateSandbox && !plan.KillPod && plan.NextInit < 0 && len(plan.ContainersToStart) == 0 && len(plan.ContainersToKill) == 0 {
