@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/lifecycle/prober"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,6 +74,10 @@ type Config struct {
 	NodeAllocatable v1.ResourceList
 	// ClusterDomain names pods with a subdomain in their /etc/hosts.
 	ClusterDomain string
+	// ProbeRuntime runs liveness, readiness and startup probes (probes.go);
+	// nil: nothing is probed. ProbeMetrics counts probe runs (may be nil).
+	ProbeRuntime ProbeRuntime
+	ProbeMetrics prober.Metrics
 }
 
 // Engine is crivk's kubelet core: a pod manager (the pods virtual-kubelet
@@ -86,6 +91,7 @@ type Engine struct {
 	queue   *WorkQueue
 	workers *PodWorkers
 	status  *StatusManager
+	probes  probeManager // nil without Config.ProbeRuntime
 	// housekeeping serialises Housekeeping runs.
 	housekeeping sync.Mutex
 	// mountEvents throttles FailedMount events (volumes.go).
@@ -165,6 +171,9 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		ResyncInterval: cfg.SyncInterval,
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := e.startProber(ctx); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -477,6 +486,7 @@ func (e *Engine) forget(pod *v1.Pod) {
 	delete(e.podIPs, pod.UID)
 	e.mu.Unlock()
 	e.status.RemovePod(pod.UID)
+	e.removeProbes(pod.UID)
 	e.cache.Delete(pod.UID)
 	var names []string
 	for _, c := range pod.Spec.InitContainers {
@@ -528,6 +538,7 @@ func (e *Engine) generate(pod *v1.Pod, st *cri.PodStatus, deleted bool) v1.PodSt
 		PodIPs:      ips,
 		Deleted:     deleted,
 		Now:         e.cfg.Clock.Now(),
+		Probes:      e.probeResultsOrNil(),
 	})
 	if pastActiveDeadline(pod, status.StartTime, e.cfg.Clock.Now()) {
 		// The kubelet's active deadline handler: the pod fails, its
@@ -581,6 +592,17 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 	if isTerminalPhase(status.Phase) {
 		return true, nil
 	}
+	e.addProbes(pod)
+	if killed, err := e.killUnhealthy(ctx, pod, st); killed || err != nil {
+		// A container failed its liveness or startup probe: plan its
+		// restart from the runtime's state after the kill.
+		after, rerr := e.refresh(ctx, cri.RefOf(pod))
+		if err != nil || rerr != nil {
+			return false, errors.Join(err, rerr)
+		}
+		st = after
+		e.status.SetPodStatus(pod, e.generate(pod, st, false))
+	}
 	if ne := e.cfg.NetworkError; ne != nil && !pod.Spec.HostNetwork {
 		if err := ne(); err != nil {
 			if e.cfg.Recorder != nil {
@@ -601,12 +623,14 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 		e.mu.Unlock()
 		return false, nil
 	}
+	e.recordPlanEvents(pod, plan, st)
 	log.G(ctx).WithField("plan", plan.String()).Debug("syncing pod")
 	res := e.cfg.Runtime.SyncPod(ctx, pod, st, plan, e.backoff, e.cfg.Clock.Now())
 	backingOff := e.recordSync(pod, res)
 	syncErr := res.Error()
 	if after, err := e.refresh(ctx, cri.RefOf(pod)); err == nil {
 		e.status.SetPodStatus(pod, e.generate(pod, after, false))
+		e.addProbes(pod) // the new containers' workers probe now
 	} else {
 		syncErr = errors.Join(syncErr, err)
 	}
@@ -623,6 +647,7 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 // publishes the status with the containers stopped.
 func (s *engineSyncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, _ *cri.PodStatus, grace int64, statusFn PodStatusFunc) error {
 	e := (*Engine)(s)
+	e.stopLivenessAndStartup(pod.UID)
 	// The cached status may predate the last sync (a container it started):
 	// read the runtime now rather than wait for a relist.
 	st, err := e.refresh(ctx, cri.RefOf(pod))
@@ -686,6 +711,7 @@ func (s *engineSyncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, st *c
 	if cur := e.desiredPod(pod.UID); cur != nil {
 		pod = cur
 	}
+	e.removeProbes(pod.UID)
 	e.status.SetPodStatus(pod, e.generate(pod, st, pod.DeletionTimestamp != nil))
 	e.status.TerminatePod(pod)
 	// No container of the pod can run any more: its volumes go.

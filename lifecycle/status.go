@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/lifecycle/prober"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -36,6 +37,9 @@ type statusInput struct {
 	// would still run becomes terminal.
 	Deleted bool
 	Now     time.Time
+	// Probes holds the probes' settled results; nil: nothing is probed (a
+	// container with a readiness probe is then never ready).
+	Probes probeResults
 }
 
 // GenerateStatus computes the API status of a pod from the runtime's state,
@@ -222,9 +226,8 @@ func containerStatus(in statusInput, c *v1.Container, typ cri.ContainerType, ini
 	switch latest.State {
 	case cri.StateRunning:
 		cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(latest.StartedAt)}
-		// Readiness probes come with the probes work; until then a
-		// running container without one is ready, one with one is not.
-		cs.Ready = c.ReadinessProbe == nil
+		started, cs.Ready = probedState(in, c, cs.ContainerID, latest.ID)
+		cs.Started = &started
 		if prev := in.Runtime.Previous(c.Name, typ); prev != nil && prev.State == cri.StateExited {
 			cs.LastTerminationState.Terminated = terminated(in.RuntimeName, prev)
 		}
@@ -248,6 +251,45 @@ func containerStatus(in statusInput, c *v1.Container, typ cri.ContainerType, ini
 		}
 	}
 	return cs
+}
+
+// probedState is the started and ready flags of a running container, the
+// kubelet's prober manager's UpdatePodStatus: started once its startup
+// probe succeeded (at once without one); ready once started and its
+// readiness probe succeeded (at once without one). A container with no
+// settled result yet keeps what the previous status said of the same
+// container (crivk restarted), as the kubelet keeps a ready container
+// ready until a probe says otherwise.
+func probedState(in statusInput, c *v1.Container, apiID, id string) (started, ready bool) {
+	var prev *v1.ContainerStatus
+	for i := range in.Previous.ContainerStatuses {
+		if p := &in.Previous.ContainerStatuses[i]; p.Name == c.Name && p.ContainerID == apiID && p.State.Running != nil {
+			prev = p
+		}
+	}
+	probed := func(t prober.ProbeType, carried bool) bool {
+		if in.Probes == nil {
+			// Nothing probes: a startup probe never holds a container
+			// back; a readiness probe never succeeds.
+			return t == prober.Startup
+		}
+		if r, ok := in.Probes.Result(t, id); ok {
+			return r == prober.Success
+		}
+		return carried
+	}
+	started = true
+	if c.StartupProbe != nil {
+		started = probed(prober.Startup, prev != nil && prev.Started != nil && *prev.Started)
+	}
+	if !started {
+		return false, false
+	}
+	ready = true
+	if c.ReadinessProbe != nil {
+		ready = probed(prober.Readiness, prev != nil && prev.Ready)
+	}
+	return started, ready
 }
 
 func containerID(runtime, id string) string {

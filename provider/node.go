@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 )
 
 // NodeConfig describes the node crivk registers.
@@ -145,6 +147,86 @@ type NodeProvider struct {
 	// netErr is the runtime's network readiness at the last check (nil:
 	// ready, or not checked yet). Guarded by mu.
 	netErr error
+	// recorder receives the node's events; set once before
+	// NotifyNodeStatus, nil drops them.
+	recorder record.EventRecorder
+}
+
+// SetEventRecorder makes the provider record the kubelet's node events
+// (Starting, NodeReady, NodeNotReady, ...). Call it before the node runs.
+func (p *NodeProvider) SetEventRecorder(r record.EventRecorder) { p.recorder = r }
+
+// Node event reasons, the kubelet's (pkg/kubelet/events).
+const (
+	EventStarting     = "Starting"
+	EventNodeReady    = "NodeReady"
+	EventNodeNotReady = "NodeNotReady"
+)
+
+// nodeEvent records an event on the node in the kubelet's words.
+func (p *NodeProvider) nodeEvent(name, typ, reason, format string, args ...any) {
+	if p.recorder == nil {
+		return
+	}
+	// The kubelet's node reference: the node's name doubles as its UID.
+	ref := &v1.ObjectReference{Kind: "Node", Name: name, UID: types.UID(name)}
+	p.recorder.Eventf(ref, typ, reason, format, args...)
+}
+
+// startEvents records what the kubelet records when it starts: Starting,
+// then the node's conditions as they are now.
+func (p *NodeProvider) startEvents(n *v1.Node) {
+	p.nodeEvent(n.Name, v1.EventTypeNormal, EventStarting, "Starting kubelet.")
+	for _, c := range n.Status.Conditions {
+		if ev := conditionEvent(c); ev != "" {
+			p.nodeEvent(n.Name, v1.EventTypeNormal, ev, "Node %s status is now: %s", n.Name, ev)
+		}
+	}
+}
+
+// conditionEvent is the kubelet's event reason for a node condition's
+// status ("" for conditions it records no event for).
+func conditionEvent(c v1.NodeCondition) string {
+	ok := c.Status == v1.ConditionTrue
+	switch c.Type {
+	case v1.NodeReady:
+		if ok {
+			return EventNodeReady
+		}
+		return EventNodeNotReady
+	case v1.NodeMemoryPressure:
+		if ok {
+			return "NodeHasInsufficientMemory"
+		}
+		return "NodeHasSufficientMemory"
+	case v1.NodeDiskPressure:
+		if ok {
+			return "NodeHasDiskPressure"
+		}
+		return "NodeHasNoDiskPressure"
+	case v1.NodePIDPressure:
+		if ok {
+			return "NodeHasInsufficientPID"
+		}
+		return "NodeHasSufficientPID"
+	}
+	return ""
+}
+
+// conditionChangeEvents records an event for each condition whose status
+// changed from prev to cur.
+func (p *NodeProvider) conditionChangeEvents(name string, prev, cur []v1.NodeCondition) {
+	for _, c := range cur {
+		changed := true
+		for _, o := range prev {
+			if o.Type == c.Type && o.Status == c.Status {
+				changed = false
+			}
+		}
+		if ev := conditionEvent(c); changed && ev != "" {
+			p.nodeEvent(name, v1.EventTypeNormal, ev, "Node %s status is now: %s", name, ev)
+		}
+	}
 }
 
 var _ node.NodeProvider = (*NodeProvider)(nil)
@@ -173,6 +255,10 @@ func (p *NodeProvider) Ping(ctx context.Context) error {
 // NotifyNodeStatus starts watching the runtime; cb gets the node whenever a
 // condition changes status.
 func (p *NodeProvider) NotifyNodeStatus(ctx context.Context, cb func(*v1.Node)) {
+	p.mu.Lock()
+	start := p.node.DeepCopy()
+	p.mu.Unlock()
+	p.startEvents(start)
 	go func() {
 		t := time.NewTicker(p.interval)
 		defer t.Stop()
@@ -199,6 +285,7 @@ func (p *NodeProvider) NotifyNodeStatus(ctx context.Context, cb func(*v1.Node)) 
 			}
 			conds := NodeConditions(p.node.Status.Conditions, rd, time.Now())
 			changed := !sameConditionStatus(p.node.Status.Conditions, conds)
+			p.conditionChangeEvents(p.node.Name, p.node.Status.Conditions, conds)
 			p.node.Status.Conditions = conds
 			n := p.node.DeepCopy()
 			p.mu.Unlock()

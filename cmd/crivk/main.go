@@ -257,6 +257,7 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
+	probeMetrics := provider.NewProbeMetrics()
 	// The node provider is made after the engine (it needs the PLEG, which
 	// needs the engine) but before anything runs.
 	var nodeProvider *provider.NodeProvider
@@ -274,18 +275,20 @@ func run(ctx context.Context, o *options) error {
 			}
 			return p
 		},
-		Runtime:      rt,
-		Cache:        cache,
-		RuntimeName:  ver.RuntimeName,
-		NodeIP:       o.nodeIP,
-		SyncInterval: o.syncInterval,
-		OnTerminated: provider.DeleteOnTerminated(client),
-		Recorder:     recorder,
-		RootDir:      o.rootDir,
+		Runtime:         rt,
+		Cache:           cache,
+		RuntimeName:     ver.RuntimeName,
+		NodeIP:          o.nodeIP,
+		SyncInterval:    o.syncInterval,
+		OnTerminated:    provider.DeleteOnTerminated(client),
+		Recorder:        recorder,
+		RootDir:         o.rootDir,
 		Objects:         objects,
 		Volumes:         volumes,
 		NodeAllocatable: nodeObj.Status.Allocatable,
 		ClusterDomain:   o.clusterDomain,
+		ProbeRuntime:    rt,
+		ProbeMetrics:    probeMetrics,
 	})
 	if err != nil {
 		return err
@@ -297,11 +300,13 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	nodeProvider = provider.NewNodeProvider(rt, nodeObj, 10*time.Second, pleg.Healthy)
+	nodeProvider.SetEventRecorder(recorder)
 	go pleg.Run(ctx)
 	logMax := resource.MustParse(o.logMaxSize)
 	go rt.RunLogRotation(ctx, cri.LogRotation{MaxSize: logMax.Value(), MaxFiles: o.logMaxFiles}, 10*time.Second)
 	go engine.Run(ctx)
 	mux := http.NewServeMux()
+	mux.Handle("/metrics/probes", probeMetrics.Handler())
 	prov := provider.New(engine, rt)
 	// Not nodeutil.NewNode: it lists and watches every ConfigMap, Secret
 	// and Service of the cluster (vknode.go).

@@ -1,0 +1,55 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	remote "k8s.io/cri-client/pkg"
+	utilexec "k8s.io/utils/exec"
+)
+
+// ErrExecTimedOut is returned (wrapped) by ExecSync when the command did not
+// finish within its timeout.
+var ErrExecTimedOut = errors.New("command timed out")
+
+// ExecSync runs cmd in the container and waits for it, at most timeout (the
+// runtime kills the command then; no exec session stays open). A command
+// that ran returns its exit code and a nil error, whatever the code; an
+// error means the command could not be run or wraps ErrExecTimedOut.
+func (r *Runtime) ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (stdout, stderr []byte, exitCode int32, err error) {
+	if timeout <= 0 {
+		timeout = time.Second
+	}
+	// The runtime enforces the timeout (whole seconds); the call itself may
+	// take a little longer while the runtime cleans up.
+	cctx, cancel := context.WithTimeout(ctx, timeout+r.cfg.ConnectTimeout)
+	defer cancel()
+	stdout, stderr, err = r.rs.ExecSync(cctx, containerID, cmd, timeout)
+	if err == nil {
+		return stdout, stderr, 0, nil
+	}
+	var exit utilexec.CodeExitError
+	if errors.As(err, &exit) {
+		return stdout, stderr, int32(exit.Code), nil
+	}
+	if errors.Is(err, remote.ErrCommandTimedOut) || status.Code(err) == codes.DeadlineExceeded ||
+		errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "deadline exceeded") {
+		return stdout, stderr, -1, fmt.Errorf("%w: %q in container %s after %s", ErrExecTimedOut, strings.Join(cmd, " "), containerID, timeout)
+	}
+	return stdout, stderr, -1, fmt.Errorf("exec %q in container %s: %w", strings.Join(cmd, " "), containerID, err)
+}
+
+// StopContainer stops one container, giving it grace seconds between
+// SIGTERM and SIGKILL (a failed liveness or startup probe). A container
+// that is already gone is not an error.
+func (r *Runtime) StopContainer(ctx context.Context, containerID string, grace int64) error {
+	if err := r.rs.StopContainer(ctx, containerID, grace); err != nil && !isNotFound(err) {
+		return fmt.Errorf("stopping container %s: %w", containerID, err)
+	}
+	return nil
+}

@@ -1,0 +1,224 @@
+package prober
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+)
+
+// MetricLabels identify a probe in prober_probe_total.
+type MetricLabels struct {
+	ProbeType, Container, Pod, Namespace, PodUID string
+}
+
+// Metrics counts probe runs by result ("successful" or "failed"), the
+// kubelet's prober_probe_total, and times the successful ones
+// (prober_probe_duration_seconds). Forget drops a stopped worker's series.
+type Metrics interface {
+	Observe(l MetricLabels, result string, took time.Duration)
+	Forget(l MetricLabels)
+}
+
+// Config configures a Manager; NewManager validates it and fills defaults.
+type Config struct {
+	// Exec runs exec probes (cri.Runtime).
+	Exec Execer
+	// Status returns the pod status the engine last published: workers
+	// read the container's ID, state, start time and started flag from it.
+	Status func(uid types.UID) (v1.PodStatus, bool)
+	// OnChange is called when a container's result changes, from the
+	// worker's goroutine; it must not block for long.
+	OnChange func(Update)
+	// Recorder receives Unhealthy and ProbeWarning events; nil drops them.
+	Recorder record.EventRecorder
+	// Metrics counts probe runs; nil counts nothing.
+	Metrics Metrics
+	Clock   clock.WithTicker
+}
+
+// Manager keeps a worker per container and probe type of every pod it was
+// given, and the results they settle on.
+type Manager struct {
+	cfg     Config
+	ctx     context.Context
+	started time.Time
+	results *results
+
+	mu sync.Mutex
+	// workers guarded by mu; a worker removes itself when it ends.
+	workers map[workerKey]*worker
+}
+
+// NewManager returns a manager with no workers; ctx bounds the workers.
+func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
+	if cfg.Exec == nil {
+		return nil, errors.New("prober: no Exec runtime")
+	}
+	if cfg.Status == nil {
+		return nil, errors.New("prober: no Status source")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	return &Manager{
+		cfg:     cfg,
+		ctx:     ctx,
+		started: cfg.Clock.Now(),
+		results: newResults(cfg.OnChange),
+		workers: map[workerKey]*worker{},
+	}, nil
+}
+
+// AddPod starts the workers the pod's containers' probes need and are not
+// running yet, and asks the running ones whose container has no settled
+// result to probe now. It is idempotent; the engine calls it at every
+// sync. A container the pod's (API) status says is ready or started keeps
+// that result until a probe says otherwise (crivk restarted).
+func (m *Manager) AddPod(pod *v1.Pod) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ctx.Err() != nil {
+		return
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		for _, t := range []ProbeType{Startup, Readiness, Liveness} {
+			if probeOf(c, t) == nil {
+				continue
+			}
+			k := workerKey{uid: pod.UID, container: c.Name, typ: t}
+			if w, ok := m.workers[k]; ok {
+				m.maybeTrigger(w)
+				continue
+			}
+			m.seed(pod, c.Name, t)
+			w := newWorker(m, t, pod.DeepCopy(), c)
+			m.workers[k] = w
+			go w.run(m.ctx)
+		}
+	}
+}
+
+// seed keeps the API's word on a container across a crivk restart.
+func (m *Manager) seed(pod *v1.Pod, name string, t ProbeType) {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name != name || cs.ContainerID == "" || cs.State.Running == nil {
+			continue
+		}
+		switch {
+		case t == Readiness && cs.Ready:
+			m.results.seed(t, trimRuntime(cs.ContainerID), Success)
+		case t == Startup && cs.Started != nil && *cs.Started:
+			m.results.seed(t, trimRuntime(cs.ContainerID), Success)
+		}
+	}
+}
+
+// maybeTrigger asks w to probe now when its container has no result yet
+// or, for readiness and startup, no success. Called with mu held.
+func (m *Manager) maybeTrigger(w *worker) {
+	st, ok := m.cfg.Status(w.pod.UID)
+	if !ok {
+		return
+	}
+	for _, cs := range st.ContainerStatuses {
+		if cs.Name != w.container.Name || cs.State.Running == nil {
+			continue
+		}
+		r, known := m.results.get(w.typ, trimRuntime(cs.ContainerID))
+		if !known || (w.typ != Liveness && r != Success) {
+			select {
+			case w.trigger <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// triggerPod asks the pod's workers other than typ to probe now.
+func (m *Manager) triggerPod(uid types.UID, except ProbeType) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, w := range m.workers {
+		if k.uid == uid && k.typ != except {
+			select {
+			case w.trigger <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+func probeOf(c *v1.Container, t ProbeType) *v1.Probe {
+	switch t {
+	case Liveness:
+		return c.LivenessProbe
+	case Readiness:
+		return c.ReadinessProbe
+	default:
+		return c.StartupProbe
+	}
+}
+
+// RemovePod stops the pod's workers (the pod is terminated or gone).
+func (m *Manager) RemovePod(uid types.UID) {
+	m.stop(uid, func(ProbeType) bool { return true })
+}
+
+// StopLivenessAndStartup stops the liveness and startup workers of a pod
+// that is terminating: its containers are being stopped and must not be
+// restarted, while readiness goes on being probed (a container that stops
+// being ready during its grace period is reported so), as the kubelet.
+func (m *Manager) StopLivenessAndStartup(uid types.UID) {
+	m.stop(uid, func(t ProbeType) bool { return t != Readiness })
+}
+
+func (m *Manager) stop(uid types.UID, which func(ProbeType) bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, w := range m.workers {
+		if k.uid == uid && which(k.typ) {
+			close(w.stop)
+			delete(m.workers, k)
+		}
+	}
+}
+
+// workerDone forgets a worker that ended and its results.
+func (m *Manager) workerDone(w *worker) {
+	m.mu.Lock()
+	if cur, ok := m.workers[w.key()]; ok && cur == w {
+		delete(m.workers, w.key())
+	}
+	m.mu.Unlock()
+	if w.containerID != "" {
+		m.results.remove(w.typ, w.containerID)
+	}
+	if m.cfg.Metrics != nil {
+		m.cfg.Metrics.Forget(w.labels())
+	}
+}
+
+func (m *Manager) observe(l MetricLabels, result string, took time.Duration) {
+	if m.cfg.Metrics != nil {
+		m.cfg.Metrics.Observe(l, result, took)
+	}
+}
+
+// Result returns the settled result of the container's probe of type t.
+func (m *Manager) Result(t ProbeType, containerID string) (Result, bool) {
+	return m.results.get(t, trimRuntime(containerID))
+}
+
+// Workers returns how many workers run (for tests and metrics).
+func (m *Manager) Workers() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.workers)
+}

@@ -1,0 +1,207 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/lifecycle/prober"
+	"github.com/virtual-kubelet/virtual-kubelet/log"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ProbeRuntime is what probes need of the runtime (*cri.Runtime): exec
+// probes run through ExecSync; a container that failed its liveness or
+// startup probe is stopped with StopContainer, then restarted by the next
+// sync as any exited container (restart policy, back-off, restartCount).
+type ProbeRuntime interface {
+	prober.Execer
+	StopContainer(ctx context.Context, containerID string, grace int64) error
+}
+
+var _ ProbeRuntime = (*cri.Runtime)(nil)
+
+// probeResults is what status generation needs of the prober.
+type probeResults interface {
+	Result(t prober.ProbeType, containerID string) (prober.Result, bool)
+}
+
+// probeManager is what the engine needs of the prober (*prober.Manager).
+type probeManager interface {
+	probeResults
+	AddPod(pod *v1.Pod)
+	RemovePod(uid types.UID)
+	StopLivenessAndStartup(uid types.UID)
+}
+
+var _ probeManager = (*prober.Manager)(nil)
+
+// The kubelet's reasons for killing a container that failed a probe.
+const (
+	reasonKilling = "Killing"
+)
+
+// startProber makes the probe manager when the engine was given a probe
+// runtime; without one nothing is probed.
+func (e *Engine) startProber(ctx context.Context) error {
+	if e.cfg.ProbeRuntime == nil {
+		return nil
+	}
+	m, err := prober.NewManager(ctx, prober.Config{
+		Exec:     e.cfg.ProbeRuntime,
+		Status:   e.status.GetPodStatus,
+		OnChange: e.onProbeResult,
+		Recorder: e.cfg.Recorder,
+		Metrics:  e.cfg.ProbeMetrics,
+		Clock:    e.cfg.Clock,
+	})
+	if err != nil {
+		return err
+	}
+	e.probes = m
+	return nil
+}
+
+// probeResultsOrNil returns the prober as status generation sees it (nil
+// interface when there is none).
+func (e *Engine) probeResultsOrNil() probeResults {
+	if e.probes == nil {
+		return nil
+	}
+	return e.probes
+}
+
+// addProbes starts the workers of the pod's probes (idempotent).
+func (e *Engine) addProbes(pod *v1.Pod) {
+	if e.probes != nil {
+		e.probes.AddPod(pod)
+	}
+}
+
+// removeProbes stops the pod's probe workers (terminated or forgotten).
+func (e *Engine) removeProbes(uid types.UID) {
+	if e.probes != nil {
+		e.probes.RemovePod(uid)
+	}
+}
+
+// stopLivenessAndStartup stops the probes that could restart a container
+// of a terminating pod; readiness goes on until the pod is terminated.
+func (e *Engine) stopLivenessAndStartup(uid types.UID) {
+	if e.probes != nil {
+		e.probes.StopLivenessAndStartup(uid)
+	}
+}
+
+// onProbeResult takes a probe result change to the pod status at once: a
+// readiness or startup change republishes the status from the cached
+// runtime state (also while the pod is terminating); a liveness or startup failure syncs the pod, whose sync
+// kills the container. The pod's worker is kicked in every case, so that a
+// status published concurrently from older results is corrected.
+func (e *Engine) onProbeResult(u prober.Update) {
+	if !(u.Result == prober.Failure && (u.Type == prober.Liveness || u.Type == prober.Startup)) {
+		e.republish(u.PodUID)
+	}
+	e.Kick(u.PodUID)
+}
+
+// republish generates and publishes the pod's status from the cache.
+func (e *Engine) republish(uid types.UID) {
+	pod := e.desiredPod(uid)
+	if pod == nil || e.workers.IsPodFinished(uid) {
+		return
+	}
+	cur, ok := e.status.GetPodStatus(uid)
+	if !ok || isTerminalPhase(cur.Phase) {
+		return
+	}
+	if _, ok := e.cache.Modified(uid); !ok {
+		// Nothing read of the pod yet (or the read failed): the kick
+		// syncs it.
+		return
+	}
+	st, err := e.cache.Get(uid)
+	if err != nil {
+		return
+	}
+	if e.cfg.APIPod != nil {
+		if api := e.cfg.APIPod(pod.Namespace, pod.Name); api != nil && api.UID == pod.UID {
+			p := pod.DeepCopy()
+			p.Status = *api.Status.DeepCopy()
+			pod = p
+		}
+	}
+	// A terminating pod is still probed for readiness; generate as its
+	// terminating sync does.
+	e.status.SetPodStatus(pod, e.generate(pod, st, e.workers.IsPodTerminationRequested(uid) && pod.DeletionTimestamp != nil))
+}
+
+// killUnhealthy stops the running containers whose liveness or startup
+// probe failed, with the probe's terminationGracePeriodSeconds when it has
+// one, and reports whether it stopped any (the caller reads the runtime
+// again and plans their restart as for any exited container).
+func (e *Engine) killUnhealthy(ctx context.Context, pod *v1.Pod, st *cri.PodStatus) (bool, error) {
+	if e.probes == nil {
+		return false, nil
+	}
+	killed := false
+	var errs []error
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		latest := st.Latest(c.Name, cri.ContainerTypeRegular)
+		if latest == nil || latest.State != cri.StateRunning {
+			continue
+		}
+		var probe *v1.Probe
+		var what string
+		if r, ok := e.probes.Result(prober.Liveness, latest.ID); ok && r == prober.Failure && c.LivenessProbe != nil {
+			probe, what = c.LivenessProbe, "liveness"
+		} else if r, ok := e.probes.Result(prober.Startup, latest.ID); ok && r == prober.Failure && c.StartupProbe != nil {
+			probe, what = c.StartupProbe, "startup"
+		}
+		if probe == nil {
+			continue
+		}
+		msg := fmt.Sprintf("Container %s failed %s probe", c.Name, what)
+		if cri.ShouldRestart(pod.Spec.RestartPolicy, 137) {
+			msg += ", will be restarted"
+		}
+		grace := cri.GracePeriod(pod, probe.TerminationGracePeriodSeconds)
+		log.G(ctx).WithField("pod", pod.Namespace+"/"+pod.Name).WithField("uid", pod.UID).WithField("container", c.Name).
+			WithField("grace", grace).Info(msg)
+		if e.cfg.Recorder != nil {
+			e.cfg.Recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeNormal, reasonKilling, "%s", msg)
+		}
+		if err := e.cfg.ProbeRuntime.StopContainer(ctx, latest.ID, grace); err != nil {
+			errs = append(errs, fmt.Errorf("pod %s: container %s failed its %s probe: %w", cri.RefOf(pod), c.Name, what, err))
+			continue
+		}
+		killed = true
+	}
+	if len(errs) > 0 {
+		return killed, errs[0]
+	}
+	return killed, nil
+}
+
+// containerRef is the object reference of a pod's container in events
+// (kubectl describe shows its field path under "From").
+func containerRef(pod *v1.Pod, name string) *v1.ObjectReference {
+	return &v1.ObjectReference{
+		Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+		ResourceVersion: pod.ResourceVersion,
+		FieldPath:       fmt.Sprintf("spec.containers{%s}", name),
+	}
+}
+
+// recordPlanEvents records the kubelet's events about a plan before it is
+// carried out: a pod whose sandbox is gone or broken gets SandboxChanged.
+func (e *Engine) recordPlanEvents(pod *v1.Pod, plan cri.PodActions, st *cri.PodStatus) {
+	if e.cfg.Recorder == nil {
+		return
+	}
+	if plan.CreateSandbox && len(st.Sandboxes) > 0 {
+		e.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
+	}
+}

@@ -1,0 +1,332 @@
+package lifecycle
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/lifecycle/prober"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+)
+
+// fakeProbeRuntime answers exec probes with a settable exit code and stops
+// containers in the fake runtime with exit code 137.
+type fakeProbeRuntime struct {
+	rt *fakeRuntime
+
+	mu    sync.Mutex
+	code  int32
+	execs int
+	stops []int64 // grace of each StopContainer
+}
+
+func (f *fakeProbeRuntime) ExecSync(context.Context, string, []string, time.Duration) ([]byte, []byte, int32, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.execs++
+	return []byte("probe output"), nil, f.code, nil
+}
+
+func (f *fakeProbeRuntime) setCode(c int32) {
+	f.mu.Lock()
+	f.code = c
+	f.mu.Unlock()
+}
+
+func (f *fakeProbeRuntime) stopped() []int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]int64(nil), f.stops...)
+}
+
+func (f *fakeProbeRuntime) StopContainer(_ context.Context, id string, grace int64) error {
+	f.mu.Lock()
+	f.stops = append(f.stops, grace)
+	f.mu.Unlock()
+	f.rt.mu.Lock()
+	defer f.rt.mu.Unlock()
+	for _, p := range f.rt.pods {
+		for i := range p.Containers {
+			if p.Containers[i].ID == id {
+				p.Containers[i].State = cri.StateExited
+				p.Containers[i].ExitCode = 137
+				p.Containers[i].FinishedAt = f.rt.now()
+			}
+		}
+	}
+	return nil
+}
+
+// newProbeFixture is newEngineFixture with probes and an event recorder.
+func newProbeFixture(t *testing.T) (*engineFixture, *fakeProbeRuntime, *record.FakeRecorder) {
+	t.Helper()
+	clk := testingclock.NewFakeClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
+	f := &engineFixture{rt: newFakeRuntime(clk), clock: clk, cache: NewCache()}
+	pr := &fakeProbeRuntime{rt: f.rt}
+	rec := record.NewFakeRecorder(1000)
+	ctx, cancel := context.WithCancel(context.Background())
+	e, err := NewEngine(ctx, Config{
+		Runtime: f.rt, RuntimeName: "containerd", NodeIP: "192.0.2.10", Clock: clk, SyncInterval: syncInterval, Cache: f.cache,
+		ProbeRuntime: pr, Recorder: rec,
+	})
+	if err != nil {
+		cancel()
+		t.Fatalf("NewEngine: %v", err)
+	}
+	e.NotifyPods(func(pod *v1.Pod) {
+		f.mu.Lock()
+		f.published = append(f.published, pod)
+		f.mu.Unlock()
+	})
+	f.e = e
+	f.cache.UpdateTime(clk.Now())
+	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return f, pr, rec
+}
+
+func execProbe(period, failure int32) *v1.Probe {
+	return &v1.Probe{
+		ProbeHandler:  v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"cat", "/tmp/health"}}},
+		PeriodSeconds: period, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: failure,
+	}
+}
+
+func podCondition(p *v1.Pod, t v1.PodConditionType) v1.ConditionStatus {
+	if p == nil {
+		return ""
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == t {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+// stepUntil moves the fake clock a second at a time (firing the probe
+// workers' tickers) until cond holds.
+func (f *engineFixture) stepUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for i := 0; i < 120 && !cond(); i++ {
+		f.step(time.Second)
+		for j := 0; j < 20 && !cond(); j++ {
+			f.relist()
+			time.Sleep(time.Millisecond) // let probe goroutines run; the condition is what is waited on
+		}
+	}
+	if !cond() {
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+func TestEngineReadinessProbeFlipsReady(t *testing.T) {
+	f, pr, _ := newProbeFixture(t)
+	pod := enginePod("uid-r", "ready", v1.RestartPolicyAlways)
+	pod.Spec.Containers[0].ReadinessProbe = execProbe(1, 2)
+	pr.setCode(1)
+	f.startRunning(t, pod)
+	if got := podCondition(f.lastPublished(pod.UID), v1.PodReady); got != v1.ConditionFalse {
+		t.Fatalf("Ready = %q before any successful probe, want False", got)
+	}
+	pr.setCode(0)
+	f.stepUntil(t, "Ready True", func() bool { return podCondition(f.lastPublished(pod.UID), v1.PodReady) == v1.ConditionTrue })
+	p := f.lastPublished(pod.UID)
+	if !p.Status.ContainerStatuses[0].Ready || podCondition(p, v1.ContainersReady) != v1.ConditionTrue {
+		t.Errorf("container ready %v, ContainersReady %q", p.Status.ContainerStatuses[0].Ready, podCondition(p, v1.ContainersReady))
+	}
+	pr.setCode(1)
+	f.stepUntil(t, "Ready False again", func() bool { return podCondition(f.lastPublished(pod.UID), v1.PodReady) == v1.ConditionFalse })
+	if n := f.rt.count(pod.UID, "KillPod"); n != 0 || len(pr.stopped()) != 0 {
+		t.Errorf("a failing readiness probe stopped containers")
+	}
+}
+
+func TestEngineLivenessFailureRestartsContainer(t *testing.T) {
+	f, pr, rec := newProbeFixture(t)
+	pod := enginePod("uid-l", "live", v1.RestartPolicyAlways)
+	pod.Spec.Containers[0].LivenessProbe = execProbe(1, 1)
+	pod.Spec.Containers[0].LivenessProbe.TerminationGracePeriodSeconds = ptr.To[int64](5)
+	pr.setCode(0)
+	f.startRunning(t, pod)
+	pr.setCode(1)
+	f.stepUntil(t, "the container restarted", func() bool {
+		p := f.lastPublished(pod.UID)
+		return p != nil && p.Status.ContainerStatuses[0].RestartCount >= 1 && p.Status.ContainerStatuses[0].State.Running != nil
+	})
+	stops := pr.stopped()
+	if len(stops) == 0 || stops[0] != 5 {
+		t.Errorf("StopContainer graces %v, want the probe's 5 first", stops)
+	}
+	if f.rt.count(pod.UID, "KillPod") != 0 {
+		t.Error("the whole pod was killed for one container's liveness failure")
+	}
+	var killing, unhealthy bool
+	for len(rec.Events) > 0 {
+		e := <-rec.Events
+		killing = killing || e == "Normal Killing Container a failed liveness probe, will be restarted"
+		unhealthy = unhealthy || strings.HasPrefix(e, "Warning Unhealthy Liveness probe failed: probe output")
+	}
+	if !killing || !unhealthy {
+		t.Errorf("events: Killing %v, Unhealthy %v", killing, unhealthy)
+	}
+}
+
+func TestEngineStartupProbeGatesLiveness(t *testing.T) {
+	f, pr, _ := newProbeFixture(t)
+	pod := enginePod("uid-s", "startup", v1.RestartPolicyAlways)
+	pod.Spec.Containers[0].StartupProbe = execProbe(1, 100)
+	pod.Spec.Containers[0].LivenessProbe = execProbe(1, 1)
+	pr.setCode(1) // both would fail: only startup runs until it succeeds
+	f.startRunning(t, pod)
+	for i := 0; i < 5; i++ {
+		f.step(time.Second)
+	}
+	p := f.lastPublished(pod.UID)
+	if st := p.Status.ContainerStatuses[0]; st.Started == nil || *st.Started || st.Ready {
+		t.Fatalf("started %v ready %v before the startup probe succeeded", st.Started, st.Ready)
+	}
+	if len(pr.stopped()) != 0 {
+		t.Fatal("liveness ran before the startup probe succeeded")
+	}
+	pr.setCode(0)
+	f.stepUntil(t, "started", func() bool {
+		p := f.lastPublished(pod.UID)
+		s := p.Status.ContainerStatuses[0].Started
+		return s != nil && *s
+	})
+	if !f.lastPublished(pod.UID).Status.ContainerStatuses[0].Ready {
+		t.Error("started container without a readiness probe is not ready")
+	}
+}
+
+func TestProbedState(t *testing.T) {
+	yes := true
+	running := func(id string, ready bool, started *bool) v1.ContainerStatus {
+		return v1.ContainerStatus{Name: "a", ContainerID: "containerd://" + id, Ready: ready, Started: started,
+			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.Now()}}}
+	}
+	for _, tc := range []struct {
+		name          string
+		container     v1.Container
+		results       map[prober.ProbeType]prober.Result
+		previous      []v1.ContainerStatus
+		nilProbes     bool
+		started, want bool
+	}{
+		{name: "no probes", container: v1.Container{Name: "a"}, started: true, want: true},
+		{name: "readiness unknown", container: v1.Container{Name: "a", ReadinessProbe: execProbe(1, 1)}, started: true, want: false},
+		{name: "readiness success", container: v1.Container{Name: "a", ReadinessProbe: execProbe(1, 1)},
+			results: map[prober.ProbeType]prober.Result{prober.Readiness: prober.Success}, started: true, want: true},
+		{name: "readiness failure beats a ready previous status", container: v1.Container{Name: "a", ReadinessProbe: execProbe(1, 1)},
+			results: map[prober.ProbeType]prober.Result{prober.Readiness: prober.Failure}, previous: []v1.ContainerStatus{running("c1", true, &yes)}, started: true, want: false},
+		{name: "ready before a restart of crivk stays ready", container: v1.Container{Name: "a", ReadinessProbe: execProbe(1, 1)},
+			previous: []v1.ContainerStatus{running("c1", true, &yes)}, started: true, want: true},
+		{name: "previous ready of another container does not count", container: v1.Container{Name: "a", ReadinessProbe: execProbe(1, 1)},
+			previous: []v1.ContainerStatus{running("c0", true, &yes)}, started: true, want: false},
+		{name: "startup not yet succeeded", container: v1.Container{Name: "a", StartupProbe: execProbe(1, 1)}, started: false, want: false},
+		{name: "startup succeeded", container: v1.Container{Name: "a", StartupProbe: execProbe(1, 1)},
+			results: map[prober.ProbeType]prober.Result{prober.Startup: prober.Success}, started: true, want: true},
+		{name: "readiness success but not started", container: v1.Container{Name: "a", StartupProbe: execProbe(1, 1), ReadinessProbe: execProbe(1, 1)},
+			results: map[prober.ProbeType]prober.Result{prober.Readiness: prober.Success}, started: false, want: false},
+		{name: "nothing probes: readiness never ready", container: v1.Container{Name: "a", ReadinessProbe: execProbe(1, 1), StartupProbe: execProbe(1, 1)},
+			nilProbes: true, started: true, want: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := statusInput{Previous: v1.PodStatus{ContainerStatuses: tc.previous}}
+			if !tc.nilProbes {
+				in.Probes = fakeResults(tc.results)
+			}
+			started, ready := probedState(in, &tc.container, "containerd://c1", "c1")
+			if started != tc.started || ready != tc.want {
+				t.Errorf("(started, ready) = (%v, %v), want (%v, %v)", started, ready, tc.started, tc.want)
+			}
+		})
+	}
+}
+
+type fakeResults map[prober.ProbeType]prober.Result
+
+func (f fakeResults) Result(t prober.ProbeType, _ string) (prober.Result, bool) {
+	r, ok := f[t]
+	return r, ok
+}
+
+// fakeProbeManager holds fixed results.
+type fakeProbeManager map[prober.ProbeType]map[string]prober.Result
+
+func (f fakeProbeManager) Result(t prober.ProbeType, id string) (prober.Result, bool) {
+	r, ok := f[t][id]
+	return r, ok
+}
+func (fakeProbeManager) AddPod(*v1.Pod)                   {}
+func (fakeProbeManager) RemovePod(types.UID)              {}
+func (fakeProbeManager) StopLivenessAndStartup(types.UID) {}
+
+func TestKillUnhealthy(t *testing.T) {
+	running := &cri.PodStatus{Containers: []cri.ContainerStatus{{ID: "c1", Name: "a", Type: cri.ContainerTypeRegular, State: cri.StateRunning}}}
+	exited := &cri.PodStatus{Containers: []cri.ContainerStatus{{ID: "c1", Name: "a", Type: cri.ContainerTypeRegular, State: cri.StateExited}}}
+	for _, tc := range []struct {
+		name       string
+		policy     v1.RestartPolicy
+		probeGrace *int64
+		results    fakeProbeManager
+		st         *cri.PodStatus
+		wantGrace  []int64
+		wantEvent  string
+	}{
+		{name: "liveness failure, restarted", policy: v1.RestartPolicyAlways, st: running,
+			results:   fakeProbeManager{prober.Liveness: {"c1": prober.Failure}},
+			wantGrace: []int64{17}, wantEvent: "Normal Killing Container a failed liveness probe, will be restarted"},
+		{name: "liveness failure, probe's grace", policy: v1.RestartPolicyOnFailure, st: running, probeGrace: ptr.To[int64](3),
+			results:   fakeProbeManager{prober.Liveness: {"c1": prober.Failure}},
+			wantGrace: []int64{3}, wantEvent: "Normal Killing Container a failed liveness probe, will be restarted"},
+		{name: "liveness failure, never restarted", policy: v1.RestartPolicyNever, st: running,
+			results:   fakeProbeManager{prober.Liveness: {"c1": prober.Failure}},
+			wantGrace: []int64{17}, wantEvent: "Normal Killing Container a failed liveness probe"},
+		{name: "startup failure", policy: v1.RestartPolicyAlways, st: running,
+			results:   fakeProbeManager{prober.Startup: {"c1": prober.Failure}},
+			wantGrace: []int64{17}, wantEvent: "Normal Killing Container a failed startup probe, will be restarted"},
+		{name: "readiness failure kills nothing", policy: v1.RestartPolicyAlways, st: running,
+			results: fakeProbeManager{prober.Readiness: {"c1": prober.Failure}}},
+		{name: "result of another container", policy: v1.RestartPolicyAlways, st: running,
+			results: fakeProbeManager{prober.Liveness: {"c0": prober.Failure}}},
+		{name: "exited container is not stopped again", policy: v1.RestartPolicyAlways, st: exited,
+			results: fakeProbeManager{prober.Liveness: {"c1": prober.Failure}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := enginePod("uid-k", "kill", tc.policy)
+			pod.Spec.Containers[0].LivenessProbe = execProbe(1, 1)
+			pod.Spec.Containers[0].StartupProbe = execProbe(1, 1)
+			pod.Spec.Containers[0].LivenessProbe.TerminationGracePeriodSeconds = tc.probeGrace
+			pod.Spec.Containers[0].StartupProbe.TerminationGracePeriodSeconds = tc.probeGrace
+			clk := testingclock.NewFakeClock(time.Now())
+			pr := &fakeProbeRuntime{rt: newFakeRuntime(clk)}
+			rec := record.NewFakeRecorder(10)
+			e := &Engine{cfg: Config{ProbeRuntime: pr, Recorder: rec}, probes: tc.results}
+			killed, err := e.killUnhealthy(context.Background(), pod, tc.st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := pr.stopped(); killed != (len(tc.wantGrace) > 0) || len(got) != len(tc.wantGrace) || (len(got) > 0 && got[0] != tc.wantGrace[0]) {
+				t.Errorf("killed %v with graces %v, want %v", killed, got, tc.wantGrace)
+			}
+			var ev string
+			if len(rec.Events) > 0 {
+				ev = <-rec.Events
+			}
+			if ev != tc.wantEvent {
+				t.Errorf("event %q, want %q", ev, tc.wantEvent)
+			}
+		})
+	}
+}

@@ -1,0 +1,217 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+func execProbe(cmd string, initialDelay, period, failure int32) *v1.Probe {
+	return &v1.Probe{
+		ProbeHandler:        v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"sh", "-c", cmd}}},
+		InitialDelaySeconds: initialDelay, PeriodSeconds: period, TimeoutSeconds: 1,
+		SuccessThreshold: 1, FailureThreshold: failure,
+	}
+}
+
+func podCondition(p *v1.Pod, t v1.PodConditionType) v1.ConditionStatus {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+// A container whose liveness probe fails is killed with the kubelet's
+// events and restarted, counted in restartCount.
+func TestProbeLivenessRestartsContainer(t *testing.T) {
+	ns := newNamespace(t)
+	pod := busyboxPod("liveness", v1.RestartPolicyAlways, "touch /tmp/healthy; sleep 3; rm -f /tmp/healthy; sleep 600")
+	pod.Spec.Containers[0].LivenessProbe = execProbe("cat /tmp/healthy", 1, 1, 1)
+	grace := int64(1)
+	pod.Spec.Containers[0].LivenessProbe.TerminationGracePeriodSeconds = &grace
+	pod = createPod(t, ns, pod)
+	p := waitPod(t, ns, pod.Name, 90*time.Second, "restartCount 1 and running again", func(p *v1.Pod) bool {
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 1 &&
+			p.Status.ContainerStatuses[0].State.Running != nil
+	})
+	cs := p.Status.ContainerStatuses[0]
+	if cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ExitCode != 137 {
+		t.Errorf("last termination %+v, want exit code 137 (killed)", cs.LastTerminationState.Terminated)
+	}
+	for _, e := range []v1.Event{
+		waitEvent(t, ns, pod.Name, v1.EventTypeWarning, "Unhealthy", "Liveness probe failed: cat: can't open '/tmp/healthy'"),
+		waitEvent(t, ns, pod.Name, v1.EventTypeNormal, "Killing", "Container c failed liveness probe, will be restarted"),
+	} {
+		if e.InvolvedObject.FieldPath != "spec.containers{c}" {
+			t.Errorf("%s event on %q, want the container spec.containers{c}", e.Reason, e.InvolvedObject.FieldPath)
+		}
+	}
+}
+
+// Readiness follows the probe both ways: Ready turns True once the probe
+// succeeds and False again when it fails, and the container is never
+// restarted for it.
+func TestProbeReadinessFlipsReady(t *testing.T) {
+	ns := newNamespace(t)
+	pod := busyboxPod("readiness", v1.RestartPolicyAlways, "sleep 2; touch /tmp/ready; sleep 6; rm -f /tmp/ready; sleep 600")
+	pod.Spec.Containers[0].ReadinessProbe = execProbe("cat /tmp/ready", 0, 1, 1)
+	pod = createPod(t, ns, pod)
+	p := waitPod(t, ns, pod.Name, 30*time.Second, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	if podCondition(p, v1.PodReady) == v1.ConditionTrue {
+		t.Fatalf("Ready before the readiness probe succeeded")
+	}
+	waitPod(t, ns, pod.Name, 30*time.Second, "Ready True", func(p *v1.Pod) bool {
+		return podCondition(p, v1.PodReady) == v1.ConditionTrue && podCondition(p, v1.ContainersReady) == v1.ConditionTrue &&
+			p.Status.ContainerStatuses[0].Ready
+	})
+	p = waitPod(t, ns, pod.Name, 30*time.Second, "Ready False again", func(p *v1.Pod) bool {
+		return podCondition(p, v1.PodReady) == v1.ConditionFalse && !p.Status.ContainerStatuses[0].Ready
+	})
+	if n := p.Status.ContainerStatuses[0].RestartCount; n != 0 {
+		t.Errorf("restartCount %d after readiness failures, want 0", n)
+	}
+	waitEvent(t, ns, pod.Name, v1.EventTypeWarning, "Unhealthy", "Readiness probe failed:")
+}
+
+// An httpGet readiness probe by named port against busybox's httpd, and a
+// tcpSocket liveness probe against the same port.
+func TestProbeHTTPAndTCP(t *testing.T) {
+	ns := newNamespace(t)
+	pod := busyboxPod("http", v1.RestartPolicyAlways, "mkdir -p /www && echo ok > /www/healthz && exec httpd -f -p 8080 -h /www")
+	c := &pod.Spec.Containers[0]
+	c.Ports = []v1.ContainerPort{{Name: "web", ContainerPort: 8080}}
+	c.ReadinessProbe = &v1.Probe{
+		ProbeHandler:  v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("web")}},
+		PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3,
+	}
+	c.LivenessProbe = &v1.Probe{
+		ProbeHandler:  v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt(8080)}},
+		PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 1,
+	}
+	pod = createPod(t, ns, pod)
+	waitPod(t, ns, pod.Name, 30*time.Second, "Running and Ready", isRunningReady)
+	// Stays healthy for several liveness periods: checked at every poll.
+	deadline := time.Now().Add(5 * time.Second)
+	ctx := testContext(t, 15*time.Second)
+	err := wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
+		p, err := client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		if !isRunningReady(p) || p.Status.ContainerStatuses[0].RestartCount != 0 {
+			t.Fatalf("healthy httpd: ready %v, restartCount %d", isRunningReady(p), p.Status.ContainerStatuses[0].RestartCount)
+		}
+		return time.Now().After(deadline), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A startup probe holds liveness back: the liveness probe would fail until
+// the container created its file, yet the container is not restarted, and
+// is started (and ready) only once the startup probe succeeded.
+func TestProbeStartupDelaysLiveness(t *testing.T) {
+	ns := newNamespace(t)
+	pod := busyboxPod("startup", v1.RestartPolicyAlways, "sleep 6; touch /tmp/started; sleep 600")
+	c := &pod.Spec.Containers[0]
+	c.StartupProbe = execProbe("cat /tmp/started", 0, 1, 60)
+	c.LivenessProbe = execProbe("cat /tmp/started", 0, 1, 1)
+	pod = createPod(t, ns, pod)
+	p := waitPod(t, ns, pod.Name, 30*time.Second, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	if cs := p.Status.ContainerStatuses[0]; cs.Started == nil || *cs.Started || cs.Ready {
+		t.Errorf("at first: started %v ready %v, want not started, not ready", cs.Started, cs.Ready)
+	}
+	p = waitPod(t, ns, pod.Name, 60*time.Second, "started and ready", func(p *v1.Pod) bool {
+		cs := p.Status.ContainerStatuses[0]
+		return cs.Started != nil && *cs.Started && cs.Ready
+	})
+	if n := p.Status.ContainerStatuses[0].RestartCount; n != 0 {
+		t.Errorf("restartCount %d: liveness ran before the startup probe succeeded", n)
+	}
+}
+
+// The probe counters are served at /metrics/probes of the node, as the
+// kubelet's (reached here through the API server's node proxy).
+func TestProbeMetricsEndpoint(t *testing.T) {
+	ns := newNamespace(t)
+	pod := busyboxPod("metrics", v1.RestartPolicyAlways, "touch /tmp/ok; sleep 600")
+	pod.Spec.Containers[0].ReadinessProbe = execProbe("cat /tmp/ok", 0, 1, 3)
+	pod = createPod(t, ns, pod)
+	waitPod(t, ns, pod.Name, 30*time.Second, "Running and Ready", isRunningReady)
+	want := `prober_probe_total{container="c",namespace="` + ns + `",pod="metrics",pod_uid="` + string(pod.UID) + `",probe_type="Readiness",result="successful"}`
+	var body string
+	ctx := testContext(t, 30*time.Second)
+	err := wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
+		b, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy/metrics/probes").DoRaw(ctx)
+		if err != nil {
+			body = err.Error()
+			return false, nil
+		}
+		body = string(b)
+		return strings.Contains(body, want), nil
+	})
+	if err != nil {
+		t.Fatalf("/metrics/probes lacks %s; last answer:\n%s", want, body)
+	}
+}
+
+// A container that was ready stays ready across a restart of crivk until a
+// probe says otherwise, as with the kubelet: every status the API holds
+// from before the restart until the first readiness probe of the new crivk
+// has Ready True.
+func TestProbeReadyAcrossCrivkRestart(t *testing.T) {
+	ns := newNamespace(t)
+	pod := busyboxPod("steady", v1.RestartPolicyAlways, "touch /tmp/ok; exec sleep 3600")
+	pod.Spec.Containers[0].ReadinessProbe = execProbe("cat /tmp/ok", 0, 3, 1)
+	pod = createPod(t, ns, pod)
+	p := waitPod(t, ns, pod.Name, 60*time.Second, "Running and Ready", isRunningReady)
+
+	ctx := testContext(t, 3*time.Minute)
+	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + pod.Name, ResourceVersion: p.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notReady := make(chan string, 100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if q, ok := ev.Object.(*v1.Pod); ok && podCondition(q, v1.PodReady) != v1.ConditionTrue {
+				notReady <- fmt.Sprintf("%s: Ready %q, container ready %v", ev.Type, podCondition(q, v1.PodReady), q.Status.ContainerStatuses[0].Ready)
+			}
+		}
+	}()
+
+	if err := stopCrivk(); err != nil {
+		t.Fatalf("crivk did not stop cleanly on SIGTERM: %v", err)
+	}
+	if stopCrivk, err = startCrivk(); err != nil {
+		t.Fatalf("restarting crivk: %v", err)
+	}
+	// The new crivk probed the container (its counter starts at zero).
+	want := `pod="steady",pod_uid="` + string(pod.UID) + `",probe_type="Readiness",result="successful"}`
+	err = wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
+		b, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy/metrics/probes").DoRaw(ctx)
+		return err == nil && strings.Contains(string(b), want), nil
+	})
+	if err != nil {
+		t.Fatalf("the restarted crivk never probed the container: %v", err)
+	}
+	waitPod(t, ns, pod.Name, 30*time.Second, "Running and Ready after the restart", isRunningReady)
+	w.Stop()
+	<-done
+	close(notReady)
+	for s := range notReady {
+		t.Errorf("the pod was reported not ready across the restart: %s", s)
+	}
+}
