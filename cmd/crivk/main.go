@@ -63,6 +63,8 @@ type options struct {
 	apiQPS        float64
 	apiBurst      int
 	showVersion   bool
+	// profilingAddress serves net/http/pprof when set (profiling.go).
+	profilingAddress string
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -90,6 +92,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.relistPeriod, "pleg-relist-period", time.Second, "how often the PLEG lists the runtime's sandboxes and containers")
 	fs.Float64Var(&o.apiQPS, "kube-api-qps", 50, "QPS to the API server")
 	fs.IntVar(&o.apiBurst, "kube-api-burst", 100, "burst to the API server")
+	fs.StringVar(&o.profilingAddress, "profiling-address", "", "if set, serve net/http/pprof on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -153,6 +156,11 @@ func main() {
 }
 
 func run(ctx context.Context, o *options) error {
+	if o.profilingAddress != "" {
+		if err := serveProfiling(ctx, o.profilingAddress); err != nil {
+			return err
+		}
+	}
 	lvl, _ := logrus.ParseLevel(o.logLevel)
 	logger := logrus.StandardLogger()
 	logger.SetLevel(lvl)
