@@ -309,24 +309,22 @@ func (w *workloads) measure(ctx context.Context, pods int) (Steady, error) {
 	}
 	a0, c0, t0 := cpu(w.m.agentPID), cpu(w.m.containerdPID), w.clock.Now()
 	var rss []float64
+	// One ticker, no second timer: RSS is sampled every second and the
+	// window ends at the first tick past the duration.
 	tick := w.clock.NewTicker(time.Second)
 	defer tick.Stop()
-	deadline := w.clock.After(w.plan.SteadyDuration)
-loop:
-	for {
+	for w.clock.Since(t0) < w.plan.SteadyDuration {
 		select {
 		case <-ctx.Done():
 			return s, ctx.Err()
-		case <-deadline:
-			break loop
 		case <-tick.C():
-			if w.m.agentPID != 0 {
-				if r, err := procRSS(w.m.agentPID); err == nil {
-					rss = append(rss, float64(r)/(1<<20))
-				} else {
-					return s, fmt.Errorf("agent RSS: %w", err)
-				}
+		}
+		if w.m.agentPID != 0 {
+			r, err := procRSS(w.m.agentPID)
+			if err != nil {
+				return s, fmt.Errorf("agent RSS: %w", err)
 			}
+			rss = append(rss, float64(r)/(1<<20))
 		}
 	}
 	el := w.clock.Since(t0).Seconds()
