@@ -212,6 +212,7 @@ func writeReport(r *Results, dir, docs string) error {
 	}
 	var b strings.Builder
 	r.writeHeader(&b)
+	r.writeGoals(&b)
 	r.writeMarkdown(&b)
 	for _, p := range plots {
 		fmt.Fprintf(&b, "![%s](%s)\n\n", strings.TrimSuffix(p, ".png"), p)
@@ -238,6 +239,7 @@ func writeReport(r *Results, dir, docs string) error {
 	var d strings.Builder
 	d.WriteString(docsIntro)
 	r.writeHeader(&d)
+	r.writeGoals(&d)
 	r.writeMarkdown(&d)
 	for _, p := range plots {
 		fmt.Fprintf(&d, "![%s](benchmarks/%s)\n\n", strings.TrimSuffix(p, ".png"), p)

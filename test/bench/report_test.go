@@ -57,6 +57,31 @@ func TestMarkdownRatios(t *testing.T) {
 	}
 }
 
+func TestGoals(t *testing.T) {
+	var b bytes.Buffer
+	sampleResults().writeGoals(&b)
+	md := b.String()
+	for _, want := range []string{
+		// W1 p99: crivk 1.49, kubelet 2.98, raw 0.398.
+		"| W1 p99 | kubelet | <= 0.50x | 0.50x | met |",
+		"| W1 p99 | raw | <= 1.25x | 3.74x | **missed** |",
+		"| W2 batch lag, 30 pods | kubelet | <= 0.50x | 0.25x | met |",
+		"| W4 p99 | kubelet | <= 0.20x | 0.50x | **missed** |",
+		"| W5 agent RSS, 30 pods | kubelet | <= 0.50x | 0.41x | met |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("goals lack %q:\n%s", want, md)
+		}
+	}
+	r := sampleResults()
+	r.Lanes = r.Lanes[:2] // no crivk lane
+	b.Reset()
+	r.writeGoals(&b)
+	if strings.Contains(b.String(), "met") || !strings.Contains(b.String(), "no figure") {
+		t.Errorf("without a crivk lane no goal can be met or missed:\n%s", b.String())
+	}
+}
+
 func TestMarkdownFailedLane(t *testing.T) {
 	r := sampleResults()
 	r.Lanes[1] = LaneResult{Lane: "kubelet", Error: "W1 pod 0: timed out"}
