@@ -18,6 +18,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -155,6 +156,14 @@ func run(o options) error {
 	const ns = "crivk-bench"
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	// Pods are refused until the namespace's default ServiceAccount exists.
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the default ServiceAccount of %s never appeared: %w", ns, err)
 	}
 	f := podFactory{ns: ns, node: nodeName, image: pause, busybox: busybox, run: r.Started.Format("20060102T150405Z")}
 	n := &node{cri: rt.Services(), client: client, ns: ns, name: nodeName, poll: 250 * time.Millisecond}
