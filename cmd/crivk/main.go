@@ -35,6 +35,7 @@ import (
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 )
 
 // version is set at build time (-X main.version=...): the Kubernetes version
@@ -65,6 +66,8 @@ type options struct {
 	showVersion   bool
 	// profilingAddress serves net/http/pprof when set (profiling.go).
 	profilingAddress string
+	// runtimeEvents wakes the PLEG on containerd task events (events.go).
+	runtimeEvents bool
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -92,6 +95,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.relistPeriod, "pleg-relist-period", time.Second, "how often the PLEG lists the runtime's sandboxes and containers")
 	fs.Float64Var(&o.apiQPS, "kube-api-qps", 50, "QPS to the API server")
 	fs.IntVar(&o.apiBurst, "kube-api-burst", 100, "burst to the API server")
+	fs.BoolVar(&o.runtimeEvents, "runtime-events", true, "relist at once on containerd's task events (read on the CRI socket); the periodic relist stays")
 	fs.StringVar(&o.profilingAddress, "profiling-address", "", "if set, serve net/http/pprof on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -264,7 +268,12 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	rt.SetRuntimeHelper(engine)
-	pleg, err := lifecycle.NewPLEG(lifecycle.PLEGConfig{Runtime: rt, Cache: cache, Period: o.relistPeriod, OnChange: engine.Kick})
+	wake := make(chan struct{}, 1)
+	if o.runtimeEvents && strings.HasPrefix(o.criEndpoint, "unix://") {
+		ev := &taskEvents{endpoint: o.criEndpoint, namespace: "k8s.io", wake: wake, settle: 100 * time.Millisecond, retry: 5 * time.Second, clock: clock.RealClock{}}
+		go ev.run(ctx)
+	}
+	pleg, err := lifecycle.NewPLEG(lifecycle.PLEGConfig{Runtime: rt, Cache: cache, Period: o.relistPeriod, Wake: wake, OnChange: engine.Kick})
 	if err != nil {
 		return err
 	}
