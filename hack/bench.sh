@@ -11,6 +11,7 @@
 #   BENCH_DOCS=1|0          rewrite docs/benchmarks.md and docs/benchmarks/*.png
 #                           (default 1 in full mode, 0 in quick mode)
 #   BENCH_CRIVK_PROFILING   crivk --profiling-address during its lane (e.g. 127.0.0.1:6060)
+#   BENCH_CRIVK_ARGS        extra crivk arguments (e.g. --runtime-events=false)
 #   BENCH_QPS, BENCH_BURST  API client QPS and burst of both agents (50, 100)
 # Results: _output/bench/<UTC timestamp>/: results.json, report.md, *.png,
 # kubelet.log, crivk.log, bench.log, setup.log, local-down.log.
@@ -45,11 +46,13 @@ fi
 source _output/local/env
 
 cmdline="make bench"
-[ "${QUICK}" != 1 ] || cmdline="BENCH_QUICK=1 make bench"
+[ "${QUICK}" != 1 ] || cmdline="BENCH_QUICK=1 ${cmdline}"
+[ -z "${BENCH_CRIVK_ARGS:-}" ] || cmdline="BENCH_CRIVK_ARGS='${BENCH_CRIVK_ARGS}' ${cmdline}"
 args=(-root "${ROOT}" -out "${RESULTS}" -lanes "${BENCH_LANES:-raw,kubelet,crivk}"
   -kube-api-qps "${BENCH_QPS:-50}" -kube-api-burst "${BENCH_BURST:-100}" -command "${cmdline}")
 [ "${QUICK}" != 1 ] || args+=(-quick)
 [ "${DOCS}" != 1 ] || args+=(-docs "${ROOT}/docs/benchmarks.md")
+[ -z "${BENCH_CRIVK_ARGS:-}" ] || args+=(-crivk-args "${BENCH_CRIVK_ARGS}")
 [ -z "${BENCH_CRIVK_PROFILING:-}" ] || args+=(-crivk-profiling-address "${BENCH_CRIVK_PROFILING}")
 
 log "running the lanes (log: ${RESULTS}/bench.log)"

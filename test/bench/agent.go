@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -40,6 +41,7 @@ func agentCommand(root, name, kubeconfig string, o options) (*exec.Cmd, error) {
 		return cmd, nil
 	case "crivk":
 		args := append([]string{"--kubeconfig=" + kubeconfig}, common...)
+		args = append(args, strings.Fields(o.crivkArgs)...)
 		if o.profilingAddress != "" {
 			args = append(args, "--profiling-address="+o.profilingAddress)
 		}

@@ -33,6 +33,7 @@ type options struct {
 	burst                   int
 	maxPods                 int
 	profilingAddress        string
+	crivkArgs               string
 	command                 string
 }
 
@@ -49,6 +50,7 @@ func main() {
 	flag.IntVar(&o.burst, "kube-api-burst", 100, "API client burst of both agents")
 	flag.IntVar(&o.maxPods, "max-pods", 250, "maxPods of both agents")
 	flag.StringVar(&o.profilingAddress, "crivk-profiling-address", "", "if set, crivk serves pprof there during its lane")
+	flag.StringVar(&o.crivkArgs, "crivk-args", "", "extra crivk arguments (space-separated), e.g. --runtime-events=false")
 	flag.StringVar(&o.command, "command", "", "the command line to print in the report (hack/bench.sh sets it)")
 	flag.Parse()
 	o.lanes = strings.Split(lanes, ",")
