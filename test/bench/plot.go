@@ -75,6 +75,8 @@ func writePlots(r *Results, dir string) ([]string, error) {
 			return nil
 		}
 		p.Y.Min, p.Y.Max = 0, 1
+		// CDFs rise to the top right: the legend goes bottom right.
+		p.Legend.Top = false
 		return save(p, name)
 	}
 	if err := cdfPlot("w1-cdf.png", "W1: one pod, create -> Running", "seconds", func(l *LaneResult) []float64 { return l.W1Raw }); err != nil {

@@ -28,7 +28,7 @@ type Plan struct {
 // FullPlan is the plan; QuickPlan fits in 5 minutes for development.
 var (
 	FullPlan  = Plan{W1Count: 50, Batches: []int{30, 110, 250}, W4Count: 15, SteadyPods: []int{0, 30, 110}, SteadyDuration: 2 * time.Minute, Timeout: 5 * time.Minute}
-	QuickPlan = Plan{W1Count: 8, Batches: []int{30}, W4Count: 3, SteadyPods: []int{0, 30}, SteadyDuration: 10 * time.Second, Timeout: 2 * time.Minute}
+	QuickPlan = Plan{W1Count: 6, Batches: []int{20}, W4Count: 3, SteadyPods: []int{0, 20}, SteadyDuration: 8 * time.Second, Timeout: 2 * time.Minute}
 )
 
 // Batch is one W2 (create) or W3 (delete) batch.
