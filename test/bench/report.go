@@ -202,6 +202,10 @@ func (r *Results) writeMarkdown(w io.Writer) {
 	}
 }
 
+// keptMarker starts the hand-written part of docs/benchmarks.md, which a
+// run keeps as it is.
+const keptMarker = "<!-- Hand-written analysis below: kept as is when the benchmark rewrites this file. -->"
+
 // writeReport writes report.md and the plots into dir and, if docs is set,
 // rewrites that markdown file with the same content (plots copied next to
 // it under benchmarks/).
@@ -245,6 +249,17 @@ func writeReport(r *Results, dir, docs string) error {
 		fmt.Fprintf(&d, "![%s](benchmarks/%s)\n\n", strings.TrimSuffix(p, ".png"), p)
 	}
 	d.WriteString(docsMethod)
+	// The analysis below the marker is written by people; keep it.
+	old, err := os.ReadFile(docs)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	if i := strings.Index(string(old), keptMarker); i >= 0 {
+		d.WriteString("\n")
+		d.WriteString(string(old[i:]))
+	} else {
+		fmt.Fprintf(&d, "\n%s\n", keptMarker)
+	}
 	return os.WriteFile(docs, []byte(d.String()), 0o644)
 }
 

@@ -138,6 +138,26 @@ func TestWriteReportAndReplot(t *testing.T) {
 			t.Errorf("docs lack %q", want)
 		}
 	}
+	// A second run keeps the hand-written analysis and replaces the rest.
+	analysis := "\n## Analysis\n\nW3 is bound by containerd here.\n"
+	if err := os.WriteFile(docs, append(doc, analysis...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.Lanes[2].W2[0].Lag = 4
+	b, _ = json.Marshal(r)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(options{replot: path, docs: docs}); err != nil {
+		t.Fatalf("second replot: %v", err)
+	}
+	doc2, _ := os.ReadFile(docs)
+	if !strings.HasSuffix(string(doc2), keptMarker+"\n"+analysis) {
+		t.Errorf("the hand-written analysis was not kept at the end:\n%s", doc2)
+	}
+	if !strings.Contains(string(doc2), "| 30 pods: batch lag | s | 1.00 | 8.00 | 4.00 |") || strings.Count(string(doc2), "# Benchmarks") != 1 {
+		t.Errorf("the generated part was not replaced:\n%s", doc2)
+	}
 	rep, err := os.ReadFile(filepath.Join(dir, "report.md"))
 	if err != nil || !strings.Contains(string(rep), "![w1-cdf](w1-cdf.png)") {
 		t.Errorf("report.md: %v, missing the plot links", err)
