@@ -183,7 +183,11 @@ func run(o options) error {
 		}
 	}
 	work := func(ctx context.Context, d driver, m meters, res *LaneResult) error {
-		w := &workloads{d: d, f: f, plan: r.Plan, m: m, clock: clock.RealClock{}, logf: func(format string, args ...any) {
+		plan := r.Plan
+		if res.Lane == "raw" && plan.RawSteadyDuration > 0 {
+			plan.SteadyDuration = plan.RawSteadyDuration
+		}
+		w := &workloads{d: d, f: f, plan: plan, m: m, clock: clock.RealClock{}, logf: func(format string, args ...any) {
 			log.Printf("lane %s: "+format, append([]any{res.Lane}, args...)...)
 		}}
 		return w.run(ctx, res)

@@ -275,6 +275,10 @@ func (r *Results) writeHeader(w io.Writer) {
 	if r.Command != "" {
 		fmt.Fprintf(w, "Command: `%s`\n\n", r.Command)
 	}
-	fmt.Fprintf(w, "Plan: W1 %d pods; W2/W3 batches %v; W4 %d exits; W5 %v pods for %s each.\n\n",
-		r.Plan.W1Count, r.Plan.Batches, r.Plan.W4Count, r.Plan.SteadyPods, r.Plan.SteadyDuration)
+	raw := ""
+	if r.Plan.RawSteadyDuration > 0 {
+		raw = fmt.Sprintf(" (raw lane: %s)", r.Plan.RawSteadyDuration)
+	}
+	fmt.Fprintf(w, "Plan: W1 %d pods; W2/W3 batches %v; W4 %d exits; W5 %v pods for %s each%s.\n\n",
+		r.Plan.W1Count, r.Plan.Batches, r.Plan.W4Count, r.Plan.SteadyPods, r.Plan.SteadyDuration, raw)
 }
