@@ -132,6 +132,8 @@ func writePlots(r *Results, dir string) ([]string, error) {
 			return nil
 		}
 		p.Y.Min = 0
+		// The lines rise to the right: the legend goes top left.
+		p.Legend.Left = true
 		return save(p, name)
 	}
 	if err := steadyPlot("w5-cpu.png", "W5: CPU in steady state", "% of a core (agent; raw: containerd)", func(s *Steady) float64 {
