@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 VERSION ?= v1.35.4-crivk.0
 NODE_AGENT ?= crivk
 
-.PHONY: all build run test test-unit test-conformance test-e2e conformance local-up local-down deps clean
+.PHONY: all build run test test-unit test-conformance test-e2e conformance bench local-up local-down deps clean
 
 all: build
 
@@ -34,6 +34,10 @@ test-e2e:
 ## conformance: upstream node conformance specs against NODE_AGENT=crivk|kubelet (CONFORMANCE_FOCUS/CONFORMANCE_SKIP override)
 conformance:
 	NODE_AGENT=$(NODE_AGENT) hack/conformance.sh
+
+## bench: crivk against the kubelet and raw CRI calls (docs/benchmarks.md); BENCH_QUICK=1 for the < 5 minute plan
+bench:
+	VERSION=$(VERSION) hack/bench.sh
 
 deps:
 	hack/install-deps.sh

@@ -124,6 +124,11 @@ type PLEGConfig struct {
 	// Threshold is how long without a successful relist makes Healthy
 	// fail; defaults to DefaultRelistThreshold.
 	Threshold time.Duration
+	// Wake, if set, asks for a relist now: the runtime said something
+	// changed (containerd's task events; see cmd/crivk). A burst of wakes
+	// during a relist makes one more relist; the periodic relist stays the
+	// safety net for missed or absent events. Optional.
+	Wake <-chan struct{}
 	// OnChange is called once per pod with events in a relist, after the
 	// pod's cache entry was written and the cache's global time raised,
 	// from the relist goroutine; it must not block (the engine's Kick
@@ -169,6 +174,7 @@ type PLEG struct {
 	period    time.Duration
 	threshold time.Duration
 	onChange  func(types.UID)
+	wake      <-chan struct{}
 
 	// relistMu serializes Relist (Run's loop and forced relists).
 	relistMu sync.Mutex
@@ -208,13 +214,17 @@ func NewPLEG(cfg PLEGConfig) (*PLEG, error) {
 	return &PLEG{
 		rt: cfg.Runtime, cache: cfg.Cache, clock: cfg.Clock, period: cfg.Period, threshold: cfg.Threshold,
 		onChange:   cfg.OnChange,
+		wake:       cfg.Wake,
 		last:       &cri.Snapshot{Pods: map[types.UID]map[string]cri.State{}, Refs: map[types.UID]cri.PodRef{}},
 		reinspect:  map[types.UID]cri.PodRef{},
 		lastRelist: cfg.Clock.Now(),
 	}, nil
 }
 
-// Run relists until ctx ends.
+// Run relists until ctx ends: every period, and at once when Wake fires.
+// Wakes that arrive while a relist runs are served by one more relist after
+// it (the channel is drained first), so a burst of runtime events costs at
+// most two relists, not one per event.
 func (p *PLEG) Run(ctx context.Context) {
 	t := p.clock.NewTicker(p.period)
 	defer t.Stop()
@@ -224,6 +234,19 @@ func (p *PLEG) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C():
+		case <-p.wake: // nil channel without Wake: never ready
+			drain(p.wake)
+		}
+	}
+}
+
+// drain empties ch without blocking.
+func drain(ch <-chan struct{}) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
 		}
 	}
 }

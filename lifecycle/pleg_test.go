@@ -492,6 +492,56 @@ func TestPLEGRun(t *testing.T) {
 	}
 }
 
+// A wake relists at once, without waiting for the period; the periodic
+// relist still happens.
+func TestPLEGRunWake(t *testing.T) {
+	clk := clocktesting.NewFakeClock(cacheT0)
+	relisted := make(chan struct{})
+	rt := &plegReader{snapshot: func(context.Context) (*cri.Snapshot, error) {
+		relisted <- struct{}{}
+		return world(nil), nil
+	}}
+	wake := make(chan struct{}, 1)
+	p, err := NewPLEG(PLEGConfig{Runtime: rt, Cache: NewCache(), Clock: clk, Period: time.Hour, Wake: wake, OnChange: func(types.UID) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(ctx)
+	}()
+	deadline := time.After(10 * time.Second)
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case <-relisted:
+		case <-deadline:
+			t.Fatalf("no %s", what)
+		}
+	}
+	wait("relist at start")
+	wake <- struct{}{}
+	wait("relist on wake, long before the period")
+	wake <- struct{}{}
+	wait("relist on a second wake")
+	clk.Step(time.Hour)
+	wait("relist after one period")
+	select {
+	case <-relisted:
+		t.Fatal("a relist nobody asked for")
+	default:
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-deadline:
+		t.Fatal("Run did not return after its context ended")
+	}
+}
+
 func TestNewPLEGValidates(t *testing.T) {
 	ok := PLEGConfig{Runtime: &plegReader{}, Cache: NewCache(), OnChange: func(types.UID) {}}
 	for name, tc := range map[string]struct {

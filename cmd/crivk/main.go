@@ -70,6 +70,10 @@ type options struct {
 	// Container log rotation (the kubelet's defaults 10Mi x 5).
 	logMaxSize  string
 	logMaxFiles int
+	// profilingAddress serves net/http/pprof when set (profiling.go).
+	profilingAddress string
+	// runtimeEvents wakes the PLEG on containerd task events (events.go).
+	runtimeEvents bool
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -97,6 +101,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.relistPeriod, "pleg-relist-period", time.Second, "how often the PLEG lists the runtime's sandboxes and containers")
 	fs.Float64Var(&o.apiQPS, "kube-api-qps", 50, "QPS to the API server")
 	fs.IntVar(&o.apiBurst, "kube-api-burst", 100, "burst to the API server")
+	fs.BoolVar(&o.runtimeEvents, "runtime-events", true, "relist at once on containerd's task events (read on the CRI socket); the periodic relist stays")
+	fs.StringVar(&o.profilingAddress, "profiling-address", "", "if set, serve net/http/pprof on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	fs.IntVar(&o.maxParallelPulls, "max-parallel-image-pulls", 1, "image pulls run at once (1: serialized, the kubelet's default; 0: no limit)")
 	fs.StringVar(&o.logMaxSize, "container-log-max-size", "10Mi", "size at which a container's log file is rotated")
@@ -172,6 +178,11 @@ func main() {
 }
 
 func run(ctx context.Context, o *options) error {
+	if o.profilingAddress != "" {
+		if err := serveProfiling(ctx, o.profilingAddress); err != nil {
+			return err
+		}
+	}
 	lvl, _ := logrus.ParseLevel(o.logLevel)
 	logger := logrus.StandardLogger()
 	logger.SetLevel(lvl)
@@ -295,7 +306,12 @@ func run(ctx context.Context, o *options) error {
 	}
 	rt.SetRuntimeHelper(engine)
 	rt.SetEventRecorder(recorder)
-	pleg, err := lifecycle.NewPLEG(lifecycle.PLEGConfig{Runtime: rt, Cache: cache, Period: o.relistPeriod, OnChange: engine.Kick})
+	wake := make(chan struct{}, 1)
+	if o.runtimeEvents && strings.HasPrefix(o.criEndpoint, "unix://") {
+		ev := &taskEvents{endpoint: o.criEndpoint, namespace: "k8s.io", wake: wake, settle: 100 * time.Millisecond, retry: 5 * time.Second, clock: clock.RealClock{}}
+		go ev.run(ctx)
+	}
+	pleg, err := lifecycle.NewPLEG(lifecycle.PLEGConfig{Runtime: rt, Cache: cache, Period: o.relistPeriod, Wake: wake, OnChange: engine.Kick})
 	if err != nil {
 		return err
 	}

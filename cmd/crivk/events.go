@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	eventsapi "github.com/containerd/containerd/api/services/events/v1"
+	"github.com/virtual-kubelet/virtual-kubelet/log"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"k8s.io/utils/clock"
+)
+
+// taskEvents turns containerd's task events into PLEG wakes, so that a
+// container's exit (or start) is relisted within milliseconds instead of at
+// the next periodic relist (the kubelet's generic PLEG waits up to its 1 s
+// period; containerd 1.6 does not implement the CRI's GetContainerEvents,
+// which the kubelet's evented PLEG needs). containerd serves its own events
+// API on the CRI socket; another runtime answers Unimplemented and crivk
+// keeps relisting every period only.
+//
+// containerd's CRI plugin updates its own view of a container from the same
+// events, concurrently with us, so one wake at the event could relist just
+// before the CRI shows the change: a second wake follows settle after the
+// last event of a burst.
+type taskEvents struct {
+	endpoint  string
+	namespace string
+	wake      chan<- struct{}
+	settle    time.Duration
+	retry     time.Duration
+	clock     clock.WithDelayedExecution
+
+	mu    sync.Mutex
+	timer clock.Timer
+}
+
+// signal sends a wake unless one is already pending.
+func (e *taskEvents) signal() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run subscribes until ctx ends, re-subscribing after retry when the stream
+// breaks (containerd restarted). It returns when the runtime has no events
+// API.
+func (e *taskEvents) run(ctx context.Context) {
+	conn, err := grpc.NewClient(e.endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		log.G(ctx).WithError(err).Warn("runtime events: cannot dial the CRI endpoint; relisting every period only")
+		return
+	}
+	defer conn.Close()
+	client := eventsapi.NewEventsClient(conn)
+	for {
+		err := e.subscribe(ctx, client)
+		if ctx.Err() != nil {
+			return
+		}
+		if status.Code(err) == codes.Unimplemented {
+			log.G(ctx).Info("runtime events: the runtime has no containerd events API; relisting every period only")
+			return
+		}
+		log.G(ctx).WithError(err).Warnf("runtime events: subscription to %s lost; retrying in %s", e.endpoint, e.retry)
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.clock.After(e.retry):
+		}
+	}
+}
+
+// subscribe reads task events until the stream fails.
+func (e *taskEvents) subscribe(ctx context.Context, client eventsapi.EventsClient) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := client.Subscribe(ctx, &eventsapi.SubscribeRequest{
+		Filters: []string{fmt.Sprintf(`namespace==%q,topic~="^/tasks/"`, e.namespace)},
+	})
+	if err != nil {
+		return err
+	}
+	defer e.stopTimer()
+	for {
+		env, err := stream.Recv()
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
+		}
+		log.G(ctx).WithField("topic", env.GetTopic()).Debug("runtime event")
+		e.signal()
+		e.mu.Lock()
+		if e.timer == nil {
+			e.timer = e.clock.AfterFunc(e.settle, e.signal)
+		} else {
+			e.timer.Reset(e.settle)
+		}
+		e.mu.Unlock()
+	}
+}
+
+func (e *taskEvents) stopTimer() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.timer != nil {
+		e.timer.Stop()
+		e.timer = nil
+	}
+}

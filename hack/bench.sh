@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Benchmarks crivk against the kubelet and against raw CRI calls (issue 6):
+# builds what is missing, brings up the local cluster (hack/local-up.sh),
+# runs the harness (test/bench) whose three lanes (raw, kubelet, crivk) use
+# that one control plane and containerd one after another, then tears the
+# cluster down. See docs/benchmarks.md.
+#
+# Environment:
+#   BENCH_QUICK=1           the quick plan (< 5 minutes) instead of the full one (< 30)
+#   BENCH_LANES             lanes in order (default raw,kubelet,crivk)
+#   BENCH_DOCS=1|0          rewrite docs/benchmarks.md and docs/benchmarks/*.png
+#                           (default 1 in full mode, 0 in quick mode)
+#   BENCH_CRIVK_PROFILING   crivk --profiling-address during its lane (e.g. 127.0.0.1:6060)
+#   BENCH_CRIVK_ARGS        extra crivk arguments (e.g. --runtime-events=false)
+#   BENCH_QPS, BENCH_BURST  API client QPS and burst of both agents (50, 100)
+# Results: _output/bench/<UTC timestamp>/: results.json, report.md, *.png,
+# kubelet.log, crivk.log, bench.log, setup.log, local-down.log.
+# The exit status is not about the figures: non-zero only when a lane could
+# not run. Run as root; holds the machine's one local cluster (take
+# /tmp/crivk-cluster.lock around it on shared machines).
+set -o errexit -o nounset -o pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+QUICK=${BENCH_QUICK:-0}
+if [ "${QUICK}" = 1 ]; then DOCS=${BENCH_DOCS:-0}; else DOCS=${BENCH_DOCS:-1}; fi
+RESULTS=${ROOT}/_output/bench/$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "${RESULTS}"
+cd "${ROOT}"
+
+log() { echo "bench: $*"; }
+
+log "building and bringing up the local cluster (log: ${RESULTS}/setup.log)"
+setup() {
+  hack/install-deps.sh || return
+  hack/build.sh || return
+  hack/build-kube.sh kubelet || return
+  go build -o _output/bin/crivk-bench ./test/bench || return
+  hack/local-up.sh
+}
+trap 'hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 || log "local-down failed, see ${RESULTS}/local-down.log"' EXIT
+if ! setup >"${RESULTS}/setup.log" 2>&1; then
+  tail -n 30 "${RESULTS}/setup.log"
+  exit 1
+fi
+# shellcheck source=/dev/null
+source _output/local/env
+
+cmdline="make bench"
+[ "${QUICK}" != 1 ] || cmdline="BENCH_QUICK=1 ${cmdline}"
+[ -z "${BENCH_CRIVK_ARGS:-}" ] || cmdline="BENCH_CRIVK_ARGS='${BENCH_CRIVK_ARGS}' ${cmdline}"
+args=(-root "${ROOT}" -out "${RESULTS}" -lanes "${BENCH_LANES:-raw,kubelet,crivk}"
+  -kube-api-qps "${BENCH_QPS:-50}" -kube-api-burst "${BENCH_BURST:-100}" -command "${cmdline}")
+[ "${QUICK}" != 1 ] || args+=(-quick)
+[ "${DOCS}" != 1 ] || args+=(-docs "${ROOT}/docs/benchmarks.md")
+[ -z "${BENCH_CRIVK_ARGS:-}" ] || args+=(-crivk-args "${BENCH_CRIVK_ARGS}")
+[ -z "${BENCH_CRIVK_PROFILING:-}" ] || args+=(-crivk-profiling-address "${BENCH_CRIVK_PROFILING}")
+
+log "running the lanes (log: ${RESULTS}/bench.log)"
+rc=0
+_output/bin/crivk-bench "${args[@]}" 2>&1 | tee "${RESULTS}/bench.log" || rc=$?
+hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 || log "local-down failed, see ${RESULTS}/local-down.log"
+trap - EXIT
+if [ -f "${RESULTS}/report.md" ]; then
+  cat "${RESULTS}/report.md"
+fi
+log "results in ${RESULTS}"
+exit "${rc}"

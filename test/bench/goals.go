@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+)
+
+// Goal is one of the issue's targets: crivk's figure over another lane's
+// at most Max.
+type Goal struct {
+	Name    string  `json:"name"`
+	Against string  `json:"against"`
+	Max     float64 `json:"max"`
+	Ratio   float64 `json:"-"`
+}
+
+// Met is unknown (false, false) when a figure is missing.
+func (g Goal) Met() (met, known bool) {
+	if math.IsNaN(g.Ratio) {
+		return false, false
+	}
+	return g.Ratio <= g.Max, true
+}
+
+// goals evaluates the issue's goals on r.
+func (r *Results) goals() []Goal {
+	var out []Goal
+	ratio := func(against string, f func(*LaneResult) float64) float64 {
+		c, o := r.lane("crivk"), r.lane(against)
+		if c == nil || o == nil || c.Error != "" || o.Error != "" {
+			return math.NaN()
+		}
+		return Ratio(f(c), f(o))
+	}
+	p99 := func(s func(*LaneResult) Summary) func(*LaneResult) float64 {
+		return func(l *LaneResult) float64 { return summaryOr(s(l), func(s Summary) float64 { return s.P99 }) }
+	}
+	w1 := p99(func(l *LaneResult) Summary { return l.W1 })
+	out = append(out,
+		Goal{Name: "W1 p99", Against: "kubelet", Max: 0.5, Ratio: ratio("kubelet", w1)},
+		Goal{Name: "W1 p99", Against: "raw", Max: 1.25, Ratio: ratio("raw", w1)})
+	for _, n := range r.Plan.Batches {
+		lag := func(bs func(*LaneResult) []Batch) func(*LaneResult) float64 {
+			return func(l *LaneResult) float64 {
+				if b := batchBySize(bs(l), n); b != nil {
+					return b.Lag
+				}
+				return math.NaN()
+			}
+		}
+		w2 := lag(func(l *LaneResult) []Batch { return l.W2 })
+		w3 := lag(func(l *LaneResult) []Batch { return l.W3 })
+		out = append(out,
+			Goal{Name: fmt.Sprintf("W2 batch lag, %d pods", n), Against: "kubelet", Max: 0.5, Ratio: ratio("kubelet", w2)},
+			Goal{Name: fmt.Sprintf("W2 batch lag, %d pods", n), Against: "raw", Max: 1.25, Ratio: ratio("raw", w2)},
+			Goal{Name: fmt.Sprintf("W3 batch lag, %d pods", n), Against: "kubelet", Max: 0.5, Ratio: ratio("kubelet", w3)})
+	}
+	out = append(out, Goal{Name: "W4 p99", Against: "kubelet", Max: 0.2, Ratio: ratio("kubelet", p99(func(l *LaneResult) Summary { return l.W4 }))})
+	for _, n := range r.Plan.SteadyPods {
+		st := func(f func(*Steady) Num) func(*LaneResult) float64 {
+			return func(l *LaneResult) float64 {
+				if s := steadyByPods(l.W5, n); s != nil {
+					return float64(f(s))
+				}
+				return math.NaN()
+			}
+		}
+		out = append(out,
+			Goal{Name: fmt.Sprintf("W5 agent CPU, %d pods", n), Against: "kubelet", Max: 1, Ratio: ratio("kubelet", st(func(s *Steady) Num { return s.AgentCPU }))},
+			Goal{Name: fmt.Sprintf("W5 agent RSS, %d pods", n), Against: "kubelet", Max: 0.5, Ratio: ratio("kubelet", st(func(s *Steady) Num { return s.AgentRSSMiB }))},
+			Goal{Name: fmt.Sprintf("W5 API requests/s, %d pods", n), Against: "kubelet", Max: 1, Ratio: ratio("kubelet", st(func(s *Steady) Num { return s.APIRequests }))})
+	}
+	return out
+}
+
+func (r *Results) writeGoals(w io.Writer) {
+	fmt.Fprintln(w, "### Goals (crivk against the other lanes, same run)")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| goal | crivk / | target | measured | |")
+	fmt.Fprintln(w, "| --- | --- | ---: | ---: | --- |")
+	for _, g := range r.goals() {
+		verdict := "no figure"
+		if met, known := g.Met(); known && met {
+			verdict = "met"
+		} else if known {
+			verdict = "**missed**"
+		}
+		fmt.Fprintf(w, "| %s | %s | <= %.2fx | %s | %s |\n", g.Name, g.Against, g.Max, fmtRatio(g.Ratio), verdict)
+	}
+	fmt.Fprintln(w)
+}

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/crivk/crivk/cri"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+)
+
+type options struct {
+	root, out, docs, replot string
+	lanes                   []string
+	quick                   bool
+	qps                     float64
+	burst                   int
+	maxPods                 int
+	profilingAddress        string
+	crivkArgs               string
+	command                 string
+}
+
+func main() {
+	var o options
+	var lanes string
+	flag.StringVar(&o.root, "root", ".", "the crivk checkout (hack/run-*.sh, _output/local)")
+	flag.StringVar(&o.out, "out", "", "results directory (default _output/bench/<UTC timestamp>)")
+	flag.StringVar(&o.docs, "docs", "", "if set, rewrite this markdown file (docs/benchmarks.md) from the results")
+	flag.StringVar(&o.replot, "replot", "", "only rebuild the report and plots from this results.json")
+	flag.StringVar(&lanes, "lanes", "raw,kubelet,crivk", "lanes to run, in order")
+	flag.BoolVar(&o.quick, "quick", os.Getenv("BENCH_QUICK") == "1", "quick plan (default $BENCH_QUICK=1)")
+	flag.Float64Var(&o.qps, "kube-api-qps", 50, "API client QPS of both agents")
+	flag.IntVar(&o.burst, "kube-api-burst", 100, "API client burst of both agents")
+	flag.IntVar(&o.maxPods, "max-pods", 250, "maxPods of both agents")
+	flag.StringVar(&o.profilingAddress, "crivk-profiling-address", "", "if set, crivk serves pprof there during its lane")
+	flag.StringVar(&o.crivkArgs, "crivk-args", "", "extra crivk arguments (space-separated), e.g. --runtime-events=false")
+	flag.StringVar(&o.command, "command", "", "the command line to print in the report (hack/bench.sh sets it)")
+	flag.Parse()
+	o.lanes = strings.Split(lanes, ",")
+	log.SetFlags(log.Ltime | log.Lmicroseconds)
+	if err := run(o); err != nil {
+		log.Fatalf("bench: %v", err)
+	}
+}
+
+// Results is results.json.
+type Results struct {
+	Started  time.Time    `json:"started"`
+	Seconds  float64      `json:"seconds"`
+	Quick    bool         `json:"quick"`
+	Plan     Plan         `json:"plan"`
+	Machine  Machine      `json:"machine"`
+	Command  string       `json:"command"`
+	Settings Settings     `json:"settings"`
+	Lanes    []LaneResult `json:"lanes"`
+}
+
+// Settings are what both agents were given.
+type Settings struct {
+	QPS     float64 `json:"kubeAPIQPS"`
+	Burst   int     `json:"kubeAPIBurst"`
+	MaxPods int     `json:"maxPods"`
+}
+
+func run(o options) error {
+	if o.replot != "" {
+		b, err := os.ReadFile(o.replot)
+		if err != nil {
+			return err
+		}
+		var r Results
+		if err := json.Unmarshal(b, &r); err != nil {
+			return fmt.Errorf("%s: %w", o.replot, err)
+		}
+		return writeReport(&r, filepath.Dir(o.replot), o.docs)
+	}
+	root, err := filepath.Abs(o.root)
+	if err != nil {
+		return err
+	}
+	o.root = root
+	env := func(k string) (string, error) {
+		if v := os.Getenv(k); v != "" {
+			return v, nil
+		}
+		return "", fmt.Errorf("$%s is not set: source _output/local/env (hack/bench.sh does)", k)
+	}
+	var kubeconfig, criEndpoint, nodeName, localDir, busybox, pause string
+	for k, p := range map[string]*string{"KUBECONFIG": &kubeconfig, "CRI_ENDPOINT": &criEndpoint, "NODE_NAME": &nodeName,
+		"LOCAL_DIR": &localDir, "BUSYBOX_IMAGE": &busybox, "PAUSE_IMAGE": &pause} {
+		if *p, err = env(k); err != nil {
+			return err
+		}
+	}
+	r := &Results{Started: time.Now().UTC(), Quick: o.quick, Plan: FullPlan, Machine: machine(), Command: o.command,
+		Settings: Settings{QPS: o.qps, Burst: o.burst, MaxPods: o.maxPods}}
+	if o.quick {
+		r.Plan = QuickPlan
+	}
+	if o.out == "" {
+		o.out = filepath.Join(root, "_output/bench", r.Started.Format("20060102T150405Z"))
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+
+	admin, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	hcfg := rest.CopyConfig(admin)
+	hcfg.QPS, hcfg.Burst, hcfg.UserAgent = 2000, 2000, "crivk-bench"
+	client, err := kubernetes.NewForConfig(hcfg)
+	if err != nil {
+		return err
+	}
+	proxy, err := startProxy(admin)
+	if err != nil {
+		return err
+	}
+	defer proxy.Close()
+	agentKubeconfig := filepath.Join(o.out, "agent.kubeconfig")
+	if err := proxy.writeKubeconfig(agentKubeconfig); err != nil {
+		return err
+	}
+
+	podLogDir := filepath.Join(localDir, "pods")
+	rt, err := cri.Connect(ctx, cri.Config{Endpoint: criEndpoint, PodLogDir: podLogDir, DNS: cri.DNSConfig{ClusterDomain: "cluster.local", ResolvConf: "/etc/resolv.conf"}})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	cdPID, err := readPID(filepath.Join(localDir, "pids/containerd.pid"))
+	if err != nil {
+		return fmt.Errorf("containerd PID: %w", err)
+	}
+
+	const ns = "crivk-bench"
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	// Pods are refused until the namespace's default ServiceAccount exists.
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the default ServiceAccount of %s never appeared: %w", ns, err)
+	}
+	f := podFactory{ns: ns, node: nodeName, image: pause, busybox: busybox, run: r.Started.Format("20060102T150405Z")}
+	n := &node{cri: rt.Services(), client: client, ns: ns, name: nodeName, poll: 250 * time.Millisecond}
+
+	var lanes []lane
+	for _, name := range o.lanes {
+		switch name {
+		case "raw":
+			lanes = append(lanes, &rawLane{rt: rt, cdPID: cdPID})
+		case "kubelet", "crivk":
+			lanes = append(lanes, &agentLane{name: name, o: o, kubeconfig: agentKubeconfig, client: client, ns: ns,
+				node: nodeName, selector: benchLabel, cdPID: cdPID, proxy: proxy, logPath: filepath.Join(o.out, name+".log")})
+		default:
+			return fmt.Errorf("unknown lane %q (raw, kubelet, crivk)", name)
+		}
+	}
+	work := func(ctx context.Context, d driver, m meters, res *LaneResult) error {
+		plan := r.Plan
+		if res.Lane == "raw" && plan.RawSteadyDuration > 0 {
+			plan.SteadyDuration = plan.RawSteadyDuration
+		}
+		w := &workloads{d: d, f: f, plan: plan, m: m, clock: clock.RealClock{}, logf: func(format string, args ...any) {
+			log.Printf("lane %s: "+format, append([]any{res.Lane}, args...)...)
+		}}
+		return w.run(ctx, res)
+	}
+	r.Lanes = runLanes(ctx, n, lanes, work, log.Printf)
+	r.Seconds = time.Since(r.Started).Seconds()
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(o.out, "results.json"), b, 0o644); err != nil {
+		return err
+	}
+	if err := writeReport(r, o.out, o.docs); err != nil {
+		return err
+	}
+	log.Printf("results in %s (%.0f s)", o.out, r.Seconds)
+	for _, l := range r.Lanes {
+		if l.Error != "" {
+			return fmt.Errorf("lane %s: %s", l.Lane, l.Error)
+		}
+	}
+	return nil
+}
+
+func readPID(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+// rawLane: the harness is the agent.
+type rawLane struct {
+	rt    *cri.Runtime
+	cdPID int
+}
+
+func (l *rawLane) Name() string { return "raw" }
+func (l *rawLane) setup(ctx context.Context) (driver, meters, error) {
+	return newRawDriver(l.rt, clock.RealClock{}), meters{containerdPID: l.cdPID}, nil
+}
+func (l *rawLane) teardown(ctx context.Context) error { return nil }
+
+// agentLane: kubelet or crivk as the node.
+type agentLane struct {
+	name, kubeconfig, ns, node, selector, logPath string
+	o                                             options
+	client                                        kubernetes.Interface
+	cdPID                                         int
+	proxy                                         *countingProxy
+	agent                                         *agentProc
+	stopWatch                                     context.CancelFunc
+}
+
+func (l *agentLane) Name() string { return l.name }
+
+func (l *agentLane) setup(ctx context.Context) (driver, meters, error) {
+	cmd, err := agentCommand(l.o.root, l.name, l.kubeconfig, l.o)
+	if err != nil {
+		return nil, meters{}, err
+	}
+	if l.agent, err = startAgent(cmd, l.name, l.logPath); err != nil {
+		return nil, meters{}, err
+	}
+	if err := waitNodeReady(ctx, l.client, l.agent, l.node, 2*time.Minute); err != nil {
+		return nil, meters{}, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	l.stopWatch = cancel
+	tr := newTracker(clock.RealClock{})
+	if err := tr.run(wctx, l.client, l.ns, l.selector); err != nil {
+		return nil, meters{}, err
+	}
+	d := &apiDriver{client: l.client, ns: l.ns, tr: tr, clock: clock.RealClock{}}
+	return d, meters{agentPID: l.agent.pid(), containerdPID: l.cdPID, requests: l.proxy.Count}, nil
+}
+
+func (l *agentLane) teardown(ctx context.Context) error {
+	if l.stopWatch != nil {
+		l.stopWatch()
+	}
+	if l.agent == nil {
+		return nil
+	}
+	return l.agent.stop()
+}

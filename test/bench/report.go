@@ -1,0 +1,284 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// laneOrder is the column order of every table.
+var laneOrder = []string{"raw", "kubelet", "crivk"}
+
+// row is one line of a table: a metric and its value per lane.
+type row struct {
+	metric string
+	unit   string
+	vals   map[string]float64
+	// lowerIsBetter is true for every metric here (times, CPU, memory,
+	// requests) but pods/s.
+	higherIsBetter bool
+}
+
+func (r *Results) lane(name string) *LaneResult {
+	for i := range r.Lanes {
+		if r.Lanes[i].Lane == name {
+			return &r.Lanes[i]
+		}
+	}
+	return nil
+}
+
+// get returns f(lane) for each lane that ran (NaN when it failed or lacks the figure).
+func (r *Results) get(f func(*LaneResult) float64) map[string]float64 {
+	out := map[string]float64{}
+	for _, name := range laneOrder {
+		l := r.lane(name)
+		if l == nil {
+			out[name] = math.NaN()
+			continue
+		}
+		out[name] = f(l)
+	}
+	return out
+}
+
+func summaryOr(s Summary, f func(Summary) float64) float64 {
+	if s.N == 0 {
+		return math.NaN()
+	}
+	return f(s)
+}
+
+func batchBySize(bs []Batch, n int) *Batch {
+	for i := range bs {
+		if bs[i].Size == n {
+			return &bs[i]
+		}
+	}
+	return nil
+}
+
+func steadyByPods(ss []Steady, n int) *Steady {
+	for i := range ss {
+		if ss[i].Pods == n {
+			return &ss[i]
+		}
+	}
+	return nil
+}
+
+func latencyRows(name string, get func(*LaneResult) Summary, r *Results) []row {
+	var out []row
+	for _, p := range []struct {
+		label string
+		f     func(Summary) float64
+	}{{"p50", func(s Summary) float64 { return s.P50 }}, {"p90", func(s Summary) float64 { return s.P90 }}, {"p99", func(s Summary) float64 { return s.P99 }}} {
+		out = append(out, row{metric: name + " " + p.label, unit: "s", vals: r.get(func(l *LaneResult) float64 { return summaryOr(get(l), p.f) })})
+	}
+	return out
+}
+
+// tables builds the report's tables, one per workload.
+func (r *Results) tables() []struct {
+	title string
+	rows  []row
+} {
+	type table = struct {
+		title string
+		rows  []row
+	}
+	var ts []table
+	ts = append(ts, table{"W1: one pod, create -> Running and ready (seen via watch)", latencyRows("create->Running", func(l *LaneResult) Summary { return l.W1 }, r)})
+
+	var w2, w3 []row
+	for _, n := range r.Plan.Batches {
+		w2 = append(w2, latencyRows(fmt.Sprintf("%d pods: per-pod create->Running", n), func(l *LaneResult) Summary {
+			if b := batchBySize(l.W2, n); b != nil {
+				return b.PerPod
+			}
+			return Summary{}
+		}, r)...)
+		bget := func(bs func(*LaneResult) []Batch, f func(*Batch) float64) map[string]float64 {
+			return r.get(func(l *LaneResult) float64 {
+				if b := batchBySize(bs(l), n); b != nil {
+					return f(b)
+				}
+				return math.NaN()
+			})
+		}
+		w2 = append(w2,
+			row{metric: fmt.Sprintf("%d pods: batch lag", n), unit: "s", vals: bget(func(l *LaneResult) []Batch { return l.W2 }, func(b *Batch) float64 { return b.Lag })},
+			row{metric: fmt.Sprintf("%d pods: throughput", n), unit: "pods/s", higherIsBetter: true, vals: bget(func(l *LaneResult) []Batch { return l.W2 }, func(b *Batch) float64 { return b.PodsPerSecond })})
+		w3 = append(w3, latencyRows(fmt.Sprintf("%d pods: per-pod delete->gone", n), func(l *LaneResult) Summary {
+			if b := batchBySize(l.W3, n); b != nil {
+				return b.PerPod
+			}
+			return Summary{}
+		}, r)...)
+		w3 = append(w3, row{metric: fmt.Sprintf("%d pods: batch lag", n), unit: "s", vals: bget(func(l *LaneResult) []Batch { return l.W3 }, func(b *Batch) float64 { return b.Lag })})
+	}
+	ts = append(ts, table{"W2: batches created at once", w2}, table{"W3: deletion of the batches (container exits on TERM, grace 30 s)", w3})
+	ts = append(ts, table{"W4: container exit -> pod status change seen via watch", latencyRows("exit->seen", func(l *LaneResult) Summary { return l.W4 }, r)})
+
+	var w5 []row
+	for _, n := range r.Plan.SteadyPods {
+		sget := func(f func(*Steady) Num) map[string]float64 {
+			return r.get(func(l *LaneResult) float64 {
+				if s := steadyByPods(l.W5, n); s != nil {
+					return float64(f(s))
+				}
+				return math.NaN()
+			})
+		}
+		w5 = append(w5,
+			row{metric: fmt.Sprintf("%d pods: agent CPU", n), unit: "% of a core", vals: scale(sget(func(s *Steady) Num { return s.AgentCPU }), 100)},
+			row{metric: fmt.Sprintf("%d pods: agent RSS (mean)", n), unit: "MiB", vals: sget(func(s *Steady) Num { return s.AgentRSSMiB })},
+			row{metric: fmt.Sprintf("%d pods: containerd CPU", n), unit: "% of a core", vals: scale(sget(func(s *Steady) Num { return s.ContainerdCPU }), 100)},
+			row{metric: fmt.Sprintf("%d pods: agent API requests", n), unit: "req/s", vals: sget(func(s *Steady) Num { return s.APIRequests })})
+	}
+	ts = append(ts, table{fmt.Sprintf("W5: steady state, %s per level", r.Plan.SteadyDuration), w5})
+	return ts
+}
+
+func scale(m map[string]float64, k float64) map[string]float64 {
+	for n, v := range m {
+		m[n] = v * k
+	}
+	return m
+}
+
+func fmtNum(v float64) string {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return "-"
+	case v == 0:
+		return "0"
+	case math.Abs(v) >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case math.Abs(v) >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case math.Abs(v) >= 1:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.3f", v)
+	}
+}
+
+func fmtRatio(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", v)
+}
+
+// writeMarkdown writes the tables: one per workload, a column per lane and
+// the ratios crivk/kubelet and crivk/raw.
+func (r *Results) writeMarkdown(w io.Writer) {
+	for _, t := range r.tables() {
+		fmt.Fprintf(w, "### %s\n\n", t.title)
+		fmt.Fprintln(w, "| metric | unit | raw | kubelet | crivk | crivk/kubelet | crivk/raw |")
+		fmt.Fprintln(w, "| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+		for _, rw := range t.rows {
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", rw.metric, rw.unit,
+				fmtNum(rw.vals["raw"]), fmtNum(rw.vals["kubelet"]), fmtNum(rw.vals["crivk"]),
+				fmtRatio(Ratio(rw.vals["crivk"], rw.vals["kubelet"])), fmtRatio(Ratio(rw.vals["crivk"], rw.vals["raw"])))
+		}
+		fmt.Fprintln(w)
+	}
+	var failed []string
+	for _, l := range r.Lanes {
+		if l.Error != "" {
+			failed = append(failed, fmt.Sprintf("- lane %s: %s", l.Lane, l.Error))
+		}
+		if l.W4Dropped > 0 {
+			failed = append(failed, fmt.Sprintf("- lane %s: %d W4 samples dropped (pod not running before its exit second)", l.Lane, l.W4Dropped))
+		}
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(w, "Incidents:\n\n%s\n\n", strings.Join(failed, "\n"))
+	}
+}
+
+// keptMarker starts the hand-written part of docs/benchmarks.md, which a
+// run keeps as it is.
+const keptMarker = "<!-- Hand-written analysis below: kept as is when the benchmark rewrites this file. -->"
+
+// writeReport writes report.md and the plots into dir and, if docs is set,
+// rewrites that markdown file with the same content (plots copied next to
+// it under benchmarks/).
+func writeReport(r *Results, dir, docs string) error {
+	plots, err := writePlots(r, dir)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	r.writeHeader(&b)
+	r.writeGoals(&b)
+	r.writeMarkdown(&b)
+	for _, p := range plots {
+		fmt.Fprintf(&b, "![%s](%s)\n\n", strings.TrimSuffix(p, ".png"), p)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	if docs == "" {
+		return nil
+	}
+	imgDir := filepath.Join(filepath.Dir(docs), "benchmarks")
+	if err := os.MkdirAll(imgDir, 0o755); err != nil {
+		return err
+	}
+	for _, p := range plots {
+		data, err := os.ReadFile(filepath.Join(dir, p))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(imgDir, p), data, 0o644); err != nil {
+			return err
+		}
+	}
+	var d strings.Builder
+	d.WriteString(docsIntro)
+	r.writeHeader(&d)
+	r.writeGoals(&d)
+	r.writeMarkdown(&d)
+	for _, p := range plots {
+		fmt.Fprintf(&d, "![%s](benchmarks/%s)\n\n", strings.TrimSuffix(p, ".png"), p)
+	}
+	d.WriteString(docsMethod)
+	// The analysis below the marker is written by people; keep it.
+	old, err := os.ReadFile(docs)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	if i := strings.Index(string(old), keptMarker); i >= 0 {
+		d.WriteString("\n")
+		d.WriteString(string(old[i:]))
+	} else {
+		fmt.Fprintf(&d, "\n%s\n", keptMarker)
+	}
+	return os.WriteFile(docs, []byte(d.String()), 0o644)
+}
+
+func (r *Results) writeHeader(w io.Writer) {
+	mode := "full"
+	if r.Quick {
+		mode = "quick (BENCH_QUICK=1)"
+	}
+	fmt.Fprintf(w, "Run of %s, %s mode, %.0f s. Machine: %s, %d CPUs, %.0f GiB, %s, kernel %s. "+
+		"Both agents: kube-api-qps %g, kube-api-burst %d, maxPods %d.\n\n",
+		r.Started.Format("2006-01-02 15:04 MST"), mode, r.Seconds, r.Machine.CPUModel, r.Machine.CPUs, r.Machine.MemGiB,
+		r.Machine.OS, r.Machine.Kernel, r.Settings.QPS, r.Settings.Burst, r.Settings.MaxPods)
+	if r.Command != "" {
+		fmt.Fprintf(w, "Command: `%s`\n\n", r.Command)
+	}
+	raw := ""
+	if r.Plan.RawSteadyDuration > 0 {
+		raw = fmt.Sprintf(" (raw lane: %s)", r.Plan.RawSteadyDuration)
+	}
+	fmt.Fprintf(w, "Plan: W1 %d pods; W2/W3 batches %v; W4 %d exits; W5 %v pods for %s each%s.\n\n",
+		r.Plan.W1Count, r.Plan.Batches, r.Plan.W4Count, r.Plan.SteadyPods, r.Plan.SteadyDuration, raw)
+}

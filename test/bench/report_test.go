@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func sampleResults() *Results {
+	nan := Num(math.NaN())
+	lane := func(name string, w1 []float64, lag float64, cpu, rss, req Num) LaneResult {
+		b := Batch{Size: 30, Samples: w1, PerPod: Summarize(w1), Lag: lag, PodsPerSecond: 30 / lag}
+		return LaneResult{Lane: name, W1: Summarize(w1), W1Raw: w1, W2: []Batch{b}, W3: []Batch{b}, W4: Summarize(w1), W4Raw: w1,
+			W5: []Steady{{Pods: 0, Seconds: 10, AgentCPU: cpu, AgentRSSMiB: rss, AgentRSSMax: rss, ContainerdCPU: 0.01, APIRequests: req},
+				{Pods: 30, Seconds: 10, AgentCPU: cpu * 2, AgentRSSMiB: rss + 5, AgentRSSMax: rss + 6, ContainerdCPU: 0.02, APIRequests: req}}}
+	}
+	return &Results{
+		Started: time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC), Seconds: 200, Quick: true,
+		Plan:     Plan{W1Count: 3, Batches: []int{30}, W4Count: 3, SteadyPods: []int{0, 30}, SteadyDuration: 10 * time.Second},
+		Machine:  Machine{CPUModel: "test CPU", CPUs: 2, MemGiB: 24, Kernel: "6.1", OS: "Debian"},
+		Command:  "BENCH_QUICK=1 make bench",
+		Settings: Settings{QPS: 50, Burst: 100, MaxPods: 250},
+		Lanes: []LaneResult{
+			lane("raw", []float64{0.2, 0.3, 0.4}, 1, nan, nan, nan),
+			lane("kubelet", []float64{1, 2, 3}, 8, 0.05, 80, 4),
+			lane("crivk", []float64{0.5, 1, 1.5}, 2, 0.02, 30, 1),
+		},
+	}
+}
+
+func TestMarkdownRatios(t *testing.T) {
+	var b bytes.Buffer
+	sampleResults().writeMarkdown(&b)
+	md := b.String()
+	for _, want := range []string{
+		"| metric | unit | raw | kubelet | crivk | crivk/kubelet | crivk/raw |",
+		// W1 p50: raw 0.3, kubelet 2, crivk 1.
+		"| create->Running p50 | s | 0.300 | 2.00 | 1.00 | 0.50x | 3.33x |",
+		// W2 lag 1, 8, 2.
+		"| 30 pods: batch lag | s | 1.00 | 8.00 | 2.00 | 0.25x | 2.00x |",
+		// Agent CPU 5% vs 2%; raw has no agent.
+		"| 0 pods: agent CPU | % of a core | - | 5.00 | 2.00 | 0.40x | - |",
+		"| 30 pods: agent RSS (mean) | MiB | - | 85.0 | 35.0 | 0.41x | - |",
+		"| 0 pods: agent API requests | req/s | - | 4.00 | 1.00 | 0.25x | - |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "NaN") {
+		t.Errorf("markdown shows NaN:\n%s", md)
+	}
+}
+
+func TestGoals(t *testing.T) {
+	var b bytes.Buffer
+	sampleResults().writeGoals(&b)
+	md := b.String()
+	for _, want := range []string{
+		// W1 p99: crivk 1.49, kubelet 2.98, raw 0.398.
+		"| W1 p99 | kubelet | <= 0.50x | 0.50x | met |",
+		"| W1 p99 | raw | <= 1.25x | 3.74x | **missed** |",
+		"| W2 batch lag, 30 pods | kubelet | <= 0.50x | 0.25x | met |",
+		"| W4 p99 | kubelet | <= 0.20x | 0.50x | **missed** |",
+		"| W5 agent RSS, 30 pods | kubelet | <= 0.50x | 0.41x | met |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("goals lack %q:\n%s", want, md)
+		}
+	}
+	r := sampleResults()
+	r.Lanes = r.Lanes[:2] // no crivk lane
+	b.Reset()
+	r.writeGoals(&b)
+	if strings.Contains(b.String(), "met") || !strings.Contains(b.String(), "no figure") {
+		t.Errorf("without a crivk lane no goal can be met or missed:\n%s", b.String())
+	}
+}
+
+func TestMarkdownFailedLane(t *testing.T) {
+	r := sampleResults()
+	r.Lanes[1] = LaneResult{Lane: "kubelet", Error: "W1 pod 0: timed out"}
+	var b bytes.Buffer
+	r.writeMarkdown(&b)
+	md := b.String()
+	if !strings.Contains(md, "| create->Running p50 | s | 0.300 | - | 1.00 | - | 3.33x |") {
+		t.Errorf("a failed lane must show '-' and no ratio:\n%s", md)
+	}
+	if !strings.Contains(md, "- lane kubelet: W1 pod 0: timed out") {
+		t.Errorf("the lane's failure is not reported:\n%s", md)
+	}
+}
+
+// results.json is read back (unknown figures included) and the report,
+// plots and docs are rebuilt from it.
+func TestWriteReportAndReplot(t *testing.T) {
+	dir := t.TempDir()
+	r := sampleResults()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatalf("marshal: %v", err)
+	}
+	path := filepath.Join(dir, "results.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	docs := filepath.Join(dir, "docs", "benchmarks.md")
+	if err := os.MkdirAll(filepath.Dir(docs), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(options{replot: path, docs: docs}); err != nil {
+		t.Fatalf("replot: %v", err)
+	}
+	for _, png := range []string{"w1-cdf.png", "w2-cdf.png", "w3-cdf.png", "w5-cpu.png", "w5-rss.png"} {
+		for _, p := range []string{filepath.Join(dir, png), filepath.Join(dir, "docs", "benchmarks", png)} {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Errorf("plot missing: %v", err)
+				continue
+			}
+			if !bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")) {
+				t.Errorf("%s is not a PNG", p)
+			}
+		}
+	}
+	doc, err := os.ReadFile(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# Benchmarks", "Command: `BENCH_QUICK=1 make bench`", "test CPU, 2 CPUs",
+		"![w1-cdf](benchmarks/w1-cdf.png)", "| 30 pods: batch lag | s | 1.00 | 8.00 | 2.00 | 0.25x | 2.00x |", "## How it is measured"} {
+		if !strings.Contains(string(doc), want) {
+			t.Errorf("docs lack %q", want)
+		}
+	}
+	// A second run keeps the hand-written analysis and replaces the rest.
+	analysis := "\n## Analysis\n\nW3 is bound by containerd here.\n"
+	if err := os.WriteFile(docs, append(doc, analysis...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.Lanes[2].W2[0].Lag = 4
+	b, _ = json.Marshal(r)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(options{replot: path, docs: docs}); err != nil {
+		t.Fatalf("second replot: %v", err)
+	}
+	doc2, _ := os.ReadFile(docs)
+	if !strings.HasSuffix(string(doc2), keptMarker+"\n"+analysis) {
+		t.Errorf("the hand-written analysis was not kept at the end:\n%s", doc2)
+	}
+	if !strings.Contains(string(doc2), "| 30 pods: batch lag | s | 1.00 | 8.00 | 4.00 |") || strings.Count(string(doc2), "# Benchmarks") != 1 {
+		t.Errorf("the generated part was not replaced:\n%s", doc2)
+	}
+	rep, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil || !strings.Contains(string(rep), "![w1-cdf](w1-cdf.png)") {
+		t.Errorf("report.md: %v, missing the plot links", err)
+	}
+}

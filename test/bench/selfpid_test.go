@@ -1,0 +1,5 @@
+package main
+
+import "os"
+
+func selfPID() int { return os.Getpid() }

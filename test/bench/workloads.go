@@ -1,0 +1,348 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"math"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/utils/clock"
+)
+
+// Plan says how much of each workload a run does.
+type Plan struct {
+	W1Count        int           `json:"w1Count"`
+	Batches        []int         `json:"batches"`
+	W4Count        int           `json:"w4Count"`
+	SteadyPods     []int         `json:"steadyPods"`
+	SteadyDuration time.Duration `json:"steadyDuration"`
+	// RawSteadyDuration, if set, replaces SteadyDuration in the raw lane:
+	// only containerd is measured there.
+	RawSteadyDuration time.Duration `json:"rawSteadyDuration,omitempty"`
+	// Timeout bounds one step (a batch to be Running, a batch to be gone).
+	Timeout time.Duration `json:"timeout"`
+}
+
+// FullPlan is the issue's plan, with the steady-state window cut from 2
+// minutes to 90 s (30 s in the raw lane, which has no agent to measure) so
+// that the three lanes fit in 30 minutes on a 2-core machine; QuickPlan fits
+// in 5 minutes for development.
+var (
+	FullPlan  = Plan{W1Count: 50, Batches: []int{30, 110, 250}, W4Count: 10, SteadyPods: []int{0, 30, 110}, SteadyDuration: 90 * time.Second, RawSteadyDuration: 30 * time.Second, Timeout: 5 * time.Minute}
+	QuickPlan = Plan{W1Count: 6, Batches: []int{20}, W4Count: 3, SteadyPods: []int{0, 20}, SteadyDuration: 8 * time.Second, Timeout: 2 * time.Minute}
+)
+
+// Batch is one W2 (create) or W3 (delete) batch.
+type Batch struct {
+	Size int `json:"size"`
+	// Samples are the per-pod latencies in seconds.
+	Samples []float64 `json:"samples"`
+	PerPod  Summary   `json:"perPod"`
+	// Lag is last seen - first call, in seconds.
+	Lag float64 `json:"lag"`
+	// PodsPerSecond is Size / Lag.
+	PodsPerSecond float64 `json:"podsPerSecond"`
+}
+
+// Steady is one W5 level.
+type Steady struct {
+	Pods    int     `json:"pods"`
+	Seconds float64 `json:"seconds"`
+	// AgentCPU and ContainerdCPU are in cores (1 = one core busy).
+	// Unknown figures (no agent in the raw lane) are NaN, null in JSON.
+	AgentCPU      Num `json:"agentCPU"`
+	AgentRSSMiB   Num `json:"agentRSSMiB"`
+	AgentRSSMax   Num `json:"agentRSSMaxMiB"`
+	ContainerdCPU Num `json:"containerdCPU"`
+	APIRequests   Num `json:"apiRequestsPerSecond"`
+}
+
+// LaneResult is everything measured in one lane.
+type LaneResult struct {
+	Lane  string    `json:"lane"`
+	Error string    `json:"error,omitempty"`
+	W1    Summary   `json:"w1"`
+	W1Raw []float64 `json:"w1Samples"`
+	W2    []Batch   `json:"w2"`
+	W3    []Batch   `json:"w3"`
+	W4    Summary   `json:"w4"`
+	W4Raw []float64 `json:"w4Samples"`
+	// W4Dropped counts samples discarded because the pod was not running
+	// before its container's exit time.
+	W4Dropped int      `json:"w4Dropped"`
+	W5        []Steady `json:"w5"`
+}
+
+// meters reads the processes a lane is measured on.
+type meters struct {
+	agentPID      int // 0: no agent (raw lane)
+	containerdPID int
+	requests      func() int64 // nil: no agent
+}
+
+// podFactory makes the benchmark's pods: pinned by nodeName, images present
+// locally, IfNotPresent, no service account token or service links (pods
+// of the same spec for every lane; nothing to fetch from the API).
+type podFactory struct {
+	ns, node, image, busybox, run string
+}
+
+const benchLabel = "crivk-bench"
+
+func (f podFactory) pod(name string, c v1.Container, policy v1.RestartPolicy) *v1.Pod {
+	grace := int64(30)
+	no := false
+	c.ImagePullPolicy = v1.PullIfNotPresent
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: f.ns, UID: types.UID(uuid.NewUUID()),
+			Labels: map[string]string{benchLabel: f.run},
+		},
+		Spec: v1.PodSpec{
+			NodeName:                      f.node,
+			RestartPolicy:                 policy,
+			TerminationGracePeriodSeconds: &grace,
+			AutomountServiceAccountToken:  &no,
+			EnableServiceLinks:            &no,
+			Containers:                    []v1.Container{c},
+		},
+	}
+}
+
+// sleeper exits on SIGTERM at once (the pause program).
+func (f podFactory) sleeper(name string) *v1.Pod {
+	return f.pod(name, v1.Container{Name: "c", Image: f.image}, v1.RestartPolicyAlways)
+}
+
+// exiter's container exits 0 at the first wall-clock second >= at.
+func (f podFactory) exiter(name string, at time.Time) *v1.Pod {
+	script := fmt.Sprintf("until [ $(date +%%s) -ge %d ]; do sleep 0.01; done", at.Unix())
+	return f.pod(name, v1.Container{Name: "c", Image: f.busybox, Command: []string{"sh", "-c", script}}, v1.RestartPolicyNever)
+}
+
+func (f podFactory) sleepers(prefix string, from, to int) []*v1.Pod {
+	var out []*v1.Pod
+	for i := from; i < to; i++ {
+		out = append(out, f.sleeper(fmt.Sprintf("%s-%d", prefix, i)))
+	}
+	return out
+}
+
+func spanSeconds(spans []span) []float64 {
+	out := make([]float64, len(spans))
+	for i, s := range spans {
+		out[i] = s.End.Sub(s.Start).Seconds()
+	}
+	return out
+}
+
+// batchOf summarises one batch of spans.
+func batchOf(spans []span) Batch {
+	b := Batch{Size: len(spans), Samples: spanSeconds(spans)}
+	b.PerPod = Summarize(b.Samples)
+	if len(spans) == 0 {
+		return b
+	}
+	first, last := spans[0].Start, spans[0].End
+	for _, s := range spans {
+		if s.Start.Before(first) {
+			first = s.Start
+		}
+		if s.End.After(last) {
+			last = s.End
+		}
+	}
+	b.Lag = last.Sub(first).Seconds()
+	if b.Lag > 0 {
+		b.PodsPerSecond = float64(b.Size) / b.Lag
+	}
+	return b
+}
+
+// workloads runs W1..W5 on one lane through d, filling res as it goes (a
+// failure keeps what was measured before it).
+type workloads struct {
+	d     driver
+	f     podFactory
+	plan  Plan
+	m     meters
+	clock clock.WithTicker
+	logf  func(format string, args ...any)
+}
+
+func (w *workloads) step(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, w.plan.Timeout)
+}
+
+func (w *workloads) createAndRemove(ctx context.Context, pods []*v1.Pod) ([]span, []span, error) {
+	sctx, cancel := w.step(ctx)
+	defer cancel()
+	up, err := w.d.create(sctx, pods)
+	if err != nil {
+		return nil, nil, err
+	}
+	dctx, cancel2 := w.step(ctx)
+	defer cancel2()
+	down, err := w.d.remove(dctx, pods)
+	return up, down, err
+}
+
+func (w *workloads) run(ctx context.Context, res *LaneResult) error {
+	// Warm-up: one throw-away pod (image, runtime and agent caches).
+	w.logf("warm-up pod")
+	if _, _, err := w.createAndRemove(ctx, []*v1.Pod{w.f.sleeper("warmup")}); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+
+	w.logf("W1: %d single pods in sequence", w.plan.W1Count)
+	for i := 0; i < w.plan.W1Count; i++ {
+		up, _, err := w.createAndRemove(ctx, []*v1.Pod{w.f.sleeper(fmt.Sprintf("w1-%d", i))})
+		if err != nil {
+			return fmt.Errorf("W1 pod %d: %w", i, err)
+		}
+		res.W1Raw = append(res.W1Raw, spanSeconds(up)...)
+	}
+	res.W1 = Summarize(res.W1Raw)
+
+	for _, n := range w.plan.Batches {
+		w.logf("W2/W3: batch of %d", n)
+		up, down, err := w.createAndRemove(ctx, w.f.sleepers(fmt.Sprintf("w2-%d", n), 0, n))
+		if up != nil {
+			res.W2 = append(res.W2, batchOf(up))
+		}
+		if err != nil {
+			return fmt.Errorf("W2/W3 batch of %d: %w", n, err)
+		}
+		res.W3 = append(res.W3, batchOf(down))
+	}
+
+	w.logf("W4: %d container exits", w.plan.W4Count)
+	for i := 0; len(res.W4Raw) < w.plan.W4Count; i++ {
+		if i >= 2*w.plan.W4Count {
+			return fmt.Errorf("W4: %d of %d samples dropped (pods not running before their exit time)", res.W4Dropped, i)
+		}
+		lat, ok, err := w.exitOnce(ctx, fmt.Sprintf("w4-%d", i))
+		if err != nil {
+			return fmt.Errorf("W4 pod %d: %w", i, err)
+		}
+		if !ok {
+			res.W4Dropped++
+			continue
+		}
+		res.W4Raw = append(res.W4Raw, lat)
+	}
+	res.W4 = Summarize(res.W4Raw)
+
+	var steady []*v1.Pod
+	defer func() {
+		if len(steady) > 0 {
+			dctx, cancel := w.step(ctx)
+			defer cancel()
+			if _, err := w.d.remove(dctx, steady); err != nil {
+				w.logf("W5: removing the steady pods: %v", err)
+			}
+		}
+	}()
+	for _, n := range w.plan.SteadyPods {
+		if more := w.f.sleepers("w5", len(steady), n); len(more) > 0 {
+			sctx, cancel := w.step(ctx)
+			_, err := w.d.create(sctx, more)
+			cancel()
+			steady = append(steady, more...)
+			if err != nil {
+				return fmt.Errorf("W5 with %d pods: %w", n, err)
+			}
+		}
+		w.logf("W5: %d pods for %s", n, w.plan.SteadyDuration)
+		s, err := w.measure(ctx, n)
+		if err != nil {
+			return fmt.Errorf("W5 with %d pods: %w", n, err)
+		}
+		res.W5 = append(res.W5, s)
+	}
+	return nil
+}
+
+// exitOnce starts a pod whose container exits at a known second and returns
+// exit -> seen. ok is false when the pod was not running before that second.
+func (w *workloads) exitOnce(ctx context.Context, name string) (float64, bool, error) {
+	// Whole seconds: the container compares `date +%s`. Two seconds of
+	// margin covers a slow start; later starts are dropped.
+	at := w.clock.Now().Add(2 * time.Second).Truncate(time.Second).Add(time.Second)
+	p := w.f.exiter(name, at)
+	sctx, cancel := w.step(ctx)
+	defer cancel()
+	up, err := w.d.create(sctx, []*v1.Pod{p})
+	if err != nil {
+		return 0, false, err
+	}
+	seen, err := w.d.waitExit(sctx, p)
+	if err != nil {
+		return 0, false, err
+	}
+	if _, err := w.d.remove(sctx, []*v1.Pod{p}); err != nil {
+		return 0, false, err
+	}
+	if !up[0].End.Before(at) {
+		return 0, false, nil
+	}
+	return seen.Sub(at).Seconds(), true, nil
+}
+
+// measure samples the agent and containerd for the plan's steady duration.
+func (w *workloads) measure(ctx context.Context, pods int) (Steady, error) {
+	nan := Num(math.NaN())
+	s := Steady{Pods: pods, AgentCPU: nan, AgentRSSMiB: nan, AgentRSSMax: nan, APIRequests: nan}
+	cpu := func(pid int) float64 {
+		if pid == 0 {
+			return math.NaN()
+		}
+		v, err := procCPU(pid)
+		if err != nil {
+			log.Printf("W5: %v", err)
+			return math.NaN()
+		}
+		return v
+	}
+	var req0 int64
+	if w.m.requests != nil {
+		req0 = w.m.requests()
+	}
+	a0, c0, t0 := cpu(w.m.agentPID), cpu(w.m.containerdPID), w.clock.Now()
+	var rss []float64
+	// One ticker, no second timer: RSS is sampled every second and the
+	// window ends at the first tick past the duration.
+	tick := w.clock.NewTicker(time.Second)
+	defer tick.Stop()
+	for w.clock.Since(t0) < w.plan.SteadyDuration {
+		select {
+		case <-ctx.Done():
+			return s, ctx.Err()
+		case <-tick.C():
+		}
+		if w.m.agentPID != 0 {
+			r, err := procRSS(w.m.agentPID)
+			if err != nil {
+				return s, fmt.Errorf("agent RSS: %w", err)
+			}
+			rss = append(rss, float64(r)/(1<<20))
+		}
+	}
+	el := w.clock.Since(t0).Seconds()
+	s.Seconds = el
+	s.AgentCPU = Num((cpu(w.m.agentPID) - a0) / el)
+	s.ContainerdCPU = Num((cpu(w.m.containerdPID) - c0) / el)
+	if len(rss) > 0 {
+		sum := Summarize(rss)
+		s.AgentRSSMiB, s.AgentRSSMax = Num(sum.Mean), Num(sum.Max)
+	}
+	if w.m.requests != nil {
+		s.APIRequests = Num(float64(w.m.requests()-req0) / el)
+	}
+	return s, nil
+}

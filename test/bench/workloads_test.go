@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+// fakeDriver "runs" pods with fixed latencies on a fake clock.
+type fakeDriver struct {
+	clock   *testingclock.FakeClock
+	up      time.Duration
+	down    time.Duration
+	exitLag time.Duration
+	mu      sync.Mutex
+	live    map[string]bool
+	created []int // batch sizes
+}
+
+func (d *fakeDriver) create(_ context.Context, pods []*v1.Pod) ([]span, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.created = append(d.created, len(pods))
+	start := d.clock.Now()
+	var out []span
+	for i, p := range pods {
+		if d.live[p.Name] {
+			return nil, fmt.Errorf("pod %s created twice", p.Name)
+		}
+		d.live[p.Name] = true
+		// Each pod of a batch a little later than the one before.
+		out = append(out, span{Name: p.Name, Start: start, End: start.Add(d.up + time.Duration(i)*time.Millisecond)})
+	}
+	return out, nil
+}
+
+func (d *fakeDriver) remove(_ context.Context, pods []*v1.Pod) ([]span, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	start := d.clock.Now()
+	var out []span
+	for _, p := range pods {
+		if !d.live[p.Name] {
+			return nil, fmt.Errorf("pod %s removed but not live", p.Name)
+		}
+		delete(d.live, p.Name)
+		out = append(out, span{Name: p.Name, Start: start, End: start.Add(d.down)})
+	}
+	return out, nil
+}
+
+func (d *fakeDriver) waitExit(_ context.Context, p *v1.Pod) (time.Time, error) {
+	// The exiter's exit second is in its script; the workload computed it
+	// as now+2s truncated +1s.
+	at := d.clock.Now().Add(2 * time.Second).Truncate(time.Second).Add(time.Second)
+	return at.Add(d.exitLag), nil
+}
+
+func TestWorkloadsRun(t *testing.T) {
+	c := testingclock.NewFakeClock(time.Unix(5000, 0))
+	d := &fakeDriver{clock: c, up: 800 * time.Millisecond, down: 2 * time.Second, exitLag: 300 * time.Millisecond, live: map[string]bool{}}
+	w := &workloads{d: d, f: podFactory{ns: "ns", node: "n", image: "pause", busybox: "busybox", run: "r"},
+		plan: Plan{W1Count: 4, Batches: []int{3, 5}, W4Count: 2, Timeout: time.Minute}, clock: c, logf: t.Logf}
+	var res LaneResult
+	if err := w.run(context.Background(), &res); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if res.W1.N != 4 || math.Abs(res.W1.P99-0.8) > 1e-9 {
+		t.Errorf("W1 = %+v, want 4 samples of 0.8 s", res.W1)
+	}
+	if len(res.W2) != 2 || res.W2[1].Size != 5 {
+		t.Fatalf("W2 = %+v, want batches of 3 and 5", res.W2)
+	}
+	// Batch of 5: the last pod is seen at 0.804 s.
+	if b := res.W2[1]; math.Abs(b.Lag-0.804) > 1e-9 || math.Abs(b.PodsPerSecond-5/0.804) > 1e-9 {
+		t.Errorf("W2 batch of 5: lag %v, pods/s %v", b.Lag, b.PodsPerSecond)
+	}
+	if len(res.W3) != 2 || math.Abs(res.W3[0].Lag-2) > 1e-9 {
+		t.Errorf("W3 = %+v, want lag 2 s", res.W3)
+	}
+	if res.W4.N != 2 || math.Abs(res.W4.P50-0.3) > 1e-9 {
+		t.Errorf("W4 = %+v, want 2 samples of 0.3 s", res.W4)
+	}
+	if len(d.live) != 0 {
+		t.Errorf("pods left live after the workloads: %v", d.live)
+	}
+	// warm-up, 4 W1 pods, batches of 3 and 5, 2 W4 pods.
+	if fmt.Sprint(d.created) != "[1 1 1 1 1 3 5 1 1]" {
+		t.Errorf("created batches %v", d.created)
+	}
+}
+
+func TestBatchOf(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	b := batchOf([]span{
+		{Name: "a", Start: t0, End: t0.Add(time.Second)},
+		{Name: "b", Start: t0.Add(100 * time.Millisecond), End: t0.Add(3 * time.Second)},
+		{Name: "c", Start: t0.Add(50 * time.Millisecond), End: t0.Add(2 * time.Second)},
+	})
+	if b.Size != 3 || b.Lag != 3 || b.PodsPerSecond != 1 {
+		t.Errorf("batch %+v, want size 3, lag 3 s, 1 pod/s", b)
+	}
+	if math.Abs(b.PerPod.Max-2.9) > 1e-9 || math.Abs(b.PerPod.Min-1) > 1e-9 {
+		t.Errorf("per-pod %+v, want min 1 max 2.9", b.PerPod)
+	}
+	if z := batchOf(nil); z.Size != 0 || z.Lag != 0 {
+		t.Errorf("empty batch %+v", z)
+	}
+}
+
+// measure reads CPU and RSS of a live process (this one) over the window.
+func TestMeasureSelf(t *testing.T) {
+	c := testingclock.NewFakeClock(time.Unix(0, 0))
+	var reqs atomic.Int64
+	reqs.Store(10)
+	w := &workloads{plan: Plan{SteadyDuration: 3 * time.Second}, clock: c, logf: t.Logf,
+		m: meters{agentPID: selfPID(), containerdPID: selfPID(), requests: reqs.Load}}
+	done := make(chan struct{})
+	var s Steady
+	var err error
+	go func() {
+		defer close(done)
+		s, err = w.measure(context.Background(), 7)
+	}()
+	// Step the fake clock one second at a time once measure's ticker
+	// exists; 6 requests arrive per second.
+	for stepped := 0; stepped < 3; {
+		if c.HasWaiters() {
+			reqs.Add(6)
+			c.Step(time.Second)
+			stepped++
+		}
+		runtime.Gosched()
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("measure did not return after the window")
+	}
+	if err != nil {
+		t.Fatalf("measure: %v", err)
+	}
+	if s.Pods != 7 || s.Seconds != 3 {
+		t.Errorf("steady %+v, want 7 pods over 3 s", s)
+	}
+	if math.Abs(float64(s.APIRequests)-6) > 1e-9 {
+		t.Errorf("API requests %v/s, want 6", s.APIRequests)
+	}
+	if math.IsNaN(float64(s.AgentRSSMiB)) || s.AgentRSSMiB <= 1 || math.IsNaN(float64(s.AgentCPU)) || s.AgentCPU < 0 {
+		t.Errorf("agent figures %+v not measured", s)
+	}
+}
