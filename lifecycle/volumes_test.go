@@ -94,9 +94,11 @@ func TestEngineWaitsForVolumes(t *testing.T) {
 	default:
 		t.Fatal("no FailedMount event")
 	}
-	if p := f.lastPublished("uid-1"); p == nil || p.Status.Phase != v1.PodPending {
-		t.Fatalf("published %v, want Pending", p)
-	}
+	// Statuses are delivered by the status manager's own goroutine.
+	f.eventually(t, "Pending published", func() bool {
+		p := f.lastPublished("uid-1")
+		return p != nil && p.Status.Phase == v1.PodPending
+	})
 
 	// The object appears: the retry due after a second starts the pod.
 	vols.setErr(nil)
