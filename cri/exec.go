@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
 	remote "k8s.io/cri-client/pkg"
 	utilexec "k8s.io/utils/exec"
 )
@@ -44,12 +45,14 @@ func (r *Runtime) ExecSync(ctx context.Context, containerID string, cmd []string
 	return stdout, stderr, -1, fmt.Errorf("exec %q in container %s: %w", strings.Join(cmd, " "), containerID, err)
 }
 
-// StopContainer stops one container, giving it grace seconds between
-// SIGTERM and SIGKILL (a failed liveness or startup probe). A container
+// KillContainer stops one running container of pod as the kubelet's
+// killContainer does for a failed liveness or startup probe: the Killing
+// event with message, the preStop hook within the grace period, then
+// StopContainer with the rest (never below the minimum grace). A container
 // that is already gone is not an error.
-func (r *Runtime) StopContainer(ctx context.Context, containerID string, grace int64) error {
-	if err := r.rs.StopContainer(ctx, containerID, grace); err != nil && !isNotFound(err) {
-		return fmt.Errorf("stopping container %s: %w", containerID, err)
+func (r *Runtime) KillContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, containerID string, podIPs []string, grace int64, message string) error {
+	if err := r.stopContainer(ctx, pod, c, containerID, true, podIPs, grace, message); err != nil {
+		return fmt.Errorf("stopping container %q (%s) of pod %s: %w", c.Name, containerID, RefOf(pod), err)
 	}
 	return nil
 }

@@ -13,11 +13,12 @@ import (
 
 // ProbeRuntime is what probes need of the runtime (*cri.Runtime): exec
 // probes run through ExecSync; a container that failed its liveness or
-// startup probe is stopped with StopContainer, then restarted by the next
-// sync as any exited container (restart policy, back-off, restartCount).
+// startup probe is stopped with KillContainer (Killing event, preStop hook,
+// then stop), then restarted by the next sync as any exited container
+// (restart policy, back-off, restartCount).
 type ProbeRuntime interface {
 	prober.Execer
-	StopContainer(ctx context.Context, containerID string, grace int64) error
+	KillContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, containerID string, podIPs []string, grace int64, message string) error
 }
 
 var _ ProbeRuntime = (*cri.Runtime)(nil)
@@ -36,11 +37,6 @@ type probeManager interface {
 }
 
 var _ probeManager = (*prober.Manager)(nil)
-
-// The kubelet's reasons for killing a container that failed a probe.
-const (
-	reasonKilling = "Killing"
-)
 
 // startProber makes the probe manager when the engine was given a probe
 // runtime; without one nothing is probed.
@@ -170,10 +166,7 @@ func (e *Engine) killUnhealthy(ctx context.Context, pod *v1.Pod, st *cri.PodStat
 		grace := cri.GracePeriod(pod, probe.TerminationGracePeriodSeconds)
 		log.G(ctx).WithField("pod", pod.Namespace+"/"+pod.Name).WithField("uid", pod.UID).WithField("container", c.Name).
 			WithField("grace", grace).Info(msg)
-		if e.cfg.Recorder != nil {
-			e.cfg.Recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeNormal, reasonKilling, "%s", msg)
-		}
-		if err := e.cfg.ProbeRuntime.StopContainer(ctx, latest.ID, grace); err != nil {
+		if err := e.cfg.ProbeRuntime.KillContainer(ctx, pod, c, latest.ID, st.IPs(), grace, msg); err != nil {
 			errs = append(errs, fmt.Errorf("pod %s: container %s failed its %s probe: %w", cri.RefOf(pod), c.Name, what, err))
 			continue
 		}

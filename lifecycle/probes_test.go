@@ -25,7 +25,10 @@ type fakeProbeRuntime struct {
 	mu    sync.Mutex
 	code  int32
 	execs int
-	stops []int64 // grace of each StopContainer
+	stops []int64 // grace of each KillContainer
+	// rec, when set, receives the Killing event the real runtime records
+	// with the engine's message.
+	rec *record.FakeRecorder
 }
 
 func (f *fakeProbeRuntime) ExecSync(context.Context, string, []string, time.Duration) ([]byte, []byte, int32, error) {
@@ -47,10 +50,13 @@ func (f *fakeProbeRuntime) stopped() []int64 {
 	return append([]int64(nil), f.stops...)
 }
 
-func (f *fakeProbeRuntime) StopContainer(_ context.Context, id string, grace int64) error {
+func (f *fakeProbeRuntime) KillContainer(_ context.Context, pod *v1.Pod, _ *v1.Container, id string, _ []string, grace int64, msg string) error {
 	f.mu.Lock()
 	f.stops = append(f.stops, grace)
 	f.mu.Unlock()
+	if f.rec != nil {
+		f.rec.Eventf(pod, v1.EventTypeNormal, "Killing", "%s", msg)
+	}
 	f.rt.mu.Lock()
 	defer f.rt.mu.Unlock()
 	for _, p := range f.rt.pods {
@@ -70,8 +76,8 @@ func newProbeFixture(t *testing.T) (*engineFixture, *fakeProbeRuntime, *record.F
 	t.Helper()
 	clk := testingclock.NewFakeClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
 	f := &engineFixture{rt: newFakeRuntime(clk), clock: clk, cache: NewCache()}
-	pr := &fakeProbeRuntime{rt: f.rt}
 	rec := record.NewFakeRecorder(1000)
+	pr := &fakeProbeRuntime{rt: f.rt, rec: rec}
 	ctx, cancel := context.WithCancel(context.Background())
 	e, err := NewEngine(ctx, Config{
 		Runtime: f.rt, RuntimeName: "containerd", NodeIP: "192.0.2.10", Clock: clk, SyncInterval: syncInterval, Cache: f.cache,
@@ -165,7 +171,7 @@ func TestEngineLivenessFailureRestartsContainer(t *testing.T) {
 	})
 	stops := pr.stopped()
 	if len(stops) == 0 || stops[0] != 5 {
-		t.Errorf("StopContainer graces %v, want the probe's 5 first", stops)
+		t.Errorf("KillContainer graces %v, want the probe's 5 first", stops)
 	}
 	if f.rt.count(pod.UID, "KillPod") != 0 {
 		t.Error("the whole pod was killed for one container's liveness failure")
@@ -310,8 +316,8 @@ func TestKillUnhealthy(t *testing.T) {
 			pod.Spec.Containers[0].LivenessProbe.TerminationGracePeriodSeconds = tc.probeGrace
 			pod.Spec.Containers[0].StartupProbe.TerminationGracePeriodSeconds = tc.probeGrace
 			clk := testingclock.NewFakeClock(time.Now())
-			pr := &fakeProbeRuntime{rt: newFakeRuntime(clk)}
 			rec := record.NewFakeRecorder(10)
+			pr := &fakeProbeRuntime{rt: newFakeRuntime(clk), rec: rec}
 			e := &Engine{cfg: Config{ProbeRuntime: pr, Recorder: rec}, probes: tc.results}
 			killed, err := e.killUnhealthy(context.Background(), pod, tc.st)
 			if err != nil {
