@@ -526,6 +526,10 @@ func (e *Engine) generate(pod *v1.Pod, st *cri.PodStatus, deleted bool) v1.PodSt
 		e.podIPs[pod.UID] = ips
 	}
 	ips := e.podIPs[pod.UID]
+	if pod.Spec.HostNetwork && len(ips) == 0 && e.cfg.NodeIP != "" {
+		// A host-network pod has the node's IP, as the kubelet reports it.
+		ips = []string{e.cfg.NodeIP}
+	}
 	waiting := e.waiting[pod.UID]
 	e.mu.Unlock()
 	status := GenerateStatus(statusInput{

@@ -84,6 +84,9 @@ func (f *fakeRuntime) SyncPod(_ context.Context, pod *v1.Pod, _ *cri.PodStatus, 
 	st := f.podLocked(cri.RefOf(pod))
 	if plan.CreateSandbox {
 		sb := cri.SandboxStatus{ID: fmt.Sprintf("%s-sb%d", pod.UID, plan.Attempt), Attempt: plan.Attempt, Ready: true, IPs: []string{"10.0.0.7"}}
+		if pod.Spec.HostNetwork {
+			sb.IPs = nil // the runtime reports no IP for a host-network sandbox
+		}
 		st.Sandboxes = append([]cri.SandboxStatus{sb}, st.Sandboxes...)
 	}
 	res := &cri.SyncResult{}
@@ -696,6 +699,10 @@ func TestEngineWaitsForTheNetwork(t *testing.T) {
 	host.Spec.HostNetwork = true
 	f.e.UpdatePod(context.Background(), pod)
 	f.startRunning(t, host)
+	f.eventually(t, "the host-network pod to have the node's IP", func() bool {
+		p := f.lastPublished("uid-2")
+		return p != nil && p.Status.PodIP == "192.0.2.10" && len(p.Status.PodIPs) == 1 && p.Status.PodIPs[0].IP == "192.0.2.10"
+	})
 	f.eventually(t, "uid-1 idle", func() bool { return !f.e.workers.IsWorking("uid-1") })
 	if n := f.rt.count("uid-1", "SyncPod"); n != 0 {
 		t.Fatalf("a pod was started while the network is not ready")
