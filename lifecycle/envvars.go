@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/lifecycle/volume"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -277,66 +278,7 @@ func (r *envResolver) fieldRef(fs *v1.ObjectFieldSelector, pod *v1.Pod, podIPs [
 	case "status.podIPs":
 		return strings.Join(podIPs, ","), nil
 	}
-	return PodFieldValue(pod, fs.FieldPath)
-}
-
-// PodFieldValue is the downward API's value of a metadata (or other plain)
-// field path of pod (the kubelet's fieldpath.ExtractFieldPathAsString).
-func PodFieldValue(pod *v1.Pod, path string) (string, error) {
-	if p, sub, ok := subscript(path); ok {
-		switch p {
-		case "metadata.annotations":
-			return pod.Annotations[sub], nil
-		case "metadata.labels":
-			return pod.Labels[sub], nil
-		}
-		return "", fmt.Errorf("fieldPath %q does not support subscript", path)
-	}
-	switch path {
-	case "metadata.annotations":
-		return formatMap(pod.Annotations), nil
-	case "metadata.labels":
-		return formatMap(pod.Labels), nil
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "spec.nodeName":
-		return pod.Spec.NodeName, nil
-	case "spec.serviceAccountName":
-		return pod.Spec.ServiceAccountName, nil
-	case "spec.restartPolicy":
-		return string(pod.Spec.RestartPolicy), nil
-	case "spec.schedulerName":
-		return pod.Spec.SchedulerName, nil
-	case "status.phase":
-		return string(pod.Status.Phase), nil
-	}
-	return "", fmt.Errorf("unsupported fieldPath: %v", path)
-}
-
-// subscript splits "metadata.labels['key']" into its path and key.
-func subscript(path string) (string, string, bool) {
-	i := strings.Index(path, "['")
-	if i < 0 || !strings.HasSuffix(path, "']") || len(path) < i+4 {
-		return "", "", false
-	}
-	return path[:i], path[i+2 : len(path)-2], true
-}
-
-// formatMap renders labels or annotations as the downward API does: one
-// key="value" per line, keys sorted.
-func formatMap(m map[string]string) string {
-	var b strings.Builder
-	for i, k := range sortedKeys(m) {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		fmt.Fprintf(&b, "%v=%q", k, m[k])
-	}
-	return b.String()
+	return volume.PodFieldValue(pod, fs.FieldPath)
 }
 
 // resourceFieldRef is the kubelet's containerResourceRuntimeValue with its

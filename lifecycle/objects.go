@@ -33,8 +33,9 @@ type Volumes interface {
 	// containers from starting; its text is shown in a FailedMount event.
 	MountPod(ctx context.Context, pod *v1.Pod) error
 	// Mounts returns the CRI mounts of container c of pod (volumeMounts,
-	// subPath resolved).
-	Mounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, error)
+	// subPath resolved; subPathExpr expanded with env, the container's
+	// resolved environment).
+	Mounts(pod *v1.Pod, c *v1.Container, env map[string]string) ([]*runtimeapi.Mount, error)
 	// UnmountPod removes everything of the pod's volumes from the node once
 	// no container of it can run any more.
 	UnmountPod(ctx context.Context, pod *v1.Pod) error

@@ -22,7 +22,11 @@ func (e *Engine) GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, c
 	}
 	opts := &cri.RunContainerOptions{Envs: envs}
 	if e.cfg.Volumes != nil {
-		m, err := e.cfg.Volumes.Mounts(pod, c)
+		vars := make(map[string]string, len(envs))
+		for _, kv := range envs {
+			vars[kv.Key] = kv.Value
+		}
+		m, err := e.cfg.Volumes.Mounts(pod, c, vars)
 		if err != nil {
 			return nil, fmt.Errorf("mounts of container %q of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
 		}

@@ -36,7 +36,9 @@ func (f *fakeVolumes) MountPod(_ context.Context, pod *v1.Pod) error {
 	return f.err
 }
 
-func (f *fakeVolumes) Mounts(*v1.Pod, *v1.Container) ([]*runtimeapi.Mount, error) { return nil, nil }
+func (f *fakeVolumes) Mounts(*v1.Pod, *v1.Container, map[string]string) ([]*runtimeapi.Mount, error) {
+	return nil, nil
+}
 
 func (f *fakeVolumes) UnmountPod(_ context.Context, pod *v1.Pod) error {
 	f.mu.Lock()

@@ -32,7 +32,7 @@ func (m *Manager) downwardAPIFiles(pod *v1.Pod, items []v1.DownwardAPIVolumeFile
 		var err error
 		switch {
 		case it.FieldRef != nil:
-			v, err = podFieldValue(pod, it.FieldRef.FieldPath)
+			v, err = PodFieldValue(pod, it.FieldRef.FieldPath)
 		case it.ResourceFieldRef != nil:
 			v, err = m.resourceValue(pod, it.ResourceFieldRef)
 		default:
@@ -50,9 +50,13 @@ func (m *Manager) downwardAPIFiles(pod *v1.Pod, items []v1.DownwardAPIVolumeFile
 	return out, nil
 }
 
-// podFieldValue is the value of a pod field selector a volume or a
-// subPathExpr may use.
-func podFieldValue(pod *v1.Pod, path string) (string, error) {
+// PodFieldValue is the downward API's value of a pod field path, for
+// volumes and environment variables alike (the kubelet's
+// fieldpath.ExtractFieldPathAsString): metadata fields with label and
+// annotation subscripts, and the plain spec and status fields. The
+// environment resolves status.podIP(s)/hostIP(s) itself (they are known
+// before the API status has them).
+func PodFieldValue(pod *v1.Pod, path string) (string, error) {
 	if k, ok := subscript(path, "metadata.labels"); ok {
 		return pod.Labels[k], nil
 	}
@@ -74,12 +78,18 @@ func podFieldValue(pod *v1.Pod, path string) (string, error) {
 		return pod.Spec.NodeName, nil
 	case "spec.serviceAccountName":
 		return pod.Spec.ServiceAccountName, nil
+	case "spec.restartPolicy":
+		return string(pod.Spec.RestartPolicy), nil
+	case "spec.schedulerName":
+		return pod.Spec.SchedulerName, nil
+	case "status.phase":
+		return string(pod.Status.Phase), nil
 	case "status.hostIP":
 		return pod.Status.HostIP, nil
 	case "status.podIP":
 		return pod.Status.PodIP, nil
 	}
-	return "", fmt.Errorf("unsupported fieldPath %q", path)
+	return "", fmt.Errorf("unsupported fieldPath: %v", path)
 }
 
 // subscript parses `prefix['key']`.

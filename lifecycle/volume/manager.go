@@ -227,8 +227,9 @@ func (m *Manager) makeDir(dir string, memory bool, sizeBytes int64) (fresh bool,
 	return true, os.Chmod(dir, 0o777)
 }
 
-// Mounts returns the CRI mounts of container c's volumeMounts.
-func (m *Manager) Mounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, error) {
+// Mounts returns the CRI mounts of container c's volumeMounts; env is the
+// container's resolved environment, for subPathExpr.
+func (m *Manager) Mounts(pod *v1.Pod, c *v1.Container, env map[string]string) ([]*runtimeapi.Mount, error) {
 	vols := map[string]*v1.Volume{}
 	for i := range pod.Spec.Volumes {
 		vols[pod.Spec.Volumes[i].Name] = &pod.Spec.Volumes[i]
@@ -257,7 +258,7 @@ func (m *Manager) Mounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, err
 		host := base
 		sub := vm.SubPath
 		if vm.SubPathExpr != "" {
-			sub, err = expandSubPath(vm.SubPathExpr, pod, c)
+			sub, err = expandSubPath(vm.SubPathExpr, c, env)
 			if err != nil {
 				return nil, err
 			}

@@ -427,7 +427,7 @@ func TestMountsAndSubPaths(t *testing.T) {
 		t.Fatalf("memory emptyDir tmpfs size %d, want 1Mi", size)
 	}
 	c := &pod.Spec.Containers[0]
-	c.Env = []v1.EnvVar{{Name: "POD", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
+	env := map[string]string{"POD": pod.Name} // resolved by the engine
 	c.VolumeMounts = []v1.VolumeMount{
 		{Name: "ed", MountPath: "/ed"},
 		{Name: "ed", MountPath: "/sub", SubPathExpr: "$(POD)/data"},
@@ -435,7 +435,7 @@ func TestMountsAndSubPaths(t *testing.T) {
 		{Name: "cm", MountPath: "/k", SubPath: "k"},
 		{Name: "host", MountPath: "/host", ReadOnly: true, MountPropagation: ptr(v1.MountPropagationHostToContainer)},
 	}
-	got, err := f.m.Mounts(pod, c)
+	got, err := f.m.Mounts(pod, c, env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +475,7 @@ func TestMountsAndSubPaths(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c2 := c.DeepCopy()
 			c2.VolumeMounts = []v1.VolumeMount{vm}
-			if _, err := f.m.Mounts(pod, c2); err == nil {
+			if _, err := f.m.Mounts(pod, c2, env); err == nil {
 				t.Fatal("accepted")
 			}
 		})

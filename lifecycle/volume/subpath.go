@@ -2,6 +2,7 @@ package volume
 
 import (
 	"fmt"
+	"github.com/crivk/crivk/cri"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,23 +46,12 @@ func resolveSubPath(base, sub string) (string, error) {
 }
 
 // expandSubPath expands the $(VAR) references of a subPathExpr with the
-// container's environment: literal values and the downward API fields a
-// volume path can use. An unresolvable reference or a result that is not a
-// relative path is an error, as with the kubelet.
-func expandSubPath(expr string, pod *v1.Pod, c *v1.Container) (string, error) {
-	env := map[string]string{}
-	for _, e := range c.Env {
-		switch {
-		case e.ValueFrom == nil:
-			env[e.Name] = expand(e.Value, func(n string) (string, bool) { v, ok := env[n]; return v, ok })
-		case e.ValueFrom.FieldRef != nil:
-			if v, err := podFieldValue(pod, e.ValueFrom.FieldRef.FieldPath); err == nil {
-				env[e.Name] = v
-			}
-		}
-	}
+// container's resolved environment (env, the same values the container
+// sees). An unresolvable reference or a result that is not a relative path
+// is an error, as with the kubelet.
+func expandSubPath(expr string, c *v1.Container, env map[string]string) (string, error) {
 	missing := false
-	out := expand(expr, func(name string) (string, bool) {
+	out := cri.Expand(expr, func(name string) (string, bool) {
 		v, ok := env[name]
 		if !ok {
 			missing = true
@@ -89,37 +79,4 @@ func validateSubPath(p string) field.ErrorList {
 		}
 	}
 	return errs
-}
-
-// expand replaces $(NAME) with its value; $$ is a literal $, and a
-// reference with no value is kept as written (the Kubernetes rules).
-func expand(s string, lookup func(string) (string, bool)) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '$' || i+1 >= len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		switch s[i+1] {
-		case '$':
-			b.WriteByte('$')
-			i++
-		case '(':
-			end := strings.IndexByte(s[i+2:], ')')
-			if end < 0 {
-				b.WriteString(s[i:])
-				return b.String()
-			}
-			name := s[i+2 : i+2+end]
-			if v, ok := lookup(name); ok {
-				b.WriteString(v)
-			} else {
-				b.WriteString("$(" + name + ")")
-			}
-			i += 2 + end
-		default:
-			b.WriteByte(s[i])
-		}
-	}
-	return b.String()
 }
