@@ -119,9 +119,10 @@ func (f podFactory) sleeper(name string) *v1.Pod {
 	return f.pod(name, v1.Container{Name: "c", Image: f.image}, v1.RestartPolicyAlways)
 }
 
-// exiter's container exits 0 at the first wall-clock second >= at.
-func (f podFactory) exiter(name string, at time.Time) *v1.Pod {
-	script := fmt.Sprintf("until [ $(date +%%s) -ge %d ]; do sleep 0.01; done", at.Unix())
+// exiter's container exits 0 at the wall-clock second at (whole seconds:
+// busybox's date has no sub-second field), plus frac.
+func (f podFactory) exiter(name string, at time.Time, frac time.Duration) *v1.Pod {
+	script := fmt.Sprintf("until [ $(date +%%s) -ge %d ]; do sleep 0.01; done; sleep %.3f", at.Unix(), frac.Seconds())
 	return f.pod(name, v1.Container{Name: "c", Image: f.busybox, Command: []string{"sh", "-c", script}}, v1.RestartPolicyNever)
 }
 
@@ -173,6 +174,10 @@ type workloads struct {
 	m     meters
 	clock clock.WithTicker
 	logf  func(format string, args ...any)
+	// jitter returns W4's sub-second exit offset, uniform in [0, 1 s):
+	// exits on whole seconds would all meet a periodic relist (the
+	// kubelet's PLEG ticks every second) at the same phase.
+	jitter func() time.Duration
 }
 
 func (w *workloads) step(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -274,7 +279,11 @@ func (w *workloads) exitOnce(ctx context.Context, name string) (float64, bool, e
 	// Whole seconds: the container compares `date +%s`. Two seconds of
 	// margin covers a slow start; later starts are dropped.
 	at := w.clock.Now().Add(2 * time.Second).Truncate(time.Second).Add(time.Second)
-	p := w.f.exiter(name, at)
+	frac := time.Duration(0)
+	if w.jitter != nil {
+		frac = w.jitter()
+	}
+	p := w.f.exiter(name, at, frac)
 	sctx, cancel := w.step(ctx)
 	defer cancel()
 	up, err := w.d.create(sctx, []*v1.Pod{p})
@@ -291,7 +300,7 @@ func (w *workloads) exitOnce(ctx context.Context, name string) (float64, bool, e
 	if !up[0].End.Before(at) {
 		return 0, false, nil
 	}
-	return seen.Sub(at).Seconds(), true, nil
+	return seen.Sub(at.Add(frac)).Seconds(), true, nil
 }
 
 // measure samples the agent and containerd for the plan's steady duration.
