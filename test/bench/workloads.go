@@ -55,11 +55,14 @@ type Steady struct {
 	Seconds float64 `json:"seconds"`
 	// AgentCPU and ContainerdCPU are in cores (1 = one core busy).
 	// Unknown figures (no agent in the raw lane) are NaN, null in JSON.
-	AgentCPU      Num `json:"agentCPU"`
-	AgentRSSMiB   Num `json:"agentRSSMiB"`
-	AgentRSSMax   Num `json:"agentRSSMaxMiB"`
-	ContainerdCPU Num `json:"containerdCPU"`
-	APIRequests   Num `json:"apiRequestsPerSecond"`
+	AgentCPU    Num `json:"agentCPU"`
+	AgentRSSMiB Num `json:"agentRSSMiB"`
+	AgentRSSMax Num `json:"agentRSSMaxMiB"`
+	// AgentRSSFileMiB is the file-backed part of the RSS at the end of the
+	// window: the binary's pages, not heap.
+	AgentRSSFileMiB Num `json:"agentRSSFileMiB"`
+	ContainerdCPU   Num `json:"containerdCPU"`
+	APIRequests     Num `json:"apiRequestsPerSecond"`
 }
 
 // LaneResult is everything measured in one lane.
@@ -306,7 +309,7 @@ func (w *workloads) exitOnce(ctx context.Context, name string) (float64, bool, e
 // measure samples the agent and containerd for the plan's steady duration.
 func (w *workloads) measure(ctx context.Context, pods int) (Steady, error) {
 	nan := Num(math.NaN())
-	s := Steady{Pods: pods, AgentCPU: nan, AgentRSSMiB: nan, AgentRSSMax: nan, APIRequests: nan}
+	s := Steady{Pods: pods, AgentCPU: nan, AgentRSSMiB: nan, AgentRSSMax: nan, AgentRSSFileMiB: nan, APIRequests: nan}
 	cpu := func(pid int) float64 {
 		if pid == 0 {
 			return math.NaN()
@@ -346,6 +349,11 @@ func (w *workloads) measure(ctx context.Context, pods int) (Steady, error) {
 	s.Seconds = el
 	s.AgentCPU = Num((cpu(w.m.agentPID) - a0) / el)
 	s.ContainerdCPU = Num((cpu(w.m.containerdPID) - c0) / el)
+	if w.m.agentPID != 0 {
+		if f, err := procRSSFile(w.m.agentPID); err == nil {
+			s.AgentRSSFileMiB = Num(float64(f) / (1 << 20))
+		}
+	}
 	if len(rss) > 0 {
 		sum := Summarize(rss)
 		s.AgentRSSMiB, s.AgentRSSMax = Num(sum.Mean), Num(sum.Max)

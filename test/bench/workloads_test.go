@@ -161,6 +161,9 @@ func TestMeasureSelf(t *testing.T) {
 	if math.Abs(float64(s.APIRequests)-6) > 1e-9 {
 		t.Errorf("API requests %v/s, want 6", s.APIRequests)
 	}
+	if math.IsNaN(float64(s.AgentRSSFileMiB)) || s.AgentRSSFileMiB > s.AgentRSSMax {
+		t.Errorf("file-backed RSS %v not measured or above the RSS %v", s.AgentRSSFileMiB, s.AgentRSSMax)
+	}
 	if math.IsNaN(float64(s.AgentRSSMiB)) || s.AgentRSSMiB <= 1 || math.IsNaN(float64(s.AgentCPU)) || s.AgentCPU < 0 {
 		t.Errorf("agent figures %+v not measured", s)
 	}
