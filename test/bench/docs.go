@@ -35,10 +35,12 @@ const docsMethod = `## How it is measured
   StartContainer's return (StopContainer with the grace period,
   StopPodSandbox, RemovePodSandbox). Batch lag is last seen - first call;
   pods/s is the batch size over the lag.
-- **W4**: the container runs ` + "`until [ $(date +%s) -ge T ]; do sleep 0.01; done`" + `; the
-  figure is the watch event showing it terminated minus T (raw: ContainerStatus
-  polled every 10 ms; containerd 1.6 has no container events). Samples whose
-  pod was not Running before T are dropped and counted.
+- **W4**: the container runs ` + "`until [ $(date +%s) -ge T ]; do sleep 0.01; done; sleep F`" + `
+  with a random F in [0, 1 s) per sample (exits on whole seconds would all
+  meet a periodic relist at the same phase); the figure is the watch event
+  showing it terminated minus T+F (raw: ContainerStatus polled every 10 ms;
+  containerd 1.6 has no container events). Samples whose pod was not Running
+  before T are dropped and counted.
 - **W5**: CPU from utime+stime in /proc/<pid>/stat over the window (the agent;
   containerd's main process), RSS from VmRSS in /proc/<pid>/status sampled
   every second (mean). API requests: both agents get a kubeconfig pointing

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -189,7 +190,7 @@ func run(o options) error {
 		}
 		w := &workloads{d: d, f: f, plan: plan, m: m, clock: clock.RealClock{}, logf: func(format string, args ...any) {
 			log.Printf("lane %s: "+format, append([]any{res.Lane}, args...)...)
-		}}
+		}, jitter: func() time.Duration { return time.Duration(rand.Int64N(int64(time.Second))) }}
 		return w.run(ctx, res)
 	}
 	r.Lanes = runLanes(ctx, n, lanes, work, log.Printf)

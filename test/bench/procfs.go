@@ -78,6 +78,16 @@ func procCPU(pid int) (float64, error) {
 	return float64(t) / clockTicks, nil
 }
 
+// procRSSFile is the file-backed part of pid's RSS (the binary's and
+// libraries' pages), in bytes; the rest is anonymous memory (heap, stacks).
+func procRSSFile(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseKBField(b, "RssFile:")
+}
+
 // procRSS is the resident set size of pid, in bytes.
 func procRSS(pid int) (uint64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))

@@ -136,6 +136,7 @@ func (r *Results) tables() []struct {
 		w5 = append(w5,
 			row{metric: fmt.Sprintf("%d pods: agent CPU", n), unit: "% of a core", vals: scale(sget(func(s *Steady) Num { return s.AgentCPU }), 100)},
 			row{metric: fmt.Sprintf("%d pods: agent RSS (mean)", n), unit: "MiB", vals: sget(func(s *Steady) Num { return s.AgentRSSMiB })},
+			row{metric: fmt.Sprintf("%d pods: agent RSS, file-backed part", n), unit: "MiB", vals: sget(func(s *Steady) Num { return s.AgentRSSFileMiB })},
 			row{metric: fmt.Sprintf("%d pods: containerd CPU", n), unit: "% of a core", vals: scale(sget(func(s *Steady) Num { return s.ContainerdCPU }), 100)},
 			row{metric: fmt.Sprintf("%d pods: agent API requests", n), unit: "req/s", vals: sget(func(s *Steady) Num { return s.APIRequests })})
 	}

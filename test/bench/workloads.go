@@ -55,11 +55,14 @@ type Steady struct {
 	Seconds float64 `json:"seconds"`
 	// AgentCPU and ContainerdCPU are in cores (1 = one core busy).
 	// Unknown figures (no agent in the raw lane) are NaN, null in JSON.
-	AgentCPU      Num `json:"agentCPU"`
-	AgentRSSMiB   Num `json:"agentRSSMiB"`
-	AgentRSSMax   Num `json:"agentRSSMaxMiB"`
-	ContainerdCPU Num `json:"containerdCPU"`
-	APIRequests   Num `json:"apiRequestsPerSecond"`
+	AgentCPU    Num `json:"agentCPU"`
+	AgentRSSMiB Num `json:"agentRSSMiB"`
+	AgentRSSMax Num `json:"agentRSSMaxMiB"`
+	// AgentRSSFileMiB is the file-backed part of the RSS at the end of the
+	// window: the binary's pages, not heap.
+	AgentRSSFileMiB Num `json:"agentRSSFileMiB"`
+	ContainerdCPU   Num `json:"containerdCPU"`
+	APIRequests     Num `json:"apiRequestsPerSecond"`
 }
 
 // LaneResult is everything measured in one lane.
@@ -119,9 +122,10 @@ func (f podFactory) sleeper(name string) *v1.Pod {
 	return f.pod(name, v1.Container{Name: "c", Image: f.image}, v1.RestartPolicyAlways)
 }
 
-// exiter's container exits 0 at the first wall-clock second >= at.
-func (f podFactory) exiter(name string, at time.Time) *v1.Pod {
-	script := fmt.Sprintf("until [ $(date +%%s) -ge %d ]; do sleep 0.01; done", at.Unix())
+// exiter's container exits 0 at the wall-clock second at (whole seconds:
+// busybox's date has no sub-second field), plus frac.
+func (f podFactory) exiter(name string, at time.Time, frac time.Duration) *v1.Pod {
+	script := fmt.Sprintf("until [ $(date +%%s) -ge %d ]; do sleep 0.01; done; sleep %.3f", at.Unix(), frac.Seconds())
 	return f.pod(name, v1.Container{Name: "c", Image: f.busybox, Command: []string{"sh", "-c", script}}, v1.RestartPolicyNever)
 }
 
@@ -173,6 +177,10 @@ type workloads struct {
 	m     meters
 	clock clock.WithTicker
 	logf  func(format string, args ...any)
+	// jitter returns W4's sub-second exit offset, uniform in [0, 1 s):
+	// exits on whole seconds would all meet a periodic relist (the
+	// kubelet's PLEG ticks every second) at the same phase.
+	jitter func() time.Duration
 }
 
 func (w *workloads) step(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -274,7 +282,11 @@ func (w *workloads) exitOnce(ctx context.Context, name string) (float64, bool, e
 	// Whole seconds: the container compares `date +%s`. Two seconds of
 	// margin covers a slow start; later starts are dropped.
 	at := w.clock.Now().Add(2 * time.Second).Truncate(time.Second).Add(time.Second)
-	p := w.f.exiter(name, at)
+	frac := time.Duration(0)
+	if w.jitter != nil {
+		frac = w.jitter()
+	}
+	p := w.f.exiter(name, at, frac)
 	sctx, cancel := w.step(ctx)
 	defer cancel()
 	up, err := w.d.create(sctx, []*v1.Pod{p})
@@ -291,13 +303,13 @@ func (w *workloads) exitOnce(ctx context.Context, name string) (float64, bool, e
 	if !up[0].End.Before(at) {
 		return 0, false, nil
 	}
-	return seen.Sub(at).Seconds(), true, nil
+	return seen.Sub(at.Add(frac)).Seconds(), true, nil
 }
 
 // measure samples the agent and containerd for the plan's steady duration.
 func (w *workloads) measure(ctx context.Context, pods int) (Steady, error) {
 	nan := Num(math.NaN())
-	s := Steady{Pods: pods, AgentCPU: nan, AgentRSSMiB: nan, AgentRSSMax: nan, APIRequests: nan}
+	s := Steady{Pods: pods, AgentCPU: nan, AgentRSSMiB: nan, AgentRSSMax: nan, AgentRSSFileMiB: nan, APIRequests: nan}
 	cpu := func(pid int) float64 {
 		if pid == 0 {
 			return math.NaN()
@@ -337,6 +349,11 @@ func (w *workloads) measure(ctx context.Context, pods int) (Steady, error) {
 	s.Seconds = el
 	s.AgentCPU = Num((cpu(w.m.agentPID) - a0) / el)
 	s.ContainerdCPU = Num((cpu(w.m.containerdPID) - c0) / el)
+	if w.m.agentPID != 0 {
+		if f, err := procRSSFile(w.m.agentPID); err == nil {
+			s.AgentRSSFileMiB = Num(float64(f) / (1 << 20))
+		}
+	}
 	if len(rss) > 0 {
 		sum := Summarize(rss)
 		s.AgentRSSMiB, s.AgentRSSMax = Num(sum.Mean), Num(sum.Max)

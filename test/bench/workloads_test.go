@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -58,17 +59,23 @@ func (d *fakeDriver) remove(_ context.Context, pods []*v1.Pod) ([]span, error) {
 }
 
 func (d *fakeDriver) waitExit(_ context.Context, p *v1.Pod) (time.Time, error) {
-	// The exiter's exit second is in its script; the workload computed it
-	// as now+2s truncated +1s.
+	// The exiter's exit second is in its script (the workload computed it
+	// as now+2s truncated +1s), then its sub-second sleep.
 	at := d.clock.Now().Add(2 * time.Second).Truncate(time.Second).Add(time.Second)
-	return at.Add(d.exitLag), nil
+	var frac float64
+	script := p.Spec.Containers[0].Command[2]
+	if _, err := fmt.Sscanf(script[strings.LastIndex(script, "sleep "):], "sleep %f", &frac); err != nil {
+		return time.Time{}, fmt.Errorf("no final sleep in %q: %w", script, err)
+	}
+	return at.Add(time.Duration(frac * float64(time.Second))).Add(d.exitLag), nil
 }
 
 func TestWorkloadsRun(t *testing.T) {
 	c := testingclock.NewFakeClock(time.Unix(5000, 0))
 	d := &fakeDriver{clock: c, up: 800 * time.Millisecond, down: 2 * time.Second, exitLag: 300 * time.Millisecond, live: map[string]bool{}}
 	w := &workloads{d: d, f: podFactory{ns: "ns", node: "n", image: "pause", busybox: "busybox", run: "r"},
-		plan: Plan{W1Count: 4, Batches: []int{3, 5}, W4Count: 2, Timeout: time.Minute}, clock: c, logf: t.Logf}
+		plan: Plan{W1Count: 4, Batches: []int{3, 5}, W4Count: 2, Timeout: time.Minute}, clock: c, logf: t.Logf,
+		jitter: func() time.Duration { return 370 * time.Millisecond }}
 	var res LaneResult
 	if err := w.run(context.Background(), &res); err != nil {
 		t.Fatalf("run: %v", err)
@@ -153,6 +160,9 @@ func TestMeasureSelf(t *testing.T) {
 	}
 	if math.Abs(float64(s.APIRequests)-6) > 1e-9 {
 		t.Errorf("API requests %v/s, want 6", s.APIRequests)
+	}
+	if math.IsNaN(float64(s.AgentRSSFileMiB)) || s.AgentRSSFileMiB > s.AgentRSSMax {
+		t.Errorf("file-backed RSS %v not measured or above the RSS %v", s.AgentRSSFileMiB, s.AgentRSSMax)
 	}
 	if math.IsNaN(float64(s.AgentRSSMiB)) || s.AgentRSSMiB <= 1 || math.IsNaN(float64(s.AgentCPU)) || s.AgentCPU < 0 {
 		t.Errorf("agent figures %+v not measured", s)
