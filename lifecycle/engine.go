@@ -46,9 +46,11 @@ type Config struct {
 	// HousekeepingInterval is how often finished and orphaned pods are
 	// cleaned up (default 2s, the kubelet's).
 	HousekeepingInterval time.Duration
-	// OnTerminated is called once a deleted pod's containers and sandbox are
-	// gone and its final status was published. The provider deletes the API
-	// object there. It is called again after an error.
+	// OnTerminated is called once a deleted pod's containers are stopped,
+	// its volumes are gone and its final status was handed on (before its
+	// stopped containers and sandbox are removed, as the kubelet). The
+	// provider deletes the API object there. It is called again after an
+	// error, so it must be idempotent.
 	OnTerminated func(ctx context.Context, pod *v1.Pod) error
 	// Recorder receives kubelet-style events; nil drops them.
 	Recorder record.EventRecorder
@@ -450,9 +452,23 @@ func (e *Engine) terminateRuntimeOrphans(ctx context.Context, listDesired func()
 	return nil
 }
 
-// removeDeleted removes a terminated, deleted pod's containers and sandbox,
-// calls OnTerminated and forgets the pod.
+// removeDeleted calls OnTerminated for a terminated, deleted pod, then
+// removes its containers, sandbox and files and forgets it.
 func (e *Engine) removeDeleted(ctx context.Context, pod *v1.Pod) error {
+	// The containers are stopped and the volumes gone: as the kubelet's
+	// status manager, hand on the final status and delete the API object
+	// now; removing the stopped containers, sandbox and logs does not delay
+	// the deletion (a crash in between leaves a runtime orphan, which
+	// housekeeping removes).
+	wctx, cancel := context.WithTimeout(ctx, finalStatusTimeout)
+	err := e.status.WaitDelivered(wctx, pod.UID)
+	cancel()
+	if err != nil && ctx.Err() == nil {
+		log.G(ctx).WithField("pod", pod.Namespace+"/"+pod.Name).WithField("uid", pod.UID).Warn("final status not delivered in time; deleting the pod anyway")
+	}
+	if err := e.cfg.OnTerminated(ctx, e.withStatus(pod)); err != nil {
+		return err
+	}
 	st, err := e.cfg.Runtime.GetPodStatus(ctx, cri.RefOf(pod))
 	if err != nil {
 		return err
@@ -461,16 +477,6 @@ func (e *Engine) removeDeleted(ctx context.Context, pod *v1.Pod) error {
 		return err
 	}
 	if err := e.removePodFiles(string(pod.UID)); err != nil {
-		return err
-	}
-	// The final status reaches virtual-kubelet before the object goes.
-	wctx, cancel := context.WithTimeout(ctx, finalStatusTimeout)
-	err = e.status.WaitDelivered(wctx, pod.UID)
-	cancel()
-	if err != nil && ctx.Err() == nil {
-		log.G(ctx).WithField("pod", pod.Namespace+"/"+pod.Name).WithField("uid", pod.UID).Warn("final status not delivered in time; deleting the pod anyway")
-	}
-	if err := e.cfg.OnTerminated(ctx, e.withStatus(pod)); err != nil {
 		return err
 	}
 	e.forget(pod)

@@ -442,7 +442,9 @@ func TestEngineKill(t *testing.T) {
 				}
 				seq = append(seq, e.op)
 			}
-			if want := []string{"KillPod", "RemovePod", "OnTerminated"}; fmt.Sprint(seq) != fmt.Sprint(want) {
+			// As the kubelet: the API object goes once the containers are
+			// stopped; their removal follows.
+			if want := []string{"KillPod", "OnTerminated", "RemovePod"}; fmt.Sprint(seq) != fmt.Sprint(want) {
 				t.Errorf("termination sequence %v, want %v", seq, want)
 			}
 			f.eventually(t, "the terminal status to be published", func() bool { return f.lastPhase("uid-1") == tc.wantPhase })
