@@ -168,7 +168,7 @@ func events(t *testing.T, ns, name string) []string {
 	return out
 }
 
-func waitEvent(t *testing.T, ns, name, prefix string) {
+func waitEventPrefix(t *testing.T, ns, name, prefix string) {
 	t.Helper()
 	ctx := testContext(t, 30*time.Second)
 	err := wait.PollUntilContextCancel(ctx, poll, true, func(context.Context) (bool, error) {
@@ -198,7 +198,7 @@ func TestRuntimeHooks(t *testing.T) {
 	createPod(t, ns, pod)
 	waitPod(t, ns, "hooks", 60*time.Second, "Running and Ready", isRunningReady)
 	for _, e := range []string{"Pulled: Container image", "Created: Created container: c", "Started: Started container c"} {
-		waitEvent(t, ns, "hooks", e)
+		waitEventPrefix(t, ns, "hooks", e)
 	}
 	if err := client.CoreV1().Pods(ns).Delete(testContext(t, 10*time.Second), "hooks", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -219,7 +219,7 @@ func TestRuntimeHooks(t *testing.T) {
 	if !strings.Contains(logs, "post-start") || strings.Index(logs, "pre-stop") < 0 || strings.Index(logs, "pre-stop") > strings.Index(logs, "got-term") {
 		t.Errorf("logs %q: want post-start, then pre-stop before got-term", logs)
 	}
-	waitEvent(t, ns, "hooks", "Killing: Stopping container c")
+	waitEventPrefix(t, ns, "hooks", "Killing: Stopping container c")
 	waitGone(t, ns, "hooks", 60*time.Second)
 }
 
@@ -235,8 +235,8 @@ func TestRuntimeFailedPostStartHook(t *testing.T) {
 		cs := p.Status.ContainerStatuses
 		return len(cs) == 1 && cs[0].RestartCount >= 1 && cs[0].State.Running == nil
 	})
-	waitEvent(t, ns, "badhook", "FailedPostStartHook: Exec lifecycle hook ([sh -c echo nope; exit 7]) for Container \"c\"")
-	waitEvent(t, ns, "badhook", "Killing: FailedPostStartHook")
+	waitEventPrefix(t, ns, "badhook", "FailedPostStartHook: Exec lifecycle hook ([sh -c echo nope; exit 7]) for Container \"c\"")
+	waitEventPrefix(t, ns, "badhook", "Killing: FailedPostStartHook")
 }
 
 func sidecarTestPod(name string, policy v1.RestartPolicy, main, side string) *v1.Pod {
@@ -299,7 +299,7 @@ func TestRuntimeImagePullPolicies(t *testing.T) {
 	if msg := p.Status.ContainerStatuses[0].State.Waiting.Message; msg != `Container image "registry.invalid/crivk/absent:1.0" is not present with pull policy of Never` {
 		t.Errorf("waiting message %q", msg)
 	}
-	waitEvent(t, ns, "never", `ErrImageNeverPull: Container image "registry.invalid/crivk/absent:1.0" is not present`)
+	waitEventPrefix(t, ns, "never", `ErrImageNeverPull: Container image "registry.invalid/crivk/absent:1.0" is not present`)
 	for _, e := range events(t, ns, "never") {
 		if strings.HasPrefix(e, "Pulling:") {
 			t.Errorf("pull attempted under policy Never: %s", e)
@@ -314,11 +314,11 @@ func TestRuntimeImagePullPolicies(t *testing.T) {
 	waitPod(t, ns, "always", 90*time.Second, "ErrImagePull or ImagePullBackOff", func(p *v1.Pod) bool {
 		return waiting("ErrImagePull")(p) || waiting("ImagePullBackOff")(p)
 	})
-	waitEvent(t, ns, "always", `Pulling: Pulling image "`+busybox+`"`)
-	waitEvent(t, ns, "always", `Failed: Failed to pull image "`+busybox+`"`)
+	waitEventPrefix(t, ns, "always", `Pulling: Pulling image "`+busybox+`"`)
+	waitEventPrefix(t, ns, "always", `Failed: Failed to pull image "`+busybox+`"`)
 
 	// IfNotPresent with a present image: no pull.
 	createPod(t, ns, busyboxPod("present", v1.RestartPolicyAlways, "sleep 3600"))
 	waitPod(t, ns, "present", 60*time.Second, "Running and Ready", isRunningReady)
-	waitEvent(t, ns, "present", `Pulled: Container image "`+busybox+`" already present on machine`)
+	waitEventPrefix(t, ns, "present", `Pulled: Container image "`+busybox+`" already present on machine`)
 }

@@ -85,9 +85,9 @@ func waitLogs(t *testing.T, ns, name string, timeout time.Duration, what string,
 	return last
 }
 
-// waitEvent waits for an event of the pod with reason whose message
+// waitEventContains waits for an event of the pod with reason whose message
 // contains substr.
-func waitEvent(t *testing.T, ns, pod, reason, substr string, timeout time.Duration) v1.Event {
+func waitEventContains(t *testing.T, ns, pod, reason, substr string, timeout time.Duration) v1.Event {
 	t.Helper()
 	ctx := testContext(t, timeout)
 	var found v1.Event
@@ -285,7 +285,7 @@ func TestVolumeMissingObject(t *testing.T) {
 	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "cm", MountPath: "/cm"}}
 	pod.Spec.Volumes = []v1.Volume{{Name: "cm", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "later"}}}}}
 	createPod(t, ns, pod)
-	waitEvent(t, ns, pod.Name, "FailedMount", `MountVolume.SetUp failed for volume "cm" : configmap "later" not found`, 30*time.Second)
+	waitEventContains(t, ns, pod.Name, "FailedMount", `MountVolume.SetUp failed for volume "cm" : configmap "later" not found`, 30*time.Second)
 	p := waitPod(t, ns, pod.Name, 10*time.Second, "ContainerCreating", func(p *v1.Pod) bool {
 		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Waiting != nil
 	})
@@ -310,7 +310,7 @@ func TestVolumeHostPathTypeMismatch(t *testing.T) {
 	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "h", MountPath: "/h"}}
 	pod.Spec.Volumes = []v1.Volume{{Name: "h", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: dir, Type: &fileType}}}}
 	createPod(t, ns, pod)
-	waitEvent(t, ns, pod.Name, "FailedMount", "hostPath type check failed: "+dir+" is not a file", 30*time.Second)
+	waitEventContains(t, ns, pod.Name, "FailedMount", "hostPath type check failed: "+dir+" is not a file", 30*time.Second)
 }
 
 // TestVolumeCleanup: once a pod with tmpfs-backed volumes is deleted,
