@@ -28,6 +28,13 @@
 //	                                                              v
 //	                                      provider ──> virtual-kubelet ──> API server
 //
+// The PLEG relists every period and also at once when woken through its
+// Wake channel (cmd/crivk feeds it containerd's task events); the period
+// is the safety net. Volumes (package volume) are set up before a sync may
+// start containers and torn down once the pod is terminated; probes
+// (package prober) republish the status when a result changes and a failed
+// liveness/startup probe kills the container through the runtime.
+//
 // A pod's life in the workers (the kubelet's; the full timeline with the
 // predicates that hold at each point is drawn above PodWorkerState):
 //
