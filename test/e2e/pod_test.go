@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -183,5 +184,54 @@ func TestCrashLoopBackOff(t *testing.T) {
 	ctx := testContext(t, 30*time.Second)
 	if l, err := podLogs(ctx, ns, "crasher", &v1.PodLogOptions{Previous: true}); err != nil || l != "crashing\n" {
 		t.Errorf("previous logs: %q, %v", l, err)
+	}
+}
+
+// TestCrashLoopBackOffTimings checks the restart back-off on the
+// timestamps the node reports: a container that exits at once is
+// restarted at once the first time, then 10 s and 20 s after its previous
+// exit (the kubelet's 10 s doubling back-off). Timestamps have a resolution
+// of one second and the back-off is polled every second, hence the
+// tolerances.
+func TestCrashLoopBackOffTimings(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	createPod(t, ns, busyboxPod("backoff", v1.RestartPolicyAlways, "exit 1"))
+	type attempt struct{ started, finished time.Time }
+	seen := map[string]attempt{} // by container ID: one per attempt
+	waitPod(t, ns, "backoff", 120*time.Second, "four exited attempts", func(p *v1.Pod) bool {
+		if len(p.Status.ContainerStatuses) == 0 {
+			return false
+		}
+		cs := p.Status.ContainerStatuses[0]
+		for _, term := range []*v1.ContainerStateTerminated{cs.LastTerminationState.Terminated, cs.State.Terminated} {
+			if term != nil && term.ContainerID != "" && !term.StartedAt.IsZero() && !term.FinishedAt.IsZero() {
+				seen[term.ContainerID] = attempt{term.StartedAt.Time, term.FinishedAt.Time}
+			}
+		}
+		return len(seen) >= 4
+	})
+	var attempts []attempt
+	for _, a := range seen {
+		attempts = append(attempts, a)
+	}
+	// Attempts of the same second keep their order of exit.
+	sort.Slice(attempts, func(i, j int) bool {
+		if !attempts[i].started.Equal(attempts[j].started) {
+			return attempts[i].started.Before(attempts[j].started)
+		}
+		return attempts[i].finished.Before(attempts[j].finished)
+	})
+	want := []struct{ min, max time.Duration }{
+		{0, 3 * time.Second},                 // first restart: no back-off yet
+		{9 * time.Second, 14 * time.Second},  // 10 s
+		{19 * time.Second, 25 * time.Second}, // 20 s
+	}
+	for i, w := range want {
+		gap := attempts[i+1].started.Sub(attempts[i].finished)
+		t.Logf("restart %d: %s after the previous exit", i+1, gap)
+		if gap < w.min || gap > w.max {
+			t.Errorf("restart %d came %s after the previous exit, want between %s and %s", i+1, gap, w.min, w.max)
+		}
 	}
 }
