@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"testing"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -448,4 +449,17 @@ func (r *fakeRuntimeService) ReopenContainerLog(_ context.Context, id string) er
 		return fmt.Errorf("container %q not found", id)
 	}
 	return os.WriteFile(c.LogPath, nil, 0o640)
+}
+
+// waitFor polls cond (other goroutines make it true) until it holds or 5 s
+// have passed.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond) // polling a condition, not waiting for time to pass
+	}
 }

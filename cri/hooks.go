@@ -95,7 +95,7 @@ func (r *Runtime) httpHook(ctx context.Context, c *v1.Container, podIPs []string
 		}
 		host = podIPs[0]
 	}
-	port, err := resolvePort(g.Port, c)
+	port, err := ResolvePort(g.Port, c)
 	if err != nil {
 		return err
 	}
@@ -132,24 +132,31 @@ func (r *Runtime) httpHook(ctx context.Context, c *v1.Container, podIPs []string
 	return resp.Body.Close()
 }
 
-// resolvePort turns a hook's port (a number or the name of one of the
-// container's ports) into a number.
-func resolvePort(p intstr.IntOrString, c *v1.Container) (int, error) {
-	if p.Type == intstr.Int {
-		if p.IntVal <= 0 || p.IntVal > 65535 {
-			return 0, fmt.Errorf("invalid port number: %d", p.IntVal)
+// ResolvePort turns a hook's or probe's port (a number, or the name of one
+// of the container's ports, or a number written as a string) into a port
+// number, as the kubelet's handlers do.
+func ResolvePort(p intstr.IntOrString, c *v1.Container) (int, error) {
+	port := -1
+	if p.Type == intstr.String {
+		for _, cp := range c.Ports {
+			if cp.Name == p.StrVal {
+				port = int(cp.ContainerPort)
+			}
 		}
-		return int(p.IntVal), nil
-	}
-	for _, cp := range c.Ports {
-		if cp.Name == p.StrVal {
-			return int(cp.ContainerPort), nil
+		if port < 0 {
+			n, err := strconv.Atoi(p.StrVal)
+			if err != nil {
+				return -1, fmt.Errorf("couldn't find port %q in container %q", p.StrVal, c.Name)
+			}
+			port = n
 		}
+	} else {
+		port = p.IntValue()
 	}
-	if n, err := strconv.Atoi(p.StrVal); err == nil && n > 0 && n <= 65535 {
-		return n, nil
+	if port <= 0 || port > 65535 {
+		return -1, fmt.Errorf("invalid port number: %v", port)
 	}
-	return 0, fmt.Errorf("couldn't find port: %v in %v", p, c.Name)
+	return port, nil
 }
 
 // stopContainer is the kubelet's killContainer: the preStop hook within

@@ -130,13 +130,7 @@ func TestPreStopHook(t *testing.T) {
 			go func() { done <- f.rt.KillPod(context.Background(), pod, st, 30) }()
 			if tc.step > 0 {
 				// The hook's timer and the grace timer.
-				deadline := time.Now().Add(5 * time.Second)
-				for f.clock.Waiters() < 2 {
-					if time.Now().After(deadline) {
-						t.Fatalf("timers not set: %d waiters", f.clock.Waiters())
-					}
-					time.Sleep(time.Millisecond)
-				}
+				waitFor(t, "the hook's and the grace timers", func() bool { return f.clock.Waiters() >= 2 })
 				f.clock.Step(tc.step)
 			}
 			select {
@@ -156,13 +150,7 @@ func TestPreStopHook(t *testing.T) {
 				t.Errorf("events %v lack Killing", rec.events)
 			}
 			if tc.wantEvent != "" {
-				deadline := time.Now().Add(5 * time.Second)
-				for !rec.has(tc.wantEvent) {
-					if time.Now().After(deadline) {
-						t.Fatalf("events %v lack %q", rec.events, tc.wantEvent)
-					}
-					time.Sleep(time.Millisecond)
-				}
+				waitFor(t, "event "+tc.wantEvent, func() bool { return rec.has(tc.wantEvent) })
 			}
 		})
 	}

@@ -2,9 +2,9 @@ package cri
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
-	"time"
 )
 
 func TestPullCoalescingAndLimit(t *testing.T) {
@@ -41,8 +41,7 @@ func TestPullCoalescingAndLimit(t *testing.T) {
 			// image join, then release them.
 			want := min(tc.wantMaxPull, len(tc.images))
 			joiners := len(tc.images) - tc.wantPulls
-			deadline := time.Now().Add(5 * time.Second)
-			for {
+			waitFor(t, fmt.Sprintf("%d pulls in progress and %d callers joined", want, joiners), func() bool {
 				is.mu.Lock()
 				n := is.pulling
 				is.mu.Unlock()
@@ -52,14 +51,8 @@ func TestPullCoalescingAndLimit(t *testing.T) {
 					joined += c.waiters
 				}
 				rt.puller.mu.Unlock()
-				if n >= want && joined >= joiners {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%d pulls in progress, want %d", n, want)
-				}
-				time.Sleep(time.Millisecond)
-			}
+				return n >= want && joined >= joiners
+			})
 			close(is.gate)
 			wg.Wait()
 			for i := range refs {
@@ -86,19 +79,11 @@ func TestPullWaiterCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() { _, _, _ = rt.pull(context.Background(), "a:1", nil, nil) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	waitFor(t, "the first pull to start", func() bool {
 		rt.puller.mu.Lock()
-		n := len(rt.puller.inflight)
-		rt.puller.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("first pull never started")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer rt.puller.mu.Unlock()
+		return len(rt.puller.inflight) == 1
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, _, err := rt.pull(ctx, "a:1", nil, nil); err != context.Canceled {

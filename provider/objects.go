@@ -189,29 +189,11 @@ func (o *Objects) watch(key objectKey) *objectWatch {
 	case kindConfigMap:
 		example = &v1.ConfigMap{}
 		c := o.client.CoreV1().ConfigMaps(key.namespace)
-		lw = &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-				opts.FieldSelector = sel
-				return c.List(ctx, opts)
-			},
-			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-				opts.FieldSelector = sel
-				return c.Watch(ctx, opts)
-			},
-		}
+		lw = listWatchByName(sel, c.List, c.Watch)
 	case kindSecret:
 		example = &v1.Secret{}
 		c := o.client.CoreV1().Secrets(key.namespace)
-		lw = &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-				opts.FieldSelector = sel
-				return c.List(ctx, opts)
-			},
-			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-				opts.FieldSelector = sel
-				return c.Watch(ctx, opts)
-			},
-		}
+		lw = listWatchByName(sel, c.List, c.Watch)
 	}
 	changed := func(any) { o.kickReferencing(key) }
 	store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
@@ -318,4 +300,20 @@ func (o *Objects) RequestToken(ctx context.Context, namespace, serviceAccount st
 		return nil, fmt.Errorf("requesting a token of service account %s/%s: %w", namespace, serviceAccount, err)
 	}
 	return tr, nil
+}
+
+// listWatchByName lists and watches one object, by a field selector on its
+// name.
+func listWatchByName[L runtime.Object](sel string, list func(context.Context, metav1.ListOptions) (L, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.FieldSelector = sel
+			return list(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.FieldSelector = sel
+			return watchFn(ctx, opts)
+		},
+	}
 }

@@ -20,7 +20,6 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // outcome is what one probe run found, before thresholds (the kubelet's
@@ -176,36 +175,10 @@ func grpcProbe(ctx context.Context, host string, port int, service string, timeo
 	return outcomeSuccess, "service healthy", nil
 }
 
-// resolvePort turns a probe's port (a number or the name of one of the
-// container's ports) into a number.
-func resolvePort(p intstr.IntOrString, c *v1.Container) (int, error) {
-	port := -1
-	if p.Type == intstr.String {
-		for _, cp := range c.Ports {
-			if cp.Name == p.StrVal {
-				port = int(cp.ContainerPort)
-			}
-		}
-		if port < 0 {
-			if n, err := strconv.Atoi(p.StrVal); err == nil {
-				port = n
-			} else {
-				return -1, fmt.Errorf("couldn't find port %q in container %q", p.StrVal, c.Name)
-			}
-		}
-	} else {
-		port = p.IntValue()
-	}
-	if port <= 0 || port > 65535 {
-		return -1, fmt.Errorf("invalid port number: %v", port)
-	}
-	return port, nil
-}
-
 // httpURL builds the URL of an httpGet probe: the host defaults to the pod
 // IP, the path to "/".
 func httpURL(h *v1.HTTPGetAction, c *v1.Container, podIP string) (*url.URL, http.Header, error) {
-	port, err := resolvePort(h.Port, c)
+	port, err := cri.ResolvePort(h.Port, c)
 	if err != nil {
 		return nil, nil, err
 	}

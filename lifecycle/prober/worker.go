@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crivk/crivk/cri"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -226,7 +227,7 @@ func (w *worker) probe(ctx context.Context, podIP string) (outcome, string, erro
 		}
 		return httpProbe(ctx, u, headers, to)
 	case p.TCPSocket != nil:
-		port, err := resolvePort(p.TCPSocket.Port, &w.container)
+		port, err := cri.ResolvePort(p.TCPSocket.Port, &w.container)
 		if err != nil {
 			return outcomeFailure, "", err
 		}
