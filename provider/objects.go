@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 )
@@ -35,7 +35,7 @@ import (
 // mounted files follow within seconds. A watch nobody asked for during
 // idleTimeout is stopped (its pods are gone).
 type Objects struct {
-	client kubernetes.Interface
+	client corev1client.CoreV1Interface
 	clock  clock.WithTicker
 
 	mu sync.Mutex
@@ -74,7 +74,7 @@ type objectWatch struct {
 
 // NewObjects returns the objects reader of client. Run its janitor with
 // Run.
-func NewObjects(client kubernetes.Interface, clk clock.WithTicker) *Objects {
+func NewObjects(client corev1client.CoreV1Interface, clk clock.WithTicker) *Objects {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
@@ -157,9 +157,9 @@ func (o *Objects) get(ctx context.Context, key objectKey) (runtime.Object, error
 	var err error
 	switch key.kind {
 	case kindConfigMap:
-		obj, err = o.client.CoreV1().ConfigMaps(key.namespace).Get(ctx, key.name, metav1.GetOptions{})
+		obj, err = o.client.ConfigMaps(key.namespace).Get(ctx, key.name, metav1.GetOptions{})
 	case kindSecret:
-		obj, err = o.client.CoreV1().Secrets(key.namespace).Get(ctx, key.name, metav1.GetOptions{})
+		obj, err = o.client.Secrets(key.namespace).Get(ctx, key.name, metav1.GetOptions{})
 	}
 	if apierrors.IsNotFound(err) {
 		return nil, notFound(key)
@@ -188,11 +188,11 @@ func (o *Objects) watch(key objectKey) *objectWatch {
 	switch key.kind {
 	case kindConfigMap:
 		example = &v1.ConfigMap{}
-		c := o.client.CoreV1().ConfigMaps(key.namespace)
+		c := o.client.ConfigMaps(key.namespace)
 		lw = listWatchByName(sel, c.List, c.Watch)
 	case kindSecret:
 		example = &v1.Secret{}
-		c := o.client.CoreV1().Secrets(key.namespace)
+		c := o.client.Secrets(key.namespace)
 		lw = listWatchByName(sel, c.List, c.Watch)
 	}
 	changed := func(any) { o.kickReferencing(key) }
@@ -282,7 +282,7 @@ func references(pod *v1.Pod, key objectKey) bool {
 // ListServices returns the services of namespace (service-link
 // environment variables).
 func (o *Objects) ListServices(ctx context.Context, namespace string) ([]*v1.Service, error) {
-	l, err := o.client.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{})
+	l, err := o.client.Services(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing services of namespace %s: %w", namespace, err)
 	}
@@ -295,7 +295,7 @@ func (o *Objects) ListServices(ctx context.Context, namespace string) ([]*v1.Ser
 
 // RequestToken asks the TokenRequest API for a token of serviceAccount.
 func (o *Objects) RequestToken(ctx context.Context, namespace, serviceAccount string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
-	tr, err := o.client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, req, metav1.CreateOptions{})
+	tr, err := o.client.ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, req, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("requesting a token of service account %s/%s: %w", namespace, serviceAccount, err)
 	}

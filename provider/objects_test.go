@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"sync"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ func TestObjectsWatchesReferencedObjectsAndKicksPods(t *testing.T) {
 	defer cancel()
 	client := fake.NewClientset()
 	clk := clocktesting.NewFakeClock(time.Now())
-	o := NewObjects(client, clk)
+	o := NewObjects(fakeCore{client.CoreV1()}, clk)
 	go o.Run(ctx)
 
 	user := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "user", UID: "u1"}, Spec: v1.PodSpec{
@@ -111,3 +112,9 @@ func TestReferences(t *testing.T) {
 		})
 	}
 }
+
+// fakeCore is the fake clientset's core client that, like the fake
+// clientset itself, tells informers it cannot serve watch-list streams.
+type fakeCore struct{ corev1client.CoreV1Interface }
+
+func (fakeCore) IsWatchListSemanticsUnSupported() bool { return true }

@@ -13,11 +13,10 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
-	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
@@ -32,8 +31,8 @@ type Provider struct {
 }
 
 var (
-	_ nodeutil.Provider = (*Provider)(nil)
-	_ node.PodNotifier  = (*Provider)(nil)
+	_ node.PodLifecycleHandler = (*Provider)(nil)
+	_ node.PodNotifier         = (*Provider)(nil)
 )
 
 // New returns a provider over engine and runtime.
@@ -44,7 +43,7 @@ func New(engine *lifecycle.Engine, runtime *cri.Runtime) *Provider {
 // DeleteOnTerminated returns the engine's OnTerminated hook: it deletes the
 // pod object with grace 0 and a UID precondition, as the kubelet's status
 // manager does once a pod's containers are gone.
-func DeleteOnTerminated(client kubernetes.Interface) func(ctx context.Context, pod *v1.Pod) error {
+func DeleteOnTerminated(client corev1client.PodsGetter) func(ctx context.Context, pod *v1.Pod) error {
 	return func(ctx context.Context, pod *v1.Pod) error {
 		if pod.DeletionTimestamp == nil {
 			return nil
@@ -53,7 +52,7 @@ func DeleteOnTerminated(client kubernetes.Interface) func(ctx context.Context, p
 			GracePeriodSeconds: new(int64),
 			Preconditions:      metav1.NewUIDPreconditions(string(pod.UID)),
 		}
-		err := client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, opts)
+		err := client.Pods(pod.Namespace).Delete(ctx, pod.Name, opts)
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("deleting pod %s/%s (%s) from the API: %w", pod.Namespace, pod.Name, pod.UID, err)
 		}

@@ -103,7 +103,7 @@ func TestDeleteOnTerminated(t *testing.T) {
 				got = &opts
 				return false, nil, nil
 			})
-			if err := DeleteOnTerminated(client)(context.Background(), tc.pod); err != nil {
+			if err := DeleteOnTerminated(client.CoreV1())(context.Background(), tc.pod); err != nil {
 				t.Fatal(err)
 			}
 			if !tc.wantDelete {
@@ -117,7 +117,7 @@ func TestDeleteOnTerminated(t *testing.T) {
 				t.Fatalf("delete options %+v, want grace 0 and UID precondition u1", got)
 			}
 			// Already gone: not an error.
-			if err := DeleteOnTerminated(client)(context.Background(), tc.pod); err != nil {
+			if err := DeleteOnTerminated(client.CoreV1())(context.Background(), tc.pod); err != nil {
 				t.Errorf("second delete of a gone pod: %v", err)
 			}
 		})

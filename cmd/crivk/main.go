@@ -25,17 +25,18 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	logruslogger "github.com/virtual-kubelet/virtual-kubelet/log/logrus"
-	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	"google.golang.org/grpc/grpclog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 )
 
@@ -209,7 +210,18 @@ func run(ctx context.Context, o *options) error {
 	restCfg.QPS = float32(o.apiQPS)
 	restCfg.Burst = o.apiBurst
 	restCfg.UserAgent = "crivk/" + version
-	client, err := kubernetes.NewForConfig(restCfg)
+	// One rate limiter and one HTTP client for both API groups, as one
+	// clientset would share them: --kube-api-qps/burst bound the agent.
+	restCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(restCfg.QPS, restCfg.Burst)
+	httpClient, err := rest.HTTPClientFor(restCfg)
+	if err != nil {
+		return fmt.Errorf("building API client: %w", err)
+	}
+	core, err := corev1client.NewForConfigAndClient(restCfg, httpClient)
+	if err != nil {
+		return fmt.Errorf("building API client: %w", err)
+	}
+	coordination, err := coordinationv1client.NewForConfigAndClient(restCfg, httpClient)
 	if err != nil {
 		return fmt.Errorf("building API client: %w", err)
 	}
@@ -247,9 +259,9 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return fmt.Errorf("serving certificate: %w", err)
 	}
-	tlsOpts := []func(*tls.Config) error{nodeutil.WithKeyPairFromPath(certFile, keyFile)}
+	tlsOpts := []func(*tls.Config) error{withKeyPair(certFile, keyFile)}
 	if o.clientCA != "" {
-		tlsOpts = append(tlsOpts, nodeutil.WithCAFromPath(o.clientCA))
+		tlsOpts = append(tlsOpts, withClientCA(o.clientCA))
 	}
 
 	eb := record.NewBroadcaster()
@@ -258,7 +270,7 @@ func run(ctx context.Context, o *options) error {
 	cache := lifecycle.NewCache()
 	// Volumes: the objects pods reference are read with least privilege
 	// (per-object watches, docs/rbac.md).
-	objects := provider.NewObjects(client, clock.RealClock{})
+	objects := provider.NewObjects(core, clock.RealClock{})
 	go objects.Run(ctx)
 	allocatable := nodeObj.Status.Allocatable.DeepCopy()
 	volumes, err := volume.New(volume.Config{
@@ -291,7 +303,7 @@ func run(ctx context.Context, o *options) error {
 		RuntimeName:     ver.RuntimeName,
 		NodeIP:          o.nodeIP,
 		SyncInterval:    o.syncInterval,
-		OnTerminated:    provider.DeleteOnTerminated(client),
+		OnTerminated:    provider.DeleteOnTerminated(core),
 		Recorder:        recorder,
 		RootDir:         o.rootDir,
 		Objects:         objects,
@@ -327,7 +339,7 @@ func run(ctx context.Context, o *options) error {
 	// Not nodeutil.NewNode: it lists and watches every ConfigMap, Secret
 	// and Service of the cluster (vknode.go).
 	n, err := newVKNode(vkNodeConfig{
-		Client: client, Node: nodeObj, Provider: prov, NodeProvider: nodeProvider, Recorder: recorder,
+		Core: core, Coordination: coordination, Node: nodeObj, Provider: prov, NodeProvider: nodeProvider, Recorder: recorder,
 		Mux: mux, ListenAddr: net.JoinHostPort(o.address, fmt.Sprint(o.port)), TLS: tlsOpts, Workers: 10,
 	})
 	if err != nil {
@@ -339,7 +351,7 @@ func run(ctx context.Context, o *options) error {
 		pods, _ := n.pods.Pods(namespace).List(labels.Everything())
 		return pods
 	}, engine.Kick)
-	eb.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	eb.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: core.Events("")})
 	defer eb.Shutdown()
 
 	go func() {

@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -70,4 +71,34 @@ func ensureServingCert(certFile, keyFile, dir, nodeName, nodeIP string) (string,
 		return "", "", err
 	}
 	return certFile, keyFile, nil
+}
+
+// withKeyPair loads the node API's serving certificate.
+func withKeyPair(certFile, keyFile string) func(*tls.Config) error {
+	return func(c *tls.Config) error {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return fmt.Errorf("loading the serving key pair %s, %s: %w", certFile, keyFile, err)
+		}
+		c.Certificates = append(c.Certificates, cert)
+		return nil
+	}
+}
+
+// withClientCA makes the node API require client certificates signed by
+// the CA in file.
+func withClientCA(file string) func(*tls.Config) error {
+	return func(c *tls.Config) error {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("reading the client CA %s: %w", file, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(data) {
+			return fmt.Errorf("client CA %s holds no PEM certificate", file)
+		}
+		c.ClientCAs = pool
+		c.ClientAuth = tls.RequireAndVerifyClientCert
+		return nil
+	}
 }

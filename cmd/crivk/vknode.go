@@ -9,14 +9,14 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/crivk/crivk/provider"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
-	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 )
@@ -24,27 +24,29 @@ import (
 // vkNode runs virtual-kubelet's node and pod controllers like
 // nodeutil.Node, but without its cluster-wide ConfigMap, Secret and Service
 // informers: nodeutil.NewNode always lists and watches every Secret of the
-// cluster, which a node agent must not need (docs/rbac.md). crivk reads
+// cluster, which a node agent must not need (docs/rbac.md). crivk does not
+// import nodeutil at all (informers.go says why). crivk reads
 // the objects its pods reference itself (provider.Objects) and resolves
 // environments in the engine, so the pod controller is told to skip its
 // own resolution and gets informers that are never started.
 type vkNode struct {
-	nc         *node.NodeController
-	pc         *node.PodController
-	podFactory informers.SharedInformerFactory
-	pods       corev1listers.PodLister
-	srv        *http.Server
-	handler    http.Handler
-	listenAddr string
-	tlsConfig  *tls.Config
-	workers    int
-	ready      chan struct{}
+	nc          *node.NodeController
+	pc          *node.PodController
+	podInformer podInformer
+	pods        corev1listers.PodLister
+	srv         *http.Server
+	handler     http.Handler
+	listenAddr  string
+	tlsConfig   *tls.Config
+	workers     int
+	ready       chan struct{}
 }
 
 type vkNodeConfig struct {
-	Client       kubernetes.Interface
+	Core         corev1client.CoreV1Interface
+	Coordination coordinationv1client.CoordinationV1Interface
 	Node         *v1.Node
-	Provider     nodeutil.Provider
+	Provider     *provider.Provider
 	NodeProvider node.NodeProvider
 	Recorder     record.EventRecorder
 	Mux          *http.ServeMux
@@ -58,20 +60,18 @@ func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
 		return nil, fmt.Errorf("listen address %q: %w", cfg.ListenAddr, err)
 	}
 	tlsCfg := &tls.Config{
-		MinVersion:   tls.VersionTLS12,
-		CipherSuites: nodeutil.DefaultServerCiphers(),
-		ClientAuth:   tls.RequestClientCert,
+		// Go's default cipher suites, as the kubelet without --tls-cipher-suites.
+		MinVersion: tls.VersionTLS12,
+		ClientAuth: tls.RequestClientCert,
 	}
 	for _, o := range cfg.TLS {
 		if err := o(tlsCfg); err != nil {
 			return nil, err
 		}
 	}
-	podFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, time.Minute, nodeutil.PodInformerFilter(cfg.Node.Name))
-	podInformer := podFactory.Core().V1().Pods()
-	// Required by NewPodController, unused with SkipDownwardAPIResolution:
-	// this factory is never started, so nothing is listed or watched.
-	unused := informers.NewSharedInformerFactory(cfg.Client, 0)
+	podInformer := newPodInformer(cfg.Core, cfg.Node.Name, time.Minute)
+	// Required by NewPodController, unused with SkipDownwardAPIResolution.
+	idle := newIdleInformers()
 	pods := podInformer.Lister()
 	cfg.Mux.Handle("/", api.PodHandler(api.PodHandlerConfig{
 		RunInContainer:    cfg.Provider.RunInContainer,
@@ -85,25 +85,25 @@ func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
 		GetMetricsResource: cfg.Provider.GetMetricsResource,
 		PortForward:        cfg.Provider.PortForward,
 	}, true))
-	nc, err := node.NewNodeController(cfg.NodeProvider, cfg.Node, cfg.Client.CoreV1().Nodes(),
-		node.WithNodeEnableLeaseV1(nodeutil.NodeLeaseV1Client(cfg.Client), node.DefaultLeaseDuration))
+	nc, err := node.NewNodeController(cfg.NodeProvider, cfg.Node, cfg.Core.Nodes(),
+		node.WithNodeEnableLeaseV1(cfg.Coordination.Leases(v1.NamespaceNodeLease), node.DefaultLeaseDuration))
 	if err != nil {
 		return nil, fmt.Errorf("creating the node controller: %w", err)
 	}
 	pc, err := node.NewPodController(node.PodControllerConfig{
-		PodClient:                 cfg.Client.CoreV1(),
+		PodClient:                 cfg.Core,
 		EventRecorder:             cfg.Recorder,
 		Provider:                  cfg.Provider,
 		PodInformer:               podInformer,
-		SecretInformer:            unused.Core().V1().Secrets(),
-		ConfigMapInformer:         unused.Core().V1().ConfigMaps(),
-		ServiceInformer:           unused.Core().V1().Services(),
+		SecretInformer:            idleSecrets{idle},
+		ConfigMapInformer:         idleConfigMaps{idle},
+		ServiceInformer:           idleServices{idle},
 		SkipDownwardAPIResolution: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the pod controller: %w", err)
 	}
-	return &vkNode{nc: nc, pc: pc, podFactory: podFactory, pods: pods, listenAddr: cfg.ListenAddr,
+	return &vkNode{nc: nc, pc: pc, podInformer: podInformer, pods: pods, listenAddr: cfg.ListenAddr,
 		handler: cfg.Mux, tlsConfig: tlsCfg, workers: cfg.Workers, ready: make(chan struct{})}, nil
 }
 
@@ -127,7 +127,7 @@ func (n *vkNode) run(ctx context.Context, l net.Listener) error {
 		}
 	}()
 	defer n.srv.Close()
-	go n.podFactory.Start(ctx.Done())
+	go n.podInformer.Informer().RunWithContext(ctx)
 	go n.pc.Run(ctx, n.workers) //nolint:errcheck // reported through Done/Err
 	select {
 	case <-ctx.Done():
