@@ -30,13 +30,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes/scheme"
-	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 )
 
@@ -65,6 +62,8 @@ type options struct {
 	relistPeriod  time.Duration
 	apiQPS        float64
 	apiBurst      int
+	eventQPS      float64
+	eventBurst    int
 	showVersion   bool
 	// maxParallelPulls bounds concurrent image pulls (0: no limit).
 	maxParallelPulls int
@@ -102,6 +101,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.relistPeriod, "pleg-relist-period", time.Second, "how often the PLEG lists the runtime's sandboxes and containers")
 	fs.Float64Var(&o.apiQPS, "kube-api-qps", 50, "QPS to the API server")
 	fs.IntVar(&o.apiBurst, "kube-api-burst", 100, "burst to the API server")
+	fs.Float64Var(&o.eventQPS, "event-qps", 50, "QPS of event creation, a limit of its own as the kubelet's (0: no limit)")
+	fs.IntVar(&o.eventBurst, "event-burst", 100, "burst of event creation")
 	fs.BoolVar(&o.runtimeEvents, "runtime-events", true, "relist at once on containerd's task events (read on the CRI socket); the periodic relist stays")
 	fs.StringVar(&o.profilingAddress, "profiling-address", "", "if set, serve net/http/pprof on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
@@ -207,24 +208,15 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig %s: %w", o.kubeconfig, err)
 	}
-	restCfg.QPS = float32(o.apiQPS)
-	restCfg.Burst = o.apiBurst
 	restCfg.UserAgent = "crivk/" + version
-	// One rate limiter and one HTTP client for both API groups, as one
-	// clientset would share them: --kube-api-qps/burst bound the agent.
-	restCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(restCfg.QPS, restCfg.Burst)
-	httpClient, err := rest.HTTPClientFor(restCfg)
+	clients, err := newAPIClients(restCfg, apiLimits{
+		QPS: float32(o.apiQPS), Burst: o.apiBurst, EventQPS: float32(o.eventQPS), EventBurst: o.eventBurst,
+		Heartbeat: 10 * time.Second,
+	})
 	if err != nil {
-		return fmt.Errorf("building API client: %w", err)
+		return err
 	}
-	core, err := corev1client.NewForConfigAndClient(restCfg, httpClient)
-	if err != nil {
-		return fmt.Errorf("building API client: %w", err)
-	}
-	coordination, err := coordinationv1client.NewForConfigAndClient(restCfg, httpClient)
-	if err != nil {
-		return fmt.Errorf("building API client: %w", err)
-	}
+	core := clients.core
 
 	dns := cri.DNSConfig{ClusterDomain: o.clusterDomain, ResolvConf: o.resolvConf}
 	if o.clusterDNS != "" {
@@ -339,7 +331,7 @@ func run(ctx context.Context, o *options) error {
 	// Not nodeutil.NewNode: it lists and watches every ConfigMap, Secret
 	// and Service of the cluster (vknode.go).
 	n, err := newVKNode(vkNodeConfig{
-		Core: core, Coordination: coordination, Node: nodeObj, Provider: prov, NodeProvider: nodeProvider, Recorder: recorder,
+		Clients: clients, Node: nodeObj, Provider: prov, NodeProvider: nodeProvider, Recorder: recorder,
 		Mux: mux, ListenAddr: net.JoinHostPort(o.address, fmt.Sprint(o.port)), TLS: tlsOpts, Workers: 10,
 	})
 	if err != nil {
@@ -351,7 +343,7 @@ func run(ctx context.Context, o *options) error {
 		pods, _ := n.pods.Pods(namespace).List(labels.Everything())
 		return pods
 	}, engine.Kick)
-	eb.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: core.Events("")})
+	eb.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: clients.events.Events("")})
 	defer eb.Shutdown()
 
 	go func() {

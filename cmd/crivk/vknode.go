@@ -15,8 +15,6 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 )
@@ -43,8 +41,7 @@ type vkNode struct {
 }
 
 type vkNodeConfig struct {
-	Core         corev1client.CoreV1Interface
-	Coordination coordinationv1client.CoordinationV1Interface
+	Clients      *apiClients
 	Node         *v1.Node
 	Provider     *provider.Provider
 	NodeProvider node.NodeProvider
@@ -69,7 +66,7 @@ func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
 			return nil, err
 		}
 	}
-	podInformer := newPodInformer(cfg.Core, cfg.Node.Name, time.Minute)
+	podInformer := newPodInformer(cfg.Clients.core, cfg.Node.Name, time.Minute)
 	// Required by NewPodController, unused with SkipDownwardAPIResolution.
 	idle := newIdleInformers()
 	pods := podInformer.Lister()
@@ -85,13 +82,13 @@ func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
 		GetMetricsResource: cfg.Provider.GetMetricsResource,
 		PortForward:        cfg.Provider.PortForward,
 	}, true))
-	nc, err := node.NewNodeController(cfg.NodeProvider, cfg.Node, cfg.Core.Nodes(),
-		node.WithNodeEnableLeaseV1(cfg.Coordination.Leases(v1.NamespaceNodeLease), node.DefaultLeaseDuration))
+	nc, err := node.NewNodeController(cfg.NodeProvider, cfg.Node, cfg.Clients.nodes.Nodes(),
+		node.WithNodeEnableLeaseV1(cfg.Clients.leases.Leases(v1.NamespaceNodeLease), node.DefaultLeaseDuration))
 	if err != nil {
 		return nil, fmt.Errorf("creating the node controller: %w", err)
 	}
 	pc, err := node.NewPodController(node.PodControllerConfig{
-		PodClient:                 cfg.Core,
+		PodClient:                 cfg.Clients.core,
 		EventRecorder:             cfg.Recorder,
 		Provider:                  cfg.Provider,
 		PodInformer:               podInformer,
@@ -99,6 +96,10 @@ func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
 		ConfigMapInformer:         idleConfigMaps{idle},
 		ServiceInformer:           idleServices{idle},
 		SkipDownwardAPIResolution: true,
+		// No shared 10/s bucket in front of the provider (ratelimit.go).
+		SyncPodsFromKubernetesRateLimiter:    newRetryBackoff(30 * time.Second),
+		DeletePodsFromKubernetesRateLimiter:  newRetryBackoff(30 * time.Second),
+		SyncPodStatusFromProviderRateLimiter: newRetryBackoff(30 * time.Second),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the pod controller: %w", err)
