@@ -83,7 +83,12 @@ func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
 		PortForward:        cfg.Provider.PortForward,
 	}, true))
 	nc, err := node.NewNodeController(cfg.NodeProvider, cfg.Node, cfg.Clients.nodes.Nodes(),
-		node.WithNodeEnableLeaseV1(cfg.Clients.leases.Leases(v1.NamespaceNodeLease), node.DefaultLeaseDuration))
+		node.WithNodeEnableLeaseV1(cfg.Clients.leases.Leases(v1.NamespaceNodeLease), node.DefaultLeaseDuration),
+		// The kubelet's nodeStatusReportFrequency: with the Lease renewed
+		// every 10 s, the Node status is patched when a condition changes
+		// (NotifyNodeStatus) and otherwise every 5 minutes, not every
+		// minute as virtual-kubelet's default (a GET and a PATCH each time).
+		node.WithNodeStatusUpdateInterval(5*time.Minute))
 	if err != nil {
 		return nil, fmt.Errorf("creating the node controller: %w", err)
 	}
