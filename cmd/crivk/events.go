@@ -25,19 +25,22 @@ import (
 // keeps relisting every period only.
 //
 // containerd's CRI plugin updates its own view of a container from the same
-// events, concurrently with us, so one wake at the event could relist just
-// before the CRI shows the change: a second wake follows settle after the
-// last event of a burst.
+// events, concurrently with us (on an exit it first deletes the task, which
+// takes some milliseconds), so a wake at the event can relist just before
+// the CRI shows the change: more wakes follow the last event of a burst at
+// the offsets in settle (e.g. 10, 30 and 100 ms), so the change is seen
+// within a few milliseconds of the CRI showing it, at the cost of a few
+// relists per burst.
 type taskEvents struct {
 	endpoint  string
 	namespace string
 	wake      chan<- struct{}
-	settle    time.Duration
+	settle    []time.Duration // increasing offsets after the last event
 	retry     time.Duration
 	clock     clock.WithDelayedExecution
 
-	mu    sync.Mutex
-	timer clock.Timer
+	mu     sync.Mutex
+	timers []clock.Timer // one per settle offset, re-armed by every event
 }
 
 // signal sends a wake unless one is already pending.
@@ -99,20 +102,23 @@ func (e *taskEvents) subscribe(ctx context.Context, client eventsapi.EventsClien
 		log.G(ctx).WithField("topic", env.GetTopic()).Debug("runtime event")
 		e.signal()
 		e.mu.Lock()
-		if e.timer == nil {
-			e.timer = e.clock.AfterFunc(e.settle, e.signal)
-		} else {
-			e.timer.Reset(e.settle)
+		e.stopTimersLocked()
+		for _, d := range e.settle {
+			e.timers = append(e.timers, e.clock.AfterFunc(d, e.signal))
 		}
 		e.mu.Unlock()
 	}
 }
 
+func (e *taskEvents) stopTimersLocked() {
+	for _, t := range e.timers {
+		t.Stop()
+	}
+	e.timers = e.timers[:0]
+}
+
 func (e *taskEvents) stopTimer() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.timer != nil {
-		e.timer.Stop()
-		e.timer = nil
-	}
+	e.stopTimersLocked()
 }

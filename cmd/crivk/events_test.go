@@ -71,7 +71,7 @@ func TestTaskEventsWake(t *testing.T) {
 	endpoint := serveEvents(t, svc)
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	wake := make(chan struct{}, 1)
-	e := &taskEvents{endpoint: endpoint, namespace: "k8s.io", wake: wake, settle: 100 * time.Millisecond, retry: time.Second, clock: clk}
+	e := &taskEvents{endpoint: endpoint, namespace: "k8s.io", wake: wake, settle: []time.Duration{10 * time.Millisecond, 30 * time.Millisecond}, retry: time.Second, clock: clk}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -87,20 +87,40 @@ func TestTaskEventsWake(t *testing.T) {
 	if len(filters) != 1 || filters[0] != `namespace=="k8s.io",topic~="^/tasks/"` {
 		t.Errorf("subscribed with filters %q, want the k8s.io namespace's task events", filters)
 	}
-	// The settle wake comes once the clock passes settle after the event.
-	err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return clk.HasWaiters(), nil
-	})
-	if err != nil {
-		t.Fatal("the settle timer was never armed")
+	// The settle wakes come as the clock passes each offset after the event.
+	armed := func(what string) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return clk.HasWaiters(), nil
+		})
+		if err != nil {
+			t.Fatalf("the settle timer was never armed %s", what)
+		}
+		select {
+		case <-wake:
+			t.Fatalf("wake before the settle step %s", what)
+		default:
+		}
 	}
+	armed("for 10 ms")
+	clk.Step(9 * time.Millisecond)
 	select {
 	case <-wake:
-		t.Fatal("second wake before settle")
+		t.Fatal("wake 9 ms after the event, want 10 ms")
 	default:
 	}
-	clk.Step(100 * time.Millisecond)
-	waitWake(t, wake, "after settle")
+	clk.Step(time.Millisecond)
+	waitWake(t, wake, "10 ms after the event")
+	armed("for 30 ms")
+	clk.Step(20 * time.Millisecond)
+	waitWake(t, wake, "30 ms after the event")
+	// The schedule is over: no timer is left.
+	err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return !clk.HasWaiters(), nil
+	})
+	if err != nil {
+		t.Fatal("a settle timer is still armed after the last step")
+	}
 
 	cancel()
 	select {
@@ -113,7 +133,7 @@ func TestTaskEventsWake(t *testing.T) {
 // A runtime without containerd's events API: run gives up at once.
 func TestTaskEventsUnimplemented(t *testing.T) {
 	endpoint := serveEvents(t, nil)
-	e := &taskEvents{endpoint: endpoint, namespace: "k8s.io", wake: make(chan struct{}, 1), settle: time.Millisecond, retry: time.Hour, clock: clock.RealClock{}}
+	e := &taskEvents{endpoint: endpoint, namespace: "k8s.io", wake: make(chan struct{}, 1), settle: []time.Duration{time.Millisecond}, retry: time.Hour, clock: clock.RealClock{}}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -312,7 +312,7 @@ func run(ctx context.Context, o *options) error {
 	rt.SetEventRecorder(recorder)
 	wake := make(chan struct{}, 1)
 	if o.runtimeEvents && strings.HasPrefix(o.criEndpoint, "unix://") {
-		ev := &taskEvents{endpoint: o.criEndpoint, namespace: "k8s.io", wake: wake, settle: 100 * time.Millisecond, retry: 5 * time.Second, clock: clock.RealClock{}}
+		ev := &taskEvents{endpoint: o.criEndpoint, namespace: "k8s.io", wake: wake, settle: []time.Duration{10 * time.Millisecond, 30 * time.Millisecond, 100 * time.Millisecond}, retry: 5 * time.Second, clock: clock.RealClock{}}
 		go ev.run(ctx)
 	}
 	pleg, err := lifecycle.NewPLEG(lifecycle.PLEGConfig{Runtime: rt, Cache: cache, Period: o.relistPeriod, Wake: wake, OnChange: engine.Kick})
