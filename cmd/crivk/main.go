@@ -187,6 +187,9 @@ func run(ctx context.Context, o *options) error {
 	}
 	lvl, _ := logrus.ParseLevel(o.logLevel)
 	logger := logrus.StandardLogger()
+	// Microseconds, as klog's: pod lifecycles are read across the agent's,
+	// the runtime's and the API server's logs.
+	logger.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: "2006-01-02T15:04:05.000000Z07:00"})
 	logger.SetLevel(lvl)
 	log.L = logruslogger.FromLogrus(logrus.NewEntry(logger))
 	ctx = log.WithLogger(ctx, log.L.WithField("node", o.nodeName))
