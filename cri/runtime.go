@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Config configures a Runtime. NewRuntime validates it and fills defaults.
+// Config configures a Runtime. Connect validates it and fills defaults.
 type Config struct {
 	// Endpoint is the CRI socket, unix:///run/containerd/containerd.sock or
 	// a bare path; only unix sockets are supported.
