@@ -21,6 +21,12 @@
 // never decide policy (restart, back-off, phase) on their own. Back-off
 // state belongs to the caller and is passed in.
 //
+// Connect talks to the runtime through crivk's own CRI client (remote.go):
+// the runtime and image services over one gRPC connection, with the
+// kubelet's per-call deadlines (Config.RequestTimeout, the kubelet's
+// --runtime-request-timeout) and response checks. Container logs are read
+// by the subpackage crilog.
+//
 // What this package must never do: talk to the Kubernetes API, keep a map of
 // pods, or block on anything but the runtime.
 package cri

@@ -10,12 +10,12 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
-	remote "k8s.io/cri-client/pkg"
 	utilexec "k8s.io/utils/exec"
 )
 
 // ErrExecTimedOut is returned (wrapped) by ExecSync when the command did not
-// finish within its timeout.
+// finish within its timeout: the kubelet's remote.ErrCommandTimedOut, with
+// its message.
 var ErrExecTimedOut = errors.New("command timed out")
 
 // ExecSync runs cmd in the container and waits for it, at most timeout (the
@@ -26,11 +26,10 @@ func (r *Runtime) ExecSync(ctx context.Context, containerID string, cmd []string
 	if timeout <= 0 {
 		timeout = time.Second
 	}
-	// The runtime enforces the timeout (whole seconds); the call itself may
-	// take a little longer while the runtime cleans up.
-	cctx, cancel := context.WithTimeout(ctx, timeout+r.cfg.ConnectTimeout)
-	defer cancel()
-	stdout, stderr, err = r.rs.ExecSync(cctx, containerID, cmd, timeout)
+	// The runtime enforces the timeout (whole seconds); the CRI client
+	// gives the call the request timeout on top for the runtime's clean-up,
+	// as the kubelet does.
+	stdout, stderr, err = r.rs.ExecSync(ctx, containerID, cmd, timeout)
 	if err == nil {
 		return stdout, stderr, 0, nil
 	}
@@ -38,7 +37,7 @@ func (r *Runtime) ExecSync(ctx context.Context, containerID string, cmd []string
 	if errors.As(err, &exit) {
 		return stdout, stderr, int32(exit.Code), nil
 	}
-	if errors.Is(err, remote.ErrCommandTimedOut) || status.Code(err) == codes.DeadlineExceeded ||
+	if errors.Is(err, ErrExecTimedOut) || status.Code(err) == codes.DeadlineExceeded ||
 		errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "deadline exceeded") {
 		return stdout, stderr, -1, fmt.Errorf("%w: %q in container %s after %s", ErrExecTimedOut, strings.Join(cmd, " "), containerID, timeout)
 	}

@@ -10,17 +10,23 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	remote "k8s.io/cri-client/pkg"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
 
-// Config configures a Runtime. NewRuntime validates it and fills defaults.
+// Config configures a Runtime. Connect validates it and fills defaults.
 type Config struct {
-	// Endpoint is the CRI socket, e.g. unix:///run/containerd/containerd.sock.
+	// Endpoint is the CRI socket, unix:///run/containerd/containerd.sock or
+	// a bare path; only unix sockets are supported.
 	Endpoint string
-	// ConnectTimeout bounds the dial and every unary CRI call but image pulls.
+	// ConnectTimeout bounds Connect: the dial and the first Version call
+	// that checks the runtime answers. Default 10 s.
 	ConnectTimeout time.Duration
+	// RequestTimeout is the kubelet's --runtime-request-timeout: the
+	// deadline of every unary CRI call after Connect, with the kubelet's
+	// exceptions (RunPodSandbox gets twice as long, StopContainer and
+	// ExecSync get it on top of the grace period and of the command's own
+	// timeout; image pulls have none). Default 2 minutes.
+	RequestTimeout time.Duration
 	// PodLogDir is where pod log directories are created
 	// (<PodLogDir>/<ns>_<name>_<uid>/<container>/<attempt>.log).
 	PodLogDir string
@@ -73,14 +79,22 @@ func (r *Runtime) SetEventRecorder(rec EventRecorder) { r.recorder = rec }
 // ErrUnreachable is returned by Connect when the CRI endpoint does not answer.
 var ErrUnreachable = errors.New("CRI endpoint unreachable")
 
-// Connect dials the CRI endpoint and checks that it answers Version. The
-// error names the endpoint and wraps ErrUnreachable when nothing answers.
+// Connect dials the CRI endpoint and checks that it answers Version, within
+// cfg.ConnectTimeout. The error names the endpoint and wraps ErrUnreachable
+// when nothing answers. The runtime and image services share one
+// connection.
 func Connect(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.Endpoint == "" {
 		return nil, fmt.Errorf("no CRI endpoint given")
 	}
-	if cfg.ConnectTimeout <= 0 {
-		cfg.ConnectTimeout = 10 * time.Second
+	if cfg.ConnectTimeout < 0 || cfg.RequestTimeout < 0 {
+		return nil, fmt.Errorf("negative CRI timeout (connect %s, request %s)", cfg.ConnectTimeout, cfg.RequestTimeout)
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = defaultConnectTimeout
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = defaultRequestTimeout
 	}
 	if cfg.PodLogDir == "" {
 		return nil, fmt.Errorf("no pod log directory given")
@@ -91,18 +105,23 @@ func Connect(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err := cfg.DNS.validate(); err != nil {
 		return nil, err
 	}
-	logger := klog.FromContext(ctx)
-	rs, err := remote.NewRemoteRuntimeService(cfg.Endpoint, cfg.ConnectTimeout, nil, &logger)
+	c, err := dialRemote(ctx, cfg.Endpoint, cfg.ConnectTimeout, cfg.RequestTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnreachable, cfg.Endpoint, err)
 	}
-	is, err := remote.NewRemoteImageService(cfg.Endpoint, cfg.ConnectTimeout, nil, &logger)
+	r, err := New(cfg, c, c)
 	if err != nil {
-		rs.Close()
-		return nil, fmt.Errorf("%w: %s: %v", ErrUnreachable, cfg.Endpoint, err)
+		c.Close()
+		return nil, err
 	}
-	return New(cfg, rs, is)
+	return r, nil
 }
+
+// The kubelet's defaults.
+const (
+	defaultConnectTimeout = 10 * time.Second
+	defaultRequestTimeout = 2 * time.Minute
+)
 
 // New builds a Runtime over already connected services (tests pass fakes).
 func New(cfg Config, rs internalapi.RuntimeService, is internalapi.ImageManagerService) (*Runtime, error) {
@@ -123,7 +142,8 @@ func New(cfg Config, rs internalapi.RuntimeService, is internalapi.ImageManagerS
 	return r, nil
 }
 
-// Close releases the connections.
+// Close releases the connection (the services may be one object; closing
+// it twice is harmless).
 func (r *Runtime) Close() error {
 	return errors.Join(r.rs.Close(), r.is.Close())
 }

@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
+	"github.com/crivk/crivk/cri/crilog"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	"k8s.io/cri-client/pkg/logs"
-	"k8s.io/klog/v2"
 )
 
 // The kubelet's limits on a termination message (pkg/kubelet/container).
@@ -86,11 +84,9 @@ func readTail(path string, max int64) ([]byte, error) {
 // readLastStringFromContainerLogs: at most 80 lines, of which the last
 // 2048 bytes.
 func (r *Runtime) logTail(ctx context.Context, path string) string {
-	lines := int64(maxTerminationMessageLogLines)
-	opts := logs.NewLogOptions(&v1.PodLogOptions{TailLines: &lines}, time.Now())
+	opts := crilog.Options{TailLines: maxTerminationMessageLogLines, LimitBytes: -1}
 	var buf bytes.Buffer
-	logger := klog.FromContext(ctx)
-	if err := logs.ReadLogs(ctx, &logger, path, "", opts, r.rs, &buf, &buf); err != nil {
+	if err := (crilog.Reader{}).ReadLogs(ctx, path, "", opts, &buf, &buf); err != nil {
 		return fmt.Sprintf("Error on reading termination message from logs: %v", err)
 	}
 	b := buf.Bytes()

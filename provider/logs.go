@@ -6,17 +6,16 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/cri/crilog"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cri-client/pkg/logs"
-	"k8s.io/klog/v2"
 )
 
 // GetContainerLogs streams a container's CRI log file with the kubelet's
-// options (tail, limitBytes, timestamps, since, follow, previous), using the
-// same reader the kubelet uses (k8s.io/cri-client/pkg/logs).
+// options (tail, limitBytes, timestamps, since, follow, previous), with the
+// kubelet's semantics (package cri/crilog).
 //
 // virtual-kubelet parses tailLines=0 and an absent tailLines alike, so 0
 // means "all lines" here.
@@ -60,14 +59,13 @@ func (p *Provider) GetContainerLogs(ctx context.Context, namespace, podName, con
 	if !opts.SinceTime.IsZero() {
 		apiOpts.SinceTime = &metav1.Time{Time: opts.SinceTime}
 	}
-	logOpts := logs.NewLogOptions(apiOpts, time.Now())
+	logOpts := crilog.NewOptions(apiOpts, time.Now())
 
 	pr, pw := io.Pipe()
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	go func() {
 		defer cancel()
-		logger := klog.FromContext(ctx)
-		err := logs.ReadLogs(ctx, &logger, c.LogPath, c.ID, logOpts, p.runtime.Services(), pw, pw)
+		err := crilog.Reader{Runtime: p.runtime.Services()}.ReadLogs(ctx, c.LogPath, c.ID, logOpts, pw, pw)
 		pw.CloseWithError(err)
 	}()
 	return &cancelReader{ReadCloser: pr, cancel: cancel}, nil
