@@ -60,11 +60,13 @@ type options struct {
 	resolvConf    string
 	syncInterval  time.Duration
 	relistPeriod  time.Duration
-	apiQPS        float64
-	apiBurst      int
-	eventQPS      float64
-	eventBurst    int
-	showVersion   bool
+	// runtimeRequestTimeout is the kubelet's --runtime-request-timeout.
+	runtimeRequestTimeout time.Duration
+	apiQPS                float64
+	apiBurst              int
+	eventQPS              float64
+	eventBurst            int
+	showVersion           bool
 	// maxParallelPulls bounds concurrent image pulls (0: no limit).
 	maxParallelPulls int
 	// Container log rotation (the kubelet's defaults 10Mi x 5).
@@ -98,6 +100,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain")
 	fs.StringVar(&o.resolvConf, "resolv-conf", "/etc/resolv.conf", "host resolver config for dnsPolicy Default (empty: none)")
 	fs.DurationVar(&o.syncInterval, "sync-interval", 10*time.Second, "how often a pod is resynced when the PLEG reports no change for it")
+	fs.DurationVar(&o.runtimeRequestTimeout, "runtime-request-timeout", 2*time.Minute, "timeout of every CRI call but image pulls (the kubelet's); the dial has its own 10 s")
 	fs.DurationVar(&o.relistPeriod, "pleg-relist-period", time.Second, "how often the PLEG lists the runtime's sandboxes and containers")
 	fs.Float64Var(&o.apiQPS, "kube-api-qps", 50, "QPS to the API server")
 	fs.IntVar(&o.apiBurst, "kube-api-burst", 100, "burst to the API server")
@@ -126,6 +129,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.port <= 0 || o.port > 65535 {
 		return nil, fmt.Errorf("--port %d is not a port number", o.port)
+	}
+	if o.runtimeRequestTimeout <= 0 {
+		return nil, fmt.Errorf("--runtime-request-timeout must be positive")
 	}
 	if o.syncInterval <= 0 || o.relistPeriod <= 0 {
 		return nil, fmt.Errorf("--sync-interval and --pleg-relist-period must be positive")
@@ -226,7 +232,7 @@ func run(ctx context.Context, o *options) error {
 		dns.ClusterDNS = strings.Split(o.clusterDNS, ",")
 	}
 	connectCtx, cancelConnect := context.WithTimeout(ctx, 10*time.Second)
-	rt, err := cri.Connect(connectCtx, cri.Config{Endpoint: o.criEndpoint, PodLogDir: o.podLogDir, DNS: dns, MaxParallelImagePulls: o.maxParallelPulls})
+	rt, err := cri.Connect(connectCtx, cri.Config{Endpoint: o.criEndpoint, RequestTimeout: o.runtimeRequestTimeout, PodLogDir: o.podLogDir, DNS: dns, MaxParallelImagePulls: o.maxParallelPulls})
 	cancelConnect()
 	if err != nil {
 		return err

@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crivk/crivk/cri"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	internalapi "k8s.io/cri-api/pkg/apis"
-	remote "k8s.io/cri-client/pkg"
 )
 
 var (
@@ -59,11 +59,13 @@ func run(m *testing.M) int {
 	}
 	cfg.QPS, cfg.Burst = 100, 200
 	client = kubernetes.NewForConfigOrDie(cfg)
-	runtime, err = remote.NewRemoteRuntimeService(mustEnv("CRI_ENDPOINT"), 10*time.Second, nil, nil)
+	rt, err := cri.Connect(context.Background(), cri.Config{Endpoint: mustEnv("CRI_ENDPOINT"), PodLogDir: filepath.Join(mustEnv("LOCAL_DIR"), "pods")})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: CRI:", err)
 		return 2
 	}
+	defer rt.Close()
+	runtime = rt.Services()
 
 	var err2 error
 	stopCrivk, err2 = startCrivk()
