@@ -3,22 +3,18 @@ package provider
 import (
 	"context"
 	"fmt"
-	"io"
 	"sync"
 
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/lifecycle"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
-	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
-	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
 // Provider implements virtual-kubelet's pod interfaces over the engine.
@@ -129,37 +125,6 @@ func (p *Provider) NotifyPods(_ context.Context, cb func(*v1.Pod)) {
 		}
 		cb(pod)
 	})
-}
-
-// errStreaming is returned by the streaming endpoints until the streaming
-// API work lands.
-func errStreaming(what string) error {
-	return errdefs.InvalidInputf("%s is not implemented by crivk yet", what)
-}
-
-// RunInContainer is not implemented yet (streaming API work).
-func (p *Provider) RunInContainer(context.Context, string, string, string, []string, api.AttachIO) error {
-	return errStreaming("exec")
-}
-
-// AttachToContainer is not implemented yet (streaming API work).
-func (p *Provider) AttachToContainer(context.Context, string, string, string, api.AttachIO) error {
-	return errStreaming("attach")
-}
-
-// PortForward is not implemented yet (streaming API work).
-func (p *Provider) PortForward(context.Context, string, string, int32, io.ReadWriteCloser) error {
-	return errStreaming("port-forward")
-}
-
-// GetStatsSummary is not implemented yet (streaming API work).
-func (p *Provider) GetStatsSummary(context.Context) (*statsv1alpha1.Summary, error) {
-	return nil, errStreaming("stats summary")
-}
-
-// GetMetricsResource is not implemented yet (streaming API work).
-func (p *Provider) GetMetricsResource(context.Context) ([]*dto.MetricFamily, error) {
-	return nil, errStreaming("resource metrics")
 }
 
 // SetDesiredPods gives the engine the API's pods for this node, from an

@@ -12,7 +12,6 @@ import (
 	"github.com/crivk/crivk/provider"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
-	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1listers "k8s.io/client-go/listers/core/v1"
@@ -70,18 +69,9 @@ func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
 	// Required by NewPodController, unused with SkipDownwardAPIResolution.
 	idle := newIdleInformers()
 	pods := podInformer.Lister()
-	cfg.Mux.Handle("/", api.PodHandler(api.PodHandlerConfig{
-		RunInContainer:    cfg.Provider.RunInContainer,
-		AttachToContainer: cfg.Provider.AttachToContainer,
-		GetContainerLogs:  cfg.Provider.GetContainerLogs,
-		GetPods:           cfg.Provider.GetPods,
-		GetPodsFromKubernetes: func(context.Context) ([]*v1.Pod, error) {
-			return pods.List(labels.Everything())
-		},
-		GetStatsSummary:    cfg.Provider.GetStatsSummary,
-		GetMetricsResource: cfg.Provider.GetMetricsResource,
-		PortForward:        cfg.Provider.PortForward,
-	}, true))
+	cfg.Mux.Handle("/", cfg.Provider.Handler(func() ([]*v1.Pod, error) {
+		return pods.List(labels.Everything())
+	}))
 	nc, err := node.NewNodeController(cfg.NodeProvider, cfg.Node, cfg.Clients.nodes.Nodes(),
 		node.WithNodeEnableLeaseV1(cfg.Clients.leases.Leases(v1.NamespaceNodeLease), node.DefaultLeaseDuration),
 		// The kubelet's nodeStatusReportFrequency: with the Lease renewed

@@ -1,0 +1,177 @@
+package provider
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
+	"github.com/virtual-kubelet/virtual-kubelet/log"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Handler is the node API (port 10250) that crivk serves today: the
+// kubelet's container logs, /pods and /healthz, with the kubelet's query
+// parameters, status codes and messages (pkg/kubelet/server). apiPods lists
+// the API's pods bound to this node (the informer's view, as the kubelet's
+// /pods shows its pod manager's).
+//
+// The streaming endpoints (exec, attach, portForward, run) and the stats
+// and resource metrics endpoints answer 501 Not Implemented: they are the
+// streaming API issue's, together with authentication and authorization of
+// this API. That work replaces or wraps this handler; virtual-kubelet's
+// node/api is not used (it brings most of k8s.io/apiserver's HTTP stack
+// into the binary for these three read-only endpoints).
+func (p *Provider) Handler(apiPods func() ([]*v1.Pod, error)) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", p.serveContainerLogs)
+	mux.HandleFunc("GET /pods", func(w http.ResponseWriter, r *http.Request) { servePods(w, r, apiPods) })
+	mux.HandleFunc("GET /pods/", func(w http.ResponseWriter, r *http.Request) { servePods(w, r, apiPods) })
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	for _, prefix := range []string{"/exec/", "/attach/", "/portForward/", "/run/", "/stats/", "/metrics/resource", "/runningpods/"} {
+		mux.HandleFunc(prefix, func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, fmt.Sprintf("%s is not implemented by crivk yet", r.URL.Path), http.StatusNotImplemented)
+		})
+	}
+	return mux
+}
+
+func servePods(w http.ResponseWriter, r *http.Request, apiPods func() ([]*v1.Pod, error)) {
+	pods, err := apiPods()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	list := v1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}}
+	for _, p := range pods {
+		list.Items = append(list.Items, *p)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(&list); err != nil {
+		log.G(r.Context()).WithError(err).Warn("node API: writing /pods")
+	}
+}
+
+// logOptions decodes and validates the query of a container logs request
+// as the kubelet does: "tail" is the old name of tailLines ("all": every
+// line); undecodable queries are 400, invalid options 422.
+func logOptions(r *http.Request) (*v1.PodLogOptions, int, error) {
+	query := r.URL.Query()
+	if tail := query.Get("tail"); tail != "" {
+		query["tailLines"] = []string{tail}
+		if tail == "all" {
+			delete(query, "tailLines")
+		}
+	}
+	opts, err := decodeLogOptions(query)
+	if err != nil {
+		return nil, http.StatusBadRequest, errors.New(`{"message": "Unable to decode query."}`)
+	}
+	invalid := (opts.TailLines != nil && *opts.TailLines < 0) ||
+		(opts.LimitBytes != nil && *opts.LimitBytes < 1) ||
+		(opts.SinceSeconds != nil && *opts.SinceSeconds < 1) ||
+		(opts.SinceSeconds != nil && opts.SinceTime != nil)
+	if opts.Stream != nil && *opts.Stream != v1.LogStreamAll && *opts.Stream != v1.LogStreamStdout && *opts.Stream != v1.LogStreamStderr {
+		invalid = true
+	}
+	if invalid {
+		return nil, http.StatusUnprocessableEntity, errors.New(`{"message": "Invalid request."}`)
+	}
+	return opts, 0, nil
+}
+
+func (p *Provider) serveContainerLogs(w http.ResponseWriter, r *http.Request) {
+	namespace, pod, container := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
+	opts, code, err := logOptions(r)
+	if err != nil {
+		http.Error(w, err.Error(), code)
+		return
+	}
+	fw := flushWriter{w: w}
+	fw.f, _ = w.(http.Flusher)
+	var stdout, stderr io.Writer = fw, fw
+	if opts.Stream != nil {
+		switch *opts.Stream {
+		case v1.LogStreamStdout:
+			stderr = nil
+		case v1.LogStreamStderr:
+			stdout = nil
+		}
+	}
+	started := false
+	fw.started = &started
+	if err := p.GetContainerLogs(r.Context(), namespace, pod, container, opts, stdout, stderr); err != nil {
+		if started {
+			// Part of the log is out: the status line is gone.
+			log.G(r.Context()).WithError(err).WithField("pod", namespace+"/"+pod).WithField("container", container).Warn("node API: log stream ended with an error")
+			return
+		}
+		code := http.StatusBadRequest
+		if errdefs.IsNotFound(err) {
+			code = http.StatusNotFound
+		}
+		http.Error(w, err.Error(), code)
+	}
+}
+
+// flushWriter flushes after every write so that followed logs arrive line
+// by line, as the kubelet's flushwriter.
+type flushWriter struct {
+	w       io.Writer
+	f       http.Flusher
+	started *bool
+}
+
+func (fw flushWriter) Write(b []byte) (int, error) {
+	*fw.started = true
+	n, err := fw.w.Write(b)
+	if fw.f != nil {
+		fw.f.Flush()
+	}
+	return n, err
+}
+
+// decodeLogOptions reads PodLogOptions from a query as the API's parameter
+// codec does (client-go's scheme has no url.Values conversion for it):
+// booleans and integers by strconv, sinceTime as RFC 3339.
+func decodeLogOptions(q url.Values) (*v1.PodLogOptions, error) {
+	opts := &v1.PodLogOptions{Container: q.Get("container")}
+	var err error
+	boolean := func(name string, dst *bool) {
+		if v := q.Get(name); v != "" && err == nil {
+			*dst, err = strconv.ParseBool(v)
+		}
+	}
+	integer := func(name string) *int64 {
+		v := q.Get(name)
+		if v == "" || err != nil {
+			return nil
+		}
+		var n int64
+		n, err = strconv.ParseInt(v, 10, 64)
+		return &n
+	}
+	boolean("follow", &opts.Follow)
+	boolean("previous", &opts.Previous)
+	boolean("timestamps", &opts.Timestamps)
+	boolean("insecureSkipTLSVerifyBackend", &opts.InsecureSkipTLSVerifyBackend)
+	opts.SinceSeconds = integer("sinceSeconds")
+	opts.TailLines = integer("tailLines")
+	opts.LimitBytes = integer("limitBytes")
+	if v := q.Get("sinceTime"); v != "" && err == nil {
+		var t time.Time
+		if t, err = time.Parse(time.RFC3339, v); err == nil {
+			opts.SinceTime = &metav1.Time{Time: t}
+		}
+	}
+	if v := q.Get("stream"); v != "" {
+		opts.Stream = &v
+	}
+	return opts, err
+}

@@ -1,0 +1,93 @@
+package provider
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestLogOptions(t *testing.T) {
+	for _, tc := range []struct {
+		query    string
+		code     int
+		tail     int64 // -1: nil
+		limit    int64 // -1: nil
+		follow   bool
+		previous bool
+	}{
+		{query: "", tail: -1, limit: -1},
+		{query: "tailLines=0", tail: 0, limit: -1},
+		{query: "tail=7", tail: 7, limit: -1},
+		{query: "tail=all&tailLines=3", tail: -1, limit: -1},
+		{query: "follow=true&previous=true&limitBytes=10", tail: -1, limit: 10, follow: true, previous: true},
+		{query: "tailLines=abc", code: http.StatusBadRequest},
+		{query: "follow=maybe", code: http.StatusBadRequest},
+		{query: "sinceTime=yesterday", code: http.StatusBadRequest},
+		{query: "sinceTime=2026-11-22T10:00:00Z&timestamps=true", tail: -1, limit: -1},
+		{query: "tailLines=-1", code: http.StatusUnprocessableEntity},
+		{query: "limitBytes=0", code: http.StatusUnprocessableEntity},
+		{query: "sinceSeconds=0", code: http.StatusUnprocessableEntity},
+		{query: "sinceSeconds=5&sinceTime=2026-11-22T10:00:00Z", code: http.StatusUnprocessableEntity},
+		{query: "stream=both", code: http.StatusUnprocessableEntity},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/containerLogs/ns/p/c?"+tc.query, nil)
+			opts, code, err := logOptions(r)
+			if tc.code != 0 {
+				if err == nil || code != tc.code {
+					t.Fatalf("got code %d, err %v; want %d", code, err, tc.code)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ptr := func(p *int64) int64 {
+				if p == nil {
+					return -1
+				}
+				return *p
+			}
+			if ptr(opts.TailLines) != tc.tail || ptr(opts.LimitBytes) != tc.limit || opts.Follow != tc.follow || opts.Previous != tc.previous {
+				t.Errorf("options %+v, want tail %d limit %d follow %v previous %v", opts, tc.tail, tc.limit, tc.follow, tc.previous)
+			}
+		})
+	}
+}
+
+func TestHandlerRoutes(t *testing.T) {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"}}
+	h := (&Provider{}).Handler(func() ([]*v1.Pod, error) { return []*v1.Pod{pod}, nil })
+	get := func(path string) (int, string) {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		b, _ := io.ReadAll(w.Result().Body)
+		return w.Code, string(b)
+	}
+	if code, body := get("/healthz"); code != http.StatusOK || body != "ok" {
+		t.Errorf("/healthz: %d %q", code, body)
+	}
+	code, body := get("/pods")
+	var list v1.PodList
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &list) != nil || list.Kind != "PodList" ||
+		len(list.Items) != 1 || list.Items[0].UID != "u" {
+		t.Errorf("/pods: %d %q", code, body)
+	}
+	for _, path := range []string{"/exec/ns/p/c", "/attach/ns/p/c", "/portForward/ns/p", "/run/ns/p/c", "/stats/summary", "/metrics/resource"} {
+		if code, body := get(path); code != http.StatusNotImplemented || !strings.Contains(body, "not implemented by crivk yet") {
+			t.Errorf("%s: %d %q, want 501", path, code, body)
+		}
+	}
+	if code, body := get("/containerLogs/ns/p/c?tailLines=-2"); code != http.StatusUnprocessableEntity {
+		t.Errorf("invalid log options: %d %q, want 422", code, body)
+	}
+	if code, _ := get("/nothing"); code != http.StatusNotFound {
+		t.Errorf("/nothing: %d, want 404", code)
+	}
+}
