@@ -43,6 +43,13 @@ type Config struct {
 	// --serialize-image-pulls). Concurrent pulls of one image are always
 	// made once.
 	MaxParallelImagePulls int
+	// MaxParallelSandboxes bounds how many RunPodSandbox calls run at once
+	// (0: no limit, the kubelet's behaviour). Creating a sandbox sets up
+	// its network namespace and CNI, starts a shim and writes containerd's
+	// metadata store; a few hundred at once make containerd thrash and
+	// finish the whole batch later than a bounded queue does. Pods waiting
+	// for their turn stay in ContainerCreating.
+	MaxParallelSandboxes int
 	// Clock times hooks (sleep, the preStop share of the grace period);
 	// nil is the real clock.
 	Clock clock.WithTicker
@@ -70,6 +77,8 @@ type Runtime struct {
 	recorder EventRecorder
 	clock    clock.WithTicker
 	puller   *puller
+	// sandboxes holds a token per RunPodSandbox in flight; nil: no limit.
+	sandboxes chan struct{}
 }
 
 // SetEventRecorder installs where events go. It must be called before the
@@ -125,10 +134,16 @@ const (
 
 // New builds a Runtime over already connected services (tests pass fakes).
 func New(cfg Config, rs internalapi.RuntimeService, is internalapi.ImageManagerService) (*Runtime, error) {
+	if cfg.MaxParallelSandboxes < 0 {
+		return nil, fmt.Errorf("MaxParallelSandboxes %d is negative", cfg.MaxParallelSandboxes)
+	}
 	if cfg.MaxParallelImagePulls < 0 {
 		return nil, fmt.Errorf("MaxParallelImagePulls %d is negative", cfg.MaxParallelImagePulls)
 	}
 	r := &Runtime{cfg: cfg, rs: rs, is: is, clock: cfg.Clock, puller: newPuller(cfg.MaxParallelImagePulls)}
+	if cfg.MaxParallelSandboxes > 0 {
+		r.sandboxes = make(chan struct{}, cfg.MaxParallelSandboxes)
+	}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
 	}
@@ -210,4 +225,17 @@ func joinComma(s []string) string {
 		out += v
 	}
 	return out
+}
+
+// runPodSandbox is RunPodSandbox within Config.MaxParallelSandboxes.
+func (r *Runtime) runPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig) (string, error) {
+	if r.sandboxes != nil {
+		select {
+		case r.sandboxes <- struct{}{}:
+			defer func() { <-r.sandboxes }()
+		case <-ctx.Done():
+			return "", fmt.Errorf("waiting for a turn to create the sandbox: %w", ctx.Err())
+		}
+	}
+	return r.rs.RunPodSandbox(ctx, cfg, r.cfg.RuntimeHandler)
 }

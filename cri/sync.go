@@ -148,7 +148,7 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 			res.SandboxErr = fmt.Errorf("creating log directory of pod %s: %w", RefOf(pod), err)
 			return res
 		}
-		id, err := r.rs.RunPodSandbox(ctx, sbCfg, r.cfg.RuntimeHandler)
+		id, err := r.runPodSandbox(ctx, sbCfg)
 		if err != nil {
 			res.SandboxErr = fmt.Errorf("failed to create pod sandbox: %w", err)
 			return res

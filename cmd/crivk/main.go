@@ -69,6 +69,8 @@ type options struct {
 	showVersion           bool
 	// maxParallelPulls bounds concurrent image pulls (0: no limit).
 	maxParallelPulls int
+	// maxParallelSandboxes bounds concurrent RunPodSandbox calls (0: none).
+	maxParallelSandboxes int
 	// Container log rotation (the kubelet's defaults 10Mi x 5).
 	logMaxSize  string
 	logMaxFiles int
@@ -109,6 +111,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.runtimeEvents, "runtime-events", true, "relist at once on containerd's task events (read on the CRI socket); the periodic relist stays")
 	fs.StringVar(&o.profilingAddress, "profiling-address", "", "if set, serve net/http/pprof on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
+	fs.IntVar(&o.maxParallelSandboxes, "max-parallel-sandboxes", 0, "pod sandboxes created at once (0: no limit, as the kubelet); the others wait in ContainerCreating")
 	fs.IntVar(&o.maxParallelPulls, "max-parallel-image-pulls", 1, "image pulls run at once (1: serialized, the kubelet's default; 0: no limit)")
 	fs.StringVar(&o.logMaxSize, "container-log-max-size", "10Mi", "size at which a container's log file is rotated")
 	fs.IntVar(&o.logMaxFiles, "container-log-max-files", 5, "log files kept per container, the current one included (at least 2)")
@@ -232,7 +235,7 @@ func run(ctx context.Context, o *options) error {
 		dns.ClusterDNS = strings.Split(o.clusterDNS, ",")
 	}
 	connectCtx, cancelConnect := context.WithTimeout(ctx, 10*time.Second)
-	rt, err := cri.Connect(connectCtx, cri.Config{Endpoint: o.criEndpoint, RequestTimeout: o.runtimeRequestTimeout, PodLogDir: o.podLogDir, DNS: dns, MaxParallelImagePulls: o.maxParallelPulls})
+	rt, err := cri.Connect(connectCtx, cri.Config{Endpoint: o.criEndpoint, RequestTimeout: o.runtimeRequestTimeout, PodLogDir: o.podLogDir, DNS: dns, MaxParallelImagePulls: o.maxParallelPulls, MaxParallelSandboxes: o.maxParallelSandboxes})
 	cancelConnect()
 	if err != nil {
 		return err
