@@ -56,7 +56,10 @@ func (r *Results) goals() []Goal {
 			Goal{Name: fmt.Sprintf("W2 batch lag, %d pods", n), Against: "raw", Max: 1.25, Ratio: ratio("raw", w2)},
 			Goal{Name: fmt.Sprintf("W3 batch lag, %d pods", n), Against: "kubelet", Max: 0.5, Ratio: ratio("kubelet", w3)})
 	}
-	out = append(out, Goal{Name: "W4 p99", Against: "kubelet", Max: 0.2, Ratio: ratio("kubelet", p99(func(l *LaneResult) Summary { return l.W4 }))})
+	// W4's goal is on the latency from containerd's exit time: from the
+	// scheduled exit, busybox's own lag (common to all lanes) would squeeze
+	// the ratio towards 1.
+	out = append(out, Goal{Name: "W4 p99 (from containerd's exit)", Against: "kubelet", Max: 0.2, Ratio: ratio("kubelet", p99(func(l *LaneResult) Summary { return l.W4Exit }))})
 	for _, n := range r.Plan.SteadyPods {
 		st := func(f func(*Steady) Num) func(*LaneResult) float64 {
 			return func(l *LaneResult) float64 {
