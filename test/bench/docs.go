@@ -58,12 +58,15 @@ const docsMethod = `## How it is measured
     harness finds the pod's container through the CRI (label
     io.kubernetes.pod.uid = the pod's UID, which the kubelet and crivk both
     set; raw: the container ID it created) and takes ContainerStatus
-    FinishedAt, the exit as containerd recorded it, in nanoseconds. This is
-    the agent's own latency.
-  - **from the scheduled exit T+F**: this includes busybox's own lag
-    between T+F and its exit (a 10 ms loop, the shell, process exit; the
-    "busybox's exit lag" row), the same in every lane, which squeezes every
-    ratio towards 1: in the raw lane it is most of the figure.
+    FinishedAt, the exit as containerd recorded it (the shim's exit time),
+    in nanoseconds. This leaves the agent's latency plus containerd's own
+    exit handling (the exit event reaching its CRI plugin, which only then
+    reports the container exited): the raw lane's figure is that floor,
+    which no agent watching the CRI can go below.
+  - **from the scheduled exit T+F**: this adds busybox's own lag between
+    T+F and its exit (a 10 ms loop, the shell, process exit; the
+    "busybox's exit lag" row), the same in every lane, which squeezes
+    every ratio towards 1.
 
   Samples whose pod was not Running before T are dropped and counted.
 - **W5**: CPU from utime+stime in /proc/<pid>/stat over the window (the agent;
