@@ -35,7 +35,9 @@ const docsMethod = `## How it is measured
 - **Columns**: kubelet/raw next to crivk/raw shows the physical bound of a
   goal set against the kubelet: crivk is at best raw, i.e. at best
   1/(kubelet/raw) times the kubelet; where kubelet/raw is below 2, a 0.5x
-  goal is out of reach on this runtime.
+  goal is out of reach on this runtime. The goals table gives that bound,
+  raw/kubelet, for every goal against the kubelet and says "out of reach"
+  where the goal asks for less.
 - **Pods**: pinned by nodeName, ` + "`registry.k8s.io/pause:3.10.1`" + ` as the container
   (exits at once on SIGTERM), imagePullPolicy IfNotPresent (images imported
   by hack/images.sh), terminationGracePeriodSeconds 30, no service account
