@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -199,7 +200,11 @@ func TestRunLanesIsolation(t *testing.T) {
 				calls = append(calls, "work "+res.Lane)
 				return tc.workErr[res.Lane]
 			}
-			res := runLanes(context.Background(), iso, lanes, work, t.Logf)
+			var saved []int
+			res := runLanes(context.Background(), iso, lanes, work, t.Logf, func(r []LaneResult) { saved = append(saved, len(r)) })
+			if fmt.Sprint(saved) != "[1 2 3]" {
+				t.Errorf("results saved with %v lanes, want after each lane [1 2 3]", saved)
+			}
 			if strings.Join(calls, ", ") != strings.Join(tc.wantCalls, ", ") {
 				t.Errorf("calls:\n got %v\nwant %v", calls, tc.wantCalls)
 			}

@@ -29,10 +29,19 @@ type isolation interface {
 // run, as its figures would carry the previous lane's load, and the next
 // lane tries again: one lane's failure, or its left-overs, never stop the
 // later lanes. A lane's failure is recorded in its result. The node is
-// cleaned once more at the end.
-func runLanes(ctx context.Context, iso isolation, lanes []lane, work func(context.Context, driver, meters, *LaneResult) error, logf func(string, ...any)) []LaneResult {
+// cleaned once more at the end. laneDone, if set, gets the results so far
+// after each lane (the harness saves them: a run stopped later keeps them).
+func runLanes(ctx context.Context, iso isolation, lanes []lane, work func(context.Context, driver, meters, *LaneResult) error, logf func(string, ...any), laneDone func([]LaneResult)) []LaneResult {
 	var out []LaneResult
+	defer func() {
+		if laneDone != nil {
+			laneDone(out)
+		}
+	}()
 	for _, l := range lanes {
+		if laneDone != nil && len(out) > 0 {
+			laneDone(out)
+		}
 		res := LaneResult{Lane: l.Name()}
 		started := time.Now()
 		if err := iso.isolate(ctx); err != nil {

@@ -203,16 +203,26 @@ func run(o options) error {
 		}, jitter: func() time.Duration { return time.Duration(rand.Int64N(int64(time.Second))) }}
 		return w.run(ctx, res)
 	}
-	r.Lanes = runLanes(ctx, n, lanes, work, log.Printf)
-	r.Seconds = time.Since(r.Started).Seconds()
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
+	// results.json and report.md are written after every lane, so that a
+	// run stopped in a later lane keeps the lanes done; docs only at the end.
+	save := func(lanes []LaneResult, docs string) error {
+		r.Lanes = lanes
+		r.Seconds = time.Since(r.Started).Seconds()
+		b, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(o.out, "results.json"), b, 0o644); err != nil {
+			return err
+		}
+		return writeReport(r, o.out, docs)
 	}
-	if err := os.WriteFile(filepath.Join(o.out, "results.json"), b, 0o644); err != nil {
-		return err
-	}
-	if err := writeReport(r, o.out, o.docs); err != nil {
+	done := runLanes(ctx, n, lanes, work, log.Printf, func(lanes []LaneResult) {
+		if err := save(lanes, ""); err != nil {
+			log.Printf("saving the results so far: %v", err)
+		}
+	})
+	if err := save(done, o.docs); err != nil {
 		return err
 	}
 	log.Printf("results in %s (%.0f s)", o.out, r.Seconds)
