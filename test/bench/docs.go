@@ -25,7 +25,10 @@ const docsMethod = `## How it is measured
   find all three gone (a containerd working through a backlog, e.g. after a
   failed raw batch, can still finish sandboxes whose calls timed out), for
   at most 5 minutes. A lane that cannot start on an empty node is not run
-  and says why; a lane's failure never stops the later lanes. Each agent
+  and says why; a lane's failure never stops the later lanes. Within a
+  lane, a batch that fails (times out) is removed and reported, the larger
+  batches are skipped and W4 and W5 still run; the goals use whatever
+  figures a lane measured. Each agent
   lane waits for the Node to be Ready and warms up with one throw-away pod.
 - **Plan**: the issue's, with two cuts so that ` + "`make bench`" + ` fits in 30
   minutes on a 2-core machine (containerd serves about 3 sandboxes a second

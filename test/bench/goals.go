@@ -33,9 +33,11 @@ func (g Goal) Met() (met, known bool) {
 // goals evaluates the goals on r.
 func (r *Results) goals() []Goal {
 	var out []Goal
+	// A lane that failed part way keeps the figures it measured before
+	// (the tables show them too); a figure it lacks is NaN, no ratio.
 	ratioOf := func(num, den string, f func(*LaneResult) float64) float64 {
 		c, o := r.lane(num), r.lane(den)
-		if c == nil || o == nil || c.Error != "" || o.Error != "" {
+		if c == nil || o == nil {
 			return math.NaN()
 		}
 		return Ratio(f(c), f(o))

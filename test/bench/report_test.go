@@ -85,7 +85,18 @@ func TestGoals(t *testing.T) {
 			t.Errorf("goals lack %q:\n%s", want, md)
 		}
 	}
+	// A crivk lane that failed part way keeps its figures for the goals.
 	r := sampleResults()
+	r.Lanes[2].Error = "W2/W3 batch of 250: context deadline exceeded"
+	r.Lanes[2].W3 = nil
+	b.Reset()
+	r.writeGoals(&b)
+	for _, want := range []string{"| W1 p99 | kubelet | <= 0.50x | 0.50x | met |", "| W3 batch lag, 30 pods | kubelet | <= 0.50x | - | no figure |"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("goals of a lane failed part way lack %q:\n%s", want, b.String())
+		}
+	}
+	r = sampleResults()
 	r.Lanes = r.Lanes[:2] // no crivk lane
 	b.Reset()
 	r.writeGoals(&b)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"math"
@@ -230,17 +231,41 @@ func (w *workloads) run(ctx context.Context, res *LaneResult) error {
 	}
 	res.W1 = Summarize(res.W1Raw)
 
+	var failed []error
 	for _, n := range w.plan.Batches {
 		w.logf("W2/W3: batch of %d", n)
-		up, down, err := w.createAndRemove(ctx, w.f.sleepers(fmt.Sprintf("w2-%d", n), 0, n))
+		pods := w.f.sleepers(fmt.Sprintf("w2-%d", n), 0, n)
+		up, down, err := w.createAndRemove(ctx, pods)
 		if up != nil {
 			res.W2 = append(res.W2, batchOf(up))
 		}
 		if err != nil {
-			return fmt.Errorf("W2/W3 batch of %d: %w", n, err)
+			// A batch that failed (timed out) loses its own figures only:
+			// its pods are removed, then the larger batches are skipped
+			// (they would fail the same way) and W4 and W5 still run.
+			failed = append(failed, fmt.Errorf("W2/W3 batch of %d: %w", n, err))
+			w.logf("W2/W3 batch of %d failed, removing its pods: %v", n, err)
+			if down == nil {
+				dctx, cancel := w.step(ctx)
+				if _, rerr := w.d.remove(dctx, pods); rerr != nil {
+					w.logf("removing the failed batch of %d: %v", n, rerr)
+				}
+				cancel()
+			}
+			if ctx.Err() != nil {
+				return errors.Join(append(failed, ctx.Err())...)
+			}
+			break
 		}
 		res.W3 = append(res.W3, batchOf(down))
 	}
+	// The batch failures are the lane's error, once W4 and W5 are done.
+	err := w.rest(ctx, res)
+	return errors.Join(append(failed, err)...)
+}
+
+// rest runs W4 and W5.
+func (w *workloads) rest(ctx context.Context, res *LaneResult) error {
 
 	w.logf("W4: %d container exits", w.plan.W4Count)
 	for i := 0; len(res.W4Raw) < w.plan.W4Count; i++ {

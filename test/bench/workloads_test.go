@@ -28,6 +28,9 @@ type fakeDriver struct {
 	mu      sync.Mutex
 	live    map[string]bool
 	created []int // batch sizes
+	// failBatch makes create of a batch of that size start the pods but
+	// fail (a timeout waiting for them).
+	failBatch int
 }
 
 func (d *fakeDriver) create(_ context.Context, pods []*v1.Pod) ([]span, error) {
@@ -43,6 +46,9 @@ func (d *fakeDriver) create(_ context.Context, pods []*v1.Pod) ([]span, error) {
 		d.live[p.Name] = true
 		// Each pod of a batch a little later than the one before.
 		out = append(out, span{Name: p.Name, Start: start, End: start.Add(d.up + time.Duration(i)*time.Millisecond)})
+	}
+	if len(pods) == d.failBatch {
+		return nil, fmt.Errorf("waiting for pods to be Running and ready: %w", context.DeadlineExceeded)
 	}
 	return out, nil
 }
@@ -121,6 +127,34 @@ func TestWorkloadsRun(t *testing.T) {
 	}
 	// warm-up, 4 W1 pods, batches of 3 and 5, 2 W4 pods.
 	if fmt.Sprint(d.created) != "[1 1 1 1 1 3 5 1 1]" {
+		t.Errorf("created batches %v", d.created)
+	}
+}
+
+// A batch that fails loses its own figures only: its pods are removed, the
+// larger batches are skipped, W4 still runs, and the lane's error names
+// the batch.
+func TestWorkloadsBatchFailure(t *testing.T) {
+	c := testingclock.NewFakeClock(time.Unix(5000, 0))
+	d := &fakeDriver{clock: c, up: 800 * time.Millisecond, down: 2 * time.Second, exitLag: 300 * time.Millisecond, live: map[string]bool{}, failBatch: 5}
+	w := &workloads{d: d, f: podFactory{ns: "ns", node: "n", image: "pause", busybox: "busybox", run: "r"},
+		plan: Plan{W1Count: 2, Batches: []int{3, 5, 7}, W4Count: 2, Timeout: time.Minute}, clock: c, logf: t.Logf}
+	var res LaneResult
+	err := w.run(context.Background(), &res)
+	if err == nil || !strings.Contains(err.Error(), "W2/W3 batch of 5") {
+		t.Fatalf("run error %v, want the batch of 5 named", err)
+	}
+	if len(res.W2) != 1 || len(res.W3) != 1 || res.W3[0].Size != 3 {
+		t.Errorf("W2 %d batches, W3 %+v: want the batch of 3 only", len(res.W2), res.W3)
+	}
+	if res.W4Exit.N != 2 {
+		t.Errorf("W4 = %+v, want 2 samples after the failed batch", res.W4Exit)
+	}
+	if len(d.live) != 0 {
+		t.Errorf("pods left live: %v", d.live)
+	}
+	// warm-up, 2 W1 pods, batches of 3 and 5 (7 skipped), 2 W4 pods.
+	if fmt.Sprint(d.created) != "[1 1 1 3 5 1 1]" {
 		t.Errorf("created batches %v", d.created)
 	}
 }
