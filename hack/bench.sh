@@ -63,5 +63,5 @@ trap - EXIT
 if [ -f "${RESULTS}/report.md" ]; then
   cat "${RESULTS}/report.md"
 fi
-log "results in ${RESULTS}"
+log "results in ${RESULTS}; make bench took ${SECONDS} s in all (setup included)"
 exit "${rc}"

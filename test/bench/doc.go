@@ -15,10 +15,13 @@
 //
 // Each agent lane starts its agent, waits for the Node to be Ready, warms
 // the caches with one throw-away pod, runs the workloads, deletes its pods,
-// stops the agent, removes whatever sandbox the CRI still holds and the Node
-// object, and checks that the CRI and the namespace are empty before the next
-// lane starts (isolation.go): a kubelet kills every sandbox it does not know,
-// and one lane's left-overs would be the next lane's load.
+// stops the agent. Before every lane the harness removes the namespace's
+// pods, every sandbox the CRI holds and the Node object, again and again
+// until five listings in a row find them gone (isolation.go): a kubelet
+// kills every sandbox it does not know, one lane's left-overs would be the
+// next lane's load, and a containerd with a backlog can still finish
+// sandboxes whose calls had timed out. A lane whose node cannot be made
+// empty is not run; the next lane tries again.
 //
 // Workloads (workloads.go), the same for every lane through the driver
 // interface (apidriver.go for the agents, rawdriver.go for the CRI):
@@ -26,7 +29,8 @@
 //	W1 one pod, create -> Running with all containers ready, seen via watch, in sequence
 //	W2 batches created at once: per-pod create -> Running, batch lag, pods/s
 //	W3 deletion of those batches (container exits on TERM, grace 30 s): delete -> gone
-//	W4 container exit (at a known wall-clock second) -> status change seen via watch
+//	W4 container exit -> status change seen via watch, from containerd's exit
+//	   time (ContainerStatus FinishedAt) and from the scheduled exit
 //	W5 steady state with N pods: agent and containerd CPU (/proc/<pid>/stat),
 //	   agent RSS (/proc/<pid>/status), API requests/s the agent sends
 //

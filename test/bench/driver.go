@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	internalapi "k8s.io/cri-api/pkg/apis"
@@ -35,6 +36,58 @@ type driver interface {
 	remove(ctx context.Context, pods []*v1.Pod) ([]span, error)
 	// waitExit returns when the exit of pod's container was seen.
 	waitExit(ctx context.Context, pod *v1.Pod) (time.Time, error)
+	// exitedAt returns the exit time of pod's container as containerd
+	// recorded it (ContainerStatus FinishedAt); call it after waitExit and
+	// before remove.
+	exitedAt(ctx context.Context, pod *v1.Pod) (time.Time, error)
+}
+
+// containers is the part of the CRI that W4 reads exit times from.
+type containers interface {
+	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+	ContainerStatus(ctx context.Context, containerID string, verbose bool) (*runtimeapi.ContainerStatusResponse, error)
+}
+
+// finishedAt is containerd's exit time of container id (FinishedAt, in
+// nanoseconds since the epoch; 0 while it runs).
+func finishedAt(ctx context.Context, rs containers, id string) (time.Time, error) {
+	st, err := rs.ContainerStatus(ctx, id, false)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("ContainerStatus %s: %w", id, err)
+	}
+	ns := st.GetStatus().GetFinishedAt()
+	if ns <= 0 {
+		return time.Time{}, fmt.Errorf("container %s (%s) has no exit time", id, st.GetStatus().GetState())
+	}
+	return time.Unix(0, ns), nil
+}
+
+// podExitedAt finds the exited container of the pod with that UID through
+// the io.kubernetes.pod.uid label, which both the kubelet and crivk
+// (cri.LabelPodUID) put on every container, and returns containerd's exit
+// time of it (the latest, if several exited).
+func podExitedAt(ctx context.Context, rs containers, uid types.UID) (time.Time, error) {
+	cs, err := rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{cri.LabelPodUID: string(uid)}})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("listing the containers of pod uid %s: %w", uid, err)
+	}
+	var last time.Time
+	for _, c := range cs {
+		if c.GetState() != runtimeapi.ContainerState_CONTAINER_EXITED {
+			continue
+		}
+		at, err := finishedAt(ctx, rs, c.GetId())
+		if err != nil {
+			return time.Time{}, fmt.Errorf("pod uid %s: %w", uid, err)
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	if last.IsZero() {
+		return time.Time{}, fmt.Errorf("pod uid %s: no exited container among the %d the CRI lists", uid, len(cs))
+	}
+	return last, nil
 }
 
 // parallel runs f for every pod in its own goroutine and joins the errors.
@@ -69,6 +122,13 @@ type apiDriver struct {
 	ns     string
 	tr     *tracker
 	clock  clock.PassiveClock
+	// cri is where exitedAt finds the pod's container.
+	cri containers
+
+	mu sync.Mutex
+	// uids are the UIDs the API server gave the pods created, by name;
+	// guarded by mu.
+	uids map[string]types.UID
 }
 
 func (d *apiDriver) create(ctx context.Context, pods []*v1.Pod) ([]span, error) {
@@ -77,9 +137,16 @@ func (d *apiDriver) create(ctx context.Context, pods []*v1.Pod) ([]span, error) 
 	spans := make([]span, len(pods))
 	err := parallel(pods, func(i int, p *v1.Pod) error {
 		spans[i] = span{Name: p.Name, Start: d.clock.Now()}
-		if _, err := d.client.CoreV1().Pods(d.ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		created, err := d.client.CoreV1().Pods(d.ns).Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
 			return fmt.Errorf("creating pod %s/%s: %w", d.ns, p.Name, err)
 		}
+		d.mu.Lock()
+		if d.uids == nil {
+			d.uids = map[string]types.UID{}
+		}
+		d.uids[p.Name] = created.UID
+		d.mu.Unlock()
 		return nil
 	})
 	if err != nil {
@@ -124,6 +191,20 @@ func (d *apiDriver) waitExit(ctx context.Context, pod *v1.Pod) (time.Time, error
 		return time.Time{}, err
 	}
 	return seen[pod.Name], nil
+}
+
+func (d *apiDriver) exitedAt(ctx context.Context, pod *v1.Pod) (time.Time, error) {
+	d.mu.Lock()
+	uid, ok := d.uids[pod.Name]
+	d.mu.Unlock()
+	if !ok {
+		return time.Time{}, fmt.Errorf("pod %s/%s was not created by this lane", d.ns, pod.Name)
+	}
+	at, err := podExitedAt(ctx, d.cri, uid)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("pod %s/%s: %w", d.ns, pod.Name, err)
+	}
+	return at, nil
 }
 
 // ------------------------------------------------------------------ raw CRI
@@ -256,4 +337,18 @@ func (d *rawDriver) waitExit(ctx context.Context, pod *v1.Pod) (time.Time, error
 		return false, nil
 	})
 	return at, err
+}
+
+func (d *rawDriver) exitedAt(ctx context.Context, pod *v1.Pod) (time.Time, error) {
+	d.mu.Lock()
+	rp := d.pods[pod.Name]
+	d.mu.Unlock()
+	if rp == nil || len(rp.containers) == 0 {
+		return time.Time{}, fmt.Errorf("pod %s has no container of this lane", pod.Name)
+	}
+	at, err := finishedAt(ctx, d.rs, rp.containers[0])
+	if err != nil {
+		return time.Time{}, fmt.Errorf("pod %s: %w", pod.Name, err)
+	}
+	return at, nil
 }

@@ -13,7 +13,14 @@ type Goal struct {
 	Against string  `json:"against"`
 	Max     float64 `json:"max"`
 	Ratio   float64 `json:"-"`
+	// Bound is, for a goal against the kubelet, raw/kubelet on the same
+	// figure: the best ratio an agent can reach on this runtime (NaN when
+	// unknown). A Max below it is out of reach.
+	Bound float64 `json:"-"`
 }
+
+// OutOfReach is true when the goal asks for less than the raw lane.
+func (g Goal) OutOfReach() bool { return !math.IsNaN(g.Bound) && g.Bound > g.Max }
 
 // Met is unknown (false, false) when a figure is missing.
 func (g Goal) Met() (met, known bool) {
@@ -26,20 +33,29 @@ func (g Goal) Met() (met, known bool) {
 // goals evaluates the issue's goals on r.
 func (r *Results) goals() []Goal {
 	var out []Goal
-	ratio := func(against string, f func(*LaneResult) float64) float64 {
-		c, o := r.lane("crivk"), r.lane(against)
-		if c == nil || o == nil || c.Error != "" || o.Error != "" {
+	// A lane that failed part way keeps the figures it measured before
+	// (the tables show them too); a figure it lacks is NaN, no ratio.
+	ratioOf := func(num, den string, f func(*LaneResult) float64) float64 {
+		c, o := r.lane(num), r.lane(den)
+		if c == nil || o == nil {
 			return math.NaN()
 		}
 		return Ratio(f(c), f(o))
+	}
+	goal := func(name, against string, limit float64, f func(*LaneResult) float64) Goal {
+		g := Goal{Name: name, Against: against, Max: limit, Ratio: ratioOf("crivk", against, f), Bound: math.NaN()}
+		if against == "kubelet" {
+			g.Bound = ratioOf("raw", "kubelet", f)
+		}
+		return g
 	}
 	p99 := func(s func(*LaneResult) Summary) func(*LaneResult) float64 {
 		return func(l *LaneResult) float64 { return summaryOr(s(l), func(s Summary) float64 { return s.P99 }) }
 	}
 	w1 := p99(func(l *LaneResult) Summary { return l.W1 })
 	out = append(out,
-		Goal{Name: "W1 p99", Against: "kubelet", Max: 0.5, Ratio: ratio("kubelet", w1)},
-		Goal{Name: "W1 p99", Against: "raw", Max: 1.25, Ratio: ratio("raw", w1)})
+		goal("W1 p99", "kubelet", 0.5, w1),
+		goal("W1 p99", "raw", 1.25, w1))
 	for _, n := range r.Plan.Batches {
 		lag := func(bs func(*LaneResult) []Batch) func(*LaneResult) float64 {
 			return func(l *LaneResult) float64 {
@@ -52,11 +68,14 @@ func (r *Results) goals() []Goal {
 		w2 := lag(func(l *LaneResult) []Batch { return l.W2 })
 		w3 := lag(func(l *LaneResult) []Batch { return l.W3 })
 		out = append(out,
-			Goal{Name: fmt.Sprintf("W2 batch lag, %d pods", n), Against: "kubelet", Max: 0.5, Ratio: ratio("kubelet", w2)},
-			Goal{Name: fmt.Sprintf("W2 batch lag, %d pods", n), Against: "raw", Max: 1.25, Ratio: ratio("raw", w2)},
-			Goal{Name: fmt.Sprintf("W3 batch lag, %d pods", n), Against: "kubelet", Max: 0.5, Ratio: ratio("kubelet", w3)})
+			goal(fmt.Sprintf("W2 batch lag, %d pods", n), "kubelet", 0.5, w2),
+			goal(fmt.Sprintf("W2 batch lag, %d pods", n), "raw", 1.25, w2),
+			goal(fmt.Sprintf("W3 batch lag, %d pods", n), "kubelet", 0.5, w3))
 	}
-	out = append(out, Goal{Name: "W4 p99", Against: "kubelet", Max: 0.2, Ratio: ratio("kubelet", p99(func(l *LaneResult) Summary { return l.W4 }))})
+	// W4's goal is on the latency from containerd's exit time: from the
+	// scheduled exit, busybox's own lag (common to all lanes) would squeeze
+	// the ratio towards 1.
+	out = append(out, goal("W4 p99 (from containerd's exit)", "kubelet", 0.2, p99(func(l *LaneResult) Summary { return l.W4Exit })))
 	for _, n := range r.Plan.SteadyPods {
 		st := func(f func(*Steady) Num) func(*LaneResult) float64 {
 			return func(l *LaneResult) float64 {
@@ -67,9 +86,9 @@ func (r *Results) goals() []Goal {
 			}
 		}
 		out = append(out,
-			Goal{Name: fmt.Sprintf("W5 agent CPU, %d pods", n), Against: "kubelet", Max: 1, Ratio: ratio("kubelet", st(func(s *Steady) Num { return s.AgentCPU }))},
-			Goal{Name: fmt.Sprintf("W5 agent RSS, %d pods", n), Against: "kubelet", Max: 0.5, Ratio: ratio("kubelet", st(func(s *Steady) Num { return s.AgentRSSMiB }))},
-			Goal{Name: fmt.Sprintf("W5 API requests/s, %d pods", n), Against: "kubelet", Max: 1, Ratio: ratio("kubelet", st(func(s *Steady) Num { return s.APIRequests }))})
+			goal(fmt.Sprintf("W5 agent CPU, %d pods", n), "kubelet", 1, st(func(s *Steady) Num { return s.AgentCPU })),
+			goal(fmt.Sprintf("W5 agent RSS, %d pods", n), "kubelet", 0.5, st(func(s *Steady) Num { return s.AgentRSSMiB })),
+			goal(fmt.Sprintf("W5 API requests/s, %d pods", n), "kubelet", 1, st(func(s *Steady) Num { return s.APIRequests })))
 	}
 	return out
 }
@@ -77,8 +96,8 @@ func (r *Results) goals() []Goal {
 func (r *Results) writeGoals(w io.Writer) {
 	fmt.Fprintln(w, "### Goals (crivk against the other lanes, same run)")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| goal | crivk / | target | measured | |")
-	fmt.Fprintln(w, "| --- | --- | ---: | ---: | --- |")
+	fmt.Fprintln(w, "| goal | crivk / | target | measured | | raw/kubelet (best reachable) |")
+	fmt.Fprintln(w, "| --- | --- | ---: | ---: | --- | ---: |")
 	for _, g := range r.goals() {
 		verdict := "no figure"
 		if met, known := g.Met(); known && met {
@@ -86,7 +105,11 @@ func (r *Results) writeGoals(w io.Writer) {
 		} else if known {
 			verdict = "**missed**"
 		}
-		fmt.Fprintf(w, "| %s | %s | <= %.2fx | %s | %s |\n", g.Name, g.Against, g.Max, fmtRatio(g.Ratio), verdict)
+		bound := fmtRatio(g.Bound)
+		if g.OutOfReach() {
+			bound += " (goal below raw: out of reach)"
+		}
+		fmt.Fprintf(w, "| %s | %s | <= %.2fx | %s | %s | %s |\n", g.Name, g.Against, g.Max, fmtRatio(g.Ratio), verdict, bound)
 	}
 	fmt.Fprintln(w)
 }

@@ -30,6 +30,10 @@ type node struct {
 	name   string
 	// poll is the interval of the waits for the API to catch up.
 	poll time.Duration
+	// timeout bounds isolate; quiet is how many listings in a row must
+	// find the node empty.
+	timeout time.Duration
+	quiet   int
 }
 
 // clean removes whatever a lane left: the pods of the benchmark namespace
@@ -69,39 +73,76 @@ func (n *node) clean(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// verify fails, naming them, when the CRI holds a sandbox, the namespace a
-// pod or the Node object still exists: the next lane would start loaded.
-// It waits up to timeout for the API server to finish deletions in flight.
-func (n *node) verify(ctx context.Context, timeout time.Duration) error {
+// leftovers lists, by name, what the CRI, the namespace and the Node object
+// still hold.
+func (n *node) leftovers(ctx context.Context) ([]string, error) {
 	var left []string
-	err := wait.PollUntilContextTimeout(ctx, n.poll, timeout, true, func(ctx context.Context) (bool, error) {
-		left = left[:0]
-		sbs, err := n.cri.ListPodSandbox(ctx, nil)
-		if err != nil {
-			return false, fmt.Errorf("listing CRI sandboxes: %w", err)
-		}
-		for _, sb := range sbs {
-			left = append(left, "sandbox "+sandboxName(sb))
-		}
-		pods, err := n.client.CoreV1().Pods(n.ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, fmt.Errorf("listing pods in %s: %w", n.ns, err)
-		}
-		for _, p := range pods.Items {
-			left = append(left, "pod "+n.ns+"/"+p.Name)
-		}
-		if _, err := n.client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{}); err == nil {
-			left = append(left, "node "+n.name)
-		} else if !apierrors.IsNotFound(err) {
-			return false, fmt.Errorf("getting node %s: %w", n.name, err)
-		}
-		return len(left) == 0, nil
-	})
-	if err != nil && len(left) > 0 {
-		sort.Strings(left)
-		return fmt.Errorf("lane isolation broken, left behind: %s", strings.Join(left, ", "))
+	sbs, err := n.cri.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("listing CRI sandboxes: %w", err)
 	}
-	return err
+	for _, sb := range sbs {
+		left = append(left, "sandbox "+sandboxName(sb))
+	}
+	pods, err := n.client.CoreV1().Pods(n.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing pods in %s: %w", n.ns, err)
+	}
+	for _, p := range pods.Items {
+		left = append(left, "pod "+n.ns+"/"+p.Name)
+	}
+	if _, err := n.client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{}); err == nil {
+		left = append(left, "node "+n.name)
+	} else if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("getting node %s: %w", n.name, err)
+	}
+	sort.Strings(left)
+	return left, nil
+}
+
+// isolate makes the node empty for the next lane and checks that it stays
+// so: it cleans, then lists, again and again, until n.quiet consecutive
+// listings (n.poll apart) found nothing, for at most n.timeout. Errors of the runtime or the API
+// server (a containerd still working through a backlog times out on
+// ListPodSandbox) are retried, not fatal: the last one is in the error
+// returned when timeout passes first. Consecutive empty listings, not one,
+// because a RunPodSandbox whose caller timed out can still complete in
+// containerd after the first clean.
+func (n *node) isolate(ctx context.Context) error {
+	timeout, quiet := n.timeout, max(n.quiet, 1)
+	var left []string
+	var lastErr error
+	empty := 0
+	err := wait.PollUntilContextTimeout(ctx, n.poll, timeout, true, func(ctx context.Context) (bool, error) {
+		if empty == 0 {
+			if err := n.clean(ctx); err != nil {
+				lastErr = err
+			}
+		}
+		l, err := n.leftovers(ctx)
+		if err != nil {
+			lastErr, empty = err, 0
+			return false, nil
+		}
+		left = l
+		if len(left) > 0 {
+			empty = 0
+			return false, nil
+		}
+		empty++
+		return empty >= quiet, nil
+	})
+	if err == nil {
+		return nil
+	}
+	msg := fmt.Sprintf("lane isolation broken: the node was not empty %d times in a row within %s", quiet, timeout)
+	if len(left) > 0 {
+		msg += ", left behind: " + strings.Join(left, ", ")
+	}
+	if lastErr != nil {
+		return fmt.Errorf("%s; last error: %w", msg, lastErr)
+	}
+	return errors.New(msg)
 }
 
 func sandboxName(sb *runtimeapi.PodSandbox) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -18,9 +19,13 @@ func sandboxConfig(ns, name string) *runtimeapi.PodSandboxConfig {
 	return &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: ns, Uid: ns + "-" + name}}
 }
 
-// A lane's left-overs (API pods, CRI sandboxes, the Node) are removed by
-// clean, and verify then passes; without clean it names each left-over.
-func TestNodeCleanAndVerify(t *testing.T) {
+func testNode(rs sandboxes, client *fake.Clientset) *node {
+	return &node{cri: rs, client: client, ns: "crivk-bench", name: "crivk-local", poll: time.Millisecond, timeout: 200 * time.Millisecond, quiet: 3}
+}
+
+// A lane's left-overs (API pods, CRI sandboxes, the Node) are named by
+// leftovers, removed by isolate, and pods of other namespaces are kept.
+func TestNodeIsolate(t *testing.T) {
 	ctx := context.Background()
 	rs := critest.NewFakeRuntimeService()
 	for _, n := range []string{"a", "b"} {
@@ -33,49 +38,87 @@ func TestNodeCleanAndVerify(t *testing.T) {
 		&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "default"}},
 		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "crivk-local"}},
 	)
-	n := &node{cri: rs, client: client, ns: "crivk-bench", name: "crivk-local", poll: time.Millisecond}
+	n := testNode(rs, client)
 
-	err := n.verify(ctx, 20*time.Millisecond)
-	if err == nil {
-		t.Fatal("verify passed on a node with left-overs")
+	left, err := n.leftovers(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, want := range []string{"sandbox crivk-bench/a", "sandbox crivk-bench/b", "pod crivk-bench/w2-30-1", "node crivk-local"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("verify error %q does not name %q", err, want)
-		}
+	if got, want := strings.Join(left, ", "), "node crivk-local, pod crivk-bench/w2-30-1, sandbox crivk-bench/a, sandbox crivk-bench/b"; got != want {
+		t.Errorf("leftovers %q, want %q", got, want)
 	}
-
-	if err := n.clean(ctx); err != nil {
-		t.Fatalf("clean: %v", err)
+	if err := n.isolate(ctx); err != nil {
+		t.Fatalf("isolate: %v", err)
 	}
-	if err := n.verify(ctx, 20*time.Millisecond); err != nil {
-		t.Fatalf("verify after clean: %v", err)
-	}
-	// Pods of other namespaces are not the benchmark's.
 	if _, err := client.CoreV1().Pods("default").Get(ctx, "other", metav1.GetOptions{}); err != nil {
-		t.Errorf("clean removed a pod outside the benchmark namespace: %v", err)
+		t.Errorf("isolate removed a pod outside the benchmark namespace: %v", err)
 	}
-	sbs, _ := rs.ListPodSandbox(ctx, nil)
-	if len(sbs) != 0 {
-		t.Errorf("%d sandboxes left after clean", len(sbs))
+	if sbs, _ := rs.ListPodSandbox(ctx, nil); len(sbs) != 0 {
+		t.Errorf("%d sandboxes left after isolate", len(sbs))
 	}
 }
 
-// A sandbox the runtime refuses to stop is reported, and verify then fails.
-func TestNodeCleanReportsRuntimeErrors(t *testing.T) {
+// lateRuntime is a containerd with a backlog: its listings time out at
+// first, and a sandbox whose RunPodSandbox had timed out for the caller
+// appears after the first listing that found the node empty.
+type lateRuntime struct {
+	*critest.FakeRuntimeService
+	lists    int
+	lateAt   int // the listing after which the late sandbox appears
+	timeouts int // the first listings that time out
+}
+
+func (r *lateRuntime) ListPodSandbox(ctx context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	r.lists++
+	if r.lists <= r.timeouts {
+		return nil, context.DeadlineExceeded
+	}
+	sbs, err := r.FakeRuntimeService.ListPodSandbox(ctx, f)
+	if r.lists == r.lateAt {
+		if _, err := r.FakeRuntimeService.RunPodSandbox(ctx, sandboxConfig("crivk-bench", "w2-110-7"), ""); err != nil {
+			return nil, err
+		}
+	}
+	return sbs, err
+}
+
+// Listing errors are retried, and a sandbox that appears after the node
+// looked empty once is still removed before isolate returns.
+func TestNodeIsolateBacklog(t *testing.T) {
+	ctx := context.Background()
+	rs := &lateRuntime{FakeRuntimeService: critest.NewFakeRuntimeService(), timeouts: 3, lateAt: 5}
+	n := testNode(rs, fake.NewSimpleClientset())
+	if err := n.isolate(ctx); err != nil {
+		t.Fatalf("isolate: %v", err)
+	}
+	if sbs, _ := rs.FakeRuntimeService.ListPodSandbox(ctx, nil); len(sbs) != 0 {
+		t.Errorf("the late sandbox is left: %d sandboxes", len(sbs))
+	}
+	if rs.lists <= rs.lateAt {
+		t.Errorf("isolate returned after %d listings, before the late sandbox appeared", rs.lists)
+	}
+}
+
+// A sandbox the runtime refuses to stop is named, with the runtime's error,
+// once the timeout passes.
+func TestNodeIsolateStuck(t *testing.T) {
 	ctx := context.Background()
 	rs := critest.NewFakeRuntimeService()
 	if _, err := rs.RunPodSandbox(ctx, sandboxConfig("crivk-bench", "stuck"), ""); err != nil {
 		t.Fatal(err)
 	}
-	rs.InjectError("StopPodSandbox", errors.New("device busy"))
-	n := &node{cri: rs, client: fake.NewSimpleClientset(), ns: "crivk-bench", name: "crivk-local", poll: time.Millisecond}
-	err := n.clean(ctx)
-	if err == nil || !strings.Contains(err.Error(), "crivk-bench/stuck") || !strings.Contains(err.Error(), "device busy") {
-		t.Fatalf("clean error %v, want one naming the sandbox and the runtime's error", err)
+	n := testNode(rs, fake.NewSimpleClientset())
+	for i := 0; i < 1000; i++ {
+		rs.InjectError("StopPodSandbox", errors.New("device busy"))
 	}
-	if err := n.verify(ctx, 10*time.Millisecond); err == nil || !strings.Contains(err.Error(), "lane isolation broken") {
-		t.Fatalf("verify error %v, want lane isolation broken", err)
+	err := n.isolate(ctx)
+	if err == nil {
+		t.Fatal("isolate passed with a sandbox that cannot be stopped")
+	}
+	for _, want := range []string{"lane isolation broken", "sandbox crivk-bench/stuck", "device busy"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("isolate error %q does not say %q", err, want)
+		}
 	}
 }
 
@@ -100,19 +143,15 @@ func (l *fakeLane) teardown(context.Context) error {
 
 type fakeIsolation struct {
 	calls *[]string
-	// dirtyAfter makes verify fail from the nth call on (0: never).
-	dirtyAfter int
-	verifies   int
+	// dirty makes those calls of isolate fail (1: the first).
+	dirty map[int]bool
+	n     int
 }
 
-func (f *fakeIsolation) clean(context.Context) error {
-	*f.calls = append(*f.calls, "clean")
-	return nil
-}
-func (f *fakeIsolation) verify(context.Context, time.Duration) error {
-	f.verifies++
-	*f.calls = append(*f.calls, "verify")
-	if f.dirtyAfter > 0 && f.verifies >= f.dirtyAfter {
+func (f *fakeIsolation) isolate(context.Context) error {
+	f.n++
+	*f.calls = append(*f.calls, "isolate")
+	if f.dirty[f.n] {
 		return errors.New("lane isolation broken, left behind: sandbox crivk-bench/w1-0")
 	}
 	return nil
@@ -120,34 +159,34 @@ func (f *fakeIsolation) verify(context.Context, time.Duration) error {
 
 func TestRunLanesIsolation(t *testing.T) {
 	for _, tc := range []struct {
-		name       string
-		setupErr   map[string]error
-		workErr    map[string]error
-		dirtyAfter int
-		wantCalls  []string
-		wantErrs   map[string]string
+		name      string
+		setupErr  map[string]error
+		workErr   map[string]error
+		dirty     map[int]bool
+		wantCalls []string
+		wantErrs  map[string]string
 	}{
 		{
 			name:      "each lane on a verified clean node, teardown after work",
-			wantCalls: []string{"clean", "verify", "setup raw", "work raw", "teardown raw", "clean", "verify", "setup kubelet", "work kubelet", "teardown kubelet", "clean", "verify", "setup crivk", "work crivk", "teardown crivk", "clean"},
+			wantCalls: []string{"isolate", "setup raw", "work raw", "teardown raw", "isolate", "setup kubelet", "work kubelet", "teardown kubelet", "isolate", "setup crivk", "work crivk", "teardown crivk", "isolate"},
 		},
 		{
 			name:      "a failing lane is torn down and the next lane still runs",
 			workErr:   map[string]error{"kubelet": errors.New("W2 batch of 30: timed out")},
-			wantCalls: []string{"clean", "verify", "setup raw", "work raw", "teardown raw", "clean", "verify", "setup kubelet", "work kubelet", "teardown kubelet", "clean", "verify", "setup crivk", "work crivk", "teardown crivk", "clean"},
+			wantCalls: []string{"isolate", "setup raw", "work raw", "teardown raw", "isolate", "setup kubelet", "work kubelet", "teardown kubelet", "isolate", "setup crivk", "work crivk", "teardown crivk", "isolate"},
 			wantErrs:  map[string]string{"kubelet": "W2 batch of 30: timed out"},
 		},
 		{
 			name:      "a failed setup skips the work but not the teardown",
 			setupErr:  map[string]error{"raw": errors.New("no CRI")},
-			wantCalls: []string{"clean", "verify", "setup raw", "teardown raw", "clean", "verify", "setup kubelet", "work kubelet", "teardown kubelet", "clean", "verify", "setup crivk", "work crivk", "teardown crivk", "clean"},
+			wantCalls: []string{"isolate", "setup raw", "teardown raw", "isolate", "setup kubelet", "work kubelet", "teardown kubelet", "isolate", "setup crivk", "work crivk", "teardown crivk", "isolate"},
 			wantErrs:  map[string]string{"raw": "no CRI"},
 		},
 		{
-			name:       "a node that cannot be made clean stops the remaining lanes",
-			dirtyAfter: 2,
-			wantCalls:  []string{"clean", "verify", "setup raw", "work raw", "teardown raw", "clean", "verify", "clean"},
-			wantErrs:   map[string]string{"kubelet": "not run: lane isolation broken", "crivk": "not run: lane isolation broken"},
+			name:      "a lane whose node cannot be made empty is not run, the next lane tries again",
+			dirty:     map[int]bool{2: true},
+			wantCalls: []string{"isolate", "setup raw", "work raw", "teardown raw", "isolate", "isolate", "setup crivk", "work crivk", "teardown crivk", "isolate"},
+			wantErrs:  map[string]string{"kubelet": "not run: lane isolation broken"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -156,12 +195,16 @@ func TestRunLanesIsolation(t *testing.T) {
 			for _, n := range []string{"raw", "kubelet", "crivk"} {
 				lanes = append(lanes, &fakeLane{name: n, setupErr: tc.setupErr[n], calls: &calls})
 			}
-			iso := &fakeIsolation{calls: &calls, dirtyAfter: tc.dirtyAfter}
+			iso := &fakeIsolation{calls: &calls, dirty: tc.dirty}
 			work := func(_ context.Context, _ driver, _ meters, res *LaneResult) error {
 				calls = append(calls, "work "+res.Lane)
 				return tc.workErr[res.Lane]
 			}
-			res := runLanes(context.Background(), iso, lanes, work, t.Logf)
+			var saved []int
+			res := runLanes(context.Background(), iso, lanes, work, t.Logf, func(r []LaneResult) { saved = append(saved, len(r)) })
+			if fmt.Sprint(saved) != "[1 2 3]" {
+				t.Errorf("results saved with %v lanes, want after each lane [1 2 3]", saved)
+			}
 			if strings.Join(calls, ", ") != strings.Join(tc.wantCalls, ", ") {
 				t.Errorf("calls:\n got %v\nwant %v", calls, tc.wantCalls)
 			}

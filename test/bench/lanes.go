@@ -17,35 +17,41 @@ type lane interface {
 	teardown(ctx context.Context) error
 }
 
-// isolation cleans the node between lanes and checks it is empty.
+// isolation cleans the node between lanes and checks it stays empty.
 type isolation interface {
-	clean(ctx context.Context) error
-	verify(ctx context.Context, timeout time.Duration) error
+	// isolate returns nil once the node is empty, an error naming what is
+	// left (and the last runtime or API error) when it cannot make it so.
+	isolate(ctx context.Context) error
 }
 
 // runLanes runs the lanes one after another. Before each lane the node is
-// cleaned and verified empty; a lane whose node cannot be made empty is not
-// run (nor any after it), as its figures would carry the previous lane's
-// load. A lane's failure is recorded in its result and the next lane runs.
-// The node is cleaned once more at the end.
-func runLanes(ctx context.Context, iso isolation, lanes []lane, work func(context.Context, driver, meters, *LaneResult) error, logf func(string, ...any)) []LaneResult {
+// made empty (iso.isolate); a lane whose node cannot be made empty is not
+// run, as its figures would carry the previous lane's load, and the next
+// lane tries again: one lane's failure, or its left-overs, never stop the
+// later lanes. A lane's failure is recorded in its result. The node is
+// cleaned once more at the end. laneDone, if set, gets the results so far
+// after each lane (the harness saves them: a run stopped later keeps them).
+func runLanes(ctx context.Context, iso isolation, lanes []lane, work func(context.Context, driver, meters, *LaneResult) error, logf func(string, ...any), laneDone func([]LaneResult)) []LaneResult {
 	var out []LaneResult
-	broken := error(nil)
-	for _, l := range lanes {
-		res := LaneResult{Lane: l.Name()}
-		if broken == nil {
-			cerr := iso.clean(ctx)
-			if verr := iso.verify(ctx, time.Minute); verr != nil {
-				broken = errors.Join(cerr, verr)
-			}
+	defer func() {
+		if laneDone != nil {
+			laneDone(out)
 		}
-		if broken != nil {
-			res.Error = fmt.Sprintf("not run: %v", broken)
+	}()
+	for _, l := range lanes {
+		if laneDone != nil && len(out) > 0 {
+			laneDone(out)
+		}
+		res := LaneResult{Lane: l.Name()}
+		started := time.Now()
+		if err := iso.isolate(ctx); err != nil {
+			res.Error = fmt.Sprintf("not run: %v", err)
+			logf("lane %s: %s (after %s)", l.Name(), res.Error, time.Since(started).Round(time.Second))
 			out = append(out, res)
 			continue
 		}
-		logf("lane %s: start", l.Name())
-		started := time.Now()
+		logf("lane %s: start (node isolated in %s)", l.Name(), time.Since(started).Round(time.Second))
+		started = time.Now()
 		d, m, err := l.setup(ctx)
 		if err == nil {
 			err = work(ctx, d, m, &res)
@@ -60,7 +66,7 @@ func runLanes(ctx context.Context, iso isolation, lanes []lane, work func(contex
 		logf("lane %s: done in %s", l.Name(), time.Since(started).Round(time.Second))
 		out = append(out, res)
 	}
-	if err := iso.clean(ctx); err != nil {
+	if err := iso.isolate(ctx); err != nil {
 		logf("final clean-up: %v", err)
 	}
 	return out

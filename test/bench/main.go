@@ -146,7 +146,13 @@ func run(o options) error {
 	}
 
 	podLogDir := filepath.Join(localDir, "pods")
-	rt, err := cri.Connect(ctx, cri.Config{Endpoint: criEndpoint, PodLogDir: podLogDir, DNS: cri.DNSConfig{ClusterDomain: "cluster.local", ResolvConf: "/etc/resolv.conf"}})
+	// ConnectTimeout bounds every unary CRI call of package cri today, not
+	// only the dial: 10 s (its default) fails RunPodSandbox in the raw
+	// lane's batches of 110 and 250, which containerd serves one after
+	// another. 2 minutes is the kubelet's --runtime-request-timeout. Once
+	// cri.Config has a RequestTimeout for the calls (default 2 minutes),
+	// this only bounds the dial and is harmless.
+	rt, err := cri.Connect(ctx, cri.Config{Endpoint: criEndpoint, ConnectTimeout: 2 * time.Minute, PodLogDir: podLogDir, DNS: cri.DNSConfig{ClusterDomain: "cluster.local", ResolvConf: "/etc/resolv.conf"}})
 	if err != nil {
 		return err
 	}
@@ -169,7 +175,11 @@ func run(o options) error {
 		return fmt.Errorf("the default ServiceAccount of %s never appeared: %w", ns, err)
 	}
 	f := podFactory{ns: ns, node: nodeName, image: pause, busybox: busybox, run: r.Started.Format("20060102T150405Z")}
-	n := &node{cri: rt.Services(), client: client, ns: ns, name: nodeName, poll: 250 * time.Millisecond}
+	// Isolation between lanes: a containerd pushed past its limits (a raw
+	// batch whose calls timed out) may need minutes to work through its
+	// backlog; every sandbox must be gone, and stay gone for 5 listings a
+	// second apart, before the next lane starts.
+	n := &node{cri: rt.Services(), client: client, ns: ns, name: nodeName, poll: time.Second, timeout: 5 * time.Minute, quiet: 5}
 
 	var lanes []lane
 	for _, name := range o.lanes {
@@ -178,7 +188,7 @@ func run(o options) error {
 			lanes = append(lanes, &rawLane{rt: rt, cdPID: cdPID})
 		case "kubelet", "crivk":
 			lanes = append(lanes, &agentLane{name: name, o: o, kubeconfig: agentKubeconfig, client: client, ns: ns,
-				node: nodeName, selector: benchLabel, cdPID: cdPID, proxy: proxy, logPath: filepath.Join(o.out, name+".log")})
+				node: nodeName, selector: benchLabel, cdPID: cdPID, cri: rt.Services(), proxy: proxy, logPath: filepath.Join(o.out, name+".log")})
 		default:
 			return fmt.Errorf("unknown lane %q (raw, kubelet, crivk)", name)
 		}
@@ -193,16 +203,26 @@ func run(o options) error {
 		}, jitter: func() time.Duration { return time.Duration(rand.Int64N(int64(time.Second))) }}
 		return w.run(ctx, res)
 	}
-	r.Lanes = runLanes(ctx, n, lanes, work, log.Printf)
-	r.Seconds = time.Since(r.Started).Seconds()
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
+	// results.json and report.md are written after every lane, so that a
+	// run stopped in a later lane keeps the lanes done; docs only at the end.
+	save := func(lanes []LaneResult, docs string) error {
+		r.Lanes = lanes
+		r.Seconds = time.Since(r.Started).Seconds()
+		b, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(o.out, "results.json"), b, 0o644); err != nil {
+			return err
+		}
+		return writeReport(r, o.out, docs)
 	}
-	if err := os.WriteFile(filepath.Join(o.out, "results.json"), b, 0o644); err != nil {
-		return err
-	}
-	if err := writeReport(r, o.out, o.docs); err != nil {
+	done := runLanes(ctx, n, lanes, work, log.Printf, func(lanes []LaneResult) {
+		if err := save(lanes, ""); err != nil {
+			log.Printf("saving the results so far: %v", err)
+		}
+	})
+	if err := save(done, o.docs); err != nil {
 		return err
 	}
 	log.Printf("results in %s (%.0f s)", o.out, r.Seconds)
@@ -240,6 +260,7 @@ type agentLane struct {
 	o                                             options
 	client                                        kubernetes.Interface
 	cdPID                                         int
+	cri                                           containers
 	proxy                                         *countingProxy
 	agent                                         *agentProc
 	stopWatch                                     context.CancelFunc
@@ -264,7 +285,7 @@ func (l *agentLane) setup(ctx context.Context) (driver, meters, error) {
 	if err := tr.run(wctx, l.client, l.ns, l.selector); err != nil {
 		return nil, meters{}, err
 	}
-	d := &apiDriver{client: l.client, ns: l.ns, tr: tr, clock: clock.RealClock{}}
+	d := &apiDriver{client: l.client, ns: l.ns, tr: tr, clock: clock.RealClock{}, cri: l.cri}
 	return d, meters{agentPID: l.agent.pid(), containerdPID: l.cdPID, requests: l.proxy.Count}, nil
 }
 

@@ -15,7 +15,13 @@ func sampleResults() *Results {
 	nan := Num(math.NaN())
 	lane := func(name string, w1 []float64, lag float64, cpu, rss, req Num) LaneResult {
 		b := Batch{Size: 30, Samples: w1, PerPod: Summarize(w1), Lag: lag, PodsPerSecond: 30 / lag}
-		return LaneResult{Lane: name, W1: Summarize(w1), W1Raw: w1, W2: []Batch{b}, W3: []Batch{b}, W4: Summarize(w1), W4Raw: w1,
+		// W4: 0.5 s of busybox lag before containerd's exit.
+		var sched, lagged []float64
+		for _, v := range w1 {
+			sched, lagged = append(sched, v+0.5), append(lagged, 0.5)
+		}
+		return LaneResult{Lane: name, W1: Summarize(w1), W1Raw: w1, W2: []Batch{b}, W3: []Batch{b},
+			W4: Summarize(sched), W4Raw: sched, W4Exit: Summarize(w1), W4ExitRaw: w1, W4ExitLag: Summarize(lagged), W4ExitLagRaw: lagged,
 			W5: []Steady{{Pods: 0, Seconds: 10, AgentCPU: cpu, AgentRSSMiB: rss, AgentRSSMax: rss, ContainerdCPU: 0.01, APIRequests: req},
 				{Pods: 30, Seconds: 10, AgentCPU: cpu * 2, AgentRSSMiB: rss + 5, AgentRSSMax: rss + 6, ContainerdCPU: 0.02, APIRequests: req}}}
 	}
@@ -38,15 +44,19 @@ func TestMarkdownRatios(t *testing.T) {
 	sampleResults().writeMarkdown(&b)
 	md := b.String()
 	for _, want := range []string{
-		"| metric | unit | raw | kubelet | crivk | crivk/kubelet | crivk/raw |",
+		"| metric | unit | raw | kubelet | crivk | crivk/kubelet | crivk/raw | kubelet/raw |",
 		// W1 p50: raw 0.3, kubelet 2, crivk 1.
-		"| create->Running p50 | s | 0.300 | 2.00 | 1.00 | 0.50x | 3.33x |",
+		"| create->Running p50 | s | 0.300 | 2.00 | 1.00 | 0.50x | 3.33x | 6.67x |",
 		// W2 lag 1, 8, 2.
-		"| 30 pods: batch lag | s | 1.00 | 8.00 | 2.00 | 0.25x | 2.00x |",
+		"| 30 pods: batch lag | s | 1.00 | 8.00 | 2.00 | 0.25x | 2.00x | 8.00x |",
+		// W4 p50 from containerd's exit: as W1; from T+F: 0.5 s more.
+		"| exit->seen, from containerd's exit time p50 | s | 0.300 | 2.00 | 1.00 | 0.50x | 3.33x | 6.67x |",
+		"| exit->seen, from the scheduled exit T+F p50 | s | 0.800 | 2.50 | 1.50 | 0.60x | 1.88x | 3.12x |",
+		"| busybox's exit lag (containerd's exit - T+F) p50 | s | 0.500 | 0.500 | 0.500 | 1.00x | 1.00x | 1.00x |",
 		// Agent CPU 5% vs 2%; raw has no agent.
-		"| 0 pods: agent CPU | % of a core | - | 5.00 | 2.00 | 0.40x | - |",
-		"| 30 pods: agent RSS (mean) | MiB | - | 85.0 | 35.0 | 0.41x | - |",
-		"| 0 pods: agent API requests | req/s | - | 4.00 | 1.00 | 0.25x | - |",
+		"| 0 pods: agent CPU | % of a core | - | 5.00 | 2.00 | 0.40x | - | - |",
+		"| 30 pods: agent RSS (mean) | MiB | - | 85.0 | 35.0 | 0.41x | - | - |",
+		"| 0 pods: agent API requests | req/s | - | 4.00 | 1.00 | 0.25x | - | - |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
@@ -63,22 +73,51 @@ func TestGoals(t *testing.T) {
 	md := b.String()
 	for _, want := range []string{
 		// W1 p99: crivk 1.49, kubelet 2.98, raw 0.398.
-		"| W1 p99 | kubelet | <= 0.50x | 0.50x | met |",
-		"| W1 p99 | raw | <= 1.25x | 3.74x | **missed** |",
-		"| W2 batch lag, 30 pods | kubelet | <= 0.50x | 0.25x | met |",
-		"| W4 p99 | kubelet | <= 0.20x | 0.50x | **missed** |",
-		"| W5 agent RSS, 30 pods | kubelet | <= 0.50x | 0.41x | met |",
+		// raw/kubelet: 0.398 / 2.98; none against raw.
+		"| W1 p99 | kubelet | <= 0.50x | 0.50x | met | 0.13x |",
+		"| W1 p99 | raw | <= 1.25x | 3.74x | **missed** | - |",
+		"| W2 batch lag, 30 pods | kubelet | <= 0.50x | 0.25x | met | 0.12x |",
+		// On the latency from containerd's exit: crivk 1.49, kubelet 2.98.
+		"| W4 p99 (from containerd's exit) | kubelet | <= 0.20x | 0.50x | **missed** | 0.13x |",
+		"| W5 agent RSS, 30 pods | kubelet | <= 0.50x | 0.41x | met | - |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("goals lack %q:\n%s", want, md)
 		}
 	}
+	// A crivk lane that failed part way keeps its figures for the goals.
 	r := sampleResults()
+	r.Lanes[2].Error = "W2/W3 batch of 250: context deadline exceeded"
+	r.Lanes[2].W3 = nil
+	b.Reset()
+	r.writeGoals(&b)
+	for _, want := range []string{"| W1 p99 | kubelet | <= 0.50x | 0.50x | met |", "| W3 batch lag, 30 pods | kubelet | <= 0.50x | - | no figure |"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("goals of a lane failed part way lack %q:\n%s", want, b.String())
+		}
+	}
+	r = sampleResults()
 	r.Lanes = r.Lanes[:2] // no crivk lane
 	b.Reset()
 	r.writeGoals(&b)
 	if strings.Contains(b.String(), "met") || !strings.Contains(b.String(), "no figure") {
 		t.Errorf("without a crivk lane no goal can be met or missed:\n%s", b.String())
+	}
+}
+
+// A goal against the kubelet that asks for less than the raw lane is
+// flagged out of reach.
+func TestGoalOutOfReach(t *testing.T) {
+	r := sampleResults()
+	r.Lanes[0].W3[0].Lag = 6 // raw 6 s, kubelet 8 s: best reachable 0.75x
+	var b bytes.Buffer
+	r.writeGoals(&b)
+	want := "| W3 batch lag, 30 pods | kubelet | <= 0.50x | 0.25x | met | 0.75x (goal below raw: out of reach) |"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("goals lack %q:\n%s", want, b.String())
+	}
+	if strings.Count(b.String(), "out of reach") != 1 {
+		t.Errorf("only the W3 goal is out of reach:\n%s", b.String())
 	}
 }
 
@@ -88,7 +127,7 @@ func TestMarkdownFailedLane(t *testing.T) {
 	var b bytes.Buffer
 	r.writeMarkdown(&b)
 	md := b.String()
-	if !strings.Contains(md, "| create->Running p50 | s | 0.300 | - | 1.00 | - | 3.33x |") {
+	if !strings.Contains(md, "| create->Running p50 | s | 0.300 | - | 1.00 | - | 3.33x | - |") {
 		t.Errorf("a failed lane must show '-' and no ratio:\n%s", md)
 	}
 	if !strings.Contains(md, "- lane kubelet: W1 pod 0: timed out") {

@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crivk/crivk/cri"
 	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	critest "k8s.io/cri-api/pkg/apis/testing"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -20,10 +23,14 @@ type fakeDriver struct {
 	clock   *testingclock.FakeClock
 	up      time.Duration
 	down    time.Duration
-	exitLag time.Duration
+	exitLag time.Duration // containerd's exit -> seen
+	busyLag time.Duration // T+F -> containerd's exit
 	mu      sync.Mutex
 	live    map[string]bool
 	created []int // batch sizes
+	// failBatch makes create of a batch of that size start the pods but
+	// fail (a timeout waiting for them).
+	failBatch int
 }
 
 func (d *fakeDriver) create(_ context.Context, pods []*v1.Pod) ([]span, error) {
@@ -39,6 +46,9 @@ func (d *fakeDriver) create(_ context.Context, pods []*v1.Pod) ([]span, error) {
 		d.live[p.Name] = true
 		// Each pod of a batch a little later than the one before.
 		out = append(out, span{Name: p.Name, Start: start, End: start.Add(d.up + time.Duration(i)*time.Millisecond)})
+	}
+	if len(pods) == d.failBatch {
+		return nil, fmt.Errorf("waiting for pods to be Running and ready: %w", context.DeadlineExceeded)
 	}
 	return out, nil
 }
@@ -58,21 +68,31 @@ func (d *fakeDriver) remove(_ context.Context, pods []*v1.Pod) ([]span, error) {
 	return out, nil
 }
 
-func (d *fakeDriver) waitExit(_ context.Context, p *v1.Pod) (time.Time, error) {
-	// The exiter's exit second is in its script (the workload computed it
-	// as now+2s truncated +1s), then its sub-second sleep.
+// scheduledExit reads T+F back from the exiter's script (the workload
+// computed T as now+2s truncated +1s).
+func (d *fakeDriver) scheduledExit(p *v1.Pod) (time.Time, error) {
 	at := d.clock.Now().Add(2 * time.Second).Truncate(time.Second).Add(time.Second)
 	var frac float64
 	script := p.Spec.Containers[0].Command[2]
 	if _, err := fmt.Sscanf(script[strings.LastIndex(script, "sleep "):], "sleep %f", &frac); err != nil {
 		return time.Time{}, fmt.Errorf("no final sleep in %q: %w", script, err)
 	}
-	return at.Add(time.Duration(frac * float64(time.Second))).Add(d.exitLag), nil
+	return at.Add(time.Duration(frac * float64(time.Second))), nil
+}
+
+func (d *fakeDriver) waitExit(_ context.Context, p *v1.Pod) (time.Time, error) {
+	at, err := d.scheduledExit(p)
+	return at.Add(d.busyLag + d.exitLag), err
+}
+
+func (d *fakeDriver) exitedAt(_ context.Context, p *v1.Pod) (time.Time, error) {
+	at, err := d.scheduledExit(p)
+	return at.Add(d.busyLag), err
 }
 
 func TestWorkloadsRun(t *testing.T) {
 	c := testingclock.NewFakeClock(time.Unix(5000, 0))
-	d := &fakeDriver{clock: c, up: 800 * time.Millisecond, down: 2 * time.Second, exitLag: 300 * time.Millisecond, live: map[string]bool{}}
+	d := &fakeDriver{clock: c, up: 800 * time.Millisecond, down: 2 * time.Second, exitLag: 300 * time.Millisecond, busyLag: 150 * time.Millisecond, live: map[string]bool{}}
 	w := &workloads{d: d, f: podFactory{ns: "ns", node: "n", image: "pause", busybox: "busybox", run: "r"},
 		plan: Plan{W1Count: 4, Batches: []int{3, 5}, W4Count: 2, Timeout: time.Minute}, clock: c, logf: t.Logf,
 		jitter: func() time.Duration { return 370 * time.Millisecond }}
@@ -93,14 +113,48 @@ func TestWorkloadsRun(t *testing.T) {
 	if len(res.W3) != 2 || math.Abs(res.W3[0].Lag-2) > 1e-9 {
 		t.Errorf("W3 = %+v, want lag 2 s", res.W3)
 	}
-	if res.W4.N != 2 || math.Abs(res.W4.P50-0.3) > 1e-9 {
-		t.Errorf("W4 = %+v, want 2 samples of 0.3 s", res.W4)
+	if res.W4.N != 2 || math.Abs(res.W4.P50-0.45) > 1e-9 {
+		t.Errorf("W4 from the scheduled exit = %+v, want 2 samples of 0.45 s", res.W4)
+	}
+	if res.W4Exit.N != 2 || math.Abs(res.W4Exit.P99-0.3) > 1e-9 {
+		t.Errorf("W4 from containerd's exit = %+v, want 2 samples of 0.3 s", res.W4Exit)
+	}
+	if res.W4ExitLag.N != 2 || math.Abs(res.W4ExitLag.P50-0.15) > 1e-9 {
+		t.Errorf("W4 exit lag = %+v, want 2 samples of 0.15 s", res.W4ExitLag)
 	}
 	if len(d.live) != 0 {
 		t.Errorf("pods left live after the workloads: %v", d.live)
 	}
 	// warm-up, 4 W1 pods, batches of 3 and 5, 2 W4 pods.
 	if fmt.Sprint(d.created) != "[1 1 1 1 1 3 5 1 1]" {
+		t.Errorf("created batches %v", d.created)
+	}
+}
+
+// A batch that fails loses its own figures only: its pods are removed, the
+// larger batches are skipped, W4 still runs, and the lane's error names
+// the batch.
+func TestWorkloadsBatchFailure(t *testing.T) {
+	c := testingclock.NewFakeClock(time.Unix(5000, 0))
+	d := &fakeDriver{clock: c, up: 800 * time.Millisecond, down: 2 * time.Second, exitLag: 300 * time.Millisecond, live: map[string]bool{}, failBatch: 5}
+	w := &workloads{d: d, f: podFactory{ns: "ns", node: "n", image: "pause", busybox: "busybox", run: "r"},
+		plan: Plan{W1Count: 2, Batches: []int{3, 5, 7}, W4Count: 2, Timeout: time.Minute}, clock: c, logf: t.Logf}
+	var res LaneResult
+	err := w.run(context.Background(), &res)
+	if err == nil || !strings.Contains(err.Error(), "W2/W3 batch of 5") {
+		t.Fatalf("run error %v, want the batch of 5 named", err)
+	}
+	if len(res.W2) != 1 || len(res.W3) != 1 || res.W3[0].Size != 3 {
+		t.Errorf("W2 %d batches, W3 %+v: want the batch of 3 only", len(res.W2), res.W3)
+	}
+	if res.W4Exit.N != 2 {
+		t.Errorf("W4 = %+v, want 2 samples after the failed batch", res.W4Exit)
+	}
+	if len(d.live) != 0 {
+		t.Errorf("pods left live: %v", d.live)
+	}
+	// warm-up, 2 W1 pods, batches of 3 and 5 (7 skipped), 2 W4 pods.
+	if fmt.Sprint(d.created) != "[1 1 1 3 5 1 1]" {
 		t.Errorf("created batches %v", d.created)
 	}
 }
@@ -166,5 +220,61 @@ func TestMeasureSelf(t *testing.T) {
 	}
 	if math.IsNaN(float64(s.AgentRSSMiB)) || s.AgentRSSMiB <= 1 || math.IsNaN(float64(s.AgentCPU)) || s.AgentCPU < 0 {
 		t.Errorf("agent figures %+v not measured", s)
+	}
+}
+
+func TestW4Sample(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	s := w4Sample{scheduled: t0.Add(370 * time.Millisecond), exited: t0.Add(550 * time.Millisecond), seen: t0.Add(780 * time.Millisecond)}
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"from the scheduled exit", s.fromScheduled(), 0.41},
+		{"from containerd's exit", s.fromExit(), 0.23},
+		{"busybox's exit lag", s.exitLag(), 0.18},
+	} {
+		if math.Abs(c.got-c.want) > 1e-9 {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if math.Abs(s.fromScheduled()-(s.exitLag()+s.fromExit())) > 1e-9 {
+		t.Errorf("from the scheduled exit is not the exit lag plus from containerd's exit")
+	}
+}
+
+// podExitedAt finds the pod's container by the io.kubernetes.pod.uid label,
+// ignores other pods' and running containers, and reads FinishedAt in
+// nanoseconds.
+func TestPodExitedAt(t *testing.T) {
+	ctx := context.Background()
+	rs := critest.NewFakeRuntimeService()
+	fin := time.Date(2026, 11, 22, 17, 0, 1, 234567891, time.UTC)
+	c := func(id, uid string, st runtimeapi.ContainerState, finished time.Time) *critest.FakeContainer {
+		fc := &critest.FakeContainer{ContainerStatus: runtimeapi.ContainerStatus{Id: id, State: st,
+			Metadata: &runtimeapi.ContainerMetadata{Name: "c"},
+			Labels:   map[string]string{cri.LabelPodUID: uid}}}
+		if !finished.IsZero() {
+			fc.FinishedAt = finished.UnixNano()
+		}
+		return fc
+	}
+	rs.SetFakeContainers([]*critest.FakeContainer{
+		c("mine", "uid-1", runtimeapi.ContainerState_CONTAINER_EXITED, fin),
+		c("other-pod", "uid-2", runtimeapi.ContainerState_CONTAINER_EXITED, fin.Add(time.Second)),
+		c("running", "uid-3", runtimeapi.ContainerState_CONTAINER_RUNNING, time.Time{}),
+	})
+	at, err := podExitedAt(ctx, rs, "uid-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !at.Equal(fin) {
+		t.Errorf("exit time %v, want %v (nanoseconds kept)", at, fin)
+	}
+	if _, err := podExitedAt(ctx, rs, "uid-3"); err == nil || !strings.Contains(err.Error(), "no exited container") {
+		t.Errorf("a pod whose container runs: error %v, want no exited container", err)
+	}
+	if _, err := podExitedAt(ctx, rs, "uid-9"); err == nil {
+		t.Error("a pod without containers: no error")
 	}
 }
