@@ -146,13 +146,10 @@ func run(o options) error {
 	}
 
 	podLogDir := filepath.Join(localDir, "pods")
-	// ConnectTimeout bounds every unary CRI call of package cri today, not
-	// only the dial: 10 s (its default) fails RunPodSandbox in the raw
-	// lane's batches of 110 and 250, which containerd serves one after
-	// another. 2 minutes is the kubelet's --runtime-request-timeout. Once
-	// cri.Config has a RequestTimeout for the calls (default 2 minutes),
-	// this only bounds the dial and is harmless.
-	rt, err := cri.Connect(ctx, cri.Config{Endpoint: criEndpoint, ConnectTimeout: 2 * time.Minute, PodLogDir: podLogDir, DNS: cri.DNSConfig{ClusterDomain: "cluster.local", ResolvConf: "/etc/resolv.conf"}})
+	// The raw lane's CRI calls get the agents' timeout, the kubelet's
+	// --runtime-request-timeout (2 minutes; RunPodSandbox twice that):
+	// containerd serves batches of 110 and 250 sandboxes one after another.
+	rt, err := cri.Connect(ctx, cri.Config{Endpoint: criEndpoint, RequestTimeout: 2 * time.Minute, PodLogDir: podLogDir, DNS: cri.DNSConfig{ClusterDomain: "cluster.local", ResolvConf: "/etc/resolv.conf"}})
 	if err != nil {
 		return err
 	}
