@@ -35,6 +35,12 @@ func (g *gatedSandboxes) RunPodSandbox(ctx context.Context, cfg *runtimeapi.PodS
 	return g.fakeRuntimeService.RunPodSandbox(ctx, cfg, handler)
 }
 
+func (g *gatedSandboxes) running() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.inFlight
+}
+
 func TestMaxParallelSandboxes(t *testing.T) {
 	for _, tc := range []struct{ limit, pods, want int }{{0, 6, 6}, {2, 6, 2}} {
 		g := &gatedSandboxes{fakeRuntimeService: newFakeRuntimeService(clock.RealClock{}), release: make(chan struct{})}
@@ -54,17 +60,10 @@ func TestMaxParallelSandboxes(t *testing.T) {
 			}()
 		}
 		// Let every caller reach the runtime or the limit, then release them.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			g.mu.Lock()
-			n := g.inFlight
-			g.mu.Unlock()
-			if n >= tc.want || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
-		time.Sleep(50 * time.Millisecond) // a caller over the limit would show up by now
+		waitFor(t, "callers in RunPodSandbox", func() bool { return g.running() >= tc.want })
+		// Not a wait for a result: it only gives a caller that slipped past
+		// a broken limit the time to show up; a working limit passes either way.
+		time.Sleep(50 * time.Millisecond)
 		close(g.release)
 		wg.Wait()
 		if g.max != tc.want {
@@ -83,15 +82,7 @@ func TestMaxParallelSandboxes(t *testing.T) {
 		defer close(done)
 		_, _ = rt.runPodSandbox(context.Background(), &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Uid: "first"}})
 	}()
-	for {
-		g.mu.Lock()
-		n := g.inFlight
-		g.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "the first caller in RunPodSandbox", func() bool { return g.running() == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if _, err := rt.runPodSandbox(ctx, &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Uid: "second"}}); !errors.Is(err, context.DeadlineExceeded) {
