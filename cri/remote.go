@@ -173,7 +173,11 @@ func newCallError(ctx context.Context, call, id string, err error) error {
 
 // invalid is a response that lacks what the API promises.
 func invalid(call, id string, format string, args ...any) error {
-	return newCallError(context.Background(), call, id, fmt.Errorf(format, args...))
+	if id != "" {
+		call += " " + id
+	}
+	// An invalid response is not about the call's context.
+	return &callError{call: call, err: fmt.Errorf(format, args...)}
 }
 
 // Version is the runtime's name and version; its fields must all be set.
