@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,8 +30,17 @@ import (
 // node/api is not used (it brings most of k8s.io/apiserver's HTTP stack
 // into the binary for these three read-only endpoints).
 func (p *Provider) Handler(apiPods func() ([]*v1.Pod, error)) http.Handler {
+	return nodeAPI(p.GetContainerLogs, apiPods)
+}
+
+// logSource writes a container's log (Provider.GetContainerLogs).
+type logSource func(ctx context.Context, namespace, pod, container string, opts *v1.PodLogOptions, stdout, stderr io.Writer) error
+
+func nodeAPI(logs logSource, apiPods func() ([]*v1.Pod, error)) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", p.serveContainerLogs)
+	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", func(w http.ResponseWriter, r *http.Request) {
+		serveContainerLogs(w, r, logs)
+	})
 	mux.HandleFunc("GET /pods", func(w http.ResponseWriter, r *http.Request) { servePods(w, r, apiPods) })
 	mux.HandleFunc("GET /pods/", func(w http.ResponseWriter, r *http.Request) { servePods(w, r, apiPods) })
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
@@ -86,14 +96,16 @@ func logOptions(r *http.Request) (*v1.PodLogOptions, int, error) {
 	return opts, 0, nil
 }
 
-func (p *Provider) serveContainerLogs(w http.ResponseWriter, r *http.Request) {
+func serveContainerLogs(w http.ResponseWriter, r *http.Request, logs logSource) {
 	namespace, pod, container := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
 	opts, code, err := logOptions(r)
 	if err != nil {
 		http.Error(w, err.Error(), code)
 		return
 	}
-	fw := flushWriter{w: w}
+	// One writer for both streams: it records whether anything was
+	// written, after which an error can no longer change the status code.
+	fw := &flushWriter{w: w}
 	fw.f, _ = w.(http.Flusher)
 	var stdout, stderr io.Writer = fw, fw
 	if opts.Stream != nil {
@@ -104,10 +116,8 @@ func (p *Provider) serveContainerLogs(w http.ResponseWriter, r *http.Request) {
 			stdout = nil
 		}
 	}
-	started := false
-	fw.started = &started
-	if err := p.GetContainerLogs(r.Context(), namespace, pod, container, opts, stdout, stderr); err != nil {
-		if started {
+	if err := logs(r.Context(), namespace, pod, container, opts, stdout, stderr); err != nil {
+		if fw.started {
 			// Part of the log is out: the status line is gone.
 			log.G(r.Context()).WithError(err).WithField("pod", namespace+"/"+pod).WithField("container", container).Warn("node API: log stream ended with an error")
 			return
@@ -125,11 +135,11 @@ func (p *Provider) serveContainerLogs(w http.ResponseWriter, r *http.Request) {
 type flushWriter struct {
 	w       io.Writer
 	f       http.Flusher
-	started *bool
+	started bool
 }
 
-func (fw flushWriter) Write(b []byte) (int, error) {
-	*fw.started = true
+func (fw *flushWriter) Write(b []byte) (int, error) {
+	fw.started = true
 	n, err := fw.w.Write(b)
 	if fw.f != nil {
 		fw.f.Flush()

@@ -1,13 +1,16 @@
 package provider
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -89,5 +92,56 @@ func TestHandlerRoutes(t *testing.T) {
 	}
 	if code, _ := get("/nothing"); code != http.StatusNotFound {
 		t.Errorf("/nothing: %d, want 404", code)
+	}
+}
+
+func TestHandlerContainerLogs(t *testing.T) {
+	var gotOpts *v1.PodLogOptions
+	var gotKey string
+	logs := func(_ context.Context, ns, pod, container string, opts *v1.PodLogOptions, stdout, stderr io.Writer) error {
+		gotKey, gotOpts = ns+"/"+pod+"/"+container, opts
+		switch pod {
+		case "missing":
+			return errdefs.NotFoundf("pod %q does not exist", pod)
+		case "waiting":
+			return errdefs.InvalidInputf("container %q in pod %q is waiting to start", container, pod)
+		}
+		if stdout != nil {
+			if _, err := io.WriteString(stdout, "out\n"); err != nil {
+				return err
+			}
+		}
+		if stderr != nil {
+			if _, err := io.WriteString(stderr, "err\n"); err != nil {
+				return err
+			}
+		}
+		if pod == "broken" {
+			return errors.New("log file vanished")
+		}
+		return nil
+	}
+	h := nodeAPI(logs, func() ([]*v1.Pod, error) { return nil, nil })
+	for _, tc := range []struct {
+		path, body string
+		code       int
+		flushed    bool
+	}{
+		{"/containerLogs/ns/p/c?tailLines=2&follow=true", "out\nerr\n", http.StatusOK, true},
+		{"/containerLogs/ns/p/c?stream=Stdout", "out\n", http.StatusOK, true},
+		{"/containerLogs/ns/p/c?stream=Stderr", "err\n", http.StatusOK, true},
+		{"/containerLogs/ns/missing/c", "pod \"missing\" does not exist\n", http.StatusNotFound, false},
+		{"/containerLogs/ns/waiting/c", "container \"c\" in pod \"waiting\" is waiting to start\n", http.StatusBadRequest, false},
+		// An error once the log has started cannot change the status.
+		{"/containerLogs/ns/broken/c", "out\nerr\n", http.StatusOK, true},
+	} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, tc.path, nil))
+		if w.Code != tc.code || w.Body.String() != tc.body || w.Flushed != tc.flushed {
+			t.Errorf("%s: %d %q flushed %v, want %d %q flushed %v", tc.path, w.Code, w.Body.String(), w.Flushed, tc.code, tc.body, tc.flushed)
+		}
+	}
+	if gotKey != "ns/broken/c" || gotOpts == nil {
+		t.Errorf("last call got %q %+v", gotKey, gotOpts)
 	}
 }
