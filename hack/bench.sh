@@ -6,7 +6,7 @@
 # cluster down. See docs/benchmarks.md.
 #
 # Environment:
-#   BENCH_QUICK=1           the quick plan (< 5 minutes) instead of the full one (< 30)
+#   BENCH_QUICK=1           the quick plan (< 5 minutes) instead of the full one (about 40 on 2 cores)
 #   BENCH_LANES             lanes in order (default raw,kubelet,crivk)
 #   BENCH_DOCS=1|0          rewrite docs/benchmarks.md and docs/benchmarks/*.png
 #                           (default 1 in full mode, 0 in quick mode)
