@@ -18,7 +18,7 @@ import (
 )
 
 // Handler is the node API (port 10250) that crivk serves today: the
-// kubelet's container logs, /pods and /healthz, with the kubelet's query
+// kubelet's container logs, /pods, /runningpods/ and /healthz, with the kubelet's query
 // parameters, status codes and messages (pkg/kubelet/server). apiPods lists
 // the API's pods bound to this node (the informer's view, as the kubelet's
 // /pods shows its pod manager's).
@@ -30,21 +30,25 @@ import (
 // node/api is not used (it brings most of k8s.io/apiserver's HTTP stack
 // into the binary for these three read-only endpoints).
 func (p *Provider) Handler(apiPods func() ([]*v1.Pod, error)) http.Handler {
-	return nodeAPI(p.GetContainerLogs, apiPods)
+	return nodeAPI(p.GetContainerLogs, apiPods, func() ([]*v1.Pod, error) { return p.engine.Pods(), nil })
 }
 
 // logSource writes a container's log (Provider.GetContainerLogs).
 type logSource func(ctx context.Context, namespace, pod, container string, opts *v1.PodLogOptions, stdout, stderr io.Writer) error
 
-func nodeAPI(logs logSource, apiPods func() ([]*v1.Pod, error)) http.Handler {
+// nodeAPI serves logs, the API's pods of the node (/pods) and the pods the
+// node runs as it sees them (/runningpods/, the kubelet's debugging
+// endpoint: crivk's engine's pods with their current status).
+func nodeAPI(logs logSource, apiPods, runningPods func() ([]*v1.Pod, error)) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", func(w http.ResponseWriter, r *http.Request) {
 		serveContainerLogs(w, r, logs)
 	})
 	mux.HandleFunc("GET /pods", func(w http.ResponseWriter, r *http.Request) { servePods(w, r, apiPods) })
 	mux.HandleFunc("GET /pods/", func(w http.ResponseWriter, r *http.Request) { servePods(w, r, apiPods) })
+	mux.HandleFunc("GET /runningpods/", func(w http.ResponseWriter, r *http.Request) { servePods(w, r, runningPods) })
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
-	for _, prefix := range []string{"/exec/", "/attach/", "/portForward/", "/run/", "/stats/", "/metrics/resource", "/runningpods/"} {
+	for _, prefix := range []string{"/exec/", "/attach/", "/portForward/", "/run/", "/stats/", "/metrics/resource"} {
 		mux.HandleFunc(prefix, func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, fmt.Sprintf("%s is not implemented by crivk yet", r.URL.Path), http.StatusNotImplemented)
 		})

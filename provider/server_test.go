@@ -66,7 +66,8 @@ func TestLogOptions(t *testing.T) {
 
 func TestHandlerRoutes(t *testing.T) {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"}}
-	h := (&Provider{}).Handler(func() ([]*v1.Pod, error) { return []*v1.Pod{pod}, nil })
+	running := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns", UID: "running"}}
+	h := nodeAPI(nil, func() ([]*v1.Pod, error) { return []*v1.Pod{pod}, nil }, func() ([]*v1.Pod, error) { return []*v1.Pod{running}, nil })
 	get := func(path string) (int, string) {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
@@ -81,6 +82,11 @@ func TestHandlerRoutes(t *testing.T) {
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &list) != nil || list.Kind != "PodList" ||
 		len(list.Items) != 1 || list.Items[0].UID != "u" {
 		t.Errorf("/pods: %d %q", code, body)
+	}
+	code, body = get("/runningpods/")
+	list = v1.PodList{}
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &list) != nil || len(list.Items) != 1 || list.Items[0].UID != "running" {
+		t.Errorf("/runningpods/: %d %q", code, body)
 	}
 	for _, path := range []string{"/exec/ns/p/c", "/attach/ns/p/c", "/portForward/ns/p", "/run/ns/p/c", "/stats/summary", "/metrics/resource"} {
 		if code, body := get(path); code != http.StatusNotImplemented || !strings.Contains(body, "not implemented by crivk yet") {
@@ -121,7 +127,7 @@ func TestHandlerContainerLogs(t *testing.T) {
 		}
 		return nil
 	}
-	h := nodeAPI(logs, func() ([]*v1.Pod, error) { return nil, nil })
+	h := nodeAPI(logs, nil, nil)
 	for _, tc := range []struct {
 		path, body string
 		code       int

@@ -119,9 +119,17 @@ func TestDeleteRunningPodCleansRuntime(t *testing.T) {
 	// its 30 s grace period.
 	waitGone(t, ns, pod.Name, 25*time.Second)
 	t.Logf("pod gone %v after the delete call", time.Since(start).Round(time.Millisecond))
-	if sb, c := runtimeObjects(t, p.UID); sb != 0 || c != 0 {
-		t.Errorf("after deletion the runtime still holds %d sandboxes and %d containers", sb, c)
+	// As on the kubelet, the API object goes once the containers are
+	// stopped; the stopped container and sandbox are removed right after.
+	var sb, c int
+	err := wait.PollUntilContextCancel(testContext(t, 10*time.Second), poll, true, func(context.Context) (bool, error) {
+		sb, c = runtimeObjects(t, p.UID)
+		return sb == 0 && c == 0, nil
+	})
+	if err != nil {
+		t.Errorf("10 s after deletion the runtime still holds %d sandboxes and %d containers", sb, c)
 	}
+	t.Logf("runtime clean %v after the delete call", time.Since(start).Round(time.Millisecond))
 }
 
 func TestMissingImage(t *testing.T) {
