@@ -22,8 +22,8 @@ func (p *Provider) GetContainerLogs(ctx context.Context, namespace, podName, con
 	if pod == nil {
 		return errdefs.NotFoundf("pod %q does not exist", podName)
 	}
-	typ, ok := containerType(pod, containerName)
-	if !ok {
+	spec, typ := containerSpec(pod, containerName)
+	if spec == nil {
 		return errdefs.NotFoundf("container %q not found in pod %q", containerName, podName)
 	}
 	st, err := p.runtime.GetPodStatus(ctx, cri.RefOf(pod))
@@ -47,18 +47,4 @@ func (p *Provider) GetContainerLogs(ctx context.Context, namespace, podName, con
 		stderr = io.Discard
 	}
 	return crilog.Reader{Runtime: p.runtime.Services()}.ReadLogs(ctx, c.LogPath, c.ID, crilog.NewOptions(opts, time.Now()), stdout, stderr)
-}
-
-func containerType(pod *v1.Pod, name string) (cri.ContainerType, bool) {
-	for _, c := range pod.Spec.Containers {
-		if c.Name == name {
-			return cri.ContainerTypeRegular, true
-		}
-	}
-	for _, c := range pod.Spec.InitContainers {
-		if c.Name == name {
-			return cri.ContainerTypeInit, true
-		}
-	}
-	return "", false
 }

@@ -17,20 +17,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Handler is the node API (port 10250) that crivk serves today: the
-// kubelet's container logs, /pods, /runningpods/ and /healthz, with the kubelet's query
-// parameters, status codes and messages (pkg/kubelet/server). apiPods lists
-// the API's pods bound to this node (the informer's view, as the kubelet's
-// /pods shows its pod manager's).
+// Handler is the node API (port 10250) that crivk serves: the kubelet's
+// container logs, /pods, /runningpods/, /healthz and the streaming
+// endpoints (exec, attach, portForward, run: streaming.go), with the
+// kubelet's query parameters, status codes and messages
+// (pkg/kubelet/server). apiPods lists the API's pods bound to this node
+// (the informer's view, as the kubelet's /pods shows its pod manager's).
 //
-// The streaming endpoints (exec, attach, portForward, run) and the stats
-// and resource metrics endpoints answer 501 Not Implemented: they are the
-// streaming API issue's, together with authentication and authorization of
-// this API. That work replaces or wraps this handler; virtual-kubelet's
-// node/api is not used (it brings most of k8s.io/apiserver's HTTP stack
-// into the binary for these three read-only endpoints).
+// The stats and resource metrics endpoints answer 501 Not Implemented
+// until they are written. virtual-kubelet's node/api is not used (it
+// brings most of k8s.io/apiserver's HTTP stack into the binary).
 func (p *Provider) Handler(apiPods func() ([]*v1.Pod, error)) http.Handler {
-	return nodeAPI(p.GetContainerLogs, apiPods, func() ([]*v1.Pod, error) { return p.engine.Pods(), nil })
+	streams := &streamServer{
+		runtime: p.runtime.Services(),
+		targets: runtimeTargets{pods: p.engine.PodByName, status: p.runtime.GetPodStatus},
+		proxy:   proxyStream,
+	}
+	return nodeAPI(p.GetContainerLogs, apiPods, func() ([]*v1.Pod, error) { return p.engine.Pods(), nil }, streams)
 }
 
 // logSource writes a container's log (Provider.GetContainerLogs).
@@ -39,8 +42,9 @@ type logSource func(ctx context.Context, namespace, pod, container string, opts 
 // nodeAPI serves logs, the API's pods of the node (/pods) and the pods the
 // node runs as it sees them (/runningpods/, the kubelet's debugging
 // endpoint: crivk's engine's pods with their current status).
-func nodeAPI(logs logSource, apiPods, runningPods func() ([]*v1.Pod, error)) http.Handler {
+func nodeAPI(logs logSource, apiPods, runningPods func() ([]*v1.Pod, error), streams *streamServer) http.Handler {
 	mux := http.NewServeMux()
+	streams.register(mux)
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", func(w http.ResponseWriter, r *http.Request) {
 		serveContainerLogs(w, r, logs)
 	})
@@ -48,7 +52,7 @@ func nodeAPI(logs logSource, apiPods, runningPods func() ([]*v1.Pod, error)) htt
 	mux.HandleFunc("GET /pods/", func(w http.ResponseWriter, r *http.Request) { servePods(w, r, apiPods) })
 	mux.HandleFunc("GET /runningpods/", func(w http.ResponseWriter, r *http.Request) { servePods(w, r, runningPods) })
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
-	for _, prefix := range []string{"/exec/", "/attach/", "/portForward/", "/run/", "/stats/", "/metrics/resource"} {
+	for _, prefix := range []string{"/stats/", "/metrics/resource"} {
 		mux.HandleFunc(prefix, func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, fmt.Sprintf("%s is not implemented by crivk yet", r.URL.Path), http.StatusNotImplemented)
 		})

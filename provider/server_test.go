@@ -67,7 +67,7 @@ func TestLogOptions(t *testing.T) {
 func TestHandlerRoutes(t *testing.T) {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"}}
 	running := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns", UID: "running"}}
-	h := nodeAPI(nil, func() ([]*v1.Pod, error) { return []*v1.Pod{pod}, nil }, func() ([]*v1.Pod, error) { return []*v1.Pod{running}, nil })
+	h := nodeAPI(nil, func() ([]*v1.Pod, error) { return []*v1.Pod{pod}, nil }, func() ([]*v1.Pod, error) { return []*v1.Pod{running}, nil }, newFakeStreams().server())
 	get := func(path string) (int, string) {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
@@ -88,7 +88,7 @@ func TestHandlerRoutes(t *testing.T) {
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &list) != nil || len(list.Items) != 1 || list.Items[0].UID != "running" {
 		t.Errorf("/runningpods/: %d %q", code, body)
 	}
-	for _, path := range []string{"/exec/ns/p/c", "/attach/ns/p/c", "/portForward/ns/p", "/run/ns/p/c", "/stats/summary", "/metrics/resource"} {
+	for _, path := range []string{"/stats/summary", "/metrics/resource"} {
 		if code, body := get(path); code != http.StatusNotImplemented || !strings.Contains(body, "not implemented by crivk yet") {
 			t.Errorf("%s: %d %q, want 501", path, code, body)
 		}
@@ -127,7 +127,7 @@ func TestHandlerContainerLogs(t *testing.T) {
 		}
 		return nil
 	}
-	h := nodeAPI(logs, nil, nil)
+	h := nodeAPI(logs, nil, nil, newFakeStreams().server())
 	for _, tc := range []struct {
 		path, body string
 		code       int
