@@ -1,11 +1,13 @@
 package provider
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -33,7 +35,58 @@ func (p *Provider) Handler(apiPods func() ([]*v1.Pod, error)) http.Handler {
 		targets: runtimeTargets{pods: p.engine.PodByName, status: p.runtime.GetPodStatus},
 		proxy:   proxyStream,
 	}
-	return nodeAPI(p.GetContainerLogs, apiPods, func() ([]*v1.Pod, error) { return p.engine.Pods(), nil }, streams)
+	return logRequests(nodeAPI(p.GetContainerLogs, apiPods, func() ([]*v1.Pod, error) { return p.engine.Pods(), nil }, streams))
+}
+
+// logRequests logs each node API request with its answer's status code
+// at debug level (the kubelet logs its requests at V(3)); an upgraded
+// stream logs 101 when the upgrade is answered, before the session ends.
+func logRequests(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w}
+		start := time.Now()
+		h.ServeHTTP(rec, r)
+		log.G(r.Context()).WithField("method", r.Method).WithField("path", r.URL.Path).WithField("code", rec.code).
+			WithField("remote", r.RemoteAddr).WithField("duration", time.Since(start)).Debug("node API request")
+	})
+}
+
+// statusRecorder remembers the status code written through it and keeps
+// the writer's Hijacker and Flusher (the stream proxy needs both).
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.code == 0 {
+		s.code = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.code == 0 {
+		s.code = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	h, ok := s.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, fmt.Errorf("the node API's response writer %T cannot be hijacked", s.ResponseWriter)
+	}
+	if s.code == 0 {
+		s.code = http.StatusSwitchingProtocols
+	}
+	return h.Hijack()
 }
 
 // logSource writes a container's log (Provider.GetContainerLogs).

@@ -38,15 +38,16 @@ import (
 // crivk never terminates the stream protocol: stdin, tty, resize and the
 // exit status travel between the client and the runtime untouched.
 
-// Query parameters of the streaming endpoints (k8s.io/api/core/v1's
-// ExecStdinParam etc., and PortHeader for portForward over WebSockets).
+// Query parameters of the streaming endpoints as the API server sends them
+// to a node: input/output/error/tty, not the stdin/stdout/stderr of the
+// user-facing PodExecOptions; port for portForward over WebSockets.
 const (
-	queryStdin   = "stdin"
-	queryStdout  = "stdout"
-	queryStderr  = "stderr"
-	queryTTY     = "tty"
-	queryCommand = "command"
-	queryPort    = "port"
+	queryStdin   = v1.ExecStdinParam
+	queryStdout  = v1.ExecStdoutParam
+	queryStderr  = v1.ExecStderrParam
+	queryTTY     = v1.ExecTTYParam
+	queryCommand = v1.ExecCommandParam
+	queryPort    = v1.PortHeader
 	// queryRunCmd is /run's command, split on spaces (a legacy of the
 	// kubelet's run endpoint).
 	queryRunCmd = "cmd"

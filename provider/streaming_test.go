@@ -97,36 +97,36 @@ func TestStreamingEndpoints(t *testing.T) {
 		body               string // substring of the answer
 		check              func(t *testing.T, f *fakeStreams)
 	}{
-		{name: "exec", method: "POST", path: "/exec/ns/p/c?command=sh&command=-c&command=exit+3&stdin=1&stdout=1&stderr=1", code: 101,
+		{name: "exec", method: "POST", path: "/exec/ns/p/c?command=sh&command=-c&command=exit+3&input=1&output=1&error=1", code: 101,
 			check: func(t *testing.T, f *fakeStreams) {
 				if len(f.execs) != 1 || !reflect.DeepEqual(f.execs[0], wantExec) {
 					t.Errorf("exec request %v, want %v", f.execs, wantExec)
 				}
 			}},
-		{name: "exec with uid", method: "GET", path: "/exec/ns/p/u/c?command=ls&stdout=1", code: 101},
-		{name: "exec tty drops stderr", method: "POST", path: "/exec/ns/p/c?command=sh&stdin=1&stdout=1&stderr=1&tty=1", code: 101,
+		{name: "exec with uid", method: "GET", path: "/exec/ns/p/u/c?command=ls&output=1", code: 101},
+		{name: "exec tty drops stderr", method: "POST", path: "/exec/ns/p/c?command=sh&input=1&output=1&error=1&tty=1", code: 101,
 			check: func(t *testing.T, f *fakeStreams) {
 				if r := f.execs[0]; !r.Tty || r.Stderr || !r.Stdout || !r.Stdin {
 					t.Errorf("exec request %v, want tty without stderr", r)
 				}
 			}},
 		{name: "exec without streams", method: "POST", path: "/exec/ns/p/c?command=ls", code: 400, body: "at least 1 of stdin, stdout, stderr"},
-		{name: "exec without command", method: "POST", path: "/exec/ns/p/c?stdout=1", code: 400, body: `"command" is required`},
-		{name: "exec unknown pod", method: "POST", path: "/exec/ns/nope/c?command=ls&stdout=1", code: 404, body: "does not exist"},
-		{name: "exec wrong uid", method: "POST", path: "/exec/ns/p/other/c?command=ls&stdout=1", code: 404},
-		{name: "exec unknown container", method: "POST", path: "/exec/ns/p/x?command=ls&stdout=1", code: 404, body: `container "x"`},
-		{name: "exec runtime not found", method: "POST", path: "/exec/ns/p/c?command=ls&stdout=1",
+		{name: "exec without command", method: "POST", path: "/exec/ns/p/c?output=1", code: 400, body: `"command" is required`},
+		{name: "exec unknown pod", method: "POST", path: "/exec/ns/nope/c?command=ls&output=1", code: 404, body: "does not exist"},
+		{name: "exec wrong uid", method: "POST", path: "/exec/ns/p/other/c?command=ls&output=1", code: 404},
+		{name: "exec unknown container", method: "POST", path: "/exec/ns/p/x?command=ls&output=1", code: 404, body: `container "x"`},
+		{name: "exec runtime not found", method: "POST", path: "/exec/ns/p/c?command=ls&output=1",
 			runtimeErr: fmt.Errorf("Exec cid: %w", grpcstatus.Error(codes.NotFound, "container gone")), code: 404, body: "container gone"},
-		{name: "exec runtime exhausted", method: "POST", path: "/exec/ns/p/c?command=ls&stdout=1",
+		{name: "exec runtime exhausted", method: "POST", path: "/exec/ns/p/c?command=ls&output=1",
 			runtimeErr: grpcstatus.Error(codes.ResourceExhausted, "maximum number of in-flight requests exceeded"), code: 429},
-		{name: "exec runtime failure", method: "POST", path: "/exec/ns/p/c?command=ls&stdout=1", runtimeErr: errors.New("boom"), code: 500},
-		{name: "attach takes the container's tty", method: "POST", path: "/attach/ns/p/tty?stdin=1&stdout=1", code: 101,
+		{name: "exec runtime failure", method: "POST", path: "/exec/ns/p/c?command=ls&output=1", runtimeErr: errors.New("boom"), code: 500},
+		{name: "attach takes the container's tty", method: "POST", path: "/attach/ns/p/tty?input=1&output=1", code: 101,
 			check: func(t *testing.T, f *fakeStreams) {
 				if r := f.attaches[0]; r.ContainerId != "tid" || !r.Tty || !r.Stdin || !r.Stdout {
 					t.Errorf("attach request %v", r)
 				}
 			}},
-		{name: "attach not a terminal", method: "GET", path: "/attach/ns/p/c?stdout=1&tty=1", code: 101,
+		{name: "attach not a terminal", method: "GET", path: "/attach/ns/p/c?output=1&tty=1", code: 101,
 			check: func(t *testing.T, f *fakeStreams) {
 				if r := f.attaches[0]; r.Tty {
 					t.Errorf("attach request %v: tty of a container without one", r)
@@ -188,7 +188,7 @@ func TestStreamingInvalidRuntimeURL(t *testing.T) {
 	f := newFakeStreams()
 	f.url = "not a url"
 	w := httptest.NewRecorder()
-	nodeAPI(nil, nil, nil, f.server()).ServeHTTP(w, httptest.NewRequest("POST", "/exec/ns/p/c?command=ls&stdout=1", nil))
+	nodeAPI(nil, nil, nil, f.server()).ServeHTTP(w, httptest.NewRequest("POST", "/exec/ns/p/c?command=ls&output=1", nil))
 	if w.Code != 500 || len(f.proxied) != 0 {
 		t.Fatalf("%d, proxied %v", w.Code, f.proxied)
 	}
@@ -256,8 +256,8 @@ func TestRuntimeTargets(t *testing.T) {
 // endpoints: every answer is a status code, never a panic, and nothing is
 // proxied unless the request named a known target.
 func FuzzStreamRequest(f *testing.F) {
-	for _, s := range []string{"/exec/ns/p/c?command=ls&stdout=1", "/portForward/ns/p?port=1,2", "/attach/ns/p/u/c?stdin=1",
-		"/run/ns/p/c?cmd=%20", "/exec/ns/p/c?command=&tty=1&stderr=1", "/portForward/ns/p?port=,"} {
+	for _, s := range []string{"/exec/ns/p/c?command=ls&output=1", "/portForward/ns/p?port=1,2", "/attach/ns/p/u/c?input=1",
+		"/run/ns/p/c?cmd=%20", "/exec/ns/p/c?command=&tty=1&error=1", "/portForward/ns/p?port=,"} {
 		f.Add("POST", s)
 	}
 	f.Fuzz(func(t *testing.T, method, target string) {

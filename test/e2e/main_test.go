@@ -16,6 +16,7 @@ import (
 
 	"github.com/crivk/crivk/cri"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	internalapi "k8s.io/cri-api/pkg/apis"
 )
@@ -26,6 +27,9 @@ var (
 	nodeName string
 	nodeIP   string
 	busybox  string
+	// restConfig is the admin client's configuration (streaming tests
+	// build SPDY and WebSocket executors from it).
+	restConfig *rest.Config
 
 	// stopCrivk stops the running crivk; tests that restart it replace it.
 	stopCrivk func() error
@@ -58,6 +62,7 @@ func run(m *testing.M) int {
 		return 2
 	}
 	cfg.QPS, cfg.Burst = 100, 200
+	restConfig = cfg
 	client = kubernetes.NewForConfigOrDie(cfg)
 	rt, err := cri.Connect(context.Background(), cri.Config{Endpoint: mustEnv("CRI_ENDPOINT"), PodLogDir: filepath.Join(mustEnv("LOCAL_DIR"), "pods")})
 	if err != nil {
@@ -96,7 +101,8 @@ func startCrivk() (func() error, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(filepath.Join(root, "hack", "run-crivk.sh"), "--log-level=debug")
+	// pprof on loopback: the streaming test counts crivk's goroutines.
+	cmd := exec.Command(filepath.Join(root, "hack", "run-crivk.sh"), "--log-level=debug", "--profiling-address="+crivkProfilingAddr)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -116,6 +122,9 @@ func startCrivk() (func() error, error) {
 		}
 	}, nil
 }
+
+// crivkProfilingAddr is where the e2e's crivk serves net/http/pprof.
+const crivkProfilingAddr = "127.0.0.1:16060"
 
 func testContext(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)

@@ -1,0 +1,425 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/client-go/transport/spdy"
+	utilexec "k8s.io/utils/exec"
+)
+
+// execURL is the API server's exec subresource of a pod's container c.
+func execURL(ns, pod string, opts *v1.PodExecOptions) *url.URL {
+	return client.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).
+		SubResource("exec").VersionedParams(opts, scheme.ParameterCodec).URL()
+}
+
+// runningPod creates a busybox pod running script and waits until it is
+// Running and Ready.
+func runningPod(t *testing.T, ns string, pod *v1.Pod) *v1.Pod {
+	t.Helper()
+	createPod(t, ns, pod)
+	return waitPod(t, ns, pod.Name, 90*time.Second, "Running and Ready", isRunningReady)
+}
+
+// TestExecStdinAndExitCode runs `kubectl exec -i` through the API server:
+// stdin reaches the command, stdout and stderr come back apart, and the
+// command's exit code reaches the client, over SPDY and over WebSocket
+// (which the API server translates to SPDY before the node).
+func TestExecStdinAndExitCode(t *testing.T) {
+	ns := newNamespace(t)
+	runningPod(t, ns, busyboxPod("exec", v1.RestartPolicyNever, "sleep 3600"))
+	opts := &v1.PodExecOptions{Container: "c", Command: []string{"sh", "-c", "cat; echo to-stderr >&2; exit 3"},
+		Stdin: true, Stdout: true, Stderr: true}
+	u := execURL(ns, "exec", opts)
+	spdyExec, err := remotecommand.NewSPDYExecutor(restConfig, "POST", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsExec, err := remotecommand.NewWebSocketExecutor(restConfig, "GET", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ex := range map[string]remotecommand.Executor{"spdy": spdyExec, "websocket": wsExec} {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := ex.StreamWithContext(testContext(t, 30*time.Second), remotecommand.StreamOptions{
+				Stdin: strings.NewReader("hello from stdin\n"), Stdout: &stdout, Stderr: &stderr})
+			var exit utilexec.ExitError
+			if !errors.As(err, &exit) || exit.ExitStatus() != 3 {
+				t.Fatalf("exec: %v (%T), want exit code 3", err, err)
+			}
+			if stdout.String() != "hello from stdin\n" || stderr.String() != "to-stderr\n" {
+				t.Errorf("stdout %q, stderr %q", stdout.String(), stderr.String())
+			}
+			t.Logf("%s: exit code %d, stdout %q, stderr %q", name, exit.ExitStatus(), stdout.String(), stderr.String())
+		})
+	}
+
+	// A tty merges stderr into stdout and a terminal size reaches the process.
+	ttyOpts := &v1.PodExecOptions{Container: "c", Command: []string{"sh", "-c", "stty size; exit 0"}, Stdin: true, Stdout: true, TTY: true}
+	ex, err := remotecommand.NewSPDYExecutor(restConfig, "POST", execURL(ns, "exec", ttyOpts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	sizes := &fixedSize{size: remotecommand.TerminalSize{Width: 123, Height: 45}}
+	if err := ex.StreamWithContext(testContext(t, 30*time.Second), remotecommand.StreamOptions{
+		Stdin: strings.NewReader(""), Stdout: &out, Tty: true, TerminalSizeQueue: sizes}); err != nil {
+		t.Fatalf("tty exec: %v", err)
+	}
+	if !strings.Contains(out.String(), "45 123") {
+		t.Errorf("tty exec printed %q, want the terminal size 45 123", out.String())
+	}
+
+	// An unknown container is the node's 404, not a hang.
+	bad, err := remotecommand.NewSPDYExecutor(restConfig, "POST", execURL(ns, "exec",
+		&v1.PodExecOptions{Container: "nope", Command: []string{"true"}, Stdout: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bad.StreamWithContext(testContext(t, 30*time.Second), remotecommand.StreamOptions{Stdout: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("exec in an unknown container: %v, want an error naming it", err)
+	}
+}
+
+type fixedSize struct {
+	once sync.Once
+	size remotecommand.TerminalSize
+}
+
+// Next returns the size once, then nil: no further resize.
+func (f *fixedSize) Next() *remotecommand.TerminalSize {
+	var s *remotecommand.TerminalSize
+	f.once.Do(func() { s = &f.size })
+	return s
+}
+
+// TestAttach attaches to a container whose main process reads stdin.
+func TestAttach(t *testing.T) {
+	ns := newNamespace(t)
+	pod := busyboxPod("attach", v1.RestartPolicyNever, "while read line; do echo got:$line; done")
+	pod.Spec.Containers[0].Stdin = true
+	runningPod(t, ns, pod)
+	u := client.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name("attach").SubResource("attach").
+		VersionedParams(&v1.PodAttachOptions{Container: "c", Stdin: true, Stdout: true, Stderr: true}, scheme.ParameterCodec).URL()
+	ex, err := remotecommand.NewSPDYExecutor(restConfig, "POST", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdinR, stdinW := io.Pipe()
+	stdoutR, stdoutW := io.Pipe()
+	ctx := testContext(t, 30*time.Second)
+	done := make(chan error, 1)
+	go func() {
+		done <- ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdinR, Stdout: stdoutW, Stderr: io.Discard})
+		stdoutW.Close()
+	}()
+	if _, err := io.WriteString(stdinW, "ping\n"); err != nil {
+		t.Fatalf("writing to the attached stdin: %v", err)
+	}
+	line, err := bufio.NewReader(stdoutR).ReadString('\n')
+	if err != nil || line != "got:ping\n" {
+		t.Fatalf("attached stdout %q, %v; want got:ping", line, err)
+	}
+	stdinW.Close()
+	select {
+	case err := <-done:
+		t.Logf("attach session ended: %v", err)
+	case <-ctx.Done():
+		t.Fatal("attach session did not end after stdin was closed")
+	}
+}
+
+// TestPortForward forwards two ports of one pod (two TCP echo servers) and
+// a closed one.
+func TestPortForward(t *testing.T) {
+	ns := newNamespace(t)
+	runningPod(t, ns, busyboxPod("pf", v1.RestartPolicyNever,
+		"nc -ll -p 8081 -e cat & nc -ll -p 8082 -e sh -c 'read l; echo two:$l' & wait"))
+	// The servers listen once the shell has run them; the pod is Ready
+	// at once (no probe), so wait for both ports through exec.
+	waitListening(t, ns, "pf", 8081, 8082)
+
+	ports := forward(t, ns, "pf", "0:8081", "0:8082", "0:8083")
+	if got := roundTrip(t, ports[0], "one\n"); got != "one\n" {
+		t.Errorf("port 8081 echoed %q", got)
+	}
+	if got := roundTrip(t, ports[1], "x\n"); got != "two:x\n" {
+		t.Errorf("port 8082 answered %q", got)
+	}
+	// Two connections at once on the same forwarded port.
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			msg := fmt.Sprintf("concurrent-%d\n", i)
+			if got := roundTrip(t, ports[0], msg); got != msg {
+				t.Errorf("concurrent connection %d echoed %q", i, got)
+			}
+		}()
+	}
+	wg.Wait()
+
+	// Nothing listens on 8083: the client's connection is closed without
+	// data and the forwarder reports the runtime's error.
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(ports[2]))), 5*time.Second)
+	if err != nil {
+		t.Fatalf("dialing the forwarded closed port: %v", err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	_, _ = conn.Write([]byte("anyone?\n"))
+	n, err := conn.Read(make([]byte, 16))
+	if n != 0 || err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("closed port: read %d bytes, %v; want the connection closed", n, err)
+	}
+}
+
+// waitListening waits until the pod's container listens on every port
+// (busybox netstat through exec).
+func waitListening(t *testing.T, ns, pod string, ports ...int) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), poll, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		out, _, err := execOutput(ctx, ns, pod, "netstat", "-ltn")
+		if err != nil {
+			return false, nil
+		}
+		for _, p := range ports {
+			if !strings.Contains(out, ":"+strconv.Itoa(p)+" ") {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s/%s never listened on %v", ns, pod, ports)
+	}
+}
+
+func execOutput(ctx context.Context, ns, pod string, cmd ...string) (string, string, error) {
+	ex, err := remotecommand.NewSPDYExecutor(restConfig, "POST",
+		execURL(ns, pod, &v1.PodExecOptions{Container: "c", Command: cmd, Stdout: true, Stderr: true}))
+	if err != nil {
+		return "", "", err
+	}
+	var stdout, stderr bytes.Buffer
+	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+	return stdout.String(), stderr.String(), err
+}
+
+// forward starts a port-forward through the API server and returns the
+// local ports in the order asked.
+func forward(t *testing.T, ns, pod string, ports ...string) []uint16 {
+	t.Helper()
+	tr, upgrader, err := spdy.RoundTripperFor(restConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := client.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("portforward").URL()
+	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: tr}, "POST", u)
+	stop, ready := make(chan struct{}), make(chan struct{})
+	var errOut bytes.Buffer
+	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, ports, stop, ready, io.Discard, &syncWriter{w: &errOut})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- fw.ForwardPorts() }()
+	t.Cleanup(func() {
+		close(stop)
+		<-done
+	})
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("port-forward ended before it was ready: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("port-forward not ready within 30s")
+	}
+	got, err := fw.GetPorts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := make([]uint16, len(got))
+	for i, p := range got {
+		local[i] = p.Local
+	}
+	return local
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// roundTrip sends msg on a new connection to the local port and returns
+// the first line answered.
+func roundTrip(t *testing.T, port uint16, msg string) string {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))), 5*time.Second)
+	if err != nil {
+		t.Errorf("dialing local port %d: %v", port, err)
+		return ""
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.WriteString(conn, msg); err != nil {
+		t.Errorf("writing to local port %d: %v", port, err)
+		return ""
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		t.Errorf("reading from local port %d: %v (got %q)", port, err, line)
+	}
+	return line
+}
+
+// TestStreamSessionsDoNotLeak interrupts 200 exec sessions mid-stream
+// (the client goes away while the command still runs) and checks that
+// crivk's goroutines and open files come back to where they were.
+func TestStreamSessionsDoNotLeak(t *testing.T) {
+	ns := newNamespace(t)
+	runningPod(t, ns, busyboxPod("leak", v1.RestartPolicyNever, "sleep 3600"))
+	pid := crivkPID(t)
+	// One session first, so that lazily started machinery (client
+	// connections, the proxy's pools) counts in the baseline.
+	interruptedExec(t, ns, "leak")
+	settle := func() (int, int) {
+		// Wait for the counts to stop falling: connections close
+		// asynchronously after the client is gone.
+		var g, f int
+		prevG, prevF := -1, -1
+		_ = wait.PollUntilContextTimeout(context.Background(), time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
+			g, f = goroutines(t), openFiles(t, pid)
+			stable := g == prevG && f == prevF
+			prevG, prevF = g, f
+			return stable, nil
+		})
+		return g, f
+	}
+	g0, f0 := settle()
+	const sessions, parallel = 200, 10
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range sessions {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			interruptedExec(t, ns, "leak")
+		}()
+	}
+	wg.Wait()
+	g1, f1 := settle()
+	t.Logf("%d interrupted exec sessions in %s: crivk goroutines %d -> %d, open files %d -> %d",
+		sessions, time.Since(start).Round(time.Millisecond), g0, g1, f0, f1)
+	// A leak of one goroutine or fd per session would show as +200.
+	if g1 > g0+20 || f1 > f0+20 {
+		t.Errorf("leak after %d interrupted sessions: goroutines %d -> %d, open files %d -> %d", sessions, g0, g1, f0, f1)
+	}
+}
+
+// interruptedExec starts `sleep` in the container behind a line of output,
+// waits for that line and then drops the connection.
+func interruptedExec(t *testing.T, ns, pod string) {
+	ex, err := remotecommand.NewSPDYExecutor(restConfig, "POST",
+		execURL(ns, pod, &v1.PodExecOptions{Container: "c", Command: []string{"sh", "-c", "echo started; sleep 5"}, Stdout: true}))
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, w := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: w})
+		w.Close()
+	}()
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil || line != "started\n" {
+		t.Errorf("interrupted exec: first line %q, %v", line, err)
+	}
+	cancel()
+	<-done
+}
+
+// crivkPID finds the e2e's crivk process by its executable.
+func crivkPID(t *testing.T) int {
+	t.Helper()
+	bin, err := filepath.Abs("../../_output/bin/crivk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && exe == bin {
+			return pid
+		}
+	}
+	t.Fatalf("no process runs %s", bin)
+	return 0
+}
+
+func openFiles(t *testing.T, pid int) int {
+	t.Helper()
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatalf("crivk's open files: %v", err)
+	}
+	return len(fds)
+}
+
+// goroutines reads crivk's goroutine count from its pprof endpoint
+// ("goroutine profile: total N").
+func goroutines(t *testing.T) int {
+	t.Helper()
+	resp, err := http.Get("http://" + crivkProfilingAddr + "/debug/pprof/goroutine?debug=1")
+	if err != nil {
+		t.Fatalf("crivk's goroutines: %v", err)
+	}
+	defer resp.Body.Close()
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	var n int
+	if _, scanErr := fmt.Sscanf(line, "goroutine profile: total %d", &n); err != nil || scanErr != nil {
+		t.Fatalf("crivk's goroutines: %q, %v %v", line, err, scanErr)
+	}
+	return n
+}
