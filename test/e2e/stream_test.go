@@ -76,15 +76,19 @@ func TestExecStdinAndExitCode(t *testing.T) {
 	}
 
 	// A tty merges stderr into stdout and a terminal size reaches the process.
-	ttyOpts := &v1.PodExecOptions{Container: "c", Command: []string{"sh", "-c", "stty size; exit 0"}, Stdin: true, Stdout: true, TTY: true}
+	ttyOpts := &v1.PodExecOptions{Container: "c", Command: []string{"sh", "-c", "sleep 1; stty size"}, Stdin: true, Stdout: true, TTY: true}
 	ex, err := remotecommand.NewSPDYExecutor(restConfig, "POST", execURL(ns, "exec", ttyOpts))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
 	sizes := &fixedSize{size: remotecommand.TerminalSize{Width: 123, Height: 45}}
+	// stdin stays open while the command runs: an end of input on a
+	// terminal would hang the session up before stty prints.
+	stdinR, stdinW := io.Pipe()
+	defer stdinW.Close()
 	if err := ex.StreamWithContext(testContext(t, 30*time.Second), remotecommand.StreamOptions{
-		Stdin: strings.NewReader(""), Stdout: &out, Tty: true, TerminalSizeQueue: sizes}); err != nil {
+		Stdin: stdinR, Stdout: &out, Tty: true, TerminalSizeQueue: sizes}); err != nil {
 		t.Fatalf("tty exec: %v", err)
 	}
 	if !strings.Contains(out.String(), "45 123") {
@@ -135,9 +139,9 @@ func TestAttach(t *testing.T) {
 		done <- ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdinR, Stdout: stdoutW, Stderr: io.Discard})
 		stdoutW.Close()
 	}()
-	if _, err := io.WriteString(stdinW, "ping\n"); err != nil {
-		t.Fatalf("writing to the attached stdin: %v", err)
-	}
+	// The write blocks until the session reads it; a failed session
+	// closes stdout, which ends the read below.
+	go func() { _, _ = io.WriteString(stdinW, "ping\n") }()
 	line, err := bufio.NewReader(stdoutR).ReadString('\n')
 	if err != nil || line != "got:ping\n" {
 		t.Fatalf("attached stdout %q, %v; want got:ping", line, err)
