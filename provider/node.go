@@ -100,23 +100,21 @@ func BuildNode(cfg NodeConfig, rd cri.Readiness, now time.Time) (*v1.Node, error
 	return n, nil
 }
 
-// NodeConditions computes the node conditions from the runtime's readiness,
-// keeping the transition time of those that did not change.
+// NodeConditions computes the conditions the node owns from the runtime's
+// readiness, keeping the transition time of those that did not change.
+// NetworkUnavailable is not among them: it belongs to the network provider
+// (the kubelet never sets it); a runtime network that is not ready makes
+// the node NotReady, as on the kubelet.
 func NodeConditions(prev []v1.NodeCondition, rd cri.Readiness, now time.Time) []v1.NodeCondition {
 	t := metav1.NewTime(now)
 	ready := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: reasonReady, Message: "kubelet is posting ready status"}
 	if !rd.RuntimeReady || !rd.NetworkReady {
 		ready = v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: reasonNotReady, Message: rd.Message}
 	}
-	network := v1.NodeCondition{Type: v1.NodeNetworkUnavailable, Status: v1.ConditionFalse, Reason: "NetworkReady", Message: "container runtime network is ready"}
-	if !rd.NetworkReady {
-		network = v1.NodeCondition{Type: v1.NodeNetworkUnavailable, Status: v1.ConditionTrue, Reason: "NetworkPluginNotReady", Message: rd.Message}
-	}
 	conds := []v1.NodeCondition{
 		{Type: v1.NodeMemoryPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"},
 		{Type: v1.NodeDiskPressure, Status: v1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "kubelet has no disk pressure"},
 		{Type: v1.NodePIDPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "kubelet has sufficient PID available"},
-		network,
 		ready,
 	}
 	for i := range conds {
@@ -137,10 +135,22 @@ type ReadinessChecker interface {
 }
 
 // NodeProvider reports the node's conditions from the runtime's readiness.
+//
+// Liveness is the agent's, readiness is the runtime's: Ping never asks the
+// runtime, so virtual-kubelet renews the node Lease whenever crivk reaches
+// the API server, whatever containerd does; a runtime that does not answer
+// or is not ready makes Ready=False with the kubelet's reason and message.
+// Like the kubelet's node status loop, every interval the conditions are
+// computed and compared with the Node as the API has it (apiNode): a
+// difference (a condition crivk changed, or the node lifecycle
+// controller's Unknown after an outage) is reported at once; otherwise
+// virtual-kubelet reports the status every node status report period.
 type NodeProvider struct {
 	rt       ReadinessChecker
 	interval time.Duration
 	health   []func() error // e.g. the PLEG's; an error makes the node NotReady
+	// apiNode reads the node as the API has it; nil: not compared.
+	apiNode func(ctx context.Context) (*v1.Node, error)
 
 	mu   sync.Mutex
 	node *v1.Node // guarded by mu
@@ -240,16 +250,18 @@ func (p *NodeProvider) NetworkError() error {
 	return p.netErr
 }
 
-// NewNodeProvider checks rt every interval and reports changes of n.
+// NewNodeProvider checks rt every interval and reports changes of n, and
+// differences from the node as apiNode reads it from the API (nil: none).
 // Each health check that fails makes the node NotReady with its message.
-func NewNodeProvider(rt ReadinessChecker, n *v1.Node, interval time.Duration, health ...func() error) *NodeProvider {
-	return &NodeProvider{rt: rt, interval: interval, health: health, node: n.DeepCopy()}
+func NewNodeProvider(rt ReadinessChecker, n *v1.Node, interval time.Duration, apiNode func(ctx context.Context) (*v1.Node, error), health ...func() error) *NodeProvider {
+	return &NodeProvider{rt: rt, interval: interval, apiNode: apiNode, health: health, node: n.DeepCopy()}
 }
 
-// Ping reports whether the runtime answers.
+// Ping reports that the agent is alive: it never asks the runtime, so the
+// Lease is renewed while containerd is down (the node is then NotReady,
+// not Unknown, and its pods are not evicted as unreachable).
 func (p *NodeProvider) Ping(ctx context.Context) error {
-	_, err := p.rt.Status(ctx)
-	return err
+	return ctx.Err()
 }
 
 // NotifyNodeStatus starts watching the runtime; cb gets the node whenever a
@@ -268,33 +280,78 @@ func (p *NodeProvider) NotifyNodeStatus(ctx context.Context, cb func(*v1.Node)) 
 				return
 			case <-t.C:
 			}
-			rd, err := p.rt.Status(ctx)
-			if err != nil {
-				rd = cri.Readiness{Message: fmt.Sprintf("container runtime is down: %v", err)}
-			}
-			for _, h := range p.health {
-				if err := h(); err != nil {
-					rd.RuntimeReady = false
-					rd.Message = strings.TrimPrefix(rd.Message+", "+err.Error(), ", ")
-				}
-			}
-			p.mu.Lock()
-			p.netErr = nil
-			if err == nil && !rd.NetworkReady {
-				p.netErr = fmt.Errorf("container runtime network not ready: %s", rd.Message)
-			}
-			conds := NodeConditions(p.node.Status.Conditions, rd, time.Now())
-			changed := !sameConditionStatus(p.node.Status.Conditions, conds)
-			p.conditionChangeEvents(p.node.Name, p.node.Status.Conditions, conds)
-			p.node.Status.Conditions = conds
-			n := p.node.DeepCopy()
-			p.mu.Unlock()
-			if changed {
-				log.G(ctx).WithField("ready", rd.RuntimeReady && rd.NetworkReady).WithField("message", rd.Message).Info("node conditions changed")
+			if n, report := p.check(ctx); report {
 				cb(n)
 			}
 		}
 	}()
+}
+
+// check computes the node's conditions now and reports whether they must
+// be written: their status changed, or the API's node differs from them.
+func (p *NodeProvider) check(ctx context.Context) (*v1.Node, bool) {
+	rd, err := p.rt.Status(ctx)
+	if err != nil {
+		rd = cri.Readiness{Message: fmt.Sprintf("container runtime is down: %v", err)}
+	}
+	for _, h := range p.health {
+		if err := h(); err != nil {
+			rd.RuntimeReady = false
+			rd.Message = strings.TrimPrefix(rd.Message+", "+err.Error(), ", ")
+		}
+	}
+	p.mu.Lock()
+	p.netErr = nil
+	if err == nil && !rd.NetworkReady {
+		p.netErr = fmt.Errorf("container runtime network not ready: %s", rd.Message)
+	}
+	conds := NodeConditions(p.node.Status.Conditions, rd, time.Now())
+	changed := !sameConditionStatus(p.node.Status.Conditions, conds)
+	p.conditionChangeEvents(p.node.Name, p.node.Status.Conditions, conds)
+	p.node.Status.Conditions = conds
+	n := p.node.DeepCopy()
+	p.mu.Unlock()
+	if changed {
+		log.G(ctx).WithField("ready", rd.RuntimeReady && rd.NetworkReady).WithField("message", rd.Message).Info("node conditions changed")
+		return n, true
+	}
+	if p.apiNode == nil {
+		return n, false
+	}
+	cur, err := p.apiNode(ctx)
+	if err != nil {
+		// The API server is out of reach: nothing can be written now; the
+		// next check compares again.
+		log.G(ctx).WithError(err).Debug("reading the node from the API")
+		return n, false
+	}
+	if !sameConditionStatus(ownConditions(cur.Status.Conditions, conds), conds) {
+		log.G(ctx).WithField("api", conditionSummary(cur.Status.Conditions)).Info("the API's node differs from crivk's status; reporting it")
+		return n, true
+	}
+	return n, false
+}
+
+// ownConditions returns the conditions of the types in own, in own's
+// order; a missing one is left out (so it differs).
+func ownConditions(api, own []v1.NodeCondition) []v1.NodeCondition {
+	var out []v1.NodeCondition
+	for _, o := range own {
+		for _, c := range api {
+			if c.Type == o.Type {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+func conditionSummary(cs []v1.NodeCondition) string {
+	parts := make([]string, 0, len(cs))
+	for _, c := range cs {
+		parts = append(parts, string(c.Type)+"="+string(c.Status))
+	}
+	return strings.Join(parts, ",")
 }
 
 func sameConditionStatus(a, b []v1.NodeCondition) bool {

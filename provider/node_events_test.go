@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -17,16 +18,23 @@ import (
 	"k8s.io/client-go/tools/record"
 )
 
-// switchableRuntime reports the readiness it was last given.
+// switchableRuntime reports the readiness (or the error) it was last given.
 type switchableRuntime struct {
-	mu sync.Mutex
-	rd cri.Readiness
+	mu  sync.Mutex
+	rd  cri.Readiness
+	err error
 }
 
 func (s *switchableRuntime) Status(context.Context) (cri.Readiness, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.rd, nil
+	return s.rd, s.err
+}
+
+func (s *switchableRuntime) fail(err error) {
+	s.mu.Lock()
+	s.err = err
+	s.mu.Unlock()
 }
 
 func (s *switchableRuntime) set(rd cri.Readiness) {
@@ -40,7 +48,7 @@ func TestNodeEvents(t *testing.T) {
 	rt := &switchableRuntime{rd: ready}
 	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
 	n.Status.Conditions = NodeConditions(nil, ready, time.Now())
-	p := NewNodeProvider(rt, n, 5*time.Millisecond)
+	p := NewNodeProvider(rt, n, 5*time.Millisecond, nil)
 	rec := record.NewFakeRecorder(100)
 	p.SetEventRecorder(rec)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -103,4 +111,87 @@ func TestProbeMetrics(t *testing.T) {
 	if out := body(); strings.Contains(out, `pod="p"`) {
 		t.Errorf("series kept after Forget:\n%s", out)
 	}
+}
+
+// TestNodeStatusFollowsTheAPI: the node is alive whatever the runtime does
+// (Ping never fails), and a node the API shows differently (the node
+// lifecycle controller's Unknown after an outage) is reported again at
+// the next check, not at the next 5-minute report.
+func TestNodeStatusFollowsTheAPI(t *testing.T) {
+	ready := cri.Readiness{RuntimeReady: true, NetworkReady: true}
+	rt := &switchableRuntime{rd: ready}
+	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	n.Status.Conditions = NodeConditions(nil, ready, time.Now())
+	var mu sync.Mutex
+	api := n.DeepCopy()
+	var apiErr error
+	p := NewNodeProvider(rt, n, time.Hour, func(context.Context) (*v1.Node, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return api.DeepCopy(), apiErr
+	})
+	ctx := context.Background()
+	if err := p.Ping(ctx); err != nil {
+		t.Fatalf("Ping with a ready runtime: %v", err)
+	}
+	if _, report := p.check(ctx); report {
+		t.Error("nothing changed, yet the status is reported")
+	}
+
+	// The runtime goes away: Ready=False with the kubelet's message, and
+	// the agent still answers Ping (the Lease is renewed).
+	rt.set(cri.Readiness{})
+	rt.fail(errors.New("connection refused"))
+	got, report := p.check(ctx)
+	if !report {
+		t.Fatal("runtime down: not reported")
+	}
+	if c := readyOf(got); c.Status != v1.ConditionFalse || c.Reason != "KubeletNotReady" || !strings.HasPrefix(c.Message, "container runtime is down") {
+		t.Errorf("runtime down: Ready %+v", c)
+	}
+	if err := p.Ping(ctx); err != nil {
+		t.Errorf("Ping with the runtime down: %v; the Lease would not be renewed", err)
+	}
+	rt.fail(nil)
+	rt.set(ready)
+	got, report = p.check(ctx)
+	if !report || readyOf(got).Status != v1.ConditionTrue {
+		t.Fatalf("runtime back: reported %v, Ready %+v", report, readyOf(got))
+	}
+
+	// The API shows Unknown (the controller's, after missed heartbeats).
+	mu.Lock()
+	api = got.DeepCopy()
+	for i := range api.Status.Conditions {
+		api.Status.Conditions[i].Status = v1.ConditionUnknown
+		api.Status.Conditions[i].Reason = "NodeStatusUnknown"
+	}
+	apiErr = nil
+	mu.Unlock()
+	if _, report := p.check(ctx); !report {
+		t.Error("the API's Unknown is not corrected")
+	}
+	// The API is out of reach: nothing to report.
+	mu.Lock()
+	apiErr = errors.New("connection refused")
+	mu.Unlock()
+	if _, report := p.check(ctx); report {
+		t.Error("reported while the API cannot be read")
+	}
+	// The API agrees again.
+	mu.Lock()
+	api, apiErr = got.DeepCopy(), nil
+	mu.Unlock()
+	if _, report := p.check(ctx); report {
+		t.Error("reported although the API agrees")
+	}
+}
+
+func readyOf(n *v1.Node) v1.NodeCondition {
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c
+		}
+	}
+	return v1.NodeCondition{}
 }

@@ -78,6 +78,11 @@ type options struct {
 	profilingAddress string
 	// runtimeEvents wakes the PLEG on containerd task events (events.go).
 	runtimeEvents bool
+	// The kubelet's node status loop: conditions computed and compared
+	// with the API's node every update frequency, the whole status
+	// reported at least every report frequency.
+	nodeStatusUpdateFrequency time.Duration
+	nodeStatusReportFrequency time.Duration
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -104,6 +109,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.syncInterval, "sync-interval", 10*time.Second, "how often a pod is resynced when the PLEG reports no change for it")
 	fs.DurationVar(&o.runtimeRequestTimeout, "runtime-request-timeout", 2*time.Minute, "timeout of every CRI call but image pulls (the kubelet's); the dial has its own 10 s")
 	fs.DurationVar(&o.relistPeriod, "pleg-relist-period", time.Second, "how often the PLEG lists the runtime's sandboxes and containers")
+	fs.DurationVar(&o.nodeStatusUpdateFrequency, "node-status-update-frequency", 10*time.Second, "how often the node's conditions are computed and compared with the Node in the API (written when they differ), as the kubelet's")
+	fs.DurationVar(&o.nodeStatusReportFrequency, "node-status-report-frequency", 5*time.Minute, "how often the node status is written when nothing changed, as the kubelet's")
 	fs.Float64Var(&o.apiQPS, "kube-api-qps", 50, "QPS to the API server")
 	fs.IntVar(&o.apiBurst, "kube-api-burst", 100, "burst to the API server")
 	fs.Float64Var(&o.eventQPS, "event-qps", 50, "QPS of event creation, a limit of its own as the kubelet's (0: no limit)")
@@ -223,7 +230,7 @@ func run(ctx context.Context, o *options) error {
 	restCfg.UserAgent = "crivk/" + version
 	clients, err := newAPIClients(restCfg, apiLimits{
 		QPS: float32(o.apiQPS), Burst: o.apiBurst, EventQPS: float32(o.eventQPS), EventBurst: o.eventBurst,
-		Heartbeat: 10 * time.Second,
+		Heartbeat: o.nodeStatusUpdateFrequency,
 	})
 	if err != nil {
 		return err
@@ -331,7 +338,7 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	nodeProvider = provider.NewNodeProvider(rt, nodeObj, 10*time.Second, pleg.Healthy)
+	nodeProvider = provider.NewNodeProvider(rt, nodeObj, o.nodeStatusUpdateFrequency, ownNode(clients, o.nodeName), pleg.Healthy)
 	nodeProvider.SetEventRecorder(recorder)
 	go pleg.Run(ctx)
 	logMax := resource.MustParse(o.logMaxSize)
@@ -345,6 +352,7 @@ func run(ctx context.Context, o *options) error {
 	n, err := newVKNode(vkNodeConfig{
 		Clients: clients, Node: nodeObj, Provider: prov, NodeProvider: nodeProvider, Recorder: recorder,
 		Mux: mux, ListenAddr: net.JoinHostPort(o.address, fmt.Sprint(o.port)), TLS: tlsOpts, Workers: 10,
+		StatusReport: o.nodeStatusReportFrequency,
 	})
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -49,6 +50,9 @@ type vkNodeConfig struct {
 	ListenAddr   string
 	TLS          []func(*tls.Config) error
 	Workers      int
+	// StatusReport is how often the node status is written when nothing
+	// changed (--node-status-report-frequency).
+	StatusReport time.Duration
 }
 
 func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
@@ -76,15 +80,19 @@ func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
 		node.WithNodeEnableLeaseV1(cfg.Clients.leases.Leases(v1.NamespaceNodeLease), node.DefaultLeaseDuration),
 		// The kubelet's nodeStatusReportFrequency: with the Lease renewed
 		// every 10 s, the Node status is patched when a condition changes
-		// (NotifyNodeStatus) and otherwise every 5 minutes, not every
-		// minute as virtual-kubelet's default (a GET and a PATCH each time).
-		node.WithNodeStatusUpdateInterval(5*time.Minute))
+		// or the API's node differs (NotifyNodeStatus) and otherwise every
+		// report period (5 minutes), not every minute as virtual-kubelet's
+		// default (a GET and a PATCH each time).
+		node.WithNodeStatusUpdateInterval(cfg.StatusReport))
 	if err != nil {
 		return nil, fmt.Errorf("creating the node controller: %w", err)
 	}
 	pc, err := node.NewPodController(node.PodControllerConfig{
-		PodClient:                 cfg.Clients.core,
-		EventRecorder:             cfg.Recorder,
+		// Removals with grace 0 become crivk's own termination
+		// (deleteguard.go): no object goes before its containers stop.
+		PodClient:     deleteGuard{PodsGetter: cfg.Clients.core, pods: pods, terminate: cfg.Provider.DeletePod},
+		EventRecorder: vkRecorder{cfg.Recorder}, // no Provider*Success events
+
 		Provider:                  cfg.Provider,
 		PodInformer:               podInformer,
 		SecretInformer:            idleSecrets{idle},
@@ -159,5 +167,14 @@ func (n *vkNode) WaitReady(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// ownNode reads this node from the API for the node status loop, from the
+// API server's watch cache (resourceVersion 0) as the kubelet's first try
+// does, through the heartbeat client.
+func ownNode(c *apiClients, name string) func(ctx context.Context) (*v1.Node, error) {
+	return func(ctx context.Context) (*v1.Node, error) {
+		return c.nodes.Nodes().Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
 	}
 }

@@ -36,7 +36,6 @@ func TestNodeReadyAndLeaseRenews(t *testing.T) {
 		v1.NodeMemoryPressure:     "KubeletHasSufficientMemory",
 		v1.NodeDiskPressure:       "KubeletHasNoDiskPressure",
 		v1.NodePIDPressure:        "KubeletHasSufficientPID",
-		v1.NodeNetworkUnavailable: "NetworkReady",
 	}
 	for _, c := range node.Status.Conditions {
 		if r, ok := want[c.Type]; ok {

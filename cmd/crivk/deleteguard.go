@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+
+	"github.com/virtual-kubelet/virtual-kubelet/log"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+)
+
+// deleteGuard is the pod client virtual-kubelet's pod controller gets. It
+// keeps the kubelet's rule that a pod object goes only after its
+// containers have stopped: virtual-kubelet v1.13 removes objects itself
+// (a delete with grace 0) when the deletion grace period expires
+// (deletePodsFromKubernetesHandler: "Force deleting pod in running
+// state") and, at once, for a pod marked for deletion whose API status
+// shows no running container (syncPodInProvider), without asking the
+// provider whether its containers are gone. Under load (StopContainer
+// timing out, a slow preStop) that deleted objects whose containers still
+// ran, so a StatefulSet's replacement could start beside the old pod.
+//
+// The guard turns every such removal into crivk's own termination: the pod
+// is handed to terminate (the provider's DeletePod: the engine stops its
+// containers with the grace period, tears down its volumes and only then
+// deletes the object with grace 0 and a UID precondition,
+// provider.DeleteOnTerminated). A pod the engine never knew goes through
+// the same path, which finds nothing in the runtime and deletes the object
+// at once, so no pod is stuck. Graceful deletes (grace > 0, which only mark
+// the object) and every other call pass through.
+type deleteGuard struct {
+	corev1client.PodsGetter
+	pods      corev1listers.PodLister
+	terminate func(ctx context.Context, pod *v1.Pod) error
+}
+
+func (g deleteGuard) Pods(namespace string) corev1client.PodInterface {
+	return guardedPods{PodInterface: g.PodsGetter.Pods(namespace), guard: g, namespace: namespace}
+}
+
+type guardedPods struct {
+	corev1client.PodInterface
+	guard     deleteGuard
+	namespace string
+}
+
+// Delete removes nothing with grace 0: it hands the pod to crivk's
+// termination instead, which deletes the object once its containers are
+// stopped. A pod that is not in the informer is gone already; one whose
+// UID is not the precondition's was recreated and is not this delete's.
+func (p guardedPods) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	if opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds > 0 {
+		return p.PodInterface.Delete(ctx, name, opts)
+	}
+	pod, err := p.guard.pods.Pods(p.namespace).Get(name)
+	if err != nil {
+		return nil
+	}
+	if opts.Preconditions != nil && opts.Preconditions.UID != nil && *opts.Preconditions.UID != pod.UID {
+		return nil
+	}
+	log.G(ctx).WithField("pod", p.namespace+"/"+name).WithField("uid", pod.UID).
+		Debug("virtual-kubelet's force delete held back: the pod object goes once its containers are stopped")
+	return p.guard.terminate(ctx, pod)
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+)
+
+// recordingPods records the deletes that reach the API.
+type recordingPods struct {
+	corev1client.PodInterface // nil: any other call panics
+	deleted                   *[]string
+}
+
+func (r recordingPods) Delete(_ context.Context, name string, _ metav1.DeleteOptions) error {
+	*r.deleted = append(*r.deleted, name)
+	return nil
+}
+
+type recordingGetter struct{ deleted *[]string }
+
+func (g recordingGetter) Pods(string) corev1client.PodInterface {
+	return recordingPods{deleted: g.deleted}
+}
+
+func TestDeleteGuard(t *testing.T) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u1"}}
+	if err := indexer.Add(pod); err != nil {
+		t.Fatal(err)
+	}
+	zero, thirty := int64(0), int64(30)
+	for _, tc := range []struct {
+		name       string
+		pod        string
+		opts       metav1.DeleteOptions
+		apiDeletes int
+		terminated types.UID
+	}{
+		{name: "force delete at grace expiry becomes crivk's termination", pod: "p",
+			opts: metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: metav1.NewUIDPreconditions("u1")}, terminated: "u1"},
+		{name: "force delete without precondition", pod: "p", opts: metav1.DeleteOptions{GracePeriodSeconds: &zero}, terminated: "u1"},
+		{name: "a recreated pod is not this delete's", pod: "p",
+			opts: metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: metav1.NewUIDPreconditions("u0")}},
+		{name: "a pod gone from the informer", pod: "gone", opts: metav1.DeleteOptions{GracePeriodSeconds: &zero}},
+		{name: "graceful delete passes", pod: "p", opts: metav1.DeleteOptions{GracePeriodSeconds: &thirty}, apiDeletes: 1},
+		{name: "default grace passes", pod: "p", opts: metav1.DeleteOptions{}, apiDeletes: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var deleted []string
+			var terminated []types.UID
+			g := deleteGuard{
+				PodsGetter: recordingGetter{deleted: &deleted},
+				pods:       corev1listers.NewPodLister(indexer),
+				terminate: func(_ context.Context, p *v1.Pod) error {
+					terminated = append(terminated, p.UID)
+					return nil
+				},
+			}
+			if err := g.Pods("ns").Delete(context.Background(), tc.pod, tc.opts); err != nil {
+				t.Fatal(err)
+			}
+			if len(deleted) != tc.apiDeletes {
+				t.Errorf("deletes that reached the API: %v, want %d", deleted, tc.apiDeletes)
+			}
+			switch {
+			case tc.terminated == "" && len(terminated) != 0:
+				t.Errorf("terminated %v, want none", terminated)
+			case tc.terminated != "" && (len(terminated) != 1 || terminated[0] != tc.terminated):
+				t.Errorf("terminated %v, want %s", terminated, tc.terminated)
+			}
+		})
+	}
+}
+
+func TestVKRecorderDropsProviderSuccess(t *testing.T) {
+	fake := record.NewFakeRecorder(10)
+	r := vkRecorder{fake}
+	pod := &v1.Pod{}
+	r.Event(pod, v1.EventTypeNormal, "ProviderCreateSuccess", "Create pod in provider successfully")
+	r.Eventf(pod, v1.EventTypeNormal, "ProviderUpdateSuccess", "Update pod in provider successfully")
+	r.AnnotatedEventf(pod, nil, v1.EventTypeNormal, "ProviderDeleteSuccess", "Delete pod in provider successfully")
+	r.Eventf(pod, v1.EventTypeWarning, "ProviderCreateFailed", "failed: %s", "boom")
+	r.Event(pod, v1.EventTypeNormal, "Pulled", "image present")
+	close(fake.Events)
+	var got []string
+	for e := range fake.Events {
+		got = append(got, e)
+	}
+	want := []string{"Warning ProviderCreateFailed failed: boom", "Normal Pulled image present"}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("events %q, want %q", got, want)
+	}
+}
