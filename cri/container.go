@@ -57,6 +57,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, typ ContainerType, attempt ui
 	if err != nil {
 		return nil, err
 	}
+	lc.Resources = containerResources(pod, c, typ, opts.MemoryCapacity)
 	restarts := int(attempt)
 	a := containerAnnotations(pod, c, restarts)
 	a[AnnotationContainerType] = string(typ)
@@ -145,8 +146,7 @@ func linuxContainerConfig(pod *v1.Pod, c *v1.Container) (*runtimeapi.LinuxContai
 		sc.MaskedPaths = defaultMaskedPaths
 		sc.ReadonlyPaths = defaultReadonlyPaths
 	}
-	// Resources (limits, requests, cgroups) are completed by the resources
-	// work; until then the runtime's defaults apply.
+	// ContainerConfig adds the resources (resources.go).
 	return &runtimeapi.LinuxContainerConfig{SecurityContext: sc}, nil
 }
 

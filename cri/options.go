@@ -19,6 +19,10 @@ type RunContainerOptions struct {
 	// Mounts are the container's mounts (volumes, /etc/hosts, termination
 	// message file), in the order they are to be applied.
 	Mounts []*runtimeapi.Mount
+	// MemoryCapacity is the node's memory in bytes, which a Burstable
+	// container's OOM score is relative to; SyncPod sets it from
+	// Config.MemoryCapacity.
+	MemoryCapacity int64
 }
 
 // RuntimeHelper is what SyncPod needs of its caller to start a container.

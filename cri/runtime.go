@@ -38,6 +38,9 @@ type Config struct {
 	// seam for the resources work (QoS and pod cgroups); nil means the
 	// runtime's default.
 	CgroupParent func(podUID string) string
+	// MemoryCapacity is the node's memory in bytes: Burstable containers'
+	// OOM score adjustment is relative to it (resources.go).
+	MemoryCapacity int64
 	// MaxParallelImagePulls bounds how many image pulls run at once; 0 means
 	// no limit (the kubelet's default is one at a time:
 	// --serialize-image-pulls). Concurrent pulls of one image are always

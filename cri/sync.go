@@ -246,6 +246,10 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			return
 		}
 	}
+	if opts == nil {
+		opts = &RunContainerOptions{}
+	}
+	opts.MemoryCapacity = r.cfg.MemoryCapacity
 	cfg, err := ContainerConfig(pod, c, typ, attempt, imageRef, opts)
 	if err != nil {
 		res.Waiting[c.Name] = Waiting{Reason: ReasonCreateConfigError, Message: err.Error()}

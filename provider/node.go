@@ -292,7 +292,9 @@ func (p *NodeProvider) NotifyNodeStatus(ctx context.Context, cb func(*v1.Node)) 
 func (p *NodeProvider) check(ctx context.Context) (*v1.Node, bool) {
 	rd, err := p.rt.Status(ctx)
 	if err != nil {
-		rd = cri.Readiness{Message: fmt.Sprintf("container runtime is down: %v", err)}
+		// The kubelet's words; the cause goes to the log.
+		log.G(ctx).WithError(err).Warn("container runtime status")
+		rd = cri.Readiness{Message: "container runtime is down"}
 	}
 	for _, h := range p.health {
 		if err := h(); err != nil {
@@ -364,6 +366,10 @@ func sameConditionStatus(a, b []v1.NodeCondition) bool {
 	}
 	return equality.Semantic.DeepEqual(strip(a), strip(b))
 }
+
+// MemoryCapacity is the machine's memory in bytes (MemTotal of
+// /proc/meminfo), the node's memory capacity.
+func MemoryCapacity() (int64, error) { return memTotal() }
 
 func memTotal() (int64, error) {
 	f, err := os.Open("/proc/meminfo")

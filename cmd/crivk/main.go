@@ -241,8 +241,13 @@ func run(ctx context.Context, o *options) error {
 	if o.clusterDNS != "" {
 		dns.ClusterDNS = strings.Split(o.clusterDNS, ",")
 	}
+	memCapacity, err := provider.MemoryCapacity()
+	if err != nil {
+		return fmt.Errorf("reading the machine's memory: %w", err)
+	}
 	connectCtx, cancelConnect := context.WithTimeout(ctx, 10*time.Second)
-	rt, err := cri.Connect(connectCtx, cri.Config{Endpoint: o.criEndpoint, RequestTimeout: o.runtimeRequestTimeout, PodLogDir: o.podLogDir, DNS: dns, MaxParallelImagePulls: o.maxParallelPulls, MaxParallelSandboxes: o.maxParallelSandboxes})
+	rt, err := cri.Connect(connectCtx, cri.Config{Endpoint: o.criEndpoint, RequestTimeout: o.runtimeRequestTimeout, PodLogDir: o.podLogDir, DNS: dns,
+		MemoryCapacity: memCapacity, MaxParallelImagePulls: o.maxParallelPulls, MaxParallelSandboxes: o.maxParallelSandboxes})
 	cancelConnect()
 	if err != nil {
 		return err

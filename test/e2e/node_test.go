@@ -32,10 +32,10 @@ func TestNodeReadyAndLeaseRenews(t *testing.T) {
 	}
 
 	want := map[v1.NodeConditionType]string{
-		v1.NodeReady:              "KubeletReady",
-		v1.NodeMemoryPressure:     "KubeletHasSufficientMemory",
-		v1.NodeDiskPressure:       "KubeletHasNoDiskPressure",
-		v1.NodePIDPressure:        "KubeletHasSufficientPID",
+		v1.NodeReady:          "KubeletReady",
+		v1.NodeMemoryPressure: "KubeletHasSufficientMemory",
+		v1.NodeDiskPressure:   "KubeletHasNoDiskPressure",
+		v1.NodePIDPressure:    "KubeletHasSufficientPID",
 	}
 	for _, c := range node.Status.Conditions {
 		if r, ok := want[c.Type]; ok {

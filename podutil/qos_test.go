@@ -1,0 +1,55 @@
+package podutil
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func res(cpu, mem string) v1.ResourceList {
+	l := v1.ResourceList{}
+	if cpu != "" {
+		l[v1.ResourceCPU] = resource.MustParse(cpu)
+	}
+	if mem != "" {
+		l[v1.ResourceMemory] = resource.MustParse(mem)
+	}
+	return l
+}
+
+func ctr(req, lim v1.ResourceList) v1.Container {
+	return v1.Container{Name: "c", Resources: v1.ResourceRequirements{Requests: req, Limits: lim}}
+}
+
+func TestComputeQOSClass(t *testing.T) {
+	for name, tc := range map[string]struct {
+		containers, inits []v1.Container
+		want              v1.PodQOSClass
+	}{
+		"nothing":                        {containers: []v1.Container{ctr(nil, nil)}, want: v1.PodQOSBestEffort},
+		"only other resources":           {containers: []v1.Container{ctr(v1.ResourceList{"example.com/gpu": resource.MustParse("1")}, nil)}, want: v1.PodQOSBestEffort},
+		"zero requests":                  {containers: []v1.Container{ctr(res("0", "0"), nil)}, want: v1.PodQOSBestEffort},
+		"limits equal requests":          {containers: []v1.Container{ctr(res("100m", "16Mi"), res("100m", "16Mi"))}, want: v1.PodQOSGuaranteed},
+		"limits only, not defaulted":     {containers: []v1.Container{ctr(nil, res("1", "1Gi"))}, want: v1.PodQOSBurstable}, // the API server defaults requests to limits first
+		"memory limit only":              {containers: []v1.Container{ctr(nil, res("", "16Mi"))}, want: v1.PodQOSBurstable},
+		"request below limit":            {containers: []v1.Container{ctr(res("100m", "16Mi"), res("200m", "16Mi"))}, want: v1.PodQOSBurstable},
+		"one guaranteed, one besteffort": {containers: []v1.Container{ctr(res("1", "1Gi"), res("1", "1Gi")), ctr(nil, nil)}, want: v1.PodQOSBurstable},
+		"init container without limits":  {containers: []v1.Container{ctr(res("1", "1Gi"), res("1", "1Gi"))}, inits: []v1.Container{ctr(res("", "1Mi"), nil)}, want: v1.PodQOSBurstable},
+		"requests only":                  {containers: []v1.Container{ctr(res("100m", ""), nil)}, want: v1.PodQOSBurstable},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pod := &v1.Pod{Spec: v1.PodSpec{Containers: tc.containers, InitContainers: tc.inits}}
+			if got := ComputeQOSClass(pod); got != tc.want {
+				t.Errorf("ComputeQOSClass = %s, want %s", got, tc.want)
+			}
+			if got := QOSClass(pod); got != tc.want {
+				t.Errorf("QOSClass without status = %s, want %s", got, tc.want)
+			}
+			pod.Status.QOSClass = v1.PodQOSBurstable
+			if got := QOSClass(pod); got != v1.PodQOSBurstable {
+				t.Errorf("QOSClass does not take the status's class: %s", got)
+			}
+		})
+	}
+}
