@@ -164,6 +164,9 @@ func TestAPIServerOutage(t *testing.T) {
 	var seen []string
 	_ = wait.PollUntilContextTimeout(context.Background(), poll, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		c := nodeReady(ctx)
+		if c.Status == "" {
+			return false, nil // not read (the poll's own deadline)
+		}
 		since := time.Since(back)
 		if len(seen) == 0 || seen[len(seen)-1] != string(c.Status) {
 			seen = append(seen, string(c.Status))
