@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	authnv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	authzv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -21,11 +23,15 @@ import (
 //     timed out after one node status period, so a burst of pod traffic
 //     cannot make the node look dead.
 type apiClients struct {
-	core      corev1client.CoreV1Interface
-	events    corev1client.EventsGetter
-	nodes     corev1client.NodesGetter
-	leases    coordinationv1client.LeasesGetter
-	heartbeat time.Duration
+	core   corev1client.CoreV1Interface
+	events corev1client.EventsGetter
+	nodes  corev1client.NodesGetter
+	leases coordinationv1client.LeasesGetter
+	// tokenReviews and accessReviews check the node API's clients
+	// (provider.Auth), on the pods client's limits.
+	tokenReviews  authnv1client.TokenReviewsGetter
+	accessReviews authzv1client.SubjectAccessReviewsGetter
+	heartbeat     time.Duration
 }
 
 // apiLimits are the client-side limits of apiClients.
@@ -60,6 +66,13 @@ func newAPIClients(base *rest.Config, l apiLimits) (*apiClients, error) {
 	var err error
 	if c.core, err = corev1client.NewForConfig(build(l.QPS, l.Burst, 0)); err != nil {
 		return nil, fmt.Errorf("building the API client: %w", err)
+	}
+	coreCfg := build(l.QPS, l.Burst, 0)
+	if c.tokenReviews, err = authnv1client.NewForConfig(coreCfg); err != nil {
+		return nil, fmt.Errorf("building the token review client: %w", err)
+	}
+	if c.accessReviews, err = authzv1client.NewForConfig(coreCfg); err != nil {
+		return nil, fmt.Errorf("building the access review client: %w", err)
 	}
 	if c.events, err = corev1client.NewForConfig(build(l.EventQPS, l.EventBurst, 0)); err != nil {
 		return nil, fmt.Errorf("building the event client: %w", err)

@@ -42,24 +42,28 @@ import (
 var version = "v1.35.4-crivk.0"
 
 type options struct {
-	kubeconfig    string
-	nodeName      string
-	criEndpoint   string
-	nodeIP        string
-	rootDir       string
-	podLogDir     string
-	tlsCert       string
-	tlsKey        string
-	clientCA      string
-	address       string
-	port          int
-	logLevel      string
-	maxPods       int64
-	clusterDNS    string
-	clusterDomain string
-	resolvConf    string
-	syncInterval  time.Duration
-	relistPeriod  time.Duration
+	kubeconfig  string
+	nodeName    string
+	criEndpoint string
+	nodeIP      string
+	rootDir     string
+	podLogDir   string
+	tlsCert     string
+	tlsKey      string
+	clientCA    string
+	// The node API's authentication and authorization (provider.Auth).
+	anonymousAuth     bool
+	tokenWebhook      bool
+	authorizationMode string
+	address           string
+	port              int
+	logLevel          string
+	maxPods           int64
+	clusterDNS        string
+	clusterDomain     string
+	resolvConf        string
+	syncInterval      time.Duration
+	relistPeriod      time.Duration
 	// runtimeRequestTimeout is the kubelet's --runtime-request-timeout.
 	runtimeRequestTimeout time.Duration
 	apiQPS                float64
@@ -98,7 +102,10 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.podLogDir, "pod-log-dir", "/var/log/pods", "directory of pod container logs")
 	fs.StringVar(&o.tlsCert, "tls-cert-file", "", "serving certificate of the node API (default: self-signed under <root-dir>/pki)")
 	fs.StringVar(&o.tlsKey, "tls-private-key-file", "", "key of --tls-cert-file")
-	fs.StringVar(&o.clientCA, "client-ca-file", "", "if set, clients of the node API must present a certificate signed by this CA")
+	fs.StringVar(&o.clientCA, "client-ca-file", "", "client certificates of the node API signed by this CA authenticate as their CN (user) and O (groups)")
+	fs.BoolVar(&o.anonymousAuth, "anonymous-auth", false, "let requests to the node API without credentials in as system:anonymous (then subject to authorization)")
+	fs.BoolVar(&o.tokenWebhook, "authentication-token-webhook", true, "authenticate bearer tokens of node API clients with a TokenReview")
+	fs.StringVar(&o.authorizationMode, "authorization-mode", "Webhook", "how node API requests are authorized: Webhook (a SubjectAccessReview per request, as the kubelet) or AlwaysAllow")
 	fs.StringVar(&o.address, "address", "0.0.0.0", "address of the node API")
 	fs.IntVar(&o.port, "port", 10250, "port of the node API")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -276,8 +283,16 @@ func run(ctx context.Context, o *options) error {
 		return fmt.Errorf("serving certificate: %w", err)
 	}
 	tlsOpts := []func(*tls.Config) error{withKeyPair(certFile, keyFile)}
-	if o.clientCA != "" {
-		tlsOpts = append(tlsOpts, withClientCA(o.clientCA))
+	nodeAuth, err := newNodeAPIAuth(o, clients)
+	if err != nil {
+		return err
+	}
+	if nodeAuth.ClientCAs != nil {
+		tlsOpts = append(tlsOpts, withClientCA(nodeAuth.ClientCAs))
+	}
+	auth, err := provider.NewAuth(nodeAuth)
+	if err != nil {
+		return err
 	}
 
 	eb := record.NewBroadcaster()
@@ -356,7 +371,7 @@ func run(ctx context.Context, o *options) error {
 	// and Service of the cluster (vknode.go).
 	n, err := newVKNode(vkNodeConfig{
 		Clients: clients, Node: nodeObj, Provider: prov, NodeProvider: nodeProvider, Recorder: recorder,
-		Mux: mux, ListenAddr: net.JoinHostPort(o.address, fmt.Sprint(o.port)), TLS: tlsOpts, Workers: 10,
+		Mux: mux, ListenAddr: net.JoinHostPort(o.address, fmt.Sprint(o.port)), TLS: tlsOpts, Auth: auth.Wrap, Workers: 10,
 		StatusReport: o.nodeStatusReportFrequency,
 	})
 	if err != nil {
@@ -414,4 +429,28 @@ func defaultNodeIP() (string, error) {
 		}
 	}
 	return "", errors.New("no interface has a global IPv4 address")
+}
+
+// newNodeAPIAuth is the node API's authentication and authorization
+// configuration from the flags.
+func newNodeAPIAuth(o *options, c *apiClients) (provider.AuthConfig, error) {
+	cfg := provider.AuthConfig{NodeName: o.nodeName, Anonymous: o.anonymousAuth}
+	if o.clientCA != "" {
+		pool, err := loadCAPool(o.clientCA)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.ClientCAs = pool
+	}
+	if o.tokenWebhook {
+		cfg.TokenReviews = c.tokenReviews.TokenReviews()
+	}
+	switch o.authorizationMode {
+	case "Webhook":
+		cfg.SubjectAccessReviews = c.accessReviews.SubjectAccessReviews()
+	case "AlwaysAllow":
+	default:
+		return cfg, fmt.Errorf("--authorization-mode %q: must be Webhook or AlwaysAllow", o.authorizationMode)
+	}
+	return cfg, nil
 }

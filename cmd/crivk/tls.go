@@ -85,20 +85,28 @@ func withKeyPair(certFile, keyFile string) func(*tls.Config) error {
 	}
 }
 
-// withClientCA makes the node API require client certificates signed by
-// the CA in file.
-func withClientCA(file string) func(*tls.Config) error {
+// loadCAPool reads the PEM certificates of file (--client-ca-file).
+func loadCAPool(file string) (*x509.CertPool, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading the client CA %s: %w", file, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("client CA %s holds no PEM certificate", file)
+	}
+	return pool, nil
+}
+
+// withClientCA makes the node API ask for client certificates of pool's
+// CAs without requiring one: a client without a certificate, or with one
+// of another CA, gets the kubelet's 401 from provider.Auth (which verifies
+// the certificate) instead of a failed TLS handshake, and bearer tokens
+// work.
+func withClientCA(pool *x509.CertPool) func(*tls.Config) error {
 	return func(c *tls.Config) error {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return fmt.Errorf("reading the client CA %s: %w", file, err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(data) {
-			return fmt.Errorf("client CA %s holds no PEM certificate", file)
-		}
 		c.ClientCAs = pool
-		c.ClientAuth = tls.RequireAndVerifyClientCert
+		c.ClientAuth = tls.RequestClientCert
 		return nil
 	}
 }

@@ -50,6 +50,8 @@ type vkNodeConfig struct {
 	ListenAddr   string
 	TLS          []func(*tls.Config) error
 	Workers      int
+	// Auth wraps the node API with authentication and authorization.
+	Auth func(http.Handler) http.Handler
 	// StatusReport is how often the node status is written when nothing
 	// changed (--node-status-report-frequency).
 	StatusReport time.Duration
@@ -107,8 +109,12 @@ func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the pod controller: %w", err)
 	}
+	var handler http.Handler = cfg.Mux
+	if cfg.Auth != nil {
+		handler = cfg.Auth(handler)
+	}
 	return &vkNode{nc: nc, pc: pc, podInformer: podInformer, pods: pods, listenAddr: cfg.ListenAddr,
-		handler: cfg.Mux, tlsConfig: tlsCfg, workers: cfg.Workers, ready: make(chan struct{})}, nil
+		handler: handler, tlsConfig: tlsCfg, workers: cfg.Workers, ready: make(chan struct{})}, nil
 }
 
 // Run serves the node API, runs the controllers and returns when one of
