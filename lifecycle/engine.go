@@ -76,6 +76,9 @@ type Config struct {
 	NodeAllocatable v1.ResourceList
 	// ClusterDomain names pods with a subdomain in their /etc/hosts.
 	ClusterDomain string
+	// Node returns the node as the API has it (labels, taints,
+	// allocatable) for admission (admit.go); nil: every pod is admitted.
+	Node func() *v1.Node
 	// ProbeRuntime runs liveness, readiness and startup probes (probes.go);
 	// nil: nothing is probed. ProbeMetrics counts probe runs (may be nil).
 	ProbeRuntime ProbeRuntime
@@ -103,6 +106,12 @@ type Engine struct {
 	// pods is the desired set: every pod handed to the engine, until its
 	// API object was deleted after termination. Guarded by mu.
 	pods map[types.UID]*v1.Pod
+	// rejected holds the pods admission refused (admit.go): never given
+	// to the workers. Guarded by mu.
+	rejected map[types.UID]*v1.Pod
+	// admitMu serialises admission decisions with the insertion of the
+	// admitted pod into pods.
+	admitMu sync.Mutex
 	// waiting: per pod, why containers the last sync wanted started are
 	// not running. podIPs: the pod IPs once known. Guarded by mu.
 	waiting map[types.UID]map[string]cri.Waiting
@@ -155,11 +164,12 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 			Restart: flowcontrol.NewBackOff(backOffInitial, backOffMax),
 			Pull:    flowcontrol.NewBackOff(backOffInitial, backOffMax),
 		},
-		cache:   cfg.Cache,
-		queue:   NewWorkQueue(cfg.Clock),
-		pods:    map[types.UID]*v1.Pod{},
-		waiting: map[types.UID]map[string]cri.Waiting{},
-		podIPs:  map[types.UID][]string{},
+		cache:    cfg.Cache,
+		queue:    NewWorkQueue(cfg.Clock),
+		pods:     map[types.UID]*v1.Pod{},
+		rejected: map[types.UID]*v1.Pod{},
+		waiting:  map[types.UID]map[string]cri.Waiting{},
+		podIPs:   map[types.UID][]string{},
 	}
 	var err error
 	if e.status, err = NewStatusManager(StatusManagerConfig{Clock: cfg.Clock, Notify: e.publish}); err != nil {
@@ -264,10 +274,19 @@ func (e *Engine) desiredPod(uid types.UID) *v1.Pod {
 // UpdatePod hands a new or changed pod to its worker. It never blocks on
 // the runtime.
 func (e *Engine) UpdatePod(_ context.Context, pod *v1.Pod) {
+	e.admitMu.Lock()
 	e.mu.Lock()
 	_, known := e.pods[pod.UID]
+	_, rejected := e.rejected[pod.UID]
+	e.mu.Unlock()
+	if rejected || (!known && !e.admitNew(pod)) {
+		e.admitMu.Unlock()
+		return
+	}
+	e.mu.Lock()
 	e.pods[pod.UID] = pod.DeepCopy()
 	e.mu.Unlock()
+	e.admitMu.Unlock()
 	t := SyncPodUpdate
 	if !known {
 		t = SyncPodCreate
@@ -279,6 +298,10 @@ func (e *Engine) UpdatePod(_ context.Context, pod *v1.Pod) {
 // deletion grace period, then clean up and call OnTerminated. It returns
 // false when the engine does not know the pod.
 func (e *Engine) Kill(pod *v1.Pod) bool {
+	if e.rejectedPod(pod.UID) != nil {
+		go e.deleteRejected(context.Background(), pod)
+		return true
+	}
 	pod = e.markDeleted(pod)
 	e.mu.Lock()
 	_, known := e.pods[pod.UID]
@@ -368,9 +391,11 @@ func (e *Engine) Pods() []*v1.Pod {
 func (e *Engine) PodByName(namespace, name string) *v1.Pod {
 	e.mu.Lock()
 	var best *v1.Pod
-	for _, p := range e.pods {
-		if p.Namespace == namespace && p.Name == name && (best == nil || best.CreationTimestamp.Before(&p.CreationTimestamp)) {
-			best = p
+	for _, set := range []map[types.UID]*v1.Pod{e.pods, e.rejected} {
+		for _, p := range set {
+			if p.Namespace == namespace && p.Name == name && (best == nil || best.CreationTimestamp.Before(&p.CreationTimestamp)) {
+				best = p
+			}
 		}
 	}
 	e.mu.Unlock()

@@ -222,12 +222,12 @@ const syncInterval = 10 * time.Second
 
 // newEngineFixture starts an engine over a fake runtime; relist stands in
 // for the PLEG.
-func newEngineFixture(t *testing.T) *engineFixture {
+func newEngineFixture(t *testing.T, opts ...func(*Config)) *engineFixture {
 	t.Helper()
 	clk := testingclock.NewFakeClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
 	f := &engineFixture{rt: newFakeRuntime(clk), clock: clk, cache: NewCache()}
 	ctx, cancel := context.WithCancel(context.Background())
-	e, err := NewEngine(ctx, Config{
+	cfg := Config{
 		Runtime: f.rt, RuntimeName: "containerd", NodeIP: "192.0.2.10", Clock: clk, SyncInterval: syncInterval, Cache: f.cache,
 		OnTerminated: func(_ context.Context, pod *v1.Pod) error {
 			f.rt.record(event{op: "OnTerminated", uid: pod.UID, phase: pod.Status.Phase})
@@ -236,7 +236,11 @@ func newEngineFixture(t *testing.T) *engineFixture {
 			f.mu.Unlock()
 			return nil
 		},
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	e, err := NewEngine(ctx, cfg)
 	if err != nil {
 		cancel()
 		t.Fatalf("NewEngine: %v", err)

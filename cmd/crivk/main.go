@@ -317,7 +317,12 @@ func run(ctx context.Context, o *options) error {
 	var nodeProvider *provider.NodeProvider
 	// Set when virtual-kubelet builds the provider, before any pod arrives.
 	var podLister corev1listers.PodLister
+	// Admission sees the node as the API has it (taints and labels set by
+	// others included), refreshed every 2 s.
+	nodes := newNodeView(nodeObj, ownNode(clients, o.nodeName), 2*time.Second)
+	go nodes.run(ctx)
 	engine, err := lifecycle.NewEngine(ctx, lifecycle.Config{
+		Node:         nodes.Node,
 		NetworkError: func() error { return nodeProvider.NetworkError() },
 		APIPod: func(namespace, name string) *v1.Pod {
 			if podLister == nil {

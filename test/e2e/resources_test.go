@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestContainerLimitsReachTheRuntime reads the container's own cgroup
@@ -55,5 +56,42 @@ func TestMemoryLimitOOMKills(t *testing.T) {
 	t.Logf("16Mi container terminated after %s: reason %s, exit code %d, phase %s", time.Since(start).Round(time.Millisecond), term.Reason, term.ExitCode, p.Status.Phase)
 	if term.Reason != "OOMKilled" || term.ExitCode != 137 {
 		t.Errorf("terminated %+v, want OOMKilled with exit code 137", term)
+	}
+}
+
+// TestAdmissionRejects binds pods straight to the node (spec.nodeName,
+// as a scheduler would not place them): one asking for 10Ti of memory and
+// one whose nodeSelector the node does not match. Each goes Failed with
+// the kubelet's reason and message and a Warning event, and no sandbox of
+// it is ever created.
+func TestAdmissionRejects(t *testing.T) {
+	ns := newNamespace(t)
+	huge := busyboxPod("huge", v1.RestartPolicyNever, "sleep 3600")
+	huge.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceMemory: resource.MustParse("10Ti")}
+	elsewhere := busyboxPod("elsewhere", v1.RestartPolicyNever, "sleep 3600")
+	elsewhere.Spec.NodeSelector = map[string]string{"disktype": "does-not-exist"}
+	for _, tc := range []struct {
+		pod     *v1.Pod
+		reason  string
+		message string
+	}{
+		{huge, "OutOfmemory", "Pod was rejected: Node didn't have enough resource: memory, requested: 10995116277760"},
+		{elsewhere, "NodeAffinity", "Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"},
+	} {
+		tc.pod.Spec.NodeName = nodeName
+		created := createPod(t, ns, tc.pod)
+		p := waitPod(t, ns, tc.pod.Name, 30*time.Second, "Failed", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+		t.Logf("%s: phase %s, reason %s, message %q", tc.pod.Name, p.Status.Phase, p.Status.Reason, p.Status.Message)
+		if p.Status.Reason != tc.reason || !strings.HasPrefix(p.Status.Message, tc.message) {
+			t.Errorf("%s: reason %q message %q, want %s / %q", tc.pod.Name, p.Status.Reason, p.Status.Message, tc.reason, tc.message)
+		}
+		if sbs, cs := runtimeObjects(t, created.UID); sbs != 0 || cs != 0 {
+			t.Errorf("%s: %d sandboxes and %d containers in the runtime for a rejected pod", tc.pod.Name, sbs, cs)
+		}
+		waitEvent(t, ns, tc.pod.Name, v1.EventTypeWarning, tc.reason, strings.TrimPrefix(tc.message, "Pod was rejected: "))
+		if err := client.CoreV1().Pods(ns).Delete(testContext(t, 10*time.Second), tc.pod.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, ns, tc.pod.Name, 30*time.Second)
 	}
 }

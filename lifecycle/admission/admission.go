@@ -1,0 +1,166 @@
+package admission
+
+import (
+	"fmt"
+	"runtime"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+)
+
+// Result is an admission decision. Reason and Message say why a pod was
+// rejected, in the kubelet's words.
+type Result struct {
+	Admit   bool
+	Reason  string
+	Message string
+}
+
+// The kubelet's rejection reasons (pkg/kubelet/lifecycle) and the
+// scheduler plugins' names and messages it reports.
+const (
+	ReasonOSLabel   = "PodOSSelectorNodeLabelDoesNotMatch"
+	ReasonOSField   = "PodOSNotSupported"
+	ReasonAffinity  = "NodeAffinity"
+	ReasonNodeName  = "NodeName"
+	ReasonNodePorts = "NodePorts"
+	ReasonTaint     = "TaintToleration"
+	// outOfPrefix + resource name: OutOfcpu, OutOfmemory, OutOfpods, ...
+	outOfPrefix = "OutOf"
+
+	msgOSLabel   = "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"
+	msgOSField   = "Failed to admit pod as the OS field doesn't match node OS"
+	errAffinity  = "node(s) didn't match Pod's node affinity/selector"
+	errNodeName  = "node(s) didn't match the requested node name"
+	errNodePorts = "node(s) didn't have free ports for the requested pod ports"
+	errTaint     = "node(s) had taints that the pod didn't tolerate"
+)
+
+var admitted = Result{Admit: true}
+
+// Admit decides whether node may run pod while active (the other pods that
+// still hold resources on the node, terminating ones included) run.
+func Admit(pod *v1.Pod, node *v1.Node, active []*v1.Pod) Result {
+	if os, ok := pod.Labels[v1.LabelOSStable]; ok && os != runtime.GOOS {
+		return Result{Reason: ReasonOSLabel, Message: msgOSLabel}
+	}
+	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != runtime.GOOS {
+		return Result{Reason: ReasonOSField, Message: msgOSField}
+	}
+	if r := fits(pod, node, active); !r.Admit {
+		return r
+	}
+	if ok, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); err != nil || !ok {
+		return predicateFailure(ReasonAffinity, errAffinity)
+	}
+	if pod.Spec.NodeName != "" && pod.Spec.NodeName != node.Name {
+		return predicateFailure(ReasonNodeName, errNodeName)
+	}
+	if portsInUse(pod, active) {
+		return predicateFailure(ReasonNodePorts, errNodePorts)
+	}
+	noExecute := func(t *v1.Taint) bool { return t.Effect == v1.TaintEffectNoExecute }
+	if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations, noExecute, false); untolerated {
+		return predicateFailure(ReasonTaint, errTaint)
+	}
+	return admitted
+}
+
+func predicateFailure(name, desc string) Result {
+	return Result{Reason: name, Message: fmt.Sprintf("Predicate %s failed: %s", name, desc)}
+}
+
+// fits checks the pod's requests against the node's allocatable minus what
+// the active pods request, resource by resource in the scheduler's order
+// (pods, cpu, memory, ephemeral-storage, then the others by name).
+func fits(pod *v1.Pod, node *v1.Node, active []*v1.Pod) Result {
+	alloc := node.Status.Allocatable
+	if maxPods, ok := alloc[v1.ResourcePods]; ok && int64(len(active))+1 > maxPods.Value() {
+		return insufficient(v1.ResourcePods, 1, int64(len(active)), maxPods.Value())
+	}
+	want := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	used := v1.ResourceList{}
+	for _, p := range active {
+		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+			sum := q.DeepCopy()
+			if prev, ok := used[name]; ok {
+				sum.Add(prev)
+			}
+			used[name] = sum
+		}
+	}
+	order := []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage}
+	for name := range want {
+		if name != v1.ResourceCPU && name != v1.ResourceMemory && name != v1.ResourceEphemeralStorage && name != v1.ResourcePods {
+			order = append(order, name)
+		}
+	}
+	for _, name := range order {
+		req, ok := want[name]
+		if !ok || req.IsZero() {
+			continue
+		}
+		capacity, u := alloc[name], used[name]
+		if value(name, req) > value(name, capacity)-value(name, u) {
+			return insufficient(name, value(name, req), value(name, u), value(name, capacity))
+		}
+	}
+	return admitted
+}
+
+// value is a quantity in the unit the kubelet reports it in: millicores
+// for cpu, the plain value otherwise.
+func value(name v1.ResourceName, q resource.Quantity) int64 {
+	if name == v1.ResourceCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+func insufficient(name v1.ResourceName, requested, used, capacity int64) Result {
+	return Result{Reason: outOfPrefix + string(name), Message: fmt.Sprintf(
+		"Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", name, requested, used, capacity)}
+}
+
+// portsInUse reports whether a host port of pod (protocol, host IP, port)
+// is taken by an active pod; host IP 0.0.0.0 or empty conflicts with all.
+func portsInUse(pod *v1.Pod, active []*v1.Pod) bool {
+	want := hostPorts(pod)
+	if len(want) == 0 {
+		return false
+	}
+	for _, p := range active {
+		for _, have := range hostPorts(p) {
+			for _, w := range want {
+				if w.HostPort == have.HostPort && w.Protocol == have.Protocol &&
+					(w.HostIP == have.HostIP || anyIP(w.HostIP) || anyIP(have.HostIP)) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func anyIP(ip string) bool { return ip == "" || ip == "0.0.0.0" || ip == "::" }
+
+func hostPorts(pod *v1.Pod) []v1.ContainerPort {
+	var out []v1.ContainerPort
+	all := append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
+	for _, c := range all {
+		for _, p := range c.Ports {
+			if p.HostPort <= 0 {
+				continue
+			}
+			if p.Protocol == "" {
+				p.Protocol = v1.ProtocolTCP
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}

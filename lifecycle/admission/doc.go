@@ -1,0 +1,27 @@
+// Package admission decides, before anything of a pod is started, whether
+// the node may run it: the kubelet's admission (pkg/kubelet/lifecycle
+// predicate.go and the scheduler's AdmissionCheck it calls), with its
+// reasons and messages.
+//
+// Who calls what: the engine calls Admit once for each pod it is handed
+// for the first time, with the node as the API has it (labels, taints,
+// allocatable) and the pods that still hold resources on the node (running
+// or terminating, not yet finished). A rejected pod is never given to the
+// pod workers: the engine records a Warning event with the reason and
+// message and publishes the pod Failed with that reason and the message
+// "Pod was rejected: <message>", as the kubelet's rejectPod.
+//
+// The checks, in the kubelet's order; the first failure is the answer:
+//
+//  1. the pod's kubernetes.io/os label and the node's OS   PodOSSelectorNodeLabelDoesNotMatch
+//  2. spec.os.name and the node's OS                        PodOSNotSupported
+//  3. resources against allocatable minus the requests of
+//     the pods holding resources: pods, cpu, memory,
+//     ephemeral-storage, extended resources                 OutOfpods, OutOfcpu, OutOfmemory, ...
+//  4. nodeSelector and required node affinity               NodeAffinity
+//  5. spec.nodeName                                         NodeName
+//  6. host ports in use                                     NodePorts
+//  7. NoExecute taints not tolerated                        TaintToleration
+//
+// It is pure: no I/O, no clock, no state.
+package admission

@@ -1,0 +1,98 @@
+package lifecycle
+
+import (
+	"context"
+
+	"github.com/crivk/crivk/lifecycle/admission"
+	"github.com/crivk/crivk/podutil"
+	"github.com/virtual-kubelet/virtual-kubelet/log"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// admitNew decides whether a pod the engine sees for the first time may
+// run (package admission), as the kubelet's HandlePodAdditions: pods that
+// are terminal or being deleted are not checked; the others are checked
+// against the pods still holding resources (terminating ones included,
+// finished ones not). Decisions are serialised (admitMu), so two pods
+// created at once cannot both take the last of a resource. It returns
+// false for a rejected pod, which is then published Failed and never given
+// to the pod workers.
+func (e *Engine) admitNew(pod *v1.Pod) bool {
+	if e.cfg.Node == nil || pod.DeletionTimestamp != nil ||
+		pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		return true
+	}
+	node := e.cfg.Node()
+	if node == nil {
+		return true
+	}
+	r := admission.Admit(pod, node, e.activePods(pod.UID))
+	if r.Admit {
+		return true
+	}
+	e.reject(pod, r)
+	return false
+}
+
+// activePods are the pods that hold resources on the node: every pod the
+// engine was given whose worker has not finished it, but uid.
+func (e *Engine) activePods(uid types.UID) []*v1.Pod {
+	e.mu.Lock()
+	pods := make([]*v1.Pod, 0, len(e.pods))
+	for id, p := range e.pods {
+		if id != uid {
+			pods = append(pods, p)
+		}
+	}
+	e.mu.Unlock()
+	active := pods[:0]
+	for _, p := range pods {
+		if !e.workers.IsPodKnownTerminated(p.UID) {
+			active = append(active, p)
+		}
+	}
+	return active
+}
+
+// reject records the kubelet's Warning event and publishes the pod Failed
+// with the reason and "Pod was rejected: <message>" (the kubelet's
+// rejectPod). The pod is remembered as rejected: later updates do not
+// start it, and its deletion removes the API object at once (nothing of it
+// ever reached the runtime).
+func (e *Engine) reject(pod *v1.Pod, r admission.Result) {
+	log.L.WithField("pod", pod.Namespace+"/"+pod.Name).WithField("uid", pod.UID).
+		WithField("reason", r.Reason).WithField("message", r.Message).Warn("pod rejected by admission")
+	if e.cfg.Recorder != nil {
+		e.cfg.Recorder.Event(pod, v1.EventTypeWarning, r.Reason, r.Message)
+	}
+	e.mu.Lock()
+	e.rejected[pod.UID] = pod.DeepCopy()
+	e.mu.Unlock()
+	e.status.SetPodStatus(pod, v1.PodStatus{
+		QOSClass: podutil.QOSClass(pod),
+		Phase:    v1.PodFailed,
+		Reason:   r.Reason,
+		Message:  "Pod was rejected: " + r.Message,
+	})
+}
+
+// rejectedPod returns the rejected pod uid, or nil.
+func (e *Engine) rejectedPod(uid types.UID) *v1.Pod {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.rejected[uid]
+}
+
+// deleteRejected removes a rejected pod's API object (through
+// OnTerminated) once it is deleted: it never ran, so nothing needs to stop.
+func (e *Engine) deleteRejected(ctx context.Context, pod *v1.Pod) {
+	pod = e.markDeleted(pod)
+	if err := e.cfg.OnTerminated(ctx, pod); err != nil {
+		log.G(ctx).WithError(err).WithField("pod", pod.Namespace+"/"+pod.Name).Warn("deleting a rejected pod")
+		return
+	}
+	e.mu.Lock()
+	delete(e.rejected, pod.UID)
+	e.mu.Unlock()
+}
