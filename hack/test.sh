@@ -16,7 +16,7 @@ cd "${ROOT}"
 
 unit() {
   echo "test: unit tests"
-  go test -race -count=1 ./cri/... ./lifecycle/... ./provider/... ./cmd/... ./test/bench/...
+  go test -race -count=1 ./cri/... ./podutil/... ./lifecycle/... ./provider/... ./cmd/... ./test/bench/...
 }
 
 e2e() {
