@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -33,14 +34,6 @@ type PodActions struct {
 	// InitFailed is set when an init container failed and the restart
 	// policy forbids running it again: the pod has failed.
 	InitFailed bool
-}
-
-// IsSidecar reports whether c is a restartable init container (an init
-// container with restartPolicy Always): it starts in the init sequence,
-// keeps running beside the regular containers, is restarted whenever it
-// exits and stops after them.
-func IsSidecar(c *v1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 }
 
 // Empty reports whether the plan has nothing to do.
@@ -149,7 +142,7 @@ func ComputePodActions(pod *v1.Pod, status *PodStatus) PodActions {
 	for i := range pod.Spec.InitContainers {
 		spec := &pod.Spec.InitContainers[i]
 		c := status.Latest(spec.Name, ContainerTypeInit)
-		if IsSidecar(spec) {
+		if podutil.IsSidecar(spec) {
 			if initialized {
 				switch {
 				case c == nil || c.State == StateExited:
@@ -235,7 +228,7 @@ func ComputePodActions(pod *v1.Pod, status *PodStatus) PodActions {
 			a.SidecarsToStart = nil
 			for i := range pod.Spec.InitContainers {
 				spec := &pod.Spec.InitContainers[i]
-				if c := status.Latest(spec.Name, ContainerTypeInit); IsSidecar(spec) && c != nil && c.State == StateRunning {
+				if c := status.Latest(spec.Name, ContainerTypeInit); podutil.IsSidecar(spec) && c != nil && c.State == StateRunning {
 					a.ContainersToKill[c.ID] = fmt.Sprintf("sidecar %q stops: the pod's containers have finished", c.Name)
 				}
 			}

@@ -1,10 +1,9 @@
 package cri
 
 import (
+	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/crivk/crivk/podutil"
 )
 
 // The kubelet's cgroup constants (pkg/kubelet/cm, pkg/kubelet/qos).
@@ -44,7 +43,7 @@ func containerResources(pod *v1.Pod, c *v1.Container, typ ContainerType, memoryC
 		CpuShares:          shares,
 		CpuPeriod:          quotaPeriod,
 		CpuQuota:           milliCPUToQuota(cpuLimit.MilliValue(), quotaPeriod),
-		OomScoreAdj:        oomScoreAdj(pod, c, typ == ContainerTypeInit && IsSidecar(c), memoryCapacity),
+		OomScoreAdj:        oomScoreAdj(pod, c, typ == ContainerTypeInit && podutil.IsSidecar(c), memoryCapacity),
 		MemoryLimitInBytes: c.Resources.Limits.Memory().Value(),
 	}
 }

@@ -1,10 +1,9 @@
 package cri
 
 import (
-	"fmt"
 	"path/filepath"
-	"strings"
 
+	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -19,7 +18,7 @@ func (r *Runtime) PodLogDir(ref PodRef) string {
 // The DNS warning, if any, is for the caller to report as an event.
 func (r *Runtime) SandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, DNSWarning, error) {
 	dns, warn := r.dnsConfigFor(pod)
-	hostname, err := podHostname(pod)
+	hostname, _, err := podutil.HostnameAndDomain(pod, "")
 	if err != nil {
 		return nil, warn, err
 	}
@@ -43,22 +42,6 @@ func (r *Runtime) SandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 		cfg.Hostname = ""
 	}
 	return cfg, warn, nil
-}
-
-// podHostname applies the kubelet's rules: spec.hostname or the pod name,
-// truncated to 63 characters without a trailing '-' or '.'.
-func podHostname(pod *v1.Pod) (string, error) {
-	h := pod.Name
-	if pod.Spec.Hostname != "" {
-		h = pod.Spec.Hostname
-	}
-	if len(h) > 63 {
-		h = strings.TrimRight(h[:63], "-.")
-		if h == "" {
-			return "", fmt.Errorf("hostname for pod %s/%s is empty after truncation", pod.Namespace, pod.Name)
-		}
-	}
-	return h, nil
 }
 
 func portMappings(pod *v1.Pod) []*runtimeapi.PortMapping {

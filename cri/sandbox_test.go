@@ -1,44 +1,11 @@
 package cri
 
 import (
-	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 )
-
-func TestPodHostname(t *testing.T) {
-	long := strings.Repeat("a", 70)
-	tests := map[string]struct {
-		name, hostname string
-		want           string
-		wantErr        bool
-	}{
-		"pod name":                         {name: "web-0", want: "web-0"},
-		"spec.hostname wins":               {name: "web-0", hostname: "db", want: "db"},
-		"63 characters kept":               {name: long[:63], want: long[:63]},
-		"64 characters cut to 63":          {name: long[:64], want: long[:63]},
-		"long spec.hostname cut to 63":     {name: "web", hostname: long, want: long[:63]},
-		"no trailing dash after the cut":   {name: strings.Repeat("a", 61) + "--bbb", want: strings.Repeat("a", 61)},
-		"no trailing dot after the cut":    {name: strings.Repeat("a", 60) + ".-.bbb", want: strings.Repeat("a", 60)},
-		"nothing left after the cut fails": {name: strings.Repeat("-", 64), wantErr: true},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			pod := &v1.Pod{}
-			pod.Name, pod.Namespace = tc.name, "default"
-			pod.Spec.Hostname = tc.hostname
-			got, err := podHostname(pod)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("podHostname() error = %v, want error %v", err, tc.wantErr)
-			}
-			if got != tc.want {
-				t.Errorf("podHostname() = %q (%d chars), want %q (%d chars)", got, len(got), tc.want, len(tc.want))
-			}
-		})
-	}
-}
 
 func TestGracePeriod(t *testing.T) {
 	tests := map[string]struct {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crivk/crivk/podutil"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
@@ -421,7 +422,7 @@ func sidecarIndex(pod *v1.Pod, c ContainerStatus) int {
 		return -1
 	}
 	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == c.Name && IsSidecar(&pod.Spec.InitContainers[i]) {
+		if pod.Spec.InitContainers[i].Name == c.Name && podutil.IsSidecar(&pod.Spec.InitContainers[i]) {
 			return i
 		}
 	}

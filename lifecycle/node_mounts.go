@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -117,7 +118,10 @@ func (e *Engine) hostsFileContent(pod *v1.Pod, podIPs []string) ([]byte, error) 
 		writeHostAliases(&b, pod.Spec.HostAliases)
 		return b.Bytes(), nil
 	}
-	hostname, domain := podHostnameAndDomain(pod, e.cfg.ClusterDomain)
+	hostname, domain, err := podutil.HostnameAndDomain(pod, e.cfg.ClusterDomain)
+	if err != nil {
+		return nil, err
+	}
 	b.WriteString(managedHostsHeader)
 	b.WriteString("127.0.0.1\tlocalhost\n")
 	b.WriteString("::1\tlocalhost ip6-localhost ip6-loopback\n")
@@ -144,25 +148,6 @@ func writeHostAliases(b *bytes.Buffer, aliases []v1.HostAlias) {
 	for _, a := range aliases {
 		fmt.Fprintf(b, "%s\t%s\n", a.IP, strings.Join(a.Hostnames, "\t"))
 	}
-}
-
-// podHostnameAndDomain is the kubelet's GeneratePodHostNameAndDomain:
-// spec.hostname or the pod's name (at most 63 characters, no trailing '-'
-// or '.'), and <subdomain>.<namespace>.svc.<cluster domain> when the pod
-// has a subdomain.
-func podHostnameAndDomain(pod *v1.Pod, clusterDomain string) (string, string) {
-	h := pod.Name
-	if pod.Spec.Hostname != "" {
-		h = pod.Spec.Hostname
-	}
-	if len(h) > 63 {
-		h = strings.TrimRight(h[:63], "-.")
-	}
-	domain := ""
-	if pod.Spec.Subdomain != "" && clusterDomain != "" {
-		domain = fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, clusterDomain)
-	}
-	return h, domain
 }
 
 // removePodFiles removes what nodeMounts wrote for a pod that is gone.

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -14,7 +15,7 @@ import (
 // initContainerDone reports whether init container c (status cs) no longer
 // holds back the pod's initialization.
 func initContainerDone(pod *v1.Pod, c *v1.Container, cs v1.ContainerStatus, rt *cri.PodStatus) bool {
-	if cri.IsSidecar(c) {
+	if podutil.IsSidecar(c) {
 		return cs.State.Running != nil || anyRegularCreated(pod, rt)
 	}
 	return cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
@@ -32,7 +33,7 @@ func anyRegularCreated(pod *v1.Pod, rt *cri.PodStatus) bool {
 // sidecarPhaseCount counts init status s (index i) for the phase if it is
 // a sidecar's, and reports whether it was one.
 func sidecarPhaseCount(pod *v1.Pod, i int, s v1.ContainerStatus, regular []v1.ContainerStatus, pendingInit, running *int) bool {
-	if i >= len(pod.Spec.InitContainers) || !cri.IsSidecar(&pod.Spec.InitContainers[i]) {
+	if i >= len(pod.Spec.InitContainers) || !podutil.IsSidecar(&pod.Spec.InitContainers[i]) {
 		return false
 	}
 	switch {

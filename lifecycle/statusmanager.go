@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/crivk/crivk/podutil"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -320,7 +321,7 @@ func podInitialized(pod *v1.Pod, status *v1.PodStatus) bool {
 		return false
 	}
 	last := status.InitContainerStatuses[n-1]
-	if c := findContainer(pod.Spec.InitContainers, last.Name); c != nil && isSidecar(c) {
+	if c := findContainer(pod.Spec.InitContainers, last.Name); c != nil && podutil.IsSidecar(c) {
 		return last.State.Running != nil && last.Started != nil && *last.Started
 	}
 	for _, t := range []*v1.ContainerStateTerminated{last.State.Terminated, last.LastTerminationState.Terminated} {
@@ -503,14 +504,8 @@ func checkContainerStateTransition(old, cur *v1.PodStatus, spec *v1.PodSpec) err
 	}
 	return check("init container", old.InitContainerStatuses, cur.InitContainerStatuses, func(name string) bool {
 		c := findContainer(spec.InitContainers, name)
-		return c != nil && isSidecar(c)
+		return c != nil && podutil.IsSidecar(c)
 	})
-}
-
-// isSidecar tells whether an init container is restartable (restartPolicy
-// Always): it keeps running beside the regular containers.
-func isSidecar(c *v1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 }
 
 func findContainer(cs []v1.Container, name string) *v1.Container {
