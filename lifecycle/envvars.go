@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"sort"
 	"strconv"
@@ -12,9 +11,9 @@ import (
 
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/lifecycle/volume"
+	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -214,7 +213,7 @@ func (r *envResolver) valueFrom(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		v, err := r.fieldRef(src.FieldRef, pod, podIPs)
 		return v, false, err
 	case src.ResourceFieldRef != nil:
-		v, err := resourceFieldRef(src.ResourceFieldRef, pod, c, r.allocatable)
+		v, err := podutil.ContainerResourceValue(src.ResourceFieldRef, pod, c, r.allocatable)
 		return v, false, err
 	case src.ConfigMapKeyRef != nil:
 		ref := src.ConfigMapKeyRef
@@ -279,63 +278,6 @@ func (r *envResolver) fieldRef(fs *v1.ObjectFieldSelector, pod *v1.Pod, podIPs [
 		return strings.Join(podIPs, ","), nil
 	}
 	return volume.PodFieldValue(pod, fs.FieldPath)
-}
-
-// resourceFieldRef is the kubelet's containerResourceRuntimeValue with its
-// defaulting: limits that are not set are the node's allocatable.
-func resourceFieldRef(fs *v1.ResourceFieldSelector, pod *v1.Pod, c *v1.Container, allocatable v1.ResourceList) (string, error) {
-	target := c
-	if fs.ContainerName != "" {
-		target = nil
-		for _, list := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
-			for i := range list {
-				if list[i].Name == fs.ContainerName {
-					target = &list[i]
-				}
-			}
-		}
-		if target == nil {
-			return "", fmt.Errorf("container %s not found", fs.ContainerName)
-		}
-	}
-	divisor := fs.Divisor
-	if divisor.IsZero() {
-		divisor = resource.MustParse("1")
-	}
-	limit := func(name v1.ResourceName) resource.Quantity {
-		if q, ok := target.Resources.Limits[name]; ok {
-			return q
-		}
-		return allocatable[name]
-	}
-	request := func(name v1.ResourceName) resource.Quantity { return target.Resources.Requests[name] }
-	cpu := func(q resource.Quantity) string {
-		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10)
-	}
-	bytes := func(q resource.Quantity) string {
-		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10)
-	}
-	switch fs.Resource {
-	case "limits.cpu":
-		return cpu(limit(v1.ResourceCPU)), nil
-	case "limits.memory":
-		return bytes(limit(v1.ResourceMemory)), nil
-	case "limits.ephemeral-storage":
-		return bytes(limit(v1.ResourceEphemeralStorage)), nil
-	case "requests.cpu":
-		return cpu(request(v1.ResourceCPU)), nil
-	case "requests.memory":
-		return bytes(request(v1.ResourceMemory)), nil
-	case "requests.ephemeral-storage":
-		return bytes(request(v1.ResourceEphemeralStorage)), nil
-	}
-	if name, ok := strings.CutPrefix(fs.Resource, "limits."); ok && strings.HasPrefix(name, v1.ResourceHugePagesPrefix) {
-		return bytes(limit(v1.ResourceName(name))), nil
-	}
-	if name, ok := strings.CutPrefix(fs.Resource, "requests."); ok && strings.HasPrefix(name, v1.ResourceHugePagesPrefix) {
-		return bytes(request(v1.ResourceName(name))), nil
-	}
-	return "", fmt.Errorf("unsupported container resource : %v", fs.Resource)
 }
 
 // serviceEnv returns the service-link variables of pod: the master

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -755,7 +754,7 @@ func (p *PodWorkers) completeWork(uid types.UID, transition bool, err error) {
 		q.Enqueue(uid, 0)
 	case err == nil:
 		q.Enqueue(uid, wait.Jitter(cfg.ResyncInterval, resyncJitterFactor))
-	case errors.Is(err, ErrNetworkNotReady) || strings.Contains(err.Error(), "network is not ready"):
+	case errors.Is(err, ErrNetworkNotReady):
 		q.Enqueue(uid, wait.Jitter(backOffOnTransientError, backOffJitterFactor))
 	case errors.As(err, &be):
 		d := be.Until.Sub(cfg.Clock.Now())

@@ -2,13 +2,11 @@ package volume
 
 import (
 	"fmt"
-	"math"
 	"sort"
-	"strconv"
 	"strings"
 
+	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // downwardAPIPayload is the files of a downwardAPI volume.
@@ -34,7 +32,7 @@ func (m *Manager) downwardAPIFiles(pod *v1.Pod, items []v1.DownwardAPIVolumeFile
 		case it.FieldRef != nil:
 			v, err = PodFieldValue(pod, it.FieldRef.FieldPath)
 		case it.ResourceFieldRef != nil:
-			v, err = m.resourceValue(pod, it.ResourceFieldRef)
+			v, err = podutil.ContainerResourceValue(it.ResourceFieldRef, pod, nil, m.cfg.NodeAllocatable())
 		default:
 			err = fmt.Errorf("downward API item %q has neither fieldRef nor resourceFieldRef", it.Path)
 		}
@@ -113,53 +111,4 @@ func formatMap(m map[string]string) string {
 		fmt.Fprintf(&b, "%s=%q\n", k, m[k])
 	}
 	return strings.TrimSuffix(b.String(), "\n")
-}
-
-// resourceValue is the value of a resourceFieldRef: the container's limit
-// (the node's allocatable when the container sets none) or request, divided
-// by divisor and rounded up.
-func (m *Manager) resourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector) (string, error) {
-	var c *v1.Container
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == ref.ContainerName {
-			c = &pod.Spec.Containers[i]
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == ref.ContainerName {
-			c = &pod.Spec.InitContainers[i]
-		}
-	}
-	if c == nil {
-		return "", fmt.Errorf("container %q not found in the pod", ref.ContainerName)
-	}
-	divisor := ref.Divisor
-	if divisor.IsZero() {
-		divisor = resource.MustParse("1")
-	}
-	kind, name, ok := strings.Cut(ref.Resource, ".")
-	if !ok || (kind != "limits" && kind != "requests") {
-		return "", fmt.Errorf("unsupported container resource %q", ref.Resource)
-	}
-	rn := v1.ResourceName(name)
-	var q resource.Quantity
-	if kind == "limits" {
-		var has bool
-		q, has = c.Resources.Limits[rn]
-		if !has || q.IsZero() {
-			q = m.cfg.NodeAllocatable()[rn]
-		}
-	} else {
-		q = c.Resources.Requests[rn]
-	}
-	switch rn {
-	case v1.ResourceCPU:
-		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil
-	case v1.ResourceMemory, v1.ResourceEphemeralStorage:
-		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
-	}
-	if strings.HasPrefix(name, "hugepages-") {
-		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
-	}
-	return "", fmt.Errorf("unsupported container resource %q", ref.Resource)
 }
