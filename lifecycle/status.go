@@ -167,24 +167,12 @@ var ownedConditions = map[v1.PodConditionType]bool{
 	v1.PodReady:                  true,
 }
 
-// mergeConditions keeps the transition time of a condition whose status did
-// not change, and keeps conditions crivk does not own.
+// mergeConditions returns the node's freshly generated conditions (owned)
+// with their transition times kept where the status did not change, and
+// the conditions crivk does not own as prev has them, in the kubelet's
+// order.
 func mergeConditions(prev, owned []v1.PodCondition, now metav1.Time) []v1.PodCondition {
-	old := map[v1.PodConditionType]v1.PodCondition{}
-	var out []v1.PodCondition
-	for _, c := range prev {
-		old[c.Type] = c
-		if !ownedConditions[c.Type] {
-			out = append(out, c)
-		}
-	}
-	for _, c := range owned {
-		c.LastTransitionTime = now
-		if o, ok := old[c.Type]; ok && o.Status == c.Status {
-			c.LastTransitionTime = o.LastTransitionTime
-		}
-		out = append(out, c)
-	}
+	out := WithForeignConditions(prev, withTransitionTimes(prev, owned, now))
 	order := map[v1.PodConditionType]int{v1.PodReadyToStartContainers: 0, v1.PodInitialized: 1, v1.PodReady: 2, v1.ContainersReady: 3, v1.PodScheduled: 4}
 	sort.SliceStable(out, func(i, j int) bool {
 		oi, ok1 := order[out[i].Type]
@@ -385,20 +373,66 @@ func podPhase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, deleted 
 	}
 }
 
+// withTransitionTimes returns ours (the first of a duplicated type) with
+// each condition's LastTransitionTime taken from old when its status did
+// not change, and now when it changed and has none.
+func withTransitionTimes(old, ours []v1.PodCondition, now metav1.Time) []v1.PodCondition {
+	prev := map[v1.PodConditionType]v1.PodCondition{}
+	for _, c := range old {
+		prev[c.Type] = c
+	}
+	seen := map[v1.PodConditionType]bool{}
+	out := make([]v1.PodCondition, 0, len(ours))
+	for _, c := range ours {
+		if seen[c.Type] {
+			continue // a duplicate; the first one wins
+		}
+		seen[c.Type] = true
+		if p, ok := prev[c.Type]; ok && p.Status == c.Status && !p.LastTransitionTime.IsZero() {
+			c.LastTransitionTime = p.LastTransitionTime
+		} else if c.LastTransitionTime.IsZero() {
+			c.LastTransitionTime = now
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 // WithForeignConditions returns ours with every condition the node does not
 // own (PodScheduled, DisruptionTarget, readiness gates, ...) taken from the
 // API's current conditions instead: other writers own those, and a status
 // update must not roll them back.
+//
+// This is the kubelet status manager's merge (mergePodStatus): of ours, the
+// node's own conditions are kept, and DisruptionTarget, which the node
+// shares with other writers, while the API has none; our others are dropped.
 func WithForeignConditions(api, ours []v1.PodCondition) []v1.PodCondition {
+	fromAPI := map[v1.PodConditionType]v1.PodCondition{}
+	for _, c := range api {
+		if !ownedConditions[c.Type] {
+			fromAPI[c.Type] = c
+		}
+	}
+	// Ours in their order, each foreign one replaced by the API's; then
+	// the API's other foreign conditions in the API's order.
 	var out []v1.PodCondition
+	used := map[v1.PodConditionType]bool{}
 	for _, c := range ours {
-		if ownedConditions[c.Type] {
+		a, inAPI := fromAPI[c.Type]
+		switch {
+		case ownedConditions[c.Type]:
+			out = append(out, c)
+		case inAPI && !used[c.Type]:
+			out = append(out, *a.DeepCopy())
+			used[c.Type] = true
+		case !inAPI && c.Type == v1.DisruptionTarget:
 			out = append(out, c)
 		}
 	}
 	for _, c := range api {
-		if !ownedConditions[c.Type] {
-			out = append(out, c)
+		if !ownedConditions[c.Type] && !used[c.Type] {
+			out = append(out, *c.DeepCopy())
+			used[c.Type] = true
 		}
 	}
 	return out

@@ -419,46 +419,12 @@ func notReadyWhenTerminal(status *v1.PodStatus) {
 	}
 }
 
-// mergeStatusConditions returns ours with each condition the node does not
-// own replaced by the API's (other writers own those; one the API lacks is
-// kept) and the API's others appended. Every condition not taken from the
-// API keeps old's LastTransitionTime if its status did not change, and gets
-// now if it changed and has none.
+// mergeStatusConditions returns the conditions to publish: the node's own
+// from ours with their transition times (withTransitionTimes), the others
+// from the API (WithForeignConditions, the one rule for other writers'
+// conditions).
 func mergeStatusConditions(api, old, ours []v1.PodCondition, now metav1.Time) []v1.PodCondition {
-	fromAPI := map[v1.PodConditionType]v1.PodCondition{}
-	for _, c := range api {
-		if !ownedConditions[c.Type] {
-			fromAPI[c.Type] = c
-		}
-	}
-	prev := map[v1.PodConditionType]v1.PodCondition{}
-	for _, c := range old {
-		prev[c.Type] = c
-	}
-	out := make([]v1.PodCondition, 0, len(ours)+len(fromAPI))
-	seen := map[v1.PodConditionType]bool{}
-	for _, c := range ours {
-		if seen[c.Type] {
-			continue // a duplicate; the first one wins
-		}
-		seen[c.Type] = true
-		if a, ok := fromAPI[c.Type]; ok {
-			out = append(out, *a.DeepCopy())
-			continue
-		}
-		if p, ok := prev[c.Type]; ok && p.Status == c.Status && !p.LastTransitionTime.IsZero() {
-			c.LastTransitionTime = p.LastTransitionTime
-		} else if c.LastTransitionTime.IsZero() {
-			c.LastTransitionTime = now
-		}
-		out = append(out, c)
-	}
-	for _, c := range api {
-		if !ownedConditions[c.Type] && !seen[c.Type] {
-			seen[c.Type] = true
-			out = append(out, *c.DeepCopy())
-		}
-	}
+	out := WithForeignConditions(api, withTransitionTimes(old, ours, now))
 	if len(out) == 0 {
 		return nil
 	}
