@@ -437,34 +437,45 @@ func (e *Engine) Housekeeping(ctx context.Context) {
 	e.workers.SyncKnownPods(desiredPods)
 
 	if listDesired != nil {
-		if err := e.terminateRuntimeOrphans(ctx, listDesired); err != nil {
-			log.G(ctx).WithError(err).Warn("looking for orphaned runtime pods failed")
-		}
-		if err := e.cleanupPodDirs(ctx, listDesired); err != nil {
-			log.G(ctx).WithError(err).Warn("removing orphaned pod directories failed")
+		if err := e.cleanupOrphans(ctx, listDesired); err != nil {
+			log.G(ctx).WithError(err).Warn("cleaning up orphaned pods failed")
 		}
 	}
 }
 
-// terminateRuntimeOrphans hands every runtime pod that is neither desired
-// nor known to the workers to the runtime-pod path. The runtime is listed
-// before the desired set, so a sandbox created after the listing for a new
-// pod is never taken for an orphan.
-func (e *Engine) terminateRuntimeOrphans(ctx context.Context, listDesired func() ([]*v1.Pod, error)) error {
+// cleanupOrphans terminates the runtime pods and removes the pod
+// directories of pods that are neither in the API for this node nor known
+// to the engine or its workers: one listing of the API's pods serves both.
+// The runtime is listed before the API's pods, so a sandbox created after
+// the listing for a new pod is never taken for an orphan.
+func (e *Engine) cleanupOrphans(ctx context.Context, listDesired func() ([]*v1.Pod, error)) error {
 	refs, err := e.cfg.Runtime.ListPods(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("listing runtime pods: %w", err)
 	}
 	desired, err := listDesired()
 	if err != nil {
-		return err
+		return fmt.Errorf("listing the API's pods of the node: %w", err)
 	}
-	want := map[types.UID]bool{}
+	inAPI := map[types.UID]bool{}
 	for _, p := range desired {
-		want[p.UID] = true
+		inAPI[p.UID] = true
 	}
+	wanted := func(uid types.UID) bool {
+		return inAPI[uid] || e.desiredPod(uid) != nil || e.workers.IsKnown(uid)
+	}
+	rerr := e.terminateRuntimeOrphans(ctx, refs, wanted)
+	if derr := e.cleanupPodDirs(ctx, wanted); derr != nil {
+		return errors.Join(rerr, derr)
+	}
+	return rerr
+}
+
+// terminateRuntimeOrphans hands every runtime pod in refs that is not
+// wanted to the runtime-pod path.
+func (e *Engine) terminateRuntimeOrphans(ctx context.Context, refs []cri.PodRef, wanted func(types.UID) bool) error {
 	for _, ref := range refs {
-		if want[ref.UID] || e.desiredPod(ref.UID) != nil || e.workers.IsKnown(ref.UID) {
+		if wanted(ref.UID) {
 			continue
 		}
 		st, err := e.cfg.Runtime.GetPodStatus(ctx, ref)

@@ -99,22 +99,12 @@ func (e *Engine) unmountVolumes(ctx context.Context, pod *v1.Pod) error {
 	return nil
 }
 
-// cleanupPodDirs removes the directories of pods that are neither in the
-// API for this node nor known to the engine (housekeeping).
-func (e *Engine) cleanupPodDirs(ctx context.Context, listDesired func() ([]*v1.Pod, error)) error {
+// cleanupPodDirs removes the directories of pods that are not wanted
+// (housekeeping's cleanupOrphans).
+func (e *Engine) cleanupPodDirs(ctx context.Context, wanted func(types.UID) bool) error {
 	oc, ok := e.cfg.Volumes.(orphanCleaner)
 	if !ok {
 		return nil
 	}
-	desired, err := listDesired()
-	if err != nil {
-		return err
-	}
-	want := map[types.UID]bool{}
-	for _, p := range desired {
-		want[p.UID] = true
-	}
-	return oc.CleanupOrphans(ctx, func(uid types.UID) bool {
-		return want[uid] || e.desiredPod(uid) != nil || e.workers.IsKnown(uid)
-	})
+	return oc.CleanupOrphans(ctx, wanted)
 }
