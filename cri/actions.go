@@ -87,6 +87,10 @@ func ShouldRestart(policy v1.RestartPolicy, exitCode int32) bool {
 // ComputePodActions decides what SyncPod must do to bring the runtime's
 // state of a pod (status) to what its spec asks. It is pure: no I/O, no
 // clock; back-off is applied when the plan is carried out.
+// It stays one function, as the kubelet's computePodActions: the steps of
+// the plan (sandbox, init sequence with sidecars, regular containers,
+// kills) read top to bottom and share what is computed on the way; it is
+// pure and covered step by step by TestComputePodActions's table.
 func ComputePodActions(pod *v1.Pod, status *PodStatus) PodActions {
 	a := PodActions{NextInit: -1, ContainersToKill: map[string]string{}}
 	policy := pod.Spec.RestartPolicy

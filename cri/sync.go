@@ -117,6 +117,8 @@ const minGracePeriod = int64(2)
 
 // SyncPod carries out plan for pod, given the runtime status the plan was
 // made from.
+// It stays one function, as kuberuntime's SyncPod: it carries out the
+// plan's numbered steps in order, stopping where the kubelet stops.
 func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, plan PodActions, backoff *BackOffs, now time.Time) *SyncResult {
 	res := &SyncResult{Waiting: map[string]Waiting{}}
 	if plan.KillPod {
@@ -200,6 +202,9 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 	return res
 }
 
+// It stays one function, as the kubelet's startContainer: image, config,
+// create, start and the postStart hook are the steps of one attempt, each
+// failure recorded with its reason on the way.
 func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, typ ContainerType,
 	status *PodStatus, sandboxID string, sbCfg *runtimeapi.PodSandboxConfig, podIPs []string, backoff *BackOffs, now time.Time, res *SyncResult) {
 	ref := RefOf(pod)

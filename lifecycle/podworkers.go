@@ -333,6 +333,10 @@ func runtimePodAsAPIPod(rp *cri.PodStatus) *v1.Pod {
 // never blocks on the runtime. A newer update replaces a pending one; an
 // update that requests termination (kill, deletion, terminal phase) or
 // shortens the grace period cancels the work in flight.
+// It stays one function, as the kubelet's podWorkers.UpdatePod: every
+// branch changes the same podSyncStatus under one lock, and the order of
+// its checks (finished, UID reuse, termination, grace shortening) is the
+// contract the timeline above PodWorkerState draws.
 func (p *PodWorkers) UpdatePod(options UpdatePodOptions) {
 	var uid types.UID
 	var ns, name string
@@ -575,6 +579,9 @@ func (p *PodWorkers) startPodSync(uid types.UID) (ctx context.Context, work podW
 
 // podWorkerLoop is the goroutine of one UID: it takes updates until the pod
 // is finished (or its record is dropped and its channel closed).
+// It stays one function, as the kubelet's podWorkerLoop: one iteration
+// takes the pending update, waits for the cache, runs the sync of the
+// worker's state and completes the work, and the steps share the update.
 func (p *PodWorkers) podWorkerLoop(uid types.UID, updates <-chan struct{}) {
 	var lastSyncTime time.Time
 	for range updates {

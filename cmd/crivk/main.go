@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -89,6 +90,8 @@ type options struct {
 	nodeStatusReportFrequency time.Duration
 }
 
+// It is long because it declares every flag; the checks of their values
+// stay next to the declarations.
 func parseFlags(args []string) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("crivk", flag.ContinueOnError)
@@ -202,21 +205,77 @@ func main() {
 	}
 }
 
+// run is crivk's life, in phases: logging, the host's directories and
+// node IP, the API clients, the runtime, the node object, the node API's
+// security, the engine and its loops (startEngine), then virtual-kubelet's
+// node and pod controllers until ctx ends (serveNode).
 func run(ctx context.Context, o *options) error {
 	if o.profilingAddress != "" {
 		if err := serveProfiling(ctx, o.profilingAddress); err != nil {
 			return err
 		}
 	}
+	ctx = setupLogging(ctx, o)
+	if err := prepareHost(o); err != nil {
+		return err
+	}
+	clients, err := connectAPI(o)
+	if err != nil {
+		return err
+	}
+	rt, ver, rd, err := connectRuntime(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	nodeObj, err := provider.BuildNode(provider.NodeConfig{
+		Name: o.nodeName, InternalIP: o.nodeIP, KubeletPort: int32(o.port), MaxPods: o.maxPods,
+		RootDir: o.rootDir, AgentVersion: version, RuntimeVersion: ver,
+	}, rd, time.Now())
+	if err != nil {
+		return err
+	}
+	tlsOpts, auth, err := nodeAPISecurity(o, clients)
+	if err != nil {
+		return err
+	}
+	eb := record.NewBroadcaster()
+	recorder := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: o.nodeName})
+	a, err := startEngine(ctx, o, clients, rt, ver, nodeObj, recorder)
+	if err != nil {
+		return err
+	}
+	// Not nodeutil.NewNode: it lists and watches every ConfigMap, Secret
+	// and Service of the cluster (vknode.go).
+	n, err := newVKNode(vkNodeConfig{
+		Clients: clients, Node: nodeObj, Provider: a.provider, NodeProvider: a.nodeProvider, Recorder: recorder,
+		Mux: a.mux, ListenAddr: net.JoinHostPort(o.address, fmt.Sprint(o.port)), TLS: tlsOpts, Auth: auth.Wrap, Workers: 10,
+		StatusReport: o.nodeStatusReportFrequency,
+	})
+	if err != nil {
+		return err
+	}
+	a.connect(n)
+	eb.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: clients.events.Events("")})
+	defer eb.Shutdown()
+	return serveNode(ctx, o, n, a)
+}
+
+// setupLogging configures logrus at --log-level with microsecond
+// timestamps, as klog's: pod lifecycles are read across the agent's, the
+// runtime's and the API server's logs.
+func setupLogging(ctx context.Context, o *options) context.Context {
 	lvl, _ := logrus.ParseLevel(o.logLevel)
 	logger := logrus.StandardLogger()
-	// Microseconds, as klog's: pod lifecycles are read across the agent's,
-	// the runtime's and the API server's logs.
 	logger.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: "2006-01-02T15:04:05.000000Z07:00"})
 	logger.SetLevel(lvl)
 	log.L = logruslogger.FromLogrus(logrus.NewEntry(logger))
-	ctx = log.WithLogger(ctx, log.L.WithField("node", o.nodeName))
+	return log.WithLogger(ctx, log.L.WithField("node", o.nodeName))
+}
 
+// prepareHost finds the node IP when not given and creates the root and
+// pod log directories.
+func prepareHost(o *options) error {
 	if o.nodeIP == "" {
 		ip, err := defaultNodeIP()
 		if err != nil {
@@ -229,120 +288,125 @@ func run(ctx context.Context, o *options) error {
 			return fmt.Errorf("creating %s: %w", d, err)
 		}
 	}
+	return nil
+}
 
+// connectAPI builds the API clients from --kubeconfig.
+func connectAPI(o *options) (*apiClients, error) {
 	restCfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
-		return fmt.Errorf("loading kubeconfig %s: %w", o.kubeconfig, err)
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", o.kubeconfig, err)
 	}
 	restCfg.UserAgent = "crivk/" + version
-	clients, err := newAPIClients(restCfg, apiLimits{
+	return newAPIClients(restCfg, apiLimits{
 		QPS: float32(o.apiQPS), Burst: o.apiBurst, EventQPS: float32(o.eventQPS), EventBurst: o.eventBurst,
 		Heartbeat: o.nodeStatusUpdateFrequency,
 	})
-	if err != nil {
-		return err
-	}
-	core := clients.core
+}
 
+// connectRuntime dials the CRI runtime and reads its version and status.
+func connectRuntime(ctx context.Context, o *options) (*cri.Runtime, cri.VersionInfo, cri.Readiness, error) {
+	var ver cri.VersionInfo
+	var rd cri.Readiness
 	dns := cri.DNSConfig{ClusterDomain: o.clusterDomain, ResolvConf: o.resolvConf}
 	if o.clusterDNS != "" {
 		dns.ClusterDNS = strings.Split(o.clusterDNS, ",")
 	}
 	memCapacity, err := provider.MemoryCapacity()
 	if err != nil {
-		return fmt.Errorf("reading the machine's memory: %w", err)
+		return nil, ver, rd, fmt.Errorf("reading the machine's memory: %w", err)
 	}
 	connectCtx, cancelConnect := context.WithTimeout(ctx, 10*time.Second)
 	rt, err := cri.Connect(connectCtx, cri.Config{Endpoint: o.criEndpoint, RequestTimeout: o.runtimeRequestTimeout, PodLogDir: o.podLogDir, DNS: dns,
 		MemoryCapacity: memCapacity, MaxParallelImagePulls: o.maxParallelPulls, MaxParallelSandboxes: o.maxParallelSandboxes})
 	cancelConnect()
 	if err != nil {
-		return err
+		return nil, ver, rd, err
 	}
-	defer rt.Close()
-	ver, err := rt.Version(ctx)
-	if err != nil {
-		return err
+	if ver, err = rt.Version(ctx); err == nil {
+		rd, err = rt.Status(ctx)
 	}
-	rd, err := rt.Status(ctx)
 	if err != nil {
-		return err
+		rt.Close()
+		return nil, ver, rd, err
 	}
 	log.G(ctx).WithField("runtime", ver.RuntimeName+" "+ver.RuntimeVersion).WithField("ready", rd.RuntimeReady && rd.NetworkReady).Info("connected to CRI runtime")
+	return rt, ver, rd, nil
+}
 
-	nodeObj, err := provider.BuildNode(provider.NodeConfig{
-		Name: o.nodeName, InternalIP: o.nodeIP, KubeletPort: int32(o.port), MaxPods: o.maxPods,
-		RootDir: o.rootDir, AgentVersion: version, RuntimeVersion: ver,
-	}, rd, time.Now())
-	if err != nil {
-		return err
-	}
-
+// nodeAPISecurity returns the node API's TLS options (serving
+// certificate, client CAs) and its authentication and authorisation.
+func nodeAPISecurity(o *options, clients *apiClients) ([]func(*tls.Config) error, *provider.Auth, error) {
 	certFile, keyFile, err := ensureServingCert(o.tlsCert, o.tlsKey, filepath.Join(o.rootDir, "pki"), o.nodeName, o.nodeIP)
 	if err != nil {
-		return fmt.Errorf("serving certificate: %w", err)
+		return nil, nil, fmt.Errorf("serving certificate: %w", err)
 	}
 	tlsOpts := []func(*tls.Config) error{withKeyPair(certFile, keyFile)}
 	nodeAuth, err := newNodeAPIAuth(o, clients)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if nodeAuth.ClientCAs != nil {
 		tlsOpts = append(tlsOpts, withClientCA(nodeAuth.ClientCAs))
 	}
 	auth, err := provider.NewAuth(nodeAuth)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
+	return tlsOpts, auth, nil
+}
 
-	eb := record.NewBroadcaster()
-	recorder := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: o.nodeName})
+// agent is what startEngine started, for the node controllers.
+type agent struct {
+	engine       *lifecycle.Engine
+	provider     *provider.Provider
+	nodeProvider *provider.NodeProvider
+	objects      *provider.Objects
+	mux          *http.ServeMux
+	// podLister is the informer's view of the node's pods
+	// (corev1listers.PodLister): stored by connect, before virtual-kubelet
+	// hands over any pod, and read by the engine's goroutines.
+	podLister atomic.Value
+}
 
+// startEngine builds the engine with its volumes, probes, PLEG (woken by
+// containerd's task events), node provider and log rotation, and starts
+// their loops.
+func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.Runtime, ver cri.VersionInfo, nodeObj *v1.Node, recorder record.EventRecorder) (*agent, error) {
+	a := &agent{mux: http.NewServeMux()}
 	cache := lifecycle.NewCache()
 	// Volumes: the objects pods reference are read with least privilege
 	// (per-object watches, docs/rbac.md).
-	objects := provider.NewObjects(core, clock.RealClock{})
-	go objects.Run(ctx)
+	a.objects = provider.NewObjects(clients.core, clock.RealClock{})
+	go a.objects.Run(ctx)
 	allocatable := nodeObj.Status.Allocatable.DeepCopy()
 	volumes, err := volume.New(volume.Config{
-		RootDir: o.rootDir, Objects: objects,
+		RootDir: o.rootDir, Objects: a.objects,
 		NodeAllocatable: func() v1.ResourceList { return allocatable },
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	probeMetrics := provider.NewProbeMetrics()
-	// The node provider is made after the engine (it needs the PLEG, which
-	// needs the engine) but before anything runs.
-	var nodeProvider *provider.NodeProvider
-	// Set when virtual-kubelet builds the provider, before any pod arrives.
-	var podLister corev1listers.PodLister
 	// Admission sees the node as the API has it (taints and labels set by
 	// others included), refreshed every 2 s.
 	nodes := newNodeView(nodeObj, ownNode(clients, o.nodeName), 2*time.Second)
 	go nodes.run(ctx)
-	engine, err := lifecycle.NewEngine(ctx, lifecycle.Config{
-		Node:         nodes.Node,
-		NetworkError: func() error { return nodeProvider.NetworkError() },
-		APIPod: func(namespace, name string) *v1.Pod {
-			if podLister == nil {
-				return nil
-			}
-			p, err := podLister.Pods(namespace).Get(name)
-			if err != nil {
-				return nil
-			}
-			return p
-		},
+	a.engine, err = lifecycle.NewEngine(ctx, lifecycle.Config{
+		Node: nodes.Node,
+		// The node provider is made after the engine (it needs the PLEG,
+		// which needs the engine) but before anything runs.
+		NetworkError:    func() error { return a.nodeProvider.NetworkError() },
+		APIPod:          a.apiPod,
 		Runtime:         rt,
 		Cache:           cache,
 		RuntimeName:     ver.RuntimeName,
 		NodeIP:          o.nodeIP,
 		SyncInterval:    o.syncInterval,
-		OnTerminated:    provider.DeleteOnTerminated(core),
+		OnTerminated:    provider.DeleteOnTerminated(clients.core),
 		Recorder:        recorder,
 		RootDir:         o.rootDir,
-		Objects:         objects,
+		Objects:         a.objects,
 		Volumes:         volumes,
 		NodeAllocatable: nodeObj.Status.Allocatable,
 		ClusterDomain:   o.clusterDomain,
@@ -350,58 +414,66 @@ func run(ctx context.Context, o *options) error {
 		ProbeMetrics:    probeMetrics,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	rt.SetRuntimeHelper(engine)
+	rt.SetRuntimeHelper(a.engine)
 	rt.SetEventRecorder(recorder)
 	wake := make(chan struct{}, 1)
 	if o.runtimeEvents && strings.HasPrefix(o.criEndpoint, "unix://") {
 		ev := &taskEvents{endpoint: o.criEndpoint, namespace: "k8s.io", wake: wake, settle: []time.Duration{10 * time.Millisecond, 30 * time.Millisecond, 100 * time.Millisecond}, retry: 5 * time.Second, clock: clock.RealClock{}}
 		go ev.run(ctx)
 	}
-	pleg, err := lifecycle.NewPLEG(lifecycle.PLEGConfig{Runtime: rt, Cache: cache, Period: o.relistPeriod, Wake: wake, OnChange: engine.Kick})
+	pleg, err := lifecycle.NewPLEG(lifecycle.PLEGConfig{Runtime: rt, Cache: cache, Period: o.relistPeriod, Wake: wake, OnChange: a.engine.Kick})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	nodeProvider = provider.NewNodeProvider(rt, nodeObj, o.nodeStatusUpdateFrequency, ownNode(clients, o.nodeName), pleg.Healthy)
-	nodeProvider.SetEventRecorder(recorder)
+	a.nodeProvider = provider.NewNodeProvider(rt, nodeObj, o.nodeStatusUpdateFrequency, ownNode(clients, o.nodeName), pleg.Healthy)
+	a.nodeProvider.SetEventRecorder(recorder)
 	go pleg.Run(ctx)
 	logMax := resource.MustParse(o.logMaxSize)
 	go rt.RunLogRotation(ctx, cri.LogRotation{MaxSize: logMax.Value(), MaxFiles: o.logMaxFiles}, 10*time.Second)
-	go engine.Run(ctx)
-	mux := http.NewServeMux()
-	mux.Handle("/metrics/probes", probeMetrics.Handler())
-	prov := provider.New(engine, rt)
-	// Not nodeutil.NewNode: it lists and watches every ConfigMap, Secret
-	// and Service of the cluster (vknode.go).
-	n, err := newVKNode(vkNodeConfig{
-		Clients: clients, Node: nodeObj, Provider: prov, NodeProvider: nodeProvider, Recorder: recorder,
-		Mux: mux, ListenAddr: net.JoinHostPort(o.address, fmt.Sprint(o.port)), TLS: tlsOpts, Auth: auth.Wrap, Workers: 10,
-		StatusReport: o.nodeStatusReportFrequency,
-	})
-	if err != nil {
-		return err
+	go a.engine.Run(ctx)
+	a.mux.Handle("/metrics/probes", probeMetrics.Handler())
+	a.provider = provider.New(a.engine, rt)
+	return a, nil
+}
+
+// apiPod is the API's current copy of a pod (nil before connect or when
+// the informer does not have it).
+func (a *agent) apiPod(namespace, name string) *v1.Pod {
+	l, ok := a.podLister.Load().(corev1listers.PodLister)
+	if !ok {
+		return nil
 	}
-	podLister = n.pods
-	prov.SetPodLister(n.pods)
-	objects.SetKick(func(namespace string) []*v1.Pod {
+	p, err := l.Pods(namespace).Get(name)
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
+// connect gives the engine's helpers the node's pod informer.
+func (a *agent) connect(n *vkNode) {
+	a.podLister.Store(n.pods)
+	a.provider.SetPodLister(n.pods)
+	a.objects.SetKick(func(namespace string) []*v1.Pod {
 		pods, _ := n.pods.Pods(namespace).List(labels.Everything())
 		return pods
-	}, engine.Kick)
-	eb.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: clients.events.Events("")})
-	defer eb.Shutdown()
+	}, a.engine.Kick)
+}
 
+// serveNode runs the node and pod controllers until ctx ends; once the
+// node is ready (the pod informer synced) the engine learns the API's pods,
+// so that runtime pods of no API pod are cleaned up.
+func serveNode(ctx context.Context, o *options, n *vkNode, a *agent) error {
 	go func() {
 		if err := n.WaitReady(ctx); err != nil {
 			return
 		}
 		log.G(ctx).WithField("address", o.nodeIP).Info("node registered and running")
-		// The pod informer is synced once the node is ready: from now on
-		// runtime pods of no API pod (deleted while crivk was down) are
-		// terminated by the engine's housekeeping.
-		prov.SetDesiredPods(func() ([]*v1.Pod, error) { return podLister.List(labels.Everything()) })
+		a.provider.SetDesiredPods(func() ([]*v1.Pod, error) { return n.pods.List(labels.Everything()) })
 	}()
-	err = n.Run(ctx)
+	err := n.Run(ctx)
 	if ctx.Err() != nil {
 		// SIGINT/SIGTERM: stop serving; the pods keep running and are
 		// picked up again at the next start.

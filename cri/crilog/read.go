@@ -82,6 +82,9 @@ const forceCheckPeriod = time.Second
 // returns nil when the log is written out (with Follow: when the container
 // no longer runs and the end of its file is reached), ctx's error when ctx
 // ends first, the writer's error when a write fails.
+// It stays one function, as the kubelet's ReadLogs: the read loop, the
+// rotation handling and the follow wait share one cursor (file, offset,
+// lines left, bytes left).
 func (r Reader) ReadLogs(ctx context.Context, path, containerID string, opts Options, stdout, stderr io.Writer) error {
 	if opts.Follow && r.Runtime == nil {
 		return errors.New("following a log needs the runtime to ask about the container")

@@ -115,6 +115,8 @@ func (w *worker) run(ctx context.Context) {
 
 // doProbe probes once if the container is due and returns whether the
 // worker should go on.
+// It stays one function, as the kubelet's worker.doProbe: each early
+// return is one of its documented cases, in the kubelet's order.
 func (w *worker) doProbe(ctx context.Context) bool {
 	st, ok := w.m.cfg.Status(w.pod.UID)
 	if !ok {
