@@ -96,9 +96,6 @@ func TestComputePodActions(t *testing.T) {
 		pod    *v1.Pod
 		status *PodStatus
 		want   want
-		// bug, when set, is a known divergence from the kubelet: the case
-		// asserts the kubelet's behaviour and is skipped.
-		bug string
 	}{
 		"no sandbox: create attempt 0 and start every container": {
 			pod:    actionsPod(always, nil, "a", "b"),
@@ -135,7 +132,6 @@ func TestComputePodActions(t *testing.T) {
 			pod:    actionsPod(onFailure, nil, "a", "b"),
 			status: notReady(1, exited("a", 0), exited("b", 0)),
 			want:   want{kill: true, create: false, attempt: 2},
-			bug:    "ComputePodActions creates a sandbox with nothing to start when all OnFailure containers succeeded (kubelet: CreateSandbox=false)",
 		},
 		"Always: new sandbox restarts containers that succeeded": {
 			pod:    actionsPod(always, nil, "a"),
@@ -214,7 +210,6 @@ func TestComputePodActions(t *testing.T) {
 			pod:    actionsPod(never, inits, "a"),
 			status: readyStatus(initCtr("i1", StateUnknown, 0)),
 			want:   want{sandboxID: "sb-1", initFailed: true},
-			bug:    "init container in unknown state under restartPolicy Never is restarted (kubelet computeInitContainerActions: KillPod, pod fails)",
 		},
 		"init status is looked up by type: a regular container of the same name does not count": {
 			pod:    actionsPod(always, []string{"x"}, "a"),
@@ -250,13 +245,11 @@ func TestComputePodActions(t *testing.T) {
 			pod:    actionsPod(never, nil, "a"),
 			status: readyStatus(ctr("a", ContainerTypeRegular, 0, StateUnknown, 0)),
 			want:   want{sandboxID: "sb-1", start: []int{0}, killIDs: []string{"a-0"}},
-			bug:    "container in unknown/created state under restartPolicy Never is killed but not started again (kubelet ShouldContainerBeRestarted: always restart unknown and created)",
 		},
 		"Never, created: replace (kubelet always restarts created)": {
 			pod:    actionsPod(never, nil, "a"),
 			status: readyStatus(ctr("a", ContainerTypeRegular, 0, StateCreated, 0)),
 			want:   want{sandboxID: "sb-1", start: []int{0}, killIDs: []string{"a-0"}},
-			bug:    "container in unknown/created state under restartPolicy Never is killed but not started again (kubelet ShouldContainerBeRestarted: always restart unknown and created)",
 		},
 	}
 	for name, tc := range tests {

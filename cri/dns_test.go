@@ -70,7 +70,6 @@ func TestDNSConfigFor(t *testing.T) {
 		searches   []string
 		options    []string // compared as a set: the kubelet merges through a map
 		warn       bool
-		bug        string
 	}{
 		"ClusterFirst: cluster DNS, cluster searches then the host's, ndots:5": {
 			clusterDNS: clusterDNS, resolv: hostResolvConf,
@@ -156,13 +155,11 @@ func TestDNSConfigFor(t *testing.T) {
 			clusterDNS: clusterDNS, resolv: hostResolvConf,
 			pod:     dnsPod(v1.DNSDefault, false, &v1.PodDNSConfig{Searches: []string{strings.Repeat("a", 254), "ok.example"}}),
 			servers: hostServers, searches: append(append([]string{}, hostSearch...), "ok.example"), options: hostOptions,
-			bug: "dnsConfigFor keeps search paths longer than 253 characters and does not enforce the 2048-character search line (kubelet formDNSSearchFitsLimits drops them)",
 		},
 		"no resolv.conf: Default points at localhost": {
 			clusterDNS: clusterDNS,
 			pod:        dnsPod(v1.DNSDefault, false, nil),
 			servers:    []string{"127.0.0.1"}, searches: []string{"."},
-			bug: "with an empty --resolv-conf, dnsPolicy Default yields an empty DNS config, so the runtime copies the host's resolv.conf (kubelet: nameserver 127.0.0.1, search \".\")",
 		},
 	}
 	for name, tc := range tests {

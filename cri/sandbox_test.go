@@ -11,16 +11,14 @@ func TestGracePeriod(t *testing.T) {
 	tests := map[string]struct {
 		spec, deletion, override *int64
 		want                     int64
-		bug                      string
 	}{
-		"spec":                              {spec: ptr.To[int64](45), want: 45},
-		"deletion grace beats spec":         {spec: ptr.To[int64](45), deletion: ptr.To[int64](10), want: 10},
-		"override beats both":               {spec: ptr.To[int64](45), deletion: ptr.To[int64](10), override: ptr.To[int64](5), want: 5},
-		"force delete (0) gets the minimum": {spec: ptr.To[int64](45), deletion: ptr.To[int64](0), want: 2},
-		"spec 1 gets the minimum":           {spec: ptr.To[int64](1), want: 2},
-		"override 0 gets the minimum":       {spec: ptr.To[int64](45), override: ptr.To[int64](0), want: 2},
-		"nothing set: the kubelet's minimum": {want: 2,
-			bug: "GracePeriod defaults to 30s when neither deletionGracePeriodSeconds nor terminationGracePeriodSeconds is set (kubelet setTerminationGracePeriod: minimumGracePeriodInSeconds=2; the API server normally defaults the spec to 30)"},
+		"spec":                               {spec: ptr.To[int64](45), want: 45},
+		"deletion grace beats spec":          {spec: ptr.To[int64](45), deletion: ptr.To[int64](10), want: 10},
+		"override beats both":                {spec: ptr.To[int64](45), deletion: ptr.To[int64](10), override: ptr.To[int64](5), want: 5},
+		"force delete (0) gets the minimum":  {spec: ptr.To[int64](45), deletion: ptr.To[int64](0), want: 2},
+		"spec 1 gets the minimum":            {spec: ptr.To[int64](1), want: 2},
+		"override 0 gets the minimum":        {spec: ptr.To[int64](45), override: ptr.To[int64](0), want: 2},
+		"nothing set: the kubelet's minimum": {want: 2},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -53,7 +53,6 @@ func TestPodPhase(t *testing.T) {
 		regular []v1.ContainerStatus
 		deleted bool
 		want    v1.PodPhase
-		bug     string
 	}{
 		"Always: all running":                  {policy: always, regular: s(runningState("a"), runningState("b")), want: v1.PodRunning},
 		"Always: all stopped":                  {policy: always, regular: s(terminatedState("a", 0), terminatedState("b", 1)), want: v1.PodRunning},
@@ -78,7 +77,7 @@ func TestPodPhase(t *testing.T) {
 		"Never: init failed, waiting":        {policy: never, inits: s(waitingWithLastTermination("i", 1)), regular: s(waitingState("a")), want: v1.PodFailed},
 		"OnFailure: init failed":             {policy: onFailure, inits: s(terminatedState("i", 1)), regular: s(waitingState("a")), want: v1.PodPending},
 		"Always: init failed, in back-off":   {policy: always, inits: s(waitingWithLastTermination("i", 1)), regular: s(waitingState("a")), want: v1.PodPending},
-		"Never: init waiting after exit 0":   {policy: never, inits: s(waitingWithLastTermination("i", 0)), want: v1.PodPending, bug: "podPhase fails a Never pod whose init container is waiting after exit 0 (kubelet getPhase only counts a non-zero last exit as failed initialization)"},
+		"Never: init waiting after exit 0":   {policy: never, inits: s(waitingWithLastTermination("i", 0)), want: v1.PodPending},
 
 		"deleted: all succeeded":         {policy: always, regular: s(terminatedState("a", 0)), deleted: true, want: v1.PodSucceeded},
 		"deleted: one failed":            {policy: always, regular: s(terminatedState("a", 0), terminatedState("b", 143)), deleted: true, want: v1.PodFailed},
@@ -173,7 +172,6 @@ func TestGenerateStatus(t *testing.T) {
 		// container checks by name; init containers are prefixed "init:".
 		check map[string]func(t *testing.T, cs v1.ContainerStatus)
 		conds map[v1.PodConditionType]wantCond
-		bug   string
 	}{
 		"nothing created yet: Pending, ContainerCreating": {
 			pod: phasePod(v1.RestartPolicyAlways, nil, "a"), rt: &cri.PodStatus{},
@@ -287,7 +285,6 @@ func TestGenerateStatus(t *testing.T) {
 			rt:    rtStatus(false, reg("a", 0, cri.StateExited, 0), ini("i1", 0, cri.StateExited, 0)),
 			phase: v1.PodSucceeded,
 			conds: map[v1.PodConditionType]wantCond{v1.PodInitialized: {tru, "PodCompleted", ""}},
-			bug:   "Initialized condition of a Succeeded pod has no reason (kubelet GeneratePodInitializedCondition: Reason PodCompleted)",
 		},
 		"Never, one exited 1: Failed": {
 			pod:   phasePod(v1.RestartPolicyNever, nil, "a", "b"),
@@ -303,7 +300,6 @@ func TestGenerateStatus(t *testing.T) {
 				v1.ContainersReady: {fls, "PodFailed", ""},
 				v1.PodReady:        {fls, "PodFailed", ""},
 			},
-			bug: "a Failed pod reports ContainersReady/Ready reason ContainersNotReady with a message (kubelet generateContainersReadyConditionForTerminalPhase: Reason PodFailed, no message)",
 		},
 		"OnFailure, exit 1 in back-off: Running": {
 			pod:     phasePod(v1.RestartPolicyOnFailure, nil, "a"),
