@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"testing"
 	"time"
 
+	"github.com/crivk/crivk/internal/testutil"
 	"google.golang.org/protobuf/proto"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -451,15 +451,5 @@ func (r *fakeRuntimeService) ReopenContainerLog(_ context.Context, id string) er
 	return os.WriteFile(c.LogPath, nil, 0o640)
 }
 
-// waitFor polls cond (other goroutines make it true) until it holds or 5 s
-// have passed.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond) // polling a condition, not waiting for time to pass
-	}
-}
+// waitFor is testutil.WaitFor.
+var waitFor = testutil.WaitFor

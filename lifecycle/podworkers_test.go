@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/internal/testutil"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 )
@@ -141,14 +141,8 @@ func (f *workersFixture) idle(t *testing.T, uid types.UID) {
 	waitFor(t, fmt.Sprintf("worker of %s idle", uid), func() bool { return !f.w.IsWorking(uid) })
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 5*time.Second, true,
-		func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatalf("timed out waiting for %s", what)
-	}
-}
+// waitFor is testutil.WaitFor.
+var waitFor = testutil.WaitFor
 
 func wpod(uid, name string) *v1.Pod {
 	return &v1.Pod{

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crivk/crivk/internal/testutil"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -313,16 +314,8 @@ func TestWorkerStops(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition, not waiting for time to pass
-	}
-}
+// waitFor is testutil.WaitFor.
+var waitFor = testutil.WaitFor
 
 func TestManagerWorkersTickAndStop(t *testing.T) {
 	f := newFixture(t)

@@ -1,0 +1,3 @@
+// Package testutil holds helpers shared by crivk's unit tests. Only test
+// files import it.
+package testutil
