@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -90,16 +91,27 @@ func (f *fakeRuntime) SyncPod(_ context.Context, pod *v1.Pod, _ *cri.PodStatus, 
 		st.Sandboxes = append([]cri.SandboxStatus{sb}, st.Sandboxes...)
 	}
 	res := &cri.SyncResult{}
-	for _, i := range plan.ContainersToStart {
-		name := pod.Spec.Containers[i].Name
+	start := func(name string, typ cri.ContainerType) {
 		attempt := uint32(0)
-		if prev := st.Latest(name, cri.ContainerTypeRegular); prev != nil {
+		if prev := st.Latest(name, typ); prev != nil {
 			attempt = prev.Attempt + 1
 		}
-		c := cri.ContainerStatus{ID: fmt.Sprintf("%s-%s-%d", pod.UID, name, attempt), Name: name, Type: cri.ContainerTypeRegular,
+		c := cri.ContainerStatus{ID: fmt.Sprintf("%s-%s-%d", pod.UID, name, attempt), Name: name, Type: typ,
 			Attempt: attempt, State: cri.StateRunning, StartedAt: f.now()}
 		st.Containers = append([]cri.ContainerStatus{c}, st.Containers...)
 		res.Started = append(res.Started, name)
+	}
+	// Sidecars (restartable init containers) start and keep running; a
+	// plain init container is not run by this fake.
+	if plan.NextInit >= 0 && plan.NextInit < len(pod.Spec.InitContainers) && podutil.IsSidecar(&pod.Spec.InitContainers[plan.NextInit]) {
+		start(pod.Spec.InitContainers[plan.NextInit].Name, cri.ContainerTypeInit)
+		return res
+	}
+	for _, i := range plan.SidecarsToStart {
+		start(pod.Spec.InitContainers[i].Name, cri.ContainerTypeInit)
+	}
+	for _, i := range plan.ContainersToStart {
+		start(pod.Spec.Containers[i].Name, cri.ContainerTypeRegular)
 	}
 	return res
 }

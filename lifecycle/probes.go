@@ -6,6 +6,7 @@ import (
 
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/lifecycle/prober"
+	"github.com/crivk/crivk/podutil"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -133,7 +134,8 @@ func (e *Engine) republish(uid types.UID) {
 	e.status.SetPodStatus(pod, e.generate(pod, st, e.workers.IsPodTerminationRequested(uid) && pod.DeletionTimestamp != nil))
 }
 
-// killUnhealthy stops the running containers whose liveness or startup
+// killUnhealthy stops the running containers (sidecars included, which
+// are always restarted) whose liveness or startup
 // probe failed, with the probe's terminationGracePeriodSeconds when it has
 // one, and reports whether it stopped any (the caller reads the runtime
 // again and plans their restart as for any exited container).
@@ -143,9 +145,22 @@ func (e *Engine) killUnhealthy(ctx context.Context, pod *v1.Pod, st *cri.PodStat
 	}
 	killed := false
 	var errs []error
+	type probed struct {
+		c   *v1.Container
+		typ cri.ContainerType
+	}
+	var containers []probed
+	for i := range pod.Spec.InitContainers {
+		if podutil.IsSidecar(&pod.Spec.InitContainers[i]) {
+			containers = append(containers, probed{&pod.Spec.InitContainers[i], cri.ContainerTypeInit})
+		}
+	}
 	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
-		latest := st.Latest(c.Name, cri.ContainerTypeRegular)
+		containers = append(containers, probed{&pod.Spec.Containers[i], cri.ContainerTypeRegular})
+	}
+	for _, pc := range containers {
+		c := pc.c
+		latest := st.Latest(c.Name, pc.typ)
 		if latest == nil || latest.State != cri.StateRunning {
 			continue
 		}
@@ -160,7 +175,7 @@ func (e *Engine) killUnhealthy(ctx context.Context, pod *v1.Pod, st *cri.PodStat
 			continue
 		}
 		msg := fmt.Sprintf("Container %s failed %s probe", c.Name, what)
-		if cri.ShouldRestart(pod.Spec.RestartPolicy, 137) {
+		if pc.typ == cri.ContainerTypeInit || cri.ShouldRestart(pod.Spec.RestartPolicy, 137) {
 			msg += ", will be restarted"
 		}
 		grace := cri.GracePeriod(pod, probe.TerminationGracePeriodSeconds)

@@ -336,3 +336,73 @@ func TestKillUnhealthy(t *testing.T) {
 		})
 	}
 }
+
+// TestKillUnhealthySidecar: a sidecar (restartable init container) whose
+// liveness probe failed is stopped with the Killing event and is always
+// restarted, whatever the pod's restart policy.
+func TestKillUnhealthySidecar(t *testing.T) {
+	pod := enginePod("uid-s", "side", v1.RestartPolicyNever)
+	always := v1.ContainerRestartPolicyAlways
+	pod.Spec.InitContainers = []v1.Container{{Name: "sc", Image: "busybox", RestartPolicy: &always, LivenessProbe: execProbe(1, 1)}}
+	st := &cri.PodStatus{Containers: []cri.ContainerStatus{
+		{ID: "s1", Name: "sc", Type: cri.ContainerTypeInit, State: cri.StateRunning},
+		{ID: "c1", Name: "a", Type: cri.ContainerTypeRegular, State: cri.StateRunning},
+	}}
+	clk := testingclock.NewFakeClock(time.Now())
+	rec := record.NewFakeRecorder(10)
+	pr := &fakeProbeRuntime{rt: newFakeRuntime(clk), rec: rec}
+	e := &Engine{cfg: Config{ProbeRuntime: pr, Recorder: rec}, probes: fakeProbeManager{prober.Liveness: {"s1": prober.Failure}}}
+	killed, err := e.killUnhealthy(context.Background(), pod, st)
+	if err != nil || !killed || len(pr.stopped()) != 1 {
+		t.Fatalf("killed %v (%v), stops %v; want the sidecar stopped once", killed, err, pr.stopped())
+	}
+	if ev := <-rec.Events; ev != "Normal Killing Container sc failed liveness probe, will be restarted" {
+		t.Errorf("event %q", ev)
+	}
+}
+
+// TestEngineSidecarProbes: a sidecar's readiness probe gates the pod's
+// Ready and ContainersReady, and its liveness failure restarts it.
+func TestEngineSidecarProbes(t *testing.T) {
+	f, pr, _ := newProbeFixture(t)
+	pod := enginePod("uid-sp", "sidecar-probes", v1.RestartPolicyAlways)
+	always := v1.ContainerRestartPolicyAlways
+	pod.Spec.InitContainers = []v1.Container{{Name: "sc", Image: "busybox", RestartPolicy: &always,
+		ReadinessProbe: execProbe(1, 1), LivenessProbe: execProbe(1, 1)}}
+	pr.setCode(1) // readiness and liveness fail until told otherwise
+	f.e.UpdatePod(context.Background(), pod)
+	ready := func(p *v1.Pod) (sidecar, pod bool) {
+		for _, cs := range p.Status.InitContainerStatuses {
+			if cs.Name == "sc" {
+				sidecar = cs.Ready
+			}
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodReady {
+				pod = c.Status == v1.ConditionTrue
+			}
+		}
+		return
+	}
+	f.stepUntil(t, "the sidecar restarted by its liveness probe", func() bool {
+		p := f.lastPublished(pod.UID)
+		if p == nil || len(p.Status.InitContainerStatuses) == 0 {
+			return false
+		}
+		return p.Status.InitContainerStatuses[0].RestartCount >= 1
+	})
+	if p := f.lastPublished(pod.UID); p != nil {
+		if sc, ok := ready(p); sc || ok {
+			t.Errorf("sidecar ready %v, pod ready %v while the sidecar's readiness probe fails", sc, ok)
+		}
+	}
+	pr.setCode(0)
+	f.stepUntil(t, "the pod ready once the sidecar's probe succeeds", func() bool {
+		p := f.lastPublished(pod.UID)
+		if p == nil {
+			return false
+		}
+		sc, ok := ready(p)
+		return sc && ok
+	})
+}

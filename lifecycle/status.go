@@ -8,6 +8,7 @@ import (
 
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/lifecycle/prober"
+	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -66,7 +67,7 @@ func GenerateStatus(in statusInput) v1.PodStatus {
 	}
 
 	initDone := true
-	var incompleteInit []string
+	var incompleteInit, unready []string
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		cs := containerStatus(in, c, cri.ContainerTypeInit, initDone)
@@ -75,8 +76,12 @@ func GenerateStatus(in statusInput) v1.PodStatus {
 			initDone = false
 			incompleteInit = append(incompleteInit, c.Name)
 		}
+		// A sidecar's readiness counts for the pod's, as the kubelet's
+		// GenerateContainersReadyCondition.
+		if podutil.IsSidecar(c) && !cs.Ready {
+			unready = append(unready, c.Name)
+		}
 	}
-	var unready []string
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		cs := containerStatus(in, c, cri.ContainerTypeRegular, initDone)
@@ -250,9 +255,11 @@ func containerStatus(in statusInput, c *v1.Container, typ cri.ContainerType, ini
 // ready until a probe says otherwise.
 func probedState(in statusInput, c *v1.Container, apiID, id string) (started, ready bool) {
 	var prev *v1.ContainerStatus
-	for i := range in.Previous.ContainerStatuses {
-		if p := &in.Previous.ContainerStatuses[i]; p.Name == c.Name && p.ContainerID == apiID && p.State.Running != nil {
-			prev = p
+	for _, list := range [][]v1.ContainerStatus{in.Previous.InitContainerStatuses, in.Previous.ContainerStatuses} {
+		for i := range list {
+			if p := &list[i]; p.Name == c.Name && p.ContainerID == apiID && p.State.Running != nil {
+				prev = p
+			}
 		}
 	}
 	probed := func(t prober.ProbeType, carried bool) bool {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -86,8 +87,7 @@ func (m *Manager) AddPod(pod *v1.Pod) {
 	if m.ctx.Err() != nil {
 		return
 	}
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
+	for _, c := range probedContainers(pod) {
 		for _, t := range []ProbeType{Startup, Readiness, Liveness} {
 			if probeOf(c, t) == nil {
 				continue
@@ -105,9 +105,25 @@ func (m *Manager) AddPod(pod *v1.Pod) {
 	}
 }
 
+// probedContainers are the containers whose probes run: the regular ones
+// and the sidecars (restartable init containers), as the kubelet's
+// prober manager.
+func probedContainers(pod *v1.Pod) []*v1.Container {
+	var out []*v1.Container
+	for i := range pod.Spec.InitContainers {
+		if podutil.IsSidecar(&pod.Spec.InitContainers[i]) {
+			out = append(out, &pod.Spec.InitContainers[i])
+		}
+	}
+	for i := range pod.Spec.Containers {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	return out
+}
+
 // seed keeps the API's word on a container across a crivk restart.
 func (m *Manager) seed(pod *v1.Pod, name string, t ProbeType) {
-	for _, cs := range pod.Status.ContainerStatuses {
+	for _, cs := range append(append([]v1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
 		if cs.Name != name || cs.ContainerID == "" || cs.State.Running == nil {
 			continue
 		}

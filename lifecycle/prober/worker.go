@@ -23,6 +23,9 @@ type worker struct {
 	container v1.Container
 	spec      *v1.Probe
 	initial   Result
+	// sidecar: the container is a restartable init container (its status
+	// is among the init containers', it is always restarted).
+	sidecar bool
 
 	// stop is closed by the manager to end the worker; trigger asks for a
 	// probe now (buffered, 1).
@@ -41,6 +44,11 @@ func newWorker(m *Manager, typ ProbeType, pod *v1.Pod, c *v1.Container) *worker 
 	w := &worker{
 		m: m, typ: typ, pod: pod, container: *c,
 		stop: make(chan struct{}), trigger: make(chan struct{}, 1),
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == c.Name {
+			w.sidecar = true
+		}
 	}
 	switch typ {
 	case Liveness:
@@ -127,9 +135,13 @@ func (w *worker) doProbe(ctx context.Context) bool {
 		return false
 	}
 	var cs *v1.ContainerStatus
-	for i := range st.ContainerStatuses {
-		if st.ContainerStatuses[i].Name == w.container.Name {
-			cs = &st.ContainerStatuses[i]
+	statuses := st.ContainerStatuses
+	if w.sidecar {
+		statuses = st.InitContainerStatuses
+	}
+	for i := range statuses {
+		if statuses[i].Name == w.container.Name {
+			cs = &statuses[i]
 		}
 	}
 	if cs == nil || cs.ContainerID == "" {
@@ -151,8 +163,9 @@ func (w *worker) doProbe(ctx context.Context) bool {
 	}
 	if cs.State.Running == nil {
 		w.m.results.set(w.update(Failure))
-		// A container that terminated and is never restarted is done.
-		return cs.State.Terminated == nil || w.pod.Spec.RestartPolicy != v1.RestartPolicyNever
+		// A container that terminated and is never restarted is done; a
+		// sidecar is always restarted.
+		return cs.State.Terminated == nil || w.sidecar || w.pod.Spec.RestartPolicy != v1.RestartPolicyNever
 	}
 	started := cs.Started != nil && *cs.Started
 	if w.typ == Startup && started {
@@ -255,9 +268,17 @@ func (w *worker) event(typ, reason, format string, args ...any) {
 	}
 	ref := &v1.ObjectReference{
 		Kind: "Pod", APIVersion: "v1", Namespace: w.pod.Namespace, Name: w.pod.Name, UID: w.pod.UID,
-		FieldPath: fmt.Sprintf("spec.containers{%s}", w.container.Name),
+		FieldPath: fieldPath(w.sidecar, w.container.Name),
 	}
 	w.m.cfg.Recorder.Eventf(ref, typ, reason, format, args...)
+}
+
+// fieldPath is the container's field path in events.
+func fieldPath(initContainer bool, name string) string {
+	if initContainer {
+		return fmt.Sprintf("spec.initContainers{%s}", name)
+	}
+	return fmt.Sprintf("spec.containers{%s}", name)
 }
 
 // trimRuntime drops the "<runtime>://" prefix of an API container ID.
