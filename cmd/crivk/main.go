@@ -460,6 +460,9 @@ func (a *agent) connect(n *vkNode) {
 		pods, _ := n.pods.Pods(namespace).List(labels.Everything())
 		return pods
 	}, a.engine.Kick)
+	if _, err := n.podInformer.Informer().AddEventHandler(readinessGateKicks(a.engine.Kick)); err != nil {
+		log.L.WithError(err).Warn("readiness gates are seen at each pod's resync only")
+	}
 }
 
 // serveNode runs the node and pod controllers until ctx ends; once the

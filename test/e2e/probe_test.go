@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -213,5 +214,125 @@ func TestProbeReadyAcrossCrivkRestart(t *testing.T) {
 	close(notReady)
 	for s := range notReady {
 		t.Errorf("the pod was reported not ready across the restart: %s", s)
+	}
+}
+
+// TestSidecarProbes: a sidecar's readiness probe gates the pod's Ready
+// (it turns Ready once the probe's file appears), and its liveness probe
+// restarts it when it fails, with the Killing event on the init
+// container. The probes' files are changed through exec.
+func TestSidecarProbes(t *testing.T) {
+	ns := newNamespace(t)
+	pod := busyboxPod("sidecar-probes", v1.RestartPolicyAlways, "sleep 3600")
+	always := v1.ContainerRestartPolicyAlways
+	probe := func(file string) *v1.Probe {
+		return &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"cat", file}}},
+			PeriodSeconds: 1, FailureThreshold: 1, SuccessThreshold: 1, TimeoutSeconds: 1}
+	}
+	pod.Spec.InitContainers = []v1.Container{{
+		Name: "sidecar", Image: busybox, ImagePullPolicy: v1.PullIfNotPresent, RestartPolicy: &always,
+		Command:        []string{"sh", "-c", "touch /tmp/alive; sleep 3600"},
+		ReadinessProbe: probe("/tmp/ready"),
+		LivenessProbe:  probe("/tmp/alive"),
+	}}
+	createPod(t, ns, pod)
+	sidecar := func(p *v1.Pod) *v1.ContainerStatus {
+		for i := range p.Status.InitContainerStatuses {
+			if p.Status.InitContainerStatuses[i].Name == "sidecar" {
+				return &p.Status.InitContainerStatuses[i]
+			}
+		}
+		return nil
+	}
+	podReady := func(p *v1.Pod) bool {
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodReady {
+				return c.Status == v1.ConditionTrue
+			}
+		}
+		return false
+	}
+	// Running, but not Ready: the sidecar's readiness probe fails.
+	waitPod(t, ns, pod.Name, 60*time.Second, "the main container running", func(p *v1.Pod) bool {
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
+	})
+	// For three probe periods the pod never turns Ready.
+	ctx := testContext(t, 2*time.Minute)
+	errReady := errors.New("Ready while the sidecar's readiness probe fails")
+	err := wait.PollUntilContextTimeout(ctx, poll, 3*time.Second, true, func(ctx context.Context) (bool, error) {
+		p, err := client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err == nil && (podReady(p) || (sidecar(p) != nil && sidecar(p).Ready)) {
+			return false, errReady
+		}
+		return false, nil
+	})
+	if errors.Is(err, errReady) {
+		t.Fatal(err)
+	}
+	if _, stderr, err := execIn(ctx, ns, pod.Name, "sidecar", "touch", "/tmp/ready"); err != nil {
+		t.Fatalf("exec into the sidecar: %v %s", err, stderr)
+	}
+	start := time.Now()
+	waitPod(t, ns, pod.Name, 20*time.Second, "Ready once the sidecar's readiness probe succeeds", func(p *v1.Pod) bool {
+		return podReady(p) && sidecar(p) != nil && sidecar(p).Ready
+	})
+	t.Logf("pod Ready %s after the sidecar's readiness file appeared", time.Since(start).Round(time.Millisecond))
+
+	if _, stderr, err := execIn(ctx, ns, pod.Name, "sidecar", "rm", "/tmp/alive"); err != nil {
+		t.Fatalf("exec into the sidecar: %v %s", err, stderr)
+	}
+	p := waitPod(t, ns, pod.Name, 60*time.Second, "the sidecar restarted by its liveness probe", func(p *v1.Pod) bool {
+		s := sidecar(p)
+		return s != nil && s.RestartCount >= 1 && s.State.Running != nil
+	})
+	if n := p.Status.ContainerStatuses[0].RestartCount; n != 0 {
+		t.Errorf("the main container restarted %d times; only the sidecar should", n)
+	}
+	waitObjectEvent(t, ns, "Pod", pod.Name, v1.EventTypeNormal, "Killing", "Container sidecar failed liveness probe, will be restarted")
+}
+
+// TestReadinessGateTakesEffectAtOnce: another writer sets a readiness
+// gate's condition True; the pod turns Ready within 2 s (crivk watches
+// the pod's conditions, not only its spec).
+func TestReadinessGateTakesEffectAtOnce(t *testing.T) {
+	ns := newNamespace(t)
+	pod := busyboxPod("gated", v1.RestartPolicyAlways, "sleep 3600")
+	pod.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/ready"}}
+	createPod(t, ns, pod)
+	waitPod(t, ns, pod.Name, 60*time.Second, "ContainersReady", func(p *v1.Pod) bool {
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.ContainersReady && c.Status == v1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	})
+	ctx := testContext(t, time.Minute)
+	p, err := client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady && c.Status == v1.ConditionTrue {
+			t.Fatal("Ready before its readiness gate is set")
+		}
+	}
+	p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: "example.com/ready", Status: v1.ConditionTrue, LastTransitionTime: metav1.Now()})
+	if _, err := client.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("setting the readiness gate: %v", err)
+	}
+	set := time.Now()
+	waitPod(t, ns, pod.Name, 15*time.Second, "Ready", func(p *v1.Pod) bool {
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodReady {
+				return c.Status == v1.ConditionTrue
+			}
+		}
+		return false
+	})
+	took := time.Since(set)
+	t.Logf("Ready %s after the readiness gate was set", took.Round(time.Millisecond))
+	if took > 2*time.Second {
+		t.Errorf("Ready %s after the readiness gate was set, want within 2s", took)
 	}
 }

@@ -223,8 +223,14 @@ func waitListening(t *testing.T, ns, pod string, ports ...int) {
 }
 
 func execOutput(ctx context.Context, ns, pod string, cmd ...string) (string, string, error) {
+	return execIn(ctx, ns, pod, "c", cmd...)
+}
+
+// execIn runs cmd in container of pod through the API server's exec and
+// returns its stdout and stderr.
+func execIn(ctx context.Context, ns, pod, container string, cmd ...string) (string, string, error) {
 	ex, err := remotecommand.NewSPDYExecutor(restConfig, "POST",
-		execURL(ns, pod, &v1.PodExecOptions{Container: "c", Command: cmd, Stdout: true, Stderr: true}))
+		execURL(ns, pod, &v1.PodExecOptions{Container: container, Command: cmd, Stdout: true, Stderr: true}))
 	if err != nil {
 		return "", "", err
 	}
