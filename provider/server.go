@@ -26,8 +26,9 @@ import (
 // (pkg/kubelet/server). apiPods lists the API's pods bound to this node
 // (the informer's view, as the kubelet's /pods shows its pod manager's).
 //
-// The stats and resource metrics endpoints answer 501 Not Implemented
-// until they are written. virtual-kubelet's node/api is not used (it
+// /metrics/resource serves the kubelet's resource metrics
+// (resourcemetrics.go); /stats/ answers 501 Not Implemented until it is
+// written. virtual-kubelet's node/api is not used (it
 // brings most of k8s.io/apiserver's HTTP stack into the binary).
 func (p *Provider) Handler(apiPods func() ([]*v1.Pod, error)) http.Handler {
 	streams := &streamServer{
@@ -35,7 +36,8 @@ func (p *Provider) Handler(apiPods func() ([]*v1.Pod, error)) http.Handler {
 		targets: runtimeTargets{pods: p.engine.PodByName, status: p.runtime.GetPodStatus},
 		proxy:   proxyStream,
 	}
-	return logRequests(nodeAPI(p.GetContainerLogs, apiPods, func() ([]*v1.Pod, error) { return p.engine.Pods(), nil }, streams))
+	metrics := resourceMetrics{runtime: p.runtime.Services(), node: func() nodeUsage { return readNodeUsage(cgroupV1Root, time.Now()) }}
+	return logRequests(nodeAPI(p.GetContainerLogs, apiPods, func() ([]*v1.Pod, error) { return p.engine.Pods(), nil }, streams, metrics))
 }
 
 // logRequests logs each node API request with its answer's status code
@@ -95,9 +97,15 @@ type logSource func(ctx context.Context, namespace, pod, container string, opts 
 // nodeAPI serves logs, the API's pods of the node (/pods) and the pods the
 // node runs as it sees them (/runningpods/, the kubelet's debugging
 // endpoint: crivk's engine's pods with their current status).
-func nodeAPI(logs logSource, apiPods, runningPods func() ([]*v1.Pod, error), streams *streamServer) http.Handler {
+func nodeAPI(logs logSource, apiPods, runningPods func() ([]*v1.Pod, error), streams *streamServer, resource http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	streams.register(mux)
+	notImplemented := []string{"/stats/"}
+	if resource != nil {
+		mux.Handle("GET /metrics/resource", resource)
+	} else {
+		notImplemented = append(notImplemented, "/metrics/resource")
+	}
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", func(w http.ResponseWriter, r *http.Request) {
 		serveContainerLogs(w, r, logs)
 	})
@@ -105,7 +113,7 @@ func nodeAPI(logs logSource, apiPods, runningPods func() ([]*v1.Pod, error), str
 	mux.HandleFunc("GET /pods/", func(w http.ResponseWriter, r *http.Request) { servePods(w, r, apiPods) })
 	mux.HandleFunc("GET /runningpods/", func(w http.ResponseWriter, r *http.Request) { servePods(w, r, runningPods) })
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
-	for _, prefix := range []string{"/stats/", "/metrics/resource"} {
+	for _, prefix := range notImplemented {
 		mux.HandleFunc(prefix, func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, fmt.Sprintf("%s is not implemented by crivk yet", r.URL.Path), http.StatusNotImplemented)
 		})

@@ -67,7 +67,7 @@ func TestLogOptions(t *testing.T) {
 func TestHandlerRoutes(t *testing.T) {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"}}
 	running := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns", UID: "running"}}
-	h := nodeAPI(nil, func() ([]*v1.Pod, error) { return []*v1.Pod{pod}, nil }, func() ([]*v1.Pod, error) { return []*v1.Pod{running}, nil }, newFakeStreams().server())
+	h := nodeAPI(nil, func() ([]*v1.Pod, error) { return []*v1.Pod{pod}, nil }, func() ([]*v1.Pod, error) { return []*v1.Pod{running}, nil }, newFakeStreams().server(), nil)
 	get := func(path string) (int, string) {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
@@ -127,7 +127,7 @@ func TestHandlerContainerLogs(t *testing.T) {
 		}
 		return nil
 	}
-	h := nodeAPI(logs, nil, nil, newFakeStreams().server())
+	h := nodeAPI(logs, nil, nil, newFakeStreams().server(), nil)
 	for _, tc := range []struct {
 		path, body string
 		code       int

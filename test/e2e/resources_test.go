@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -94,4 +95,50 @@ func TestAdmissionRejects(t *testing.T) {
 		}
 		waitGone(t, ns, tc.pod.Name, 30*time.Second)
 	}
+}
+
+// TestResourceMetricsEndpoint reads /metrics/resource through the API
+// server's node proxy (as metrics-server does) while a pod burns CPU: its
+// container's CPU time and working set are there and not zero, and so are
+// the node's.
+func TestResourceMetricsEndpoint(t *testing.T) {
+	ns := newNamespace(t)
+	runningPod(t, ns, busyboxPod("busy", v1.RestartPolicyNever, "while true; do :; done"))
+	var body string
+	waitPod(t, ns, "busy", 60*time.Second, "its CPU time in /metrics/resource", func(*v1.Pod) bool {
+		raw, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy/metrics/resource").DoRaw(testContext(t, 10*time.Second))
+		if err != nil {
+			return false
+		}
+		body = string(raw)
+		return metricValue(body, `container_cpu_usage_seconds_total{container="c",namespace="`+ns+`",pod="busy"}`) > 0
+	})
+	for _, series := range []string{
+		`container_memory_working_set_bytes{container="c",namespace="` + ns + `",pod="busy"}`,
+		`pod_cpu_usage_seconds_total{namespace="` + ns + `",pod="busy"}`,
+		"node_cpu_usage_seconds_total",
+		"node_memory_working_set_bytes",
+	} {
+		if v := metricValue(body, series); v <= 0 {
+			t.Errorf("%s = %v, want > 0", series, v)
+		}
+	}
+	if metricValue(body, "resource_scrape_error") != 0 {
+		t.Errorf("resource_scrape_error is not 0")
+	}
+}
+
+// metricValue is the value of the series named exactly so (-1 if absent).
+func metricValue(body, series string) float64 {
+	for _, line := range strings.Split(body, "\n") {
+		rest, ok := strings.CutPrefix(line, series+" ")
+		if !ok {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(strings.Fields(rest)[0], &v); err == nil {
+			return v
+		}
+	}
+	return -1
 }

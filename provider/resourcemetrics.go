@@ -1,0 +1,209 @@
+package provider
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crivk/crivk/cri"
+	"github.com/virtual-kubelet/virtual-kubelet/log"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// /metrics/resource is the kubelet's resource metrics endpoint, the one
+// metrics-server v0.7 scrapes (`kubectl top`): CPU and working-set memory
+// of the node (its root cgroup) and of every container and pod crivk runs
+// (CRI ListContainerStats, filtered to crivk's containers), in Prometheus
+// text format with timestamps, named and labelled as the kubelet's
+// (pkg/kubelet/metrics/collectors/resource_metrics.go).
+
+// containerStatsSource is what the endpoint needs of the runtime.
+type containerStatsSource interface {
+	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
+	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+}
+
+// nodeUsage is the node's CPU time and working set.
+type nodeUsage struct {
+	cpuSeconds       float64
+	workingSetBytes  uint64
+	at               time.Time
+	cpuErr, memError error
+}
+
+// cgroupV1Root is where the node's root cgroup is read (cgroup v1, this
+// machine's layout; ENVIRONMENT.md).
+var cgroupV1Root = "/sys/fs/cgroup"
+
+// readNodeUsage reads the root cgroup: cpuacct.usage (ns) and the memory
+// working set (usage minus inactive file pages, as cAdvisor's).
+func readNodeUsage(root string, now time.Time) nodeUsage {
+	u := nodeUsage{at: now}
+	if b, err := os.ReadFile(filepath.Join(root, "cpuacct", "cpuacct.usage")); err == nil {
+		ns, perr := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+		u.cpuSeconds, u.cpuErr = float64(ns)/1e9, perr
+	} else {
+		u.cpuErr = err
+	}
+	usage, err := os.ReadFile(filepath.Join(root, "memory", "memory.usage_in_bytes"))
+	if err != nil {
+		u.memError = err
+		return u
+	}
+	used, err := strconv.ParseUint(strings.TrimSpace(string(usage)), 10, 64)
+	if err != nil {
+		u.memError = err
+		return u
+	}
+	inactive, err := statValue(filepath.Join(root, "memory", "memory.stat"), "total_inactive_file")
+	if err != nil {
+		u.memError = err
+		return u
+	}
+	if inactive < used {
+		u.workingSetBytes = used - inactive
+	}
+	return u
+}
+
+func statValue(path, key string) (uint64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		k, v, ok := strings.Cut(s.Text(), " ")
+		if ok && k == key {
+			return strconv.ParseUint(v, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("%s: no %s", path, key)
+}
+
+// resourceMetrics writes the endpoint's answer.
+type resourceMetrics struct {
+	runtime containerStatsSource
+	node    func() nodeUsage
+}
+
+func (m resourceMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	managed := map[string]string{cri.LabelManagedBy: "crivk"}
+	stats, serr := m.runtime.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{LabelSelector: managed})
+	containers, cerr := m.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}, LabelSelector: managed,
+	})
+	scrapeError := 0
+	if serr != nil || cerr != nil {
+		log.G(ctx).WithField("stats", serr).WithField("containers", cerr).Warn("node API: /metrics/resource could not read the runtime")
+		scrapeError = 1
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	writeResourceMetrics(w, m.node(), stats, containers, scrapeError)
+}
+
+// series of one metric family, kept sorted for a stable answer.
+type family struct {
+	name, help, typ string
+	lines           []string
+}
+
+func (f *family) add(labels string, v float64, at time.Time) {
+	if labels != "" {
+		labels = "{" + labels + "}"
+	}
+	f.lines = append(f.lines, fmt.Sprintf("%s%s %s %d", f.name, labels, strconv.FormatFloat(v, 'g', -1, 64), at.UnixMilli()))
+}
+
+func (f *family) write(w io.Writer) {
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", f.name, f.help, f.name, f.typ)
+	sort.Strings(f.lines)
+	for _, l := range f.lines {
+		fmt.Fprintln(w, l)
+	}
+}
+
+// writeResourceMetrics renders the kubelet's resource metrics: the node's
+// from its root cgroup, each running container's from its CRI stats, each
+// pod's as the sum of its containers', and the containers' start times.
+func writeResourceMetrics(w io.Writer, node nodeUsage, stats []*runtimeapi.ContainerStats, running []*runtimeapi.Container, scrapeError int) {
+	nodeCPU := family{name: "node_cpu_usage_seconds_total", help: "[STABLE] Cumulative cpu time consumed by the node in core-seconds", typ: "counter"}
+	nodeMem := family{name: "node_memory_working_set_bytes", help: "[STABLE] Current working set of the node in bytes", typ: "gauge"}
+	ctrCPU := family{name: "container_cpu_usage_seconds_total", help: "[STABLE] Cumulative cpu time consumed by the container in core-seconds", typ: "counter"}
+	ctrMem := family{name: "container_memory_working_set_bytes", help: "[STABLE] Current working set of the container in bytes", typ: "gauge"}
+	ctrStart := family{name: "container_start_time_seconds", help: "[STABLE] Start time of the container since unix epoch in seconds", typ: "gauge"}
+	podCPU := family{name: "pod_cpu_usage_seconds_total", help: "[STABLE] Cumulative cpu time consumed by the pod in core-seconds", typ: "counter"}
+	podMem := family{name: "pod_memory_working_set_bytes", help: "[STABLE] Current working set of the pod in bytes", typ: "gauge"}
+	scrape := family{name: "resource_scrape_error", help: "[STABLE] 1 if there was an error while getting container metrics, 0 otherwise", typ: "gauge"}
+
+	if node.cpuErr == nil {
+		nodeCPU.add("", node.cpuSeconds, node.at)
+	}
+	if node.memError == nil {
+		nodeMem.add("", float64(node.workingSetBytes), node.at)
+	}
+	isRunning := map[string]*runtimeapi.Container{}
+	for _, c := range running {
+		isRunning[c.Id] = c
+	}
+	type podKey struct{ ns, name string }
+	type podSum struct {
+		cpu, mem   float64
+		cpuAt, mAt time.Time
+		hasCPU     bool
+		hasMem     bool
+	}
+	pods := map[podKey]*podSum{}
+	for _, s := range stats {
+		a := s.GetAttributes()
+		c, ok := isRunning[a.GetId()]
+		if !ok {
+			continue // the kubelet reports running containers only
+		}
+		l := a.GetLabels()
+		pk := podKey{l[cri.LabelPodNamespace], l[cri.LabelPodName]}
+		labels := fmt.Sprintf(`container=%q,namespace=%q,pod=%q`, l[cri.LabelContainerName], pk.ns, pk.name)
+		ps := pods[pk]
+		if ps == nil {
+			ps = &podSum{}
+			pods[pk] = ps
+		}
+		if cpu := s.GetCpu(); cpu != nil && cpu.GetUsageCoreNanoSeconds() != nil {
+			at := time.Unix(0, cpu.GetTimestamp())
+			v := float64(cpu.GetUsageCoreNanoSeconds().GetValue()) / 1e9
+			ctrCPU.add(labels, v, at)
+			ps.cpu, ps.cpuAt, ps.hasCPU = ps.cpu+v, at, true
+		}
+		if mem := s.GetMemory(); mem != nil && mem.GetWorkingSetBytes() != nil {
+			at := time.Unix(0, mem.GetTimestamp())
+			v := float64(mem.GetWorkingSetBytes().GetValue())
+			ctrMem.add(labels, v, at)
+			ps.mem, ps.mAt, ps.hasMem = ps.mem+v, at, true
+		}
+		created := time.Unix(0, c.GetCreatedAt())
+		ctrStart.add(labels, float64(created.UnixNano())/1e9, created)
+	}
+	for pk, ps := range pods {
+		labels := fmt.Sprintf(`namespace=%q,pod=%q`, pk.ns, pk.name)
+		if ps.hasCPU {
+			podCPU.add(labels, ps.cpu, ps.cpuAt)
+		}
+		if ps.hasMem {
+			podMem.add(labels, ps.mem, ps.mAt)
+		}
+	}
+	for _, f := range []*family{&ctrCPU, &ctrMem, &ctrStart, &nodeCPU, &nodeMem, &podCPU, &podMem} {
+		f.write(w)
+	}
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", scrape.name, scrape.help, scrape.name, scrape.typ, scrape.name, scrapeError)
+}
