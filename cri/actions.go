@@ -34,12 +34,16 @@ type PodActions struct {
 	// InitFailed is set when an init container failed and the restart
 	// policy forbids running it again: the pod has failed.
 	InitFailed bool
+	// EphemeralToStart are indexes into pod.Spec.EphemeralContainers that
+	// never ran: started once in the running sandbox, before the init and
+	// regular containers, never restarted.
+	EphemeralToStart []int
 }
 
 // Empty reports whether the plan has nothing to do.
 func (a PodActions) Empty() bool {
 	return !a.KillPod && !a.CreateSandbox && a.NextInit < 0 && len(a.ContainersToStart) == 0 &&
-		len(a.SidecarsToStart) == 0 && len(a.ContainersToKill) == 0
+		len(a.SidecarsToStart) == 0 && len(a.ContainersToKill) == 0 && len(a.EphemeralToStart) == 0
 }
 
 // String summarises the plan for logs.
@@ -62,6 +66,9 @@ func (a PodActions) String() string {
 	}
 	if len(a.ContainersToKill) > 0 {
 		parts = append(parts, fmt.Sprintf("kill(%d)", len(a.ContainersToKill)))
+	}
+	if len(a.EphemeralToStart) > 0 {
+		parts = append(parts, fmt.Sprintf("start-ephemeral%v", a.EphemeralToStart))
 	}
 	if a.InitFailed {
 		parts = append(parts, "init-failed")
@@ -131,6 +138,13 @@ func ComputePodActions(pod *v1.Pod, status *PodStatus) PodActions {
 		return a
 	}
 	a.SandboxID = newest.ID
+	// Ephemeral containers start once in the running sandbox, even before
+	// the pod is initialized, and are never restarted (the kubelet's).
+	for i := range pod.Spec.EphemeralContainers {
+		if status.Latest(pod.Spec.EphemeralContainers[i].Name, ContainerTypeEphemeral) == nil {
+			a.EphemeralToStart = append(a.EphemeralToStart, i)
+		}
+	}
 
 	// The pod was initialized once a regular container was created: from
 	// then on only sidecars of the init containers are (re)started.

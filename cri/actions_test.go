@@ -310,3 +310,42 @@ func TestPodActionsString(t *testing.T) {
 		})
 	}
 }
+
+// TestComputePodActionsEphemeral: an ephemeral container starts once in a
+// running sandbox, even while the pod initializes, and never again after
+// it ran; none starts in a sandbox about to be created.
+func TestComputePodActionsEphemeral(t *testing.T) {
+	withDebug := func(pod *v1.Pod) *v1.Pod {
+		pod.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug", Image: "busybox:1"}}}
+		return pod
+	}
+	running := []SandboxStatus{sandbox("sb", 0, true)}
+	for name, tc := range map[string]struct {
+		pod    *v1.Pod
+		status *PodStatus
+		want   []int
+	}{
+		"added to a running pod": {pod: withDebug(actionsPod(v1.RestartPolicyAlways, nil, "a")),
+			status: &PodStatus{Sandboxes: running, Containers: []ContainerStatus{ctr("a", ContainerTypeRegular, 0, StateRunning, 0)}}, want: []int{0}},
+		"while an init container runs": {pod: withDebug(actionsPod(v1.RestartPolicyAlways, []string{"i"}, "a")),
+			status: &PodStatus{Sandboxes: running, Containers: []ContainerStatus{ctr("i", ContainerTypeInit, 0, StateRunning, 0)}}, want: []int{0}},
+		"exited: never restarted": {pod: withDebug(actionsPod(v1.RestartPolicyAlways, nil, "a")),
+			status: &PodStatus{Sandboxes: running, Containers: []ContainerStatus{ctr("a", ContainerTypeRegular, 0, StateRunning, 0), ctr("debug", ContainerTypeEphemeral, 0, StateExited, 1)}}},
+		"running: nothing to do": {pod: withDebug(actionsPod(v1.RestartPolicyAlways, nil, "a")),
+			status: &PodStatus{Sandboxes: running, Containers: []ContainerStatus{ctr("a", ContainerTypeRegular, 0, StateRunning, 0), ctr("debug", ContainerTypeEphemeral, 0, StateRunning, 0)}}},
+		"no sandbox yet": {pod: withDebug(actionsPod(v1.RestartPolicyAlways, nil, "a")), status: &PodStatus{}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := ComputePodActions(tc.pod, tc.status)
+			if fmt.Sprint(got.EphemeralToStart) != fmt.Sprint(tc.want) {
+				t.Errorf("EphemeralToStart %v, want %v (plan %s)", got.EphemeralToStart, tc.want, got)
+			}
+			if len(tc.want) == 0 && len(got.EphemeralToStart) == 0 {
+				return
+			}
+			if got.Empty() {
+				t.Error("a plan that starts an ephemeral container reports Empty")
+			}
+		})
+	}
+}

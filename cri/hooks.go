@@ -220,6 +220,11 @@ func (r *Runtime) containerEvent(pod *v1.Pod, c *v1.Container, typ, reason, mess
 			path = "spec.initContainers{" + c.Name + "}"
 		}
 	}
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == c.Name {
+			path = "spec.ephemeralContainers{" + c.Name + "}"
+		}
+	}
 	ref := &v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name,
 		UID: pod.UID, ResourceVersion: pod.ResourceVersion, FieldPath: path}
 	r.recorder.Eventf(ref, typ, reason, "%s", message)

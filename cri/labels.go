@@ -36,6 +36,9 @@ type ContainerType string
 const (
 	ContainerTypeRegular ContainerType = "container"
 	ContainerTypeInit    ContainerType = "init"
+	// ContainerTypeEphemeral: an ephemeral container (kubectl debug),
+	// started once and never restarted.
+	ContainerTypeEphemeral ContainerType = "ephemeral"
 )
 
 func sandboxLabels(pod *v1.Pod) map[string]string {

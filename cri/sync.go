@@ -184,6 +184,10 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 			res.Errs = append(res.Errs, fmt.Errorf("stopping container %s (%s): %w", id, why, err))
 		}
 	}
+	for _, i := range plan.EphemeralToStart {
+		c := (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		r.startContainer(ctx, pod, c, ContainerTypeEphemeral, status, sandboxID, sbCfg, podIPs, backoff, now, res)
+	}
 	for _, i := range plan.SidecarsToStart {
 		c := &pod.Spec.InitContainers[i]
 		r.startContainer(ctx, pod, c, ContainerTypeInit, status, sandboxID, sbCfg, podIPs, backoff, now, res)
@@ -262,6 +266,13 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		res.Errs = append(res.Errs, fmt.Errorf("config of container %q of pod %s: %w", c.Name, ref, err))
 		return
 	}
+	if typ == ContainerTypeEphemeral {
+		if err := targetNamespace(pod, c.Name, status, cfg); err != nil {
+			res.Waiting[c.Name] = Waiting{Reason: ReasonCreateConfigError, Message: err.Error()}
+			res.Errs = append(res.Errs, fmt.Errorf("config of container %q of pod %s: %w", c.Name, ref, err))
+			return
+		}
+	}
 	res.Errs = append(res.Errs, r.pruneDead(ctx, status, c.Name, typ)...)
 	if err := os.MkdirAll(sbCfg.LogDirectory+"/"+c.Name, 0o755); err != nil {
 		res.Waiting[c.Name] = Waiting{Reason: ReasonCreateContainerErr, Message: err.Error()}
@@ -329,6 +340,14 @@ func containerSpec(pod *v1.Pod, name string, typ ContainerType) *v1.Container {
 	if pod == nil {
 		return nil
 	}
+	if typ == ContainerTypeEphemeral {
+		for i := range pod.Spec.EphemeralContainers {
+			if pod.Spec.EphemeralContainers[i].Name == name {
+				return (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+			}
+		}
+		return nil
+	}
 	list := pod.Spec.Containers
 	if typ == ContainerTypeInit {
 		list = pod.Spec.InitContainers
@@ -338,6 +357,35 @@ func containerSpec(pod *v1.Pod, name string, typ ContainerType) *v1.Container {
 			return &list[i]
 		}
 	}
+	return nil
+}
+
+// targetNamespace makes an ephemeral container with a target container
+// share that container's process namespace (kubectl debug --target), as
+// the kubelet does; the target must be running.
+func targetNamespace(pod *v1.Pod, name string, status *PodStatus, cfg *runtimeapi.ContainerConfig) error {
+	var target string
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			target = pod.Spec.EphemeralContainers[i].TargetContainerName
+		}
+	}
+	if target == "" {
+		return nil
+	}
+	c := status.Latest(target, ContainerTypeRegular)
+	if c == nil {
+		c = status.Latest(target, ContainerTypeInit)
+	}
+	if c == nil || c.State != StateRunning {
+		return fmt.Errorf("target container %q of ephemeral container %q is not running", target, name)
+	}
+	ns := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions()
+	if ns == nil {
+		return fmt.Errorf("ephemeral container %q has no namespace options", name)
+	}
+	ns.Pid = runtimeapi.NamespaceMode_TARGET
+	ns.TargetId = c.ID
 	return nil
 }
 

@@ -91,6 +91,13 @@ func GenerateStatus(in statusInput) v1.PodStatus {
 		}
 	}
 
+	// Ephemeral containers have statuses of their own and play no part in
+	// the phase or the conditions.
+	for i := range pod.Spec.EphemeralContainers {
+		c := (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses, containerStatus(in, c, cri.ContainerTypeEphemeral, true))
+	}
+
 	s.Phase = podPhase(pod, s.InitContainerStatuses, s.ContainerStatuses, in.Deleted)
 	if p := in.Previous.Phase; p == v1.PodSucceeded || p == v1.PodFailed {
 		// A pod never leaves a terminal phase.

@@ -381,5 +381,10 @@ func containerSpec(pod *v1.Pod, name string) (*v1.Container, cri.ContainerType) 
 			return &pod.Spec.InitContainers[i], cri.ContainerTypeInit
 		}
 	}
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			return (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon), cri.ContainerTypeEphemeral
+		}
+	}
 	return nil, ""
 }

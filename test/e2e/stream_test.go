@@ -19,6 +19,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/portforward"
@@ -432,4 +433,55 @@ func goroutines(t *testing.T) int {
 		t.Fatalf("crivk's goroutines: %q, %v %v", line, err, scanErr)
 	}
 	return n
+}
+
+// TestEphemeralContainer adds an ephemeral container to a running pod
+// (kubectl debug --target), sees its status Running, execs into it (it
+// shares the target's process namespace, so the target's sleep is
+// visible), and sees it terminated, not restarted, once it exits.
+func TestEphemeralContainer(t *testing.T) {
+	ns := newNamespace(t)
+	runningPod(t, ns, busyboxPod("debugged", v1.RestartPolicyAlways, "sleep 3600"))
+	ctx := testContext(t, 2*time.Minute)
+	p, err := client.CoreV1().Pods(ns).Get(ctx, "debugged", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, v1.EphemeralContainer{
+		EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debugger", Image: busybox, ImagePullPolicy: v1.PullIfNotPresent,
+			Command: []string{"sh", "-c", "while [ ! -e /tmp/done ]; do sleep 0.2; done"}},
+		TargetContainerName: "c",
+	})
+	if _, err := client.CoreV1().Pods(ns).UpdateEphemeralContainers(ctx, "debugged", p, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("adding the ephemeral container: %v", err)
+	}
+	ephemeral := func(p *v1.Pod) *v1.ContainerStatus {
+		for i := range p.Status.EphemeralContainerStatuses {
+			if p.Status.EphemeralContainerStatuses[i].Name == "debugger" {
+				return &p.Status.EphemeralContainerStatuses[i]
+			}
+		}
+		return nil
+	}
+	waitPod(t, ns, "debugged", 60*time.Second, "the ephemeral container running", func(p *v1.Pod) bool {
+		s := ephemeral(p)
+		return s != nil && s.State.Running != nil
+	})
+	out, stderr, err := execIn(ctx, ns, "debugged", "debugger", "ps")
+	if err != nil || !strings.Contains(out, "sleep 3600") {
+		t.Errorf("ps in the ephemeral container: %q %q %v; want the target's sleep 3600", out, stderr, err)
+	}
+	if _, stderr, err := execIn(ctx, ns, "debugged", "debugger", "touch", "/tmp/done"); err != nil {
+		t.Fatalf("exec into the ephemeral container: %v %s", err, stderr)
+	}
+	p = waitPod(t, ns, "debugged", 60*time.Second, "the ephemeral container terminated", func(p *v1.Pod) bool {
+		s := ephemeral(p)
+		return s != nil && s.State.Terminated != nil
+	})
+	if s := ephemeral(p); s.RestartCount != 0 || s.State.Terminated.ExitCode != 0 {
+		t.Errorf("ephemeral container status %+v, want exit 0 and no restart", s)
+	}
+	if n := p.Status.ContainerStatuses[0].RestartCount; n != 0 || p.Status.ContainerStatuses[0].State.Running == nil {
+		t.Errorf("the target container was disturbed: %+v", p.Status.ContainerStatuses[0])
+	}
 }
