@@ -316,12 +316,32 @@ func connectRuntime(ctx context.Context, o *options) (*cri.Runtime, cri.VersionI
 	if err != nil {
 		return nil, ver, rd, fmt.Errorf("reading the machine's memory: %w", err)
 	}
-	connectCtx, cancelConnect := context.WithTimeout(ctx, 10*time.Second)
-	rt, err := cri.Connect(connectCtx, cri.Config{Endpoint: o.criEndpoint, RequestTimeout: o.runtimeRequestTimeout, PodLogDir: o.podLogDir, DNS: dns,
-		MemoryCapacity: memCapacity, MaxParallelImagePulls: o.maxParallelPulls, MaxParallelSandboxes: o.maxParallelSandboxes})
-	cancelConnect()
-	if err != nil {
-		return nil, ver, rd, err
+	if strings.Contains(o.criEndpoint, "://") && !strings.HasPrefix(o.criEndpoint, "unix://") {
+		return nil, ver, rd, fmt.Errorf("--cri-endpoint %q: only unix sockets are supported", o.criEndpoint)
+	}
+	cfg := cri.Config{Endpoint: o.criEndpoint, RequestTimeout: o.runtimeRequestTimeout, PodLogDir: o.podLogDir, DNS: dns,
+		MemoryCapacity: memCapacity, MaxParallelImagePulls: o.maxParallelPulls, MaxParallelSandboxes: o.maxParallelSandboxes}
+	// A runtime that is not up yet is waited for, with back-off, rather
+	// than a reason to exit (a crash loop of the agent helps nobody).
+	var rt *cri.Runtime
+	backoff := time.Second
+	for {
+		connectCtx, cancelConnect := context.WithTimeout(ctx, 10*time.Second)
+		rt, err = cri.Connect(connectCtx, cfg)
+		cancelConnect()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil || !errors.Is(err, cri.ErrUnreachable) {
+			return nil, ver, rd, err
+		}
+		log.G(ctx).WithError(err).WithField("retry", backoff).Warn("waiting for the container runtime")
+		select {
+		case <-ctx.Done():
+			return nil, ver, rd, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
 	}
 	if ver, err = rt.Version(ctx); err == nil {
 		rd, err = rt.Status(ctx)

@@ -284,3 +284,41 @@ func TestNoPodObjectBeforeContainersStop(t *testing.T) {
 		t.Errorf("all gone only %s after the delete, want within grace+15s = %ds", allGone, grace+15)
 	}
 }
+
+// TestCrivkWaitsForTheRuntime starts crivk while containerd is down: crivk
+// waits for it (still running 15 s later) instead of exiting, and once
+// containerd is started the node is Ready and the pod that ran through it
+// all still runs, unrestarted.
+func TestCrivkWaitsForTheRuntime(t *testing.T) {
+	ns := newNamespace(t)
+	runningPod(t, ns, busyboxPod("survivor", v1.RestartPolicyAlways, "sleep 3600"))
+	before := podContainerIDs(t, ns, "survivor")
+	if err := stopCrivk(); err != nil {
+		t.Fatalf("crivk did not stop cleanly: %v", err)
+	}
+	fault(t, "kill", "containerd")
+	started := false
+	defer func() {
+		if !started {
+			fault(t, "start", "containerd")
+		}
+	}()
+	var err error
+	if stopCrivk, err = startCrivk(); err != nil {
+		t.Fatalf("starting crivk: %v", err)
+	}
+	// crivk must still run after 15 s: it finds crivk's process alive at
+	// every poll (crivkPID fails the test when none runs).
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		crivkPID(t)
+		time.Sleep(poll) // polling that crivk stays up, not waiting for a condition
+	}
+	fault(t, "start", "containerd")
+	started = true
+	took, _ := waitNodeReady(t, v1.ConditionTrue, 90*time.Second)
+	t.Logf("containerd started after crivk waited 15 s for it: node Ready %s later", took.Round(time.Millisecond))
+	if after := podContainerIDs(t, ns, "survivor"); fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Errorf("containers (id@restarts) before %v, after %v", before, after)
+	}
+}
