@@ -19,6 +19,7 @@ require (
 	k8s.io/component-helpers v0.35.4
 	k8s.io/cri-api v0.35.4
 	k8s.io/klog/v2 v2.140.0
+	k8s.io/kubelet v0.35.4
 	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4
 )
 

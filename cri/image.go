@@ -198,3 +198,9 @@ func (r *Runtime) pull(ctx context.Context, image string, auth *runtimeapi.AuthC
 	call.ref, call.err = r.is.PullImage(ctx, &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: image}, auth, sandbox)
 	return call.ref, waited, call.err
 }
+
+// ImageFsInfo reports the filesystems the runtime keeps images on (the
+// node API's /stats/summary).
+func (r *Runtime) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
+	return r.is.ImageFsInfo(ctx)
+}

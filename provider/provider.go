@@ -21,6 +21,8 @@ import (
 type Provider struct {
 	engine  *lifecycle.Engine
 	runtime *cri.Runtime
+	// nodeName and rootDir describe the node in /stats/summary.
+	nodeName, rootDir string
 
 	mu   sync.Mutex
 	pods corev1listers.PodLister // guarded by mu; nil until the node is built
@@ -31,9 +33,10 @@ var (
 	_ node.PodNotifier         = (*Provider)(nil)
 )
 
-// New returns a provider over engine and runtime.
-func New(engine *lifecycle.Engine, runtime *cri.Runtime) *Provider {
-	return &Provider{engine: engine, runtime: runtime}
+// New returns a provider over engine and runtime for the node nodeName,
+// whose state lives under rootDir.
+func New(engine *lifecycle.Engine, runtime *cri.Runtime, nodeName, rootDir string) *Provider {
+	return &Provider{engine: engine, runtime: runtime, nodeName: nodeName, rootDir: rootDir}
 }
 
 // DeleteOnTerminated returns the engine's OnTerminated hook: it deletes the

@@ -27,8 +27,8 @@ import (
 // (the informer's view, as the kubelet's /pods shows its pod manager's).
 //
 // /metrics/resource serves the kubelet's resource metrics
-// (resourcemetrics.go); /stats/ answers 501 Not Implemented until it is
-// written. virtual-kubelet's node/api is not used (it
+// (resourcemetrics.go) and /stats/summary its summary (summary.go); the
+// other /stats/ paths answer 501 Not Implemented. virtual-kubelet's node/api is not used (it
 // brings most of k8s.io/apiserver's HTTP stack into the binary).
 func (p *Provider) Handler(apiPods func() ([]*v1.Pod, error)) http.Handler {
 	streams := &streamServer{
@@ -36,8 +36,14 @@ func (p *Provider) Handler(apiPods func() ([]*v1.Pod, error)) http.Handler {
 		targets: runtimeTargets{pods: p.engine.PodByName, status: p.runtime.GetPodStatus},
 		proxy:   proxyStream,
 	}
-	metrics := resourceMetrics{runtime: p.runtime.Services(), node: func() nodeUsage { return readNodeUsage(cgroupV1Root, time.Now()) }}
-	return logRequests(nodeAPI(p.GetContainerLogs, apiPods, func() ([]*v1.Pod, error) { return p.engine.Pods(), nil }, streams, metrics))
+	node := func() nodeUsage { return readNodeUsage(cgroupV1Root, time.Now()) }
+	metrics := resourceMetrics{runtime: p.runtime.Services(), node: node}
+	h := nodeAPI(p.GetContainerLogs, apiPods, func() ([]*v1.Pod, error) { return p.engine.Pods(), nil }, streams, metrics)
+	mux := http.NewServeMux()
+	mux.Handle("GET /stats/summary", summary{runtime: p.runtime.Services(), imageFs: p.runtime.ImageFsInfo, node: node, nodeName: p.nodeName,
+		rootDir: p.rootDir, memCapacity: MemoryCapacity, started: time.Now()})
+	mux.Handle("/", h)
+	return logRequests(mux)
 }
 
 // logRequests logs each node API request with its answer's status code

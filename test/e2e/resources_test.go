@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -141,4 +142,64 @@ func metricValue(body, series string) float64 {
 		}
 	}
 	return -1
+}
+
+// TestStatsSummary reads /stats/summary through the node proxy: the node
+// has CPU, memory and filesystem figures, and a running pod its
+// containers' CPU and working set.
+func TestStatsSummary(t *testing.T) {
+	ns := newNamespace(t)
+	runningPod(t, ns, busyboxPod("summarized", v1.RestartPolicyNever, "while true; do :; done"))
+	var sum statsSummary
+	waitPod(t, ns, "summarized", 60*time.Second, "its stats in /stats/summary", func(*v1.Pod) bool {
+		raw, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy/stats/summary").DoRaw(testContext(t, 10*time.Second))
+		if err != nil || json.Unmarshal(raw, &sum) != nil {
+			return false
+		}
+		for _, p := range sum.Pods {
+			if p.PodRef.Namespace == ns && p.CPU != nil && p.CPU.UsageCoreNanoSeconds > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	if sum.Node.NodeName != nodeName || sum.Node.CPU == nil || sum.Node.CPU.UsageCoreNanoSeconds == 0 ||
+		sum.Node.Memory == nil || sum.Node.Memory.WorkingSetBytes == 0 || sum.Node.Fs == nil || sum.Node.Fs.CapacityBytes == 0 {
+		t.Errorf("node stats incomplete: %+v", sum.Node)
+	}
+	for _, p := range sum.Pods {
+		if p.PodRef.Namespace == ns && (len(p.Containers) != 1 || p.Containers[0].Name != "c" || p.Memory == nil || p.Memory.WorkingSetBytes == 0) {
+			t.Errorf("pod stats incomplete: %+v", p)
+		}
+	}
+}
+
+// statsSummary is the part of the kubelet's Summary this test reads.
+type statsSummary struct {
+	Node struct {
+		NodeName string `json:"nodeName"`
+		CPU      *struct {
+			UsageCoreNanoSeconds uint64 `json:"usageCoreNanoSeconds"`
+		} `json:"cpu"`
+		Memory *struct {
+			WorkingSetBytes uint64 `json:"workingSetBytes"`
+		} `json:"memory"`
+		Fs *struct {
+			CapacityBytes uint64 `json:"capacityBytes"`
+		} `json:"fs"`
+	} `json:"node"`
+	Pods []struct {
+		PodRef struct {
+			Name, Namespace string
+		} `json:"podRef"`
+		Containers []struct {
+			Name string `json:"name"`
+		} `json:"containers"`
+		CPU *struct {
+			UsageCoreNanoSeconds uint64 `json:"usageCoreNanoSeconds"`
+		} `json:"cpu"`
+		Memory *struct {
+			WorkingSetBytes uint64 `json:"workingSetBytes"`
+		} `json:"memory"`
+	} `json:"pods"`
 }

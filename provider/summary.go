@@ -1,0 +1,194 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/crivk/crivk/cri"
+	"github.com/virtual-kubelet/virtual-kubelet/log"
+	"golang.org/x/sys/unix"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+)
+
+// /stats/summary in the kubelet's shape (k8s.io/kubelet/pkg/apis/stats/
+// v1alpha1): the node's CPU and memory from its root cgroup, its
+// filesystem (statfs of crivk's root dir) and the runtime's image
+// filesystem (CRI ImageFsInfo); per pod, the running containers' CPU,
+// memory and writable layer from CRI ListContainerStats (crivk's
+// containers only), summed for the pod. Network, volume and process stats
+// are not reported yet.
+
+type summary struct {
+	runtime     containerStatsSource
+	imageFs     func(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error)
+	node        func() nodeUsage
+	nodeName    string
+	rootDir     string
+	memCapacity func() (int64, error)
+	started     time.Time
+}
+
+func (s summary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	managed := map[string]string{cri.LabelManagedBy: "crivk"}
+	stats, err := s.runtime.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{LabelSelector: managed})
+	if err != nil {
+		http.Error(w, "failed to list container stats: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	containers, err := s.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}, LabelSelector: managed,
+	})
+	if err != nil {
+		http.Error(w, "failed to list containers: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	out := statsapi.Summary{Node: s.nodeStats(ctx), Pods: podStats(stats, containers)}
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(&out); err != nil {
+		log.G(ctx).WithError(err).Warn("node API: writing /stats/summary")
+	}
+}
+
+func (s summary) nodeStats(ctx context.Context) statsapi.NodeStats {
+	u := s.node()
+	now := metav1.NewTime(u.at)
+	n := statsapi.NodeStats{NodeName: s.nodeName, StartTime: metav1.NewTime(s.started)}
+	if u.cpuErr == nil {
+		ns := uint64(u.cpuSeconds * 1e9)
+		n.CPU = &statsapi.CPUStats{Time: now, UsageCoreNanoSeconds: &ns}
+	}
+	if u.memError == nil {
+		ws := u.workingSetBytes
+		n.Memory = &statsapi.MemoryStats{Time: now, WorkingSetBytes: &ws}
+		if capacity, err := s.memCapacity(); err == nil && uint64(capacity) > ws {
+			avail := uint64(capacity) - ws
+			n.Memory.AvailableBytes = &avail
+		}
+	}
+	n.Fs = statfs(s.rootDir, now)
+	if info, err := s.imageFs(ctx); err == nil && len(info.GetImageFilesystems()) > 0 {
+		img := info.GetImageFilesystems()[0]
+		fs := statfs(img.GetFsId().GetMountpoint(), now)
+		if fs == nil {
+			fs = &statsapi.FsStats{Time: now}
+		}
+		if v := img.GetUsedBytes(); v != nil {
+			used := v.GetValue()
+			fs.UsedBytes = &used
+		}
+		if v := img.GetInodesUsed(); v != nil {
+			used := v.GetValue()
+			fs.InodesUsed = &used
+		}
+		n.Runtime = &statsapi.RuntimeStats{ImageFs: fs}
+	}
+	return n
+}
+
+// statfs is the filesystem holding path; nil if it cannot be read.
+func statfs(path string, at metav1.Time) *statsapi.FsStats {
+	var st unix.Statfs_t
+	if path == "" || unix.Statfs(path, &st) != nil {
+		return nil
+	}
+	bsize := uint64(st.Bsize)
+	capacity, avail := st.Blocks*bsize, st.Bavail*bsize
+	used := (st.Blocks - st.Bfree) * bsize
+	inodes, free := st.Files, st.Ffree
+	inodesUsed := inodes - free
+	return &statsapi.FsStats{Time: at, CapacityBytes: &capacity, AvailableBytes: &avail, UsedBytes: &used,
+		Inodes: &inodes, InodesFree: &free, InodesUsed: &inodesUsed}
+}
+
+// podStats groups the running containers' stats by pod, with the pod's
+// sums.
+func podStats(stats []*runtimeapi.ContainerStats, running []*runtimeapi.Container) []statsapi.PodStats {
+	created := map[string]int64{}
+	for _, c := range running {
+		created[c.GetId()] = c.GetCreatedAt()
+	}
+	byUID := map[string]*statsapi.PodStats{}
+	for _, s := range stats {
+		a := s.GetAttributes()
+		at, ok := created[a.GetId()]
+		if !ok {
+			continue
+		}
+		l := a.GetLabels()
+		uid := l[cri.LabelPodUID]
+		p := byUID[uid]
+		if p == nil {
+			p = &statsapi.PodStats{PodRef: statsapi.PodReference{Name: l[cri.LabelPodName], Namespace: l[cri.LabelPodNamespace], UID: uid},
+				StartTime: metav1.NewTime(time.Unix(0, at))}
+			byUID[uid] = p
+		}
+		c := statsapi.ContainerStats{Name: l[cri.LabelContainerName], StartTime: metav1.NewTime(time.Unix(0, at))}
+		if cpu := s.GetCpu(); cpu != nil {
+			c.CPU = &statsapi.CPUStats{Time: metav1.NewTime(time.Unix(0, cpu.GetTimestamp()))}
+			if v := cpu.GetUsageCoreNanoSeconds(); v != nil {
+				n := v.GetValue()
+				c.CPU.UsageCoreNanoSeconds = &n
+				p.CPU = addCPU(p.CPU, c.CPU.Time, n)
+			}
+			if v := cpu.GetUsageNanoCores(); v != nil {
+				n := v.GetValue()
+				c.CPU.UsageNanoCores = &n
+			}
+		}
+		if mem := s.GetMemory(); mem != nil {
+			c.Memory = &statsapi.MemoryStats{Time: metav1.NewTime(time.Unix(0, mem.GetTimestamp()))}
+			if v := mem.GetWorkingSetBytes(); v != nil {
+				n := v.GetValue()
+				c.Memory.WorkingSetBytes = &n
+				p.Memory = addMemory(p.Memory, c.Memory.Time, n)
+			}
+			if v := mem.GetUsageBytes(); v != nil {
+				n := v.GetValue()
+				c.Memory.UsageBytes = &n
+			}
+		}
+		if wl := s.GetWritableLayer(); wl != nil && wl.GetUsedBytes() != nil {
+			n := wl.GetUsedBytes().GetValue()
+			c.Rootfs = &statsapi.FsStats{Time: metav1.NewTime(time.Unix(0, wl.GetTimestamp())), UsedBytes: &n}
+			if p.EphemeralStorage == nil {
+				var zero uint64
+				p.EphemeralStorage = &statsapi.FsStats{Time: c.Rootfs.Time, UsedBytes: &zero}
+			}
+			*p.EphemeralStorage.UsedBytes += n
+		}
+		p.Containers = append(p.Containers, c)
+	}
+	out := make([]statsapi.PodStats, 0, len(byUID))
+	for _, p := range byUID {
+		sort.Slice(p.Containers, func(i, j int) bool { return p.Containers[i].Name < p.Containers[j].Name })
+		out = append(out, *p)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].PodRef.Namespace+"/"+out[i].PodRef.Name < out[j].PodRef.Namespace+"/"+out[j].PodRef.Name
+	})
+	return out
+}
+
+func addCPU(sum *statsapi.CPUStats, at metav1.Time, ns uint64) *statsapi.CPUStats {
+	if sum == nil {
+		var zero uint64
+		sum = &statsapi.CPUStats{Time: at, UsageCoreNanoSeconds: &zero}
+	}
+	*sum.UsageCoreNanoSeconds += ns
+	return sum
+}
+
+func addMemory(sum *statsapi.MemoryStats, at metav1.Time, ws uint64) *statsapi.MemoryStats {
+	if sum == nil {
+		var zero uint64
+		sum = &statsapi.MemoryStats{Time: at, WorkingSetBytes: &zero}
+	}
+	*sum.WorkingSetBytes += ws
+	return sum
+}
