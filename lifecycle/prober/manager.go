@@ -143,7 +143,11 @@ func (m *Manager) maybeTrigger(w *worker) {
 	if !ok {
 		return
 	}
-	for _, cs := range st.ContainerStatuses {
+	statuses := st.ContainerStatuses
+	if w.sidecar {
+		statuses = st.InitContainerStatuses
+	}
+	for _, cs := range statuses {
 		if cs.Name != w.container.Name || cs.State.Running == nil {
 			continue
 		}
