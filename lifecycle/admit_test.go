@@ -44,7 +44,7 @@ func TestEngineRejectsWhatDoesNotFit(t *testing.T) {
 	if got := f.e.PodByName(big.Namespace, "big"); got == nil || got.Status.Phase != v1.PodFailed {
 		t.Errorf("PodByName of the rejected pod: %v", got)
 	}
-	if !f.e.Kill(deleted(big, f.clock.Now(), nil)) {
+	if !f.e.Kill(context.Background(), deleted(big, f.clock.Now(), nil)) {
 		t.Fatal("Kill of a rejected pod returned false")
 	}
 	f.eventually(t, "the rejected pod's object deleted", func() bool { return f.rt.count("uid-big", "OnTerminated") == 1 })

@@ -297,9 +297,9 @@ func (e *Engine) UpdatePod(_ context.Context, pod *v1.Pod) {
 // Kill asks the pod's worker to stop its containers with the pod's
 // deletion grace period, then clean up and call OnTerminated. It returns
 // false when the engine does not know the pod.
-func (e *Engine) Kill(pod *v1.Pod) bool {
+func (e *Engine) Kill(ctx context.Context, pod *v1.Pod) bool {
 	if e.rejectedPod(pod.UID) != nil {
-		go e.deleteRejected(context.Background(), pod)
+		e.deleteRejected(ctx, pod)
 		return true
 	}
 	pod = e.markDeleted(pod)

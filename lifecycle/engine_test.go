@@ -445,7 +445,7 @@ func TestEngineKill(t *testing.T) {
 			f.startRunning(t, pod)
 
 			del := deleted(pod, f.clock.Now(), tc.deletionGrace)
-			if !f.e.Kill(del) {
+			if !f.e.Kill(context.Background(), del) {
 				t.Fatal("Kill of a known pod returned false")
 			}
 			f.relist()
@@ -470,7 +470,7 @@ func TestEngineKill(t *testing.T) {
 			if len(term) != 1 || term[0].UID != "uid-1" || term[0].DeletionTimestamp == nil || term[0].Status.Phase != tc.wantPhase {
 				t.Errorf("OnTerminated got %v, want the deleted pod once with phase %s", term, tc.wantPhase)
 			}
-			if f.e.Kill(del) {
+			if f.e.Kill(context.Background(), del) {
 				t.Errorf("Kill of a forgotten pod returned true")
 			}
 		})
@@ -483,7 +483,7 @@ func TestEngineKillRetriesUntilTheRuntimeStops(t *testing.T) {
 	f.startRunning(t, pod)
 	f.rt.setKillErrs(2)
 
-	f.e.Kill(deleted(pod, f.clock.Now(), nil))
+	f.e.Kill(context.Background(), deleted(pod, f.clock.Now(), nil))
 	for attempt := 1; attempt <= 2; attempt++ {
 		f.eventually(t, fmt.Sprintf("KillPod attempt %d", attempt), func() bool { return f.rt.count("uid-1", "KillPod") == attempt })
 		f.eventually(t, "the worker idle", func() bool { return !f.e.workers.IsWorking("uid-1") })
@@ -526,7 +526,7 @@ func TestEngineSameNameWaits(t *testing.T) {
 		t.Errorf("Pods() has %d pods, want 2", n)
 	}
 
-	f.e.Kill(deleted(old, f.clock.Now(), nil))
+	f.e.Kill(context.Background(), deleted(old, f.clock.Now(), nil))
 	f.relist()
 	f.eventually(t, "uid-1 to be forgotten", func() bool { return f.e.Pod("uid-1") == nil })
 	if n := f.rt.count("uid-2", "KillPod") + f.rt.count("uid-2", "RemovePod") + f.rt.count("uid-2", "OnTerminated"); n != 0 {
@@ -577,7 +577,7 @@ func TestEngineFinishedPodIsStoppedAndKeptUntilDeleted(t *testing.T) {
 				t.Errorf("a finished pod's containers were removed before deletion")
 			}
 			// Deleted: housekeeping removes the containers and reports it.
-			if !f.e.Kill(deleted(pod, f.clock.Now(), nil)) {
+			if !f.e.Kill(context.Background(), deleted(pod, f.clock.Now(), nil)) {
 				t.Fatal("Kill of a finished pod returned false")
 			}
 			f.e.Housekeeping(context.Background())
@@ -696,7 +696,7 @@ func TestEngineKillWithoutDeletionTimestamp(t *testing.T) {
 	f := newEngineFixture(t)
 	pod := enginePod("uid-1", "web", v1.RestartPolicyAlways)
 	f.startRunning(t, pod)
-	if !f.e.Kill(pod) {
+	if !f.e.Kill(context.Background(), pod) {
 		t.Fatal("Kill of a known pod returned false")
 	}
 	f.eventually(t, "the pod to be removed", func() bool { return f.rt.count("uid-1", "RemovePod") == 1 })

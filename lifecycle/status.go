@@ -45,6 +45,9 @@ type statusInput struct {
 
 // GenerateStatus computes the API status of a pod from the runtime's state,
 // following the kubelet's generateAPIPodStatus.
+// It stays one function, as the kubelet's generateAPIPodStatus: the
+// container statuses, the phase and the conditions are derived in that
+// order from the same input and read best top to bottom.
 func GenerateStatus(in statusInput) v1.PodStatus {
 	pod := in.Pod
 	now := metav1.NewTime(in.Now)

@@ -110,7 +110,7 @@ func TestEngineWaitsForVolumes(t *testing.T) {
 	// Terminated and deleted: the volumes are torn down.
 	f.relist()
 	f.eventually(t, "uid-1 idle", func() bool { return !f.e.workers.IsWorking("uid-1") })
-	f.e.Kill(deleted(pod, f.clock.Now(), nil))
+	f.e.Kill(context.Background(), deleted(pod, f.clock.Now(), nil))
 	f.eventually(t, "volumes torn down", func() bool { return vols.count(vols.unmounts, "uid-1") > 0 })
 }
 

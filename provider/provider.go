@@ -75,7 +75,7 @@ func (p *Provider) UpdatePod(ctx context.Context, pod *v1.Pod) error {
 // DeletePod asks the engine to stop the pod with its grace period. It returns
 // at once; the engine publishes the terminal status and deletes the object.
 func (p *Provider) DeletePod(ctx context.Context, pod *v1.Pod) error {
-	if !p.engine.Kill(pod) {
+	if !p.engine.Kill(ctx, pod) {
 		p.engine.KillUnknown(ctx, pod)
 	}
 	return nil
