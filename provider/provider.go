@@ -17,9 +17,25 @@ import (
 	corev1listers "k8s.io/client-go/listers/core/v1"
 )
 
+// Engine is what the provider needs of the pod engine; lifecycle.Engine
+// implements it.
+type Engine interface {
+	UpdatePod(ctx context.Context, pod *v1.Pod)
+	// Kill terminates a pod the engine knows and reports whether it did.
+	Kill(ctx context.Context, pod *v1.Pod) bool
+	// KillUnknown terminates a pod the engine was never given.
+	KillUnknown(ctx context.Context, pod *v1.Pod)
+	PodByName(namespace, name string) *v1.Pod
+	Pods() []*v1.Pod
+	NotifyPods(cb func(*v1.Pod))
+	SetDesiredPods(list func() ([]*v1.Pod, error))
+}
+
+var _ Engine = (*lifecycle.Engine)(nil)
+
 // Provider implements virtual-kubelet's pod interfaces over the engine.
 type Provider struct {
-	engine  *lifecycle.Engine
+	engine  Engine
 	runtime *cri.Runtime
 	// nodeName and rootDir describe the node in /stats/summary.
 	nodeName, rootDir string
@@ -35,7 +51,7 @@ var (
 
 // New returns a provider over engine and runtime for the node nodeName,
 // whose state lives under rootDir.
-func New(engine *lifecycle.Engine, runtime *cri.Runtime, nodeName, rootDir string) *Provider {
+func New(engine Engine, runtime *cri.Runtime, nodeName, rootDir string) *Provider {
 	return &Provider{engine: engine, runtime: runtime, nodeName: nodeName, rootDir: rootDir}
 }
 
