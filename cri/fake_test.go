@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -9,7 +10,6 @@ import (
 
 	"github.com/crivk/crivk/internal/testutil"
 	"google.golang.org/protobuf/proto"
-	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 )
@@ -20,12 +20,9 @@ import (
 // same state changes, errors injected per call) and also records the
 // timeout of every StopContainer. cri-api's fake is not used because its
 // package imports testify, which this module does not require.
-//
-// Calls the runtime manager does not make panic through the nil embedded
-// interface.
+// It implements cri.RuntimeService, the calls crivk makes, and nothing
+// else.
 type fakeRuntimeService struct {
-	internalapi.RuntimeService
-
 	clock clock.PassiveClock
 
 	mu         sync.Mutex
@@ -291,8 +288,6 @@ func (r *fakeRuntimeService) setContainer(id string, f func(c *fakeContainer)) e
 
 // fakeImageService knows a set of images; PullImage adds the image.
 type fakeImageService struct {
-	internalapi.ImageManagerService
-
 	mu     sync.Mutex
 	called []string
 	errors map[string][]error
@@ -380,8 +375,8 @@ func (s *fakeImageService) PullImage(_ context.Context, img *runtimeapi.ImageSpe
 func (s *fakeImageService) Close() error { return nil }
 
 var (
-	_ internalapi.RuntimeService      = (*fakeRuntimeService)(nil)
-	_ internalapi.ImageManagerService = (*fakeImageService)(nil)
+	_ RuntimeService = (*fakeRuntimeService)(nil)
+	_ ImageService   = (*fakeImageService)(nil)
 )
 
 func (s *fakeImageService) SetFakeImages(images []string) {
@@ -453,3 +448,47 @@ func (r *fakeRuntimeService) ReopenContainerLog(_ context.Context, id string) er
 
 // waitFor is testutil.WaitFor.
 var waitFor = testutil.WaitFor
+
+// errNotInFake is what the fake answers for calls the runtime manager's
+// tests do not exercise (the node API's streaming and stats have fakes of
+// their own in package provider).
+var errNotInFake = errors.New("not implemented by the fake runtime")
+
+func (r *fakeRuntimeService) Version(context.Context, string) (*runtimeapi.VersionResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.enter("Version"); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.VersionResponse{Version: "0.1.0", RuntimeName: "fake", RuntimeVersion: "1.0", RuntimeApiVersion: "v1"}, nil
+}
+
+func (r *fakeRuntimeService) Status(context.Context, bool) (*runtimeapi.StatusResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.enter("Status"); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
+		{Type: runtimeapi.RuntimeReady, Status: true}, {Type: runtimeapi.NetworkReady, Status: true}}}}, nil
+}
+
+func (r *fakeRuntimeService) Exec(context.Context, *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
+	return nil, errNotInFake
+}
+
+func (r *fakeRuntimeService) Attach(context.Context, *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
+	return nil, errNotInFake
+}
+
+func (r *fakeRuntimeService) PortForward(context.Context, *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
+	return nil, errNotInFake
+}
+
+func (r *fakeRuntimeService) ListContainerStats(context.Context, *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {
+	return nil, errNotInFake
+}
+
+func (s *fakeImageService) ImageFsInfo(context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
+	return &runtimeapi.ImageFsInfoResponse{}, nil
+}

@@ -15,7 +15,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	utilexec "k8s.io/utils/exec"
 )
@@ -50,10 +49,7 @@ type remoteService struct {
 	closeErr  error
 }
 
-var (
-	_ internalapi.RuntimeService      = (*remoteService)(nil)
-	_ internalapi.ImageManagerService = (*remoteService)(nil)
-)
+var ()
 
 const (
 	// maxMsgSize is the kubelet's CRI message size limit, both ways (gRPC's
@@ -361,15 +357,6 @@ func verifyContainerStatus(s *runtimeapi.ContainerStatus) error {
 	return nil
 }
 
-func (c *remoteService) UpdateContainerResources(ctx context.Context, id string, resources *runtimeapi.ContainerResources) error {
-	_, err := unary(ctx, c.timeout, "UpdateContainerResources", id, func(ctx context.Context) (*runtimeapi.UpdateContainerResourcesResponse, error) {
-		return c.rt.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{
-			ContainerId: id, Linux: resources.GetLinux(), Windows: resources.GetWindows(),
-		})
-	})
-	return err
-}
-
 // ExecSync runs cmd in the container; the runtime enforces timeout (whole
 // seconds, 0 for none) and the call gets the request timeout on top for the
 // runtime's clean-up. A command that exits non-zero returns a
@@ -434,66 +421,6 @@ func (c *remoteService) ReopenContainerLog(ctx context.Context, id string) error
 	return err
 }
 
-// CheckpointContainer gets the larger of the request timeout and the
-// checkpoint's own timeout, which is raised to the former (the kubelet's
-// rule).
-func (c *remoteService) CheckpointContainer(ctx context.Context, req *runtimeapi.CheckpointContainerRequest) error {
-	if req == nil {
-		return errors.New("CheckpointContainer requires a non-nil request")
-	}
-	if req.Timeout < 0 {
-		return fmt.Errorf("CheckpointContainer %s: negative timeout %d", req.ContainerId, req.Timeout)
-	}
-	d := c.timeout
-	if def := int64(c.timeout / time.Second); req.Timeout > def {
-		d = time.Duration(req.Timeout) * time.Second
-	} else {
-		req.Timeout = def
-	}
-	_, err := unary(ctx, d, "CheckpointContainer", req.ContainerId, func(ctx context.Context) (*runtimeapi.CheckpointContainerResponse, error) {
-		return c.rt.CheckpointContainer(ctx, req)
-	})
-	return err
-}
-
-// GetContainerEvents sends the runtime's container events to ch until the
-// stream fails or ctx ends.
-func (c *remoteService) GetContainerEvents(ctx context.Context, ch chan *runtimeapi.ContainerEventResponse, established func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
-	stream, err := c.rt.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
-	if err != nil {
-		return newCallError(ctx, "GetContainerEvents", "", err)
-	}
-	if established != nil {
-		established(stream)
-	}
-	for {
-		resp, err := stream.Recv()
-		if err != nil {
-			return newCallError(ctx, "GetContainerEvents", "", err)
-		}
-		if resp != nil {
-			select {
-			case ch <- resp:
-			case <-ctx.Done():
-				return newCallError(ctx, "GetContainerEvents", "", ctx.Err())
-			}
-		}
-	}
-}
-
-func (c *remoteService) UpdatePodSandboxResources(ctx context.Context, req *runtimeapi.UpdatePodSandboxResourcesRequest) (*runtimeapi.UpdatePodSandboxResourcesResponse, error) {
-	return unary(ctx, c.timeout, "UpdatePodSandboxResources", req.GetPodSandboxId(), func(ctx context.Context) (*runtimeapi.UpdatePodSandboxResourcesResponse, error) {
-		return c.rt.UpdatePodSandboxResources(ctx, req)
-	})
-}
-
-func (c *remoteService) UpdateRuntimeConfig(ctx context.Context, config *runtimeapi.RuntimeConfig) error {
-	_, err := unary(ctx, c.timeout, "UpdateRuntimeConfig", "", func(ctx context.Context) (*runtimeapi.UpdateRuntimeConfigResponse, error) {
-		return c.rt.UpdateRuntimeConfig(ctx, &runtimeapi.UpdateRuntimeConfigRequest{RuntimeConfig: config})
-	})
-	return err
-}
-
 // Status requires the RuntimeReady and NetworkReady conditions.
 func (c *remoteService) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error) {
 	resp, err := unary(ctx, c.timeout, "Status", "", func(ctx context.Context) (*runtimeapi.StatusResponse, error) {
@@ -508,19 +435,6 @@ func (c *remoteService) Status(ctx context.Context, verbose bool) (*runtimeapi.S
 	return resp, nil
 }
 
-func (c *remoteService) RuntimeConfig(ctx context.Context) (*runtimeapi.RuntimeConfigResponse, error) {
-	return unary(ctx, c.timeout, "RuntimeConfig", "", func(ctx context.Context) (*runtimeapi.RuntimeConfigResponse, error) {
-		return c.rt.RuntimeConfig(ctx, &runtimeapi.RuntimeConfigRequest{})
-	})
-}
-
-func (c *remoteService) ContainerStats(ctx context.Context, id string) (*runtimeapi.ContainerStats, error) {
-	resp, err := unary(ctx, c.timeout, "ContainerStats", id, func(ctx context.Context) (*runtimeapi.ContainerStatsResponse, error) {
-		return c.rt.ContainerStats(ctx, &runtimeapi.ContainerStatsRequest{ContainerId: id})
-	})
-	return resp.GetStats(), err
-}
-
 func (c *remoteService) ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {
 	resp, err := unary(ctx, c.timeout, "ListContainerStats", "", func(ctx context.Context) (*runtimeapi.ListContainerStatsResponse, error) {
 		return c.rt.ListContainerStats(ctx, &runtimeapi.ListContainerStatsRequest{Filter: filter})
@@ -528,42 +442,7 @@ func (c *remoteService) ListContainerStats(ctx context.Context, filter *runtimea
 	return resp.GetStats(), err
 }
 
-func (c *remoteService) PodSandboxStats(ctx context.Context, id string) (*runtimeapi.PodSandboxStats, error) {
-	resp, err := unary(ctx, c.timeout, "PodSandboxStats", id, func(ctx context.Context) (*runtimeapi.PodSandboxStatsResponse, error) {
-		return c.rt.PodSandboxStats(ctx, &runtimeapi.PodSandboxStatsRequest{PodSandboxId: id})
-	})
-	return resp.GetStats(), err
-}
-
-func (c *remoteService) ListPodSandboxStats(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
-	resp, err := unary(ctx, c.timeout, "ListPodSandboxStats", "", func(ctx context.Context) (*runtimeapi.ListPodSandboxStatsResponse, error) {
-		return c.rt.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{Filter: filter})
-	})
-	return resp.GetStats(), err
-}
-
-func (c *remoteService) ListMetricDescriptors(ctx context.Context) ([]*runtimeapi.MetricDescriptor, error) {
-	resp, err := unary(ctx, c.timeout, "ListMetricDescriptors", "", func(ctx context.Context) (*runtimeapi.ListMetricDescriptorsResponse, error) {
-		return c.rt.ListMetricDescriptors(ctx, &runtimeapi.ListMetricDescriptorsRequest{})
-	})
-	return resp.GetDescriptors(), err
-}
-
-func (c *remoteService) ListPodSandboxMetrics(ctx context.Context) ([]*runtimeapi.PodSandboxMetrics, error) {
-	resp, err := unary(ctx, c.timeout, "ListPodSandboxMetrics", "", func(ctx context.Context) (*runtimeapi.ListPodSandboxMetricsResponse, error) {
-		return c.rt.ListPodSandboxMetrics(ctx, &runtimeapi.ListPodSandboxMetricsRequest{})
-	})
-	return resp.GetPodMetrics(), err
-}
-
 // Image service.
-
-func (c *remoteService) ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
-	resp, err := unary(ctx, c.timeout, "ListImages", "", func(ctx context.Context) (*runtimeapi.ListImagesResponse, error) {
-		return c.img.ListImages(ctx, &runtimeapi.ListImagesRequest{Filter: filter})
-	})
-	return resp.GetImages(), err
-}
 
 // ImageStatus returns a nil Image when the image is not present; a present
 // image must have an ID and a size.
@@ -608,13 +487,6 @@ type pullError struct{ err, ctxErr error }
 
 func (e *pullError) Error() string   { return e.err.Error() }
 func (e *pullError) Unwrap() []error { return []error{e.err, e.ctxErr} }
-
-func (c *remoteService) RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) error {
-	_, err := unary(ctx, c.timeout, "RemoveImage", image.GetImage(), func(ctx context.Context) (*runtimeapi.RemoveImageResponse, error) {
-		return c.img.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: image})
-	})
-	return err
-}
 
 func (c *remoteService) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
 	return unary(ctx, c.timeout, "ImageFsInfo", "", func(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error) {

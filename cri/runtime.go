@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 )
@@ -69,8 +69,8 @@ type EventRecorder interface {
 // no per-pod state.
 type Runtime struct {
 	cfg    Config
-	rs     internalapi.RuntimeService
-	is     internalapi.ImageManagerService
+	rs     RuntimeService
+	is     ImageService
 	resolv resolvConf
 	// helper is set once by SetRuntimeHelper before the first SyncPod and
 	// only read after that.
@@ -136,7 +136,7 @@ const (
 )
 
 // New builds a Runtime over already connected services (tests pass fakes).
-func New(cfg Config, rs internalapi.RuntimeService, is internalapi.ImageManagerService) (*Runtime, error) {
+func New(cfg Config, rs RuntimeService, is ImageService) (*Runtime, error) {
 	if cfg.MaxParallelSandboxes < 0 {
 		return nil, fmt.Errorf("MaxParallelSandboxes %d is negative", cfg.MaxParallelSandboxes)
 	}
@@ -163,12 +163,18 @@ func New(cfg Config, rs internalapi.RuntimeService, is internalapi.ImageManagerS
 // Close releases the connection (the services may be one object; closing
 // it twice is harmless).
 func (r *Runtime) Close() error {
-	return errors.Join(r.rs.Close(), r.is.Close())
+	var errs []error
+	for _, s := range []any{r.rs, r.is} {
+		if c, ok := s.(io.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Services exposes the underlying CRI services to readers that need the raw
 // API (log streaming follows a container through ContainerStatus).
-func (r *Runtime) Services() internalapi.RuntimeService { return r.rs }
+func (r *Runtime) Services() RuntimeService { return r.rs }
 
 // VersionInfo is what the node reports about its runtime.
 type VersionInfo struct {

@@ -57,7 +57,7 @@ func NewOptions(o *v1.PodLogOptions, now time.Time) Options {
 }
 
 // StatusGetter is the CRI call that tells whether a followed container
-// still runs (internalapi.RuntimeService has it).
+// still runs (cri.RuntimeService has it).
 type StatusGetter interface {
 	ContainerStatus(ctx context.Context, containerID string, verbose bool) (*runtimeapi.ContainerStatusResponse, error)
 }

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 )
@@ -213,7 +212,7 @@ func (d *apiDriver) exitedAt(ctx context.Context, pod *v1.Pod) (time.Time, error
 // pod straight to the CRI, one goroutine per pod: no agent in between.
 type rawDriver struct {
 	rt    *cri.Runtime
-	rs    internalapi.RuntimeService
+	rs    cri.RuntimeService
 	clock clock.PassiveClock
 	// poll is how often waitExit asks the runtime (the runtime has no
 	// container events: containerd 1.6 lacks GetContainerEvents).

@@ -18,12 +18,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	internalapi "k8s.io/cri-api/pkg/apis"
 )
 
 var (
 	client   kubernetes.Interface
-	runtime  internalapi.RuntimeService
+	runtime  cri.RuntimeService
 	nodeName string
 	nodeIP   string
 	busybox  string
