@@ -363,7 +363,7 @@ func (f *engineFixture) startRunning(t *testing.T, pod *v1.Pod) {
 	f.eventually(t, "pod "+string(pod.UID)+" to be published Running", func() bool { return f.lastPhase(pod.UID) == v1.PodRunning })
 	// Let the PLEG see the started containers, so that no event is pending.
 	f.relist()
-	f.eventually(t, "the worker idle", func() bool { return !f.e.workers.IsWorking(pod.UID) })
+	f.eventually(t, "the worker idle", func() bool { return !f.e.workers.isWorking(pod.UID) })
 }
 
 func deleted(pod *v1.Pod, now time.Time, grace *int64) *v1.Pod {
@@ -410,7 +410,7 @@ func TestEngineSyncsAndPublishes(t *testing.T) {
 	updated.Labels = map[string]string{"v": "2"}
 	f.e.UpdatePod(context.Background(), updated)
 	f.relist()
-	f.eventually(t, "the worker idle", func() bool { return !f.e.workers.IsWorking("uid-1") })
+	f.eventually(t, "the worker idle", func() bool { return !f.e.workers.isWorking("uid-1") })
 	if n := f.rt.count("uid-1", "notify"); n != notifies {
 		t.Errorf("%d more notifications for an unchanged status", n-notifies)
 	}
@@ -486,7 +486,7 @@ func TestEngineKillRetriesUntilTheRuntimeStops(t *testing.T) {
 	f.e.Kill(context.Background(), deleted(pod, f.clock.Now(), nil))
 	for attempt := 1; attempt <= 2; attempt++ {
 		f.eventually(t, fmt.Sprintf("KillPod attempt %d", attempt), func() bool { return f.rt.count("uid-1", "KillPod") == attempt })
-		f.eventually(t, "the worker idle", func() bool { return !f.e.workers.IsWorking("uid-1") })
+		f.eventually(t, "the worker idle", func() bool { return !f.e.workers.isWorking("uid-1") })
 		if n := f.rt.count("uid-1", "RemovePod") + f.rt.count("uid-1", "OnTerminated"); n != 0 {
 			t.Fatalf("pod removed or reported terminated after a failed kill")
 		}
@@ -515,7 +515,7 @@ func TestEngineSameNameWaits(t *testing.T) {
 	reused := enginePod("uid-2", "web", v1.RestartPolicyAlways)
 	reused.CreationTimestamp = metav1.NewTime(f.clock.Now().Add(time.Minute))
 	f.e.UpdatePod(context.Background(), reused)
-	f.eventually(t, "uid-2 idle", func() bool { return !f.e.workers.IsWorking("uid-2") })
+	f.eventually(t, "uid-2 idle", func() bool { return !f.e.workers.isWorking("uid-2") })
 	if n := f.rt.count("uid-2", "SyncPod"); n != 0 {
 		t.Fatalf("uid-2 started while uid-1 runs under the same name")
 	}
@@ -535,7 +535,7 @@ func TestEngineSameNameWaits(t *testing.T) {
 	// uid-2 was requeued; it starts at its turn.
 	for i := 0; i < 3 && f.lastPhase("uid-2") != v1.PodRunning; i++ {
 		f.step(20 * time.Second)
-		f.eventually(t, "uid-2 idle", func() bool { return !f.e.workers.IsWorking("uid-2") })
+		f.eventually(t, "uid-2 idle", func() bool { return !f.e.workers.isWorking("uid-2") })
 	}
 	f.eventually(t, "uid-2 running", func() bool { return f.lastPhase("uid-2") == v1.PodRunning })
 }
@@ -603,7 +603,7 @@ func TestEngineFinishedPodStopIsRetried(t *testing.T) {
 	f.relist()
 	f.eventually(t, "the first KillPod", func() bool { return f.rt.count("uid-1", "KillPod") == 1 })
 	f.eventually(t, "the Succeeded status", func() bool { return f.lastPhase("uid-1") == v1.PodSucceeded })
-	f.eventually(t, "the worker idle", func() bool { return !f.e.workers.IsWorking("uid-1") })
+	f.eventually(t, "the worker idle", func() bool { return !f.e.workers.isWorking("uid-1") })
 	f.step(20 * time.Second)
 	f.eventually(t, "KillPod to be retried", func() bool { return f.rt.count("uid-1", "KillPod") == 2 })
 	f.eventually(t, "the worker to finish", func() bool { return f.e.workers.IsPodFinished("uid-1") })
@@ -721,7 +721,7 @@ func TestEngineWaitsForTheNetwork(t *testing.T) {
 		p := f.lastPublished("uid-2")
 		return p != nil && p.Status.PodIP == "192.0.2.10" && len(p.Status.PodIPs) == 1 && p.Status.PodIPs[0].IP == "192.0.2.10"
 	})
-	f.eventually(t, "uid-1 idle", func() bool { return !f.e.workers.IsWorking("uid-1") })
+	f.eventually(t, "uid-1 idle", func() bool { return !f.e.workers.isWorking("uid-1") })
 	if n := f.rt.count("uid-1", "SyncPod"); n != 0 {
 		t.Fatalf("a pod was started while the network is not ready")
 	}

@@ -60,13 +60,13 @@ func (t UpdateType) String() string {
 //	   │  TerminatingPodWork: SyncTerminatingPod repeated until every container
 //	   │        is stopped; a shorter grace period cancels the attempt in
 //	   │        flight (its context) and restarts with the shorter one
-//	   v        CouldHaveRunningContainers = true until here
-//	terminatedAt set ── ShouldPodContainersBeTerminating; kill requests'
+//	   v        couldHaveRunningContainers = true until here
+//	terminatedAt set ── shouldPodContainersBeTerminating; kill requests'
 //	   │                completion channels closed
 //	   │  TerminatedPodWork: SyncTerminatedPod once (final status, release
 //	   v        resources)
-//	finished ── IsPodKnownTerminated, ShouldPodRuntimeBeRemoved;
-//	   │        ShouldPodContentBeRemoved once also deleted
+//	finished ── IsPodKnownTerminated, shouldPodRuntimeBeRemoved;
+//	   │        shouldPodContentBeRemoved once also deleted
 //	   v
 //	SyncKnownPods without the pod: record removed (UID reuse may start again)
 type PodWorkerState int
@@ -901,9 +901,9 @@ func (p *PodWorkers) IsPodKnownTerminated(uid types.UID) bool {
 	return p.known(uid, false, (*podSyncStatus).IsTerminated)
 }
 
-// CouldHaveRunningContainers: the pod may still have running containers
+// couldHaveRunningContainers: the pod may still have running containers
 // (known and not yet terminated).
-func (p *PodWorkers) CouldHaveRunningContainers(uid types.UID) bool {
+func (p *PodWorkers) couldHaveRunningContainers(uid types.UID) bool {
 	return p.known(uid, false, func(s *podSyncStatus) bool { return !s.IsTerminated() })
 }
 
@@ -912,21 +912,21 @@ func (p *PodWorkers) IsPodTerminationRequested(uid types.UID) bool {
 	return p.known(uid, false, (*podSyncStatus).IsTerminationRequested)
 }
 
-// ShouldPodContainersBeTerminating: containers must not run (termination
+// shouldPodContainersBeTerminating: containers must not run (termination
 // requested, or the pod is unknown).
-func (p *PodWorkers) ShouldPodContainersBeTerminating(uid types.UID) bool {
+func (p *PodWorkers) shouldPodContainersBeTerminating(uid types.UID) bool {
 	return p.known(uid, true, (*podSyncStatus).IsTerminationRequested)
 }
 
-// ShouldPodRuntimeBeRemoved: the sandbox may be removed (terminated, or the
+// shouldPodRuntimeBeRemoved: the sandbox may be removed (terminated, or the
 // pod is unknown).
-func (p *PodWorkers) ShouldPodRuntimeBeRemoved(uid types.UID) bool {
+func (p *PodWorkers) shouldPodRuntimeBeRemoved(uid types.UID) bool {
 	return p.known(uid, true, (*podSyncStatus).IsTerminated)
 }
 
-// ShouldPodContentBeRemoved: containers, logs and data may be removed
+// shouldPodContentBeRemoved: containers, logs and data may be removed
 // (terminated and deleted, or unknown).
-func (p *PodWorkers) ShouldPodContentBeRemoved(uid types.UID) bool {
+func (p *PodWorkers) shouldPodContentBeRemoved(uid types.UID) bool {
 	return p.known(uid, true, func(s *podSyncStatus) bool { return s.IsTerminated() && s.deleted })
 }
 
@@ -940,8 +940,8 @@ func (p *PodWorkers) IsKnown(uid types.UID) bool {
 	return p.known(uid, false, func(*podSyncStatus) bool { return true })
 }
 
-// IsWorking reports whether uid has work pending or in flight (tests wait
+// isWorking reports whether uid has work pending or in flight (tests wait
 // on it).
-func (p *PodWorkers) IsWorking(uid types.UID) bool {
+func (p *PodWorkers) isWorking(uid types.UID) bool {
 	return p.known(uid, false, func(s *podSyncStatus) bool { return s.working })
 }

@@ -138,7 +138,7 @@ func newWorkersFixture(t *testing.T) *workersFixture {
 
 func (f *workersFixture) idle(t *testing.T, uid types.UID) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("worker of %s idle", uid), func() bool { return !f.w.IsWorking(uid) })
+	waitFor(t, fmt.Sprintf("worker of %s idle", uid), func() bool { return !f.w.isWorking(uid) })
 }
 
 // waitFor is testutil.WaitFor.
@@ -208,8 +208,8 @@ func TestPodWorkerTimeline(t *testing.T) {
 	check := func(stage string, want preds) {
 		t.Helper()
 		got := preds{
-			f.w.IsPodKnownTerminated(pod.UID), f.w.CouldHaveRunningContainers(pod.UID), f.w.IsPodTerminationRequested(pod.UID),
-			f.w.ShouldPodContainersBeTerminating(pod.UID), f.w.ShouldPodRuntimeBeRemoved(pod.UID), f.w.ShouldPodContentBeRemoved(pod.UID),
+			f.w.IsPodKnownTerminated(pod.UID), f.w.couldHaveRunningContainers(pod.UID), f.w.IsPodTerminationRequested(pod.UID),
+			f.w.shouldPodContainersBeTerminating(pod.UID), f.w.shouldPodRuntimeBeRemoved(pod.UID), f.w.shouldPodContentBeRemoved(pod.UID),
 			f.w.IsPodFinished(pod.UID),
 		}
 		if got != want {
@@ -269,7 +269,7 @@ func TestPodWorkerDeletionIsTerminationAndContentRemovable(t *testing.T) {
 	if calls[1].method != "terminating" || calls[1].grace != 7 {
 		t.Fatalf("terminating call %+v, want grace 7", calls[1])
 	}
-	if !f.w.ShouldPodContentBeRemoved(pod.UID) {
+	if !f.w.shouldPodContentBeRemoved(pod.UID) {
 		t.Fatal("deleted, terminated pod: content should be removable")
 	}
 }
@@ -432,7 +432,7 @@ func TestPodWorkerUIDReuse(t *testing.T) {
 	if m := f.syncer.methods(pod.UID); !equalStrings(m, []string{"sync", "terminating", "terminated", "sync"}) {
 		t.Fatalf("calls %v", m)
 	}
-	if !f.w.CouldHaveRunningContainers(pod.UID) {
+	if !f.w.couldHaveRunningContainers(pod.UID) {
 		t.Fatal("restarted pod not running")
 	}
 }

@@ -84,7 +84,7 @@ func TestEngineWaitsForVolumes(t *testing.T) {
 	pod := enginePod("uid-1", "web", v1.RestartPolicyAlways)
 	f.e.UpdatePod(context.Background(), pod)
 	f.eventually(t, "a mount attempt", func() bool { return vols.count(vols.mounts, "uid-1") > 0 })
-	f.eventually(t, "uid-1 idle", func() bool { return !f.e.workers.IsWorking("uid-1") })
+	f.eventually(t, "uid-1 idle", func() bool { return !f.e.workers.isWorking("uid-1") })
 	if n := f.rt.count("uid-1", "SyncPod"); n != 0 {
 		t.Fatal("the runtime was asked to start a pod whose volumes are not ready")
 	}
@@ -109,7 +109,7 @@ func TestEngineWaitsForVolumes(t *testing.T) {
 
 	// Terminated and deleted: the volumes are torn down.
 	f.relist()
-	f.eventually(t, "uid-1 idle", func() bool { return !f.e.workers.IsWorking("uid-1") })
+	f.eventually(t, "uid-1 idle", func() bool { return !f.e.workers.isWorking("uid-1") })
 	f.e.Kill(context.Background(), deleted(pod, f.clock.Now(), nil))
 	f.eventually(t, "volumes torn down", func() bool { return vols.count(vols.unmounts, "uid-1") > 0 })
 }
