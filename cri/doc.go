@@ -10,22 +10,30 @@
 //
 // The caller (package lifecycle) runs this loop per pod:
 //
-//	status := rt.GetPodStatus(ctx, uid, name, ns)   // read
-//	plan   := ComputePodActions(pod, status, ...)   // pure: decide
-//	result := rt.SyncPod(ctx, pod, status, plan)    // act, per-step results
+//	status, err := rt.GetPodStatus(ctx, RefOf(pod))          // read
+//	plan := ComputePodActions(pod, status)                   // pure: decide
+//	res := rt.SyncPod(ctx, pod, status, plan, backoffs, now) // act, per-step results
 //	...
-//	rt.KillPod(ctx, pod, status, grace)            // on termination
+//	err = rt.KillPod(ctx, pod, status, grace)                // on termination
+//	err = rt.RemovePod(ctx, status)                          // once deleted
 //
-// ComputePodActions is a pure function and is table-tested. SyncPod and
-// KillPod only carry out what they are told and report per-step errors; they
-// never decide policy (restart, back-off, phase) on their own. Back-off
-// state belongs to the caller and is passed in.
+// ComputePodActions is a pure function and is table-tested: which sandbox
+// to create, which init container, sidecars, regular and ephemeral
+// containers to start, which containers to kill and why. SyncPod and
+// KillPod carry out the plan and report per-step errors. Two decisions
+// are still taken while acting, not in the plan (the structure issue):
+// the restart and image-pull back-off (startContainer skips a container in
+// back-off, with the kubelet's CrashLoopBackOff/ImagePullBackOff waiting
+// reason) and the pruning of dead instances before a new one starts.
+// Back-off state belongs to the caller and is passed in.
 //
-// Connect talks to the runtime through crivk's own CRI client (remote.go):
-// the runtime and image services over one gRPC connection, with the
-// kubelet's per-call deadlines (Config.RequestTimeout, the kubelet's
-// --runtime-request-timeout) and response checks. Container logs are read
-// by the subpackage crilog.
+// Connect talks to the runtime through crivk's own CRI client (remote.go),
+// which implements exactly the calls crivk makes (RuntimeService and
+// ImageService, service.go): the runtime and image services over one gRPC
+// connection, with the kubelet's per-call deadlines (Config.RequestTimeout,
+// the kubelet's --runtime-request-timeout) and response checks. Container
+// resources (resources.go) are the kubelet's per QoS class. Container logs
+// are read by the subpackage crilog.
 //
 // What this package must never do: talk to the Kubernetes API, keep a map of
 // pods, or block on anything but the runtime.
