@@ -47,7 +47,7 @@ func hookFixture(t *testing.T) (*syncFixture, *fakeRecorder) {
 	f.is.SetFakeImages([]string{"busybox:1.36"})
 	f.rt.clock = f.clock
 	rec := &fakeRecorder{}
-	f.rt.SetEventRecorder(rec)
+	f.rt.recorder = rec
 	return f, rec
 }
 

@@ -38,6 +38,9 @@ type Config struct {
 	// seam for the resources work (QoS and pod cgroups); nil means the
 	// runtime's default.
 	CgroupParent func(podUID string) string
+	// Recorder receives the kubelet's container and pod events (Pulled,
+	// Created, Started, Killing, ...); nil drops them.
+	Recorder EventRecorder
 	// MemoryCapacity is the node's memory in bytes: Burstable containers'
 	// OOM score adjustment is relative to it (resources.go).
 	MemoryCapacity int64
@@ -75,8 +78,7 @@ type Runtime struct {
 	// helper is set once by SetRuntimeHelper before the first SyncPod and
 	// only read after that.
 	helper RuntimeHelper
-	// recorder is set once by SetEventRecorder before the first SyncPod;
-	// nil drops events.
+	// recorder is Config.Recorder; nil drops events.
 	recorder EventRecorder
 	clock    clock.WithTicker
 	puller   *puller
@@ -84,9 +86,6 @@ type Runtime struct {
 	sandboxes chan struct{}
 }
 
-// SetEventRecorder installs where events go. It must be called before the
-// first SyncPod.
-func (r *Runtime) SetEventRecorder(rec EventRecorder) { r.recorder = rec }
 
 // ErrUnreachable is returned by Connect when the CRI endpoint does not answer.
 var ErrUnreachable = errors.New("CRI endpoint unreachable")
@@ -143,7 +142,7 @@ func New(cfg Config, rs RuntimeService, is ImageService) (*Runtime, error) {
 	if cfg.MaxParallelImagePulls < 0 {
 		return nil, fmt.Errorf("MaxParallelImagePulls %d is negative", cfg.MaxParallelImagePulls)
 	}
-	r := &Runtime{cfg: cfg, rs: rs, is: is, clock: cfg.Clock, puller: newPuller(cfg.MaxParallelImagePulls)}
+	r := &Runtime{cfg: cfg, rs: rs, is: is, clock: cfg.Clock, puller: newPuller(cfg.MaxParallelImagePulls), recorder: cfg.Recorder}
 	if cfg.MaxParallelSandboxes > 0 {
 		r.sandboxes = make(chan struct{}, cfg.MaxParallelSandboxes)
 	}

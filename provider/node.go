@@ -157,14 +157,10 @@ type NodeProvider struct {
 	// netErr is the runtime's network readiness at the last check (nil:
 	// ready, or not checked yet). Guarded by mu.
 	netErr error
-	// recorder receives the node's events; set once before
-	// NotifyNodeStatus, nil drops them.
+	// recorder receives the kubelet's node events (Starting, NodeReady,
+	// NodeNotReady, ...); nil drops them.
 	recorder record.EventRecorder
 }
-
-// SetEventRecorder makes the provider record the kubelet's node events
-// (Starting, NodeReady, NodeNotReady, ...). Call it before the node runs.
-func (p *NodeProvider) SetEventRecorder(r record.EventRecorder) { p.recorder = r }
 
 // Node event reasons, the kubelet's (pkg/kubelet/events).
 const (
@@ -253,8 +249,9 @@ func (p *NodeProvider) NetworkError() error {
 // NewNodeProvider checks rt every interval and reports changes of n, and
 // differences from the node as apiNode reads it from the API (nil: none).
 // Each health check that fails makes the node NotReady with its message.
-func NewNodeProvider(rt ReadinessChecker, n *v1.Node, interval time.Duration, apiNode func(ctx context.Context) (*v1.Node, error), health ...func() error) *NodeProvider {
-	return &NodeProvider{rt: rt, interval: interval, apiNode: apiNode, health: health, node: n.DeepCopy()}
+func NewNodeProvider(rt ReadinessChecker, n *v1.Node, interval time.Duration, apiNode func(ctx context.Context) (*v1.Node, error),
+	recorder record.EventRecorder, health ...func() error) *NodeProvider {
+	return &NodeProvider{rt: rt, interval: interval, apiNode: apiNode, recorder: recorder, health: health, node: n.DeepCopy()}
 }
 
 // Ping reports that the agent is alive: it never asks the runtime, so the

@@ -48,9 +48,8 @@ func TestNodeEvents(t *testing.T) {
 	rt := &switchableRuntime{rd: ready}
 	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
 	n.Status.Conditions = NodeConditions(nil, ready, time.Now())
-	p := NewNodeProvider(rt, n, 5*time.Millisecond, nil)
 	rec := record.NewFakeRecorder(100)
-	p.SetEventRecorder(rec)
+	p := NewNodeProvider(rt, n, 5*time.Millisecond, nil, rec)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p.NotifyNodeStatus(ctx, func(*v1.Node) {})
@@ -129,7 +128,7 @@ func TestNodeStatusFollowsTheAPI(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		return api.DeepCopy(), apiErr
-	})
+	}, nil)
 	ctx := context.Background()
 	if err := p.Ping(ctx); err != nil {
 		t.Fatalf("Ping with a ready runtime: %v", err)

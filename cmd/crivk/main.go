@@ -223,7 +223,9 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	rt, ver, rd, err := connectRuntime(ctx, o)
+	eb := record.NewBroadcaster()
+	recorder := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: o.nodeName})
+	rt, ver, rd, err := connectRuntime(ctx, o, recorder)
 	if err != nil {
 		return err
 	}
@@ -239,8 +241,6 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	eb := record.NewBroadcaster()
-	recorder := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: o.nodeName})
 	a, err := startEngine(ctx, o, clients, rt, ver, nodeObj, recorder)
 	if err != nil {
 		return err
@@ -305,7 +305,7 @@ func connectAPI(o *options) (*apiClients, error) {
 }
 
 // connectRuntime dials the CRI runtime and reads its version and status.
-func connectRuntime(ctx context.Context, o *options) (*cri.Runtime, cri.VersionInfo, cri.Readiness, error) {
+func connectRuntime(ctx context.Context, o *options, recorder record.EventRecorder) (*cri.Runtime, cri.VersionInfo, cri.Readiness, error) {
 	var ver cri.VersionInfo
 	var rd cri.Readiness
 	dns := cri.DNSConfig{ClusterDomain: o.clusterDomain, ResolvConf: o.resolvConf}
@@ -320,7 +320,7 @@ func connectRuntime(ctx context.Context, o *options) (*cri.Runtime, cri.VersionI
 		return nil, ver, rd, fmt.Errorf("--cri-endpoint %q: only unix sockets are supported", o.criEndpoint)
 	}
 	cfg := cri.Config{Endpoint: o.criEndpoint, RequestTimeout: o.runtimeRequestTimeout, PodLogDir: o.podLogDir, DNS: dns,
-		MemoryCapacity: memCapacity, MaxParallelImagePulls: o.maxParallelPulls, MaxParallelSandboxes: o.maxParallelSandboxes}
+		MemoryCapacity: memCapacity, MaxParallelImagePulls: o.maxParallelPulls, MaxParallelSandboxes: o.maxParallelSandboxes, Recorder: recorder}
 	// A runtime that is not up yet is waited for, with back-off, rather
 	// than a reason to exit (a crash loop of the agent helps nobody).
 	var rt *cri.Runtime
@@ -437,7 +437,6 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		return nil, err
 	}
 	rt.SetRuntimeHelper(a.engine)
-	rt.SetEventRecorder(recorder)
 	wake := make(chan struct{}, 1)
 	if o.runtimeEvents && strings.HasPrefix(o.criEndpoint, "unix://") {
 		ev := &taskEvents{endpoint: o.criEndpoint, namespace: "k8s.io", wake: wake, settle: []time.Duration{10 * time.Millisecond, 30 * time.Millisecond, 100 * time.Millisecond}, retry: 5 * time.Second, clock: clock.RealClock{}}
@@ -447,8 +446,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	if err != nil {
 		return nil, err
 	}
-	a.nodeProvider = provider.NewNodeProvider(rt, nodeObj, o.nodeStatusUpdateFrequency, ownNode(clients, o.nodeName), pleg.Healthy)
-	a.nodeProvider.SetEventRecorder(recorder)
+	a.nodeProvider = provider.NewNodeProvider(rt, nodeObj, o.nodeStatusUpdateFrequency, ownNode(clients, o.nodeName), recorder, pleg.Healthy)
 	go pleg.Run(ctx)
 	logMax := resource.MustParse(o.logMaxSize)
 	go rt.RunLogRotation(ctx, cri.LogRotation{MaxSize: logMax.Value(), MaxFiles: o.logMaxFiles}, 10*time.Second)
