@@ -86,7 +86,6 @@ type Runtime struct {
 	sandboxes chan struct{}
 }
 
-
 // ErrUnreachable is returned by Connect when the CRI endpoint does not answer.
 var ErrUnreachable = errors.New("CRI endpoint unreachable")
 
