@@ -56,19 +56,24 @@ func (t UpdateType) String() string {
 //	   │  SyncPodWork: SyncPod repeated (each resync, PLEG event, spec change)
 //	   │        until the pod is terminal or termination is requested
 //	   v
-//	terminatingAt set ── IsPodTerminationRequested = true
+//	terminatingAt set ── IsPodTerminationRequested and
+//	   │                  shouldPodContainersBeTerminating = true from here
 //	   │  TerminatingPodWork: SyncTerminatingPod repeated until every container
 //	   │        is stopped; a shorter grace period cancels the attempt in
 //	   │        flight (its context) and restarts with the shorter one
 //	   v        couldHaveRunningContainers = true until here
-//	terminatedAt set ── shouldPodContainersBeTerminating; kill requests'
-//	   │                completion channels closed
+//	terminatedAt set ── IsPodKnownTerminated and shouldPodRuntimeBeRemoved
+//	   │                from here; shouldPodContentBeRemoved once also
+//	   │                deleted; kill requests' completion channels closed
 //	   │  TerminatedPodWork: SyncTerminatedPod once (final status, release
 //	   v        resources)
-//	finished ── IsPodKnownTerminated, shouldPodRuntimeBeRemoved;
-//	   │        shouldPodContentBeRemoved once also deleted
+//	finished ── IsPodFinished (the worker goroutine exited)
+//	   │
 //	   v
 //	SyncKnownPods without the pod: record removed (UID reuse may start again)
+//
+// For a UID the workers do not know, the should* predicates are true (its
+// containers must not run and may be removed), the others false.
 type PodWorkerState int
 
 const (
