@@ -35,19 +35,19 @@ type BackOff interface {
 // A container's restart machine (the kubelet's; 10 s doubling to 300 s,
 // forgotten after 10 minutes of clean running):
 //
-//	          plan: start (never ran, or exited and the restart policy
-//	          says so; a sidecar always, an ephemeral container never again)
-//	                          │
-//	                          v
-//	   ┌──── first start / back-off over ─────> Running ───exit───┐
-//	   │                                                          │
-//	   │   startContainer: exited at T and IsInBackOffSince(T)    │
-//	   │   -> Waiting CrashLoopBackOff "back-off D restarting     │
-//	   │      failed container=..." (nothing started; the pod     │
-//	   │      is looked at again every second)                    │
-//	   └──────────────────────── Exited <─────────────────────────┘
-//	                               │ not in back-off: Next(T) doubles
-//	                               v D, then the container starts again
+//	       plan: start (never ran, or exited and the restart policy
+//	       says so; a sidecar always, an ephemeral container never again)
+//	                       │
+//	                       v
+//	┌──── first start / back-off over ─────> Running ───exit───┐
+//	│                                                          │
+//	│   startContainer: exited at T and IsInBackOffSince(T)    │
+//	│   -> Waiting CrashLoopBackOff "back-off D restarting     │
+//	│      failed container=..." (nothing started; the pod     │
+//	│      is looked at again every second)                    │
+//	└──────────────────────── Exited <─────────────────────────┘
+//	                            │ not in back-off: Next(T) doubles
+//	                            v D, then the container starts again
 //
 // Image pulls have their own back-off (Pull): a failed pull makes
 // ErrImagePull, then ImagePullBackOff "Back-off pulling image ..." until
