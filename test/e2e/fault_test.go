@@ -307,8 +307,14 @@ func TestCrivkWaitsForTheRuntime(t *testing.T) {
 	if stopCrivk, err = startCrivk(); err != nil {
 		t.Fatalf("starting crivk: %v", err)
 	}
-	// crivk must still run after 15 s: its process is found at every poll
-	// (crivkPID fails the test when none runs).
+	// The script execs crivk: wait for its process, then it must still run
+	// 15 s later (crivkPID fails the test when none runs).
+	err = wait.PollUntilContextTimeout(context.Background(), poll, 10*time.Second, true, func(context.Context) (bool, error) {
+		return findCrivkPID(t) != 0, nil
+	})
+	if err != nil {
+		t.Fatal("crivk never started")
+	}
 	_ = wait.PollUntilContextTimeout(context.Background(), poll, 15*time.Second, true, func(context.Context) (bool, error) {
 		crivkPID(t)
 		return false, nil

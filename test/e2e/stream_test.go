@@ -388,6 +388,16 @@ func interruptedExec(t *testing.T, ns, pod string) {
 // crivkPID finds the e2e's crivk process by its executable.
 func crivkPID(t *testing.T) int {
 	t.Helper()
+	pid := findCrivkPID(t)
+	if pid == 0 {
+		t.Fatal("no process runs crivk's binary")
+	}
+	return pid
+}
+
+// findCrivkPID is the PID of the process running crivk's binary, or 0.
+func findCrivkPID(t *testing.T) int {
+	t.Helper()
 	bin, err := filepath.Abs("../../_output/bin/crivk")
 	if err != nil {
 		t.Fatal(err)
@@ -405,7 +415,6 @@ func crivkPID(t *testing.T) int {
 			return pid
 		}
 	}
-	t.Fatalf("no process runs %s", bin)
 	return 0
 }
 
