@@ -4,6 +4,7 @@
 # hack/conformance.sh), then the end-to-end tests against a local cluster
 # that this script brings up and tears down.
 # Usage: hack/test.sh [unit|conformance|e2e|all]   (default all)
+# E2E_RUN=regexp limits the end-to-end tests to those go test -run selects.
 # The output ends with go test's own summary lines; the environment's set-up
 # and tear-down logs go to _output/test-logs/.
 set -o errexit -o nounset -o pipefail
@@ -33,7 +34,7 @@ e2e() {
   source _output/local/env
   echo "test: end-to-end tests (crivk log: _output/local/logs/crivk-e2e.log)"
   local rc=0
-  CRIVK_E2E=1 go test -count=1 -timeout 20m -v ./test/e2e/ 2>&1 | tee "${LOGS}/e2e.log" || rc=$?
+  CRIVK_E2E=1 go test -count=1 -timeout 20m -v -run "${E2E_RUN:-.}" ./test/e2e/ 2>&1 | tee "${LOGS}/e2e.log" || rc=$?
   # Tear down quietly so that go test's summary stays the last output.
   hack/local-down.sh >"${LOGS}/local-down.log" 2>&1 || { echo "test: local-down failed, see ${LOGS}/local-down.log"; rc=1; }
   trap - EXIT
