@@ -8,14 +8,8 @@ import (
 
 // The kubelet's cgroup constants (pkg/kubelet/cm, pkg/kubelet/qos).
 const (
-	minShares     = 2
-	maxShares     = 262144
-	sharesPerCPU  = 1024
-	milliCPUToCPU = 1000
-	// quotaPeriod is the CFS period in microseconds (100 ms); a quota is
-	// never set below minQuotaPeriod.
-	quotaPeriod    = 100000
-	minQuotaPeriod = 1000
+	// quotaPeriod is the CFS period in microseconds (100 ms).
+	quotaPeriod = 100000
 
 	guaranteedOOMScoreAdj = -997
 	// systemCriticalPriority is the lowest priority of critical pods
@@ -35,36 +29,17 @@ const (
 func containerResources(pod *v1.Pod, c *v1.Container, typ ContainerType, memoryCapacity int64) *runtimeapi.LinuxContainerResources {
 	cpuRequest, hasRequest := c.Resources.Requests[v1.ResourceCPU]
 	cpuLimit := c.Resources.Limits[v1.ResourceCPU]
-	shares := milliCPUToShares(cpuRequest.MilliValue())
+	shares := podutil.MilliCPUToShares(cpuRequest.MilliValue())
 	if !hasRequest && !cpuLimit.IsZero() {
-		shares = milliCPUToShares(cpuLimit.MilliValue())
+		shares = podutil.MilliCPUToShares(cpuLimit.MilliValue())
 	}
 	return &runtimeapi.LinuxContainerResources{
 		CpuShares:          shares,
 		CpuPeriod:          quotaPeriod,
-		CpuQuota:           milliCPUToQuota(cpuLimit.MilliValue(), quotaPeriod),
+		CpuQuota:           podutil.MilliCPUToQuota(cpuLimit.MilliValue(), quotaPeriod),
 		OomScoreAdj:        oomScoreAdj(pod, c, typ == ContainerTypeInit && podutil.IsSidecar(c), memoryCapacity),
 		MemoryLimitInBytes: c.Resources.Limits.Memory().Value(),
 	}
-}
-
-// milliCPUToShares is the kubelet's MilliCPUToShares: 1024 shares per CPU,
-// at least 2 (also for no request), at most 262144.
-func milliCPUToShares(milliCPU int64) int64 {
-	if milliCPU == 0 {
-		return minShares
-	}
-	shares := milliCPU * sharesPerCPU / milliCPUToCPU
-	return min(max(shares, minShares), maxShares)
-}
-
-// milliCPUToQuota is the kubelet's MilliCPUToQuota: no limit is quota 0
-// (unlimited); otherwise the limit's share of period, at least 1 ms.
-func milliCPUToQuota(milliCPU, period int64) int64 {
-	if milliCPU == 0 {
-		return 0
-	}
-	return max(milliCPU*period/milliCPUToCPU, minQuotaPeriod)
 }
 
 // oomScoreAdj is the kubelet's GetContainerOOMScoreAdjust: Guaranteed

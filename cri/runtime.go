@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
@@ -34,10 +35,10 @@ type Config struct {
 	DNS DNSConfig
 	// RuntimeHandler is the CRI runtime handler (empty: the default).
 	RuntimeHandler string
-	// CgroupParent returns the cgroup parent of a pod's sandbox. It is the
-	// seam for the resources work (QoS and pod cgroups); nil means the
-	// runtime's default.
-	CgroupParent func(podUID string) string
+	// CgroupParent returns the cgroup parent of a pod's sandbox: its pod
+	// cgroup (lifecycle/cm), under which containerd puts the sandbox and
+	// every container of the pod. nil means the runtime's default.
+	CgroupParent func(pod *v1.Pod) string
 	// Recorder receives the kubelet's container and pod events (Pulled,
 	// Created, Started, Killing, ...); nil drops them.
 	Recorder EventRecorder

@@ -97,7 +97,7 @@ func (r *Runtime) sandboxLinuxConfig(pod *v1.Pod) *runtimeapi.LinuxPodSandboxCon
 		},
 	}
 	if r.cfg.CgroupParent != nil {
-		lc.CgroupParent = r.cfg.CgroupParent(string(pod.UID))
+		lc.CgroupParent = r.cfg.CgroupParent(pod)
 	}
 	if sc := pod.Spec.SecurityContext; sc != nil {
 		if len(sc.Sysctls) > 0 {

@@ -83,6 +83,18 @@ type Config struct {
 	// nil: nothing is probed. ProbeMetrics counts probe runs (may be nil).
 	ProbeRuntime ProbeRuntime
 	ProbeMetrics prober.Metrics
+	// PodCgroups keeps the pod cgroups (lifecycle/cm); nil: pods get
+	// none (the runtime's default cgroup parent).
+	PodCgroups PodCgroups
+}
+
+// PodCgroups is the pod cgroup tree as the engine uses it (lifecycle/cm's
+// Manager): created or updated before a pod's sandbox, removed once its
+// containers are stopped, listed for the orphan sweep.
+type PodCgroups interface {
+	EnsurePod(pod *v1.Pod) error
+	RemovePod(uid types.UID) error
+	PodUIDs() ([]types.UID, error)
 }
 
 // Engine is crivk's kubelet core: a pod manager (the pods virtual-kubelet
@@ -465,10 +477,37 @@ func (e *Engine) cleanupOrphans(ctx context.Context, listDesired func() ([]*v1.P
 		return inAPI[uid] || e.desiredPod(uid) != nil || e.workers.IsKnown(uid)
 	}
 	rerr := e.terminateRuntimeOrphans(ctx, refs, wanted)
-	if derr := e.cleanupPodDirs(ctx, wanted); derr != nil {
-		return errors.Join(rerr, derr)
+	derr := e.cleanupPodDirs(ctx, wanted)
+	cerr := e.cleanupPodCgroups(ctx, refs, wanted)
+	return errors.Join(rerr, derr, cerr)
+}
+
+// cleanupPodCgroups removes the cgroups of pods nobody wants and the
+// runtime does not have (a pod deleted while crivk was down whose runtime
+// pod is already gone): a runtime pod's cgroup goes when its termination
+// is done (SyncTerminatingRuntimePod), after its containers stopped.
+func (e *Engine) cleanupPodCgroups(ctx context.Context, refs []cri.PodRef, wanted func(types.UID) bool) error {
+	pc := e.cfg.PodCgroups
+	if pc == nil {
+		return nil
 	}
-	return rerr
+	uids, err := pc.PodUIDs()
+	if err != nil {
+		return fmt.Errorf("listing pod cgroups: %w", err)
+	}
+	inRuntime := map[types.UID]bool{}
+	for _, r := range refs {
+		inRuntime[r.UID] = true
+	}
+	var errs []error
+	for _, uid := range uids {
+		if inRuntime[uid] || wanted(uid) {
+			continue
+		}
+		log.G(ctx).WithField("uid", uid).Info("removing the cgroup of a pod that no longer exists")
+		errs = append(errs, pc.RemovePod(uid))
+	}
+	return errors.Join(errs...)
 }
 
 // terminateRuntimeOrphans hands every runtime pod in refs that is not
@@ -657,6 +696,16 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 			return false, fmt.Errorf("%w: %v", ErrNetworkNotReady, err)
 		}
 	}
+	// The pod cgroup exists with its class's values before the sandbox is
+	// created in it (the kubelet's EnsureExists in SyncPod).
+	if pc := e.cfg.PodCgroups; pc != nil {
+		if err := pc.EnsurePod(pod); err != nil {
+			if e.cfg.Recorder != nil {
+				e.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, "FailedToCreatePodContainer", "unable to ensure pod container exists: %v", err)
+			}
+			return false, fmt.Errorf("failed to ensure that the pod %s cgroups exist and are correctly applied: %w", cri.RefOf(pod), err)
+		}
+	}
 	// Volumes are set up (or refreshed: live updates) before any container
 	// may start; until they are, the pod stays in ContainerCreating.
 	if err := e.mountVolumes(ctx, pod); err != nil {
@@ -744,6 +793,11 @@ func (s *engineSyncer) SyncTerminatingRuntimePod(ctx context.Context, rp *cri.Po
 	if err := e.removePodFiles(string(rp.Ref.UID)); err != nil {
 		return err
 	}
+	if pc := e.cfg.PodCgroups; pc != nil {
+		if err := pc.RemovePod(rp.Ref.UID); err != nil {
+			return fmt.Errorf("removing the cgroup of runtime pod %s: %w", rp.Ref, err)
+		}
+	}
 	e.cache.Delete(rp.Ref.UID)
 	return e.unmountVolumes(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: rp.Ref.UID, Namespace: rp.Ref.Namespace, Name: rp.Ref.Name}})
 }
@@ -763,6 +817,13 @@ func (s *engineSyncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, st *c
 	// No container of the pod can run any more: its volumes go.
 	if err := e.unmountVolumes(ctx, pod); err != nil {
 		return err
+	}
+	// Nor does any run in its cgroup: it goes too (the kubelet's
+	// SyncTerminatedPod), whatever leaked into it is killed.
+	if pc := e.cfg.PodCgroups; pc != nil {
+		if err := pc.RemovePod(pod.UID); err != nil {
+			return fmt.Errorf("removing the cgroup of pod %s: %w", cri.RefOf(pod), err)
+		}
 	}
 	if pod.DeletionTimestamp == nil {
 		return nil

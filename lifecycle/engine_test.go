@@ -793,3 +793,92 @@ func TestEngineReadinessGateFromTheAPI(t *testing.T) {
 	f.step(20 * time.Second) // past the resync interval with jitter
 	f.eventually(t, "the pod Ready", func() bool { return ready() == v1.ConditionTrue })
 }
+
+// fakeCgroups records pod cgroup calls among the runtime's calls.
+type fakeCgroups struct {
+	rt   *fakeRuntime
+	mu   sync.Mutex
+	have map[types.UID]bool
+}
+
+func (c *fakeCgroups) EnsurePod(pod *v1.Pod) error {
+	c.rt.record(event{op: "EnsureCgroup", uid: pod.UID})
+	c.mu.Lock()
+	c.have[pod.UID] = true
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *fakeCgroups) RemovePod(uid types.UID) error {
+	c.rt.record(event{op: "RemoveCgroup", uid: uid})
+	c.mu.Lock()
+	delete(c.have, uid)
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *fakeCgroups) PodUIDs() ([]types.UID, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var uids []types.UID
+	for uid := range c.have {
+		uids = append(uids, uid)
+	}
+	return uids, nil
+}
+
+// TestEnginePodCgroups: the pod cgroup is made before the sandbox, removed
+// after the containers stopped and before the API object is deleted (the
+// kubelet's PodResourcesAreReclaimed waits for it); housekeeping removes
+// the cgroups of pods nobody knows once no runtime pod has their UID, and
+// a runtime orphan's after its termination.
+func TestEnginePodCgroups(t *testing.T) {
+	var cg *fakeCgroups
+	f := newEngineFixture(t, func(c *Config) {
+		cg = &fakeCgroups{have: map[types.UID]bool{"uid-gone": true, "uid-o": true}}
+		c.PodCgroups = cg
+	})
+	cg.rt = f.rt
+	pod := enginePod("uid-1", "web", v1.RestartPolicyAlways)
+	f.startRunning(t, pod)
+	var seq []string
+	for _, e := range f.rt.ops("uid-1", "EnsureCgroup", "SyncPod") {
+		seq = append(seq, e.op)
+	}
+	if len(seq) < 2 || seq[0] != "EnsureCgroup" || seq[1] != "SyncPod" {
+		t.Errorf("first calls %v, want EnsureCgroup before SyncPod", seq)
+	}
+
+	orphan := enginePod("uid-o", "gone", v1.RestartPolicyAlways)
+	f.rt.mu.Lock()
+	f.rt.pods[orphan.UID] = &cri.PodStatus{Ref: cri.RefOf(orphan),
+		Sandboxes:  []cri.SandboxStatus{{ID: "o-sb", Ready: true}},
+		Containers: []cri.ContainerStatus{{ID: "o-c", Name: "a", Type: cri.ContainerTypeRegular, State: cri.StateRunning}}}
+	f.rt.mu.Unlock()
+	f.e.SetDesiredPods(func() ([]*v1.Pod, error) { return []*v1.Pod{pod}, nil })
+	f.e.Housekeeping(context.Background())
+	f.eventually(t, "the unknown pod's cgroup removed", func() bool { return f.rt.count("uid-gone", "RemoveCgroup") == 1 })
+	f.eventually(t, "the runtime orphan removed", func() bool { return f.rt.count("uid-o", "RemovePod") == 1 })
+	f.eventually(t, "the runtime orphan's cgroup removed", func() bool { return f.rt.count("uid-o", "RemoveCgroup") >= 1 })
+	seq = nil
+	for _, e := range f.rt.ops("uid-o", "KillPod", "RemoveCgroup") {
+		seq = append(seq, e.op)
+	}
+	if seq[0] != "KillPod" {
+		t.Errorf("runtime orphan: %v, want its cgroup removed only after KillPod", seq)
+	}
+	if n := f.rt.count("uid-1", "RemoveCgroup"); n != 0 {
+		t.Fatalf("the running pod's cgroup was removed %d times", n)
+	}
+
+	f.e.Kill(context.Background(), deleted(pod, f.clock.Now(), nil))
+	f.relist()
+	f.eventually(t, "the pod to be forgotten", func() bool { return f.e.Pod("uid-1") == nil })
+	seq = nil
+	for _, e := range f.rt.ops("uid-1", "KillPod", "RemoveCgroup", "OnTerminated", "RemovePod") {
+		seq = append(seq, e.op)
+	}
+	if want := []string{"KillPod", "RemoveCgroup", "OnTerminated", "RemovePod"}; fmt.Sprint(seq) != fmt.Sprint(want) {
+		t.Errorf("termination sequence %v, want %v", seq, want)
+	}
+}

@@ -33,6 +33,8 @@ type NodeConfig struct {
 	AgentVersion   string // reported as kubeletVersion, e.g. v1.35.4-crivk.0
 	RuntimeVersion cri.VersionInfo
 	Labels         map[string]string
+	// Reservations are taken off the capacity for the allocatable.
+	Reservations Reservations
 }
 
 // Node condition reasons and messages, the kubelet's (pkg/kubelet/nodestatus).
@@ -76,7 +78,7 @@ func BuildNode(cfg NodeConfig, rd cri.Readiness, now time.Time) (*v1.Node, error
 		ObjectMeta: metav1.ObjectMeta{Name: cfg.Name, Labels: labels},
 		Status: v1.NodeStatus{
 			Capacity:    capacity,
-			Allocatable: capacity.DeepCopy(), // reservations come with the resources work
+			Allocatable: cfg.Reservations.Allocatable(capacity),
 			Addresses: []v1.NodeAddress{
 				{Type: v1.NodeInternalIP, Address: cfg.InternalIP},
 				{Type: v1.NodeHostName, Address: cfg.Name},

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/lifecycle"
+	"github.com/crivk/crivk/lifecycle/cm"
 	"github.com/crivk/crivk/lifecycle/volume"
 	"github.com/crivk/crivk/provider"
 	"github.com/sirupsen/logrus"
@@ -88,6 +90,14 @@ type options struct {
 	// reported at least every report frequency.
 	nodeStatusUpdateFrequency time.Duration
 	nodeStatusReportFrequency time.Duration
+	// Resources: the pod cgroup tree (lifecycle/cm) and what is taken off
+	// the capacity before pods get it.
+	cgroupRoot     string
+	cgroupsPerQOS  bool
+	systemReserved string
+	kubeReserved   string
+	evictionHard   string
+	reservations   provider.Reservations
 }
 
 // It is long because it declares every flag; the checks of their values
@@ -132,6 +142,11 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.maxParallelPulls, "max-parallel-image-pulls", 1, "image pulls run at once (1: serialized, the kubelet's default; 0: no limit)")
 	fs.StringVar(&o.logMaxSize, "container-log-max-size", "10Mi", "size at which a container's log file is rotated")
 	fs.IntVar(&o.logMaxFiles, "container-log-max-files", 5, "log files kept per container, the current one included (at least 2)")
+	fs.StringVar(&o.cgroupRoot, "cgroup-root", "/", "cgroup under which the pod cgroup tree (kubepods/...) is made; another root than a kubelet's lets both run on one machine")
+	fs.BoolVar(&o.cgroupsPerQOS, "cgroups-per-qos", true, "make the QoS and pod cgroups and create sandboxes in them, as the kubelet (false: the runtime's default cgroup, container limits only)")
+	fs.StringVar(&o.systemReserved, "system-reserved", "", "resources reserved for the system, e.g. cpu=100m,memory=500Mi,ephemeral-storage=1Gi (the kubelet's format)")
+	fs.StringVar(&o.kubeReserved, "kube-reserved", "", "resources reserved for Kubernetes daemons, in --system-reserved's format")
+	fs.StringVar(&o.evictionHard, "eviction-hard", provider.DefaultEvictionHard, "hard eviction thresholds taken off the allocatable (the kubelet's format and default; crivk does not evict)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -167,6 +182,19 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.maxPods <= 0 {
 		return nil, fmt.Errorf("--max-pods must be positive, got %d", o.maxPods)
+	}
+	var err error
+	if o.reservations.SystemReserved, err = provider.ParseResourceList(o.systemReserved); err != nil {
+		return nil, fmt.Errorf("--system-reserved: %w", err)
+	}
+	if o.reservations.KubeReserved, err = provider.ParseResourceList(o.kubeReserved); err != nil {
+		return nil, fmt.Errorf("--kube-reserved: %w", err)
+	}
+	if o.reservations.EvictionHard, err = provider.ParseEvictionHard(o.evictionHard); err != nil {
+		return nil, fmt.Errorf("--eviction-hard: %w", err)
+	}
+	if !strings.HasPrefix(o.cgroupRoot, "/") {
+		return nil, fmt.Errorf("--cgroup-root %q is not an absolute cgroup path", o.cgroupRoot)
 	}
 	if _, err := logrus.ParseLevel(o.logLevel); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
@@ -223,16 +251,20 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
+	pods, err := setupCgroups(ctx, o)
+	if err != nil {
+		return err
+	}
 	eb := record.NewBroadcaster()
 	recorder := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: o.nodeName})
-	rt, ver, rd, err := connectRuntime(ctx, o, recorder)
+	rt, ver, rd, err := connectRuntime(ctx, o, recorder, pods)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
 	nodeObj, err := provider.BuildNode(provider.NodeConfig{
 		Name: o.nodeName, InternalIP: o.nodeIP, KubeletPort: int32(o.port), MaxPods: o.maxPods,
-		RootDir: o.rootDir, AgentVersion: version, RuntimeVersion: ver,
+		RootDir: o.rootDir, AgentVersion: version, RuntimeVersion: ver, Reservations: o.reservations,
 	}, rd, time.Now())
 	if err != nil {
 		return err
@@ -241,7 +273,7 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	a, err := startEngine(ctx, o, clients, rt, ver, nodeObj, recorder)
+	a, err := startEngine(ctx, o, clients, rt, ver, nodeObj, recorder, pods)
 	if err != nil {
 		return err
 	}
@@ -291,6 +323,35 @@ func prepareHost(o *options) error {
 	return nil
 }
 
+// setupCgroups makes the node's pod cgroup tree under --cgroup-root
+// (lifecycle/cm), bounded by the capacity less the reservations; nil with
+// --cgroups-per-qos=false. A tree that cannot be made stops crivk, as the
+// kubelet: pods would run without their pod-level limits.
+func setupCgroups(ctx context.Context, o *options) (*cm.Manager, error) {
+	if !o.cgroupsPerQOS {
+		log.G(ctx).Warn("--cgroups-per-qos=false: no pod cgroups, only the containers' own limits apply")
+		return nil, nil
+	}
+	mem, err := provider.MemoryCapacity()
+	if err != nil {
+		return nil, fmt.Errorf("reading the machine's memory: %w", err)
+	}
+	bound := o.reservations.PodsBound(v1.ResourceList{
+		v1.ResourceCPU:    *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
+		v1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI),
+	})
+	m, err := cm.New(cm.Config{Root: o.cgroupRoot, PodsCPUMilli: bound.Cpu().MilliValue(), PodsMemory: bound.Memory().Value()})
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Start(); err != nil {
+		return nil, fmt.Errorf("making the pod cgroup tree under %s: %w", o.cgroupRoot, err)
+	}
+	log.G(ctx).WithField("root", m.Root()).WithField("cgroupVersion", m.Version()).
+		WithField("reservations", o.reservations.String()).Info("pod cgroup tree ready")
+	return m, nil
+}
+
 // connectAPI builds the API clients from --kubeconfig.
 func connectAPI(o *options) (*apiClients, error) {
 	restCfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
@@ -305,7 +366,7 @@ func connectAPI(o *options) (*apiClients, error) {
 }
 
 // connectRuntime dials the CRI runtime and reads its version and status.
-func connectRuntime(ctx context.Context, o *options, recorder record.EventRecorder) (*cri.Runtime, cri.VersionInfo, cri.Readiness, error) {
+func connectRuntime(ctx context.Context, o *options, recorder record.EventRecorder, pods *cm.Manager) (*cri.Runtime, cri.VersionInfo, cri.Readiness, error) {
 	var ver cri.VersionInfo
 	var rd cri.Readiness
 	dns := cri.DNSConfig{ClusterDomain: o.clusterDomain, ResolvConf: o.resolvConf}
@@ -321,6 +382,9 @@ func connectRuntime(ctx context.Context, o *options, recorder record.EventRecord
 	}
 	cfg := cri.Config{Endpoint: o.criEndpoint, RequestTimeout: o.runtimeRequestTimeout, PodLogDir: o.podLogDir, DNS: dns,
 		MemoryCapacity: memCapacity, MaxParallelImagePulls: o.maxParallelPulls, MaxParallelSandboxes: o.maxParallelSandboxes, Recorder: recorder}
+	if pods != nil {
+		cfg.CgroupParent = pods.PodCgroup
+	}
 	// A runtime that is not up yet is waited for, with back-off, rather
 	// than a reason to exit (a crash loop of the agent helps nobody).
 	var rt *cri.Runtime
@@ -392,7 +456,7 @@ type agent struct {
 // startEngine builds the engine with its volumes, probes, PLEG (woken by
 // containerd's task events), node provider and log rotation, and starts
 // their loops.
-func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.Runtime, ver cri.VersionInfo, nodeObj *v1.Node, recorder record.EventRecorder) (*agent, error) {
+func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.Runtime, ver cri.VersionInfo, nodeObj *v1.Node, recorder record.EventRecorder, pods *cm.Manager) (*agent, error) {
 	a := &agent{mux: http.NewServeMux()}
 	cache := lifecycle.NewCache()
 	// Volumes: the objects pods reference are read with least privilege
@@ -412,8 +476,13 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	// others included), refreshed every 2 s.
 	nodes := newNodeView(nodeObj, ownNode(clients, o.nodeName), 2*time.Second)
 	go nodes.run(ctx)
+	var podCgroups lifecycle.PodCgroups
+	if pods != nil {
+		podCgroups = pods
+	}
 	a.engine, err = lifecycle.NewEngine(ctx, lifecycle.Config{
-		Node: nodes.Node,
+		PodCgroups: podCgroups,
+		Node:       nodes.Node,
 		// The node provider is made after the engine (it needs the PLEG,
 		// which needs the engine) but before anything runs.
 		NetworkError:    func() error { return a.nodeProvider.NetworkError() },

@@ -22,6 +22,11 @@ func TestParseFlags(t *testing.T) {
 		{"bad max pods", []string{"--kubeconfig=/k", "--max-pods=0"}, "--max-pods must be positive"},
 		{"stray argument", []string{"--kubeconfig=/k", "extra"}, `unexpected argument "extra"`},
 		{"empty node name", []string{"--kubeconfig=/k", "--node-name="}, "--node-name is empty"},
+		{"reserved", []string{"--kubeconfig=/k", "--system-reserved=cpu=100m,memory=1Gi", "--kube-reserved=memory=256Mi", "--eviction-hard=memory.available<200Mi", "--cgroup-root=/crivk"}, ""},
+		{"bad system reserved", []string{"--kubeconfig=/k", "--system-reserved=memory:1Gi"}, "--system-reserved: "},
+		{"bad kube reserved", []string{"--kubeconfig=/k", "--kube-reserved=gpu=1"}, `--kube-reserved: cannot reserve "gpu"`},
+		{"bad eviction", []string{"--kubeconfig=/k", "--eviction-hard=memory.available<-1"}, "--eviction-hard: "},
+		{"relative cgroup root", []string{"--kubeconfig=/k", "--cgroup-root=crivk"}, `--cgroup-root "crivk" is not an absolute cgroup path`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, err := parseFlags(tc.args)

@@ -1,0 +1,363 @@
+package cm
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/crivk/crivk/podutil"
+	"github.com/opencontainers/cgroups"
+	"github.com/opencontainers/cgroups/fs"
+	"github.com/opencontainers/cgroups/fs2"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
+)
+
+const (
+	// podsCgroup is the kubelet's "kubepods", the parent of every pod cgroup.
+	podsCgroup = "kubepods"
+	// podPrefix starts a pod cgroup's name: pod<uid>.
+	podPrefix = "pod"
+	// quotaPeriod is the CFS period of pod cgroups in microseconds (100 ms).
+	quotaPeriod = 100000
+	// unifiedMount is where cgroup v2 is mounted.
+	unifiedMount = "/sys/fs/cgroup"
+)
+
+// Config configures the Manager.
+type Config struct {
+	// Root is the cgroup (within each hierarchy) under which kubepods is
+	// created, "/" by default (--cgroup-root).
+	Root string
+	// PodsCPUMilli and PodsMemory bound every pod together: the kubepods
+	// cgroup's CPU shares and memory limit (the node's capacity minus the
+	// system and kube reservations). 0: no bound.
+	PodsCPUMilli int64
+	PodsMemory   int64
+
+	// V1Mounts, when set, replaces the machine's cgroup v1 mounts
+	// (controller -> directory): unit tests run on a temporary tree.
+	V1Mounts map[string]string
+	// V2Mount, when set, replaces /sys/fs/cgroup as the cgroup v2 mount and
+	// selects v2: unit tests run on a temporary tree, where the directories
+	// are made with mkdir since it is no cgroup2 filesystem.
+	V2Mount string
+}
+
+// Manager keeps the node's pod cgroups; see the package documentation.
+type Manager struct {
+	cfg  Config
+	root string // cleaned, absolute
+	v2   bool
+
+	mu sync.Mutex
+	// burstable holds the CPU request (millicores) of every Burstable pod
+	// with a cgroup: the Burstable QoS cgroup's shares are their sum.
+	burstable map[types.UID]int64
+}
+
+// New returns a Manager for cfg, detecting cgroup v2 unless cfg chooses.
+func New(cfg Config) (*Manager, error) {
+	root := cfg.Root
+	if root == "" {
+		root = "/"
+	}
+	if !path.IsAbs(root) {
+		return nil, fmt.Errorf("cgroup root %q is not an absolute path", cfg.Root)
+	}
+	m := &Manager{cfg: cfg, root: path.Clean(root), burstable: map[types.UID]int64{}}
+	switch {
+	case cfg.V2Mount != "":
+		m.v2 = true
+	case cfg.V1Mounts != nil:
+	default:
+		m.v2 = cgroups.IsCgroup2UnifiedMode()
+	}
+	return m, nil
+}
+
+// Version is 1 or 2, the cgroup version in use.
+func (m *Manager) Version() int {
+	if m.v2 {
+		return 2
+	}
+	return 1
+}
+
+// Root is the cgroup root, cleaned.
+func (m *Manager) Root() string { return m.root }
+
+// qosCgroup names the cgroup a pod of class q lives in.
+func (m *Manager) qosCgroup(q v1.PodQOSClass) string {
+	switch q {
+	case v1.PodQOSBurstable:
+		return path.Join(m.root, podsCgroup, "burstable")
+	case v1.PodQOSBestEffort:
+		return path.Join(m.root, podsCgroup, "besteffort")
+	default:
+		return path.Join(m.root, podsCgroup)
+	}
+}
+
+// PodCgroup is the pod's cgroup name, e.g. /kubepods/burstable/pod<uid>:
+// the cgroup parent of its sandbox (cgroupfs driver).
+func (m *Manager) PodCgroup(pod *v1.Pod) string {
+	return path.Join(m.qosCgroup(podutil.QOSClass(pod)), podPrefix+string(pod.UID))
+}
+
+// Start creates kubepods and the two QoS cgroups with their values.
+func (m *Manager) Start() error {
+	pods := &cgroups.Resources{SkipDevices: true, CpuShares: uint64(podutil.MilliCPUToShares(m.cfg.PodsCPUMilli)), Memory: m.cfg.PodsMemory}
+	if m.cfg.PodsCPUMilli == 0 {
+		pods.CpuShares = 0
+	}
+	if err := m.ensure(path.Join(m.root, podsCgroup), pods); err != nil {
+		return err
+	}
+	if err := m.ensure(m.qosCgroup(v1.PodQOSBestEffort), &cgroups.Resources{SkipDevices: true, CpuShares: podutil.MinShares}); err != nil {
+		return err
+	}
+	return m.updateBurstable()
+}
+
+// updateBurstable sets the Burstable QoS cgroup's shares to the sum of its
+// pods' CPU requests (the kubelet's qosContainerManager).
+func (m *Manager) updateBurstable() error {
+	m.mu.Lock()
+	var milli int64
+	for _, v := range m.burstable {
+		milli += v
+	}
+	m.mu.Unlock()
+	return m.ensure(m.qosCgroup(v1.PodQOSBurstable), &cgroups.Resources{SkipDevices: true, CpuShares: uint64(podutil.MilliCPUToShares(milli))})
+}
+
+// PodResources is the kubelet's ResourceConfigForPod on a cgroup v1 node
+// with the CFS quota enforced, as opencontainers/cgroups resources.
+func PodResources(pod *v1.Pod) *cgroups.Resources {
+	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	lims := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
+	cpuLimits, memLimits := true, true
+	for _, c := range pod.Spec.Containers {
+		if c.Resources.Limits.Cpu().IsZero() {
+			cpuLimits = false
+		}
+		if c.Resources.Limits.Memory().IsZero() {
+			memLimits = false
+		}
+	}
+	if resourcehelper.IsPodLevelResourcesSet(pod) {
+		cpuLimits = !pod.Spec.Resources.Limits.Cpu().IsZero()
+		memLimits = !pod.Spec.Resources.Limits.Memory().IsZero()
+	}
+	r := &cgroups.Resources{SkipDevices: true, CpuShares: uint64(podutil.MilliCPUToShares(reqs.Cpu().MilliValue()))}
+	switch podutil.QOSClass(pod) {
+	case v1.PodQOSBestEffort:
+		r.CpuShares = podutil.MinShares
+		return r
+	case v1.PodQOSGuaranteed:
+		cpuLimits, memLimits = true, true
+	}
+	if cpuLimits {
+		r.CpuQuota = podutil.MilliCPUToQuota(lims.Cpu().MilliValue(), quotaPeriod)
+		r.CpuPeriod = quotaPeriod
+	}
+	if memLimits {
+		r.Memory = lims.Memory().Value()
+	}
+	return r
+}
+
+// EnsurePod creates the pod's cgroup with the values of its class, or sets
+// them again; the Burstable QoS cgroup follows.
+func (m *Manager) EnsurePod(pod *v1.Pod) error {
+	if err := m.ensure(m.PodCgroup(pod), PodResources(pod)); err != nil {
+		return fmt.Errorf("pod cgroup %s: %w", m.PodCgroup(pod), err)
+	}
+	if podutil.QOSClass(pod) != v1.PodQOSBurstable {
+		return nil
+	}
+	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	req := reqs.Cpu().MilliValue()
+	m.mu.Lock()
+	prev, had := m.burstable[pod.UID]
+	m.burstable[pod.UID] = req
+	m.mu.Unlock()
+	if had && prev == req {
+		return nil
+	}
+	return m.updateBurstable()
+}
+
+// RemovePod kills what still runs in the pod's cgroup and removes it, in
+// whichever QoS class it is (the pod may be unknown: an orphan found after
+// a restart). Removing a cgroup that does not exist is no error.
+func (m *Manager) RemovePod(uid types.UID) error {
+	var errs []error
+	for _, q := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
+		name := path.Join(m.qosCgroup(q), podPrefix+string(uid))
+		mgr, err := m.manager(name, &cgroups.Resources{SkipDevices: true})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !m.exists(mgr) {
+			continue
+		}
+		if err := killAll(mgr); err != nil {
+			errs = append(errs, fmt.Errorf("pod cgroup %s: %w", name, err))
+			continue
+		}
+		if err := mgr.Destroy(); err != nil {
+			errs = append(errs, fmt.Errorf("removing pod cgroup %s: %w", name, err))
+		}
+	}
+	m.mu.Lock()
+	_, had := m.burstable[uid]
+	delete(m.burstable, uid)
+	m.mu.Unlock()
+	if had {
+		errs = append(errs, m.updateBurstable())
+	}
+	return errors.Join(errs...)
+}
+
+// PodUIDs lists the pods that have a cgroup, by UID.
+func (m *Manager) PodUIDs() ([]types.UID, error) {
+	var uids []types.UID
+	for _, q := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
+		dir, err := m.dir(m.qosCgroup(q))
+		if err != nil {
+			return nil, err
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue
+			}
+			return nil, err
+		}
+		for _, e := range entries {
+			if e.IsDir() && strings.HasPrefix(e.Name(), podPrefix) {
+				uids = append(uids, types.UID(strings.TrimPrefix(e.Name(), podPrefix)))
+			}
+		}
+	}
+	return uids, nil
+}
+
+// PodDir is the directory of the pod's cgroup in the memory hierarchy (v1)
+// or the unified one (v2): where its limits can be read.
+func (m *Manager) PodDir(pod *v1.Pod, controller string) (string, error) {
+	mgr, err := m.manager(m.PodCgroup(pod), &cgroups.Resources{SkipDevices: true})
+	if err != nil {
+		return "", err
+	}
+	return mgr.Path(controller), nil
+}
+
+// ensure creates the named cgroup (and its parents) and sets r on it.
+func (m *Manager) ensure(name string, r *cgroups.Resources) error {
+	mgr, err := m.manager(name, r)
+	if err != nil {
+		return err
+	}
+	if m.v2 && m.cfg.V2Mount != "" && m.cfg.V2Mount != unifiedMount {
+		// Not a cgroup2 filesystem (unit tests): fs2's Apply refuses
+		// paths outside /sys/fs/cgroup.
+		if err := os.MkdirAll(mgr.Path(""), 0o755); err != nil {
+			return err
+		}
+	} else if err := mgr.Apply(-1); err != nil {
+		return fmt.Errorf("creating cgroup %s: %w", name, err)
+	}
+	if m.v2 && r.CpuShares != 0 {
+		// fs2 sets cpu.weight, not shares: converted as the kubelet v1.35
+		// does (linearly), not with the library's newer curve.
+		r.CpuWeight = cpuWeight(r.CpuShares)
+	}
+	if err := mgr.Set(r); err != nil {
+		return fmt.Errorf("setting cgroup %s: %w", name, err)
+	}
+	return nil
+}
+
+// cpuWeight is the kubelet's getCPUWeight: shares in [2, 262144] mapped
+// linearly onto cgroup v2 weights in [1, 10000].
+func cpuWeight(shares uint64) uint64 {
+	if shares >= 262144 {
+		return 10000
+	}
+	return 1 + ((shares-2)*9999)/262142
+}
+
+// manager returns the library's manager of the named cgroup.
+func (m *Manager) manager(name string, r *cgroups.Resources) (cgroups.Manager, error) {
+	r.SkipFreezeOnSet = true
+	cg := &cgroups.Cgroup{Path: name, Resources: r}
+	if m.v2 {
+		mount := m.cfg.V2Mount
+		if mount == "" {
+			mount = unifiedMount
+		}
+		return fs2.NewManager(cg, filepath.Join(mount, name))
+	}
+	var paths map[string]string
+	if m.cfg.V1Mounts != nil {
+		paths = map[string]string{}
+		for ctrl, mount := range m.cfg.V1Mounts {
+			paths[ctrl] = filepath.Join(mount, name)
+		}
+	}
+	return fs.NewManager(cg, paths)
+}
+
+// dir is the named cgroup's directory in one hierarchy (memory on v1):
+// enough to list its children.
+func (m *Manager) dir(name string) (string, error) {
+	mgr, err := m.manager(name, &cgroups.Resources{SkipDevices: true})
+	if err != nil {
+		return "", err
+	}
+	if m.v2 {
+		return mgr.Path(""), nil
+	}
+	if p := mgr.Path("memory"); p != "" {
+		return p, nil
+	}
+	return mgr.Path("cpu"), nil
+}
+
+// exists reports whether the cgroup exists in any of its hierarchies.
+func (m *Manager) exists(mgr cgroups.Manager) bool {
+	for _, p := range mgr.GetPaths() {
+		if _, err := os.Stat(p); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// killAll SIGKILLs every process in the cgroup and below (the kubelet's
+// tryKillingCgroupProcesses); processes already gone are no error.
+func killAll(mgr cgroups.Manager) error {
+	pids, err := mgr.GetAllPids()
+	if err != nil {
+		if os.IsNotExist(err) || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("listing its processes: %w", err)
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("killing process %d: %w", pid, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,234 @@
+package cm
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/opencontainers/cgroups"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func init() {
+	// The library emulates cgroupfs writes on a plain directory tree.
+	cgroups.TestMode = true
+}
+
+func rl(cpu, mem string) v1.ResourceList {
+	l := v1.ResourceList{}
+	if cpu != "" {
+		l[v1.ResourceCPU] = resource.MustParse(cpu)
+	}
+	if mem != "" {
+		l[v1.ResourceMemory] = resource.MustParse(mem)
+	}
+	return l
+}
+
+func pod(uid string, ctrs ...v1.ResourceRequirements) *v1.Pod {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Name: uid, Namespace: "ns"}}
+	for i, r := range ctrs {
+		p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: string(rune('a' + i)), Resources: r})
+	}
+	return p
+}
+
+var (
+	guaranteed = pod("g", v1.ResourceRequirements{Requests: rl("500m", "64Mi"), Limits: rl("500m", "64Mi")},
+		v1.ResourceRequirements{Requests: rl("250m", "32Mi"), Limits: rl("250m", "32Mi")})
+	burstable = pod("b", v1.ResourceRequirements{Requests: rl("100m", "16Mi"), Limits: rl("200m", "128Mi")},
+		v1.ResourceRequirements{Requests: rl("300m", "")})
+	burstableAllLimits = pod("bl", v1.ResourceRequirements{Requests: rl("100m", ""), Limits: rl("1", "1Gi")})
+	besteffort         = pod("be", v1.ResourceRequirements{})
+)
+
+// read returns a cgroup file's content, "" when it does not exist.
+func read(t *testing.T, dir, file string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, file))
+	if os.IsNotExist(err) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func v1Tree(t *testing.T) (map[string]string, *Manager) {
+	t.Helper()
+	base := t.TempDir()
+	mounts := map[string]string{}
+	for _, c := range []string{"cpu", "memory", "pids"} {
+		mounts[c] = filepath.Join(base, c)
+	}
+	m, err := New(Config{Root: "/crivk", PodsCPUMilli: 2000, PodsMemory: 8 << 30, V1Mounts: mounts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mounts, m
+}
+
+// TestV1Values creates the tree on a temporary cgroup v1 layout and reads
+// back each class's values, as the kubelet sets them.
+func TestV1Values(t *testing.T) {
+	mounts, m := v1Tree(t)
+	if m.Version() != 1 {
+		t.Fatalf("version %d", m.Version())
+	}
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	cpu, mem := mounts["cpu"], mounts["memory"]
+	for _, p := range []*v1.Pod{guaranteed, burstable, burstableAllLimits, besteffort} {
+		if err := m.EnsurePod(p); err != nil {
+			t.Fatalf("EnsurePod %s: %v", p.Name, err)
+		}
+	}
+	cases := []struct {
+		dir, file, want string
+	}{
+		{cpu + "/crivk/kubepods", "cpu.shares", "2048"},
+		{mem + "/crivk/kubepods", "memory.limit_in_bytes", "8589934592"},
+		{cpu + "/crivk/kubepods/besteffort", "cpu.shares", "2"},
+		// 100m+300m and 100m of the two Burstable pods.
+		{cpu + "/crivk/kubepods/burstable", "cpu.shares", "512"},
+		// Guaranteed: shares, quota and memory from the sums (750m, 96Mi).
+		{cpu + "/crivk/kubepods/podg", "cpu.shares", "768"},
+		{cpu + "/crivk/kubepods/podg", "cpu.cfs_quota_us", "75000"},
+		{cpu + "/crivk/kubepods/podg", "cpu.cfs_period_us", "100000"},
+		{mem + "/crivk/kubepods/podg", "memory.limit_in_bytes", "100663296"},
+		// Burstable, one container without limits: shares only.
+		{cpu + "/crivk/kubepods/burstable/podb", "cpu.shares", "409"},
+		{cpu + "/crivk/kubepods/burstable/podb", "cpu.cfs_quota_us", ""},
+		{mem + "/crivk/kubepods/burstable/podb", "memory.limit_in_bytes", ""},
+		// Burstable with every limit: quota and memory too.
+		{cpu + "/crivk/kubepods/burstable/podbl", "cpu.shares", "102"},
+		{cpu + "/crivk/kubepods/burstable/podbl", "cpu.cfs_quota_us", "100000"},
+		{mem + "/crivk/kubepods/burstable/podbl", "memory.limit_in_bytes", "1073741824"},
+		// BestEffort: the minimum shares, nothing else.
+		{cpu + "/crivk/kubepods/besteffort/podbe", "cpu.shares", "2"},
+		{mem + "/crivk/kubepods/besteffort/podbe", "memory.limit_in_bytes", ""},
+	}
+	for _, c := range cases {
+		if got := read(t, c.dir, c.file); got != c.want {
+			t.Errorf("%s/%s = %q, want %q", c.dir, c.file, got, c.want)
+		}
+	}
+	if got := m.PodCgroup(burstable); got != "/crivk/kubepods/burstable/podb" {
+		t.Errorf("PodCgroup = %q", got)
+	}
+	uids, err := m.PodUIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(uids)
+	if want := []types.UID{"b", "be", "bl", "g"}; !slices.Equal(uids, want) {
+		t.Errorf("PodUIDs = %v, want %v", uids, want)
+	}
+
+	// Removing a Burstable pod lowers the QoS cgroup's shares; its cgroup
+	// is gone from every hierarchy; removing it again is no error.
+	emptyFiles(t, mounts, "crivk/kubepods/burstable/podb")
+	if err := m.RemovePod("b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RemovePod("b"); err != nil {
+		t.Fatalf("second RemovePod: %v", err)
+	}
+	if got := read(t, cpu+"/crivk/kubepods/burstable", "cpu.shares"); got != "102" {
+		t.Errorf("burstable shares after removal = %q, want 102", got)
+	}
+	for _, mount := range mounts {
+		if _, err := os.Stat(filepath.Join(mount, "crivk/kubepods/burstable/podb")); !os.IsNotExist(err) {
+			t.Errorf("pod cgroup still in %s: %v", mount, err)
+		}
+	}
+	// An unknown pod's cgroup (left by a crashed agent) is removed by UID.
+	if err := os.MkdirAll(filepath.Join(mem, "crivk/kubepods/besteffort/podorphan"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RemovePod("orphan"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(mem, "crivk/kubepods/besteffort/podorphan")); !os.IsNotExist(err) {
+		t.Errorf("orphan cgroup not removed: %v", err)
+	}
+}
+
+// emptyFiles removes the regular files of a cgroup's directories in every
+// hierarchy: on cgroupfs its control files disappear with it, on a
+// temporary tree they would keep rmdir from removing the directory.
+func emptyFiles(t *testing.T, mounts map[string]string, name string) {
+	t.Helper()
+	for _, mount := range mounts {
+		entries, _ := os.ReadDir(filepath.Join(mount, name))
+		for _, e := range entries {
+			if !e.IsDir() {
+				if err := os.Remove(filepath.Join(mount, name, e.Name())); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+}
+
+// TestV2Values sets the same classes on a temporary cgroup v2 tree: CPU
+// shares become cpu.weight (the kubelet's conversion), the quota cpu.max,
+// the memory limit memory.max.
+func TestV2Values(t *testing.T) {
+	base := t.TempDir()
+	// A cgroup2 tree lists its controllers in every directory.
+	for _, d := range []string{"", "kubepods", "kubepods/burstable", "kubepods/besteffort", "kubepods/podg",
+		"kubepods/burstable/podb", "kubepods/besteffort/podbe"} {
+		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(base, d, "cgroup.controllers"), []byte("cpu memory pids"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := New(Config{PodsCPUMilli: 2000, PodsMemory: 8 << 30, V2Mount: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Version() != 2 {
+		t.Fatalf("version %d", m.Version())
+	}
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*v1.Pod{guaranteed, burstable, besteffort} {
+		if err := m.EnsurePod(p); err != nil {
+			t.Fatalf("EnsurePod %s: %v", p.Name, err)
+		}
+	}
+	cases := []struct{ dir, file, want string }{
+		{"kubepods", "cpu.weight", "79"}, // 2048 shares
+		{"kubepods", "memory.max", "8589934592"},
+		{"kubepods/besteffort", "cpu.weight", "1"},
+		{"kubepods/burstable", "cpu.weight", "16"}, // 409 shares
+		{"kubepods/podg", "cpu.weight", "30"},      // 768 shares
+		{"kubepods/podg", "cpu.max", "75000 100000"},
+		{"kubepods/podg", "memory.max", "100663296"},
+		{"kubepods/burstable/podb", "cpu.weight", "16"},
+		{"kubepods/burstable/podb", "memory.max", ""},
+		{"kubepods/besteffort/podbe", "cpu.weight", "1"},
+	}
+	for _, c := range cases {
+		if got := read(t, filepath.Join(base, c.dir), c.file); got != c.want {
+			t.Errorf("%s/%s = %q, want %q", c.dir, c.file, got, c.want)
+		}
+	}
+}
+
+func TestNewRejectsRelativeRoot(t *testing.T) {
+	if _, err := New(Config{Root: "crivk"}); err == nil || !strings.Contains(err.Error(), "not an absolute path") {
+		t.Errorf("New with a relative root: %v", err)
+	}
+}

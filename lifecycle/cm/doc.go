@@ -1,0 +1,58 @@
+// Package cm is crivk's cgroup manager: the node's pod cgroup tree, as the
+// kubelet's container manager keeps it with the cgroupfs driver
+// (pkg/kubelet/cm: qosContainerManager, podContainerManager,
+// ResourceConfigForPod).
+//
+// # Layout
+//
+// Under the cgroup root (--cgroup-root, default "/"; another root lets crivk
+// live beside a kubelet on one machine):
+//
+//	<root>/kubepods                     cpu.shares = allocatable CPU, memory limit =
+//	                                    capacity - system-reserved - kube-reserved
+//	<root>/kubepods/pod<uid>            Guaranteed pods
+//	<root>/kubepods/burstable           cpu.shares = sum of the Burstable pods' CPU requests
+//	<root>/kubepods/burstable/pod<uid>  Burstable pods
+//	<root>/kubepods/besteffort          cpu.shares = 2
+//	<root>/kubepods/besteffort/pod<uid> BestEffort pods
+//
+// A pod cgroup holds the sum of its containers' requests and limits
+// (component-helpers' PodRequests/PodLimits, which take init containers,
+// sidecars, pod-level resources and overhead into account): CPU shares from
+// the requests; CFS quota and period when every container has a CPU limit;
+// the memory limit when every container has a memory limit; a BestEffort pod
+// only gets the minimum shares. The pod's sandbox is created with the pod
+// cgroup as its cgroup parent, so containerd puts the sandbox and every
+// container of the pod below it, where the container's own limits apply.
+//
+// cgroup v1 (one hierarchy per controller, this machine) and v2 (one unified
+// hierarchy, detected at start) are both handled by
+// github.com/opencontainers/cgroups, the library the kubelet and runc use:
+// its fs and fs2 managers create, set and remove the cgroups; this package
+// never writes cgroupfs files itself.
+//
+// # Life of a pod cgroup
+//
+//	                 EnsurePod (each sync of a pod that may run,
+//	                 |          before its sandbox is created)
+//	absent --------> present, values of the pod's QoS class
+//	   ^                 |
+//	   |   RemovePod     | the pod terminated: its containers and sandbox
+//	   +-----------------+ are stopped (SyncTerminatedPod, the runtime-pod
+//	                       path), or housekeeping finds the cgroup of a pod
+//	                       nobody knows and no runtime pod has (also after
+//	                       a crivk restart)
+//
+// RemovePod first kills what still runs inside (the kubelet's
+// tryKillingCgroupProcesses: a process a stopped container leaked), then
+// removes the cgroup in every hierarchy. The Burstable QoS cgroup's shares
+// follow the pods: EnsurePod and RemovePod recompute them.
+//
+// # Who calls what
+//
+// cmd/crivk builds the Manager (New, then Start for the node-level
+// cgroups) and hands it to the engine (lifecycle.Config.PodCgroups) and its
+// CgroupParent to the runtime (cri.Config.CgroupParent). The engine calls
+// EnsurePod from SyncPod, RemovePod from SyncTerminatedPod and
+// SyncTerminatingRuntimePod, and PodUIDs from housekeeping's orphan sweep.
+package cm

@@ -1,0 +1,170 @@
+package provider
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Reservations are what the kubelet takes off a node's capacity before
+// pods get it (--system-reserved, --kube-reserved, --eviction-hard).
+type Reservations struct {
+	SystemReserved v1.ResourceList
+	KubeReserved   v1.ResourceList
+	// EvictionHard holds the hard eviction thresholds by signal
+	// (memory.available, nodefs.available, ...).
+	EvictionHard map[string]Threshold
+}
+
+// Threshold is an eviction threshold: an absolute quantity or a fraction
+// of the capacity.
+type Threshold struct {
+	Quantity   *resource.Quantity
+	Percentage float64 // 0.1 for 10%
+}
+
+// DefaultEvictionHard is the kubelet's default on Linux.
+const DefaultEvictionHard = "memory.available<100Mi,nodefs.available<10%,imagefs.available<15%,nodefs.inodesFree<5%"
+
+// reservable names the resources --system-reserved and --kube-reserved
+// accept, as the kubelet's.
+var reservable = map[string]bool{"cpu": true, "memory": true, "ephemeral-storage": true, "pid": true}
+
+// evictionSignals are the kubelet's hard eviction signals.
+var evictionSignals = map[string]bool{
+	"memory.available": true, "nodefs.available": true, "nodefs.inodesFree": true, "imagefs.available": true,
+	"imagefs.inodesFree": true, "containerfs.available": true, "containerfs.inodesFree": true,
+	"pid.available": true, "allocatableMemory.available": true,
+}
+
+// ParseResourceList parses the kubelet's --system-reserved/--kube-reserved
+// format, e.g. "cpu=100m,memory=500Mi,ephemeral-storage=1Gi". Empty is
+// none.
+func ParseResourceList(s string) (v1.ResourceList, error) {
+	l := v1.ResourceList{}
+	if strings.TrimSpace(s) == "" {
+		return l, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			return nil, fmt.Errorf("%q is not name=quantity", kv)
+		}
+		if !reservable[k] {
+			return nil, fmt.Errorf("cannot reserve %q: only cpu, memory, ephemeral-storage and pid", k)
+		}
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%q: %w", k, v, err)
+		}
+		if q.Sign() < 0 {
+			return nil, fmt.Errorf("%s=%q: negative", k, v)
+		}
+		l[v1.ResourceName(k)] = q
+	}
+	return l, nil
+}
+
+// ParseEvictionHard parses the kubelet's --eviction-hard format, e.g.
+// "memory.available<100Mi,nodefs.available<10%". Empty is none.
+func ParseEvictionHard(s string) (map[string]Threshold, error) {
+	m := map[string]Threshold{}
+	if strings.TrimSpace(s) == "" {
+		return m, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "<")
+		if !ok {
+			return nil, fmt.Errorf("%q is not signal<value (only < is supported, as the kubelet's)", kv)
+		}
+		if !evictionSignals[k] {
+			return nil, fmt.Errorf("unknown eviction signal %q", k)
+		}
+		if p, isPct := strings.CutSuffix(v, "%"); isPct {
+			f, err := strconv.ParseFloat(p, 64)
+			if err != nil || f < 0 || f > 100 {
+				return nil, fmt.Errorf("%s<%s: not a percentage between 0 and 100", k, v)
+			}
+			m[k] = Threshold{Percentage: f / 100}
+			continue
+		}
+		q, err := resource.ParseQuantity(v)
+		if err != nil || q.Sign() < 0 {
+			return nil, fmt.Errorf("%s<%s: not a non-negative quantity", k, v)
+		}
+		m[k] = Threshold{Quantity: &q}
+	}
+	return m, nil
+}
+
+// String prints the reservations for a log line.
+func (r Reservations) String() string {
+	var parts []string
+	for _, l := range []struct {
+		name string
+		list v1.ResourceList
+	}{{"system", r.SystemReserved}, {"kube", r.KubeReserved}} {
+		for k, q := range l.list {
+			parts = append(parts, fmt.Sprintf("%s-reserved %s=%s", l.name, k, q.String()))
+		}
+	}
+	for k, t := range r.EvictionHard {
+		if t.Quantity != nil {
+			parts = append(parts, fmt.Sprintf("eviction-hard %s<%s", k, t.Quantity))
+		} else {
+			parts = append(parts, fmt.Sprintf("eviction-hard %s<%g%%", k, t.Percentage*100))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+// PodsBound is what all pods together may use (the kubepods cgroup's
+// bound): capacity minus the system and kube reservations, without the
+// eviction thresholds, as the kubelet's getNodeAllocatableAbsolute.
+func (r Reservations) PodsBound(capacity v1.ResourceList) v1.ResourceList {
+	out := v1.ResourceList{}
+	for k, c := range capacity {
+		q := c.DeepCopy()
+		for _, l := range []v1.ResourceList{r.SystemReserved, r.KubeReserved} {
+			if v, ok := l[k]; ok {
+				q.Sub(v)
+			}
+		}
+		if q.Sign() < 0 {
+			q.Set(0)
+		}
+		out[k] = q
+	}
+	return out
+}
+
+// Allocatable is the kubelet's node allocatable: capacity minus the
+// reservations and the hard eviction thresholds of memory
+// (memory.available) and of the node's filesystem (nodefs.available, for
+// ephemeral-storage), never below zero.
+func (r Reservations) Allocatable(capacity v1.ResourceList) v1.ResourceList {
+	out := r.PodsBound(capacity)
+	for res, signal := range map[v1.ResourceName]string{v1.ResourceMemory: "memory.available", v1.ResourceEphemeralStorage: "nodefs.available"} {
+		t, ok := r.EvictionHard[signal]
+		q, has := out[res]
+		if !ok || !has {
+			continue
+		}
+		if t.Quantity != nil {
+			q.Sub(*t.Quantity)
+		} else {
+			c := capacity[res]
+			q.Sub(*resource.NewQuantity(int64(float64(c.Value())*t.Percentage), resource.BinarySI))
+		}
+		if q.Sign() < 0 {
+			q.Set(0)
+		}
+		out[res] = q
+	}
+	return out
+}
