@@ -26,6 +26,20 @@ source "${ROOT}/hack/lib/local.sh"
 
 CLEAN=${CLEAN:-0}
 
+# remove_pod_cgroups removes crivk's pod cgroup tree (run-crivk.sh's
+# --cgroup-root, /crivk) in every hierarchy, deepest first, once no pod
+# runs: crivk removes each pod's cgroup itself, the tree stays between runs.
+remove_pod_cgroups() {
+  local root=${CRIVK_CGROUP_ROOT:-/crivk} d
+  [ "${root}" != "/" ] || return 0
+  for d in /sys/fs/cgroup/*"${root}" /sys/fs/cgroup"${root}"; do
+    [ -d "${d}" ] || continue
+    find "${d}" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+    [ -d "${d}" ] && log "WARNING: cgroup ${d} could not be removed (processes left in it?)" >&2
+  done
+  return 0
+}
+
 main() {
   local i
   if [ -n "$(recorded_pid containerd)" ] && [ -x "${CRICTL}" ] && [ -S "${CONTAINERD_SOCK}" ]; then
@@ -40,6 +54,7 @@ main() {
     log "ERROR: mounts left under ${CONTAINERD_RUN} or ${LOCAL_DIR}" >&2
     exit 1
   }
+  remove_pod_cgroups
   rm -f "${PID_DIR}"/*.pid "${PID_DIR}"/*.args 2>/dev/null || true
 
   if [ "${CLEAN}" = 1 ]; then

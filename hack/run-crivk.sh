@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs crivk in the foreground as the node of the local cluster started by
-# hack/local-up.sh. Extra arguments are passed to crivk.
+# hack/local-up.sh. Extra arguments are passed to crivk. Its pod cgroups
+# live under /crivk (CRIVK_CGROUP_ROOT), apart from a kubelet's /kubepods.
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,4 +18,5 @@ exec "${ROOT}/_output/bin/crivk" \
   --tls-cert-file="${NODE_SERVING_CERT}" \
   --tls-private-key-file="${NODE_SERVING_KEY}" \
   --client-ca-file="${CA_CERT}" \
+  --cgroup-root="${CRIVK_CGROUP_ROOT:-/crivk}" \
   "$@"
