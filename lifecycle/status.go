@@ -136,6 +136,10 @@ func GenerateStatus(in statusInput) v1.PodStatus {
 	default:
 		conds = append(conds, condition(v1.ContainersReady, true, "", ""), readyWithGates(pod, in.Previous.Conditions))
 	}
+	// As the kubelet's generateAPIPodStatus: PodScheduled=True, which a pod
+	// bound by spec.nodeName without the scheduler gets only from the node
+	// (a scheduler's condition, when there is one, is kept as it is).
+	conds = append(conds, condition(v1.PodScheduled, true, "", ""))
 	s.Conditions = mergeConditions(in.Previous.Conditions, conds, now)
 	return s
 }
@@ -421,8 +425,10 @@ func withTransitionTimes(old, ours []v1.PodCondition, now metav1.Time) []v1.PodC
 // update must not roll them back.
 //
 // This is the kubelet status manager's merge (mergePodStatus): of ours, the
-// node's own conditions are kept, and DisruptionTarget, which the node
-// shares with other writers, while the API has none; our others are dropped.
+// node's own conditions are kept, and DisruptionTarget and PodScheduled,
+// which the node shares with other writers (the scheduler sets
+// PodScheduled, the kubelet too for pods bound without it), while the API
+// has none; our others are dropped.
 func WithForeignConditions(api, ours []v1.PodCondition) []v1.PodCondition {
 	fromAPI := map[v1.PodConditionType]v1.PodCondition{}
 	for _, c := range api {
@@ -442,7 +448,7 @@ func WithForeignConditions(api, ours []v1.PodCondition) []v1.PodCondition {
 		case inAPI && !used[c.Type]:
 			out = append(out, *a.DeepCopy())
 			used[c.Type] = true
-		case !inAPI && c.Type == v1.DisruptionTarget:
+		case !inAPI && (c.Type == v1.DisruptionTarget || c.Type == v1.PodScheduled):
 			out = append(out, c)
 		}
 	}

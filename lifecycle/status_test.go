@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -619,5 +620,32 @@ func TestContainerIDPrefix(t *testing.T) {
 				t.Errorf("containerID = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestGenerateStatusPodScheduled: a pod bound by spec.nodeName without the
+// scheduler gets PodScheduled=True from the node (the kubelet's
+// generateAPIPodStatus); a scheduler's condition is kept as it is.
+func TestGenerateStatusPodScheduled(t *testing.T) {
+	earlier := metav1.NewTime(t0)
+	pod := phasePod(v1.RestartPolicyAlways, nil, "a")
+	rt := rtStatus(true, reg("a", 0, cri.StateRunning, 0))
+	s := GenerateStatus(statusInput{Pod: pod, Runtime: rt, RuntimeName: "containerd", Now: now})
+	if c := findCond(s, v1.PodScheduled); c == nil || c.Status != v1.ConditionTrue || !c.LastTransitionTime.Time.Equal(now) {
+		t.Errorf("bound without a scheduler: PodScheduled %+v, want True since now", c)
+	}
+	byScheduler := v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: earlier}
+	s = GenerateStatus(statusInput{Pod: pod, Previous: v1.PodStatus{Conditions: []v1.PodCondition{byScheduler}}, Runtime: rt, RuntimeName: "containerd", Now: now})
+	if c := findCond(s, v1.PodScheduled); c == nil || !reflect.DeepEqual(*c, byScheduler) {
+		t.Errorf("scheduled: PodScheduled %+v, want the scheduler's %+v", c, byScheduler)
+	}
+	n := 0
+	for _, c := range s.Conditions {
+		if c.Type == v1.PodScheduled {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d PodScheduled conditions, want 1", n)
 	}
 }

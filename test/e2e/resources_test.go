@@ -203,3 +203,22 @@ type statsSummary struct {
 		} `json:"memory"`
 	} `json:"pods"`
 }
+
+// TestPodScheduledWithoutScheduler binds a pod by spec.nodeName, which the
+// scheduler never sees: the node itself reports PodScheduled=True, as the
+// kubelet's status generation does.
+func TestPodScheduledWithoutScheduler(t *testing.T) {
+	ns := newNamespace(t)
+	pod := busyboxPod("bound", v1.RestartPolicyNever, "sleep 3600")
+	pod.Spec.NodeName = nodeName
+	p := runningPod(t, ns, pod)
+	var found *v1.PodCondition
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == v1.PodScheduled {
+			found = &p.Status.Conditions[i]
+		}
+	}
+	if found == nil || found.Status != v1.ConditionTrue || found.LastTransitionTime.IsZero() {
+		t.Errorf("PodScheduled %+v, want True with a transition time; conditions %+v", found, p.Status.Conditions)
+	}
+}
