@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 VERSION ?= v1.35.4-crivk.0
 NODE_AGENT ?= crivk
 
-.PHONY: all build run test test-unit test-conformance test-e2e conformance bench local-up local-down deps clean
+.PHONY: all build run test test-unit test-conformance test-e2e conformance bench chaos local-up local-down deps clean
 
 all: build
 
@@ -38,6 +38,10 @@ conformance:
 ## bench: crivk against the kubelet and raw CRI calls (docs/benchmarks.md); BENCH_QUICK=1 for the < 5 minute plan
 bench:
 	VERSION=$(VERSION) hack/bench.sh
+
+## chaos: the fault scenarios (containerd, API server and crivk killed; 10 kill -9 cycles of crivk during a 30-pod churn) against a local cluster
+chaos:
+	VERSION=$(VERSION) hack/chaos.sh
 
 deps:
 	hack/install-deps.sh

@@ -1,15 +1,28 @@
 #!/usr/bin/env bash
 # Runs crivk in the foreground as the node of the local cluster started by
-# hack/local-up.sh. Extra arguments are passed to crivk. Its pod cgroups
-# live under /crivk (CRIVK_CGROUP_ROOT), apart from a kubelet's /kubepods.
+# hack/local-up.sh. Extra arguments are passed to crivk.
+#
+# crivk joins as a kubelet does: with only the bootstrap token
+# (BOOTSTRAP_KUBECONFIG) it requests its system:node client certificate
+# through a CSR, keeps it under <root-dir>/pki and writes
+# <root-dir>/kubeconfig; the API server runs Node,RBAC and NodeRestriction.
+# CRIVK_ADMIN_KUBECONFIG=1 runs it with the admin kubeconfig instead.
+# Its pod cgroups live under /crivk (CRIVK_CGROUP_ROOT), apart from a
+# kubelet's /kubepods.
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=/dev/null
 source "${ROOT}/_output/local/env"
 
+if [ "${CRIVK_ADMIN_KUBECONFIG:-0}" = 1 ]; then
+  credentials=(--kubeconfig="${KUBECONFIG}")
+else
+  credentials=(--bootstrap-kubeconfig="${BOOTSTRAP_KUBECONFIG}" --kubeconfig="${LOCAL_DIR}/crivk/kubeconfig")
+fi
+
 exec "${ROOT}/_output/bin/crivk" \
-  --kubeconfig="${KUBECONFIG}" \
+  "${credentials[@]}" \
   --node-name="${NODE_NAME}" \
   --node-ip="${NODE_IP}" \
   --cri-endpoint="${CRI_ENDPOINT}" \

@@ -35,6 +35,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -46,6 +47,9 @@ var version = "v1.35.4-crivk.0"
 
 type options struct {
 	kubeconfig  string
+	// bootstrapKubeconfig, when set, is the TLS bootstrap credential the
+	// node's client certificate is requested with (bootstrap.go).
+	bootstrapKubeconfig string
 	nodeName    string
 	criEndpoint string
 	nodeIP      string
@@ -108,6 +112,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.SetOutput(io.Discard)
 	host, _ := os.Hostname()
 	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to join (default $KUBECONFIG)")
+	fs.StringVar(&o.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig with a bootstrap token: when --kubeconfig has no valid client certificate, one for system:node:<node-name> is requested through a CertificateSigningRequest, written under <root-dir>/pki, rotated before expiry, and --kubeconfig is written to use it (the kubelet's TLS bootstrap)")
 	fs.StringVar(&o.nodeName, "node-name", strings.ToLower(host), "name of the Node object")
 	fs.StringVar(&o.criEndpoint, "cri-endpoint", "unix:///run/containerd/containerd.sock", "CRI runtime endpoint")
 	fs.StringVar(&o.nodeIP, "node-ip", "", "the node's InternalIP (default: the source address of the default route)")
@@ -247,7 +252,7 @@ func run(ctx context.Context, o *options) error {
 	if err := prepareHost(o); err != nil {
 		return err
 	}
-	clients, err := connectAPI(o)
+	clients, err := connectAPI(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -352,10 +357,20 @@ func setupCgroups(ctx context.Context, o *options) (*cm.Manager, error) {
 	return m, nil
 }
 
-// connectAPI builds the API clients from --kubeconfig.
-func connectAPI(o *options) (*apiClients, error) {
-	restCfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
-	if err != nil {
+// connectAPI builds the API clients from --kubeconfig, or from the node's
+// own rotating client certificate with --bootstrap-kubeconfig.
+func connectAPI(ctx context.Context, o *options) (*apiClients, error) {
+	var restCfg *rest.Config
+	var err error
+	if o.bootstrapKubeconfig != "" {
+		restCfg, err = nodeClientConfig(ctx, bootstrapConfig{
+			NodeName: o.nodeName, Kubeconfig: o.kubeconfig, BootstrapKubeconfig: o.bootstrapKubeconfig,
+			CertDir: filepath.Join(o.rootDir, "pki"),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("TLS bootstrap: %w", err)
+		}
+	} else if restCfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig); err != nil {
 		return nil, fmt.Errorf("loading kubeconfig %s: %w", o.kubeconfig, err)
 	}
 	restCfg.UserAgent = "crivk/" + version

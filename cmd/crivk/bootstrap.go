@@ -1,0 +1,364 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/virtual-kubelet/virtual-kubelet/log"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/kubernetes"
+	certsv1client "k8s.io/client-go/kubernetes/typed/certificates/v1"
+	certsv1beta1client "k8s.io/client-go/kubernetes/typed/certificates/v1beta1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/certificate"
+	"k8s.io/client-go/util/connrotation"
+)
+
+// The node's client certificate (TLS bootstrap), as the kubelet's
+// --bootstrap-kubeconfig with --rotate-certificates:
+//
+//   - --kubeconfig exists and its client certificate (or the one in the
+//     certificate store under <root-dir>/pki) is valid: it is used.
+//   - Otherwise the bootstrap kubeconfig's credential (a bootstrap token)
+//     creates a CertificateSigningRequest for system:node:<node-name> in
+//     group system:nodes with the signer
+//     kubernetes.io/kube-apiserver-client-kubelet; the controller-manager
+//     approves and signs it; the key and certificate are written (0600) to
+//     <root-dir>/pki/crivk-client-current.pem and --kubeconfig is written
+//     to point at that file.
+//   - client-go's certificate manager renews the certificate before it
+//     expires (70-90 % of its life) with the node's own credential; every
+//     API connection uses the current certificate, and the connections
+//     are closed when it changes so that they reconnect with the new one
+//     (the kubelet's updateTransport).
+const clientCertPrefix = "crivk-client"
+
+// csrClientset is the narrow clientset the certificate manager is given:
+// only the certificates API, so that crivk links no other API group's
+// client. The embedded interface is never called (nil): the manager and
+// client-go's csr helpers use CertificatesV1 and, on servers without v1,
+// CertificatesV1beta1.
+type csrClientset struct {
+	kubernetes.Interface
+	v1      certsv1client.CertificatesV1Interface
+	v1beta1 certsv1beta1client.CertificatesV1beta1Interface
+}
+
+func (c csrClientset) CertificatesV1() certsv1client.CertificatesV1Interface { return c.v1 }
+func (c csrClientset) CertificatesV1beta1() certsv1beta1client.CertificatesV1beta1Interface {
+	return c.v1beta1
+}
+
+func newCSRClientset(cfg *rest.Config) (kubernetes.Interface, error) {
+	v1c, err := certsv1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	v1b, err := certsv1beta1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return csrClientset{v1: v1c, v1beta1: v1b}, nil
+}
+
+// bootstrapConfig is what nodeClientConfig needs.
+type bootstrapConfig struct {
+	NodeName            string
+	Kubeconfig          string // written when absent
+	BootstrapKubeconfig string
+	CertDir             string
+	// Retry bounds the back-off of a bootstrap credential the API server
+	// refuses (default 30 s).
+	Retry time.Duration
+}
+
+// nodeClientConfig returns the rest config of the node's own rotating
+// client certificate, obtained through the bootstrap credential when
+// needed, and starts its certificate manager (stopped with ctx).
+func nodeClientConfig(ctx context.Context, c bootstrapConfig) (*rest.Config, error) {
+	if c.Retry == 0 {
+		c.Retry = 30 * time.Second
+	}
+	if err := os.MkdirAll(c.CertDir, 0o700); err != nil {
+		return nil, err
+	}
+	// The server and CA come from --kubeconfig when it can be loaded, from
+	// the bootstrap kubeconfig otherwise.
+	base, kind := loadKubeconfig(c.Kubeconfig)
+	if kind == kubeconfigStatic {
+		log.G(ctx).WithField("kubeconfig", c.Kubeconfig).Warn("--kubeconfig holds a valid credential that is not a certificate file: used as it is, without TLS bootstrap or rotation")
+		return base, nil
+	}
+	fromKubeconfig := kind == kubeconfigCertFile
+	if base == nil {
+		var err error
+		if base, err = clientcmd.BuildConfigFromFlags("", c.BootstrapKubeconfig); err != nil {
+			return nil, fmt.Errorf("--kubeconfig %s cannot be used and --bootstrap-kubeconfig %s cannot be loaded: %w", c.Kubeconfig, c.BootstrapKubeconfig, err)
+		}
+	}
+	var certFile, keyFile string
+	if fromKubeconfig {
+		certFile, keyFile = base.CertFile, base.KeyFile
+	}
+	store, err := certificate.NewFileStore(clientCertPrefix, c.CertDir, c.CertDir, certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("client certificate store %s: %w", c.CertDir, err)
+	}
+	server := serverOnly(base)
+	nodeCfg := rest.CopyConfig(server)
+	nodeCfg.CertFile, nodeCfg.KeyFile = store.CurrentPath(), store.CurrentPath()
+	mgr, err := certificate.NewManager(&certificate.Config{
+		ClientsetFn: func(current *tls.Certificate) (kubernetes.Interface, error) {
+			if current != nil {
+				return newCSRClientset(nodeCfg)
+			}
+			boot, err := clientcmd.BuildConfigFromFlags("", c.BootstrapKubeconfig)
+			if err != nil {
+				return nil, fmt.Errorf("no valid client certificate and --bootstrap-kubeconfig %s cannot be loaded: %w", c.BootstrapKubeconfig, err)
+			}
+			return newCSRClientset(boot)
+		},
+		Template: &x509.CertificateRequest{Subject: pkix.Name{
+			CommonName: "system:node:" + c.NodeName, Organization: []string{"system:nodes"},
+		}},
+		SignerName:       certificatesv1.KubeAPIServerClientKubeletSignerName,
+		GetUsages:        certificate.DefaultKubeletClientGetUsages,
+		CertificateStore: store,
+		Name:             "client",
+		Ctx:              &ctx,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("client certificate manager: %w", err)
+	}
+	if mgr.Current() == nil {
+		if err := checkBootstrapCredential(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	mgr.Start()
+	go func() { <-ctx.Done(); mgr.Stop() }()
+	if err := waitForCertificate(ctx, mgr, c.NodeName); err != nil {
+		return nil, err
+	}
+	if !fromKubeconfig {
+		if err := writeNodeKubeconfig(c.Kubeconfig, server, store.CurrentPath()); err != nil {
+			return nil, err
+		}
+	}
+	return rotatingConfig(ctx, server, mgr)
+}
+
+// kubeconfigKind says what an existing --kubeconfig holds.
+type kubeconfigKind int
+
+const (
+	kubeconfigNone     kubeconfigKind = iota // absent, unreadable or with an expired certificate
+	kubeconfigCertFile                       // a valid client certificate file: rotated in place
+	kubeconfigStatic                         // another valid credential: used as it is
+)
+
+// loadKubeconfig loads kubeconfig and says whether it can be used.
+func loadKubeconfig(kubeconfig string) (*rest.Config, kubeconfigKind) {
+	if _, err := os.Stat(kubeconfig); err != nil {
+		return nil, kubeconfigNone
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, kubeconfigNone
+	}
+	var pair tls.Certificate
+	switch {
+	case cfg.CertFile != "":
+		pair, err = tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
+	case len(cfg.CertData) > 0:
+		pair, err = tls.X509KeyPair(cfg.CertData, cfg.KeyData)
+	case cfg.BearerToken != "" || cfg.BearerTokenFile != "" || cfg.ExecProvider != nil || cfg.AuthProvider != nil:
+		return cfg, kubeconfigStatic
+	default:
+		return nil, kubeconfigNone
+	}
+	if err != nil || len(pair.Certificate) == 0 {
+		return nil, kubeconfigNone
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil || time.Now().After(leaf.NotAfter) {
+		return nil, kubeconfigNone
+	}
+	if cfg.CertFile != "" {
+		return cfg, kubeconfigCertFile
+	}
+	return cfg, kubeconfigStatic
+}
+
+// serverOnly keeps a config's server and how it is verified, without any
+// credential.
+func serverOnly(cfg *rest.Config) *rest.Config {
+	return &rest.Config{
+		Host: cfg.Host, APIPath: cfg.APIPath,
+		TLSClientConfig: rest.TLSClientConfig{
+			Insecure: cfg.Insecure, ServerName: cfg.ServerName, CAFile: cfg.CAFile, CAData: cfg.CAData,
+		},
+	}
+}
+
+// checkBootstrapCredential makes sure the API server accepts the bootstrap
+// credential before the certificate manager uses it: a missing, expired
+// or unknown token, or one without the right to create CSRs, is one clear
+// log line per attempt and a retry with back-off (never a crash loop).
+func checkBootstrapCredential(ctx context.Context, c bootstrapConfig) error {
+	backoff := time.Second
+	for {
+		err := func() error {
+			boot, err := clientcmd.BuildConfigFromFlags("", c.BootstrapKubeconfig)
+			if err != nil {
+				return fmt.Errorf("no valid client certificate in %s and --bootstrap-kubeconfig cannot be loaded: %w", c.CertDir, err)
+			}
+			cs, err := certsv1client.NewForConfig(boot)
+			if err != nil {
+				return err
+			}
+			_, err = cs.CertificateSigningRequests().List(ctx, metav1.ListOptions{Limit: 1})
+			switch {
+			case apierrors.IsUnauthorized(err):
+				return fmt.Errorf("the API server rejects the bootstrap credential of %s (expired or unknown token): %w", c.BootstrapKubeconfig, err)
+			case apierrors.IsForbidden(err):
+				return fmt.Errorf("the bootstrap credential of %s may not read CertificateSigningRequests (bind it to the system:node-bootstrapper ClusterRole): %w", c.BootstrapKubeconfig, err)
+			}
+			return err
+		}()
+		if err == nil {
+			return nil
+		}
+		log.G(ctx).WithError(err).WithField("retry", backoff).Error("TLS bootstrap: cannot request the node's client certificate")
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, c.Retry)
+	}
+}
+
+// waitForCertificate waits until the manager holds a certificate (the CSR
+// approved and signed), logging every 10 s while it waits.
+func waitForCertificate(ctx context.Context, mgr certificate.Manager, node string) error {
+	start := time.Now()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	next := 10 * time.Second
+	for mgr.Current() == nil {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+		if waited := time.Since(start); waited > next {
+			log.G(ctx).WithField("waited", waited.Round(time.Second)).Warnf("TLS bootstrap: waiting for the CertificateSigningRequest of system:node:%s to be approved and signed", node)
+			next += 10 * time.Second
+		}
+	}
+	leaf := mgr.Current().Leaf
+	if leaf == nil {
+		if l, err := x509.ParseCertificate(mgr.Current().Certificate[0]); err == nil {
+			leaf = l
+		}
+	}
+	if leaf != nil {
+		log.G(ctx).WithField("subject", leaf.Subject.String()).WithField("notAfter", leaf.NotAfter.UTC().Format(time.RFC3339)).Info("node client certificate ready")
+	}
+	return nil
+}
+
+// writeNodeKubeconfig writes a kubeconfig (0600) for the node's client
+// certificate file, which the certificate manager keeps current.
+func writeNodeKubeconfig(path string, server *rest.Config, certFile string) error {
+	caData := server.CAData
+	if len(caData) == 0 && server.CAFile != "" {
+		b, err := os.ReadFile(server.CAFile)
+		if err != nil {
+			return err
+		}
+		caData = b
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["default-cluster"] = &clientcmdapi.Cluster{Server: server.Host, CertificateAuthorityData: caData, InsecureSkipTLSVerify: server.Insecure, TLSServerName: server.ServerName}
+	kc.AuthInfos["default-auth"] = &clientcmdapi.AuthInfo{ClientCertificate: certFile, ClientKey: certFile}
+	kc.Contexts["default-context"] = &clientcmdapi.Context{Cluster: "default-cluster", AuthInfo: "default-auth"}
+	kc.CurrentContext = "default-context"
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return fmt.Errorf("writing --kubeconfig %s: %w", path, err)
+	}
+	return os.Chmod(path, 0o600)
+}
+
+// rotatingConfig returns a config whose connections present the manager's
+// current certificate, and closes them all when it changes.
+func rotatingConfig(ctx context.Context, server *rest.Config, mgr certificate.Manager) (*rest.Config, error) {
+	tlsCfg, err := rest.TLSConfigFor(server)
+	if err != nil {
+		return nil, err
+	}
+	if tlsCfg == nil {
+		return nil, errors.New("the API server is not reached over TLS: a client certificate cannot be used")
+	}
+	tlsCfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		if c := mgr.Current(); c != nil {
+			return c, nil
+		}
+		return &tls.Certificate{}, nil
+	}
+	dialer := connrotation.NewDialer((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
+	cfg := &rest.Config{Host: server.Host, APIPath: server.APIPath}
+	cfg.Transport = utilnet.SetTransportDefaults(&http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		TLSHandshakeTimeout: 10 * time.Second,
+		TLSClientConfig:     tlsCfg,
+		MaxIdleConnsPerHost: 25,
+		DialContext:         dialer.DialContext,
+	})
+	go closeOnRotation(ctx, mgr, dialer, time.Second)
+	return cfg, nil
+}
+
+// closeOnRotation closes every API connection when the manager's
+// certificate changes: they reconnect with the new one.
+func closeOnRotation(ctx context.Context, mgr certificate.Manager, dialer *connrotation.Dialer, period time.Duration) {
+	var last []byte
+	if c := mgr.Current(); c != nil && len(c.Certificate) > 0 {
+		last = c.Certificate[0]
+	}
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		c := mgr.Current()
+		if c == nil || len(c.Certificate) == 0 || bytes.Equal(c.Certificate[0], last) {
+			continue
+		}
+		last = c.Certificate[0]
+		log.G(ctx).Info("node client certificate rotated: closing the API connections so that they use it")
+		dialer.CloseAll()
+	}
+}

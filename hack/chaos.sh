@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The fault scenarios of the fault-tolerance issue against a local cluster
+# brought up and torn down here (through hack/test.sh e2e): containerd and
+# kube-apiserver killed and restarted, crivk started before its runtime,
+# 30 TERM-ignoring pods deleted at once, crivk killed with SIGKILL while
+# pods are deleted (cgroups) and CRIVK_CHAOS_CYCLES (default 10) times
+# during a churn of 30 pods. Each test prints its figures; docs/reliability.md
+# records them. `make test` runs the same tests with 3 kill -9 cycles.
+set -o errexit -o nounset -o pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export CRIVK_CHAOS_CYCLES=${CRIVK_CHAOS_CYCLES:-10}
+export E2E_RUN='^(TestKill9DuringChurn|TestContainerdOutage|TestAPIServerOutage|TestCrivkWaitsForTheRuntime|TestNoPodObjectBeforeContainersStop|TestPodCgroupsCleanedAfterKill9|TestCrivkRestartKeepsPods|TestOrphanCleanedOnStart)$'
+exec "${ROOT}/hack/test.sh" e2e
