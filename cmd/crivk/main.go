@@ -46,18 +46,18 @@ import (
 var version = "v1.35.4-crivk.0"
 
 type options struct {
-	kubeconfig  string
+	kubeconfig string
 	// bootstrapKubeconfig, when set, is the TLS bootstrap credential the
 	// node's client certificate is requested with (bootstrap.go).
 	bootstrapKubeconfig string
-	nodeName    string
-	criEndpoint string
-	nodeIP      string
-	rootDir     string
-	podLogDir   string
-	tlsCert     string
-	tlsKey      string
-	clientCA    string
+	nodeName            string
+	criEndpoint         string
+	nodeIP              string
+	rootDir             string
+	podLogDir           string
+	tlsCert             string
+	tlsKey              string
+	clientCA            string
 	// The node API's authentication and authorization (provider.Auth).
 	anonymousAuth     bool
 	tokenWebhook      bool
