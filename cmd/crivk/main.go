@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	goruntime "runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -102,6 +103,9 @@ type options struct {
 	kubeReserved   string
 	evictionHard   string
 	reservations   provider.Reservations
+	// oomScoreAdj is crivk's own OOM score adjustment (the kubelet's
+	// --oom-score-adj).
+	oomScoreAdj int
 }
 
 // It is long because it declares every flag; the checks of their values
@@ -147,6 +151,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.maxParallelPulls, "max-parallel-image-pulls", 1, "image pulls run at once (1: serialized, the kubelet's default; 0: no limit)")
 	fs.StringVar(&o.logMaxSize, "container-log-max-size", "10Mi", "size at which a container's log file is rotated")
 	fs.IntVar(&o.logMaxFiles, "container-log-max-files", 5, "log files kept per container, the current one included (at least 2)")
+	fs.IntVar(&o.oomScoreAdj, "oom-score-adj", -999, "crivk's own oom_score_adj in [-1000, 1000], as the kubelet's: the kernel kills pods before the agent")
 	fs.StringVar(&o.cgroupRoot, "cgroup-root", "/", "cgroup under which the pod cgroup tree (kubepods/...) is made; another root than a kubelet's lets both run on one machine")
 	fs.BoolVar(&o.cgroupsPerQOS, "cgroups-per-qos", true, "make the QoS and pod cgroups and create sandboxes in them, as the kubelet (false: the runtime's default cgroup, container limits only)")
 	fs.StringVar(&o.systemReserved, "system-reserved", "", "resources reserved for the system, e.g. cpu=100m,memory=500Mi,ephemeral-storage=1Gi (the kubelet's format)")
@@ -197,6 +202,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.reservations.EvictionHard, err = provider.ParseEvictionHard(o.evictionHard); err != nil {
 		return nil, fmt.Errorf("--eviction-hard: %w", err)
+	}
+	if o.oomScoreAdj < -1000 || o.oomScoreAdj > 1000 {
+		return nil, fmt.Errorf("--oom-score-adj %d is not in [-1000, 1000]", o.oomScoreAdj)
 	}
 	if !strings.HasPrefix(o.cgroupRoot, "/") {
 		return nil, fmt.Errorf("--cgroup-root %q is not an absolute cgroup path", o.cgroupRoot)
@@ -249,7 +257,7 @@ func run(ctx context.Context, o *options) error {
 		}
 	}
 	ctx = setupLogging(ctx, o)
-	if err := prepareHost(o); err != nil {
+	if err := prepareHost(ctx, o); err != nil {
 		return err
 	}
 	clients, err := connectAPI(ctx, o)
@@ -310,9 +318,10 @@ func setupLogging(ctx context.Context, o *options) context.Context {
 	return log.WithLogger(ctx, log.L.WithField("node", o.nodeName))
 }
 
-// prepareHost finds the node IP when not given and creates the root and
-// pod log directories.
-func prepareHost(o *options) error {
+// prepareHost finds the node IP when not given, creates the root and pod
+// log directories and sets crivk's own OOM score adjustment.
+func prepareHost(ctx context.Context, o *options) error {
+	setOOMScoreAdj(ctx, o.oomScoreAdj)
 	if o.nodeIP == "" {
 		ip, err := defaultNodeIP()
 		if err != nil {
@@ -355,6 +364,19 @@ func setupCgroups(ctx context.Context, o *options) (*cm.Manager, error) {
 	log.G(ctx).WithField("root", m.Root()).WithField("cgroupVersion", m.Version()).
 		WithField("reservations", o.reservations.String()).Info("pod cgroup tree ready")
 	return m, nil
+}
+
+// setOOMScoreAdj writes crivk's oom_score_adj, as the kubelet does for
+// itself. Lowering it needs CAP_SYS_RESOURCE: without it (this project's
+// test machines) the kernel refuses, which is logged and not fatal, as the
+// kubelet logs it.
+func setOOMScoreAdj(ctx context.Context, v int) {
+	if err := os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(v)), 0o644); err != nil {
+		cur, _ := os.ReadFile("/proc/self/oom_score_adj")
+		log.G(ctx).WithError(err).WithField("current", strings.TrimSpace(string(cur))).Warnf("could not set crivk's oom_score_adj to %d (lowering it needs CAP_SYS_RESOURCE)", v)
+		return
+	}
+	log.G(ctx).WithField("oomScoreAdj", v).Debug("crivk's oom_score_adj set")
 }
 
 // connectAPI builds the API clients from --kubeconfig, or from the node's

@@ -26,6 +26,7 @@ func TestParseFlags(t *testing.T) {
 		{"bad system reserved", []string{"--kubeconfig=/k", "--system-reserved=memory:1Gi"}, "--system-reserved: "},
 		{"bad kube reserved", []string{"--kubeconfig=/k", "--kube-reserved=gpu=1"}, `--kube-reserved: cannot reserve "gpu"`},
 		{"bad eviction", []string{"--kubeconfig=/k", "--eviction-hard=memory.available<-1"}, "--eviction-hard: "},
+		{"bad oom score adj", []string{"--kubeconfig=/k", "--oom-score-adj=-1001"}, "--oom-score-adj -1001 is not in [-1000, 1000]"},
 		{"relative cgroup root", []string{"--kubeconfig=/k", "--cgroup-root=crivk"}, `--cgroup-root "crivk" is not an absolute cgroup path`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
