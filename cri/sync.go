@@ -144,6 +144,8 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 	res := &SyncResult{Waiting: map[string]Waiting{}}
 	if plan.KillPod {
 		if plan.CreateSandbox {
+			// The only place this event is recorded (kuberuntime's SyncPod):
+			// a plan that kills the pod to create a sandbox replaces one.
 			r.event(pod, v1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
 		}
 		if err := r.KillPod(ctx, pod, status, GracePeriod(pod, nil)); err != nil {

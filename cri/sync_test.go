@@ -408,11 +408,13 @@ func TestSyncPodCrashLoopBackOff(t *testing.T) {
 }
 
 func TestSyncPodReplacesNotReadySandbox(t *testing.T) {
-	f := newSyncFixture(t)
-	f.is.SetFakeImages([]string{"busybox:1.36"})
+	f, rec := hookFixture(t)
 	pod := syncPod(v1.RestartPolicyAlways, image("a", "busybox:1.36"))
 	if res, _ := f.sync(t, pod); res.Error() != nil {
 		t.Fatal(res.Error())
+	}
+	if rec.has("Normal SandboxChanged") {
+		t.Errorf("SandboxChanged for a pod's first sandbox: %v", rec.events)
 	}
 	old := f.status(t, pod)
 	if err := f.rs.StopPodSandbox(context.Background(), old.Sandboxes[0].ID); err != nil {
@@ -425,6 +427,16 @@ func TestSyncPodReplacesNotReadySandbox(t *testing.T) {
 	}
 	if res.Error() != nil {
 		t.Fatalf("SyncPod: %v", res.Error())
+	}
+	// The kubelet's event, recorded once (by the runtime layer only).
+	n := 0
+	for _, e := range rec.events {
+		if e == "Normal SandboxChanged Pod sandbox changed, it will be killed and re-created." {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d SandboxChanged events, want 1: %v", n, rec.events)
 	}
 	if got := f.rs.stopTimeouts()[old.Containers[0].ID]; got != 30 {
 		t.Errorf("old container stopped with %ds, want the pod's 30s", got)

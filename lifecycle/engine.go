@@ -718,7 +718,6 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 		e.mu.Unlock()
 		return false, nil
 	}
-	e.recordPlanEvents(pod, plan, st)
 	log.G(ctx).WithField("plan", plan.String()).Debug("syncing pod")
 	res := e.cfg.Runtime.SyncPod(ctx, pod, st, plan, e.backoff, e.cfg.Clock.Now())
 	backingOff := e.recordSync(pod, res)

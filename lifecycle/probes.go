@@ -203,13 +203,3 @@ func containerRef(pod *v1.Pod, name string) *v1.ObjectReference {
 	}
 }
 
-// recordPlanEvents records the kubelet's events about a plan before it is
-// carried out: a pod whose sandbox is gone or broken gets SandboxChanged.
-func (e *Engine) recordPlanEvents(pod *v1.Pod, plan cri.PodActions, st *cri.PodStatus) {
-	if e.cfg.Recorder == nil {
-		return
-	}
-	if plan.CreateSandbox && len(st.Sandboxes) > 0 {
-		e.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
-	}
-}
