@@ -202,4 +202,3 @@ func containerRef(pod *v1.Pod, name string) *v1.ObjectReference {
 		FieldPath:       fmt.Sprintf("spec.containers{%s}", name),
 	}
 }
-
