@@ -489,6 +489,10 @@ func (r *fakeRuntimeService) ListContainerStats(context.Context, *runtimeapi.Con
 	return nil, errNotInFake
 }
 
+func (r *fakeRuntimeService) ListPodSandboxStats(context.Context, *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
+	return nil, errNotInFake
+}
+
 func (s *fakeImageService) ImageFsInfo(context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
 	return &runtimeapi.ImageFsInfoResponse{}, nil
 }

@@ -442,6 +442,13 @@ func (c *remoteService) ListContainerStats(ctx context.Context, filter *runtimea
 	return resp.GetStats(), err
 }
 
+func (c *remoteService) ListPodSandboxStats(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
+	resp, err := unary(ctx, c.timeout, "ListPodSandboxStats", "", func(ctx context.Context) (*runtimeapi.ListPodSandboxStatsResponse, error) {
+		return c.rt.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{Filter: filter})
+	})
+	return resp.GetStats(), err
+}
+
 // Image service.
 
 // ImageStatus returns a nil Image when the image is not present; a present

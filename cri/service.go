@@ -38,6 +38,9 @@ type RuntimeService interface {
 
 	// The node API's stats and resource metrics.
 	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
+	// ListPodSandboxStats gives a pod's network (and pod cgroup) stats;
+	// containerd answers it for sandboxes with a cgroup parent.
+	ListPodSandboxStats(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error)
 }
 
 // ImageService is the part of the CRI image service crivk uses.

@@ -20,8 +20,10 @@ import (
 // filesystem (statfs of crivk's root dir) and the runtime's image
 // filesystem (CRI ImageFsInfo); per pod, the running containers' CPU,
 // memory and writable layer from CRI ListContainerStats (crivk's
-// containers only), summed for the pod. Network, volume and process stats
-// are not reported yet.
+// containers only), summed for the pod; the pod's network (the default
+// interface and all of them) from CRI ListPodSandboxStats, which
+// containerd answers for sandboxes with a cgroup parent (pod cgroups,
+// lifecycle/cm). Volume and process stats are not reported yet.
 
 type summary struct {
 	runtime     containerStatsSource
@@ -31,6 +33,8 @@ type summary struct {
 	rootDir     string
 	memCapacity func() (int64, error)
 	started     time.Time
+	// sandboxes lists the pods' sandbox stats (nil: no network stats).
+	sandboxes func(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error)
 }
 
 func (s summary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -48,7 +52,16 @@ func (s summary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "failed to list containers: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
+	var sandboxes []*runtimeapi.PodSandboxStats
+	if s.sandboxes != nil {
+		// Network stats are a plus: a runtime that cannot give them
+		// leaves them out, as the kubelet's CRI stats provider.
+		if sandboxes, err = s.sandboxes(ctx, &runtimeapi.PodSandboxStatsFilter{LabelSelector: managed}); err != nil {
+			log.G(ctx).WithError(err).Debug("node API: no pod sandbox stats for /stats/summary")
+		}
+	}
 	out := statsapi.Summary{Node: s.nodeStats(ctx), Pods: podStats(stats, containers)}
+	addNetwork(out.Pods, sandboxes)
 	w.Header().Set("Content-Type", "application/json")
 	if err := json.NewEncoder(w).Encode(&out); err != nil {
 		log.G(ctx).WithError(err).Warn("node API: writing /stats/summary")
@@ -173,6 +186,42 @@ func podStats(stats []*runtimeapi.ContainerStats, running []*runtimeapi.Containe
 		return out[i].PodRef.Namespace+"/"+out[i].PodRef.Name < out[j].PodRef.Namespace+"/"+out[j].PodRef.Name
 	})
 	return out
+}
+
+// addNetwork sets each pod's network stats from its sandbox's.
+func addNetwork(pods []statsapi.PodStats, sandboxes []*runtimeapi.PodSandboxStats) {
+	byUID := map[string]*runtimeapi.NetworkUsage{}
+	for _, sb := range sandboxes {
+		if n := sb.GetLinux().GetNetwork(); n != nil {
+			byUID[sb.GetAttributes().GetMetadata().GetUid()] = n
+		}
+	}
+	for i := range pods {
+		n := byUID[pods[i].PodRef.UID]
+		if n == nil {
+			continue
+		}
+		ns := &statsapi.NetworkStats{Time: metav1.NewTime(time.Unix(0, n.GetTimestamp()))}
+		if d := n.GetDefaultInterface(); d != nil {
+			ns.InterfaceStats = interfaceStats(d)
+		}
+		for _, it := range n.GetInterfaces() {
+			ns.Interfaces = append(ns.Interfaces, interfaceStats(it))
+		}
+		pods[i].Network = ns
+	}
+}
+
+func interfaceStats(it *runtimeapi.NetworkInterfaceUsage) statsapi.InterfaceStats {
+	val := func(v *runtimeapi.UInt64Value) *uint64 {
+		if v == nil {
+			return nil
+		}
+		x := v.GetValue()
+		return &x
+	}
+	return statsapi.InterfaceStats{Name: it.GetName(), RxBytes: val(it.GetRxBytes()), RxErrors: val(it.GetRxErrors()),
+		TxBytes: val(it.GetTxBytes()), TxErrors: val(it.GetTxErrors())}
 }
 
 func addCPU(sum *statsapi.CPUStats, at metav1.Time, ns uint64) *statsapi.CPUStats {

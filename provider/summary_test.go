@@ -32,6 +32,17 @@ func TestSummary(t *testing.T) {
 		node:        func() nodeUsage { return nodeUsage{cpuSeconds: 2, workingSetBytes: 1000, at: at} },
 		memCapacity: func() (int64, error) { return 4000, nil },
 	}
+	s.sandboxes = func(_ context.Context, f *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
+		if f.GetLabelSelector()["io.crivk.managed-by"] != "crivk" {
+			t.Errorf("sandbox stats filter %v, want crivk's sandboxes", f)
+		}
+		return []*runtimeapi.PodSandboxStats{{
+			Attributes: &runtimeapi.PodSandboxAttributes{Metadata: &runtimeapi.PodSandboxMetadata{Uid: "uid-web"}},
+			Linux: &runtimeapi.LinuxPodSandboxStats{Network: &runtimeapi.NetworkUsage{Timestamp: at.UnixNano(),
+				DefaultInterface: &runtimeapi.NetworkInterfaceUsage{Name: "eth0", RxBytes: &runtimeapi.UInt64Value{Value: 111}, TxBytes: &runtimeapi.UInt64Value{Value: 222}},
+				Interfaces:       []*runtimeapi.NetworkInterfaceUsage{{Name: "eth0", RxBytes: &runtimeapi.UInt64Value{Value: 111}, TxBytes: &runtimeapi.UInt64Value{Value: 222}}}}},
+		}}, nil
+	}
 	w := httptest.NewRecorder()
 	s.ServeHTTP(w, httptest.NewRequest("GET", "/stats/summary", nil))
 	var got statsapi.Summary
@@ -54,6 +65,9 @@ func TestSummary(t *testing.T) {
 	}
 	if *p.CPU.UsageCoreNanoSeconds != 5000 || *p.Memory.WorkingSetBytes != 150 || *p.EphemeralStorage.UsedBytes != 4096 {
 		t.Errorf("pod sums cpu %d memory %d ephemeral %d", *p.CPU.UsageCoreNanoSeconds, *p.Memory.WorkingSetBytes, *p.EphemeralStorage.UsedBytes)
+	}
+	if nw := p.Network; nw == nil || nw.Name != "eth0" || *nw.RxBytes != 111 || *nw.TxBytes != 222 || len(nw.Interfaces) != 1 {
+		t.Errorf("pod network %+v, want eth0 with 111/222 bytes", nw)
 	}
 	if c := p.Containers[0]; c.Name != "app" || *c.Rootfs.UsedBytes != 4096 || *c.CPU.UsageCoreNanoSeconds != 3000 {
 		t.Errorf("container %+v", c)

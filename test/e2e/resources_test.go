@@ -171,6 +171,10 @@ func TestStatsSummary(t *testing.T) {
 		if p.PodRef.Namespace == ns && (len(p.Containers) != 1 || p.Containers[0].Name != "c" || p.Memory == nil || p.Memory.WorkingSetBytes == 0) {
 			t.Errorf("pod stats incomplete: %+v", p)
 		}
+		// The pod's network, from its sandbox in its pod cgroup.
+		if p.PodRef.Namespace == ns && (p.Network == nil || p.Network.Name != "eth0" || p.Network.RxBytes == nil) {
+			t.Errorf("pod network stats %+v, want eth0 with its byte counts", p.Network)
+		}
 	}
 }
 
@@ -201,6 +205,10 @@ type statsSummary struct {
 		Memory *struct {
 			WorkingSetBytes uint64 `json:"workingSetBytes"`
 		} `json:"memory"`
+		Network *struct {
+			Name    string  `json:"name"`
+			RxBytes *uint64 `json:"rxBytes"`
+		} `json:"network"`
 	} `json:"pods"`
 }
 
