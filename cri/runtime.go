@@ -85,6 +85,10 @@ type Runtime struct {
 	puller   *puller
 	// sandboxes holds a token per RunPodSandbox in flight; nil: no limit.
 	sandboxes chan struct{}
+	// started is when this Runtime was made: a container still created
+	// but not started from before then was left by an agent that stopped
+	// between CreateContainer and StartContainer (RemoveInterrupted).
+	started time.Time
 }
 
 // ErrUnreachable is returned by Connect when the CRI endpoint does not answer.
@@ -149,6 +153,7 @@ func New(cfg Config, rs RuntimeService, is ImageService) (*Runtime, error) {
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
 	}
+	r.started = r.clock.Now()
 	if cfg.DNS.ResolvConf != "" {
 		rc, err := parseResolvConfFile(cfg.DNS.ResolvConf)
 		if err != nil {

@@ -329,6 +329,32 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	res.Started = append(res.Started, c.Name)
 }
 
+// RemoveInterrupted removes the containers of status that are still
+// created but were never started and were made before this Runtime: an
+// agent killed between CreateContainer and StartContainer leaves them.
+// Planning from them would replace each with a new instance (the
+// kubelet's ShouldContainerBeRestarted), which counts as a restart and
+// keeps the never-run one as the "previous" instance; removed first, the
+// same attempt is created again and started as if nothing happened. It
+// reports whether anything was removed (the caller reads the status
+// again).
+func (r *Runtime) RemoveInterrupted(ctx context.Context, status *PodStatus) (bool, error) {
+	removed := false
+	for _, c := range status.Containers {
+		if c.State != StateCreated || c.CreatedAt.IsZero() || !c.CreatedAt.Before(r.started) {
+			continue
+		}
+		if err := r.rs.RemoveContainer(ctx, c.ID); err != nil && !isNotFound(err) {
+			return removed, fmt.Errorf("removing container %q (%s) of pod %s, created but never started by a previous agent: %w", c.Name, c.ID, status.Ref, err)
+		}
+		if c.LogPath != "" {
+			_ = os.Remove(c.LogPath)
+		}
+		removed = true
+	}
+	return removed, nil
+}
+
 // pruneDead removes the dead instances of a container but the newest one,
 // with their log files, before a new instance starts: the kubelet's
 // container GC with its defaults (one dead container kept per container,

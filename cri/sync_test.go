@@ -775,3 +775,46 @@ func TestSyncPodKeepsOneDeadInstance(t *testing.T) {
 		t.Errorf("%d dead instances' logs kept, want 1", kept)
 	}
 }
+
+// TestRemoveInterrupted: a container created but never started by a
+// previous agent (killed between CreateContainer and StartContainer) is
+// removed before planning, so that the same attempt is created again and
+// started: no second instance, no restart counted. One this agent created
+// is left to the plan (the kubelet's replacement).
+func TestRemoveInterrupted(t *testing.T) {
+	f := newSyncFixture(t)
+	f.is.SetFakeImages([]string{"busybox:1.36"})
+	pod := syncPod(v1.RestartPolicyAlways, image("a", "busybox:1.36"))
+	f.rs.InjectError("StartContainer", errors.New("agent killed here"))
+	f.sync(t, pod)
+	st := f.status(t, pod)
+	if c := st.Latest("a", ContainerTypeRegular); c == nil || c.State != StateCreated {
+		t.Fatalf("container %+v, want one created and not started", c)
+	}
+	// This agent's own created container is not touched.
+	mine, err := New(Config{PodLogDir: f.dir, Clock: f.clock}, f.rs, f.is)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Step(time.Second)
+	// "After the restart": a Runtime made later than the container.
+	if removed, err := mine.RemoveInterrupted(context.Background(), st); err != nil || removed {
+		t.Fatalf("RemoveInterrupted by an agent older than the container: %v, %v; want nothing removed", removed, err)
+	}
+	later, err := New(Config{PodLogDir: f.dir, Clock: f.clock}, f.rs, f.is)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if removed, err := later.RemoveInterrupted(context.Background(), st); err != nil || !removed {
+		t.Fatalf("RemoveInterrupted: %v, %v; want the interrupted container removed", removed, err)
+	}
+	f.rt = later
+	res, plan := f.sync(t, pod)
+	if res.Error() != nil || len(plan.ContainersToKill) != 0 {
+		t.Fatalf("sync after removal: plan %s, error %v", plan, res.Error())
+	}
+	st = f.status(t, pod)
+	if len(st.Containers) != 1 || st.Containers[0].State != StateRunning || st.Containers[0].Attempt != 0 {
+		t.Errorf("containers %+v, want one running attempt 0", st.Containers)
+	}
+}

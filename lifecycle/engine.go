@@ -27,6 +27,9 @@ type Runtime interface {
 	// pod only the runtime knows.
 	KillPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, grace int64) error
 	RemovePod(ctx context.Context, status *cri.PodStatus) error
+	// RemoveInterrupted removes containers a previous agent created but
+	// never started (cri.Runtime.RemoveInterrupted).
+	RemoveInterrupted(ctx context.Context, status *cri.PodStatus) (bool, error)
 }
 
 var _ Runtime = (*cri.Runtime)(nil)
@@ -710,6 +713,16 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 	// may start; until they are, the pod stays in ContainerCreating.
 	if err := e.mountVolumes(ctx, pod); err != nil {
 		return false, err
+	}
+	// A container a killed predecessor created but never started is
+	// removed, not replaced: its attempt is made again, no restart counted.
+	if removed, err := e.cfg.Runtime.RemoveInterrupted(ctx, st); err != nil {
+		return false, err
+	} else if removed {
+		log.G(ctx).WithField("pod", cri.RefOf(pod).String()).Info("removed containers created but never started by a previous crivk")
+		if st, err = e.refresh(ctx, cri.RefOf(pod)); err != nil {
+			return false, err
+		}
 	}
 	plan := cri.ComputePodActions(pod, st)
 	if plan.Empty() {

@@ -164,6 +164,10 @@ func (f *fakeRuntime) snapshot() map[types.UID]*cri.PodStatus {
 	return out
 }
 
+func (f *fakeRuntime) RemoveInterrupted(context.Context, *cri.PodStatus) (bool, error) {
+	return false, nil
+}
+
 func (f *fakeRuntime) RemovePod(_ context.Context, st *cri.PodStatus) error {
 	f.record(event{op: "RemovePod", uid: st.Ref.UID})
 	f.mu.Lock()

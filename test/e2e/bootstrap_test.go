@@ -67,6 +67,14 @@ func nodeClient(t *testing.T) kubernetes.Interface {
 // runs pods through it) and is refused a Secret no pod of it references
 // and a change to another node.
 func TestTLSBootstrap(t *testing.T) {
+	// crivk may still be bootstrapping (it was just started).
+	err := wait.PollUntilContextTimeout(context.Background(), poll, 60*time.Second, true, func(context.Context) (bool, error) {
+		_, err := os.Stat(nodeCertPath())
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("no client certificate at %s 60 s after crivk started", nodeCertPath())
+	}
 	cert := nodeCert(t)
 	if cert.Subject.CommonName != "system:node:"+nodeName || len(cert.Subject.Organization) != 1 || cert.Subject.Organization[0] != "system:nodes" {
 		t.Errorf("client certificate subject %s, want CN=system:node:%s, O=system:nodes", cert.Subject, nodeName)
