@@ -124,7 +124,10 @@ func nodeClientConfig(ctx context.Context, c bootstrapConfig) (*rest.Config, err
 	nodeCfg.CertFile, nodeCfg.KeyFile = store.CurrentPath(), store.CurrentPath()
 	mgr, err := certificate.NewManager(&certificate.Config{
 		ClientsetFn: func(current *tls.Certificate) (kubernetes.Interface, error) {
-			if current != nil {
+			// The node's own certificate renews itself while it is valid;
+			// once expired (an API outage across its renewal), the
+			// bootstrap credential asks again, as the kubelet's.
+			if unexpired(current) {
 				return newCSRClientset(nodeCfg)
 			}
 			boot, err := clientcmd.BuildConfigFromFlags("", c.BootstrapKubeconfig)
@@ -161,6 +164,21 @@ func nodeClientConfig(ctx context.Context, c bootstrapConfig) (*rest.Config, err
 		}
 	}
 	return rotatingConfig(ctx, server, mgr)
+}
+
+// unexpired reports whether c is a certificate still valid now.
+func unexpired(c *tls.Certificate) bool {
+	if c == nil || len(c.Certificate) == 0 {
+		return false
+	}
+	leaf := c.Leaf
+	if leaf == nil {
+		var err error
+		if leaf, err = x509.ParseCertificate(c.Certificate[0]); err != nil {
+			return false
+		}
+	}
+	return time.Now().Before(leaf.NotAfter)
 }
 
 // kubeconfigKind says what an existing --kubeconfig holds.

@@ -180,3 +180,21 @@ func TestCloseOnRotation(t *testing.T) {
 		}
 	}
 }
+
+func TestUnexpired(t *testing.T) {
+	now := time.Now()
+	c, k := pemPair(t, "x", now.Add(-time.Hour), now.Add(time.Hour))
+	valid, err := tls.X509KeyPair(c, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, k = pemPair(t, "x", now.Add(-2*time.Hour), now.Add(-time.Hour))
+	expired, err := tls.X509KeyPair(c, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expired.Leaf = nil
+	if !unexpired(&valid) || unexpired(&expired) || unexpired(nil) || unexpired(&tls.Certificate{}) {
+		t.Error("unexpired: want true only for the valid certificate")
+	}
+}
