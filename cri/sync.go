@@ -329,9 +329,13 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	res.Started = append(res.Started, c.Name)
 }
 
-// RemoveInterrupted removes the containers of status that are still
-// created but were never started and were made before this Runtime: an
-// agent killed between CreateContainer and StartContainer leaves them.
+// reasonStartError is containerd's reason for a container whose
+// StartContainer failed.
+const reasonStartError = "StartError"
+
+// RemoveInterrupted removes the containers of status that were made before
+// this Runtime and never started: an agent killed between CreateContainer
+// and StartContainer, or during StartContainer, leaves them.
 // Planning from them would replace each with a new instance (the
 // kubelet's ShouldContainerBeRestarted), which counts as a restart and
 // keeps the never-run one as the "previous" instance; removed first, the
@@ -341,7 +345,16 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 func (r *Runtime) RemoveInterrupted(ctx context.Context, status *PodStatus) (bool, error) {
 	removed := false
 	for _, c := range status.Containers {
-		if c.State != StateCreated || c.CreatedAt.IsZero() || !c.CreatedAt.Before(r.started) {
+		if c.CreatedAt.IsZero() || !c.CreatedAt.Before(r.started) {
+			continue
+		}
+		// Created and never started; or exited without ever starting
+		// because its start failed: containerd fails a StartContainer whose
+		// caller went away (reason StartError, exit code 128, no start
+		// time), which is what killing the agent during that call does.
+		interrupted := c.State == StateCreated ||
+			(c.State == StateExited && c.StartedAt.IsZero() && c.Reason == reasonStartError)
+		if !interrupted {
 			continue
 		}
 		if err := r.rs.RemoveContainer(ctx, c.ID); err != nil && !isNotFound(err) {

@@ -818,3 +818,43 @@ func TestRemoveInterrupted(t *testing.T) {
 		t.Errorf("containers %+v, want one running attempt 0", st.Containers)
 	}
 }
+
+// TestRemoveInterruptedStartError: killing the agent during StartContainer
+// makes containerd fail the start (exited, reason StartError, exit code
+// 128, never started): such a container of a previous agent is removed
+// too; a container that ran and exited is not.
+func TestRemoveInterruptedStartError(t *testing.T) {
+	f := newSyncFixture(t)
+	f.is.SetFakeImages([]string{"busybox:1.36"})
+	pod := syncPod(v1.RestartPolicyAlways, image("a", "busybox:1.36"), image("b", "busybox:1.36"))
+	f.sync(t, pod)
+	st := f.status(t, pod)
+	f.rs.mu.Lock()
+	for _, c := range f.rs.containers {
+		c.State = runtimeapi.ContainerState_CONTAINER_EXITED
+		c.FinishedAt = c.CreatedAt + 1
+		c.ExitCode = 128
+		if c.Metadata.Name == "a" {
+			c.StartedAt, c.Reason, c.Message = 0, "StartError", "failed to start containerd task: context canceled"
+		} else {
+			c.Reason = "Error" // ran and exited: a real restart
+		}
+	}
+	f.rs.mu.Unlock()
+	f.clock.Step(time.Second)
+	later, err := New(Config{PodLogDir: f.dir, Clock: f.clock}, f.rs, f.is)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st = f.status(t, pod)
+	if removed, err := later.RemoveInterrupted(context.Background(), st); err != nil || !removed {
+		t.Fatalf("RemoveInterrupted: %v, %v", removed, err)
+	}
+	st = f.status(t, pod)
+	if st.Latest("a", ContainerTypeRegular) != nil {
+		t.Errorf("the never-started container a is still there: %+v", st.Containers)
+	}
+	if c := st.Latest("b", ContainerTypeRegular); c == nil || c.State != StateExited {
+		t.Errorf("container b that ran and exited: %+v, want it kept", c)
+	}
+}

@@ -148,7 +148,7 @@ func nodeClientConfig(ctx context.Context, c bootstrapConfig) (*rest.Config, err
 	if err != nil {
 		return nil, fmt.Errorf("client certificate manager: %w", err)
 	}
-	if mgr.Current() == nil {
+	if !unexpired(mgr.Current()) {
 		if err := checkBootstrapCredential(ctx, c); err != nil {
 			return nil, err
 		}
@@ -272,14 +272,16 @@ func checkBootstrapCredential(ctx context.Context, c bootstrapConfig) error {
 	}
 }
 
-// waitForCertificate waits until the manager holds a certificate (the CSR
-// approved and signed), logging every 10 s while it waits.
+// waitForCertificate waits until the manager holds a valid certificate
+// (the CSR approved and signed), logging every 10 s while it waits.
 func waitForCertificate(ctx context.Context, mgr certificate.Manager, node string) error {
 	start := time.Now()
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	next := 10 * time.Second
-	for mgr.Current() == nil {
+	// A certificate left from before may have expired (crivk was down
+	// across its renewal): the manager asks for a new one at once.
+	for !unexpired(mgr.Current()) {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
