@@ -39,6 +39,11 @@ type Config struct {
 	// cgroup (lifecycle/cm), under which containerd puts the sandbox and
 	// every container of the pod. nil means the runtime's default.
 	CgroupParent func(pod *v1.Pod) string
+	// DeleteTask kills and deletes a container's task behind the CRI's
+	// back (containerd's task API): used only when RemoveContainer fails
+	// because containerd still holds a task its CRI plugin lost track of.
+	// nil: such a container stays (and is reported) until removed by hand.
+	DeleteTask func(ctx context.Context, containerID string) error
 	// Recorder receives the kubelet's container and pod events (Pulled,
 	// Created, Started, Killing, ...); nil drops them.
 	Recorder EventRecorder

@@ -357,7 +357,7 @@ func (r *Runtime) RemoveInterrupted(ctx context.Context, status *PodStatus) (boo
 		if !interrupted {
 			continue
 		}
-		if err := r.rs.RemoveContainer(ctx, c.ID); err != nil && !isNotFound(err) {
+		if err := r.removeContainer(ctx, c.ID); err != nil {
 			return removed, fmt.Errorf("removing container %q (%s) of pod %s, created but never started by a previous agent: %w", c.Name, c.ID, status.Ref, err)
 		}
 		if c.LogPath != "" {
@@ -366,6 +366,28 @@ func (r *Runtime) RemoveInterrupted(ctx context.Context, status *PodStatus) (boo
 		removed = true
 	}
 	return removed, nil
+}
+
+// removeContainer removes a container; not found is done. A container
+// whose removal containerd refuses because it still holds a task
+// (FailedPrecondition: "cannot delete running task", a task its CRI plugin
+// lost track of after an interrupted start) has that task killed and
+// deleted through Config.DeleteTask, then is removed again.
+func (r *Runtime) removeContainer(ctx context.Context, id string) error {
+	err := r.rs.RemoveContainer(ctx, id)
+	if err == nil || isNotFound(err) {
+		return nil
+	}
+	if r.cfg.DeleteTask == nil || status.Code(err) != codes.FailedPrecondition {
+		return err
+	}
+	if derr := r.cfg.DeleteTask(ctx, id); derr != nil {
+		return errors.Join(err, derr)
+	}
+	if err := r.rs.RemoveContainer(ctx, id); err != nil && !isNotFound(err) {
+		return err
+	}
+	return nil
 }
 
 // pruneDead removes the dead instances of a container but the newest one,
@@ -384,7 +406,7 @@ func (r *Runtime) pruneDead(ctx context.Context, status *PodStatus, name string,
 			kept = true
 			continue
 		}
-		if err := r.rs.RemoveContainer(ctx, c.ID); err != nil && !isNotFound(err) {
+		if err := r.removeContainer(ctx, c.ID); err != nil {
 			errs = append(errs, fmt.Errorf("removing dead container %q (%s) of pod %s: %w", c.Name, c.ID, status.Ref, err))
 			continue
 		}
@@ -549,7 +571,7 @@ func sidecarIndex(pod *v1.Pod, c ContainerStatus) int {
 func (r *Runtime) RemovePod(ctx context.Context, status *PodStatus) error {
 	var errs []error
 	for _, c := range status.Containers {
-		if err := r.rs.RemoveContainer(ctx, c.ID); err != nil && !isNotFound(err) {
+		if err := r.removeContainer(ctx, c.ID); err != nil {
 			errs = append(errs, fmt.Errorf("removing container %q (%s) of pod %s: %w", c.Name, c.ID, status.Ref, err))
 		}
 	}

@@ -858,3 +858,38 @@ func TestRemoveInterruptedStartError(t *testing.T) {
 		t.Errorf("container b that ran and exited: %+v, want it kept", c)
 	}
 }
+
+// TestRemoveContainerDeletesALostTask: containerd refuses to remove a
+// container whose task its CRI plugin lost track of (FailedPrecondition,
+// "cannot delete running task"): the task is killed and deleted through
+// Config.DeleteTask and the container removed; without DeleteTask the
+// error is returned, never taken for success.
+func TestRemoveContainerDeletesALostTask(t *testing.T) {
+	for _, withReaper := range []bool{true, false} {
+		f := newSyncFixture(t)
+		var reaped []string
+		if withReaper {
+			f.rt.cfg.DeleteTask = func(_ context.Context, id string) error { reaped = append(reaped, id); return nil }
+		}
+		f.is.SetFakeImages([]string{"busybox:1.36"})
+		pod := syncPod(v1.RestartPolicyAlways, image("a", "busybox:1.36"))
+		f.sync(t, pod)
+		st := f.status(t, pod)
+		if err := f.rt.KillPod(context.Background(), pod, st, 1); err != nil {
+			t.Fatal(err)
+		}
+		st = f.status(t, pod)
+		f.rs.InjectError("RemoveContainer", grpcstatus.Error(codes.FailedPrecondition, "failed to delete containerd container: cannot delete running task x: failed precondition"))
+		err := f.rt.RemovePod(context.Background(), st)
+		if withReaper {
+			if err != nil || len(reaped) != 1 || reaped[0] != st.Containers[0].ID {
+				t.Errorf("with DeleteTask: RemovePod %v, tasks deleted %v; want the container's task deleted and the pod removed", err, reaped)
+			}
+			if left := f.status(t, pod); len(left.Containers) != 0 {
+				t.Errorf("containers left: %+v", left.Containers)
+			}
+		} else if grpcstatus.Code(err) != codes.FailedPrecondition {
+			t.Errorf("without DeleteTask: RemovePod %v, want the FailedPrecondition error", err)
+		}
+	}
+}

@@ -422,6 +422,13 @@ func connectRuntime(ctx context.Context, o *options, recorder record.EventRecord
 	if pods != nil {
 		cfg.CgroupParent = pods.PodCgroup
 	}
+	if strings.HasPrefix(o.criEndpoint, "unix://") {
+		reaper, err := newTaskReaper(o.criEndpoint, "k8s.io")
+		if err != nil {
+			return nil, ver, rd, err
+		}
+		cfg.DeleteTask = reaper.DeleteTask
+	}
 	// A runtime that is not up yet is waited for, with back-off, rather
 	// than a reason to exit (a crash loop of the agent helps nobody).
 	var rt *cri.Runtime
