@@ -11,6 +11,8 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
@@ -196,5 +198,54 @@ func TestUnexpired(t *testing.T) {
 	expired.Leaf = nil
 	if !unexpired(&valid) || unexpired(&expired) || unexpired(nil) || unexpired(&tls.Certificate{}) {
 		t.Error("unexpired: want true only for the valid certificate")
+	}
+}
+
+// TestCheckBootstrapCredential: a bootstrap token the API server rejects
+// (401) is retried with back-off, each attempt one error line, until it is
+// accepted; crivk never exits for it. A missing bootstrap kubeconfig is
+// retried the same way; cancelling stops the wait.
+func TestCheckBootstrapCredential(t *testing.T) {
+	var mu sync.Mutex
+	calls := 0
+	// TLS: client-go sends a bearer token only over it.
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		if n < 3 || r.Header.Get("Authorization") != "Bearer abcdef.0123456789abcdef" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}`))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"CertificateSigningRequestList","apiVersion":"certificates.k8s.io/v1","items":[]}`))
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	boot := write(t, filepath.Join(dir, "bootstrap.kubeconfig"), []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    insecure-skip-tls-verify: true\n    server: "+srv.URL+"\nusers:\n- name: u\n  user:\n    token: abcdef.0123456789abcdef\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n"))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := checkBootstrapCredential(ctx, bootstrapConfig{NodeName: "n", BootstrapKubeconfig: boot, CertDir: dir, Retry: 50 * time.Millisecond}); err != nil {
+		t.Fatalf("checkBootstrapCredential: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 3 {
+		t.Errorf("%d requests, want 2 refused and 1 accepted", calls)
+	}
+	if time.Since(start) < time.Second {
+		t.Errorf("retried after %s in all, want back-off (1 s, then capped at 50 ms)", time.Since(start))
+	}
+
+	// No bootstrap kubeconfig at all: retried until cancelled.
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel2()
+	err := checkBootstrapCredential(ctx2, bootstrapConfig{NodeName: "n", BootstrapKubeconfig: filepath.Join(dir, "missing"), CertDir: dir, Retry: 50 * time.Millisecond})
+	if err == nil || ctx2.Err() == nil {
+		t.Errorf("missing bootstrap kubeconfig: %v, want a wait ended by the context", err)
 	}
 }
