@@ -27,9 +27,9 @@ e2e() {
   fi
   echo "test: bringing up the local cluster (log: ${LOGS}/local-up.log)"
   trap 'hack/local-down.sh >"${LOGS}/local-down.log" 2>&1 || echo "test: local-down failed, see ${LOGS}/local-down.log"' EXIT
-  # Client certificates signed for 3 minutes: crivk's is renewed during the
+  # Client certificates signed for 5 minutes: crivk's is renewed during the
   # run (TestClientCertificateRotation).
-  if ! CSR_SIGNING_DURATION=${CSR_SIGNING_DURATION:-3m} hack/local-up.sh >"${LOGS}/local-up.log" 2>&1; then
+  if ! CSR_SIGNING_DURATION=${CSR_SIGNING_DURATION:-5m} hack/local-up.sh >"${LOGS}/local-up.log" 2>&1; then
     tail -n 40 "${LOGS}/local-up.log"; return 1
   fi
   # shellcheck source=/dev/null
