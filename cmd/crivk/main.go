@@ -565,6 +565,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	go rt.RunLogRotation(ctx, cri.LogRotation{MaxSize: logMax.Value(), MaxFiles: o.logMaxFiles}, 10*time.Second)
 	go a.engine.Run(ctx)
 	a.mux.Handle("/metrics/probes", probeMetrics.Handler())
+	a.mux.Handle("GET /metrics", agentMetrics())
 	a.provider = provider.New(a.engine, rt, o.nodeName, o.rootDir)
 	return a, nil
 }
