@@ -131,8 +131,15 @@ func TestTLSBootstrap(t *testing.T) {
 	if !apierrors.IsForbidden(err) {
 		t.Errorf("node changing another node: %v, want 403 Forbidden", err)
 	}
-	if _, err := nc.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{}); err != nil {
-		t.Errorf("node reading its own Node: %v", err)
+	// Its own Node (registered by crivk once bootstrapped: the test may
+	// start before that).
+	var ownErr error
+	_ = wait.PollUntilContextTimeout(ctx, poll, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, ownErr = nc.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		return ownErr == nil, nil
+	})
+	if ownErr != nil {
+		t.Errorf("node reading its own Node: %v", ownErr)
 	}
 }
 
