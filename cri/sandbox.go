@@ -5,6 +5,7 @@ import (
 
 	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
+	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -102,8 +103,10 @@ func (r *Runtime) sandboxLinuxConfig(pod *v1.Pod) *runtimeapi.LinuxPodSandboxCon
 	if sc := pod.Spec.SecurityContext; sc != nil {
 		if len(sc.Sysctls) > 0 {
 			lc.Sysctls = map[string]string{}
+			// Slash-separated names (net/ipv4/ip_forward) reach the
+			// runtime dot-separated, as from the kubelet.
 			for _, s := range sc.Sysctls {
-				lc.Sysctls[s.Name] = s.Value
+				lc.Sysctls[utilsysctl.NormalizeName(s.Name)] = s.Value
 			}
 		}
 		ssc := lc.SecurityContext

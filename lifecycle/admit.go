@@ -19,15 +19,16 @@ import (
 // false for a rejected pod, which is then published Failed and never given
 // to the pod workers.
 func (e *Engine) admitNew(pod *v1.Pod) bool {
-	if e.cfg.Node == nil || pod.DeletionTimestamp != nil ||
-		pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+	if pod.DeletionTimestamp != nil || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
 		return true
 	}
-	node := e.cfg.Node()
-	if node == nil {
-		return true
+	// The kubelet's order: the sysctl allowlist, then the predicates.
+	r := e.cfg.Sysctls.Admit(pod)
+	if r.Admit && e.cfg.Node != nil {
+		if node := e.cfg.Node(); node != nil {
+			r = admission.Admit(pod, node, e.activePods(pod.UID))
+		}
 	}
-	r := admission.Admit(pod, node, e.activePods(pod.UID))
 	if r.Admit {
 		return true
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/lifecycle/admission"
 	"github.com/crivk/crivk/lifecycle/prober"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
@@ -82,6 +83,9 @@ type Config struct {
 	// Node returns the node as the API has it (labels, taints,
 	// allocatable) for admission (admit.go); nil: every pod is admitted.
 	Node func() *v1.Node
+	// Sysctls is the node's sysctl allowlist for admission; nil: pod
+	// sysctls are not checked (the runtime decides).
+	Sysctls *admission.Sysctls
 	// ProbeRuntime runs liveness, readiness and startup probes (probes.go);
 	// nil: nothing is probed. ProbeMetrics counts probe runs (may be nil).
 	ProbeRuntime ProbeRuntime

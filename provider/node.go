@@ -85,17 +85,19 @@ func BuildNode(cfg NodeConfig, rd cri.Readiness, now time.Time) (*v1.Node, error
 			},
 			DaemonEndpoints: v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: cfg.KubeletPort}},
 			NodeInfo: v1.NodeSystemInfo{
-				MachineID:               readTrim("/etc/machine-id"),
-				SystemUUID:              readTrim("/sys/class/dmi/id/product_uuid"),
-				BootID:                  readTrim("/proc/sys/kernel/random/boot_id"),
-				KernelVersion:           unix.ByteSliceToString(uname.Release[:]),
-				OSImage:                 osImage(),
-				OperatingSystem:         runtime.GOOS,
-				Architecture:            runtime.GOARCH,
-				ContainerRuntimeVersion: cfg.RuntimeVersion.RuntimeName + "://" + cfg.RuntimeVersion.RuntimeVersion,
-				KubeletVersion:          cfg.AgentVersion,
+				MachineID:       readTrim("/etc/machine-id"),
+				SystemUUID:      readTrim("/sys/class/dmi/id/product_uuid"),
+				BootID:          readTrim("/proc/sys/kernel/random/boot_id"),
+				KernelVersion:   unix.ByteSliceToString(uname.Release[:]),
+				OSImage:         osImage(),
+				OperatingSystem: runtime.GOOS,
+				Architecture:    runtime.GOARCH,
+				KubeletVersion:  cfg.AgentVersion,
 			},
 		},
+	}
+	if cfg.RuntimeVersion.RuntimeName != "" { // unknown while the runtime is down
+		n.Status.NodeInfo.ContainerRuntimeVersion = cfg.RuntimeVersion.RuntimeName + "://" + cfg.RuntimeVersion.RuntimeVersion
 	}
 	n.Status.Conditions = NodeConditions(nil, rd, now)
 	n.Status.Phase = v1.NodeRunning

@@ -17,12 +17,14 @@ import (
 	goruntime "runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/lifecycle"
+	"github.com/crivk/crivk/lifecycle/admission"
 	"github.com/crivk/crivk/lifecycle/cm"
 	"github.com/crivk/crivk/lifecycle/volume"
 	"github.com/crivk/crivk/provider"
@@ -67,6 +69,8 @@ type options struct {
 	port              int
 	logLevel          string
 	maxPods           int64
+	unsafeSysctls     string
+	sysctls           *admission.Sysctls
 	clusterDNS        string
 	clusterDomain     string
 	resolvConf        string
@@ -132,6 +136,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.port, "port", 10250, "port of the node API")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.Int64Var(&o.maxPods, "max-pods", 110, "pods capacity of the node")
+	fs.StringVar(&o.unsafeSysctls, "allowed-unsafe-sysctls", "", "comma-separated unsafe sysctls or patterns (ending in *) pods may set besides the safe ones, e.g. 'kernel.msg*,net.core.somaxconn'; each must be namespaced by the kernel (the kubelet's flag)")
 	fs.StringVar(&o.clusterDNS, "cluster-dns", "", "comma-separated cluster DNS server IPs for dnsPolicy ClusterFirst")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain")
 	fs.StringVar(&o.resolvConf, "resolv-conf", "/etc/resolv.conf", "host resolver config for dnsPolicy Default (empty: none)")
@@ -190,10 +195,19 @@ func parseFlags(args []string) (*options, error) {
 	if o.maxParallelPulls < 0 {
 		return nil, fmt.Errorf("--max-parallel-image-pulls must not be negative, got %d", o.maxParallelPulls)
 	}
+	var unsafe []string
+	for _, p := range strings.Split(o.unsafeSysctls, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			unsafe = append(unsafe, p)
+		}
+	}
+	var err error
+	if o.sysctls, err = admission.NewSysctls("", unsafe); err != nil {
+		return nil, fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
+	}
 	if o.maxPods <= 0 {
 		return nil, fmt.Errorf("--max-pods must be positive, got %d", o.maxPods)
 	}
-	var err error
 	if o.reservations.SystemReserved, err = provider.ParseResourceList(o.systemReserved); err != nil {
 		return nil, fmt.Errorf("--system-reserved: %w", err)
 	}
@@ -270,15 +284,22 @@ func run(ctx context.Context, o *options) error {
 	}
 	eb := record.NewBroadcaster()
 	recorder := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: o.nodeName})
-	rt, ver, rd, err := connectRuntime(ctx, o, recorder, pods)
+	nodeCfg := provider.NodeConfig{
+		Name: o.nodeName, InternalIP: o.nodeIP, KubeletPort: int32(o.port), MaxPods: o.maxPods,
+		RootDir: o.rootDir, AgentVersion: version, Reservations: o.reservations,
+	}
+	// While the runtime is not up, the node is registered NotReady.
+	awaiting := &notReadyReporter{
+		name: o.nodeName, nodes: clients.nodes.Nodes(), period: o.nodeStatusUpdateFrequency, now: time.Now,
+		build: func(rd cri.Readiness, now time.Time) (*v1.Node, error) { return provider.BuildNode(nodeCfg, rd, now) },
+	}
+	rt, ver, rd, err := connectRuntime(ctx, o, recorder, pods, awaiting.run)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	nodeObj, err := provider.BuildNode(provider.NodeConfig{
-		Name: o.nodeName, InternalIP: o.nodeIP, KubeletPort: int32(o.port), MaxPods: o.maxPods,
-		RootDir: o.rootDir, AgentVersion: version, RuntimeVersion: ver, Reservations: o.reservations,
-	}, rd, time.Now())
+	nodeCfg.RuntimeVersion = ver
+	nodeObj, err := provider.BuildNode(nodeCfg, rd, time.Now())
 	if err != nil {
 		return err
 	}
@@ -403,7 +424,9 @@ func connectAPI(ctx context.Context, o *options) (*apiClients, error) {
 }
 
 // connectRuntime dials the CRI runtime and reads its version and status.
-func connectRuntime(ctx context.Context, o *options, recorder record.EventRecorder, pods *cm.Manager) (*cri.Runtime, cri.VersionInfo, cri.Readiness, error) {
+// While it waits for a runtime that is not up, whileWaiting runs (until
+// the runtime answers).
+func connectRuntime(ctx context.Context, o *options, recorder record.EventRecorder, pods *cm.Manager, whileWaiting func(context.Context)) (*cri.Runtime, cri.VersionInfo, cri.Readiness, error) {
 	var ver cri.VersionInfo
 	var rd cri.Readiness
 	dns := cri.DNSConfig{ClusterDomain: o.clusterDomain, ResolvConf: o.resolvConf}
@@ -433,6 +456,13 @@ func connectRuntime(ctx context.Context, o *options, recorder record.EventRecord
 	// than a reason to exit (a crash loop of the agent helps nobody).
 	var rt *cri.Runtime
 	backoff := time.Second
+	// The reporter is stopped, and waited for, before the node
+	// controller reports: a late NotReady must not follow its Ready.
+	waitCtx, stopWaiting := context.WithCancel(ctx)
+	var reporter sync.WaitGroup
+	defer reporter.Wait()
+	defer stopWaiting()
+	waiting := false
 	for {
 		connectCtx, cancelConnect := context.WithTimeout(ctx, 10*time.Second)
 		rt, err = cri.Connect(connectCtx, cfg)
@@ -444,6 +474,14 @@ func connectRuntime(ctx context.Context, o *options, recorder record.EventRecord
 			return nil, ver, rd, err
 		}
 		log.G(ctx).WithError(err).WithField("retry", backoff).Warn("waiting for the container runtime")
+		if !waiting && whileWaiting != nil {
+			waiting = true
+			reporter.Add(1)
+			go func() {
+				defer reporter.Done()
+				whileWaiting(waitCtx)
+			}()
+		}
 		select {
 		case <-ctx.Done():
 			return nil, ver, rd, ctx.Err()
@@ -527,6 +565,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	a.engine, err = lifecycle.NewEngine(ctx, lifecycle.Config{
 		PodCgroups: podCgroups,
 		Node:       nodes.Node,
+		Sysctls:    o.sysctls,
 		// The node provider is made after the engine (it needs the PLEG,
 		// which needs the engine) but before anything runs.
 		NetworkError:    func() error { return a.nodeProvider.NetworkError() },

@@ -286,7 +286,8 @@ func TestNoPodObjectBeforeContainersStop(t *testing.T) {
 }
 
 // TestCrivkWaitsForTheRuntime starts crivk while containerd is down: crivk
-// waits for it (still running 15 s later) instead of exiting, and once
+// waits for it (still running 15 s later) instead of exiting, with its node
+// reported Ready=False "container runtime is down", and once
 // containerd is started the node is Ready, a new pod runs, and the pod
 // that ran through it all still runs, unrestarted.
 func TestCrivkWaitsForTheRuntime(t *testing.T) {
@@ -315,10 +316,29 @@ func TestCrivkWaitsForTheRuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal("crivk never started")
 	}
-	_ = wait.PollUntilContextTimeout(context.Background(), poll, 15*time.Second, true, func(context.Context) (bool, error) {
+	// Meanwhile the node is registered NotReady with the kubelet's
+	// message, its heartbeat fresh (NotReady, not the controller's
+	// Unknown).
+	waitStart := time.Now()
+	var notReadyAfter time.Duration
+	var last v1.NodeCondition
+	_ = wait.PollUntilContextTimeout(context.Background(), poll, 15*time.Second, true, func(ctx context.Context) (bool, error) {
 		crivkPID(t)
+		last = nodeReady(ctx)
+		if notReadyAfter == 0 && last.Status == v1.ConditionFalse && last.Message == "container runtime is down" {
+			notReadyAfter = time.Since(waitStart)
+		}
 		return false, nil
 	})
+	if notReadyAfter == 0 {
+		t.Errorf("while crivk waited for the runtime the node never reported Ready=False \"container runtime is down\" (last %+v)", last)
+	} else if last.Status != v1.ConditionFalse || time.Since(last.LastHeartbeatTime.Time) > 30*time.Second {
+		t.Errorf("after 15 s of waiting the node's Ready is %s, heartbeat %s ago, want False with a fresh heartbeat",
+			last.Status, time.Since(last.LastHeartbeatTime.Time).Round(time.Second))
+	} else {
+		t.Logf("waiting for the runtime: node Ready=False %q %s after crivk started (%s, reason %s)",
+			last.Message, notReadyAfter.Round(time.Millisecond), last.Status, last.Reason)
+	}
 	fault(t, "start", "containerd")
 	started = true
 	took, _ := waitNodeReady(t, v1.ConditionTrue, 90*time.Second)

@@ -63,7 +63,8 @@ func TestMemoryLimitOOMKills(t *testing.T) {
 
 // TestAdmissionRejects binds pods straight to the node (spec.nodeName,
 // as a scheduler would not place them): one asking for 10Ti of memory and
-// one whose nodeSelector the node does not match. Each goes Failed with
+// one whose nodeSelector the node does not match, one setting an unsafe
+// sysctl the node does not allow. Each goes Failed with
 // the kubelet's reason and message and a Warning event, and no sandbox of
 // it is ever created.
 func TestAdmissionRejects(t *testing.T) {
@@ -72,6 +73,8 @@ func TestAdmissionRejects(t *testing.T) {
 	huge.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceMemory: resource.MustParse("10Ti")}
 	elsewhere := busyboxPod("elsewhere", v1.RestartPolicyNever, "sleep 3600")
 	elsewhere.Spec.NodeSelector = map[string]string{"disktype": "does-not-exist"}
+	unsafe := busyboxPod("unsafe-sysctl", v1.RestartPolicyNever, "sleep 3600")
+	unsafe.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "kernel.msgmax", Value: "10000"}}}
 	for _, tc := range []struct {
 		pod     *v1.Pod
 		reason  string
@@ -79,6 +82,7 @@ func TestAdmissionRejects(t *testing.T) {
 	}{
 		{huge, "OutOfmemory", "Pod was rejected: Node didn't have enough resource: memory, requested: 10995116277760"},
 		{elsewhere, "NodeAffinity", "Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"},
+		{unsafe, "SysctlForbidden", `Pod was rejected: forbidden sysctl: "kernel.msgmax" not allowlisted`},
 	} {
 		tc.pod.Spec.NodeName = nodeName
 		created := createPod(t, ns, tc.pod)
@@ -228,5 +232,26 @@ func TestPodScheduledWithoutScheduler(t *testing.T) {
 	}
 	if found == nil || found.Status != v1.ConditionTrue || found.LastTransitionTime.IsZero() {
 		t.Errorf("PodScheduled %+v, want True with a transition time; conditions %+v", found, p.Status.Conditions)
+	}
+}
+
+// TestSafeSysctlApplied runs a pod setting a safe sysctl, slash-separated
+// as the API allows: the runtime receives it and the container sees the
+// value in its own namespace.
+func TestSafeSysctlApplied(t *testing.T) {
+	ns := newNamespace(t)
+	pod := busyboxPod("safe-sysctl", v1.RestartPolicyNever, "cat /proc/sys/kernel/shm_rmid_forced /proc/sys/net/ipv4/ip_local_port_range")
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{
+		{Name: "kernel.shm_rmid_forced", Value: "1"},
+		{Name: "net/ipv4/ip_local_port_range", Value: "20000 30000"},
+	}}
+	createPod(t, ns, pod)
+	waitPod(t, ns, pod.Name, 60*time.Second, "Succeeded", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodSucceeded })
+	out, err := podLogs(testContext(t, 10*time.Second), ns, pod.Name, &v1.PodLogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(out); len(got) != 3 || got[0] != "1" || got[1] != "20000" || got[2] != "30000" {
+		t.Errorf("container saw %q, want 1 / 20000 30000", out)
 	}
 }
