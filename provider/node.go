@@ -33,6 +33,8 @@ type NodeConfig struct {
 	AgentVersion   string // reported as kubeletVersion, e.g. v1.35.4-crivk.0
 	RuntimeVersion cri.VersionInfo
 	Labels         map[string]string
+	// Taints are set when the Node is created (--register-with-taints).
+	Taints []v1.Taint
 	// Reservations are taken off the capacity for the allocatable.
 	Reservations Reservations
 }
@@ -100,6 +102,7 @@ func BuildNode(cfg NodeConfig, rd cri.Readiness, now time.Time) (*v1.Node, error
 		n.Status.NodeInfo.ContainerRuntimeVersion = cfg.RuntimeVersion.RuntimeName + "://" + cfg.RuntimeVersion.RuntimeVersion
 	}
 	n.Status.Conditions = NodeConditions(nil, rd, now)
+	n.Spec.Taints = append([]v1.Taint(nil), cfg.Taints...)
 	n.Status.Phase = v1.NodeRunning
 	return n, nil
 }

@@ -70,6 +70,10 @@ type options struct {
 	logLevel          string
 	maxPods           int64
 	unsafeSysctls     string
+	nodeLabelsFlag    string
+	taintsFlag        string
+	nodeLabels        map[string]string
+	taints            []v1.Taint
 	sysctls           *admission.Sysctls
 	clusterDNS        string
 	clusterDomain     string
@@ -136,6 +140,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.port, "port", 10250, "port of the node API")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.Int64Var(&o.maxPods, "max-pods", 110, "pods capacity of the node")
+	fs.StringVar(&o.nodeLabelsFlag, "node-labels", "", "labels to add when registering the node (key=value,...); labels in the kubernetes.io and k8s.io namespaces must begin with kubelet.kubernetes.io/ or node.kubernetes.io/ or be a well-known label, as for the kubelet")
+	fs.StringVar(&o.taintsFlag, "register-with-taints", "", "taints the node is registered with (comma-separated <key>=<value>:<effect>); only when crivk creates the Node, as the kubelet")
 	fs.StringVar(&o.unsafeSysctls, "allowed-unsafe-sysctls", "", "comma-separated unsafe sysctls or patterns (ending in *) pods may set besides the safe ones, e.g. 'kernel.msg*,net.core.somaxconn'; each must be namespaced by the kernel (the kubelet's flag)")
 	fs.StringVar(&o.clusterDNS, "cluster-dns", "", "comma-separated cluster DNS server IPs for dnsPolicy ClusterFirst")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain")
@@ -195,13 +201,19 @@ func parseFlags(args []string) (*options, error) {
 	if o.maxParallelPulls < 0 {
 		return nil, fmt.Errorf("--max-parallel-image-pulls must not be negative, got %d", o.maxParallelPulls)
 	}
+	var err error
+	if o.nodeLabels, err = parseNodeLabels(o.nodeLabelsFlag); err != nil {
+		return nil, err
+	}
+	if o.taints, err = parseTaints(o.taintsFlag); err != nil {
+		return nil, fmt.Errorf("--register-with-taints: %w", err)
+	}
 	var unsafe []string
 	for _, p := range strings.Split(o.unsafeSysctls, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			unsafe = append(unsafe, p)
 		}
 	}
-	var err error
 	if o.sysctls, err = admission.NewSysctls("", unsafe); err != nil {
 		return nil, fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
 	}
@@ -287,6 +299,7 @@ func run(ctx context.Context, o *options) error {
 	nodeCfg := provider.NodeConfig{
 		Name: o.nodeName, InternalIP: o.nodeIP, KubeletPort: int32(o.port), MaxPods: o.maxPods,
 		RootDir: o.rootDir, AgentVersion: version, Reservations: o.reservations,
+		Labels: o.nodeLabels, Taints: o.taints,
 	}
 	// While the runtime is not up, the node is registered NotReady.
 	awaiting := &notReadyReporter{

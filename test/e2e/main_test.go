@@ -90,7 +90,7 @@ func run(m *testing.M) int {
 // startCrivk runs crivk as the local node, its log in
 // _output/local/logs/crivk-e2e.log, and returns how to stop it (SIGTERM,
 // then an error if it did not exit cleanly within 10 s).
-func startCrivk() (func() error, error) {
+func startCrivk(extraArgs ...string) (func() error, error) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		return nil, err
@@ -101,7 +101,8 @@ func startCrivk() (func() error, error) {
 		return nil, err
 	}
 	// pprof on loopback: the streaming test counts crivk's goroutines.
-	cmd := exec.Command(filepath.Join(root, "hack", "run-crivk.sh"), "--log-level=debug", "--profiling-address="+crivkProfilingAddr)
+	args := append([]string{"--log-level=debug", "--profiling-address=" + crivkProfilingAddr}, extraArgs...)
+	cmd := exec.Command(filepath.Join(root, "hack", "run-crivk.sh"), args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -99,4 +100,66 @@ func TestNodeReadyAndLeaseRenews(t *testing.T) {
 	if err != nil {
 		t.Fatalf("lease not renewed after %v: %v", first, err)
 	}
+}
+
+// TestNodeLabelsAndTaintsAtRegistration deletes the Node object while crivk
+// is stopped and starts crivk with --node-labels and --register-with-taints:
+// crivk registers the node again (with its own node credentials, through
+// NodeRestriction) carrying the label and the taint, as the kubelet does
+// at registration. The taint is PreferNoSchedule so the other tests are
+// not affected; it is removed at the end and crivk restarted as before.
+func TestNodeLabelsAndTaintsAtRegistration(t *testing.T) {
+	if err := stopCrivk(); err != nil {
+		t.Fatalf("crivk did not stop cleanly: %v", err)
+	}
+	restarted := false
+	defer func() {
+		if !restarted {
+			var err error
+			if stopCrivk, err = startCrivk(); err != nil {
+				t.Fatalf("restarting crivk: %v", err)
+			}
+		}
+	}()
+	if err := client.CoreV1().Nodes().Delete(testContext(t, 10*time.Second), nodeName, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting node %s: %v", nodeName, err)
+	}
+	var err error
+	if stopCrivk, err = startCrivk("--node-labels=node.kubernetes.io/e2e=crivk,team=e2e",
+		"--register-with-taints=e2e.crivk.io/registered=yes:PreferNoSchedule"); err != nil {
+		t.Fatalf("starting crivk: %v", err)
+	}
+	took, _ := waitNodeReady(t, v1.ConditionTrue, 60*time.Second)
+	n, err := client.CoreV1().Nodes().Get(testContext(t, 10*time.Second), nodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("node registered again and Ready %s after crivk started; labels %v; taints %v", took.Round(time.Millisecond), n.Labels, n.Spec.Taints)
+	if n.Labels["node.kubernetes.io/e2e"] != "crivk" || n.Labels["team"] != "e2e" {
+		t.Errorf("labels %v lack node.kubernetes.io/e2e=crivk and team=e2e", n.Labels)
+	}
+	found := false
+	for _, tn := range n.Spec.Taints {
+		if tn.Key == "e2e.crivk.io/registered" && tn.Value == "yes" && tn.Effect == v1.TaintEffectPreferNoSchedule {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("taints %v lack e2e.crivk.io/registered=yes:PreferNoSchedule", n.Spec.Taints)
+	}
+	// Back to the node the other tests expect: crivk without the flags, the
+	// taint and labels removed (the kubelet too sets them only when it
+	// creates the Node).
+	if err := stopCrivk(); err != nil {
+		t.Fatalf("crivk did not stop cleanly: %v", err)
+	}
+	patch := []byte(`{"metadata":{"labels":{"team":null,"node.kubernetes.io/e2e":null}},"spec":{"taints":null}}`)
+	if _, err := client.CoreV1().Nodes().Patch(testContext(t, 10*time.Second), nodeName, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Errorf("removing the test's labels and taint: %v", err)
+	}
+	if stopCrivk, err = startCrivk(); err != nil {
+		t.Fatalf("restarting crivk: %v", err)
+	}
+	restarted = true
+	waitNodeReady(t, v1.ConditionTrue, 60*time.Second)
 }
