@@ -128,6 +128,63 @@ type apiDriver struct {
 	// uids are the UIDs the API server gave the pods created, by name;
 	// guarded by mu.
 	uids map[string]types.UID
+	// early are the pods of the last remove whose object was gone from
+	// the API while a container of theirs still ran; guarded by mu.
+	early map[types.UID]bool
+	// samplePeriod is how often remove compares the API with the runtime
+	// (0: 1 s).
+	samplePeriod time.Duration
+}
+
+// earlyDeletions is the number of pods of the last remove whose object
+// was gone from the API while the runtime still ran a container of them
+// (the kubelet never lets that happen).
+func (d *apiDriver) earlyDeletions() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.early)
+}
+
+// watchEarly samples, every period until stop, the pods of uids the API
+// still has and then the runtime's running containers: a running container
+// of a pod the API no longer had a moment before is an early deletion.
+func (d *apiDriver) watchEarly(ctx context.Context, uids map[types.UID]bool, stop <-chan struct{}) {
+	period := d.samplePeriod
+	if period == 0 {
+		period = time.Second
+	}
+	t := time.NewTicker(period)
+	defer t.Stop()
+	running := &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		list, err := d.client.CoreV1().Pods(d.ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			continue
+		}
+		present := map[types.UID]bool{}
+		for i := range list.Items {
+			present[list.Items[i].UID] = true
+		}
+		cs, err := d.cri.ListContainers(ctx, running)
+		if err != nil {
+			continue
+		}
+		d.mu.Lock()
+		for _, c := range cs {
+			uid := types.UID(c.GetLabels()[cri.LabelPodUID])
+			if uids[uid] && !present[uid] {
+				d.early[uid] = true
+			}
+		}
+		d.mu.Unlock()
+	}
 }
 
 func (d *apiDriver) create(ctx context.Context, pods []*v1.Pod) ([]span, error) {
@@ -163,6 +220,19 @@ func (d *apiDriver) create(ctx context.Context, pods []*v1.Pod) ([]span, error) 
 
 func (d *apiDriver) remove(ctx context.Context, pods []*v1.Pod) ([]span, error) {
 	spans := make([]span, len(pods))
+	d.mu.Lock()
+	d.early = map[types.UID]bool{}
+	uids := map[types.UID]bool{}
+	for _, p := range pods {
+		if uid, ok := d.uids[p.Name]; ok {
+			uids[uid] = true
+		}
+	}
+	d.mu.Unlock()
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() { defer close(sampled); d.watchEarly(ctx, uids, stop) }()
+	defer func() { close(stop); <-sampled }()
 	err := parallel(pods, func(i int, p *v1.Pod) error {
 		spans[i] = span{Name: p.Name, Start: d.clock.Now()}
 		// The pod's own terminationGracePeriodSeconds (30 s) applies.

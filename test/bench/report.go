@@ -118,7 +118,8 @@ func (r *Results) tables() []struct {
 			}
 			return Summary{}
 		}, r)...)
-		w3 = append(w3, row{metric: fmt.Sprintf("%d pods: batch lag", n), unit: "s", vals: bget(func(l *LaneResult) []Batch { return l.W3 }, func(b *Batch) float64 { return b.Lag })})
+		w3 = append(w3, row{metric: fmt.Sprintf("%d pods: batch lag", n), unit: "s", vals: bget(func(l *LaneResult) []Batch { return l.W3 }, func(b *Batch) float64 { return b.Lag })},
+			row{metric: fmt.Sprintf("%d pods: objects gone before their containers stopped", n), unit: "pods", vals: bget(func(l *LaneResult) []Batch { return l.W3 }, func(b *Batch) float64 { return float64(b.EarlyDeletions) })})
 	}
 	ts = append(ts, table{"W2: batches created at once", w2}, table{"W3: deletion of the batches (container exits on TERM, grace 30 s)", w3})
 	w4 := latencyRows("exit->seen, from containerd's exit time", func(l *LaneResult) Summary { return l.W4Exit }, r)

@@ -53,6 +53,10 @@ type Batch struct {
 	Lag float64 `json:"lag"`
 	// PodsPerSecond is Size / Lag.
 	PodsPerSecond float64 `json:"podsPerSecond"`
+	// EarlyDeletions (W3, API lanes) counts pods whose object was gone
+	// from the API while the runtime still ran a container of theirs,
+	// sampled every second; NaN (null) where not measured.
+	EarlyDeletions Num `json:"earlyDeletions"`
 }
 
 // Steady is one W5 level.
@@ -257,7 +261,13 @@ func (w *workloads) run(ctx context.Context, res *LaneResult) error {
 			}
 			break
 		}
-		res.W3 = append(res.W3, batchOf(down))
+		b := batchOf(down)
+		b.EarlyDeletions = Num(math.NaN())
+		if ec, ok := w.d.(interface{ earlyDeletions() int }); ok {
+			b.EarlyDeletions = Num(ec.earlyDeletions())
+			w.logf("W3 batch of %d: %d pod objects gone while a container of theirs still ran", n, ec.earlyDeletions())
+		}
+		res.W3 = append(res.W3, b)
 	}
 	// The batch failures are the lane's error, once W4 and W5 are done.
 	err := w.rest(ctx, res)
