@@ -40,7 +40,10 @@ func TestEarlyDeletionsCounted(t *testing.T) {
 		early: map[types.UID]bool{}}
 	stop := make(chan struct{})
 	done := make(chan struct{})
-	go func() { defer close(done); d.watchEarly(context.Background(), map[types.UID]bool{"u-kept": true, "u-early": true, "u-clean": true}, stop) }()
+	go func() {
+		defer close(done)
+		d.watchEarly(context.Background(), map[types.UID]bool{"u-kept": true, "u-early": true, "u-clean": true}, stop)
+	}()
 	time.Sleep(100 * time.Millisecond)
 	close(stop)
 	<-done
