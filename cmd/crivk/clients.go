@@ -8,6 +8,7 @@ import (
 	authzv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 )
@@ -31,7 +32,10 @@ type apiClients struct {
 	// (provider.Auth), on the pods client's limits.
 	tokenReviews  authnv1client.TokenReviewsGetter
 	accessReviews authzv1client.SubjectAccessReviewsGetter
-	heartbeat     time.Duration
+	// csrs requests the node API's serving certificate
+	// (--rotate-server-certificates), on the pods client's limits.
+	csrs      kubernetes.Interface
+	heartbeat time.Duration
 }
 
 // apiLimits are the client-side limits of apiClients.
@@ -73,6 +77,9 @@ func newAPIClients(base *rest.Config, l apiLimits) (*apiClients, error) {
 	}
 	if c.accessReviews, err = authzv1client.NewForConfig(coreCfg); err != nil {
 		return nil, fmt.Errorf("building the access review client: %w", err)
+	}
+	if c.csrs, err = newCSRClientset(coreCfg); err != nil {
+		return nil, fmt.Errorf("building the certificates client: %w", err)
 	}
 	if c.events, err = corev1client.NewForConfig(build(l.EventQPS, l.EventBurst, 0)); err != nil {
 		return nil, fmt.Errorf("building the event client: %w", err)

@@ -70,6 +70,7 @@ type options struct {
 	logLevel          string
 	maxPods           int64
 	unsafeSysctls     string
+	rotateServerCerts bool
 	nodeLabelsFlag    string
 	taintsFlag        string
 	nodeLabels        map[string]string
@@ -132,6 +133,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.podLogDir, "pod-log-dir", "/var/log/pods", "directory of pod container logs")
 	fs.StringVar(&o.tlsCert, "tls-cert-file", "", "serving certificate of the node API (default: self-signed under <root-dir>/pki)")
 	fs.StringVar(&o.tlsKey, "tls-private-key-file", "", "key of --tls-cert-file")
+	fs.BoolVar(&o.rotateServerCerts, "rotate-server-certificates", false, "obtain the node API's serving certificate from the cluster (a CSR with signer kubernetes.io/kubelet-serving, which the cluster must approve) and renew it before it expires, as the kubelet's serverTLSBootstrap; excludes --tls-cert-file")
 	fs.StringVar(&o.clientCA, "client-ca-file", "", "client certificates of the node API signed by this CA authenticate as their CN (user) and O (groups)")
 	fs.BoolVar(&o.anonymousAuth, "anonymous-auth", false, "let requests to the node API without credentials in as system:anonymous (then subject to authorization)")
 	fs.BoolVar(&o.tokenWebhook, "authentication-token-webhook", true, "authenticate bearer tokens of node API clients with a TokenReview")
@@ -207,6 +209,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.taints, err = parseTaints(o.taintsFlag); err != nil {
 		return nil, fmt.Errorf("--register-with-taints: %w", err)
+	}
+	if o.rotateServerCerts && (o.tlsCert != "" || o.tlsKey != "") {
+		return nil, fmt.Errorf("--rotate-server-certificates and --tls-cert-file/--tls-private-key-file exclude each other")
 	}
 	var unsafe []string
 	for _, p := range strings.Split(o.unsafeSysctls, ",") {
@@ -316,7 +321,7 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	tlsOpts, auth, err := nodeAPISecurity(o, clients)
+	tlsOpts, auth, err := nodeAPISecurity(ctx, o, clients)
 	if err != nil {
 		return err
 	}
@@ -515,12 +520,25 @@ func connectRuntime(ctx context.Context, o *options, recorder record.EventRecord
 
 // nodeAPISecurity returns the node API's TLS options (serving
 // certificate, client CAs) and its authentication and authorisation.
-func nodeAPISecurity(o *options, clients *apiClients) ([]func(*tls.Config) error, *provider.Auth, error) {
-	certFile, keyFile, err := ensureServingCert(o.tlsCert, o.tlsKey, filepath.Join(o.rootDir, "pki"), o.nodeName, o.nodeIP)
-	if err != nil {
-		return nil, nil, fmt.Errorf("serving certificate: %w", err)
+func nodeAPISecurity(ctx context.Context, o *options, clients *apiClients) ([]func(*tls.Config) error, *provider.Auth, error) {
+	var tlsOpts []func(*tls.Config) error
+	if o.rotateServerCerts {
+		var ips []net.IP
+		if ip := net.ParseIP(o.nodeIP); ip != nil {
+			ips = append(ips, ip)
+		}
+		mgr, err := servingCertManager(ctx, clients.csrs, o.nodeName, ips, []string{o.nodeName}, filepath.Join(o.rootDir, "pki"))
+		if err != nil {
+			return nil, nil, err
+		}
+		tlsOpts = append(tlsOpts, withCertificateManager(mgr))
+	} else {
+		certFile, keyFile, err := ensureServingCert(o.tlsCert, o.tlsKey, filepath.Join(o.rootDir, "pki"), o.nodeName, o.nodeIP)
+		if err != nil {
+			return nil, nil, fmt.Errorf("serving certificate: %w", err)
+		}
+		tlsOpts = append(tlsOpts, withKeyPair(certFile, keyFile))
 	}
-	tlsOpts := []func(*tls.Config) error{withKeyPair(certFile, keyFile)}
 	nodeAuth, err := newNodeAPIAuth(o, clients)
 	if err != nil {
 		return nil, nil, err
