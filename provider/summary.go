@@ -23,7 +23,10 @@ import (
 // containers only), summed for the pod; the pod's network (the default
 // interface and all of them) from CRI ListPodSandboxStats, which
 // containerd answers for sandboxes with a cgroup parent (pod cgroups,
-// lifecycle/cm). Volume and process stats are not reported yet.
+// lifecycle/cm); the pod's volumes that crivk keeps (emptyDir, configMap,
+// secret, downwardAPI, projected) measured as the kubelet's du-based
+// metrics, at most once a minute (volumestats.go). Process stats are not
+// reported yet.
 
 type summary struct {
 	runtime     containerStatsSource
@@ -33,6 +36,8 @@ type summary struct {
 	rootDir     string
 	memCapacity func() (int64, error)
 	started     time.Time
+	// volumes measures the pods' volumes (nil: no volume stats).
+	volumes *volumeStats
 	// sandboxes lists the pods' sandbox stats (nil: no network stats).
 	sandboxes func(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error)
 }
@@ -62,6 +67,12 @@ func (s summary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	out := statsapi.Summary{Node: s.nodeStats(ctx), Pods: podStats(stats, containers)}
 	addNetwork(out.Pods, sandboxes)
+	live := map[string]bool{}
+	for i := range out.Pods {
+		live[out.Pods[i].PodRef.UID] = true
+		out.Pods[i].VolumeStats = s.volumes.forPod(out.Pods[i].PodRef.UID)
+	}
+	s.volumes.prune(live)
 	w.Header().Set("Content-Type", "application/json")
 	if err := json.NewEncoder(w).Encode(&out); err != nil {
 		log.G(ctx).WithError(err).Warn("node API: writing /stats/summary")

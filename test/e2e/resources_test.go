@@ -153,15 +153,23 @@ func metricValue(body, series string) float64 {
 // containers' CPU and working set.
 func TestStatsSummary(t *testing.T) {
 	ns := newNamespace(t)
-	runningPod(t, ns, busyboxPod("summarized", v1.RestartPolicyNever, "while true; do :; done"))
+	// 1 MiB written to an emptyDir volume before the CPU loop.
+	pod := busyboxPod("summarized", v1.RestartPolicyNever, "dd if=/dev/zero of=/cache/f bs=1024 count=1024 && while true; do :; done")
+	pod.Spec.Volumes = []v1.Volume{{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "cache", MountPath: "/cache"}}
+	runningPod(t, ns, pod)
 	var sum statsSummary
-	waitPod(t, ns, "summarized", 60*time.Second, "its stats in /stats/summary", func(*v1.Pod) bool {
+	// Volumes are measured at most once a minute (the kubelet's
+	// --volume-stats-agg-period): a first measure taken before dd ended is
+	// replaced within 60 s.
+	waitPod(t, ns, "summarized", 90*time.Second, "its stats in /stats/summary", func(*v1.Pod) bool {
 		raw, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy/stats/summary").DoRaw(testContext(t, 10*time.Second))
 		if err != nil || json.Unmarshal(raw, &sum) != nil {
 			return false
 		}
 		for _, p := range sum.Pods {
-			if p.PodRef.Namespace == ns && p.CPU != nil && p.CPU.UsageCoreNanoSeconds > 0 {
+			if p.PodRef.Namespace == ns && p.CPU != nil && p.CPU.UsageCoreNanoSeconds > 0 &&
+				len(p.VolumeStats) > 0 && p.VolumeStats[0].UsedBytes >= 1<<20 {
 				return true
 			}
 		}
@@ -178,6 +186,15 @@ func TestStatsSummary(t *testing.T) {
 		// The pod's network, from its sandbox in its pod cgroup.
 		if p.PodRef.Namespace == ns && (p.Network == nil || p.Network.Name != "eth0" || p.Network.RxBytes == nil) {
 			t.Errorf("pod network stats %+v, want eth0 with its byte counts", p.Network)
+		}
+		// The emptyDir volume, measured as the kubelet's du-based metrics.
+		if p.PodRef.Namespace == ns {
+			if len(p.VolumeStats) != 1 || p.VolumeStats[0].Name != "cache" || p.VolumeStats[0].UsedBytes < 1<<20 ||
+				p.VolumeStats[0].CapacityBytes == 0 || p.VolumeStats[0].InodesUsed < 2 {
+				t.Errorf("volume stats %+v, want cache with at least 1 MiB and 2 inodes used and its filesystem's capacity", p.VolumeStats)
+			} else {
+				t.Logf("volume %s: %d bytes, %d inodes used, capacity %d", p.VolumeStats[0].Name, p.VolumeStats[0].UsedBytes, p.VolumeStats[0].InodesUsed, p.VolumeStats[0].CapacityBytes)
+			}
 		}
 	}
 }
@@ -209,6 +226,12 @@ type statsSummary struct {
 		Memory *struct {
 			WorkingSetBytes uint64 `json:"workingSetBytes"`
 		} `json:"memory"`
+		VolumeStats []struct {
+			Name          string `json:"name"`
+			UsedBytes     uint64 `json:"usedBytes"`
+			InodesUsed    uint64 `json:"inodesUsed"`
+			CapacityBytes uint64 `json:"capacityBytes"`
+		} `json:"volume"`
 		Network *struct {
 			Name    string  `json:"name"`
 			RxBytes *uint64 `json:"rxBytes"`
