@@ -8,10 +8,13 @@
 #   on request also:    e2e.test   the conformance suite (go test -c k8s.io/kubernetes/test/e2e)
 #                       agnhost    the e2e test image program (static), for hack/images.sh
 #                       ginkgo     the Ginkgo CLI of the same go.mod, to run e2e.test in parallel
+#                       metrics-server  sigs.k8s.io/metrics-server ${METRICS_SERVER_VERSION}, built in
+#                                  its own module (its go.mod and go.sum) from the module proxy
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 KUBE_VERSION=${KUBE_VERSION:-v1.35.4}
+METRICS_SERVER_VERSION=${METRICS_SERVER_VERSION:-v0.7.2}
 BIN=${ROOT}/_output/bin
 mkdir -p "${BIN}"
 
@@ -25,11 +28,13 @@ ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8
 cd "${ROOT}/hack/tools"
 for c in "${components[@]}"; do
   stamp="${BIN}/.${c}.version"
-  if [ -x "${BIN}/${c}" ] && [ "$(cat "${stamp}" 2>/dev/null)" = "${KUBE_VERSION}" ]; then
-    echo "build-kube: ${c} ${KUBE_VERSION} already built"
+  version=${KUBE_VERSION}
+  [ "${c}" != metrics-server ] || version=${METRICS_SERVER_VERSION}
+  if [ -x "${BIN}/${c}" ] && [ "$(cat "${stamp}" 2>/dev/null)" = "${version}" ]; then
+    echo "build-kube: ${c} ${version} already built"
     continue
   fi
-  echo "build-kube: building ${c} ${KUBE_VERSION}"
+  echo "build-kube: building ${c} ${version}"
   case "${c}" in
     # A test binary: hack/tools/tools_e2e.go keeps its imports in go.mod/go.sum.
     e2e.test)
@@ -40,8 +45,13 @@ for c in "${components[@]}"; do
     # The version k8s.io/kubernetes requires (go.mod), as upstream's CI uses.
     ginkgo)
       CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${BIN}/${c}" github.com/onsi/ginkgo/v2/ginkgo ;;
+    # Not in hack/tools: its k8s.io libraries are older than k8s.io/kubernetes'.
+    metrics-server)
+      dir=$(GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/metrics-server@${METRICS_SERVER_VERSION}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+      [ -n "${dir}" ] || { echo "build-kube: cannot download sigs.k8s.io/metrics-server@${METRICS_SERVER_VERSION}" >&2; exit 1; }
+      (cd "${dir}" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${BIN}/${c}" ./cmd/metrics-server) ;;
     *)
       CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" -o "${BIN}/${c}" "k8s.io/kubernetes/cmd/${c}" ;;
   esac
-  echo "${KUBE_VERSION}" > "${stamp}"
+  echo "${version}" > "${stamp}"
 done

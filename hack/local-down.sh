@@ -46,6 +46,9 @@ main() {
     remove_all_pods
   fi
 
+  if [ -n "$(recorded_pid metrics-server)" ] && [ -n "$(recorded_pid kube-apiserver)" ]; then
+    remove_metrics_apiservice
+  fi
   for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
     stop_component "${COMPONENTS[i]}"
   done

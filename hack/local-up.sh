@@ -8,6 +8,8 @@
 #   kube-apiserver           https://NODE_IP:6443
 #   kube-controller-manager  127.0.0.1:10357
 #   kube-scheduler           127.0.0.1:10359
+#   metrics-server           https://NODE_IP:4443, with METRICS_SERVER=1 (make run, make
+#                            test): metrics.k8s.io through the aggregation layer
 #
 # and imports the test images (hack/images.sh). No kubelet: crivk is the node
 # agent. When it is done, `source _output/local/env` gives KUBECONFIG,
@@ -22,7 +24,7 @@
 # Usage: hack/local-up.sh
 # Environment: NODE_IP (default: the machine's routable IPv4), NODE_NAME
 # (crivk-local), POD_CIDR (10.88.0.0/16), CNI_BRIDGE (crivk0),
-# CRIVK_RUN_DIR (/run/crivk).
+# CRIVK_RUN_DIR (/run/crivk), METRICS_SERVER (0).
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -142,6 +144,9 @@ make_pki() {
   cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
   cert scheduler "/CN=system:kube-scheduler" clientAuth
   cert controller-manager "/CN=system:kube-controller-manager" clientAuth
+  # The aggregation layer's client (kube-apiserver -> metrics-server),
+  # trusted through --requestheader-client-ca-file.
+  cert front-proxy-client "/CN=front-proxy-client" clientAuth
   cert node "/O=system:nodes/CN=system:node:${NODE_NAME}" clientAuth
   # Serving certificate for crivk's kubelet endpoint (port 10250): the API
   # server does not verify it (no --kubelet-certificate-authority), but a real
@@ -392,7 +397,7 @@ start_etcd() {
 
 start_apiserver() {
   ensure_running kube-apiserver \
-    "$(fingerprint "${PKI_DIR}"/{ca,apiserver,apiserver-kubelet-client}.crt "${PKI_DIR}/sa.pub")" \
+    "$(fingerprint "${PKI_DIR}"/{ca,apiserver,apiserver-kubelet-client,front-proxy-client}.crt "${PKI_DIR}/sa.pub")" \
     "${BIN_DIR}/kube-apiserver" \
     --advertise-address="${NODE_IP}" \
     --bind-address=0.0.0.0 \
@@ -413,6 +418,14 @@ start_apiserver() {
     --kubelet-client-certificate="${PKI_DIR}/apiserver-kubelet-client.crt" \
     --kubelet-client-key="${PKI_DIR}/apiserver-kubelet-client.key" \
     --kubelet-preferred-address-types=InternalIP,Hostname \
+    --requestheader-client-ca-file="${PKI_DIR}/ca.crt" \
+    --requestheader-allowed-names=front-proxy-client \
+    --requestheader-username-headers=X-Remote-User \
+    --requestheader-group-headers=X-Remote-Group \
+    --requestheader-extra-headers-prefix=X-Remote-Extra- \
+    --proxy-client-cert-file="${PKI_DIR}/front-proxy-client.crt" \
+    --proxy-client-key-file="${PKI_DIR}/front-proxy-client.key" \
+    --enable-aggregator-routing=true \
     --enable-priority-and-fairness=false \
     --shutdown-watch-termination-grace-period=2s \
     --cert-dir="${LOCAL_DIR}/apiserver-certs"
@@ -470,6 +483,18 @@ admin_post() {
   esac
 }
 
+# admin_put PATH JSON: creates or replaces the object at PATH.
+admin_put() {
+  local code
+  code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 --cacert "${PKI_DIR}/ca.crt" \
+    --cert "${PKI_DIR}/admin.crt" --key "${PKI_DIR}/admin.key" -X PUT \
+    -H 'Content-Type: application/json' --data "$2" "https://127.0.0.1:${APISERVER_PORT}$1")
+  case "${code}" in
+    200 | 201) return 0 ;;
+    *) log "ERROR: PUT $1 answered ${code}" >&2; return 1 ;;
+  esac
+}
+
 # crb NAME CLUSTERROLE GROUP: a ClusterRoleBinding of CLUSTERROLE to GROUP.
 crb() {
   admin_post /apis/rbac.authorization.k8s.io/v1/clusterrolebindings "$(printf '{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"%s"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"%s"},"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"Group","name":"%s"}]}' "$1" "$2" "$3")"
@@ -514,6 +539,35 @@ current-context: kubelet-bootstrap@crivk-local
 EOF
 }
 
+# ------------------------------------------------------------ metrics-server
+
+# start_metrics_server (METRICS_SERVER=1): metrics-server on the host, as
+# the cluster's resource metrics API (kubectl top): it scrapes every node's
+# /metrics/resource with the admin credentials (the node API authenticates
+# the certificate against --client-ca-file and authorises it with a
+# SubjectAccessReview) and serves metrics.k8s.io through the aggregation
+# layer: a Service without selector whose Endpoints are this machine's
+# IP, and the APIService. local-down stops it and removes the APIService
+# (an APIService without a backend would stall namespace deletion).
+start_metrics_server() {
+  local kc=${LOCAL_DIR}/admin.kubeconfig
+  ensure_running metrics-server "$(fingerprint "${kc}")" \
+    "${BIN_DIR}/metrics-server" \
+    --kubeconfig="${kc}" \
+    --authentication-kubeconfig="${kc}" \
+    --authorization-kubeconfig="${kc}" \
+    --secure-port="${METRICS_SERVER_PORT}" \
+    --cert-dir="${LOCAL_DIR}/metrics-server-certs" \
+    --kubelet-preferred-address-types=InternalIP \
+    --kubelet-use-node-status-port \
+    --kubelet-insecure-tls \
+    --metric-resolution=10s
+  wait_until metrics-server 60 "metrics-server /healthz" healthz "${METRICS_SERVER_PORT}"
+  admin_post /api/v1/namespaces/kube-system/services "$(printf '{"apiVersion":"v1","kind":"Service","metadata":{"name":"metrics-server","namespace":"kube-system"},"spec":{"ports":[{"name":"https","port":443,"targetPort":%s}]}}' "${METRICS_SERVER_PORT}")" || return 1
+  admin_put /api/v1/namespaces/kube-system/endpoints/metrics-server "$(printf '{"apiVersion":"v1","kind":"Endpoints","metadata":{"name":"metrics-server","namespace":"kube-system"},"subsets":[{"addresses":[{"ip":"%s"}],"ports":[{"name":"https","port":%s}]}]}' "${NODE_IP}" "${METRICS_SERVER_PORT}")" || return 1
+  admin_post /apis/apiregistration.k8s.io/v1/apiservices '{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","metadata":{"name":"v1beta1.metrics.k8s.io"},"spec":{"group":"metrics.k8s.io","version":"v1beta1","groupPriorityMinimum":100,"versionPriority":100,"insecureSkipTLSVerify":true,"service":{"name":"metrics-server","namespace":"kube-system","port":443}}}' || return 1
+}
+
 # ------------------------------------------------------------------- env file
 
 write_env() {
@@ -556,6 +610,15 @@ main() {
   start_scheduler
   wait_until kube-controller-manager 120 "the default ServiceAccount in namespace default" default_sa_exists
   setup_bootstrap || fail kube-apiserver "setting up the bootstrap token and its bindings failed"
+  if [ "${METRICS_SERVER:-0}" = 1 ]; then
+    "${ROOT}/hack/build-kube.sh" metrics-server
+    start_metrics_server || fail metrics-server "registering metrics-server's API failed"
+  else
+    # etcd outlives the processes: an APIService left by an earlier run
+    # with metrics-server would have no backend now.
+    stop_component metrics-server
+    remove_metrics_apiservice
+  fi
 
   write_env
 

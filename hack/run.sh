@@ -8,7 +8,7 @@ set -o errexit -o nounset -o pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "${ROOT}/hack/install-deps.sh"
 "${ROOT}/hack/build.sh"
-"${ROOT}/hack/local-up.sh"
+METRICS_SERVER=${METRICS_SERVER:-1} "${ROOT}/hack/local-up.sh"
 trap '"${ROOT}/hack/local-down.sh"' EXIT
 echo
 echo "run: the cluster is up; in another shell:"

@@ -29,7 +29,8 @@ e2e() {
   trap 'hack/local-down.sh >"${LOGS}/local-down.log" 2>&1 || echo "test: local-down failed, see ${LOGS}/local-down.log"' EXIT
   # Client certificates signed for 5 minutes: crivk's is renewed during the
   # run (TestClientCertificateRotation).
-  if ! CSR_SIGNING_DURATION=${CSR_SIGNING_DURATION:-5m} hack/local-up.sh >"${LOGS}/local-up.log" 2>&1; then
+  # metrics-server serves metrics.k8s.io (TestResourceMetricsAPI).
+  if ! METRICS_SERVER=1 CSR_SIGNING_DURATION=${CSR_SIGNING_DURATION:-5m} hack/local-up.sh >"${LOGS}/local-up.log" 2>&1; then
     tail -n 40 "${LOGS}/local-up.log"; return 1
   fi
   # shellcheck source=/dev/null

@@ -47,10 +47,11 @@ ETCD_PEER_PORT=2480
 APISERVER_PORT=6443
 CONTROLLER_MANAGER_PORT=10357
 SCHEDULER_PORT=10359
+METRICS_SERVER_PORT=4443
 SA_ISSUER=https://kubernetes.default.svc.cluster.local
 
 # Start order; local-down stops in reverse.
-COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler)
+COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler metrics-server)
 
 CRICTL=${BIN_DIR}/crictl
 CRICTL_CONFIG=${LOCAL_DIR}/crictl.yaml
@@ -283,4 +284,13 @@ sweep_cni_iptables() {
   else
     warn "could not remove left-over iptables rules of CNI network ${CNI_NETWORK}"
   fi
+}
+
+# remove_metrics_apiservice: deletes metrics-server's APIService (an
+# aggregated API without a backend stalls namespace deletion); quiet when
+# the API server does not answer or has none.
+remove_metrics_apiservice() {
+  curl -s -o /dev/null --max-time 10 --cacert "${PKI_DIR}/ca.crt" \
+    --cert "${PKI_DIR}/admin.crt" --key "${PKI_DIR}/admin.key" -X DELETE \
+    "https://127.0.0.1:${APISERVER_PORT}/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io" || true
 }

@@ -1,0 +1,70 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// metricsUsage is the part of metrics.k8s.io/v1beta1 NodeMetrics and
+// PodMetrics this test reads (what `kubectl top` prints).
+type metricsUsage struct {
+	Usage      map[v1.ResourceName]resource.Quantity `json:"usage"`
+	Containers []struct {
+		Name  string                                `json:"name"`
+		Usage map[v1.ResourceName]resource.Quantity `json:"usage"`
+	} `json:"containers"`
+}
+
+// TestResourceMetricsAPI reads the node's and a pod's usage through the
+// resource metrics API (metrics.k8s.io/v1beta1), as `kubectl top node` and
+// `kubectl top pod` do: metrics-server v0.7.2 (started by hack/local-up.sh
+// with METRICS_SERVER=1) scrapes crivk's /metrics/resource with its own
+// credentials and serves them through the API server's aggregation layer.
+// The pod burns one CPU: its usage is well above zero.
+func TestResourceMetricsAPI(t *testing.T) {
+	ns := newNamespace(t)
+	runningPod(t, ns, busyboxPod("top", v1.RestartPolicyNever, "while true; do :; done"))
+	ctx := testContext(t, 2*time.Minute)
+	start := time.Now()
+	var node, pod metricsUsage
+	var lastErr error
+	get := func(ctx context.Context, path string, into *metricsUsage) bool {
+		raw, err := client.CoreV1().RESTClient().Get().AbsPath(path).DoRaw(ctx)
+		if err != nil {
+			lastErr = err
+			return false
+		}
+		if err := json.Unmarshal(raw, into); err != nil {
+			lastErr = err
+			return false
+		}
+		return true
+	}
+	err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
+		if !get(ctx, "/apis/metrics.k8s.io/v1beta1/nodes/"+nodeName, &node) ||
+			!get(ctx, "/apis/metrics.k8s.io/v1beta1/namespaces/"+ns+"/pods/top", &pod) {
+			return false, nil
+		}
+		return len(pod.Containers) == 1, nil
+	})
+	if err != nil {
+		t.Fatalf("metrics.k8s.io never had the node and the pod within 2 minutes: %v", lastErr)
+	}
+	nodeCPU, nodeMem := node.Usage[v1.ResourceCPU], node.Usage[v1.ResourceMemory]
+	c := pod.Containers[0]
+	podCPU, podMem := c.Usage[v1.ResourceCPU], c.Usage[v1.ResourceMemory]
+	t.Logf("after %s: top node %s: cpu %s memory %s; top pod %s/top container %s: cpu %s memory %s",
+		time.Since(start).Round(time.Second), nodeName, nodeCPU.String(), nodeMem.String(), ns, c.Name, podCPU.String(), podMem.String())
+	if nodeCPU.MilliValue() < 100 || nodeMem.Value() < 50<<20 {
+		t.Errorf("node usage cpu %s memory %s, want at least 100m (a busy pod runs) and 50Mi", nodeCPU.String(), nodeMem.String())
+	}
+	if c.Name != "c" || podCPU.MilliValue() < 100 || podMem.Value() <= 0 {
+		t.Errorf("pod container %q usage cpu %s memory %s, want container c with at least 100m CPU (it loops) and some memory", c.Name, podCPU.String(), podMem.String())
+	}
+}
