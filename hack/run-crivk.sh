@@ -21,6 +21,13 @@ else
   credentials=(--bootstrap-kubeconfig="${BOOTSTRAP_KUBECONFIG}" --kubeconfig="${LOCAL_DIR}/crivk/kubeconfig")
 fi
 
+# The serving certificate local-up made, unless crivk asks the cluster for
+# one (--rotate-server-certificates).
+serving=(--tls-cert-file="${NODE_SERVING_CERT}" --tls-private-key-file="${NODE_SERVING_KEY}")
+for a in "$@"; do
+  case "${a}" in --rotate-server-certificates | --rotate-server-certificates=true) serving=() ;; esac
+done
+
 exec "${ROOT}/_output/bin/crivk" \
   "${credentials[@]}" \
   --node-name="${NODE_NAME}" \
@@ -28,8 +35,7 @@ exec "${ROOT}/_output/bin/crivk" \
   --cri-endpoint="${CRI_ENDPOINT}" \
   --root-dir="${LOCAL_DIR}/crivk" \
   --pod-log-dir="${LOCAL_DIR}/pods" \
-  --tls-cert-file="${NODE_SERVING_CERT}" \
-  --tls-private-key-file="${NODE_SERVING_KEY}" \
+  "${serving[@]}" \
   --client-ca-file="${CA_CERT}" \
   --cgroup-root="${CRIVK_CGROUP_ROOT:-/crivk}" \
   "$@"
