@@ -70,13 +70,17 @@ func TestTLSBootstrap(t *testing.T) {
 	// crivk may still be bootstrapping (it was just started), and the file
 	// may hold an expired certificate of an earlier run until it has.
 	err := wait.PollUntilContextTimeout(context.Background(), poll, 60*time.Second, true, func(context.Context) (bool, error) {
+		// The certificate is stored first, the kubeconfig written after.
 		if _, err := os.Stat(nodeCertPath()); err != nil {
+			return false, nil
+		}
+		if _, err := os.Stat(filepath.Join(mustEnv("LOCAL_DIR"), "crivk", "kubeconfig")); err != nil {
 			return false, nil
 		}
 		return time.Now().Before(nodeCert(t).NotAfter), nil
 	})
 	if err != nil {
-		t.Fatalf("no valid client certificate at %s 60 s after crivk started", nodeCertPath())
+		t.Fatalf("no valid client certificate at %s with crivk's kubeconfig beside it 60 s after crivk started", nodeCertPath())
 	}
 	cert := nodeCert(t)
 	if cert.Subject.CommonName != "system:node:"+nodeName || len(cert.Subject.Organization) != 1 || cert.Subject.Organization[0] != "system:nodes" {
