@@ -561,7 +561,8 @@ start_metrics_server() {
     --kubelet-preferred-address-types=InternalIP \
     --kubelet-use-node-status-port \
     --kubelet-insecure-tls \
-    --metric-resolution=10s
+    --metric-resolution=10s \
+    --kubelet-request-timeout=5s
   wait_until metrics-server 60 "metrics-server /healthz" healthz "${METRICS_SERVER_PORT}"
   admin_post /api/v1/namespaces/kube-system/services "$(printf '{"apiVersion":"v1","kind":"Service","metadata":{"name":"metrics-server","namespace":"kube-system"},"spec":{"ports":[{"name":"https","port":443,"targetPort":%s}]}}' "${METRICS_SERVER_PORT}")" || return 1
   admin_put /api/v1/namespaces/kube-system/endpoints/metrics-server "$(printf '{"apiVersion":"v1","kind":"Endpoints","metadata":{"name":"metrics-server","namespace":"kube-system"},"subsets":[{"addresses":[{"ip":"%s"}],"ports":[{"name":"https","port":%s}]}]}' "${NODE_IP}" "${METRICS_SERVER_PORT}")" || return 1
