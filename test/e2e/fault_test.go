@@ -324,7 +324,10 @@ func TestCrivkWaitsForTheRuntime(t *testing.T) {
 	var last v1.NodeCondition
 	_ = wait.PollUntilContextTimeout(context.Background(), poll, 15*time.Second, true, func(ctx context.Context) (bool, error) {
 		crivkPID(t)
-		last = nodeReady(ctx)
+		// The last poll may run out of time mid-read: keep the last answer.
+		if c := nodeReady(ctx); c.Status != "" {
+			last = c
+		}
 		if notReadyAfter == 0 && last.Status == v1.ConditionFalse && last.Message == "container runtime is down" {
 			notReadyAfter = time.Since(waitStart)
 		}
