@@ -505,7 +505,8 @@ func connectRuntime(ctx context.Context, o *options, recorder record.EventRecord
 			return nil, ver, rd, ctx.Err()
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, 30*time.Second)
+		// At most 5 s apart: the kubelet checks its runtime every 5 s.
+		backoff = min(2*backoff, 5*time.Second)
 	}
 	if ver, err = rt.Version(ctx); err == nil {
 		rd, err = rt.Status(ctx)
