@@ -8,6 +8,8 @@
 #   kube-apiserver           https://NODE_IP:6443
 #   kube-controller-manager  127.0.0.1:10357
 #   kube-scheduler           127.0.0.1:10359
+#   docker-registry          https://NODE_IP:5000, with REGISTRY=1 (make test): TLS and
+#                            htpasswd auth, the busybox image as NODE_IP:5000/e2e/busybox
 #   metrics-server           https://NODE_IP:4443, with METRICS_SERVER=1 (make run, make
 #                            test): metrics.k8s.io through the aggregation layer
 #
@@ -24,7 +26,7 @@
 # Usage: hack/local-up.sh
 # Environment: NODE_IP (default: the machine's routable IPv4), NODE_NAME
 # (crivk-local), POD_CIDR (10.88.0.0/16), CNI_BRIDGE (crivk0),
-# CRIVK_RUN_DIR (/run/crivk), METRICS_SERVER (0).
+# CRIVK_RUN_DIR (/run/crivk), METRICS_SERVER (0), REGISTRY (0).
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -147,6 +149,7 @@ make_pki() {
   # The aggregation layer's client (kube-apiserver -> metrics-server),
   # trusted through --requestheader-client-ca-file.
   cert front-proxy-client "/CN=front-proxy-client" clientAuth
+  cert registry "/CN=crivk-local-registry" serverAuth "DNS:localhost, IP:127.0.0.1, IP:${NODE_IP}"
   cert node "/O=system:nodes/CN=system:node:${NODE_NAME}" clientAuth
   # Serving certificate for crivk's kubelet endpoint (port 10250): the API
   # server does not verify it (no --kubelet-certificate-authority), but a real
@@ -310,6 +313,12 @@ disabled_plugins = [
         [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
           SystemdCgroup = false
           Root = "${RUNC_ROOT}"
+
+    # The local registry (REGISTRY=1) serves with a certificate of the
+    # cluster CA.
+    [plugins."io.containerd.grpc.v1.cri".registry]
+      [plugins."io.containerd.grpc.v1.cri".registry.configs."${REGISTRY_HOST}".tls]
+        ca_file = "${PKI_DIR}/ca.crt"
 
     [plugins."io.containerd.grpc.v1.cri".cni]
       bin_dir = "/usr/lib/cni"
@@ -539,6 +548,53 @@ current-context: kubelet-bootstrap@crivk-local
 EOF
 }
 
+# ----------------------------------------------------------------- registry
+
+# start_registry (REGISTRY=1): Debian's docker-registry (distribution 2.8)
+# on NODE_IP:5000 with TLS (a certificate of the cluster CA, which
+# containerd trusts for that host) and htpasswd authentication (user
+# crivk, password kept in LOCAL_DIR/registry/password); the busybox test
+# image is pushed to it as REGISTRY_HOST/e2e/busybox:1.37.0-1 by
+# hack/tools' regtool.
+start_registry() {
+  local dir=${LOCAL_DIR}/registry pw regtool=${BIN_DIR}/regtool
+  mkdir -p "${dir}/data"
+  (cd "${ROOT}/hack/tools" && CGO_ENABLED=0 go build -trimpath -o "${regtool}" ./cmd/regtool)
+  if [ ! -s "${dir}/password" ]; then
+    (umask 077 && tr -dc 'a-zA-Z0-9' </dev/urandom | head -c 20 >"${dir}/password" || true)
+  fi
+  pw=$(cat "${dir}/password")
+  if ! grep -q "^crivk:" "${dir}/htpasswd" 2>/dev/null; then
+    (umask 077 && "${regtool}" htpasswd crivk "${pw}" >"${dir}/htpasswd")
+  fi
+  write_if_changed "${dir}/config.yml" <<EOF
+version: 0.1
+log:
+  level: info
+storage:
+  filesystem:
+    rootdirectory: ${dir}/data
+  delete:
+    enabled: true
+http:
+  addr: ${REGISTRY_HOST}
+  tls:
+    certificate: ${PKI_DIR}/registry.crt
+    key: ${PKI_DIR}/registry.key
+auth:
+  htpasswd:
+    realm: crivk-local
+    path: ${dir}/htpasswd
+EOF
+  ensure_running docker-registry "$(fingerprint "${dir}/config.yml" "${dir}/htpasswd" "${PKI_DIR}/registry.crt")" \
+    "$(component_bin docker-registry)" serve "${dir}/config.yml"
+  wait_until docker-registry 30 "the registry on ${REGISTRY_HOST}" \
+    curl -sf --max-time 2 --cacert "${PKI_DIR}/ca.crt" -u "crivk:${pw}" "https://${REGISTRY_HOST}/v2/"
+  "${regtool}" push -ca "${PKI_DIR}/ca.crt" -user crivk -password "${pw}" "${ROOT}/_output/images/busybox.tar" \
+    "${REGISTRY_HOST}/e2e/busybox:1.37.0-1" >"${dir}/busybox.digest" || return 1
+  log "registry ${REGISTRY_HOST}: e2e/busybox:1.37.0-1 pushed ($(cat "${dir}/busybox.digest"))"
+}
+
 # ------------------------------------------------------------ metrics-server
 
 # start_metrics_server (METRICS_SERVER=1): metrics-server on the host, as
@@ -588,7 +644,7 @@ write_env() {
     for v in LOCAL_DIR KUBECONFIG NODE_KUBECONFIG BOOTSTRAP_KUBECONFIG APISERVER_URL CA_CERT \
       NODE_NAME NODE_IP NODE_SERVING_CERT NODE_SERVING_KEY POD_CIDR SERVICE_CIDR \
       CNI_NETWORK CNI_BRIDGE CRI_ENDPOINT CONTAINERD_ADDRESS CONTAINERD_ROOT CONTAINERD_STATE \
-      CRIVK_RUN_DIR CRI_CONFIG_FILE CRICTL PAUSE_IMAGE BUSYBOX_IMAGE; do
+      CRIVK_RUN_DIR CRI_CONFIG_FILE CRICTL PAUSE_IMAGE BUSYBOX_IMAGE REGISTRY_HOST; do
       printf 'export %s=%q\n' "${v}" "${!v}"
     done
   } | write_if_changed "${LOCAL_DIR}/env"
@@ -597,6 +653,7 @@ write_env() {
 main() {
   preflight
   detect_node_ip
+  REGISTRY_HOST=${NODE_IP}:${REGISTRY_PORT}
   log "node ${NODE_NAME}, IP ${NODE_IP}"
   "${ROOT}/hack/build-kube.sh" kube-apiserver kube-controller-manager kube-scheduler
   "${ROOT}/hack/build-crictl.sh"
@@ -611,6 +668,11 @@ main() {
   start_scheduler
   wait_until kube-controller-manager 120 "the default ServiceAccount in namespace default" default_sa_exists
   setup_bootstrap || fail kube-apiserver "setting up the bootstrap token and its bindings failed"
+  if [ "${REGISTRY:-0}" = 1 ]; then
+    start_registry || fail docker-registry "pushing the test images to the registry failed"
+  else
+    stop_component docker-registry
+  fi
   if [ "${METRICS_SERVER:-0}" = 1 ]; then
     "${ROOT}/hack/build-kube.sh" metrics-server
     start_metrics_server || fail metrics-server "registering metrics-server's API failed"

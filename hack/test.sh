@@ -22,7 +22,7 @@ unit() {
 
 e2e() {
   echo "test: installing dependencies and building (log: ${LOGS}/setup.log)"
-  if ! { hack/install-deps.sh && hack/build.sh; } >"${LOGS}/setup.log" 2>&1; then
+  if ! { REGISTRY=1 hack/install-deps.sh && hack/build.sh; } >"${LOGS}/setup.log" 2>&1; then
     tail -n 40 "${LOGS}/setup.log"; return 1
   fi
   echo "test: bringing up the local cluster (log: ${LOGS}/local-up.log)"
@@ -30,7 +30,8 @@ e2e() {
   # Client certificates signed for 5 minutes: crivk's is renewed during the
   # run (TestClientCertificateRotation).
   # metrics-server serves metrics.k8s.io (TestResourceMetricsAPI).
-  if ! METRICS_SERVER=1 CSR_SIGNING_DURATION=${CSR_SIGNING_DURATION:-5m} hack/local-up.sh >"${LOGS}/local-up.log" 2>&1; then
+  # The local registry serves the pull tests (TestRegistry*).
+  if ! REGISTRY=1 METRICS_SERVER=1 CSR_SIGNING_DURATION=${CSR_SIGNING_DURATION:-5m} hack/local-up.sh >"${LOGS}/local-up.log" 2>&1; then
     tail -n 40 "${LOGS}/local-up.log"; return 1
   fi
   # shellcheck source=/dev/null

@@ -48,10 +48,11 @@ APISERVER_PORT=6443
 CONTROLLER_MANAGER_PORT=10357
 SCHEDULER_PORT=10359
 METRICS_SERVER_PORT=4443
+REGISTRY_PORT=5000
 SA_ISSUER=https://kubernetes.default.svc.cluster.local
 
 # Start order; local-down stops in reverse.
-COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler metrics-server)
+COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler docker-registry metrics-server)
 
 CRICTL=${BIN_DIR}/crictl
 CRICTL_CONFIG=${LOCAL_DIR}/crictl.yaml
@@ -62,7 +63,7 @@ warn() { echo "${LOG_PREFIX}: WARNING: $*" >&2; }
 # component_bin NAME: the absolute executable a component runs from.
 component_bin() {
   case "$1" in
-    containerd | etcd) readlink -f "$(command -v "$1")" ;;
+    containerd | etcd | docker-registry) readlink -f "$(command -v "$1")" ;;
     *) echo "${BIN_DIR}/$1" ;;
   esac
 }
