@@ -232,7 +232,7 @@ type statsSummary struct {
 			WorkingSetBytes uint64 `json:"workingSetBytes"`
 		} `json:"memory"`
 		VolumeStats []volumeStat `json:"volume"`
-		Network *struct {
+		Network     *struct {
 			Name    string  `json:"name"`
 			RxBytes *uint64 `json:"rxBytes"`
 		} `json:"network"`
