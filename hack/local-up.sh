@@ -8,8 +8,8 @@
 #   kube-apiserver           https://NODE_IP:6443
 #   kube-controller-manager  127.0.0.1:10357
 #   kube-scheduler           127.0.0.1:10359
-#   docker-registry          https://NODE_IP:5000, with REGISTRY=1 (make test): TLS and
-#                            htpasswd auth, the busybox image as NODE_IP:5000/e2e/busybox
+#   docker-registry          https://NODE_IP:5443, with REGISTRY=1 (make test): TLS and
+#                            htpasswd auth, the busybox image as NODE_IP:5443/e2e/busybox
 #   metrics-server           https://NODE_IP:4443, with METRICS_SERVER=1 (make run, make
 #                            test): metrics.k8s.io through the aggregation layer
 #
@@ -551,7 +551,7 @@ EOF
 # ----------------------------------------------------------------- registry
 
 # start_registry (REGISTRY=1): Debian's docker-registry (distribution 2.8)
-# on NODE_IP:5000 with TLS (a certificate of the cluster CA, which
+# on NODE_IP:5443 with TLS (a certificate of the cluster CA, which
 # containerd trusts for that host) and htpasswd authentication (user
 # crivk, password kept in LOCAL_DIR/registry/password); the busybox test
 # image is pushed to it as REGISTRY_HOST/e2e/busybox:1.37.0-1 by

@@ -48,7 +48,7 @@ APISERVER_PORT=6443
 CONTROLLER_MANAGER_PORT=10357
 SCHEDULER_PORT=10359
 METRICS_SERVER_PORT=4443
-REGISTRY_PORT=5000
+REGISTRY_PORT=5443
 SA_ISSUER=https://kubernetes.default.svc.cluster.local
 
 # Start order; local-down stops in reverse.
