@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
@@ -65,7 +66,7 @@ const (
 // dialRemote connects to the CRI endpoint (unix:///path or a bare path)
 // and checks, within connectTimeout, that it answers Version. Every later
 // unary call gets requestTimeout.
-func dialRemote(ctx context.Context, endpoint string, connectTimeout, requestTimeout time.Duration) (*remoteService, error) {
+func dialRemote(ctx context.Context, endpoint string, connectTimeout, requestTimeout time.Duration, observe func(string, time.Duration, error)) (*remoteService, error) {
 	target, err := grpcTarget(endpoint)
 	if err != nil {
 		return nil, err
@@ -78,6 +79,7 @@ func dialRemote(ctx context.Context, endpoint string, connectTimeout, requestTim
 		grpc.WithAuthority("localhost"),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: minConnectionTimeout}),
+		grpc.WithChainUnaryInterceptor(observeCalls(observe)),
 	)
 	if err != nil {
 		return nil, err
@@ -95,6 +97,41 @@ func dialRemote(ctx context.Context, endpoint string, connectTimeout, requestTim
 		return nil, err
 	}
 	return c, nil
+}
+
+// observeCalls is a unary interceptor telling observe (when set) each
+// call's operation, duration and error.
+func observeCalls(observe func(string, time.Duration, error)) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if observe == nil {
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}
+		start := time.Now()
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		observe(OperationType(method), time.Since(start), err)
+		return err
+	}
+}
+
+// OperationType is the kubelet's operation_type label of a CRI method
+// ("/runtime.v1.RuntimeService/RunPodSandbox" -> "run_podsandbox",
+// "ListContainerStats" -> "list_container_stats").
+func OperationType(method string) string {
+	if i := strings.LastIndexByte(method, '/'); i >= 0 {
+		method = method[i+1:]
+	}
+	method = strings.ReplaceAll(method, "PodSandbox", "Podsandbox")
+	var b strings.Builder
+	for i, r := range method {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // grpcTarget turns a CRI endpoint into a gRPC target. Only unix sockets

@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"fmt"
 	"errors"
 	"net"
 	"os"
@@ -154,7 +155,7 @@ func (s *criServer) ImageStatus(ctx context.Context, _ *runtimeapi.ImageStatusRe
 func dialTest(t *testing.T, s *criServer, requestTimeout time.Duration) *remoteService {
 	t.Helper()
 	sock := startCRIServer(t, s)
-	c, err := dialRemote(context.Background(), "unix://"+sock, 5*time.Second, requestTimeout)
+	c, err := dialRemote(context.Background(), "unix://"+sock, 5*time.Second, requestTimeout, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,5 +438,52 @@ func TestRemoteLargeMessages(t *testing.T) {
 	got, err := c.ListContainers(context.Background(), nil)
 	if err != nil || len(got) != len(cs) {
 		t.Fatalf("ListContainers: %d containers, %v", len(got), err)
+	}
+}
+
+func TestOperationType(t *testing.T) {
+	for method, want := range map[string]string{
+		"/runtime.v1.RuntimeService/RunPodSandbox":       "run_podsandbox",
+		"/runtime.v1.RuntimeService/PodSandboxStatus":    "podsandbox_status",
+		"/runtime.v1.RuntimeService/ListPodSandboxStats": "list_podsandbox_stats",
+		"/runtime.v1.RuntimeService/CreateContainer":     "create_container",
+		"/runtime.v1.RuntimeService/ListContainerStats":  "list_container_stats",
+		"/runtime.v1.RuntimeService/ExecSync":            "exec_sync",
+		"/runtime.v1.RuntimeService/Version":             "version",
+		"/runtime.v1.ImageService/ImageFsInfo":           "image_fs_info",
+		"/runtime.v1.ImageService/PullImage":             "pull_image",
+		"/runtime.v1.RuntimeService/UpdateRuntimeConfig": "update_runtime_config",
+	} {
+		if got := OperationType(method); got != want {
+			t.Errorf("OperationType(%q) = %q, want %q", method, got, want)
+		}
+	}
+}
+
+// TestObserveCalls: every call reaches the observer with its operation,
+// a duration and its error.
+func TestObserveCalls(t *testing.T) {
+	type call struct {
+		op  string
+		err bool
+	}
+	var seen []call
+	sock := startCRIServer(t, newCRIServer())
+	c, err := dialRemote(context.Background(), "unix://"+sock, 5*time.Second, time.Minute, func(op string, took time.Duration, err error) {
+		if took <= 0 {
+			t.Errorf("%s: duration %v", op, took)
+		}
+		seen = append(seen, call{op, err != nil})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Status(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	want := []call{{"version", false}, {"status", false}}
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Errorf("observed %v, want %v", seen, want)
 	}
 }

@@ -47,6 +47,11 @@ type Config struct {
 	// Recorder receives the kubelet's container and pod events (Pulled,
 	// Created, Started, Killing, ...); nil drops them.
 	Recorder EventRecorder
+	// ObserveCall, if set, is told every CRI call's operation (the
+	// kubelet's operation_type: run_podsandbox, create_container,
+	// list_containers, ...), duration and error (the kubelet's
+	// kubelet_runtime_operations_* metrics).
+	ObserveCall func(operation string, took time.Duration, err error)
 	// MemoryCapacity is the node's memory in bytes: Burstable containers'
 	// OOM score adjustment is relative to it (resources.go).
 	MemoryCapacity int64
@@ -125,7 +130,7 @@ func Connect(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err := cfg.DNS.validate(); err != nil {
 		return nil, err
 	}
-	c, err := dialRemote(ctx, cfg.Endpoint, cfg.ConnectTimeout, cfg.RequestTimeout)
+	c, err := dialRemote(ctx, cfg.Endpoint, cfg.ConnectTimeout, cfg.RequestTimeout, cfg.ObserveCall)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnreachable, cfg.Endpoint, err)
 	}

@@ -83,6 +83,9 @@ type Config struct {
 	// Node returns the node as the API has it (labels, taints,
 	// allocatable) for admission (admit.go); nil: every pod is admitted.
 	Node func() *v1.Node
+	// ObserveSync, if set, is told every pod sync's operation and
+	// duration (PodWorkersConfig.ObserveSync).
+	ObserveSync func(operation string, took time.Duration)
 	// Sysctls is the node's sysctl allowlist for admission; nil: pod
 	// sysctls are not checked (the runtime decides).
 	Sysctls *admission.Sysctls
@@ -200,6 +203,7 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		Queue:          e.queue,
 		Clock:          cfg.Clock,
 		ResyncInterval: cfg.SyncInterval,
+		ObserveSync:    cfg.ObserveSync,
 	})
 	if err != nil {
 		return nil, err

@@ -134,6 +134,10 @@ type PLEGConfig struct {
 	// from the relist goroutine; it must not block (the engine's Kick
 	// queues work). Required.
 	OnChange func(types.UID)
+	// ObserveRelist, if set, is told each relist's duration and the time
+	// since the previous relist started (the kubelet's
+	// kubelet_pleg_relist_duration_seconds and _interval_seconds).
+	ObserveRelist func(duration, interval time.Duration)
 }
 
 // PLEG is the kubelet's generic pod lifecycle event generator: it relists
@@ -185,6 +189,11 @@ type PLEG struct {
 	// read again in the next one whether or not they have events (the
 	// kubelet's podsToReinspect). Guarded by relistMu.
 	reinspect map[types.UID]cri.PodRef
+	// prevStart is when the previous relist started (zero before the
+	// first); observe receives each relist's duration and interval.
+	// Guarded by relistMu.
+	prevStart time.Time
+	observe   func(duration, interval time.Duration)
 
 	mu sync.Mutex
 	// lastRelist is when the last successful relist started; the
@@ -214,6 +223,7 @@ func NewPLEG(cfg PLEGConfig) (*PLEG, error) {
 	return &PLEG{
 		rt: cfg.Runtime, cache: cfg.Cache, clock: cfg.Clock, period: cfg.Period, threshold: cfg.Threshold,
 		onChange:   cfg.OnChange,
+		observe:    cfg.ObserveRelist,
 		wake:       cfg.Wake,
 		last:       &cri.Snapshot{Pods: map[types.UID]map[string]cri.State{}, Refs: map[types.UID]cri.PodRef{}},
 		reinspect:  map[types.UID]cri.PodRef{},
@@ -265,6 +275,14 @@ func (p *PLEG) Relist(ctx context.Context) {
 	defer p.relistMu.Unlock()
 
 	ts := p.clock.Now()
+	var interval time.Duration // 0: the first relist
+	if !p.prevStart.IsZero() {
+		interval = ts.Sub(p.prevStart)
+	}
+	p.prevStart = ts
+	if p.observe != nil {
+		defer func() { p.observe(p.clock.Since(ts), interval) }()
+	}
 	cur, err := p.rt.Snapshot(ctx)
 	if err != nil {
 		log.G(ctx).WithError(err).Warn("PLEG relist failed")

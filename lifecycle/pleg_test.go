@@ -568,3 +568,31 @@ func TestNewPLEGValidates(t *testing.T) {
 		})
 	}
 }
+
+// TestPLEGObserveRelist: each relist reports its duration, and from the
+// second on the time since the previous one started.
+func TestPLEGObserveRelist(t *testing.T) {
+	clk := clocktesting.NewFakeClock(cacheT0)
+	var intervals []time.Duration
+	empty := func(context.Context) (*cri.Snapshot, error) {
+		return &cri.Snapshot{Pods: map[types.UID]map[string]cri.State{}, Refs: map[types.UID]cri.PodRef{}}, nil
+	}
+	p, err := NewPLEG(PLEGConfig{Runtime: &plegReader{snapshot: empty}, Cache: NewCache(), Clock: clk, OnChange: func(types.UID) {},
+		ObserveRelist: func(took, interval time.Duration) {
+			if took < 0 {
+				t.Errorf("relist duration %v", took)
+			}
+			intervals = append(intervals, interval)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Relist(context.Background())
+	clk.Step(time.Second)
+	p.Relist(context.Background())
+	clk.Step(3 * time.Second)
+	p.Relist(context.Background())
+	if want := []time.Duration{0, time.Second, 3 * time.Second}; fmt.Sprint(intervals) != fmt.Sprint(want) {
+		t.Errorf("intervals %v, want %v", intervals, want)
+	}
+}

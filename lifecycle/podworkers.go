@@ -202,6 +202,11 @@ type PodWorkersConfig struct {
 	// BackOffPeriod is how long after a failed sync a pod is retried,
 	// unless the error carries its own back-off (BackOffError).
 	BackOffPeriod time.Duration
+	// ObserveSync, if set, is told each sync's operation and duration:
+	// the update type for SyncPod (create, update, sync), "kill" for a
+	// terminating sync, "terminated" for the final one (the kubelet's
+	// kubelet_pod_worker_duration_seconds).
+	ObserveSync func(operation string, took time.Duration)
 }
 
 // BackOffError is a sync error that knows when to try again (a container in
@@ -618,6 +623,17 @@ func (p *PodWorkers) podWorkerLoop(uid types.UID, updates <-chan struct{}) {
 				}
 			}
 			var err error
+			syncStart := p.cfg.Clock.Now()
+			op := work.Options.UpdateType.String()
+			switch work.WorkType {
+			case TerminatedPodWork:
+				op = "terminated"
+			case TerminatingPodWork:
+				op = SyncPodKill.String()
+			}
+			if p.cfg.ObserveSync != nil {
+				defer func() { p.cfg.ObserveSync(op, p.cfg.Clock.Since(syncStart)) }()
+			}
 			switch work.WorkType {
 			case TerminatedPodWork:
 				err = p.syncer.SyncTerminatedPod(ctx, pod, status)

@@ -1,25 +1,126 @@
 package main
 
 import (
+	"context"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	clientmetrics "k8s.io/client-go/tools/metrics"
 )
 
-// agentMetrics serves the node API's /metrics, the agent's own metrics in
-// the Prometheus text format as the kubelet's /metrics: the Go runtime's,
-// the process's (CPU, memory, open files) and crivk's build. Clients that
-// scrape a kubelet (the e2e framework's metrics grabber, Prometheus) get
-// an answer instead of a 404. Authorised as nodes/metrics (provider.Auth).
-func agentMetrics() http.Handler {
-	reg := prometheus.NewRegistry()
+// agentMetrics are the node API's /metrics, the agent's own metrics in the
+// Prometheus text format, as the kubelet's /metrics: the Go runtime's, the
+// process's (CPU, memory, open files), crivk's build, and the kubelet's
+// metrics for the work crivk does, under the kubelet's names and labels so
+// that dashboards and the e2e framework's metrics grabber read them alike:
+//
+//   - kubelet_runtime_operations_total, _errors_total and
+//     _duration_seconds{operation_type}: every CRI call (cri.Config.ObserveCall);
+//   - kubelet_pleg_relist_duration_seconds and _interval_seconds
+//     (lifecycle.PLEGConfig.ObserveRelist);
+//   - kubelet_pod_worker_duration_seconds{operation_type}: every pod sync,
+//     by update type (create, update, sync), kill, and crivk's own
+//     "terminated" for the final sync (lifecycle.Config.ObserveSync);
+//   - rest_client_requests_total{code,host,method}: every API request
+//     (client-go's request result metric).
+//
+// Authorised as nodes/metrics (provider.Auth). Probe results are at
+// /metrics/probes, as on the kubelet.
+type agentMetrics struct {
+	reg          *prometheus.Registry
+	runtimeOps   *prometheus.CounterVec
+	runtimeErrs  *prometheus.CounterVec
+	runtimeDur   *prometheus.HistogramVec
+	plegDur      prometheus.Histogram
+	plegInterval prometheus.Histogram
+	workerDur    *prometheus.HistogramVec
+	restRequests *prometheus.CounterVec
+}
+
+func newAgentMetrics() *agentMetrics {
+	m := &agentMetrics{
+		reg: prometheus.NewRegistry(),
+		runtimeOps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: "kubelet", Name: "runtime_operations_total",
+			Help: "Cumulative number of runtime operations by operation type.",
+		}, []string{"operation_type"}),
+		runtimeErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: "kubelet", Name: "runtime_operations_errors_total",
+			Help: "Cumulative number of runtime operation errors by operation type.",
+		}, []string{"operation_type"}),
+		runtimeDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: "kubelet", Name: "runtime_operations_duration_seconds",
+			Help:    "Duration in seconds of runtime operations. Broken down by operation type.",
+			Buckets: prometheus.ExponentialBuckets(.005, 2.5, 14),
+		}, []string{"operation_type"}),
+		plegDur: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Subsystem: "kubelet", Name: "pleg_relist_duration_seconds",
+			Help:    "Duration in seconds for relisting pods in PLEG.",
+			Buckets: prometheus.DefBuckets,
+		}),
+		plegInterval: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Subsystem: "kubelet", Name: "pleg_relist_interval_seconds",
+			Help:    "Interval in seconds between relisting in PLEG.",
+			Buckets: prometheus.DefBuckets,
+		}),
+		workerDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: "kubelet", Name: "pod_worker_duration_seconds",
+			Help:    "Duration in seconds to sync a single pod. Broken down by operation type: create, update, sync, kill or terminated.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"operation_type"}),
+		restRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rest_client_requests_total",
+			Help: "Number of HTTP requests, partitioned by status code, method, and host.",
+		}, []string{"code", "method", "host"}),
+	}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "crivk_build_info",
 		Help: "crivk's version (the Kubernetes version it implements, then its own build), always 1.",
 	}, []string{"version"})
 	build.WithLabelValues(version).Set(1)
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), build)
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), build,
+		m.runtimeOps, m.runtimeErrs, m.runtimeDur, m.plegDur, m.plegInterval, m.workerDur, m.restRequests)
+	return m
+}
+
+// Handler serves the metrics.
+func (m *agentMetrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// ObserveCall counts a CRI call (cri.Config.ObserveCall).
+func (m *agentMetrics) ObserveCall(op string, took time.Duration, err error) {
+	m.runtimeOps.WithLabelValues(op).Inc()
+	m.runtimeDur.WithLabelValues(op).Observe(took.Seconds())
+	if err != nil {
+		m.runtimeErrs.WithLabelValues(op).Inc()
+	}
+}
+
+// ObserveRelist records a PLEG relist (lifecycle.PLEGConfig.ObserveRelist);
+// the first relist has no interval.
+func (m *agentMetrics) ObserveRelist(took, interval time.Duration) {
+	m.plegDur.Observe(took.Seconds())
+	if interval > 0 {
+		m.plegInterval.Observe(interval.Seconds())
+	}
+}
+
+// ObserveSync records a pod sync (lifecycle.Config.ObserveSync).
+func (m *agentMetrics) ObserveSync(op string, took time.Duration) {
+	m.workerDur.WithLabelValues(op).Observe(took.Seconds())
+}
+
+// Increment counts an API request (client-go's ResultMetric).
+func (m *agentMetrics) Increment(_ context.Context, code, method, host string) {
+	m.restRequests.WithLabelValues(code, method, host).Inc()
+}
+
+// registerClientMetrics makes client-go count every API request in m
+// (process-wide, once).
+func registerClientMetrics(m *agentMetrics) {
+	clientmetrics.Register(clientmetrics.RegisterOpts{RequestResult: m})
 }

@@ -1,19 +1,22 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
 
-// TestAgentMetrics: /metrics is Prometheus text with crivk's build and
-// the process's metrics.
-func TestAgentMetrics(t *testing.T) {
+func scrape(t *testing.T, m *agentMetrics) map[string]*dto.MetricFamily {
+	t.Helper()
 	w := httptest.NewRecorder()
-	agentMetrics().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	m.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
 	if w.Code != 200 {
 		t.Fatalf("status %d", w.Code)
 	}
@@ -22,13 +25,74 @@ func TestAgentMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatalf("not Prometheus text: %v", err)
 	}
-	b := families["crivk_build_info"]
+	return families
+}
+
+// sample is the value of name's series with the given label value (the
+// count for histograms); -1 when absent.
+func sample(families map[string]*dto.MetricFamily, name, label string) float64 {
+	f := families[name]
+	if f == nil {
+		return -1
+	}
+	for _, m := range f.GetMetric() {
+		match := label == ""
+		for _, l := range m.GetLabel() {
+			if l.GetValue() == label {
+				match = true
+			}
+		}
+		if !match {
+			continue
+		}
+		switch {
+		case m.GetCounter() != nil:
+			return m.GetCounter().GetValue()
+		case m.GetHistogram() != nil:
+			return float64(m.GetHistogram().GetSampleCount())
+		case m.GetGauge() != nil:
+			return m.GetGauge().GetValue()
+		}
+	}
+	return -1
+}
+
+// TestAgentMetrics: /metrics is Prometheus text with crivk's build, the
+// process's metrics, and each kubelet metric registered and moving with
+// what it observes.
+func TestAgentMetrics(t *testing.T) {
+	m := newAgentMetrics()
+	before := scrape(t, m)
+	b := before["crivk_build_info"]
 	if b == nil || len(b.GetMetric()) != 1 || b.GetMetric()[0].GetLabel()[0].GetValue() != version {
 		t.Errorf("crivk_build_info %v", b)
 	}
 	for _, name := range []string{"process_resident_memory_bytes", "go_goroutines"} {
-		if families[name] == nil {
+		if before[name] == nil {
 			t.Errorf("%s missing", name)
+		}
+	}
+	m.ObserveCall("run_podsandbox", 300*time.Millisecond, nil)
+	m.ObserveCall("run_podsandbox", time.Second, errors.New("boom"))
+	m.ObserveRelist(20*time.Millisecond, 0)
+	m.ObserveRelist(20*time.Millisecond, time.Second)
+	m.ObserveSync("create", 2*time.Second)
+	m.Increment(context.Background(), "200", "GET", "192.0.2.2:6443")
+	after := scrape(t, m)
+	for _, c := range []struct {
+		name, label string
+		want        float64
+	}{
+		{"kubelet_runtime_operations_total", "run_podsandbox", 2},
+		{"kubelet_runtime_operations_errors_total", "run_podsandbox", 1},
+		{"kubelet_runtime_operations_duration_seconds", "run_podsandbox", 2},
+		{"kubelet_pleg_relist_duration_seconds", "", 2},
+		{"kubelet_pleg_relist_interval_seconds", "", 1},
+		{"kubelet_pod_worker_duration_seconds", "create", 1},
+		{"rest_client_requests_total", "GET", 1},
+	} {
+		if got := sample(after, c.name, c.label); got != c.want {
+			t.Errorf("%s{%s} = %v, want %v", c.name, c.label, got, c.want)
 		}
 	}
 }

@@ -291,6 +291,10 @@ func run(ctx context.Context, o *options) error {
 	if err := prepareHost(ctx, o); err != nil {
 		return err
 	}
+	// The kubelet's metrics of crivk's work, counted from the first API
+	// request on.
+	metrics := newAgentMetrics()
+	registerClientMetrics(metrics)
 	clients, err := connectAPI(ctx, o)
 	if err != nil {
 		return err
@@ -311,7 +315,7 @@ func run(ctx context.Context, o *options) error {
 		name: o.nodeName, nodes: clients.nodes.Nodes(), period: o.nodeStatusUpdateFrequency, now: time.Now,
 		build: func(rd cri.Readiness, now time.Time) (*v1.Node, error) { return provider.BuildNode(nodeCfg, rd, now) },
 	}
-	rt, ver, rd, err := connectRuntime(ctx, o, recorder, pods, awaiting.run)
+	rt, ver, rd, err := connectRuntime(ctx, o, recorder, pods, metrics, awaiting.run)
 	if err != nil {
 		return err
 	}
@@ -325,7 +329,7 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	a, err := startEngine(ctx, o, clients, rt, ver, nodeObj, recorder, pods)
+	a, err := startEngine(ctx, o, clients, rt, ver, nodeObj, recorder, pods, metrics)
 	if err != nil {
 		return err
 	}
@@ -444,7 +448,7 @@ func connectAPI(ctx context.Context, o *options) (*apiClients, error) {
 // connectRuntime dials the CRI runtime and reads its version and status.
 // While it waits for a runtime that is not up, whileWaiting runs (until
 // the runtime answers).
-func connectRuntime(ctx context.Context, o *options, recorder record.EventRecorder, pods *cm.Manager, whileWaiting func(context.Context)) (*cri.Runtime, cri.VersionInfo, cri.Readiness, error) {
+func connectRuntime(ctx context.Context, o *options, recorder record.EventRecorder, pods *cm.Manager, metrics *agentMetrics, whileWaiting func(context.Context)) (*cri.Runtime, cri.VersionInfo, cri.Readiness, error) {
 	var ver cri.VersionInfo
 	var rd cri.Readiness
 	dns := cri.DNSConfig{ClusterDomain: o.clusterDomain, ResolvConf: o.resolvConf}
@@ -459,7 +463,8 @@ func connectRuntime(ctx context.Context, o *options, recorder record.EventRecord
 		return nil, ver, rd, fmt.Errorf("--cri-endpoint %q: only unix sockets are supported", o.criEndpoint)
 	}
 	cfg := cri.Config{Endpoint: o.criEndpoint, RequestTimeout: o.runtimeRequestTimeout, PodLogDir: o.podLogDir, DNS: dns,
-		MemoryCapacity: memCapacity, MaxParallelImagePulls: o.maxParallelPulls, MaxParallelSandboxes: o.maxParallelSandboxes, Recorder: recorder}
+		MemoryCapacity: memCapacity, MaxParallelImagePulls: o.maxParallelPulls, MaxParallelSandboxes: o.maxParallelSandboxes, Recorder: recorder,
+		ObserveCall: metrics.ObserveCall}
 	if pods != nil {
 		cfg.CgroupParent = pods.PodCgroup
 	}
@@ -570,7 +575,7 @@ type agent struct {
 // startEngine builds the engine with its volumes, probes, PLEG (woken by
 // containerd's task events), node provider and log rotation, and starts
 // their loops.
-func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.Runtime, ver cri.VersionInfo, nodeObj *v1.Node, recorder record.EventRecorder, pods *cm.Manager) (*agent, error) {
+func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.Runtime, ver cri.VersionInfo, nodeObj *v1.Node, recorder record.EventRecorder, pods *cm.Manager, metrics *agentMetrics) (*agent, error) {
 	a := &agent{mux: http.NewServeMux()}
 	cache := lifecycle.NewCache()
 	// Volumes: the objects pods reference are read with least privilege
@@ -616,6 +621,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		ClusterDomain:   o.clusterDomain,
 		ProbeRuntime:    rt,
 		ProbeMetrics:    probeMetrics,
+		ObserveSync:     metrics.ObserveSync,
 	})
 	if err != nil {
 		return nil, err
@@ -626,7 +632,8 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		ev := &taskEvents{endpoint: o.criEndpoint, namespace: "k8s.io", wake: wake, settle: []time.Duration{10 * time.Millisecond, 30 * time.Millisecond, 100 * time.Millisecond}, retry: 5 * time.Second, clock: clock.RealClock{}}
 		go ev.run(ctx)
 	}
-	pleg, err := lifecycle.NewPLEG(lifecycle.PLEGConfig{Runtime: rt, Cache: cache, Period: o.relistPeriod, Wake: wake, OnChange: a.engine.Kick})
+	pleg, err := lifecycle.NewPLEG(lifecycle.PLEGConfig{Runtime: rt, Cache: cache, Period: o.relistPeriod, Wake: wake, OnChange: a.engine.Kick,
+		ObserveRelist: metrics.ObserveRelist})
 	if err != nil {
 		return nil, err
 	}
@@ -636,7 +643,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	go rt.RunLogRotation(ctx, cri.LogRotation{MaxSize: logMax.Value(), MaxFiles: o.logMaxFiles}, 10*time.Second)
 	go a.engine.Run(ctx)
 	a.mux.Handle("/metrics/probes", probeMetrics.Handler())
-	a.mux.Handle("GET /metrics", agentMetrics())
+	a.mux.Handle("GET /metrics", metrics.Handler())
 	a.provider = provider.New(a.engine, rt, o.nodeName, o.rootDir)
 	return a, nil
 }

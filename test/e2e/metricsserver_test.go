@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,5 +68,41 @@ func TestResourceMetricsAPI(t *testing.T) {
 	}
 	if c.Name != "c" || podCPU.MilliValue() < 100 || podMem.Value() <= 0 {
 		t.Errorf("pod container %q usage cpu %s memory %s, want container c with at least 100m CPU (it loops) and some memory", c.Name, podCPU.String(), podMem.String())
+	}
+}
+
+// TestAgentMetricsMove reads the node's /metrics through the API server's
+// node proxy after a pod ran: the kubelet's runtime, PLEG, pod worker and
+// API client metrics have samples.
+func TestAgentMetricsMove(t *testing.T) {
+	ns := newNamespace(t)
+	runningPod(t, ns, busyboxPod("counted", v1.RestartPolicyNever, "sleep 3600"))
+	raw, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy/metrics").DoRaw(testContext(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := string(raw)
+	for _, series := range []string{
+		`kubelet_runtime_operations_total{operation_type="run_podsandbox"}`,
+		`kubelet_runtime_operations_duration_seconds_count{operation_type="create_container"}`,
+		`kubelet_pleg_relist_duration_seconds_count`,
+		`kubelet_pleg_relist_interval_seconds_count`,
+		`kubelet_pod_worker_duration_seconds_count{operation_type="create"}`,
+		`rest_client_requests_total{code="200"`,
+	} {
+		found := false
+		for _, line := range strings.Split(body, "\n") {
+			if strings.HasPrefix(line, series) {
+				f := strings.Fields(line)
+				if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil && v > 0 {
+					found = true
+					t.Logf("%s", line)
+					break
+				}
+			}
+		}
+		if !found {
+			t.Errorf("/metrics has no positive sample of %s", series)
+		}
 	}
 }
