@@ -45,7 +45,12 @@ func agentCommand(root, name, kubeconfig string, o options) (*exec.Cmd, error) {
 		if o.profilingAddress != "" {
 			args = append(args, "--profiling-address="+o.profilingAddress)
 		}
-		return exec.Command(filepath.Join(root, "hack/run-crivk.sh"), args...), nil
+		cmd := exec.Command(filepath.Join(root, "hack/run-crivk.sh"), args...)
+		// Not the node's bootstrap identity: its own kubeconfig would
+		// bypass the counting proxy (the kubelet lane uses the proxy's
+		// kubeconfig too).
+		cmd.Env = append(os.Environ(), "CRIVK_ADMIN_KUBECONFIG=1")
+		return cmd, nil
 	}
 	return nil, fmt.Errorf("no agent for lane %q", name)
 }
