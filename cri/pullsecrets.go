@@ -44,8 +44,11 @@ func pullCredentials(image string, secrets []v1.Secret) []*runtimeapi.AuthConfig
 			if !hostMatches(kh, host) || !pathPrefix(kp, path) {
 				continue
 			}
-			auth := &runtimeapi.AuthConfig{Username: e.Username, Password: e.Password, Auth: e.Auth,
-				ServerAddress: kh, IdentityToken: e.IdentityToken, RegistryToken: e.RegistryToken}
+			// Username and password only, as the kubelet's keyring: no
+			// ServerAddress (containerd 1.6 parses it as a URL, and a
+			// host:port fails that: "first path segment in URL cannot
+			// contain colon"), the auth field decoded below.
+			auth := &runtimeapi.AuthConfig{Username: e.Username, Password: e.Password}
 			if e.Auth != "" && e.Username == "" {
 				if b, err := base64.StdEncoding.DecodeString(e.Auth); err == nil {
 					if u, p, ok := strings.Cut(string(b), ":"); ok {
