@@ -99,16 +99,20 @@ func dialRemote(ctx context.Context, endpoint string, connectTimeout, requestTim
 	return c, nil
 }
 
-// observeCalls is a unary interceptor telling observe (when set) each
-// call's operation, duration and error.
+// observeCalls is a unary interceptor giving each call a span
+// ("cri.<operation>", a child of the pod sync's when tracing is on) and
+// telling observe (when set) its operation, duration and error.
 func observeCalls(observe func(string, time.Duration, error)) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		if observe == nil {
-			return invoker(ctx, method, req, reply, cc, opts...)
-		}
+		op := OperationType(method)
+		ctx, span := StartSpan(ctx, "cri."+op)
+		defer span.End()
 		start := time.Now()
 		err := invoker(ctx, method, req, reply, cc, opts...)
-		observe(OperationType(method), time.Since(start), err)
+		span.SetStatus(err)
+		if observe != nil {
+			observe(op, time.Since(start), err)
+		}
 		return err
 	}
 }

@@ -634,6 +634,11 @@ func (p *PodWorkers) podWorkerLoop(uid types.UID, updates <-chan struct{}) {
 			if p.cfg.ObserveSync != nil {
 				defer func() { p.cfg.ObserveSync(op, p.cfg.Clock.Since(syncStart)) }()
 			}
+			// One span per sync (--tracing): the CRI calls it makes are
+			// its children.
+			ctx, span := cri.StartSpan(ctx, "podWorker."+op)
+			ctx = span.WithFields(ctx, log.Fields{"pod": pod.Namespace + "/" + pod.Name, "uid": string(uid)})
+			defer func() { span.SetStatus(err); span.End() }()
 			switch work.WorkType {
 			case TerminatedPodWork:
 				err = p.syncer.SyncTerminatedPod(ctx, pod, status)

@@ -15,7 +15,7 @@ import (
 // (--profiling-address; off by default: the profiles show internals and
 // cost CPU while taken). The listener is opened here so that a bad address
 // fails the start.
-func serveProfiling(ctx context.Context, addr string) error {
+func serveProfiling(ctx context.Context, addr string, tracing bool) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("--profiling-address: %w", err)
@@ -26,6 +26,9 @@ func serveProfiling(ctx context.Context, addr string) error {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if tracing {
+		enableTracing(mux)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()

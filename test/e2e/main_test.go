@@ -101,7 +101,8 @@ func startCrivk(extraArgs ...string) (func() error, error) {
 		return nil, err
 	}
 	// pprof on loopback: the streaming test counts crivk's goroutines.
-	args := append([]string{"--log-level=debug", "--profiling-address=" + crivkProfilingAddr}, extraArgs...)
+	// Tracing on: every test runs with it (TestTracing reads the spans).
+	args := append([]string{"--log-level=debug", "--profiling-address=" + crivkProfilingAddr, "--tracing"}, extraArgs...)
 	cmd := exec.Command(filepath.Join(root, "hack", "run-crivk.sh"), args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {

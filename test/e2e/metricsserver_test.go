@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,6 +105,25 @@ func TestAgentMetricsMove(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("/metrics has no positive sample of %s", series)
+		}
+	}
+}
+
+// TestTracing: crivk runs with --tracing in the e2e; after a pod starts,
+// zpages on the profiling address list the pod sync's span, its CRI
+// calls' spans and virtual-kubelet's own.
+func TestTracing(t *testing.T) {
+	ns := newNamespace(t)
+	runningPod(t, ns, busyboxPod("traced", v1.RestartPolicyNever, "sleep 3600"))
+	resp, err := http.Get("http://" + crivkProfilingAddr + "/debug/tracez")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, name := range []string{"podWorker.create", "cri.run_podsandbox", "cri.create_container", "cri.start_container"} {
+		if !strings.Contains(string(body), name) {
+			t.Errorf("/debug/tracez lists no span %s", name)
 		}
 	}
 }
