@@ -107,7 +107,7 @@ func nodeClientConfig(ctx context.Context, c bootstrapConfig) (*rest.Config, err
 	fromKubeconfig := kind == kubeconfigCertFile
 	if base == nil {
 		var err error
-		if base, err = clientcmd.BuildConfigFromFlags("", c.BootstrapKubeconfig); err != nil {
+		if base, err = loadBootstrapConfig(c.BootstrapKubeconfig); err != nil {
 			return nil, fmt.Errorf("--kubeconfig %s cannot be used and --bootstrap-kubeconfig %s cannot be loaded: %w", c.Kubeconfig, c.BootstrapKubeconfig, err)
 		}
 	}
@@ -130,7 +130,7 @@ func nodeClientConfig(ctx context.Context, c bootstrapConfig) (*rest.Config, err
 			if unexpired(current) {
 				return newCSRClientset(nodeCfg)
 			}
-			boot, err := clientcmd.BuildConfigFromFlags("", c.BootstrapKubeconfig)
+			boot, err := loadBootstrapConfig(c.BootstrapKubeconfig)
 			if err != nil {
 				return nil, fmt.Errorf("no valid client certificate and --bootstrap-kubeconfig %s cannot be loaded: %w", c.BootstrapKubeconfig, err)
 			}
@@ -164,6 +164,29 @@ func nodeClientConfig(ctx context.Context, c bootstrapConfig) (*rest.Config, err
 		}
 	}
 	return rotatingConfig(ctx, server, mgr)
+}
+
+// inClusterBootstrap is the --bootstrap-kubeconfig value that takes the
+// pod's service account as the bootstrap credential (crivk run by a
+// DaemonSet, charts/crivk): its token and CA, and the API server of the
+// pod's environment, or $CRIVK_API_SERVER when set (a hostNetwork pod on
+// a cluster without a service proxy cannot reach the kubernetes Service).
+const inClusterBootstrap = "in-cluster"
+
+// loadBootstrapConfig loads the bootstrap kubeconfig, or the in-cluster
+// service account for inClusterBootstrap.
+func loadBootstrapConfig(path string) (*rest.Config, error) {
+	if path != inClusterBootstrap {
+		return clientcmd.BuildConfigFromFlags("", path)
+	}
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--bootstrap-kubeconfig=%s: %w", inClusterBootstrap, err)
+	}
+	if server := os.Getenv("CRIVK_API_SERVER"); server != "" {
+		cfg.Host = server
+	}
+	return cfg, nil
 }
 
 // unexpired reports whether c is a certificate still valid now.
@@ -242,7 +265,7 @@ func checkBootstrapCredential(ctx context.Context, c bootstrapConfig) error {
 	backoff := time.Second
 	for {
 		err := func() error {
-			boot, err := clientcmd.BuildConfigFromFlags("", c.BootstrapKubeconfig)
+			boot, err := loadBootstrapConfig(c.BootstrapKubeconfig)
 			if err != nil {
 				return fmt.Errorf("no valid client certificate in %s and --bootstrap-kubeconfig cannot be loaded: %w", c.CertDir, err)
 			}

@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -247,5 +248,15 @@ func TestCheckBootstrapCredential(t *testing.T) {
 	err := checkBootstrapCredential(ctx2, bootstrapConfig{NodeName: "n", BootstrapKubeconfig: filepath.Join(dir, "missing"), CertDir: dir, Retry: 50 * time.Millisecond})
 	if err == nil || ctx2.Err() == nil {
 		t.Errorf("missing bootstrap kubeconfig: %v, want a wait ended by the context", err)
+	}
+}
+
+func TestLoadBootstrapConfigInCluster(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	if _, err := loadBootstrapConfig(inClusterBootstrap); err == nil || !strings.Contains(err.Error(), "--bootstrap-kubeconfig=in-cluster") {
+		t.Errorf("outside a pod: %v, want an error naming --bootstrap-kubeconfig=in-cluster", err)
+	}
+	if _, err := loadBootstrapConfig(filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Error("a missing bootstrap kubeconfig loaded")
 	}
 }

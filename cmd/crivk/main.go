@@ -126,7 +126,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.SetOutput(io.Discard)
 	host, _ := os.Hostname()
 	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to join (default $KUBECONFIG)")
-	fs.StringVar(&o.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig with a bootstrap token: when --kubeconfig has no valid client certificate, one for system:node:<node-name> is requested through a CertificateSigningRequest, written under <root-dir>/pki, rotated before expiry, and --kubeconfig is written to use it (the kubelet's TLS bootstrap)")
+	fs.StringVar(&o.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig with a bootstrap token: when --kubeconfig has no valid client certificate, one for system:node:<node-name> is requested through a CertificateSigningRequest, written under <root-dir>/pki, rotated before expiry, and --kubeconfig is written to use it (the kubelet's TLS bootstrap); \"in-cluster\": the pod's service account is the bootstrap credential (charts/crivk), the API server $CRIVK_API_SERVER if set")
 	fs.StringVar(&o.nodeName, "node-name", strings.ToLower(host), "name of the Node object")
 	fs.StringVar(&o.criEndpoint, "cri-endpoint", "unix:///run/containerd/containerd.sock", "CRI runtime endpoint")
 	fs.StringVar(&o.nodeIP, "node-ip", "", "the node's InternalIP (default: the source address of the default route)")
