@@ -10,6 +10,7 @@
 #                       ginkgo     the Ginkgo CLI of the same go.mod, to run e2e.test in parallel
 #                       metrics-server  sigs.k8s.io/metrics-server ${METRICS_SERVER_VERSION}, built in
 #                                  its own module (its go.mod and go.sum) from the module proxy
+#                       helm       helm.sh/helm/v3 of hack/tools/helm (a module of its own)
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -30,6 +31,7 @@ for c in "${components[@]}"; do
   stamp="${BIN}/.${c}.version"
   version=${KUBE_VERSION}
   [ "${c}" != metrics-server ] || version=${METRICS_SERVER_VERSION}
+  [ "${c}" != helm ] || version=$(awk '{for (i = 1; i < NF; i++) if ($i == "helm.sh/helm/v3") print $(i + 1)}' "${ROOT}/hack/tools/helm/go.mod")
   if [ -x "${BIN}/${c}" ] && [ "$(cat "${stamp}" 2>/dev/null)" = "${version}" ]; then
     echo "build-kube: ${c} ${version} already built"
     continue
@@ -45,6 +47,8 @@ for c in "${components[@]}"; do
     # The version k8s.io/kubernetes requires (go.mod), as upstream's CI uses.
     ginkgo)
       CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${BIN}/${c}" github.com/onsi/ginkgo/v2/ginkgo ;;
+    helm)
+      (cd "${ROOT}/hack/tools/helm" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${BIN}/${c}" helm.sh/helm/v3/cmd/helm) ;;
     # Not in hack/tools: its k8s.io libraries are older than k8s.io/kubernetes'.
     metrics-server)
       dir=$(GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/metrics-server@${METRICS_SERVER_VERSION}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Runs crivk's tests: unit tests with the race detector, the quick subset of
+# Runs crivk's tests: unit tests with the race detector, the Helm chart's
+# lint and template checks (hack/chart-test.sh), the quick subset of
 # the upstream conformance specs (hack/conformance-quick.txt, through
 # hack/conformance.sh), then the end-to-end tests against a local cluster
 # that this script brings up and tears down.
-# Usage: hack/test.sh [unit|conformance|e2e|all]   (default all)
+# Usage: hack/test.sh [unit|chart|conformance|e2e|all]   (default all)
 # E2E_RUN=regexp limits the end-to-end tests to those go test -run selects.
 # The output ends with go test's own summary lines; the environment's set-up
 # and tear-down logs go to _output/test-logs/.
@@ -53,6 +54,12 @@ e2e() {
 # conformance: the specs listed in hack/conformance-quick.txt (one spec
 # text per line, as Ginkgo prints it without [It] and labels), matched
 # literally, against crivk. A regression in any of them fails the tests.
+# chart: helm lint and helm template of charts/crivk, good and bad values.
+chart() {
+  echo "test: Helm chart (hack/chart-test.sh)"
+  hack/chart-test.sh
+}
+
 conformance() {
   echo "test: conformance quick subset (hack/conformance-quick.txt) against crivk"
   local focus
@@ -62,13 +69,15 @@ conformance() {
 
 case "${WHAT}" in
   unit) unit ;;
+  chart) chart ;;
   conformance) conformance ;;
   e2e) e2e ;;
   all)
     urc=0; unit || urc=$?
+    hrc=0; chart || hrc=$?
     crc=0; conformance || crc=$?
     erc=0; e2e || erc=$?
-    if [ "${urc}" -ne 0 ] || [ "${crc}" -ne 0 ] || [ "${erc}" -ne 0 ]; then exit 1; fi
+    if [ "${urc}" -ne 0 ] || [ "${hrc}" -ne 0 ] || [ "${crc}" -ne 0 ] || [ "${erc}" -ne 0 ]; then exit 1; fi
     ;;
-  *) echo "usage: hack/test.sh [unit|conformance|e2e|all]" >&2; exit 2 ;;
+  *) echo "usage: hack/test.sh [unit|chart|conformance|e2e|all]" >&2; exit 2 ;;
 esac

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Checks charts/crivk with helm v3 built from hack/tools/helm: `helm lint
+# --strict`, `helm template` of the default values and of the other modes
+# (plain RBAC, serving certificate by CSR) with the flags crivk must get,
+# and values that must be refused with a clear message (the kubelet's port,
+# runtime, directories or cgroups; bad enums). Prints one line per check and
+# "N passed, N failed"; exits non-zero on a failure.
+set -o errexit -o nounset -o pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+"${ROOT}/hack/build-kube.sh" helm >/dev/null
+HELM=${ROOT}/_output/bin/helm
+CHART=${ROOT}/charts/crivk
+passed=0
+failed=0
+ok() { echo "chart: ok   $*"; passed=$((passed + 1)); }
+bad() { echo "chart: FAIL $*"; failed=$((failed + 1)); }
+
+if out=$("${HELM}" lint --strict "${CHART}" 2>&1); then ok "helm lint --strict"; else bad "helm lint --strict: ${out}"; fi
+
+# render NAME WANT... -- ARGS: helm template succeeds and its output holds
+# every WANT line fragment.
+render() {
+  local name=$1 out w missing=()
+  shift
+  local wants=()
+  while [ "$1" != -- ]; do wants+=("$1"); shift; done
+  shift
+  if ! out=$("${HELM}" template t "${CHART}" --namespace crivk-system "$@" 2>&1); then
+    bad "${name}: helm template failed: ${out}"; return
+  fi
+  for w in "${wants[@]}"; do grep -qF -- "${w}" <<<"${out}" || missing+=("${w}"); done
+  if [ ${#missing[@]} -eq 0 ]; then ok "${name}"; else bad "${name}: missing ${missing[*]}"; fi
+}
+render "default values" \
+  "--node-name=crivk-\$(MACHINE)" "--bootstrap-kubeconfig=in-cluster" "--cri-endpoint=unix:///run/crivk/containerd/containerd.sock" \
+  "--port=10260" "--cgroup-root=/crivk" "--register-with-taints=node.crivk.io/agent=crivk:NoSchedule" \
+  "--node-labels=node.kubernetes.io/agent=crivk" "name: system:node-bootstrapper" \
+  "name: system:certificates.k8s.io:certificatesigningrequests:nodeclient" "mountPropagation: Bidirectional" --
+render "plain RBAC, serving certificate by CSR" \
+  "kind: ClusterRole" "resources: [tokenreviews]" "--rotate-server-certificates" -- \
+  --set identity=rbac,servingCert=csr
+if "${HELM}" template t "${CHART}" --set identity=rbac 2>/dev/null | grep -qF -- "--bootstrap-kubeconfig"; then
+  bad "plain RBAC still bootstraps"
+else
+  ok "plain RBAC does not bootstrap"
+fi
+
+# refuse NAME MESSAGE -- ARGS: helm template fails and says MESSAGE.
+refuse() {
+  local name=$1 msg=$2 out
+  shift 3
+  if out=$("${HELM}" template t "${CHART}" "$@" 2>&1); then
+    bad "${name}: accepted"
+  elif grep -qF -- "${msg}" <<<"${out}"; then
+    ok "${name} refused: ${msg}"
+  else
+    bad "${name}: refused without \"${msg}\": ${out}"
+  fi
+}
+refuse "the kubelet's port" "10250 is the kubelet's node API port" -- --set port=10250
+refuse "the kubelet's containerd" "is the kubelet's containerd" -- --set criEndpoint=unix:///run/containerd/containerd.sock
+refuse "the kubelet's root dir" "/var/lib/kubelet is the kubelet's" -- --set rootDir=/var/lib/kubelet
+refuse "the kubelet's pod logs" "/var/log/pods is the kubelet's" -- --set podLogDir=/var/log/pods
+refuse "the kubelet's cgroups" "inside the kubelet's cgroup tree" -- --set cgroupRoot=/kubepods/crivk
+refuse "an unknown identity" "value must be one of 'bootstrap', 'rbac'" -- --set identity=root
+refuse "a bad taint effect" "registerWithTaints/0/effect" -- --set 'registerWithTaints[0].key=a,registerWithTaints[0].effect=Never'
+refuse "an unknown value" "additional properties 'bogus' not allowed" -- --set bogus=1
+
+echo "${passed} passed, ${failed} failed"
+[ "${failed}" -eq 0 ]
