@@ -86,6 +86,11 @@ type Config struct {
 	// ObserveSync, if set, is told every pod sync's operation and
 	// duration (PodWorkersConfig.ObserveSync).
 	ObserveSync func(operation string, took time.Duration)
+	// ObservePodStart, if set, is told how long after the engine first
+	// saw a pod it turned Running (the kubelet's
+	// kubelet_pod_start_duration_seconds): once per pod, for pods the API
+	// had Pending (not those adopted running after a restart).
+	ObservePodStart func(took time.Duration)
 	// Sysctls is the node's sysctl allowlist for admission; nil: pod
 	// sysctls are not checked (the runtime decides).
 	Sysctls *admission.Sysctls
@@ -138,7 +143,10 @@ type Engine struct {
 	// not running. podIPs: the pod IPs once known. Guarded by mu.
 	waiting map[types.UID]map[string]cri.Waiting
 	podIPs  map[types.UID][]string
-	notify  func(*v1.Pod) // guarded by mu
+	// firstSeen: when each pod was first given to the engine, until it
+	// runs (ObservePodStart). Guarded by mu.
+	firstSeen map[types.UID]time.Time
+	notify    func(*v1.Pod) // guarded by mu
 	// desired lists the API's pods for this node once the informer is
 	// synced; until then no runtime pod is taken for an orphan. Guarded by mu.
 	desired func() ([]*v1.Pod, error)
@@ -186,12 +194,13 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 			Restart: flowcontrol.NewBackOff(backOffInitial, backOffMax),
 			Pull:    flowcontrol.NewBackOff(backOffInitial, backOffMax),
 		},
-		cache:    cfg.Cache,
-		queue:    NewWorkQueue(cfg.Clock),
-		pods:     map[types.UID]*v1.Pod{},
-		rejected: map[types.UID]*v1.Pod{},
-		waiting:  map[types.UID]map[string]cri.Waiting{},
-		podIPs:   map[types.UID][]string{},
+		cache:     cfg.Cache,
+		queue:     NewWorkQueue(cfg.Clock),
+		pods:      map[types.UID]*v1.Pod{},
+		rejected:  map[types.UID]*v1.Pod{},
+		waiting:   map[types.UID]map[string]cri.Waiting{},
+		podIPs:    map[types.UID][]string{},
+		firstSeen: map[types.UID]time.Time{},
 	}
 	var err error
 	if e.status, err = NewStatusManager(StatusManagerConfig{Clock: cfg.Clock, Notify: e.publish}); err != nil {
@@ -308,6 +317,9 @@ func (e *Engine) UpdatePod(_ context.Context, pod *v1.Pod) {
 	}
 	e.mu.Lock()
 	e.pods[pod.UID] = pod.DeepCopy()
+	if !known {
+		e.firstSeen[pod.UID] = e.cfg.Clock.Now()
+	}
 	e.mu.Unlock()
 	e.admitMu.Unlock()
 	t := SyncPodUpdate
@@ -574,6 +586,7 @@ func (e *Engine) removeDeleted(ctx context.Context, pod *v1.Pod) error {
 func (e *Engine) forget(pod *v1.Pod) {
 	e.mu.Lock()
 	delete(e.pods, pod.UID)
+	delete(e.firstSeen, pod.UID)
 	delete(e.waiting, pod.UID)
 	delete(e.podIPs, pod.UID)
 	e.mu.Unlock()
@@ -684,7 +697,7 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 		}
 	}
 	status := e.generate(pod, st, false)
-	e.status.SetPodStatus(pod, status)
+	e.setRunningStatus(pod, status)
 	if isTerminalPhase(status.Phase) {
 		return true, nil
 	}
@@ -697,7 +710,7 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 			return false, errors.Join(err, rerr)
 		}
 		st = after
-		e.status.SetPodStatus(pod, e.generate(pod, st, false))
+		e.setRunningStatus(pod, e.generate(pod, st, false))
 	}
 	if ne := e.cfg.NetworkError; ne != nil && !pod.Spec.HostNetwork {
 		if err := ne(); err != nil {
@@ -744,7 +757,7 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 	backingOff := e.recordSync(pod, res)
 	syncErr := res.Error()
 	if after, err := e.refresh(ctx, cri.RefOf(pod)); err == nil {
-		e.status.SetPodStatus(pod, e.generate(pod, after, false))
+		e.setRunningStatus(pod, e.generate(pod, after, false))
 		e.addProbes(pod) // the new containers' workers probe now
 	} else {
 		syncErr = errors.Join(syncErr, err)
@@ -760,6 +773,23 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 
 // SyncTerminatingPod stops the pod's containers with the grace period and
 // publishes the status with the containers stopped.
+// setRunningStatus hands a sync's status to the status manager; the first
+// time a pod the API had Pending is Running, its start duration since the
+// engine first saw it is observed (ObservePodStart).
+func (e *Engine) setRunningStatus(pod *v1.Pod, status v1.PodStatus) {
+	if e.cfg.ObservePodStart != nil && status.Phase == v1.PodRunning &&
+		(pod.Status.Phase == "" || pod.Status.Phase == v1.PodPending) {
+		e.mu.Lock()
+		seen, ok := e.firstSeen[pod.UID]
+		delete(e.firstSeen, pod.UID)
+		e.mu.Unlock()
+		if ok {
+			e.cfg.ObservePodStart(e.cfg.Clock.Since(seen))
+		}
+	}
+	e.status.SetPodStatus(pod, status)
+}
+
 func (s *engineSyncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, _ *cri.PodStatus, grace int64, statusFn PodStatusFunc) error {
 	e := (*Engine)(s)
 	e.stopLivenessAndStartup(pod.UID)

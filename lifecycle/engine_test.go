@@ -886,3 +886,29 @@ func TestEnginePodCgroups(t *testing.T) {
 		t.Errorf("termination sequence %v, want %v", seq, want)
 	}
 }
+
+// TestEnginePodStartObserved: a new pod's start duration is observed once,
+// when it first runs; a pod adopted running (its API phase Running) is not.
+func TestEnginePodStartObserved(t *testing.T) {
+	var mu sync.Mutex
+	var starts []time.Duration
+	f := newEngineFixture(t, func(c *Config) {
+		c.ObservePodStart = func(d time.Duration) {
+			mu.Lock()
+			starts = append(starts, d)
+			mu.Unlock()
+		}
+	})
+	f.startRunning(t, enginePod("uid-1", "web", v1.RestartPolicyAlways))
+	f.relist()
+	adopted := enginePod("uid-2", "adopted", v1.RestartPolicyAlways)
+	adopted.Status.Phase = v1.PodRunning
+	f.startRunning(t, adopted)
+	f.relist()
+	f.eventually(t, "the workers idle", func() bool { return !f.e.workers.isWorking("uid-1") && !f.e.workers.isWorking("uid-2") })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(starts) != 1 || starts[0] < 0 {
+		t.Errorf("pod starts observed %v, want one (the new pod's)", starts)
+	}
+}

@@ -24,6 +24,8 @@ import (
 //   - kubelet_pod_worker_duration_seconds{operation_type}: every pod sync,
 //     by update type (create, update, sync), kill, and crivk's own
 //     "terminated" for the final sync (lifecycle.Config.ObserveSync);
+//   - kubelet_pod_start_duration_seconds: first seen -> Running, once per
+//     new pod (lifecycle.Config.ObservePodStart);
 //   - rest_client_requests_total{code,host,method}: every API request
 //     (client-go's request result metric).
 //
@@ -37,6 +39,7 @@ type agentMetrics struct {
 	plegDur      prometheus.Histogram
 	plegInterval prometheus.Histogram
 	workerDur    *prometheus.HistogramVec
+	podStart     prometheus.Histogram
 	restRequests *prometheus.CounterVec
 }
 
@@ -71,6 +74,11 @@ func newAgentMetrics() *agentMetrics {
 			Help:    "Duration in seconds to sync a single pod. Broken down by operation type: create, update, sync, kill or terminated.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"operation_type"}),
+		podStart: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Subsystem: "kubelet", Name: "pod_start_duration_seconds",
+			Help:    "Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run",
+			Buckets: []float64{0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600},
+		}),
 		restRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rest_client_requests_total",
 			Help: "Number of HTTP requests, partitioned by status code, method, and host.",
@@ -82,7 +90,7 @@ func newAgentMetrics() *agentMetrics {
 	}, []string{"version"})
 	build.WithLabelValues(version).Set(1)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), build,
-		m.runtimeOps, m.runtimeErrs, m.runtimeDur, m.plegDur, m.plegInterval, m.workerDur, m.restRequests)
+		m.runtimeOps, m.runtimeErrs, m.runtimeDur, m.plegDur, m.plegInterval, m.workerDur, m.podStart, m.restRequests)
 	return m
 }
 
@@ -112,6 +120,11 @@ func (m *agentMetrics) ObserveRelist(took, interval time.Duration) {
 // ObserveSync records a pod sync (lifecycle.Config.ObserveSync).
 func (m *agentMetrics) ObserveSync(op string, took time.Duration) {
 	m.workerDur.WithLabelValues(op).Observe(took.Seconds())
+}
+
+// ObservePodStart records a pod's start (lifecycle.Config.ObservePodStart).
+func (m *agentMetrics) ObservePodStart(took time.Duration) {
+	m.podStart.Observe(took.Seconds())
 }
 
 // Increment counts an API request (client-go's ResultMetric).

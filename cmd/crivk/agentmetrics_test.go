@@ -77,6 +77,7 @@ func TestAgentMetrics(t *testing.T) {
 	m.ObserveRelist(20*time.Millisecond, 0)
 	m.ObserveRelist(20*time.Millisecond, time.Second)
 	m.ObserveSync("create", 2*time.Second)
+	m.ObservePodStart(3 * time.Second)
 	m.Increment(context.Background(), "200", "GET", "192.0.2.2:6443")
 	after := scrape(t, m)
 	for _, c := range []struct {
@@ -89,6 +90,7 @@ func TestAgentMetrics(t *testing.T) {
 		{"kubelet_pleg_relist_duration_seconds", "", 2},
 		{"kubelet_pleg_relist_interval_seconds", "", 1},
 		{"kubelet_pod_worker_duration_seconds", "create", 1},
+		{"kubelet_pod_start_duration_seconds", "", 1},
 		{"rest_client_requests_total", "GET", 1},
 	} {
 		if got := sample(after, c.name, c.label); got != c.want {

@@ -627,6 +627,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		ProbeRuntime:    rt,
 		ProbeMetrics:    probeMetrics,
 		ObserveSync:     metrics.ObserveSync,
+		ObservePodStart: metrics.ObservePodStart,
 	})
 	if err != nil {
 		return nil, err
