@@ -83,6 +83,11 @@ const docsMethod = `## How it is measured
   at a counting reverse proxy inside the harness, which forwards to the API
   server with the admin credentials; every request counts once (a watch when
   it starts). The proxy adds the same small hop to both agents.
+- **Where the time goes**: before and after W1 and each W2 batch's creation the harness reads the
+  agent's own /metrics through the API server's node proxy (crivk and the kubelet expose the same
+  names): CRI calls and their seconds by operation (kubelet_runtime_operations_duration_seconds),
+  pod sync seconds (kubelet_pod_worker_duration_seconds) and API requests
+  (rest_client_requests_total), per pod, in the last table.
 - **Profiling crivk**: ` + "`crivk --profiling-address=127.0.0.1:6060`" + ` serves net/http/pprof
   (off by default); ` + "`BENCH_CRIVK_PROFILING=127.0.0.1:6060 make bench`" + ` turns it on
   for the crivk lane, e.g. ` + "`go tool pprof http://127.0.0.1:6060/debug/pprof/profile?seconds=30`" + `.

@@ -283,7 +283,8 @@ func (l *agentLane) setup(ctx context.Context) (driver, meters, error) {
 		return nil, meters{}, err
 	}
 	d := &apiDriver{client: l.client, ns: l.ns, tr: tr, clock: clock.RealClock{}, cri: l.cri}
-	return d, meters{agentPID: l.agent.pid(), containerdPID: l.cdPID, requests: l.proxy.Count}, nil
+	scrape := func(ctx context.Context) (agentCounters, error) { return scrapeAgent(ctx, l.client, l.node) }
+	return d, meters{agentPID: l.agent.pid(), containerdPID: l.cdPID, requests: l.proxy.Count, scrape: scrape}, nil
 }
 
 func (l *agentLane) teardown(ctx context.Context) error {

@@ -146,6 +146,9 @@ func (r *Results) tables() []struct {
 			row{metric: fmt.Sprintf("%d pods: agent API requests", n), unit: "req/s", vals: sget(func(s *Steady) Num { return s.APIRequests })})
 	}
 	ts = append(ts, table{fmt.Sprintf("W5: steady state, %s per level", r.Plan.SteadyDuration), w5})
+	if bd := r.breakdownRows(); len(bd) > 0 {
+		ts = append(ts, table{"Where W1 and W2 time goes: the agents' own /metrics (kubelet_runtime_operations_duration_seconds, kubelet_pod_worker_duration_seconds, rest_client_requests_total), per pod", bd})
+	}
 	return ts
 }
 
@@ -291,4 +294,58 @@ func (r *Results) writeHeader(w io.Writer) {
 	}
 	fmt.Fprintf(w, "Plan: W1 %d pods; W2/W3 batches %v; W4 %d exits; W5 %v pods for %s each%s.\n\n",
 		r.Plan.W1Count, r.Plan.Batches, r.Plan.W4Count, r.Plan.SteadyPods, r.Plan.SteadyDuration, raw)
+}
+
+// breakdownRows are the breakdown table's rows: for W1 (create and delete)
+// and each W2 batch (creation), per pod, the CRI calls and their seconds
+// (in all and for the operations that cost most), the pod syncs' seconds
+// and the API requests.
+func (r *Results) breakdownRows() []row {
+	var all []*Breakdown
+	for i := range r.Lanes {
+		all = append(all, r.Lanes[i].W1Breakdown)
+		all = append(all, r.Lanes[i].W2Breakdown...)
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	ops := topOps(all, 4)
+	var rows []row
+	add := func(what string, pick func(l *LaneResult) *Breakdown) {
+		get := func(f func(b *Breakdown) float64) map[string]float64 {
+			return r.get(func(l *LaneResult) float64 {
+				if b := pick(l); b != nil {
+					return f(b)
+				}
+				return math.NaN()
+			})
+		}
+		rows = append(rows,
+			row{metric: what + ": CRI calls", unit: "calls/pod", vals: get(func(b *Breakdown) float64 {
+				t := 0.0
+				for _, v := range b.CRICalls {
+					t += v
+				}
+				return t
+			})},
+			row{metric: what + ": time in CRI calls", unit: "s/pod", vals: get(func(b *Breakdown) float64 { return b.TotalCRISeconds() })})
+		for _, op := range ops {
+			rows = append(rows, row{metric: what + ": " + op, unit: "s/pod", vals: get(func(b *Breakdown) float64 { return b.CRISeconds[op] })})
+		}
+		rows = append(rows,
+			row{metric: what + ": time in pod syncs", unit: "s/pod", vals: get(func(b *Breakdown) float64 { return b.SyncSeconds })},
+			row{metric: what + ": API requests", unit: "req/pod", vals: get(func(b *Breakdown) float64 { return b.APIRequests })})
+	}
+	add("W1 (create and delete)", func(l *LaneResult) *Breakdown { return l.W1Breakdown })
+	for _, n := range r.Plan.Batches {
+		add(fmt.Sprintf("W2 %d pods (create)", n), func(l *LaneResult) *Breakdown {
+			for _, b := range l.W2Breakdown {
+				if b != nil && b.Pods == n {
+					return b
+				}
+			}
+			return nil
+		})
+	}
+	return rows
 }

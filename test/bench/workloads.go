@@ -97,6 +97,11 @@ type LaneResult struct {
 	// before its container's exit time.
 	W4Dropped int      `json:"w4Dropped"`
 	W5        []Steady `json:"w5"`
+	// W1Breakdown (create and delete) and W2Breakdown (creation of each
+	// batch) come from the agent's own /metrics; nil in the raw lane or
+	// when a scrape failed.
+	W1Breakdown *Breakdown   `json:"w1Breakdown,omitempty"`
+	W2Breakdown []*Breakdown `json:"w2Breakdown,omitempty"`
 }
 
 // meters reads the processes a lane is measured on.
@@ -104,6 +109,8 @@ type meters struct {
 	agentPID      int // 0: no agent (raw lane)
 	containerdPID int
 	requests      func() int64 // nil: no agent
+	// scrape reads the agent's own counters (/metrics); nil: no agent.
+	scrape func(ctx context.Context) (agentCounters, error)
 }
 
 // podFactory makes the benchmark's pods: pinned by nodeName, images present
@@ -206,11 +213,34 @@ func (w *workloads) step(ctx context.Context) (context.Context, context.CancelFu
 }
 
 func (w *workloads) createAndRemove(ctx context.Context, pods []*v1.Pod) ([]span, []span, error) {
+	return w.createAndRemoveThen(ctx, pods, nil)
+}
+
+// scrape reads the agent's counters; false in the raw lane or on an error
+// (logged: the breakdown is a plus, not the benchmark).
+func (w *workloads) scrape(ctx context.Context) (agentCounters, bool) {
+	if w.m.scrape == nil {
+		return agentCounters{}, false
+	}
+	c, err := w.m.scrape(ctx)
+	if err != nil {
+		w.logf("breakdown: %v", err)
+		return agentCounters{}, false
+	}
+	return c, true
+}
+
+// createAndRemoveThen creates pods, calls between (if set) once they run,
+// then removes them.
+func (w *workloads) createAndRemoveThen(ctx context.Context, pods []*v1.Pod, between func()) ([]span, []span, error) {
 	sctx, cancel := w.step(ctx)
 	defer cancel()
 	up, err := w.d.create(sctx, pods)
 	if err != nil {
 		return nil, nil, err
+	}
+	if between != nil {
+		between()
 	}
 	dctx, cancel2 := w.step(ctx)
 	defer cancel2()
@@ -226,6 +256,7 @@ func (w *workloads) run(ctx context.Context, res *LaneResult) error {
 	}
 
 	w.logf("W1: %d single pods in sequence", w.plan.W1Count)
+	w1Before, w1Scraped := w.scrape(ctx)
 	for i := 0; i < w.plan.W1Count; i++ {
 		up, _, err := w.createAndRemove(ctx, []*v1.Pod{w.f.sleeper(fmt.Sprintf("w1-%d", i))})
 		if err != nil {
@@ -234,12 +265,20 @@ func (w *workloads) run(ctx context.Context, res *LaneResult) error {
 		res.W1Raw = append(res.W1Raw, spanSeconds(up)...)
 	}
 	res.W1 = Summarize(res.W1Raw)
+	if after, ok := w.scrape(ctx); ok && w1Scraped {
+		res.W1Breakdown = breakdownOf(w1Before, after, w.plan.W1Count)
+	}
 
 	var failed []error
 	for _, n := range w.plan.Batches {
 		w.logf("W2/W3: batch of %d", n)
 		pods := w.f.sleepers(fmt.Sprintf("w2-%d", n), 0, n)
-		up, down, err := w.createAndRemove(ctx, pods)
+		before, scraped := w.scrape(ctx)
+		up, down, err := w.createAndRemoveThen(ctx, pods, func() {
+			if after, ok := w.scrape(ctx); ok && scraped {
+				res.W2Breakdown = append(res.W2Breakdown, breakdownOf(before, after, n))
+			}
+		})
 		if up != nil {
 			res.W2 = append(res.W2, batchOf(up))
 		}
