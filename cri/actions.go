@@ -91,6 +91,14 @@ func ShouldRestart(policy v1.RestartPolicy, exitCode int32) bool {
 	}
 }
 
+// PlanInputs are what a plan needs besides the spec and the runtime's
+// state: the probes' verdicts.
+type PlanInputs struct {
+	// Started reports whether the running container id passed its startup
+	// probe; nil: every running container counts as started (no probes).
+	Started func(containerID string) bool
+}
+
 // ComputePodActions decides what SyncPod must do to bring the runtime's
 // state of a pod (status) to what its spec asks. It is pure: no I/O, no
 // clock; back-off is applied when the plan is carried out.
@@ -98,7 +106,7 @@ func ShouldRestart(policy v1.RestartPolicy, exitCode int32) bool {
 // the plan (sandbox, init sequence with sidecars, regular containers,
 // kills) read top to bottom and share what is computed on the way; it is
 // pure and covered step by step by TestComputePodActions's table.
-func ComputePodActions(pod *v1.Pod, status *PodStatus) PodActions {
+func ComputePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions {
 	a := PodActions{NextInit: -1, ContainersToKill: map[string]string{}}
 	policy := pod.Spec.RestartPolicy
 
@@ -177,6 +185,12 @@ func ComputePodActions(pod *v1.Pod, status *PodStatus) PodActions {
 				a.NextInit = i
 				return a
 			case c.State == StateRunning:
+				// A sidecar with a startup probe counts as done once the
+				// probe succeeded: until then nothing after it starts (the
+				// kubelet's computeInitContainerActions).
+				if spec.StartupProbe != nil && in.Started != nil && !in.Started(c.ID) {
+					return a
+				}
 				continue
 			default:
 				a.ContainersToKill[c.ID] = fmt.Sprintf("sidecar %q is in state %s", c.Name, c.State)

@@ -254,7 +254,7 @@ func TestComputePodActions(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, gotKill := normalize(ComputePodActions(tc.pod, tc.status))
+			got, gotKill := normalize(ComputePodActions(tc.pod, tc.status, PlanInputs{}))
 			wantPlan, wantKill := normalize(tc.want.plan())
 			if len(tc.want.killIDs) > 0 {
 				wantKill = append([]string(nil), tc.want.killIDs...)
@@ -336,7 +336,7 @@ func TestComputePodActionsEphemeral(t *testing.T) {
 		"no sandbox yet": {pod: withDebug(actionsPod(v1.RestartPolicyAlways, nil, "a")), status: &PodStatus{}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got := ComputePodActions(tc.pod, tc.status)
+			got := ComputePodActions(tc.pod, tc.status, PlanInputs{})
 			if fmt.Sprint(got.EphemeralToStart) != fmt.Sprint(tc.want) {
 				t.Errorf("EphemeralToStart %v, want %v (plan %s)", got.EphemeralToStart, tc.want, got)
 			}

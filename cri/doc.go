@@ -11,7 +11,7 @@
 // The caller (package lifecycle) runs this loop per pod:
 //
 //	status, err := rt.GetPodStatus(ctx, RefOf(pod))          // read
-//	plan := ComputePodActions(pod, status)                   // pure: decide
+//	plan := ComputePodActions(pod, status, inputs)           // pure: decide
 //	res := rt.SyncPod(ctx, pod, status, plan, backoffs, now) // act, per-step results
 //	...
 //	err = rt.KillPod(ctx, pod, status, grace)                // on termination

@@ -76,7 +76,7 @@ func TestComputePodActionsSidecars(t *testing.T) {
 			if policy == "" {
 				policy = v1.RestartPolicyAlways
 			}
-			got := ComputePodActions(sidecarPod(policy), tc.status)
+			got := ComputePodActions(sidecarPod(policy), tc.status, PlanInputs{})
 			if got.NextInit != tc.nextInit || !reflect.DeepEqual(got.ContainersToStart, tc.start) || !reflect.DeepEqual(got.SidecarsToStart, tc.sidecars) {
 				t.Errorf("plan %s (next init %d, start %v, sidecars %v), want next init %d, start %v, sidecars %v",
 					got, got.NextInit, got.ContainersToStart, got.SidecarsToStart, tc.nextInit, tc.start, tc.sidecars)
@@ -173,5 +173,35 @@ func TestSyncPodSidecarFlow(t *testing.T) {
 	step()
 	if c := f.status(t, pod).Latest("s1", ContainerTypeInit); c.State != StateExited {
 		t.Errorf("sidecar %s after the pod's container finished, want stopped", c.State)
+	}
+}
+
+// TestComputePodActionsSidecarStartupProbe: a running sidecar with a
+// startup probe gates the containers after it until the probe succeeded
+// (the kubelet's computeInitContainerActions); once initialized, it no
+// longer gates anything.
+func TestComputePodActionsSidecarStartupProbe(t *testing.T) {
+	pod := sidecarPod(v1.RestartPolicyAlways)
+	pod.Spec.InitContainers[1].StartupProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}
+	passed := map[string]bool{}
+	in := PlanInputs{Started: func(id string) bool { return passed[id] }}
+	waiting := readyStatus(initCtr("i1", StateExited, 0), initCtr("s1", StateRunning, 0))
+	if got := ComputePodActions(pod, waiting, in); got.NextInit != -1 || len(got.ContainersToStart) != 0 || len(got.ContainersToKill) != 0 {
+		t.Errorf("s1 running, startup probe not passed: plan %s, want nothing (wait for the probe)", got)
+	}
+	passed["s1-0"] = true
+	if got := ComputePodActions(pod, waiting, in); got.NextInit != 2 {
+		t.Errorf("s1 passed its startup probe: plan %s, want the next init container s2 (index 2)", got)
+	}
+	// Without probe inputs (no prober), a running sidecar counts as started.
+	if got := ComputePodActions(pod, waiting, PlanInputs{}); got.NextInit != 2 {
+		t.Errorf("no probe inputs: plan %s, want s2 next", got)
+	}
+	// Initialized: a restarted sidecar without its startup probe passed
+	// does not stop the regular containers.
+	passed["s1-0"] = false
+	init := readyStatus(initCtr("i1", StateExited, 0), initCtr("s1", StateRunning, 0), initCtr("s2", StateRunning, 0), running("a"))
+	if got := ComputePodActions(pod, init, in); !got.Empty() {
+		t.Errorf("initialized pod: plan %s, want nothing to do", got)
 	}
 }

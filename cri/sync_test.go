@@ -51,7 +51,7 @@ func newSyncFixture(t *testing.T) *syncFixture {
 func (f *syncFixture) sync(t *testing.T, pod *v1.Pod) (*SyncResult, PodActions) {
 	t.Helper()
 	st := f.status(t, pod)
-	plan := ComputePodActions(pod, st)
+	plan := ComputePodActions(pod, st, PlanInputs{})
 	return f.rt.SyncPod(context.Background(), pod, st, plan, f.b, f.clock.Now()), plan
 }
 

@@ -745,7 +745,7 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 			return false, err
 		}
 	}
-	plan := cri.ComputePodActions(pod, st)
+	plan := cri.ComputePodActions(pod, st, cri.PlanInputs{Started: e.startupPassed})
 	if plan.Empty() {
 		e.mu.Lock()
 		delete(e.waiting, pod.UID)

@@ -202,3 +202,14 @@ func containerRef(pod *v1.Pod, name string) *v1.ObjectReference {
 		FieldPath:       fmt.Sprintf("spec.containers{%s}", name),
 	}
 }
+
+// startupPassed reports whether container id passed its startup probe (a
+// plan input: a sidecar gates what follows it until then); true without
+// probes.
+func (e *Engine) startupPassed(id string) bool {
+	if e.probes == nil {
+		return true
+	}
+	r, ok := e.probes.Result(prober.Startup, id)
+	return ok && r == prober.Success
+}

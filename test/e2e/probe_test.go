@@ -336,3 +336,31 @@ func TestReadinessGateTakesEffectAtOnce(t *testing.T) {
 		t.Errorf("Ready %s after the readiness gate was set, want within 2s", took)
 	}
 }
+
+// TestSidecarStartupProbeGatesMainContainers: a sidecar whose startup
+// probe succeeds only after 5 s holds the pod's regular container back
+// until then, as the kubelet does (conformance: "Probing restartable init
+// container should be ready immediately after startupProbe succeeds").
+func TestSidecarStartupProbeGatesMainContainers(t *testing.T) {
+	ns := newNamespace(t)
+	pod := busyboxPod("sidecar-startup", v1.RestartPolicyAlways, "sleep 3600")
+	always := v1.ContainerRestartPolicyAlways
+	pod.Spec.InitContainers = []v1.Container{{
+		Name: "sidecar", Image: busybox, ImagePullPolicy: v1.PullIfNotPresent, RestartPolicy: &always,
+		Command: []string{"sh", "-c", "sleep 5; touch /tmp/started; sleep 3600"},
+		StartupProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"cat", "/tmp/started"}}},
+			PeriodSeconds: 1, FailureThreshold: 60, TimeoutSeconds: 1},
+	}}
+	p := runningPod(t, ns, pod)
+	if len(p.Status.InitContainerStatuses) != 1 || p.Status.InitContainerStatuses[0].State.Running == nil ||
+		len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Running == nil {
+		t.Fatalf("statuses %+v %+v", p.Status.InitContainerStatuses, p.Status.ContainerStatuses)
+	}
+	sidecarStart := p.Status.InitContainerStatuses[0].State.Running.StartedAt.Time
+	mainStart := p.Status.ContainerStatuses[0].State.Running.StartedAt.Time
+	gap := mainStart.Sub(sidecarStart)
+	t.Logf("sidecar started %s, regular container %s later", sidecarStart.Format(time.RFC3339), gap)
+	if gap < 5*time.Second {
+		t.Errorf("the regular container started %s after the sidecar, before its startup probe could succeed (>= 5 s)", gap)
+	}
+}
