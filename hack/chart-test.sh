@@ -36,6 +36,7 @@ render "default values" \
   "--node-name=crivk-\$(MACHINE)" "--bootstrap-kubeconfig=in-cluster" "--cri-endpoint=unix:///run/crivk/containerd/containerd.sock" \
   "--port=10260" "--cgroup-root=/crivk" "--register-with-taints=node.crivk.io/agent=crivk:NoSchedule" \
   "--node-labels=node.kubernetes.io/agent=crivk" "name: system:node-bootstrapper" \
+  "--client-ca-file=/var/run/secrets/kubernetes.io/serviceaccount/ca.crt" \
   "name: system:certificates.k8s.io:certificatesigningrequests:nodeclient" "mountPropagation: Bidirectional" --
 render "plain RBAC, serving certificate by CSR" \
   "kind: ClusterRole" "resources: [tokenreviews]" "--rotate-server-certificates" -- \
