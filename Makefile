@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 VERSION ?= v1.35.4-crivk.0
 NODE_AGENT ?= crivk
 
-.PHONY: all build run test test-unit test-conformance test-e2e conformance bench chaos local-up local-down deps clean
+.PHONY: all build run test test-unit test-conformance test-e2e test-helm conformance bench chaos local-up local-down deps clean
 
 all: build
 
@@ -30,6 +30,10 @@ test-conformance:
 ## test-e2e: end-to-end tests only
 test-e2e:
 	VERSION=$(VERSION) hack/test.sh e2e
+
+## test-helm: charts/crivk installed beside a real kubelet node (hack/helm-e2e.sh; not part of make test)
+test-helm:
+	VERSION=$(VERSION) hack/helm-e2e.sh
 
 ## conformance: upstream node conformance specs against NODE_AGENT=crivk|kubelet (CONFORMANCE_FOCUS/CONFORMANCE_SKIP override)
 conformance:
