@@ -15,7 +15,7 @@ build:
 run:
 	VERSION=$(VERSION) hack/run.sh
 
-## test: unit tests (go test -race), the quick conformance subset, then end-to-end tests against a local cluster brought up and torn down here
+## test: unit tests (go test -race), chart checks, the quick conformance subset, end-to-end tests against a local cluster brought up and torn down here, then the chart beside a real kubelet
 test:
 	VERSION=$(VERSION) hack/test.sh
 
@@ -31,7 +31,7 @@ test-conformance:
 test-e2e:
 	VERSION=$(VERSION) hack/test.sh e2e
 
-## test-helm: charts/crivk installed beside a real kubelet node (hack/helm-e2e.sh; not part of make test)
+## test-helm: charts/crivk installed beside a real kubelet node (hack/helm-e2e.sh; the last stage of make test)
 test-helm:
 	VERSION=$(VERSION) hack/helm-e2e.sh
 

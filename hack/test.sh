@@ -3,8 +3,9 @@
 # lint and template checks (hack/chart-test.sh), the quick subset of
 # the upstream conformance specs (hack/conformance-quick.txt, through
 # hack/conformance.sh), then the end-to-end tests against a local cluster
-# that this script brings up and tears down.
-# Usage: hack/test.sh [unit|chart|conformance|e2e|all]   (default all)
+# that this script brings up and tears down, then the chart installed
+# beside a real kubelet (hack/helm-e2e.sh).
+# Usage: hack/test.sh [unit|chart|conformance|e2e|helm|all]   (default all)
 # E2E_RUN=regexp limits the end-to-end tests to those go test -run selects.
 # The output ends with go test's own summary lines; the environment's set-up
 # and tear-down logs go to _output/test-logs/.
@@ -60,6 +61,12 @@ chart() {
   hack/chart-test.sh
 }
 
+# helm_e2e: charts/crivk installed beside a real kubelet (hack/helm-e2e.sh).
+helm_e2e() {
+  echo "test: Helm chart beside a kubelet (hack/helm-e2e.sh)"
+  hack/helm-e2e.sh
+}
+
 conformance() {
   echo "test: conformance quick subset (hack/conformance-quick.txt) against crivk"
   local focus
@@ -70,6 +77,7 @@ conformance() {
 case "${WHAT}" in
   unit) unit ;;
   chart) chart ;;
+  helm) helm_e2e ;;
   conformance) conformance ;;
   e2e) e2e ;;
   all)
@@ -77,7 +85,9 @@ case "${WHAT}" in
     hrc=0; chart || hrc=$?
     crc=0; conformance || crc=$?
     erc=0; e2e || erc=$?
-    if [ "${urc}" -ne 0 ] || [ "${hrc}" -ne 0 ] || [ "${crc}" -ne 0 ] || [ "${erc}" -ne 0 ]; then exit 1; fi
+    # The chart beside a real kubelet (about 3 minutes): its own cluster.
+    krc=0; helm_e2e || krc=$?
+    if [ "${urc}" -ne 0 ] || [ "${hrc}" -ne 0 ] || [ "${crc}" -ne 0 ] || [ "${erc}" -ne 0 ] || [ "${krc}" -ne 0 ]; then exit 1; fi
     ;;
-  *) echo "usage: hack/test.sh [unit|chart|conformance|e2e|all]" >&2; exit 2 ;;
+  *) echo "usage: hack/test.sh [unit|chart|conformance|e2e|helm|all]" >&2; exit 2 ;;
 esac

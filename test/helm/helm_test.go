@@ -1,0 +1,307 @@
+// Package helm is the end-to-end test of charts/crivk beside a real
+// kubelet (hack/helm-e2e.sh brings up the local control plane, the kubelet
+// v1.35.4 as node NODE_NAME on the cluster's containerd, crivk's own
+// containerd (hack/crivk-runtime.sh) and the crivk image, then runs it with
+// CRIVK_HELM_E2E=1).
+package helm
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crivk/crivk/cri"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+const (
+	namespace = "crivk-system"
+	release   = "crivk"
+	poll      = 500 * time.Millisecond
+)
+
+type env struct {
+	client               kubernetes.Interface
+	kubelet, crivk       cri.RuntimeService
+	machine, crivkNode   string
+	helm, chart, version string
+	values               []string
+	busybox              string
+}
+
+func need(t *testing.T, k string) string {
+	t.Helper()
+	v := os.Getenv(k)
+	if v == "" {
+		t.Fatalf("%s is not set (run hack/helm-e2e.sh)", k)
+	}
+	return v
+}
+
+func setup(t *testing.T) *env {
+	if os.Getenv("CRIVK_HELM_E2E") != "1" {
+		t.Skip("run through hack/helm-e2e.sh (make test-helm), which brings up a kubelet node and crivk's runtime")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", need(t, "KUBECONFIG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, _ := filepath.Abs("../..")
+	e := &env{
+		client:  kubernetes.NewForConfigOrDie(cfg),
+		machine: need(t, "NODE_NAME"),
+		helm:    filepath.Join(root, "_output/bin/helm"),
+		chart:   filepath.Join(root, "charts/crivk"),
+		version: need(t, "VERSION"),
+		busybox: need(t, "BUSYBOX_IMAGE"),
+	}
+	e.crivkNode = "crivk-" + e.machine
+	connect := func(endpoint string) cri.RuntimeService {
+		// The pod log dir is not read here.
+		rt, err := cri.Connect(context.Background(), cri.Config{Endpoint: endpoint, PodLogDir: os.TempDir()})
+		if err != nil {
+			t.Fatalf("CRI %s: %v", endpoint, err)
+		}
+		t.Cleanup(func() { rt.Close() })
+		return rt.Services()
+	}
+	e.kubelet = connect(need(t, "CRI_ENDPOINT"))
+	e.crivk = connect(need(t, "CRIVK_RUNTIME_ENDPOINT"))
+	e.values = []string{
+		"--set", "image.repository=crivk", "--set", "image.pullPolicy=Never",
+		"--set", "apiServer=https://" + need(t, "NODE_IP") + ":6443",
+		"--set", "criEndpoint=unix://" + need(t, "CRIVK_RUNTIME_SOCK"),
+		"--set", "nodeSelector.kubernetes\\.io/hostname=" + e.machine,
+		"--set", "logLevel=debug",
+	}
+	return e
+}
+
+func (e *env) run(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(e.helm, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return out.String()
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func (e *env) waitNodeReady(t *testing.T, timeout time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), poll, timeout, true, func(ctx context.Context) (bool, error) {
+		n, err := e.client.CoreV1().Nodes().Get(ctx, e.crivkNode, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == v1.NodeReady {
+				last = string(c.Status) + " " + c.Message
+				return c.Status == v1.ConditionTrue, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("node %s never Ready within %s (last: %s)", e.crivkNode, timeout, last)
+	}
+	return time.Since(start)
+}
+
+func (e *env) waitPod(t *testing.T, ns, name string, timeout time.Duration, cond func(*v1.Pod) bool) *v1.Pod {
+	t.Helper()
+	var p *v1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), poll, timeout, true, func(ctx context.Context) (bool, error) {
+		var err error
+		if p, err = e.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return false, nil
+		}
+		return cond(p), nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s/%s: condition not met within %s; last %+v", ns, name, timeout, p)
+	}
+	return p
+}
+
+func running(p *v1.Pod) bool {
+	if p.Status.Phase != v1.PodRunning || len(p.Status.ContainerStatuses) == 0 {
+		return false
+	}
+	for _, s := range p.Status.ContainerStatuses {
+		if !s.Ready {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *env) pod(name, node string, crivkNode bool) *v1.Pod {
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1.PodSpec{
+			NodeSelector:                 map[string]string{"kubernetes.io/hostname": node},
+			AutomountServiceAccountToken: new(bool),
+			TerminationGracePeriodSeconds: func() *int64 {
+				g := int64(2)
+				return &g
+			}(),
+			Containers: []v1.Container{{
+				Name: "c", Image: e.busybox, ImagePullPolicy: v1.PullIfNotPresent,
+				Command: []string{"sh", "-c", "echo hello from " + name + "; sleep 3600"},
+			}},
+		},
+	}
+	if crivkNode {
+		p.Spec.Tolerations = []v1.Toleration{{Key: "node.crivk.io/agent", Operator: v1.TolerationOpEqual, Value: "crivk", Effect: v1.TaintEffectNoSchedule}}
+	}
+	return p
+}
+
+// sandboxes returns the pod UIDs of the sandboxes a runtime holds.
+func sandboxes(t *testing.T, rs cri.RuntimeService) map[string]bool {
+	t.Helper()
+	list, err := rs.ListPodSandbox(ctxT(t, 10*time.Second), &runtimeapi.PodSandboxFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, s := range list {
+		out[s.GetMetadata().GetUid()] = true
+	}
+	return out
+}
+
+func containerIDs(p *v1.Pod) string {
+	var ids []string
+	for _, s := range p.Status.ContainerStatuses {
+		ids = append(ids, fmt.Sprintf("%s@%d", s.ContainerID, s.RestartCount))
+	}
+	return strings.Join(ids, ",")
+}
+
+// TestHelmBesideKubelet installs the chart on a cluster whose machine runs
+// a kubelet: the DaemonSet pod runs on the kubelet's node, the node
+// crivk-<machine> registers Ready through TLS bootstrap, a pod scheduled
+// to it runs on crivk's runtime and serves its logs; the kubelet's pod
+// keeps running, unrestarted, and neither runtime ever holds a sandbox of
+// the other's pods; `helm upgrade` to a new image tag keeps crivk's pod
+// running (adopted, not restarted); `helm uninstall` removes crivk and
+// leaves its pods to be adopted again (the documented decision), which a
+// reinstall does.
+func TestHelmBesideKubelet(t *testing.T) {
+	e := setup(t)
+	ctx := ctxT(t, 15*time.Minute)
+	ns := "helm-e2e"
+	if _, err := e.client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	// The kubelet's own pod, before crivk exists.
+	if _, err := e.client.CoreV1().Pods(ns).Create(ctx, e.pod("on-kubelet", e.machine, false), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubeletPod := e.waitPod(t, ns, "on-kubelet", 2*time.Minute, running)
+	before := containerIDs(kubeletPod)
+
+	e.run(t, append([]string{"install", release, e.chart, "--namespace", namespace, "--create-namespace", "--set", "image.tag=" + e.version}, e.values...)...)
+	took := e.waitNodeReady(t, 3*time.Minute)
+	t.Logf("helm install: node %s Ready %s later", e.crivkNode, took.Round(time.Millisecond))
+	n, err := e.client.CoreV1().Nodes().Get(ctx, e.crivkNode, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Labels["node.kubernetes.io/agent"] != "crivk" || len(n.Spec.Taints) == 0 {
+		t.Errorf("node %s labels %v taints %v, want the chart's label and taint", e.crivkNode, n.Labels, n.Spec.Taints)
+	}
+
+	if _, err := e.client.CoreV1().Pods(ns).Create(ctx, e.pod("on-crivk", e.crivkNode, true), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	crivkPod := e.waitPod(t, ns, "on-crivk", 2*time.Minute, running)
+	logs, err := e.client.CoreV1().Pods(ns).GetLogs("on-crivk", &v1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil || !strings.Contains(string(logs), "hello from on-crivk") {
+		t.Errorf("logs of the pod on %s: %q, %v", e.crivkNode, logs, err)
+	}
+	inKubelet, inCrivk := sandboxes(t, e.kubelet), sandboxes(t, e.crivk)
+	if inKubelet[string(crivkPod.UID)] || !inCrivk[string(crivkPod.UID)] {
+		t.Errorf("crivk's pod: in the kubelet's runtime %v, in crivk's %v; want only crivk's", inKubelet[string(crivkPod.UID)], inCrivk[string(crivkPod.UID)])
+	}
+	if inCrivk[string(kubeletPod.UID)] || !inKubelet[string(kubeletPod.UID)] {
+		t.Errorf("the kubelet's pod: in crivk's runtime %v, in the kubelet's %v; want only the kubelet's", inCrivk[string(kubeletPod.UID)], inKubelet[string(kubeletPod.UID)])
+	}
+	crivkBefore := containerIDs(crivkPod)
+
+	// helm upgrade to another image tag: the DaemonSet pod is replaced,
+	// crivk's pod is adopted, not restarted.
+	e.run(t, append([]string{"upgrade", release, e.chart, "--namespace", namespace, "--set", "image.tag=e2e-upgrade"}, e.values...)...)
+	err = wait.PollUntilContextTimeout(ctx, poll, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := e.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil || len(pods.Items) != 1 {
+			return false, nil
+		}
+		p := pods.Items[0]
+		return strings.HasSuffix(p.Spec.Containers[0].Image, ":e2e-upgrade") && running(&p), nil
+	})
+	if err != nil {
+		t.Fatal("the upgraded crivk never ran")
+	}
+	e.waitNodeReady(t, 2*time.Minute)
+	time.Sleep(5 * time.Second) // a sync or two of the adopted pod
+	if after := containerIDs(e.waitPod(t, ns, "on-crivk", time.Minute, running)); after != crivkBefore {
+		t.Errorf("crivk's pod across helm upgrade: %s, then %s; want it adopted, not restarted", crivkBefore, after)
+	}
+
+	// helm uninstall leaves crivk's pods running; a reinstall adopts them.
+	e.run(t, "uninstall", release, "--namespace", namespace, "--wait")
+	st, err := e.crivk.ListContainers(ctxT(t, 10*time.Second), &runtimeapi.ContainerFilter{
+		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+		LabelSelector: map[string]string{cri.LabelPodUID: string(crivkPod.UID)},
+	})
+	if err != nil || len(st) != 1 {
+		t.Errorf("after helm uninstall, crivk's pod has %d running containers (%v), want 1 (left to be adopted)", len(st), err)
+	}
+	e.run(t, append([]string{"install", release, e.chart, "--namespace", namespace, "--set", "image.tag=" + e.version}, e.values...)...)
+	e.waitNodeReady(t, 3*time.Minute)
+	time.Sleep(5 * time.Second)
+	if after := containerIDs(e.waitPod(t, ns, "on-crivk", time.Minute, running)); after != crivkBefore {
+		t.Errorf("crivk's pod across uninstall and reinstall: %s, then %s", crivkBefore, after)
+	}
+
+	if after := containerIDs(e.waitPod(t, ns, "on-kubelet", time.Minute, running)); after != before {
+		t.Errorf("the kubelet's pod: %s before crivk, %s after; want it untouched", before, after)
+	}
+
+	// Clean up: crivk's pod deleted through crivk, then crivk and its node.
+	if err := e.client.CoreV1().Pods(ns).Delete(ctx, "on-crivk", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_ = wait.PollUntilContextTimeout(ctx, poll, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := e.client.CoreV1().Pods(ns).Get(ctx, "on-crivk", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	e.run(t, "uninstall", release, "--namespace", namespace, "--wait")
+	_ = e.client.CoreV1().Nodes().Delete(ctx, e.crivkNode, metav1.DeleteOptions{})
+	_ = e.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+}
