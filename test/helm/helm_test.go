@@ -22,7 +22,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/remotecommand"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -33,6 +36,7 @@ const (
 )
 
 type env struct {
+	cfg                  *rest.Config
 	client               kubernetes.Interface
 	kubelet, crivk       cri.RuntimeService
 	machine, crivkNode   string
@@ -60,6 +64,7 @@ func setup(t *testing.T) *env {
 	}
 	root, _ := filepath.Abs("../..")
 	e := &env{
+		cfg:     cfg,
 		client:  kubernetes.NewForConfigOrDie(cfg),
 		machine: need(t, "NODE_NAME"),
 		helm:    filepath.Join(root, "_output/bin/helm"),
@@ -180,6 +185,24 @@ func (e *env) pod(name, node string, crivkNode bool) *v1.Pod {
 	return p
 }
 
+// exec runs a command in a pod through the API server (kubectl exec),
+// returning its stdout.
+func (e *env) exec(t *testing.T, ns, pod string, cmd ...string) (string, error) {
+	t.Helper()
+	req := e.client.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
+		VersionedParams(&v1.PodExecOptions{Container: "c", Command: cmd, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	ex, err := remotecommand.NewSPDYExecutor(e.cfg, "POST", req.URL())
+	if err != nil {
+		return "", err
+	}
+	var out, errOut bytes.Buffer
+	err = ex.StreamWithContext(ctxT(t, 30*time.Second), remotecommand.StreamOptions{Stdout: &out, Stderr: &errOut})
+	if err != nil {
+		return out.String(), fmt.Errorf("%w (stderr %q)", err, errOut.String())
+	}
+	return out.String(), nil
+}
+
 // sandboxes returns the pod UIDs of the sandboxes a runtime holds.
 func sandboxes(t *testing.T, rs cri.RuntimeService) map[string]bool {
 	t.Helper()
@@ -205,7 +228,7 @@ func containerIDs(p *v1.Pod) string {
 // TestHelmBesideKubelet installs the chart on a cluster whose machine runs
 // a kubelet: the DaemonSet pod runs on the kubelet's node, the node
 // crivk-<machine> registers Ready through TLS bootstrap, a pod scheduled
-// to it runs on crivk's runtime and serves its logs; the kubelet's pod
+// to it runs on crivk's runtime and serves its logs and exec; the kubelet's pod
 // keeps running, unrestarted, and neither runtime ever holds a sandbox of
 // the other's pods; `helm upgrade` to a new image tag keeps crivk's pod
 // running (adopted, not restarted); `helm uninstall` removes crivk and
@@ -243,6 +266,9 @@ func TestHelmBesideKubelet(t *testing.T) {
 	logs, err := e.client.CoreV1().Pods(ns).GetLogs("on-crivk", &v1.PodLogOptions{}).DoRaw(ctx)
 	if err != nil || !strings.Contains(string(logs), "hello from on-crivk") {
 		t.Errorf("logs of the pod on %s: %q, %v", e.crivkNode, logs, err)
+	}
+	if out, err := e.exec(t, ns, "on-crivk", "sh", "-c", "echo exec-ok; hostname"); err != nil || !strings.HasPrefix(out, "exec-ok\non-crivk") {
+		t.Errorf("exec in the pod on %s: %q, %v", e.crivkNode, out, err)
 	}
 	inKubelet, inCrivk := sandboxes(t, e.kubelet), sandboxes(t, e.crivk)
 	if inKubelet[string(crivkPod.UID)] || !inCrivk[string(crivkPod.UID)] {
