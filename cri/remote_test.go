@@ -2,8 +2,8 @@ package cri
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"

@@ -12,14 +12,19 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/trace"
 )
 
-func TestServeProfiling(t *testing.T) {
-	// Find a free port, then serve there.
+// freeAddr is a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func TestServeProfiling(t *testing.T) {
+	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := serveProfiling(ctx, addr, false); err != nil {
@@ -61,12 +66,7 @@ func TestTracing(t *testing.T) {
 	}
 	prev := trace.T
 	defer func() { trace.T = prev }()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := serveProfiling(ctx, addr, true); err != nil {

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -44,7 +45,11 @@ func TestEarlyDeletionsCounted(t *testing.T) {
 		defer close(done)
 		d.watchEarly(context.Background(), map[types.UID]bool{"u-kept": true, "u-early": true, "u-clean": true}, stop)
 	}()
-	time.Sleep(100 * time.Millisecond)
+	// Wait for the sampler to have seen the early pod (at most 5 s), then
+	// stop it: what else it counted by then is checked below.
+	_ = wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return d.earlyDeletions() >= 1, nil
+	})
 	close(stop)
 	<-done
 	if n := d.earlyDeletions(); n != 1 || !d.early["u-early"] {
