@@ -3,6 +3,7 @@ package cri
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
@@ -10,7 +11,9 @@ import (
 
 // PodActions is the plan ComputePodActions makes for one sync of a pod and
 // SyncPod carries out, in this order: kill, create sandbox, kill containers,
-// start the next init container or the regular containers.
+// remove dead instances, start the ephemeral containers, the sidecars, then
+// the next init container or the regular containers. Every decision is in
+// it, with its reason: SyncPod only executes it.
 type PodActions struct {
 	// KillPod stops every container and sandbox of the pod first (the
 	// sandbox is gone or broken and a new one is needed).
@@ -24,9 +27,23 @@ type PodActions struct {
 	NextInit int
 	// ContainersToStart are indexes into pod.Spec.Containers.
 	ContainersToStart []int
-	// ContainersToKill maps runtime container IDs to the reason they are
-	// stopped before being replaced.
-	ContainersToKill map[string]string
+	// ContainersToKill maps runtime container IDs to the containers
+	// stopped (before being replaced, or for good), each with its reason.
+	ContainersToKill map[string]Kill
+	// ContainersToRemove are dead instances removed before new ones are
+	// created: per container started, every dead instance but the newest
+	// (the kubelet's container GC with its defaults: one dead instance kept
+	// per container, what logs --previous reads), with their log files.
+	ContainersToRemove []string
+	// Waiting holds the containers the plan would start but holds back,
+	// by name, with the kubelet's reason (CrashLoopBackOff while the
+	// restart back-off runs, ImagePullBackOff while the pull back-off
+	// does).
+	Waiting map[string]Waiting
+	// Restarts maps the containers started again to the exit of their
+	// newest dead instance, from which the restart back-off counts (the
+	// kubelet's doBackOff: SyncPod moves the back-off on from there).
+	Restarts map[string]time.Time
 	// SidecarsToStart are indexes into pod.Spec.InitContainers of
 	// restartable init containers (sidecars) to start again after the pod
 	// was initialized; they start before ContainersToStart.
@@ -40,10 +57,26 @@ type PodActions struct {
 	EphemeralToStart []int
 }
 
-// Empty reports whether the plan has nothing to do.
+// Kill is one container the plan stops, with why.
+type Kill struct {
+	Name string
+	Type ContainerType
+	// Reason says why, for logs.
+	Reason string
+	// Message is the Killing event's message; empty: the kubelet's
+	// "Stopping container <name>".
+	Message string
+	// Grace is the grace period in seconds (a probe's
+	// terminationGracePeriodSeconds overrides the pod's).
+	Grace int64
+}
+
+// Empty reports whether the plan has nothing to do and nothing to report
+// (a container held back by a back-off is reported).
 func (a PodActions) Empty() bool {
 	return !a.KillPod && !a.CreateSandbox && a.NextInit < 0 && len(a.ContainersToStart) == 0 &&
-		len(a.SidecarsToStart) == 0 && len(a.ContainersToKill) == 0 && len(a.EphemeralToStart) == 0
+		len(a.SidecarsToStart) == 0 && len(a.ContainersToKill) == 0 && len(a.EphemeralToStart) == 0 &&
+		len(a.ContainersToRemove) == 0 && len(a.Waiting) == 0
 }
 
 // String summarises the plan for logs.
@@ -66,6 +99,12 @@ func (a PodActions) String() string {
 	}
 	if len(a.ContainersToKill) > 0 {
 		parts = append(parts, fmt.Sprintf("kill(%d)", len(a.ContainersToKill)))
+	}
+	if len(a.ContainersToRemove) > 0 {
+		parts = append(parts, fmt.Sprintf("remove(%d)", len(a.ContainersToRemove)))
+	}
+	if len(a.Waiting) > 0 {
+		parts = append(parts, fmt.Sprintf("wait(%d)", len(a.Waiting)))
 	}
 	if len(a.EphemeralToStart) > 0 {
 		parts = append(parts, fmt.Sprintf("start-ephemeral%v", a.EphemeralToStart))
@@ -92,22 +131,47 @@ func ShouldRestart(policy v1.RestartPolicy, exitCode int32) bool {
 }
 
 // PlanInputs are what a plan needs besides the spec and the runtime's
-// state: the probes' verdicts.
+// state: the probes' verdicts and the back-offs, read-only.
 type PlanInputs struct {
 	// Started reports whether the running container id passed its startup
 	// probe; nil: every running container counts as started (no probes).
 	Started func(containerID string) bool
+	// Failed reports which probe ("liveness" or "startup") the running
+	// container id failed, if any; nil: none did. The plan kills such a
+	// container (with the probe's grace) and starts it again if the
+	// restart policy says so, as the kubelet's computePodActions.
+	Failed func(containerID string) (probe string, failed bool)
+	// BackOff is the state of the restart and pull back-offs now; nil:
+	// nothing is held back.
+	BackOff BackOffView
+}
+
+// BackOffView is what a plan reads of the back-offs (BackOffs.View).
+type BackOffView interface {
+	// Restart reports whether the container key ("<pod uid>/<name>"),
+	// whose newest dead instance exited at exitedAt, must still wait, and
+	// the back-off's current length.
+	Restart(key string, exitedAt time.Time) (time.Duration, bool)
+	// Pull returns the last pull error of key while its pull back-off
+	// runs.
+	Pull(key string) (string, bool)
+}
+
+// BackOffKey is the key of a pod's container in the back-offs.
+func BackOffKey(pod *v1.Pod, name string) string {
+	return string(pod.UID) + "/" + name
 }
 
 // ComputePodActions decides what SyncPod must do to bring the runtime's
-// state of a pod (status) to what its spec asks. It is pure: no I/O, no
-// clock; back-off is applied when the plan is carried out.
+// state of a pod (status) to what its spec asks, given the probes' verdicts
+// and the back-offs (in). It is pure: no I/O, no clock.
 // It stays one function, as the kubelet's computePodActions: the steps of
 // the plan (sandbox, init sequence with sidecars, regular containers,
 // kills) read top to bottom and share what is computed on the way; it is
 // pure and covered step by step by TestComputePodActions's table.
 func ComputePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions {
-	a := PodActions{NextInit: -1, ContainersToKill: map[string]string{}}
+	a := PodActions{NextInit: -1, ContainersToKill: map[string]Kill{}}
+	p := planner{pod: pod, status: status, in: in, a: &a}
 	policy := pod.Spec.RestartPolicy
 
 	var newest *SandboxStatus
@@ -126,7 +190,9 @@ func ComputePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 		}
 		a.CreateSandbox = true
 		if len(pod.Spec.InitContainers) > 0 {
-			a.NextInit = 0
+			if p.start(pod.Spec.InitContainers[0].Name, ContainerTypeInit) {
+				a.NextInit = 0
+			}
 			return a
 		}
 		ranBefore := false
@@ -136,11 +202,13 @@ func ComputePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 			if c != nil && c.State == StateExited && c.ExitCode == 0 && policy != v1.RestartPolicyAlways {
 				continue
 			}
-			a.ContainersToStart = append(a.ContainersToStart, i)
+			if p.start(pod.Spec.Containers[i].Name, ContainerTypeRegular) {
+				a.ContainersToStart = append(a.ContainersToStart, i)
+			}
 		}
 		// Nothing left to run (every container of an OnFailure pod
 		// succeeded): no new sandbox for it.
-		if len(a.ContainersToStart) == 0 && ranBefore {
+		if len(a.ContainersToStart) == 0 && len(a.Waiting) == 0 && ranBefore {
 			a.CreateSandbox = false
 		}
 		return a
@@ -149,7 +217,8 @@ func ComputePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 	// Ephemeral containers start once in the running sandbox, even before
 	// the pod is initialized, and are never restarted (the kubelet's).
 	for i := range pod.Spec.EphemeralContainers {
-		if status.Latest(pod.Spec.EphemeralContainers[i].Name, ContainerTypeEphemeral) == nil {
+		name := pod.Spec.EphemeralContainers[i].Name
+		if status.Latest(name, ContainerTypeEphemeral) == nil && p.start(name, ContainerTypeEphemeral) {
 			a.EphemeralToStart = append(a.EphemeralToStart, i)
 		}
 	}
@@ -169,20 +238,29 @@ func ComputePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 		spec := &pod.Spec.InitContainers[i]
 		c := status.Latest(spec.Name, ContainerTypeInit)
 		if podutil.IsSidecar(spec) {
+			// A sidecar that failed its liveness or startup probe is
+			// stopped and, as any sidecar, started again.
+			unhealthy := c != nil && c.State == StateRunning && p.killUnhealthy(spec, c, true)
 			if initialized {
 				switch {
-				case c == nil || c.State == StateExited:
-					a.SidecarsToStart = append(a.SidecarsToStart, i)
+				case c == nil || c.State == StateExited || unhealthy:
+					if p.start(spec.Name, ContainerTypeInit) {
+						a.SidecarsToStart = append(a.SidecarsToStart, i)
+					}
 				case c.State == StateRunning:
 				default:
-					a.ContainersToKill[c.ID] = fmt.Sprintf("sidecar %q is in state %s", c.Name, c.State)
-					a.SidecarsToStart = append(a.SidecarsToStart, i)
+					p.kill(c, fmt.Sprintf("sidecar %q is in state %s", c.Name, c.State))
+					if p.start(spec.Name, ContainerTypeInit) {
+						a.SidecarsToStart = append(a.SidecarsToStart, i)
+					}
 				}
 				continue
 			}
 			switch {
-			case c == nil || c.State == StateExited:
-				a.NextInit = i
+			case c == nil || c.State == StateExited || unhealthy:
+				if p.start(spec.Name, ContainerTypeInit) {
+					a.NextInit = i
+				}
 				return a
 			case c.State == StateRunning:
 				// A sidecar with a startup probe counts as done once the
@@ -193,8 +271,10 @@ func ComputePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 				}
 				continue
 			default:
-				a.ContainersToKill[c.ID] = fmt.Sprintf("sidecar %q is in state %s", c.Name, c.State)
-				a.NextInit = i
+				p.kill(c, fmt.Sprintf("sidecar %q is in state %s", c.Name, c.State))
+				if p.start(spec.Name, ContainerTypeInit) {
+					a.NextInit = i
+				}
 				return a
 			}
 		}
@@ -203,7 +283,9 @@ func ComputePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 		}
 		switch {
 		case c == nil:
-			a.NextInit = i
+			if p.start(spec.Name, ContainerTypeInit) {
+				a.NextInit = i
+			}
 			return a
 		case c.State == StateRunning:
 			return a
@@ -214,7 +296,9 @@ func ComputePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 				a.InitFailed = true
 				return a
 			}
-			a.NextInit = i
+			if p.start(spec.Name, ContainerTypeInit) {
+				a.NextInit = i
+			}
 			return a
 		default: // created but never started, or unknown: replace it
 			if policy == v1.RestartPolicyNever && c.State == StateUnknown {
@@ -222,26 +306,35 @@ func ComputePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 				a.InitFailed = true
 				return a
 			}
-			a.ContainersToKill[c.ID] = fmt.Sprintf("init container %q is in state %s", c.Name, c.State)
-			a.NextInit = i
+			p.kill(c, fmt.Sprintf("init container %q is in state %s", c.Name, c.State))
+			if p.start(spec.Name, ContainerTypeInit) {
+				a.NextInit = i
+			}
 			return a
 		}
 	}
 
 	for i := range pod.Spec.Containers {
-		c := status.Latest(pod.Spec.Containers[i].Name, ContainerTypeRegular)
+		spec := &pod.Spec.Containers[i]
+		c := status.Latest(spec.Name, ContainerTypeRegular)
+		restart := false
 		switch {
 		case c == nil:
-			a.ContainersToStart = append(a.ContainersToStart, i)
+			restart = true
 		case c.State == StateRunning:
+			// A container that failed its liveness or startup probe is
+			// stopped, and started again unless the policy is Never (the
+			// exit code of a kill is 137).
+			restart = p.killUnhealthy(spec, c, ShouldRestart(policy, 137)) && ShouldRestart(policy, 137)
 		case c.State == StateExited:
-			if ShouldRestart(policy, c.ExitCode) {
-				a.ContainersToStart = append(a.ContainersToStart, i)
-			}
+			restart = ShouldRestart(policy, c.ExitCode)
 		default:
 			// Created-but-not-started and unknown containers are always
 			// replaced, whatever the policy (kubelet ShouldContainerBeRestarted).
-			a.ContainersToKill[c.ID] = fmt.Sprintf("container %q is in state %s", c.Name, c.State)
+			p.kill(c, fmt.Sprintf("container %q is in state %s", c.Name, c.State))
+			restart = true
+		}
+		if restart && p.start(spec.Name, ContainerTypeRegular) {
 			a.ContainersToStart = append(a.ContainersToStart, i)
 		}
 	}
@@ -249,22 +342,167 @@ func ComputePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 	// Sidecars do not keep a pod alive: once no regular container runs or
 	// is to start again (a pod that does not restart has finished), they
 	// are stopped rather than restarted (the kubelet's computePodActions).
-	if policy != v1.RestartPolicyAlways && len(pod.Spec.Containers) > 0 && len(a.ContainersToStart) == 0 {
+	if policy != v1.RestartPolicyAlways && len(pod.Spec.Containers) > 0 && len(a.ContainersToStart) == 0 && !p.waitingRegular() {
 		anyRunning := false
 		for i := range pod.Spec.Containers {
+			// A container killed by this plan still counts: the sidecars
+			// stop after it, at the next sync.
 			if c := status.Latest(pod.Spec.Containers[i].Name, ContainerTypeRegular); c != nil && c.State == StateRunning {
 				anyRunning = true
 			}
 		}
 		if !anyRunning {
+			for _, i := range a.SidecarsToStart {
+				p.unstart(pod.Spec.InitContainers[i].Name)
+			}
 			a.SidecarsToStart = nil
 			for i := range pod.Spec.InitContainers {
 				spec := &pod.Spec.InitContainers[i]
 				if c := status.Latest(spec.Name, ContainerTypeInit); podutil.IsSidecar(spec) && c != nil && c.State == StateRunning {
-					a.ContainersToKill[c.ID] = fmt.Sprintf("sidecar %q stops: the pod's containers have finished", c.Name)
+					p.kill(c, fmt.Sprintf("sidecar %q stops: the pod's containers have finished", c.Name))
 				}
 			}
 		}
 	}
 	return a
+}
+
+// planner holds what ComputePodActions's steps share.
+type planner struct {
+	pod    *v1.Pod
+	status *PodStatus
+	in     PlanInputs
+	a      *PodActions
+	// removeFor: the dead instances removed for each container started,
+	// by name, so that a start taken back takes its removals back.
+	removeFor map[string][]string
+}
+
+// kill stops c with the pod's grace period.
+func (p *planner) kill(c *ContainerStatus, reason string) {
+	p.a.ContainersToKill[c.ID] = Kill{Name: c.Name, Type: c.Type, Reason: reason, Grace: GracePeriod(p.pod, nil)}
+}
+
+// killUnhealthy plans the kill of the running container c if it failed
+// its liveness or startup probe, with the kubelet's Killing message and
+// the probe's grace override, and reports whether it did.
+func (p *planner) killUnhealthy(spec *v1.Container, c *ContainerStatus, willRestart bool) bool {
+	if p.in.Failed == nil {
+		return false
+	}
+	what, failed := p.in.Failed(c.ID)
+	var probe *v1.Probe
+	switch {
+	case !failed:
+	case what == "liveness":
+		probe = spec.LivenessProbe
+	case what == "startup":
+		probe = spec.StartupProbe
+	}
+	if probe == nil {
+		return false
+	}
+	msg := fmt.Sprintf("Container %s failed %s probe", c.Name, what)
+	if willRestart {
+		msg += ", will be restarted"
+	}
+	p.a.ContainersToKill[c.ID] = Kill{Name: c.Name, Type: c.Type, Reason: "failed " + what + " probe",
+		Message: msg, Grace: GracePeriod(p.pod, probe.TerminationGracePeriodSeconds)}
+	return true
+}
+
+// start reports whether the named container may start now: not while its
+// restart back-off runs (measured from the exit of its newest dead
+// instance, as the kubelet's doBackOff) or its pull back-off does; those
+// are held back in Waiting. For a container that starts, its dead
+// instances but the newest are removed first, and a restart is recorded.
+func (p *planner) start(name string, typ ContainerType) bool {
+	key := BackOffKey(p.pod, name)
+	var lastExit *ContainerStatus
+	for i := range p.status.Containers { // newest first
+		if c := &p.status.Containers[i]; c.Name == name && c.Type == typ && c.State == StateExited {
+			lastExit = c
+			break
+		}
+	}
+	if bo := p.in.BackOff; bo != nil {
+		if lastExit != nil && !lastExit.FinishedAt.IsZero() {
+			if d, wait := bo.Restart(key, lastExit.FinishedAt); wait {
+				p.hold(name, Waiting{Reason: ReasonCrashLoopBackOff,
+					Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", d, name, p.pod.Name, p.pod.Namespace, p.pod.UID)})
+				return false
+			}
+		}
+		if last, wait := bo.Pull(key); wait {
+			p.hold(name, Waiting{Reason: ReasonImagePullBackOff,
+				Message: fmt.Sprintf("Back-off pulling image %q: %s", containerImage(p.pod, name, typ), last)})
+			return false
+		}
+	}
+	if lastExit != nil && !lastExit.FinishedAt.IsZero() {
+		if p.a.Restarts == nil {
+			p.a.Restarts = map[string]time.Time{}
+		}
+		p.a.Restarts[name] = lastExit.FinishedAt
+	}
+	kept := false
+	for _, c := range p.status.Containers { // newest first
+		if c.Name != name || c.Type != typ || c.State == StateRunning {
+			continue
+		}
+		if !kept {
+			kept = true
+			continue
+		}
+		p.a.ContainersToRemove = append(p.a.ContainersToRemove, c.ID)
+		if p.removeFor == nil {
+			p.removeFor = map[string][]string{}
+		}
+		p.removeFor[name] = append(p.removeFor[name], c.ID)
+	}
+	return true
+}
+
+// unstart takes back what start recorded for a container the plan no
+// longer starts.
+func (p *planner) unstart(name string) {
+	delete(p.a.Restarts, name)
+	drop := map[string]bool{}
+	for _, id := range p.removeFor[name] {
+		drop[id] = true
+	}
+	kept := p.a.ContainersToRemove[:0]
+	for _, id := range p.a.ContainersToRemove {
+		if !drop[id] {
+			kept = append(kept, id)
+		}
+	}
+	p.a.ContainersToRemove = kept
+	delete(p.removeFor, name)
+}
+
+func (p *planner) hold(name string, w Waiting) {
+	if p.a.Waiting == nil {
+		p.a.Waiting = map[string]Waiting{}
+	}
+	p.a.Waiting[name] = w
+}
+
+// waitingRegular reports whether a regular container is held back by a
+// back-off (it is to start again, later).
+func (p *planner) waitingRegular() bool {
+	for i := range p.pod.Spec.Containers {
+		if _, ok := p.a.Waiting[p.pod.Spec.Containers[i].Name]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// containerImage is the image of the named container of pod.
+func containerImage(pod *v1.Pod, name string, typ ContainerType) string {
+	if c := containerSpec(pod, name, typ); c != nil {
+		return c.Image
+	}
+	return ""
 }

@@ -5,8 +5,10 @@ import (
 	"reflect"
 	"sort"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 // Builders for ComputePodActions inputs. Container IDs are "<name>-<attempt>"
@@ -299,7 +301,7 @@ func TestPodActionsString(t *testing.T) {
 		want string
 	}{
 		"empty":    {PodActions{NextInit: -1}, "none"},
-		"all":      {PodActions{KillPod: true, CreateSandbox: true, Attempt: 2, NextInit: 1, ContainersToStart: []int{0}, ContainersToKill: map[string]string{"x": "y"}, InitFailed: true}, "kill-pod,create-sandbox(attempt 2),start-init[1],start[0],kill(1),init-failed"},
+		"all":      {PodActions{KillPod: true, CreateSandbox: true, Attempt: 2, NextInit: 1, ContainersToStart: []int{0}, ContainersToKill: map[string]Kill{"x": {Reason: "y"}}, InitFailed: true}, "kill-pod,create-sandbox(attempt 2),start-init[1],start[0],kill(1),init-failed"},
 		"starting": {PodActions{NextInit: -1, ContainersToStart: []int{0, 2}}, "start[0 2]"},
 	}
 	for name, tc := range tests {
@@ -347,5 +349,212 @@ func TestComputePodActionsEphemeral(t *testing.T) {
 				t.Error("a plan that starts an ephemeral container reports Empty")
 			}
 		})
+	}
+}
+
+// TestComputePodActionsProbeKills: a running container that failed its
+// liveness or startup probe is killed by the plan with the kubelet's
+// Killing message and the probe's grace override, and started again in the
+// same plan unless the policy is Never (the kubelet's computePodActions);
+// readiness never kills, nor does another container's result; a sidecar is
+// always started again.
+func TestComputePodActionsProbeKills(t *testing.T) {
+	probed := func(policy v1.RestartPolicy, probeGrace *int64) *v1.Pod {
+		pod := actionsPod(policy, nil, "a")
+		pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](17)
+		pod.Spec.Containers[0].LivenessProbe = &v1.Probe{TerminationGracePeriodSeconds: probeGrace}
+		pod.Spec.Containers[0].StartupProbe = &v1.Probe{TerminationGracePeriodSeconds: probeGrace}
+		return pod
+	}
+	failed := func(id, probe string) func(string) (string, bool) {
+		return func(c string) (string, bool) { return probe, c == id && probe != "readiness" }
+	}
+	for name, tc := range map[string]struct {
+		pod       *v1.Pod
+		status    *PodStatus
+		failed    func(string) (string, bool)
+		wantKill  *Kill
+		wantStart []int
+	}{
+		"liveness failure: killed and restarted": {pod: probed(v1.RestartPolicyAlways, nil), status: readyStatus(running("a")),
+			failed:    failed("a-0", "liveness"),
+			wantKill:  &Kill{Name: "a", Type: ContainerTypeRegular, Message: "Container a failed liveness probe, will be restarted", Grace: 17},
+			wantStart: []int{0}},
+		"liveness failure, probe's grace, OnFailure restarts": {pod: probed(v1.RestartPolicyOnFailure, ptr.To[int64](3)), status: readyStatus(running("a")),
+			failed:    failed("a-0", "liveness"),
+			wantKill:  &Kill{Name: "a", Type: ContainerTypeRegular, Message: "Container a failed liveness probe, will be restarted", Grace: 3},
+			wantStart: []int{0}},
+		"liveness failure, Never: killed, not restarted": {pod: probed(v1.RestartPolicyNever, nil), status: readyStatus(running("a")),
+			failed:   failed("a-0", "liveness"),
+			wantKill: &Kill{Name: "a", Type: ContainerTypeRegular, Message: "Container a failed liveness probe", Grace: 17}},
+		"startup failure": {pod: probed(v1.RestartPolicyAlways, nil), status: readyStatus(running("a")),
+			failed:    failed("a-0", "startup"),
+			wantKill:  &Kill{Name: "a", Type: ContainerTypeRegular, Message: "Container a failed startup probe, will be restarted", Grace: 17},
+			wantStart: []int{0}},
+		"readiness failure kills nothing": {pod: probed(v1.RestartPolicyAlways, nil), status: readyStatus(running("a")),
+			failed: failed("a-0", "readiness")},
+		"result of another container": {pod: probed(v1.RestartPolicyAlways, nil), status: readyStatus(running("a")),
+			failed: failed("b-0", "liveness")},
+		"a container without that probe is not killed": {pod: actionsPod(v1.RestartPolicyAlways, nil, "a"), status: readyStatus(running("a")),
+			failed: failed("a-0", "liveness")},
+		"an exited container is not killed again": {pod: probed(v1.RestartPolicyAlways, nil), status: readyStatus(exited("a", 137)),
+			failed: failed("a-0", "liveness"), wantStart: []int{0}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := ComputePodActions(tc.pod, tc.status, PlanInputs{Failed: tc.failed})
+			if fmt.Sprint(got.ContainersToStart) != fmt.Sprint(tc.wantStart) {
+				t.Errorf("start %v, want %v (plan %s)", got.ContainersToStart, tc.wantStart, got)
+			}
+			if tc.wantKill == nil {
+				if len(got.ContainersToKill) != 0 {
+					t.Errorf("kills %+v, want none", got.ContainersToKill)
+				}
+				return
+			}
+			k, ok := got.ContainersToKill["a-0"]
+			if !ok || len(got.ContainersToKill) != 1 {
+				t.Fatalf("kills %+v, want a-0 only", got.ContainersToKill)
+			}
+			k.Reason = ""
+			if k != *tc.wantKill {
+				t.Errorf("kill %+v, want %+v", k, *tc.wantKill)
+			}
+		})
+	}
+}
+
+// TestComputePodActionsSidecarLivenessKill: a sidecar that failed its
+// liveness probe is killed and started again, whatever the pod's policy,
+// before and after the pod was initialized.
+func TestComputePodActionsSidecarLivenessKill(t *testing.T) {
+	always := v1.ContainerRestartPolicyAlways
+	pod := actionsPod(v1.RestartPolicyNever, []string{"sc"}, "a")
+	pod.Spec.InitContainers[0].RestartPolicy = &always
+	pod.Spec.InitContainers[0].LivenessProbe = &v1.Probe{}
+	in := PlanInputs{Failed: func(id string) (string, bool) { return "liveness", id == "sc-0" }}
+	initialized := readyStatus(initCtr("sc", StateRunning, 0), running("a"))
+	got := ComputePodActions(pod, initialized, in)
+	if k := got.ContainersToKill["sc-0"]; k.Message != "Container sc failed liveness probe, will be restarted" || fmt.Sprint(got.SidecarsToStart) != "[0]" {
+		t.Errorf("initialized: kill %+v, sidecars to start %v", k, got.SidecarsToStart)
+	}
+	initializing := readyStatus(initCtr("sc", StateRunning, 0))
+	got = ComputePodActions(pod, initializing, in)
+	if _, ok := got.ContainersToKill["sc-0"]; !ok || got.NextInit != 0 || len(got.ContainersToStart) != 0 {
+		t.Errorf("initializing: plan %s, kills %+v; want the sidecar killed and started again, nothing after it", got, got.ContainersToKill)
+	}
+}
+
+// fakeBackOffView holds fixed back-offs: restart back-offs by key with
+// the exit time they hold back, pull errors by key.
+type fakeBackOffView struct {
+	restart map[string]time.Time
+	pull    map[string]string
+}
+
+func (f fakeBackOffView) Restart(key string, exitedAt time.Time) (time.Duration, bool) {
+	t, ok := f.restart[key]
+	return 20 * time.Second, ok && t.Equal(exitedAt)
+}
+
+func (f fakeBackOffView) Pull(key string) (string, bool) {
+	msg, ok := f.pull[key]
+	return msg, ok
+}
+
+// TestComputePodActionsBackOff: the back-offs are plan inputs. A container
+// whose restart back-off runs is held in CrashLoopBackOff, measured from
+// the exit of its newest dead instance (also when a newer instance is
+// being replaced); a pull back-off holds it in ImagePullBackOff; a
+// container that starts records the exit its back-off moves on from, and
+// its dead instances but the newest are removed; a regular container held
+// back keeps an OnFailure pod's sidecars running.
+func TestComputePodActionsBackOff(t *testing.T) {
+	t0 := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	dead := func(name string, typ ContainerType, attempt uint32, finished time.Time) ContainerStatus {
+		c := ctr(name, typ, attempt, StateExited, 1)
+		c.FinishedAt = finished
+		return c
+	}
+	always := v1.ContainerRestartPolicyAlways
+	withSidecar := actionsPod(v1.RestartPolicyOnFailure, []string{"sc"}, "a")
+	withSidecar.Spec.InitContainers[0].RestartPolicy = &always
+	for name, tc := range map[string]struct {
+		pod          *v1.Pod
+		status       *PodStatus
+		bo           fakeBackOffView
+		wantStart    []int
+		wantNextInit int
+		wantWaiting  map[string]string // name -> reason
+		wantRestarts map[string]time.Time
+		wantRemove   []string
+		wantKill     []string
+	}{
+		"in restart back-off: held in CrashLoopBackOff": {
+			pod:          actionsPod(v1.RestartPolicyAlways, nil, "a"),
+			status:       readyStatus(dead("a", ContainerTypeRegular, 1, t0), dead("a", ContainerTypeRegular, 0, t0.Add(-time.Minute))),
+			bo:           fakeBackOffView{restart: map[string]time.Time{"uid-1/a": t0}},
+			wantNextInit: -1, wantWaiting: map[string]string{"a": ReasonCrashLoopBackOff}},
+		"back-off over: restarted, back-off moves on from the last exit, older dead removed": {
+			pod:          actionsPod(v1.RestartPolicyAlways, nil, "a"),
+			status:       readyStatus(dead("a", ContainerTypeRegular, 2, t0), dead("a", ContainerTypeRegular, 1, t0.Add(-time.Minute)), dead("a", ContainerTypeRegular, 0, t0.Add(-2*time.Minute))),
+			wantNextInit: -1, wantStart: []int{0}, wantRestarts: map[string]time.Time{"a": t0}, wantRemove: []string{"a-1", "a-0"}},
+		"a created instance replaced: back-off from the dead one before it": {
+			pod:          actionsPod(v1.RestartPolicyAlways, nil, "a"),
+			status:       readyStatus(ctr("a", ContainerTypeRegular, 1, StateCreated, 0), dead("a", ContainerTypeRegular, 0, t0)),
+			bo:           fakeBackOffView{restart: map[string]time.Time{"uid-1/a": t0}},
+			wantNextInit: -1, wantWaiting: map[string]string{"a": ReasonCrashLoopBackOff}, wantKill: []string{"a-1"}},
+		"pull back-off: held in ImagePullBackOff": {
+			pod:          actionsPod(v1.RestartPolicyAlways, nil, "a"),
+			status:       readyStatus(),
+			bo:           fakeBackOffView{pull: map[string]string{"uid-1/a": "ErrImagePull: not found"}},
+			wantNextInit: -1, wantWaiting: map[string]string{"a": ReasonImagePullBackOff}},
+		"failed init container in back-off: nothing after it starts": {
+			pod:          actionsPod(v1.RestartPolicyOnFailure, []string{"i"}, "a"),
+			status:       readyStatus(dead("i", ContainerTypeInit, 0, t0)),
+			bo:           fakeBackOffView{restart: map[string]time.Time{"uid-1/i": t0}},
+			wantNextInit: -1, wantWaiting: map[string]string{"i": ReasonCrashLoopBackOff}},
+		"OnFailure: a regular container in back-off keeps the sidecar": {
+			pod:          withSidecar,
+			status:       readyStatus(dead("a", ContainerTypeRegular, 0, t0), initCtr("sc", StateRunning, 0)),
+			bo:           fakeBackOffView{restart: map[string]time.Time{"uid-1/a": t0}},
+			wantNextInit: -1, wantWaiting: map[string]string{"a": ReasonCrashLoopBackOff}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := ComputePodActions(tc.pod, tc.status, PlanInputs{BackOff: tc.bo})
+			if fmt.Sprint(got.ContainersToStart) != fmt.Sprint(tc.wantStart) || got.NextInit != tc.wantNextInit {
+				t.Errorf("start %v next init %d, want %v %d (plan %s)", got.ContainersToStart, got.NextInit, tc.wantStart, tc.wantNextInit, got)
+			}
+			waiting := map[string]string{}
+			for n, w := range got.Waiting {
+				waiting[n] = w.Reason
+			}
+			if len(waiting) != len(tc.wantWaiting) || (len(waiting) > 0 && !reflect.DeepEqual(waiting, tc.wantWaiting)) {
+				t.Errorf("waiting %v, want %v", got.Waiting, tc.wantWaiting)
+			}
+			if len(got.Restarts) != len(tc.wantRestarts) || (len(got.Restarts) > 0 && !reflect.DeepEqual(got.Restarts, tc.wantRestarts)) {
+				t.Errorf("restarts %v, want %v", got.Restarts, tc.wantRestarts)
+			}
+			if fmt.Sprint(got.ContainersToRemove) != fmt.Sprint(tc.wantRemove) {
+				t.Errorf("remove %v, want %v", got.ContainersToRemove, tc.wantRemove)
+			}
+			_, kills := normalize(got)
+			if fmt.Sprint(kills) != fmt.Sprint(tc.wantKill) {
+				t.Errorf("kills %v, want %v", kills, tc.wantKill)
+			}
+			if got.Empty() {
+				t.Error("a plan holding a container back reports Empty")
+			}
+		})
+	}
+	// The messages are the kubelet's.
+	got := ComputePodActions(actionsPod(v1.RestartPolicyAlways, nil, "a"), readyStatus(dead("a", ContainerTypeRegular, 0, t0)),
+		PlanInputs{BackOff: fakeBackOffView{restart: map[string]time.Time{"uid-1/a": t0}}})
+	if want := "back-off 20s restarting failed container=a pod=web_default(uid-1)"; got.Waiting["a"].Message != want {
+		t.Errorf("CrashLoopBackOff message %q, want %q", got.Waiting["a"].Message, want)
+	}
+	got = ComputePodActions(actionsPod(v1.RestartPolicyAlways, nil, "a"), readyStatus(),
+		PlanInputs{BackOff: fakeBackOffView{pull: map[string]string{"uid-1/a": "ErrImagePull: not found"}}})
+	if want := `Back-off pulling image "busybox:1": ErrImagePull: not found`; got.Waiting["a"].Message != want {
+		t.Errorf("ImagePullBackOff message %q, want %q", got.Waiting["a"].Message, want)
 	}
 }

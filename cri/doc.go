@@ -19,12 +19,15 @@
 //
 // ComputePodActions is a pure function and is table-tested: which sandbox
 // to create, which init container, sidecars, regular and ephemeral
-// containers to start, which containers to kill and why. SyncPod and
-// KillPod carry out the plan and report per-step errors. Two decisions
-// are still taken while acting, not in the plan (the structure issue):
-// the restart and image-pull back-off (startContainer skips a container in
-// back-off, with the kubelet's CrashLoopBackOff/ImagePullBackOff waiting
-// reason) and the pruning of dead instances before a new one starts.
+// containers to start, which containers to kill and why (a failed
+// liveness or startup probe among the reasons, with the probe's grace),
+// which dead instances to remove, which containers the restart or pull
+// back-off holds back (CrashLoopBackOff, ImagePullBackOff). Its inputs
+// besides the spec and the runtime's state are read-only views
+// (PlanInputs): the probes' verdicts and the back-offs. SyncPod and
+// KillPod carry out the plan, record what happened (the back-off moves
+// on, a pull failure starts a pull back-off) and report per-step errors;
+// they decide nothing.
 // Back-off state belongs to the caller and is passed in.
 //
 // Connect talks to the runtime through crivk's own CRI client (remote.go),

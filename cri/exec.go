@@ -9,7 +9,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	v1 "k8s.io/api/core/v1"
 	utilexec "k8s.io/utils/exec"
 )
 
@@ -42,16 +41,4 @@ func (r *Runtime) ExecSync(ctx context.Context, containerID string, cmd []string
 		return stdout, stderr, -1, fmt.Errorf("%w: %q in container %s after %s", ErrExecTimedOut, strings.Join(cmd, " "), containerID, timeout)
 	}
 	return stdout, stderr, -1, fmt.Errorf("exec %q in container %s: %w", strings.Join(cmd, " "), containerID, err)
-}
-
-// KillContainer stops one running container of pod as the kubelet's
-// killContainer does for a failed liveness or startup probe: the Killing
-// event with message, the preStop hook within the grace period, then
-// StopContainer with the rest (never below the minimum grace). A container
-// that is already gone is not an error.
-func (r *Runtime) KillContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, containerID string, podIPs []string, grace int64, message string) error {
-	if err := r.stopContainer(ctx, pod, c, containerID, true, podIPs, grace, message); err != nil {
-		return fmt.Errorf("stopping container %q (%s) of pod %s: %w", c.Name, containerID, RefOf(pod), err)
-	}
-	return nil
 }

@@ -30,28 +30,30 @@ type BackOff interface {
 
 // BackOffs holds the restart and image pull back-off of every container of
 // the node. The caller owns it so that back-off outlives a single sync; keys
-// are "<pod uid>/<container>".
+// are BackOffKey's "<pod uid>/<container>". A plan reads it through View;
+// SyncPod moves it on from what happened.
 //
 // A container's restart machine (the kubelet's; 10 s doubling to 300 s,
 // forgotten after 10 minutes of clean running):
 //
-//	       plan: start (never ran, or exited and the restart policy
-//	       says so; a sidecar always, an ephemeral container never again)
+//	       plan: start (never ran, exited and the restart policy says
+//	       so, or killed for a failed liveness/startup probe; a sidecar
+//	       always, an ephemeral container never again)
 //	                       │
 //	                       v
 //	┌──── first start / back-off over ─────> Running ───exit───┐
+//	│     (SyncPod: Next(T) doubles D)                         │
 //	│                                                          │
-//	│   startContainer: exited at T and IsInBackOffSince(T)    │
-//	│   -> Waiting CrashLoopBackOff "back-off D restarting     │
-//	│      failed container=..." (nothing started; the pod     │
-//	│      is looked at again every second)                    │
+//	│   ComputePodActions: newest dead instance exited at T    │
+//	│   and View.Restart(T) -> Waiting CrashLoopBackOff        │
+//	│   "back-off D restarting failed container=..." (nothing  │
+//	│   started; the pod is looked at again every second)      │
 //	└──────────────────────── Exited <─────────────────────────┘
-//	                            │ not in back-off: Next(T) doubles
-//	                            v D, then the container starts again
 //
 // Image pulls have their own back-off (Pull): a failed pull makes
-// ErrImagePull, then ImagePullBackOff "Back-off pulling image ..." until
-// the back-off runs out.
+// ErrImagePull (SyncPod records it), then the plan holds the container in
+// ImagePullBackOff "Back-off pulling image ..." until the back-off runs
+// out.
 type BackOffs struct {
 	Restart BackOff
 	Pull    BackOff
@@ -60,13 +62,28 @@ type BackOffs struct {
 	pullErr map[string]string // last pull error per key, guarded by mu
 }
 
-// pullBackOff returns the last pull error of key if its back-off has not
-// yet run out at now.
-func (b *BackOffs) pullBackOff(key string, now time.Time) (string, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	msg, ok := b.pullErr[key]
-	if !ok || !b.Pull.IsInBackOffSinceUpdate(key, now) {
+// View returns the back-offs as a plan reads them at now.
+func (b *BackOffs) View(now time.Time) BackOffView {
+	return backOffView{b: b, now: now}
+}
+
+type backOffView struct {
+	b   *BackOffs
+	now time.Time
+}
+
+func (v backOffView) Restart(key string, exitedAt time.Time) (time.Duration, bool) {
+	if !v.b.Restart.IsInBackOffSince(key, exitedAt) {
+		return 0, false
+	}
+	return v.b.Restart.Get(key), true
+}
+
+func (v backOffView) Pull(key string) (string, bool) {
+	v.b.mu.Lock()
+	defer v.b.mu.Unlock()
+	msg, ok := v.b.pullErr[key]
+	if !ok || !v.b.Pull.IsInBackOffSinceUpdate(key, v.now) {
 		return "", false
 	}
 	return msg, true
@@ -142,6 +159,9 @@ const minGracePeriod = int64(2)
 // plan's numbered steps in order, stopping where the kubelet stops.
 func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, plan PodActions, backoff *BackOffs, now time.Time) *SyncResult {
 	res := &SyncResult{Waiting: map[string]Waiting{}}
+	for name, w := range plan.Waiting {
+		res.Waiting[name] = w
+	}
 	if plan.KillPod {
 		if plan.CreateSandbox {
 			// The only place this event is recorded (kuberuntime's SyncPod):
@@ -194,18 +214,20 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 			res.Errs = append(res.Errs, fmt.Errorf("status of new sandbox %s of pod %s: %w", id, RefOf(pod), err))
 		}
 	}
-	for id, why := range plan.ContainersToKill {
-		var spec *v1.Container
+	for id, k := range plan.ContainersToKill {
 		running := false
 		for _, c := range status.Containers {
 			if c.ID == id {
-				spec = containerSpec(pod, c.Name, c.Type)
 				running = c.State == StateRunning
 			}
 		}
-		if err := r.stopContainer(ctx, pod, spec, id, running, podIPs, GracePeriod(pod, nil), ""); err != nil {
-			res.Errs = append(res.Errs, fmt.Errorf("stopping container %s (%s): %w", id, why, err))
+		if err := r.stopContainer(ctx, pod, containerSpec(pod, k.Name, k.Type), id, running, podIPs, k.Grace, k.Message); err != nil {
+			res.Errs = append(res.Errs, fmt.Errorf("stopping container %q (%s) of pod %s (%s): %w", k.Name, id, RefOf(pod), k.Reason, err))
 		}
+	}
+	res.Errs = append(res.Errs, r.removeDead(ctx, status, plan.ContainersToRemove)...)
+	for name, exitedAt := range plan.Restarts {
+		backoff.Restart.Next(BackOffKey(pod, name), exitedAt)
 	}
 	for _, i := range plan.EphemeralToStart {
 		c := (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
@@ -235,26 +257,10 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, typ ContainerType,
 	status *PodStatus, sandboxID string, sbCfg *runtimeapi.PodSandboxConfig, podIPs []string, backoff *BackOffs, now time.Time, res *SyncResult) {
 	ref := RefOf(pod)
-	key := string(pod.UID) + "/" + c.Name
-	prev := status.Latest(c.Name, typ)
+	key := BackOffKey(pod, c.Name)
 	attempt := uint32(0)
-	if prev != nil {
+	if prev := status.Latest(c.Name, typ); prev != nil {
 		attempt = prev.Attempt + 1
-		if prev.State == StateExited && !prev.FinishedAt.IsZero() {
-			if backoff.Restart.IsInBackOffSince(key, prev.FinishedAt) {
-				res.Waiting[c.Name] = Waiting{Reason: ReasonCrashLoopBackOff,
-					Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)",
-						backoff.Restart.Get(key), c.Name, pod.Name, pod.Namespace, pod.UID)}
-				return
-			}
-			backoff.Restart.Next(key, prev.FinishedAt)
-		}
-	}
-
-	if last, ok := backoff.pullBackOff(key, now); ok {
-		res.Waiting[c.Name] = Waiting{Reason: ReasonImagePullBackOff,
-			Message: fmt.Sprintf("Back-off pulling image %q: %s", c.Image, last)}
-		return
 	}
 	imageRef, err := r.EnsureImage(ctx, pod, c, sbCfg)
 	if err != nil {
@@ -296,7 +302,6 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			return
 		}
 	}
-	res.Errs = append(res.Errs, r.pruneDead(ctx, status, c.Name, typ)...)
 	if err := os.MkdirAll(sbCfg.LogDirectory+"/"+c.Name, 0o755); err != nil {
 		res.Waiting[c.Name] = Waiting{Reason: ReasonCreateContainerErr, Message: err.Error()}
 		res.Errs = append(res.Errs, err)
@@ -390,29 +395,23 @@ func (r *Runtime) removeContainer(ctx context.Context, id string) error {
 	return nil
 }
 
-// pruneDead removes the dead instances of a container but the newest one,
-// with their log files, before a new instance starts: the kubelet's
-// container GC with its defaults (one dead container kept per container,
-// what `logs --previous` reads), done where instances are made so that a
-// crash-looping container never piles up.
-func (r *Runtime) pruneDead(ctx context.Context, status *PodStatus, name string, typ ContainerType) []error {
+// removeDead removes the dead container instances ids of status (the
+// plan's ContainersToRemove) with their log files.
+func (r *Runtime) removeDead(ctx context.Context, status *PodStatus, ids []string) []error {
 	var errs []error
-	kept := false
-	for _, c := range status.Containers { // newest first
-		if c.Name != name || c.Type != typ || c.State == StateRunning {
-			continue
-		}
-		if !kept {
-			kept = true
-			continue
-		}
-		if err := r.removeContainer(ctx, c.ID); err != nil {
-			errs = append(errs, fmt.Errorf("removing dead container %q (%s) of pod %s: %w", c.Name, c.ID, status.Ref, err))
-			continue
-		}
-		if c.LogPath != "" {
-			if err := os.Remove(c.LogPath); err != nil && !os.IsNotExist(err) {
-				errs = append(errs, fmt.Errorf("removing log of dead container %q (%s) of pod %s: %w", c.Name, c.ID, status.Ref, err))
+	for _, id := range ids {
+		for _, c := range status.Containers {
+			if c.ID != id {
+				continue
+			}
+			if err := r.removeContainer(ctx, c.ID); err != nil {
+				errs = append(errs, fmt.Errorf("removing dead container %q (%s) of pod %s: %w", c.Name, c.ID, status.Ref, err))
+				continue
+			}
+			if c.LogPath != "" {
+				if err := os.Remove(c.LogPath); err != nil && !os.IsNotExist(err) {
+					errs = append(errs, fmt.Errorf("removing log of dead container %q (%s) of pod %s: %w", c.Name, c.ID, status.Ref, err))
+				}
 			}
 		}
 	}

@@ -51,7 +51,7 @@ func newSyncFixture(t *testing.T) *syncFixture {
 func (f *syncFixture) sync(t *testing.T, pod *v1.Pod) (*SyncResult, PodActions) {
 	t.Helper()
 	st := f.status(t, pod)
-	plan := ComputePodActions(pod, st, PlanInputs{})
+	plan := ComputePodActions(pod, st, PlanInputs{BackOff: f.b.View(f.clock.Now())})
 	return f.rt.SyncPod(context.Background(), pod, st, plan, f.b, f.clock.Now()), plan
 }
 
@@ -716,7 +716,7 @@ func TestBackOffsForget(t *testing.T) {
 	if f.b.Restart.Get("uid-1/a") != 0 {
 		t.Errorf("restart back-off of the forgotten pod kept")
 	}
-	if _, ok := f.b.pullBackOff("uid-1/a", now); ok {
+	if _, ok := f.b.View(now).Pull("uid-1/a"); ok {
 		t.Errorf("pull back-off of the forgotten pod kept")
 	}
 	if f.b.Restart.Get("uid-2/a") == 0 {

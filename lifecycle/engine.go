@@ -702,16 +702,6 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 		return true, nil
 	}
 	e.addProbes(pod)
-	if killed, err := e.killUnhealthy(ctx, pod, st); killed || err != nil {
-		// A container failed its liveness or startup probe: plan its
-		// restart from the runtime's state after the kill.
-		after, rerr := e.refresh(ctx, cri.RefOf(pod))
-		if err != nil || rerr != nil {
-			return false, errors.Join(err, rerr)
-		}
-		st = after
-		e.setRunningStatus(pod, e.generate(pod, st, false))
-	}
 	if ne := e.cfg.NetworkError; ne != nil && !pod.Spec.HostNetwork {
 		if err := ne(); err != nil {
 			if e.cfg.Recorder != nil {
@@ -745,7 +735,8 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 			return false, err
 		}
 	}
-	plan := cri.ComputePodActions(pod, st, cri.PlanInputs{Started: e.startupPassed})
+	now := e.cfg.Clock.Now()
+	plan := cri.ComputePodActions(pod, st, cri.PlanInputs{Started: e.startupPassed, Failed: e.failedProbe, BackOff: e.backoff.View(now)})
 	if plan.Empty() {
 		e.mu.Lock()
 		delete(e.waiting, pod.UID)
@@ -753,7 +744,7 @@ func (s *engineSyncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, s
 		return false, nil
 	}
 	log.G(ctx).WithField("plan", plan.String()).Debug("syncing pod")
-	res := e.cfg.Runtime.SyncPod(ctx, pod, st, plan, e.backoff, e.cfg.Clock.Now())
+	res := e.cfg.Runtime.SyncPod(ctx, pod, st, plan, e.backoff, now)
 	backingOff := e.recordSync(pod, res)
 	syncErr := res.Error()
 	if after, err := e.refresh(ctx, cri.RefOf(pod)); err == nil {

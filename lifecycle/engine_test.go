@@ -20,9 +20,9 @@ import (
 
 // event is one thing the engine did, in the order it happened.
 type event struct {
-	op    string // GetPodStatus, SyncPod, KillPod, RemovePod, notify, OnTerminated
+	op    string // GetPodStatus, SyncPod, KillContainer (a plan's kill), KillPod, RemovePod, notify, OnTerminated
 	uid   types.UID
-	grace int64          // KillPod
+	grace int64          // KillPod, KillContainer
 	plan  cri.PodActions // SyncPod
 	phase v1.PodPhase    // notify, OnTerminated
 }
@@ -90,7 +90,22 @@ func (f *fakeRuntime) SyncPod(_ context.Context, pod *v1.Pod, _ *cri.PodStatus, 
 		}
 		st.Sandboxes = append([]cri.SandboxStatus{sb}, st.Sandboxes...)
 	}
-	res := &cri.SyncResult{}
+	res := &cri.SyncResult{Waiting: map[string]cri.Waiting{}}
+	for name, w := range plan.Waiting {
+		res.Waiting[name] = w
+	}
+	// The plan's kills (a failed liveness or startup probe among them)
+	// stop containers with exit code 137, each recorded with its grace.
+	for id, k := range plan.ContainersToKill {
+		for i := range st.Containers {
+			if st.Containers[i].ID == id && st.Containers[i].State == cri.StateRunning {
+				st.Containers[i].State = cri.StateExited
+				st.Containers[i].ExitCode = 137
+				st.Containers[i].FinishedAt = f.now()
+			}
+		}
+		f.events = append(f.events, event{op: "KillContainer", uid: pod.UID, grace: k.Grace})
+	}
 	start := func(name string, typ cri.ContainerType) {
 		attempt := uint32(0)
 		if prev := st.Latest(name, typ); prev != nil {

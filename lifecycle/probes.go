@@ -6,20 +6,18 @@ import (
 
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/lifecycle/prober"
-	"github.com/crivk/crivk/podutil"
-	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
 // ProbeRuntime is what probes need of the runtime (*cri.Runtime): exec
-// probes run through ExecSync; a container that failed its liveness or
-// startup probe is stopped with KillContainer (Killing event, preStop hook,
-// then stop), then restarted by the next sync as any exited container
-// (restart policy, back-off, restartCount).
+// probes run through ExecSync. A container that failed its liveness or
+// startup probe is stopped and restarted by the pod's next sync: the
+// verdict is a plan input (failedProbe), the plan kills it with the
+// kubelet's Killing message and the probe's grace, then starts it again as
+// any exited container (restart policy, back-off, restartCount).
 type ProbeRuntime interface {
 	prober.Execer
-	KillContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, containerID string, podIPs []string, grace int64, message string) error
 }
 
 var _ ProbeRuntime = (*cri.Runtime)(nil)
@@ -134,63 +132,20 @@ func (e *Engine) republish(uid types.UID) {
 	e.status.SetPodStatus(pod, e.generate(pod, st, e.workers.IsPodTerminationRequested(uid) && pod.DeletionTimestamp != nil))
 }
 
-// killUnhealthy stops the running containers (sidecars included, which
-// are always restarted) whose liveness or startup
-// probe failed, with the probe's terminationGracePeriodSeconds when it has
-// one, and reports whether it stopped any (the caller reads the runtime
-// again and plans their restart as for any exited container).
-func (e *Engine) killUnhealthy(ctx context.Context, pod *v1.Pod, st *cri.PodStatus) (bool, error) {
+// failedProbe reports which probe (liveness or startup) the running
+// container id failed, a plan input (cri.PlanInputs.Failed); the plan
+// checks that the container has that probe.
+func (e *Engine) failedProbe(id string) (string, bool) {
 	if e.probes == nil {
-		return false, nil
+		return "", false
 	}
-	killed := false
-	var errs []error
-	type probed struct {
-		c   *v1.Container
-		typ cri.ContainerType
+	if r, ok := e.probes.Result(prober.Liveness, id); ok && r == prober.Failure {
+		return "liveness", true
 	}
-	var containers []probed
-	for i := range pod.Spec.InitContainers {
-		if podutil.IsSidecar(&pod.Spec.InitContainers[i]) {
-			containers = append(containers, probed{&pod.Spec.InitContainers[i], cri.ContainerTypeInit})
-		}
+	if r, ok := e.probes.Result(prober.Startup, id); ok && r == prober.Failure {
+		return "startup", true
 	}
-	for i := range pod.Spec.Containers {
-		containers = append(containers, probed{&pod.Spec.Containers[i], cri.ContainerTypeRegular})
-	}
-	for _, pc := range containers {
-		c := pc.c
-		latest := st.Latest(c.Name, pc.typ)
-		if latest == nil || latest.State != cri.StateRunning {
-			continue
-		}
-		var probe *v1.Probe
-		var what string
-		if r, ok := e.probes.Result(prober.Liveness, latest.ID); ok && r == prober.Failure && c.LivenessProbe != nil {
-			probe, what = c.LivenessProbe, "liveness"
-		} else if r, ok := e.probes.Result(prober.Startup, latest.ID); ok && r == prober.Failure && c.StartupProbe != nil {
-			probe, what = c.StartupProbe, "startup"
-		}
-		if probe == nil {
-			continue
-		}
-		msg := fmt.Sprintf("Container %s failed %s probe", c.Name, what)
-		if pc.typ == cri.ContainerTypeInit || cri.ShouldRestart(pod.Spec.RestartPolicy, 137) {
-			msg += ", will be restarted"
-		}
-		grace := cri.GracePeriod(pod, probe.TerminationGracePeriodSeconds)
-		log.G(ctx).WithField("pod", pod.Namespace+"/"+pod.Name).WithField("uid", pod.UID).WithField("container", c.Name).
-			WithField("grace", grace).Info(msg)
-		if err := e.cfg.ProbeRuntime.KillContainer(ctx, pod, c, latest.ID, st.IPs(), grace, msg); err != nil {
-			errs = append(errs, fmt.Errorf("pod %s: container %s failed its %s probe: %w", cri.RefOf(pod), c.Name, what, err))
-			continue
-		}
-		killed = true
-	}
-	if len(errs) > 0 {
-		return killed, errs[0]
-	}
-	return killed, nil
+	return "", false
 }
 
 // containerRef is the object reference of a pod's container in events

@@ -7,28 +7,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/lifecycle/prober"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 )
 
-// fakeProbeRuntime answers exec probes with a settable exit code and stops
-// containers in the fake runtime with exit code 137.
+// fakeProbeRuntime answers exec probes with a settable exit code; the
+// containers a failed liveness or startup probe condemns are stopped by
+// the plan, in the fake runtime (KillContainer events).
 type fakeProbeRuntime struct {
-	rt *fakeRuntime
-
 	mu    sync.Mutex
 	code  int32
 	execs int
-	stops []int64 // grace of each KillContainer
-	// rec, when set, receives the Killing event the real runtime records
-	// with the engine's message.
-	rec *record.FakeRecorder
 }
 
 func (f *fakeProbeRuntime) ExecSync(context.Context, string, []string, time.Duration) ([]byte, []byte, int32, error) {
@@ -44,40 +37,13 @@ func (f *fakeProbeRuntime) setCode(c int32) {
 	f.mu.Unlock()
 }
 
-func (f *fakeProbeRuntime) stopped() []int64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]int64(nil), f.stops...)
-}
-
-func (f *fakeProbeRuntime) KillContainer(_ context.Context, pod *v1.Pod, _ *v1.Container, id string, _ []string, grace int64, msg string) error {
-	f.mu.Lock()
-	f.stops = append(f.stops, grace)
-	f.mu.Unlock()
-	if f.rec != nil {
-		f.rec.Eventf(pod, v1.EventTypeNormal, "Killing", "%s", msg)
-	}
-	f.rt.mu.Lock()
-	defer f.rt.mu.Unlock()
-	for _, p := range f.rt.pods {
-		for i := range p.Containers {
-			if p.Containers[i].ID == id {
-				p.Containers[i].State = cri.StateExited
-				p.Containers[i].ExitCode = 137
-				p.Containers[i].FinishedAt = f.rt.now()
-			}
-		}
-	}
-	return nil
-}
-
 // newProbeFixture is newEngineFixture with probes and an event recorder.
 func newProbeFixture(t *testing.T) (*engineFixture, *fakeProbeRuntime, *record.FakeRecorder) {
 	t.Helper()
 	clk := testingclock.NewFakeClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
 	f := &engineFixture{rt: newFakeRuntime(clk), clock: clk, cache: NewCache()}
 	rec := record.NewFakeRecorder(1000)
-	pr := &fakeProbeRuntime{rt: f.rt, rec: rec}
+	pr := &fakeProbeRuntime{}
 	ctx, cancel := context.WithCancel(context.Background())
 	e, err := NewEngine(ctx, Config{
 		Runtime: f.rt, RuntimeName: "containerd", NodeIP: "192.0.2.10", Clock: clk, SyncInterval: syncInterval, Cache: f.cache,
@@ -152,7 +118,7 @@ func TestEngineReadinessProbeFlipsReady(t *testing.T) {
 	}
 	pr.setCode(1)
 	f.stepUntil(t, "Ready False again", func() bool { return podCondition(f.lastPublished(pod.UID), v1.PodReady) == v1.ConditionFalse })
-	if n := f.rt.count(pod.UID, "KillPod"); n != 0 || len(pr.stopped()) != 0 {
+	if n := f.rt.count(pod.UID, "KillPod"); n != 0 || f.rt.count(pod.UID, "KillContainer") != 0 {
 		t.Errorf("a failing readiness probe stopped containers")
 	}
 }
@@ -169,21 +135,29 @@ func TestEngineLivenessFailureRestartsContainer(t *testing.T) {
 		p := f.lastPublished(pod.UID)
 		return p != nil && p.Status.ContainerStatuses[0].RestartCount >= 1 && p.Status.ContainerStatuses[0].State.Running != nil
 	})
-	stops := pr.stopped()
-	if len(stops) == 0 || stops[0] != 5 {
-		t.Errorf("KillContainer graces %v, want the probe's 5 first", stops)
+	kills := f.rt.ops(pod.UID, "KillContainer")
+	if len(kills) == 0 || kills[0].grace != 5 {
+		t.Errorf("KillContainer %+v, want the probe's grace 5 first", kills)
+	}
+	var message string
+	for _, ev := range f.rt.ops(pod.UID, "SyncPod") {
+		for _, k := range ev.plan.ContainersToKill {
+			message = k.Message
+		}
+	}
+	if message != "Container a failed liveness probe, will be restarted" {
+		t.Errorf("the plan's Killing message %q", message)
 	}
 	if f.rt.count(pod.UID, "KillPod") != 0 {
 		t.Error("the whole pod was killed for one container's liveness failure")
 	}
-	var killing, unhealthy bool
+	var unhealthy bool
 	for len(rec.Events) > 0 {
 		e := <-rec.Events
-		killing = killing || e == "Normal Killing Container a failed liveness probe, will be restarted"
 		unhealthy = unhealthy || strings.HasPrefix(e, "Warning Unhealthy Liveness probe failed: probe output")
 	}
-	if !killing || !unhealthy {
-		t.Errorf("events: Killing %v, Unhealthy %v", killing, unhealthy)
+	if !unhealthy {
+		t.Error("no Unhealthy event")
 	}
 }
 
@@ -201,7 +175,7 @@ func TestEngineStartupProbeGatesLiveness(t *testing.T) {
 	if st := p.Status.ContainerStatuses[0]; st.Started == nil || *st.Started || st.Ready {
 		t.Fatalf("started %v ready %v before the startup probe succeeded", st.Started, st.Ready)
 	}
-	if len(pr.stopped()) != 0 {
+	if f.rt.count(pod.UID, "KillContainer") != 0 {
 		t.Fatal("liveness ran before the startup probe succeeded")
 	}
 	pr.setCode(0)
@@ -265,100 +239,6 @@ type fakeResults map[prober.ProbeType]prober.Result
 func (f fakeResults) Result(t prober.ProbeType, _ string) (prober.Result, bool) {
 	r, ok := f[t]
 	return r, ok
-}
-
-// fakeProbeManager holds fixed results.
-type fakeProbeManager map[prober.ProbeType]map[string]prober.Result
-
-func (f fakeProbeManager) Result(t prober.ProbeType, id string) (prober.Result, bool) {
-	r, ok := f[t][id]
-	return r, ok
-}
-func (fakeProbeManager) AddPod(*v1.Pod)                   {}
-func (fakeProbeManager) RemovePod(types.UID)              {}
-func (fakeProbeManager) StopLivenessAndStartup(types.UID) {}
-
-func TestKillUnhealthy(t *testing.T) {
-	running := &cri.PodStatus{Containers: []cri.ContainerStatus{{ID: "c1", Name: "a", Type: cri.ContainerTypeRegular, State: cri.StateRunning}}}
-	exited := &cri.PodStatus{Containers: []cri.ContainerStatus{{ID: "c1", Name: "a", Type: cri.ContainerTypeRegular, State: cri.StateExited}}}
-	for _, tc := range []struct {
-		name       string
-		policy     v1.RestartPolicy
-		probeGrace *int64
-		results    fakeProbeManager
-		st         *cri.PodStatus
-		wantGrace  []int64
-		wantEvent  string
-	}{
-		{name: "liveness failure, restarted", policy: v1.RestartPolicyAlways, st: running,
-			results:   fakeProbeManager{prober.Liveness: {"c1": prober.Failure}},
-			wantGrace: []int64{17}, wantEvent: "Normal Killing Container a failed liveness probe, will be restarted"},
-		{name: "liveness failure, probe's grace", policy: v1.RestartPolicyOnFailure, st: running, probeGrace: ptr.To[int64](3),
-			results:   fakeProbeManager{prober.Liveness: {"c1": prober.Failure}},
-			wantGrace: []int64{3}, wantEvent: "Normal Killing Container a failed liveness probe, will be restarted"},
-		{name: "liveness failure, never restarted", policy: v1.RestartPolicyNever, st: running,
-			results:   fakeProbeManager{prober.Liveness: {"c1": prober.Failure}},
-			wantGrace: []int64{17}, wantEvent: "Normal Killing Container a failed liveness probe"},
-		{name: "startup failure", policy: v1.RestartPolicyAlways, st: running,
-			results:   fakeProbeManager{prober.Startup: {"c1": prober.Failure}},
-			wantGrace: []int64{17}, wantEvent: "Normal Killing Container a failed startup probe, will be restarted"},
-		{name: "readiness failure kills nothing", policy: v1.RestartPolicyAlways, st: running,
-			results: fakeProbeManager{prober.Readiness: {"c1": prober.Failure}}},
-		{name: "result of another container", policy: v1.RestartPolicyAlways, st: running,
-			results: fakeProbeManager{prober.Liveness: {"c0": prober.Failure}}},
-		{name: "exited container is not stopped again", policy: v1.RestartPolicyAlways, st: exited,
-			results: fakeProbeManager{prober.Liveness: {"c1": prober.Failure}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			pod := enginePod("uid-k", "kill", tc.policy)
-			pod.Spec.Containers[0].LivenessProbe = execProbe(1, 1)
-			pod.Spec.Containers[0].StartupProbe = execProbe(1, 1)
-			pod.Spec.Containers[0].LivenessProbe.TerminationGracePeriodSeconds = tc.probeGrace
-			pod.Spec.Containers[0].StartupProbe.TerminationGracePeriodSeconds = tc.probeGrace
-			clk := testingclock.NewFakeClock(time.Now())
-			rec := record.NewFakeRecorder(10)
-			pr := &fakeProbeRuntime{rt: newFakeRuntime(clk), rec: rec}
-			e := &Engine{cfg: Config{ProbeRuntime: pr, Recorder: rec}, probes: tc.results}
-			killed, err := e.killUnhealthy(context.Background(), pod, tc.st)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := pr.stopped(); killed != (len(tc.wantGrace) > 0) || len(got) != len(tc.wantGrace) || (len(got) > 0 && got[0] != tc.wantGrace[0]) {
-				t.Errorf("killed %v with graces %v, want %v", killed, got, tc.wantGrace)
-			}
-			var ev string
-			if len(rec.Events) > 0 {
-				ev = <-rec.Events
-			}
-			if ev != tc.wantEvent {
-				t.Errorf("event %q, want %q", ev, tc.wantEvent)
-			}
-		})
-	}
-}
-
-// TestKillUnhealthySidecar: a sidecar (restartable init container) whose
-// liveness probe failed is stopped with the Killing event and is always
-// restarted, whatever the pod's restart policy.
-func TestKillUnhealthySidecar(t *testing.T) {
-	pod := enginePod("uid-s", "side", v1.RestartPolicyNever)
-	always := v1.ContainerRestartPolicyAlways
-	pod.Spec.InitContainers = []v1.Container{{Name: "sc", Image: "busybox", RestartPolicy: &always, LivenessProbe: execProbe(1, 1)}}
-	st := &cri.PodStatus{Containers: []cri.ContainerStatus{
-		{ID: "s1", Name: "sc", Type: cri.ContainerTypeInit, State: cri.StateRunning},
-		{ID: "c1", Name: "a", Type: cri.ContainerTypeRegular, State: cri.StateRunning},
-	}}
-	clk := testingclock.NewFakeClock(time.Now())
-	rec := record.NewFakeRecorder(10)
-	pr := &fakeProbeRuntime{rt: newFakeRuntime(clk), rec: rec}
-	e := &Engine{cfg: Config{ProbeRuntime: pr, Recorder: rec}, probes: fakeProbeManager{prober.Liveness: {"s1": prober.Failure}}}
-	killed, err := e.killUnhealthy(context.Background(), pod, st)
-	if err != nil || !killed || len(pr.stopped()) != 1 {
-		t.Fatalf("killed %v (%v), stops %v; want the sidecar stopped once", killed, err, pr.stopped())
-	}
-	if ev := <-rec.Events; ev != "Normal Killing Container sc failed liveness probe, will be restarted" {
-		t.Errorf("event %q", ev)
-	}
 }
 
 // TestEngineSidecarProbes: a sidecar's readiness probe gates the pod's
