@@ -39,17 +39,9 @@ func (e *Engine) admitNew(pod *v1.Pod) bool {
 // activePods are the pods that hold resources on the node: every pod the
 // engine was given whose worker has not finished it, but uid.
 func (e *Engine) activePods(uid types.UID) []*v1.Pod {
-	e.mu.Lock()
-	pods := make([]*v1.Pod, 0, len(e.pods))
-	for id, p := range e.pods {
-		if id != uid {
-			pods = append(pods, p)
-		}
-	}
-	e.mu.Unlock()
-	active := pods[:0]
-	for _, p := range pods {
-		if !e.workers.IsPodKnownTerminated(p.UID) {
+	var active []*v1.Pod
+	for _, p := range e.pods.list() {
+		if p.UID != uid && !e.workers.IsPodKnownTerminated(p.UID) {
 			active = append(active, p)
 		}
 	}
@@ -67,22 +59,13 @@ func (e *Engine) reject(pod *v1.Pod, r admission.Result) {
 	if e.cfg.Recorder != nil {
 		e.cfg.Recorder.Event(pod, v1.EventTypeWarning, r.Reason, r.Message)
 	}
-	e.mu.Lock()
-	e.rejected[pod.UID] = pod.DeepCopy()
-	e.mu.Unlock()
+	e.pods.reject(pod)
 	e.status.SetPodStatus(pod, v1.PodStatus{
 		QOSClass: podutil.QOSClass(pod),
 		Phase:    v1.PodFailed,
 		Reason:   r.Reason,
 		Message:  "Pod was rejected: " + r.Message,
 	})
-}
-
-// rejectedPod returns the rejected pod uid, or nil.
-func (e *Engine) rejectedPod(uid types.UID) *v1.Pod {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.rejected[uid]
 }
 
 // deleteRejected removes a rejected pod's API object (through
@@ -93,7 +76,5 @@ func (e *Engine) deleteRejected(ctx context.Context, pod *v1.Pod) {
 		log.G(ctx).WithError(err).WithField("pod", pod.Namespace+"/"+pod.Name).Warn("deleting a rejected pod")
 		return
 	}
-	e.mu.Lock()
-	delete(e.rejected, pod.UID)
-	e.mu.Unlock()
+	e.pods.forgetRejected(pod.UID)
 }

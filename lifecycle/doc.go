@@ -3,10 +3,13 @@
 // decides what must happen and when, drives the runtime manager (package
 // cri) and publishes the kubelet-shaped API status.
 //
-// The pieces, one file each, and who calls what:
+// The pieces, one file each, each owning its state, and who calls what:
 //
 //	provider (virtual-kubelet) ──UpdatePod/Kill/KillUnknown──> Engine (engine.go)
-//	                                                              │ pod manager: the desired pods
+//	                                 admission (admit.go) │  loop + housekeeping
+//	                                                      v
+//	                                 podManager (podmanager.go): desired pods,
+//	                                 rejected pods, first sightings; no I/O
 //	  PLEG (pleg.go) ── relist every 1s ──> Cache (cache.go)      │
 //	        │            status newer than T  ^      │            v
 //	        └── OnChange(uid) = Engine.Kick ──┼──────┼──> PodWorkers (podworkers.go)
@@ -14,11 +17,12 @@
 //	  WorkQueue (workqueue.go) <── requeue ───┼──────┼──── sync / terminating / terminated
 //	        └── due pods, every 1s ──> Engine ┘      │            │ podSyncer
 //	                                                 v            v
-//	                      GetNewerThan(last sync) before    engineSyncer (engine.go)
-//	                      each piece of work                 plan (cri.ComputePodActions),
-//	                                                         act (cri.Runtime), read back
-//	                                                         at once into the Cache,
-//	                                                         GenerateStatus (status.go)
+//	                      GetNewerThan(last sync) before    syncer (syncer.go)
+//	                      each piece of work                 plan (cri.ComputePodActions:
+//	                                                         probe verdicts and back-offs
+//	                                                         are inputs), act (cri.Runtime),
+//	                                                         read back at once into the
+//	                                                         Cache, GenerateStatus (status.go)
 //	                                                              │ SetPodStatus / TerminatePod
 //	                                                              v
 //	                                      StatusManager (statusmanager.go): versioned,
@@ -28,12 +32,19 @@
 //	                                                              v
 //	                                      provider ──> virtual-kubelet ──> API server
 //
+// The syncer is also the runtime manager's RuntimeHelper (runoptions.go:
+// environment from envvars.go, volume mounts, node mounts from
+// node_mounts.go, pull secrets from pullsecrets.go) and owns the pod's
+// volumes (volumes.go) and probe workers (probes.go: the prober's results
+// are read by status generation and by the plan).
+//
 // The PLEG relists every period and also at once when woken through its
 // Wake channel (cmd/crivk feeds it containerd's task events); the period
 // is the safety net. Volumes (package volume) are set up before a sync may
 // start containers and torn down once the pod is terminated; probes
 // (package prober) republish the status when a result changes and a failed
-// liveness/startup probe kills the container through the runtime.
+// liveness/startup probe kicks the pod, whose plan kills and restarts the
+// container.
 //
 // A pod's life in the workers (the kubelet's; the full timeline with the
 // predicates that hold at each point is drawn above PodWorkerState):

@@ -729,7 +729,7 @@ func TestEngineWaitsForTheNetwork(t *testing.T) {
 	f := newEngineFixture(t)
 	var mu sync.Mutex
 	netErr := errors.New("cni config uninitialized")
-	f.e.cfg.NetworkError = func() error { mu.Lock(); defer mu.Unlock(); return netErr }
+	f.e.sync.networkError = func() error { mu.Lock(); defer mu.Unlock(); return netErr }
 
 	pod := enginePod("uid-1", "web", v1.RestartPolicyAlways)
 	host := enginePod("uid-2", "host", v1.RestartPolicyAlways)
@@ -786,7 +786,7 @@ func TestEngineReadinessGateFromTheAPI(t *testing.T) {
 	pod.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/ready"}}
 	var mu sync.Mutex
 	api := pod.DeepCopy()
-	f.e.cfg.APIPod = func(ns, name string) *v1.Pod {
+	f.e.sync.apiPod = func(ns, name string) *v1.Pod {
 		mu.Lock()
 		defer mu.Unlock()
 		if ns == api.Namespace && name == api.Name {

@@ -44,11 +44,11 @@ var masterServices = map[string]bool{"kubernetes": true}
 
 // makeEnvironment resolves the environment of container c of pod, given
 // the pod's IPs. Errors are the kubelet's CreateContainerConfigError texts.
-func (e *Engine) makeEnvironment(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string) ([]*runtimeapi.KeyValue, error) {
+func (s *syncer) makeEnvironment(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string) ([]*runtimeapi.KeyValue, error) {
 	r := envResolver{
-		objects:     e.cfg.Objects,
-		nodeIP:      e.cfg.NodeIP,
-		allocatable: e.cfg.NodeAllocatable,
+		objects:     s.objects,
+		nodeIP:      s.nodeIP,
+		allocatable: s.nodeAllocatable,
 		configMaps:  map[string]*v1.ConfigMap{},
 		secrets:     map[string]*v1.Secret{},
 	}

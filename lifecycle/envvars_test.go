@@ -207,8 +207,8 @@ func TestMakeEnvironment(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			o := objs()
-			e := &Engine{cfg: Config{Objects: o, NodeIP: "192.168.1.10",
-				NodeAllocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("8Gi")}}}
+			e := &syncer{objects: o, nodeIP: "192.168.1.10",
+				nodeAllocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("8Gi")}}
 			tc.c.Name = "c"
 			pod := envPod(tc.c)
 			pod.Spec.EnableServiceLinks = ptr.To(tc.links)
@@ -237,7 +237,7 @@ func TestMakeEnvironmentReadsEachObjectOnce(t *testing.T) {
 	}
 	pod := envPod(v1.Container{Name: "c", Env: []v1.EnvVar{ref("X"), ref("Y")},
 		EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}}}}})
-	e := &Engine{cfg: Config{Objects: o}}
+	e := &syncer{objects: o}
 	if _, err := e.makeEnvironment(context.Background(), pod, &pod.Spec.Containers[0], nil); err != nil {
 		t.Fatal(err)
 	}
@@ -249,12 +249,12 @@ func TestMakeEnvironmentReadsEachObjectOnce(t *testing.T) {
 func TestMakeEnvironmentErrors(t *testing.T) {
 	pod := envPod(v1.Container{Name: "c"})
 	pod.Spec.EnableServiceLinks = nil // defaults to true
-	e := &Engine{cfg: Config{Objects: &fakeObjects{listErr: fmt.Errorf("boom")}}}
+	e := &syncer{objects: &fakeObjects{listErr: fmt.Errorf("boom")}}
 	if _, err := e.makeEnvironment(context.Background(), pod, &pod.Spec.Containers[0], nil); err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Errorf("error %v, want the list error", err)
 	}
 	// Without API access, a reference is an error; literal values work.
-	e = &Engine{cfg: Config{}}
+	e = &syncer{}
 	pod = envPod(v1.Container{Name: "c", Env: []v1.EnvVar{{Name: "A", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "s"}, Key: "k"}}}}})
 	if _, err := e.makeEnvironment(context.Background(), pod, &pod.Spec.Containers[0], nil); !errors.Is(err, errNoObjects) {
 		t.Errorf("error %v, want errNoObjects", err)

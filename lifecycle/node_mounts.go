@@ -37,17 +37,17 @@ const (
 var nodeHostsFile = etcHostsPath
 
 // podDir is the pod's directory on the node, or "" without a root dir.
-func (e *Engine) podDir(uid string) string {
-	if e.cfg.RootDir == "" {
+func (s *syncer) podDir(uid string) string {
+	if s.rootDir == "" {
 		return ""
 	}
-	return filepath.Join(e.cfg.RootDir, "pods", uid)
+	return filepath.Join(s.rootDir, "pods", uid)
 }
 
 // nodeMounts returns the mounts the node itself manages for container c:
 // the termination message file and the managed /etc/hosts.
-func (e *Engine) nodeMounts(pod *v1.Pod, c *v1.Container, podIPs []string) ([]*runtimeapi.Mount, error) {
-	dir := e.podDir(string(pod.UID))
+func (s *syncer) nodeMounts(pod *v1.Pod, c *v1.Container, podIPs []string) ([]*runtimeapi.Mount, error) {
+	dir := s.podDir(string(pod.UID))
 	if dir == "" {
 		return nil, nil
 	}
@@ -72,7 +72,7 @@ func (e *Engine) nodeMounts(pod *v1.Pod, c *v1.Container, podIPs []string) ([]*r
 	}
 	if mountsEtcHosts(pod, c, podIPs) {
 		path := filepath.Join(dir, "etc-hosts")
-		content, err := e.hostsFileContent(pod, podIPs)
+		content, err := s.hostsFileContent(pod, podIPs)
 		if err != nil {
 			return nil, fmt.Errorf("hosts file of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
@@ -106,7 +106,7 @@ func mountsEtcHosts(pod *v1.Pod, c *v1.Container, podIPs []string) bool {
 // the pod's own name on each of its IPs (with its FQDN when it has a
 // subdomain), then the hostAliases. A host-network pod gets the node's
 // file plus its hostAliases.
-func (e *Engine) hostsFileContent(pod *v1.Pod, podIPs []string) ([]byte, error) {
+func (s *syncer) hostsFileContent(pod *v1.Pod, podIPs []string) ([]byte, error) {
 	var b bytes.Buffer
 	if pod.Spec.HostNetwork {
 		node, err := os.ReadFile(nodeHostsFile)
@@ -118,7 +118,7 @@ func (e *Engine) hostsFileContent(pod *v1.Pod, podIPs []string) ([]byte, error) 
 		writeHostAliases(&b, pod.Spec.HostAliases)
 		return b.Bytes(), nil
 	}
-	hostname, domain, err := podutil.HostnameAndDomain(pod, e.cfg.ClusterDomain)
+	hostname, domain, err := podutil.HostnameAndDomain(pod, s.clusterDomain)
 	if err != nil {
 		return nil, err
 	}
@@ -152,8 +152,8 @@ func writeHostAliases(b *bytes.Buffer, aliases []v1.HostAlias) {
 
 // removePodFiles removes what nodeMounts wrote for a pod that is gone.
 // The volume manager owns the rest of the pod's directory.
-func (e *Engine) removePodFiles(uid string) error {
-	dir := e.podDir(uid)
+func (s *syncer) removePodFiles(uid string) error {
+	dir := s.podDir(uid)
 	if dir == "" {
 		return nil
 	}

@@ -56,7 +56,7 @@ func TestNodeMounts(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			e := &Engine{cfg: Config{RootDir: root, ClusterDomain: "cluster.local"}}
+			e := &syncer{rootDir: root, clusterDomain: "cluster.local"}
 			tc.c.Name = "c"
 			pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-1"}, Spec: tc.spec}
 			pod.Spec.Containers = []v1.Container{tc.c}
@@ -121,7 +121,7 @@ func TestNodeMounts(t *testing.T) {
 }
 
 func TestNodeMountsWithoutRootDir(t *testing.T) {
-	e := &Engine{}
+	e := &syncer{}
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", TerminationMessagePath: "/t"}}}}
 	m, err := e.nodeMounts(pod, &pod.Spec.Containers[0], []string{"10.0.0.1"})
 	if err != nil || len(m) != 0 {

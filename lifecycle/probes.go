@@ -54,38 +54,38 @@ func (e *Engine) startProber(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e.probes = m
+	e.sync.probes = m
 	return nil
 }
 
 // probeResultsOrNil returns the prober as status generation sees it (nil
 // interface when there is none).
-func (e *Engine) probeResultsOrNil() probeResults {
-	if e.probes == nil {
+func (s *syncer) probeResultsOrNil() probeResults {
+	if s.probes == nil {
 		return nil
 	}
-	return e.probes
+	return s.probes
 }
 
 // addProbes starts the workers of the pod's probes (idempotent).
-func (e *Engine) addProbes(pod *v1.Pod) {
-	if e.probes != nil {
-		e.probes.AddPod(pod)
+func (s *syncer) addProbes(pod *v1.Pod) {
+	if s.probes != nil {
+		s.probes.AddPod(pod)
 	}
 }
 
 // removeProbes stops the pod's probe workers (terminated or forgotten).
-func (e *Engine) removeProbes(uid types.UID) {
-	if e.probes != nil {
-		e.probes.RemovePod(uid)
+func (s *syncer) removeProbes(uid types.UID) {
+	if s.probes != nil {
+		s.probes.RemovePod(uid)
 	}
 }
 
 // stopLivenessAndStartup stops the probes that could restart a container
 // of a terminating pod; readiness goes on until the pod is terminated.
-func (e *Engine) stopLivenessAndStartup(uid types.UID) {
-	if e.probes != nil {
-		e.probes.StopLivenessAndStartup(uid)
+func (s *syncer) stopLivenessAndStartup(uid types.UID) {
+	if s.probes != nil {
+		s.probes.StopLivenessAndStartup(uid)
 	}
 }
 
@@ -103,7 +103,7 @@ func (e *Engine) onProbeResult(u prober.Update) {
 
 // republish generates and publishes the pod's status from the cache.
 func (e *Engine) republish(uid types.UID) {
-	pod := e.desiredPod(uid)
+	pod := e.pods.pod(uid)
 	if pod == nil || e.workers.IsPodFinished(uid) {
 		return
 	}
@@ -120,8 +120,8 @@ func (e *Engine) republish(uid types.UID) {
 	if err != nil {
 		return
 	}
-	if e.cfg.APIPod != nil {
-		if api := e.cfg.APIPod(pod.Namespace, pod.Name); api != nil && api.UID == pod.UID {
+	if e.sync.apiPod != nil {
+		if api := e.sync.apiPod(pod.Namespace, pod.Name); api != nil && api.UID == pod.UID {
 			p := pod.DeepCopy()
 			p.Status = *api.Status.DeepCopy()
 			pod = p
@@ -129,20 +129,20 @@ func (e *Engine) republish(uid types.UID) {
 	}
 	// A terminating pod is still probed for readiness; generate as its
 	// terminating sync does.
-	e.status.SetPodStatus(pod, e.generate(pod, st, e.workers.IsPodTerminationRequested(uid) && pod.DeletionTimestamp != nil))
+	e.status.SetPodStatus(pod, e.sync.generate(pod, st, e.workers.IsPodTerminationRequested(uid) && pod.DeletionTimestamp != nil))
 }
 
 // failedProbe reports which probe (liveness or startup) the running
 // container id failed, a plan input (cri.PlanInputs.Failed); the plan
 // checks that the container has that probe.
-func (e *Engine) failedProbe(id string) (string, bool) {
-	if e.probes == nil {
+func (s *syncer) failedProbe(id string) (string, bool) {
+	if s.probes == nil {
 		return "", false
 	}
-	if r, ok := e.probes.Result(prober.Liveness, id); ok && r == prober.Failure {
+	if r, ok := s.probes.Result(prober.Liveness, id); ok && r == prober.Failure {
 		return "liveness", true
 	}
-	if r, ok := e.probes.Result(prober.Startup, id); ok && r == prober.Failure {
+	if r, ok := s.probes.Result(prober.Startup, id); ok && r == prober.Failure {
 		return "startup", true
 	}
 	return "", false
@@ -161,10 +161,10 @@ func containerRef(pod *v1.Pod, name string) *v1.ObjectReference {
 // startupPassed reports whether container id passed its startup probe (a
 // plan input: a sidecar gates what follows it until then); true without
 // probes.
-func (e *Engine) startupPassed(id string) bool {
-	if e.probes == nil {
+func (s *syncer) startupPassed(id string) bool {
+	if s.probes == nil {
 		return true
 	}
-	r, ok := e.probes.Result(prober.Startup, id)
+	r, ok := s.probes.Result(prober.Startup, id)
 	return ok && r == prober.Success
 }

@@ -10,8 +10,8 @@ import (
 // PullSecrets is the kubelet's getPullSecretsForPod: the pod's
 // imagePullSecrets read through Objects; one that cannot be read is left
 // out with a warning (the pull then goes without it).
-func (e *Engine) PullSecrets(ctx context.Context, pod *v1.Pod) []v1.Secret {
-	if e.cfg.Objects == nil || len(pod.Spec.ImagePullSecrets) == 0 {
+func (s *syncer) PullSecrets(ctx context.Context, pod *v1.Pod) []v1.Secret {
+	if s.objects == nil || len(pod.Spec.ImagePullSecrets) == 0 {
 		return nil
 	}
 	var out []v1.Secret
@@ -19,17 +19,17 @@ func (e *Engine) PullSecrets(ctx context.Context, pod *v1.Pod) []v1.Secret {
 		if ref.Name == "" {
 			continue
 		}
-		s, err := e.cfg.Objects.GetSecret(ctx, pod.Namespace, ref.Name)
+		sec, err := s.objects.GetSecret(ctx, pod.Namespace, ref.Name)
 		if err != nil {
 			log.G(ctx).WithError(err).WithField("pod", pod.Namespace+"/"+pod.Name).WithField("secret", ref.Name).
 				Warn("unable to retrieve pull secret, the image pull may not succeed")
-			if e.cfg.Recorder != nil {
-				e.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, "FailedToRetrieveImagePullSecret",
+			if s.recorder != nil {
+				s.recorder.Eventf(pod, v1.EventTypeWarning, "FailedToRetrieveImagePullSecret",
 					"Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", ref.Name)
 			}
 			continue
 		}
-		out = append(out, *s)
+		out = append(out, *sec)
 	}
 	return out
 }

@@ -12,9 +12,9 @@ import (
 
 func TestPullSecrets(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
-	e := &Engine{cfg: Config{Recorder: rec, Objects: &fakeObjects{secrets: map[string]*v1.Secret{
+	e := &syncer{recorder: rec, objects: &fakeObjects{secrets: map[string]*v1.Secret{
 		"ns/there": {ObjectMeta: metav1.ObjectMeta{Name: "there"}, Type: v1.SecretTypeDockerConfigJson},
-	}}}}
+	}}}
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: v1.PodSpec{
 		ImagePullSecrets: []v1.LocalObjectReference{{Name: "gone"}, {Name: "there"}, {Name: ""}}}}
 	got := e.PullSecrets(context.Background(), pod)
@@ -29,7 +29,7 @@ func TestPullSecrets(t *testing.T) {
 	default:
 		t.Error("no event for the missing secret")
 	}
-	if s := (&Engine{}).PullSecrets(context.Background(), pod); s != nil {
+	if s := (&syncer{}).PullSecrets(context.Background(), pod); s != nil {
 		t.Errorf("without Objects: %v, want none", s)
 	}
 }

@@ -8,31 +8,36 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-var _ cri.RuntimeHelper = (*Engine)(nil)
+var _ cri.RuntimeHelper = (*syncer)(nil)
+
+// RuntimeHelper is what the runtime manager asks right before it creates
+// a container (the kubelet's RuntimeHelper): the syncer's environment,
+// mounts and pull secrets.
+func (e *Engine) RuntimeHelper() cri.RuntimeHelper { return e.sync }
 
 // GenerateRunContainerOptions is the kubelet's RuntimeHelper: the runtime
 // manager calls it right before creating a container, once the sandbox (and
 // so the pod IP) exists. It resolves the container's environment
 // (envvars.go), its volume mounts (the Volumes manager) and the mounts the
 // node manages itself (node_mounts.go).
-func (e *Engine) GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string) (*cri.RunContainerOptions, error) {
-	envs, err := e.makeEnvironment(ctx, pod, c, podIPs)
+func (s *syncer) GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string) (*cri.RunContainerOptions, error) {
+	envs, err := s.makeEnvironment(ctx, pod, c, podIPs)
 	if err != nil {
 		return nil, err
 	}
 	opts := &cri.RunContainerOptions{Envs: envs}
-	if e.cfg.Volumes != nil {
+	if s.volumes != nil {
 		vars := make(map[string]string, len(envs))
 		for _, kv := range envs {
 			vars[kv.Key] = kv.Value
 		}
-		m, err := e.cfg.Volumes.Mounts(pod, c, vars)
+		m, err := s.volumes.Mounts(pod, c, vars)
 		if err != nil {
 			return nil, fmt.Errorf("mounts of container %q of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
 		}
 		opts.Mounts = append(opts.Mounts, m...)
 	}
-	nm, err := e.nodeMounts(pod, c, podIPs)
+	nm, err := s.nodeMounts(pod, c, podIPs)
 	if err != nil {
 		return nil, err
 	}

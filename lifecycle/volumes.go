@@ -63,24 +63,24 @@ func (m *mountEvents) forget(uid types.UID) {
 // On failure the pod stays in ContainerCreating: a FailedMount Warning
 // event names each volume that failed and the pod is synced again after
 // mountRetry.
-func (e *Engine) mountVolumes(ctx context.Context, pod *v1.Pod) error {
-	if e.cfg.Volumes == nil {
+func (s *syncer) mountVolumes(ctx context.Context, pod *v1.Pod) error {
+	if s.volumes == nil {
 		return nil
 	}
-	err := e.cfg.Volumes.MountPod(ctx, pod)
+	err := s.volumes.MountPod(ctx, pod)
 	if err == nil {
-		e.mountEvents.forget(pod.UID)
+		s.mountEvents.forget(pod.UID)
 		return nil
 	}
-	now := e.cfg.Clock.Now()
+	now := s.clock.Now()
 	errs := []error{err}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = j.Unwrap()
 	}
 	for _, one := range errs {
 		log.G(ctx).WithField("pod", pod.Namespace+"/"+pod.Name).WithField("uid", pod.UID).Warn(one.Error())
-		if e.cfg.Recorder != nil && e.mountEvents.due(pod.UID, one.Error(), now) {
-			e.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, "FailedMount", "%s", one.Error())
+		if s.recorder != nil && s.mountEvents.due(pod.UID, one.Error(), now) {
+			s.recorder.Eventf(pod, v1.EventTypeWarning, "FailedMount", "%s", one.Error())
 		}
 	}
 	return &BackOffError{Err: fmt.Errorf("volumes of pod %s/%s not ready: %w", pod.Namespace, pod.Name, err), Until: now.Add(mountRetry)}
@@ -88,12 +88,12 @@ func (e *Engine) mountVolumes(ctx context.Context, pod *v1.Pod) error {
 
 // unmountVolumes removes the volumes of a pod none of whose containers can
 // run any more.
-func (e *Engine) unmountVolumes(ctx context.Context, pod *v1.Pod) error {
-	e.mountEvents.forget(pod.UID)
-	if e.cfg.Volumes == nil {
+func (s *syncer) unmountVolumes(ctx context.Context, pod *v1.Pod) error {
+	s.mountEvents.forget(pod.UID)
+	if s.volumes == nil {
 		return nil
 	}
-	if err := e.cfg.Volumes.UnmountPod(ctx, pod); err != nil {
+	if err := s.volumes.UnmountPod(ctx, pod); err != nil {
 		return fmt.Errorf("tearing down volumes of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return nil
@@ -101,8 +101,8 @@ func (e *Engine) unmountVolumes(ctx context.Context, pod *v1.Pod) error {
 
 // cleanupPodDirs removes the directories of pods that are not wanted
 // (housekeeping's cleanupOrphans).
-func (e *Engine) cleanupPodDirs(ctx context.Context, wanted func(types.UID) bool) error {
-	oc, ok := e.cfg.Volumes.(orphanCleaner)
+func (s *syncer) cleanupPodDirs(ctx context.Context, wanted func(types.UID) bool) error {
+	oc, ok := s.volumes.(orphanCleaner)
 	if !ok {
 		return nil
 	}

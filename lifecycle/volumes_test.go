@@ -77,8 +77,8 @@ func TestEngineWaitsForVolumes(t *testing.T) {
 	f := newEngineFixture(t)
 	vols := newFakeVolumes()
 	rec := record.NewFakeRecorder(100)
-	f.e.cfg.Volumes = vols
-	f.e.cfg.Recorder = rec
+	f.e.sync.volumes = vols
+	f.e.sync.recorder = rec
 	vols.setErr(errors.Join(fmt.Errorf(`MountVolume.SetUp failed for volume "cfg" : configmap "app" not found`)))
 
 	pod := enginePod("uid-1", "web", v1.RestartPolicyAlways)
@@ -139,7 +139,7 @@ func TestEngineCleansOrphanedPodDirs(t *testing.T) {
 	f := newEngineFixture(t)
 	vols := newFakeVolumes()
 	vols.orphans = []types.UID{"api-pod", "known", "gone"}
-	f.e.cfg.Volumes = vols
+	f.e.sync.volumes = vols
 	f.startRunning(t, enginePod("known", "web", v1.RestartPolicyAlways))
 	f.e.SetDesiredPods(func() ([]*v1.Pod, error) { return []*v1.Pod{enginePod("api-pod", "x", v1.RestartPolicyAlways)}, nil })
 	f.e.Housekeeping(context.Background())

@@ -632,7 +632,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	if err != nil {
 		return nil, err
 	}
-	rt.SetRuntimeHelper(a.engine)
+	rt.SetRuntimeHelper(a.engine.RuntimeHelper())
 	wake := make(chan struct{}, 1)
 	if o.runtimeEvents && strings.HasPrefix(o.criEndpoint, "unix://") {
 		ev := &taskEvents{endpoint: o.criEndpoint, namespace: "k8s.io", wake: wake, settle: []time.Duration{10 * time.Millisecond, 30 * time.Millisecond, 100 * time.Millisecond}, retry: 5 * time.Second, clock: clock.RealClock{}}

@@ -1,0 +1,454 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/crivk/crivk/cri"
+	"github.com/virtual-kubelet/virtual-kubelet/log"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+)
+
+// syncer is the pod workers' podSyncer, the kubelet's SyncPod,
+// SyncTerminatingPod and SyncTerminatedPod: it holds only what a sync
+// needs (the runtime, the runtime status cache, the status manager, the
+// probes, the back-offs, volumes, objects, pod cgroups, the event
+// recorder) and the per-pod state a sync keeps between rounds (why
+// containers wait, the pod IPs). It is also the runtime manager's
+// RuntimeHelper (runoptions.go: environment, mounts, pull secrets).
+//
+// One round of SyncPod: publish the status from the runtime state given,
+// then, unless the pod is terminal, ensure the pod cgroup and volumes,
+// plan (cri.ComputePodActions, every decision with its reason: probe
+// verdicts and back-offs are inputs), act (cri.Runtime.SyncPod), read the
+// runtime back into the cache at once and publish again.
+type syncer struct {
+	runtime     Runtime
+	runtimeName string
+	nodeIP      string
+	clock       clock.WithTicker
+	cache       *Cache
+	status      *StatusManager
+	backoff     *cri.BackOffs
+	recorder    record.EventRecorder
+	volumes     Volumes
+	objects     Objects
+	podCgroups  PodCgroups
+	// probes is set by NewEngine right after the syncer is made (the
+	// prober calls back into the engine); nil: nothing is probed.
+	probes          probeManager
+	networkError    func() error
+	apiPod          func(namespace, name string) *v1.Pod
+	observePodStart func(took time.Duration)
+	onTerminated    func(ctx context.Context, pod *v1.Pod) error
+	rootDir         string
+	clusterDomain   string
+	nodeAllocatable v1.ResourceList
+	// pods is the desired-pod store (read only here, but for forgetting
+	// a pod whose API object is gone).
+	pods *podManager
+	// mountEvents throttles FailedMount events (volumes.go).
+	mountEvents mountEvents
+
+	mu sync.Mutex
+	// waiting: per pod, why containers the last sync wanted started are
+	// not running. podIPs: the pod IPs once known. Guarded by mu.
+	waiting map[types.UID]map[string]cri.Waiting
+	podIPs  map[types.UID][]string
+}
+
+var _ podSyncer = (*syncer)(nil)
+
+// newSyncer makes the syncer of an engine from its (defaulted) config.
+func newSyncer(cfg Config, pods *podManager, status *StatusManager, backoff *cri.BackOffs) *syncer {
+	return &syncer{
+		runtime:         cfg.Runtime,
+		runtimeName:     cfg.RuntimeName,
+		nodeIP:          cfg.NodeIP,
+		clock:           cfg.Clock,
+		cache:           cfg.Cache,
+		status:          status,
+		backoff:         backoff,
+		recorder:        cfg.Recorder,
+		volumes:         cfg.Volumes,
+		objects:         cfg.Objects,
+		podCgroups:      cfg.PodCgroups,
+		networkError:    cfg.NetworkError,
+		apiPod:          cfg.APIPod,
+		observePodStart: cfg.ObservePodStart,
+		onTerminated:    cfg.OnTerminated,
+		rootDir:         cfg.RootDir,
+		clusterDomain:   cfg.ClusterDomain,
+		nodeAllocatable: cfg.NodeAllocatable,
+		pods:            pods,
+		waiting:         map[types.UID]map[string]cri.Waiting{},
+		podIPs:          map[types.UID][]string{},
+	}
+}
+
+func (s *syncer) withStatus(pod *v1.Pod) *v1.Pod {
+	p := pod.DeepCopy()
+	if st, ok := s.status.GetPodStatus(pod.UID); ok {
+		p.Status = st
+	}
+	return p
+}
+
+// removeDeleted calls OnTerminated for a terminated, deleted pod, then
+// removes its containers, sandbox and files and forgets it.
+func (s *syncer) removeDeleted(ctx context.Context, pod *v1.Pod) error {
+	// The containers are stopped and the volumes gone: as the kubelet's
+	// status manager, hand on the final status and delete the API object
+	// now; removing the stopped containers, sandbox and logs does not delay
+	// the deletion (a crash in between leaves a runtime orphan, which
+	// housekeeping removes).
+	wctx, cancel := context.WithTimeout(ctx, finalStatusTimeout)
+	err := s.status.WaitDelivered(wctx, pod.UID)
+	cancel()
+	if err != nil && ctx.Err() == nil {
+		log.G(ctx).WithField("pod", pod.Namespace+"/"+pod.Name).WithField("uid", pod.UID).Warn("final status not delivered in time; deleting the pod anyway")
+	}
+	if err := s.onTerminated(ctx, s.withStatus(pod)); err != nil {
+		return err
+	}
+	st, err := s.runtime.GetPodStatus(ctx, cri.RefOf(pod))
+	if err != nil {
+		return err
+	}
+	if err := s.runtime.RemovePod(ctx, st); err != nil {
+		return err
+	}
+	if err := s.removePodFiles(string(pod.UID)); err != nil {
+		return err
+	}
+	s.forget(pod)
+	return nil
+}
+
+// forget drops everything the engine holds of a pod whose API object is
+// gone; SyncKnownPods then drops its worker record.
+func (s *syncer) forget(pod *v1.Pod) {
+	s.pods.forget(pod.UID)
+	s.mu.Lock()
+	delete(s.waiting, pod.UID)
+	delete(s.podIPs, pod.UID)
+	s.mu.Unlock()
+	s.status.RemovePod(pod.UID)
+	s.removeProbes(pod.UID)
+	s.cache.Delete(pod.UID)
+	var names []string
+	for _, c := range pod.Spec.InitContainers {
+		names = append(names, c.Name)
+	}
+	for _, c := range pod.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	s.backoff.Forget(string(pod.UID), names)
+}
+
+// refresh reads the pod's runtime state right after the engine acted on it
+// and stores it in the cache with the time before the read, so the status
+// published next reflects the action without waiting for a relist.
+func (s *syncer) refresh(ctx context.Context, ref cri.PodRef) (*cri.PodStatus, error) {
+	t := s.clock.Now()
+	st, err := s.runtime.GetPodStatus(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	s.cache.Set(ref.UID, st, nil, t)
+	return st, nil
+}
+
+// generate builds the API status from the runtime state and what the
+// engine knows of the pod.
+func (s *syncer) generate(pod *v1.Pod, st *cri.PodStatus, deleted bool) v1.PodStatus {
+	prev, ok := s.status.GetPodStatus(pod.UID)
+	if !ok {
+		prev = *pod.Status.DeepCopy()
+	}
+	// Conditions the node does not own (readiness gates, PodScheduled,
+	// DisruptionTarget) are the API's.
+	prev.Conditions = WithForeignConditions(pod.Status.Conditions, prev.Conditions)
+	s.mu.Lock()
+	if ips := st.IPs(); len(ips) > 0 {
+		s.podIPs[pod.UID] = ips
+	}
+	ips := s.podIPs[pod.UID]
+	if pod.Spec.HostNetwork && len(ips) == 0 && s.nodeIP != "" {
+		// A host-network pod has the node's IP, as the kubelet reports it.
+		ips = []string{s.nodeIP}
+	}
+	waiting := s.waiting[pod.UID]
+	s.mu.Unlock()
+	status := GenerateStatus(statusInput{
+		Pod:         pod,
+		Previous:    prev,
+		Runtime:     st,
+		Waiting:     waiting,
+		RuntimeName: s.runtimeName,
+		NodeIP:      s.nodeIP,
+		PodIPs:      ips,
+		Deleted:     deleted,
+		Now:         s.clock.Now(),
+		Probes:      s.probeResultsOrNil(),
+	})
+	if pastActiveDeadline(pod, status.StartTime, s.clock.Now()) {
+		// The kubelet's active deadline handler: the pod fails, its
+		// containers are stopped.
+		status.Phase = v1.PodFailed
+		status.Reason = reasonDeadlineExceeded
+		status.Message = messageDeadlineExceeded
+	}
+	return status
+}
+
+// The kubelet's words for a pod past spec.activeDeadlineSeconds.
+const (
+	reasonDeadlineExceeded  = "DeadlineExceeded"
+	messageDeadlineExceeded = "Pod was active on the node longer than the specified deadline"
+)
+
+// pastActiveDeadline reports whether pod, started at start, has run longer
+// than its spec.activeDeadlineSeconds.
+func pastActiveDeadline(pod *v1.Pod, start *metav1.Time, now time.Time) bool {
+	d := pod.Spec.ActiveDeadlineSeconds
+	if d == nil || start == nil {
+		return false
+	}
+	return now.Sub(start.Time) >= time.Duration(*d)*time.Second
+}
+
+// errBackingOff is returned by SyncPod while a container waits for a
+// restart or pull back-off.
+var errBackingOff = errors.New("a container is waiting for a back-off")
+
+// SyncPod publishes the pod's status from the runtime state it was given;
+// unless the pod is terminal, plans and carries out one round of actions,
+// reads the runtime back at once and publishes again.
+func (s *syncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, st *cri.PodStatus) (bool, error) {
+	if s.apiPod != nil {
+		if cur := s.apiPod(pod.Namespace, pod.Name); cur != nil && cur.UID == pod.UID {
+			p := pod.DeepCopy()
+			p.Status = *cur.Status.DeepCopy()
+			pod = p
+		}
+	}
+	status := s.generate(pod, st, false)
+	s.setRunningStatus(pod, status)
+	if isTerminalPhase(status.Phase) {
+		return true, nil
+	}
+	s.addProbes(pod)
+	if ne := s.networkError; ne != nil && !pod.Spec.HostNetwork {
+		if err := ne(); err != nil {
+			if s.recorder != nil {
+				s.recorder.Eventf(pod, v1.EventTypeWarning, "NetworkNotReady", "%s: %v", ErrNetworkNotReady, err)
+			}
+			return false, fmt.Errorf("%w: %v", ErrNetworkNotReady, err)
+		}
+	}
+	// The pod cgroup exists with its class's values before the sandbox is
+	// created in it (the kubelet's EnsureExists in SyncPod).
+	if pc := s.podCgroups; pc != nil {
+		if err := pc.EnsurePod(pod); err != nil {
+			if s.recorder != nil {
+				s.recorder.Eventf(pod, v1.EventTypeWarning, "FailedToCreatePodContainer", "unable to ensure pod container exists: %v", err)
+			}
+			return false, fmt.Errorf("failed to ensure that the pod %s cgroups exist and are correctly applied: %w", cri.RefOf(pod), err)
+		}
+	}
+	// Volumes are set up (or refreshed: live updates) before any container
+	// may start; until they are, the pod stays in ContainerCreating.
+	if err := s.mountVolumes(ctx, pod); err != nil {
+		return false, err
+	}
+	// A container a killed predecessor created but never started is
+	// removed, not replaced: its attempt is made again, no restart counted.
+	if removed, err := s.runtime.RemoveInterrupted(ctx, st); err != nil {
+		return false, err
+	} else if removed {
+		log.G(ctx).WithField("pod", cri.RefOf(pod).String()).Info("removed containers created but never started by a previous crivk")
+		if st, err = s.refresh(ctx, cri.RefOf(pod)); err != nil {
+			return false, err
+		}
+	}
+	now := s.clock.Now()
+	plan := cri.ComputePodActions(pod, st, cri.PlanInputs{Started: s.startupPassed, Failed: s.failedProbe, BackOff: s.backoff.View(now)})
+	if plan.Empty() {
+		s.mu.Lock()
+		delete(s.waiting, pod.UID)
+		s.mu.Unlock()
+		return false, nil
+	}
+	log.G(ctx).WithField("plan", plan.String()).Debug("syncing pod")
+	res := s.runtime.SyncPod(ctx, pod, st, plan, s.backoff, now)
+	backingOff := s.recordSync(pod, res)
+	syncErr := res.Error()
+	if after, err := s.refresh(ctx, cri.RefOf(pod)); err == nil {
+		s.setRunningStatus(pod, s.generate(pod, after, false))
+		s.addProbes(pod) // the new containers' workers probe now
+	} else {
+		syncErr = errors.Join(syncErr, err)
+	}
+	if syncErr == nil && backingOff {
+		syncErr = errBackingOff
+	}
+	if backingOff {
+		return false, &BackOffError{Err: syncErr, Until: s.clock.Now().Add(backOffPoll)}
+	}
+	return false, syncErr
+}
+
+// setRunningStatus hands a sync's status to the status manager; the first
+// time a pod the API had Pending is Running, its start duration since the
+// engine first saw it is observed (ObservePodStart).
+func (s *syncer) setRunningStatus(pod *v1.Pod, status v1.PodStatus) {
+	if s.observePodStart != nil && status.Phase == v1.PodRunning &&
+		(pod.Status.Phase == "" || pod.Status.Phase == v1.PodPending) {
+		seen, ok := s.pods.takeFirstSeen(pod.UID)
+		if ok {
+			s.observePodStart(s.clock.Since(seen))
+		}
+	}
+	s.status.SetPodStatus(pod, status)
+}
+
+// SyncTerminatingPod stops the pod's containers with the grace period and
+// publishes the status with the containers stopped.
+func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, _ *cri.PodStatus, grace int64, statusFn PodStatusFunc) error {
+	s.stopLivenessAndStartup(pod.UID)
+	// The cached status may predate the last sync (a container it started):
+	// read the runtime now rather than wait for a relist.
+	st, err := s.refresh(ctx, cri.RefOf(pod))
+	if err != nil {
+		return err
+	}
+	deleted := pod.DeletionTimestamp != nil
+	status := s.generate(pod, st, deleted)
+	if statusFn != nil {
+		statusFn(&status)
+	}
+	s.status.SetPodStatus(pod, status)
+	// The runtime manager records Killing per container, runs preStop.
+	if err := s.runtime.KillPod(ctx, pod, st, grace); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("killing pod %s: %w", cri.RefOf(pod), err)
+	}
+	after, err := s.refresh(ctx, cri.RefOf(pod))
+	if err != nil {
+		return err
+	}
+	if after.Running() {
+		return fmt.Errorf("pod %s still has running containers after kill", cri.RefOf(pod))
+	}
+	status = s.generate(pod, after, true)
+	if statusFn != nil {
+		statusFn(&status)
+	}
+	s.status.SetPodStatus(pod, status)
+	return nil
+}
+
+// SyncTerminatingRuntimePod stops and removes a pod only the runtime knows.
+func (s *syncer) SyncTerminatingRuntimePod(ctx context.Context, rp *cri.PodStatus) error {
+	if err := s.runtime.KillPod(ctx, nil, rp, 1); err != nil {
+		return fmt.Errorf("killing runtime pod %s: %w", rp.Ref, err)
+	}
+	st, err := s.runtime.GetPodStatus(ctx, rp.Ref)
+	if err != nil {
+		return err
+	}
+	if err := s.runtime.RemovePod(ctx, st); err != nil {
+		return err
+	}
+	if err := s.removePodFiles(string(rp.Ref.UID)); err != nil {
+		return err
+	}
+	if pc := s.podCgroups; pc != nil {
+		if err := pc.RemovePod(rp.Ref.UID); err != nil {
+			return fmt.Errorf("removing the cgroup of runtime pod %s: %w", rp.Ref, err)
+		}
+	}
+	s.cache.Delete(rp.Ref.UID)
+	return s.unmountVolumes(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: rp.Ref.UID, Namespace: rp.Ref.Namespace, Name: rp.Ref.Name}})
+}
+
+// SyncTerminatedPod publishes the final status. A deleted pod's containers
+// and sandbox are removed and OnTerminated is called; a pod that finished
+// on its own keeps its containers (and logs) until it is deleted.
+func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, st *cri.PodStatus) error {
+	// The pod may have been deleted since its worker took this work.
+	if cur := s.pods.pod(pod.UID); cur != nil {
+		pod = cur
+	}
+	s.removeProbes(pod.UID)
+	s.status.SetPodStatus(pod, s.generate(pod, st, pod.DeletionTimestamp != nil))
+	s.status.TerminatePod(pod)
+	// No container of the pod can run any more: its volumes go.
+	if err := s.unmountVolumes(ctx, pod); err != nil {
+		return err
+	}
+	// Nor does any run in its cgroup: it goes too (the kubelet's
+	// SyncTerminatedPod), whatever leaked into it is killed.
+	if pc := s.podCgroups; pc != nil {
+		if err := pc.RemovePod(pod.UID); err != nil {
+			return fmt.Errorf("removing the cgroup of pod %s: %w", cri.RefOf(pod), err)
+		}
+	}
+	if pod.DeletionTimestamp == nil {
+		return nil
+	}
+	return s.removeDeleted(ctx, pod)
+}
+
+// recordSync keeps the sync's waiting reasons for the status, records
+// kubelet-style events and reports whether a container waits for a
+// back-off.
+func (s *syncer) recordSync(pod *v1.Pod, res *cri.SyncResult) (backingOff bool) {
+	s.mu.Lock()
+	s.waiting[pod.UID] = res.Waiting
+	s.mu.Unlock()
+	for _, wt := range res.Waiting {
+		if wt.Reason == cri.ReasonCrashLoopBackOff || wt.Reason == cri.ReasonImagePullBackOff || wt.Reason == cri.ReasonErrImagePull {
+			backingOff = true
+		}
+	}
+	r := s.recorder
+	if r == nil {
+		return backingOff
+	}
+	if res.DNSWarning != "" {
+		r.Eventf(pod, v1.EventTypeWarning, "MissingClusterDNS", "%s", res.DNSWarning)
+	}
+	if res.SandboxErr != nil {
+		r.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", res.SandboxErr)
+	}
+	for name, wt := range res.Waiting {
+		switch wt.Reason {
+		case cri.ReasonCrashLoopBackOff:
+			r.Eventf(pod, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", name, pod.Name)
+		case cri.ReasonImagePullBackOff:
+			r.Eventf(pod, v1.EventTypeNormal, "BackOff", "%s", wt.Message)
+		case cri.ReasonErrImagePull, cri.ReasonErrImageNeverPull, cri.ReasonInvalidImageName, cri.ReasonImageInspectError:
+			// The kubelet's image errors name only the reason here; the
+			// cause is in the Failed/ErrImageNeverPull event before.
+			r.Eventf(pod, v1.EventTypeWarning, "Failed", "Error: %s", wt.Reason)
+		case cri.ReasonPostStartHookError:
+			// FailedPostStartHook was recorded with the hook's output.
+		default:
+			r.Eventf(pod, v1.EventTypeWarning, "Failed", "Error: %s", wt.Message)
+		}
+	}
+	// Created, Started, Pulling, Pulled and the hook events come from the
+	// runtime manager, in the order things happen.
+	return backingOff
+}
