@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -85,6 +86,42 @@ func run(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// withCrivkFlags runs crivk with extraArgs for the rest of the test: crivk
+// is stopped, prepare runs (nil: nothing), crivk starts with the flags.
+// When the test ends crivk is stopped, restore runs (nil: nothing) and
+// crivk runs again with the defaults, its node Ready, as the other tests
+// expect it.
+func withCrivkFlags(t *testing.T, prepare, restore func(), extraArgs ...string) {
+	t.Helper()
+	if err := stopCrivk(); err != nil {
+		t.Fatalf("crivk did not stop cleanly: %v", err)
+	}
+	stopCrivk = func() error { return nil } // stopped; replaced once started
+	t.Cleanup(func() {
+		if err := stopCrivk(); err != nil {
+			t.Errorf("crivk with %v did not stop cleanly: %v", extraArgs, err)
+		}
+		if restore != nil {
+			restore()
+		}
+		stop, err := startCrivk()
+		if err != nil {
+			t.Errorf("restarting crivk with the defaults: %v", err)
+			return
+		}
+		stopCrivk = stop
+		waitNodeReady(t, v1.ConditionTrue, 60*time.Second)
+	})
+	if prepare != nil {
+		prepare()
+	}
+	stop, err := startCrivk(extraArgs...)
+	if err != nil {
+		t.Fatalf("starting crivk with %v: %v", extraArgs, err)
+	}
+	stopCrivk = stop
 }
 
 // startCrivk runs crivk as the local node, its log in

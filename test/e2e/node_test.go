@@ -109,26 +109,22 @@ func TestNodeReadyAndLeaseRenews(t *testing.T) {
 // at registration. The taint is PreferNoSchedule so the other tests are
 // not affected; it is removed at the end and crivk restarted as before.
 func TestNodeLabelsAndTaintsAtRegistration(t *testing.T) {
-	if err := stopCrivk(); err != nil {
-		t.Fatalf("crivk did not stop cleanly: %v", err)
-	}
-	restarted := false
-	defer func() {
-		if !restarted {
-			var err error
-			if stopCrivk, err = startCrivk(); err != nil {
-				t.Fatalf("restarting crivk: %v", err)
-			}
+	// Back to the node the other tests expect at the end: crivk without
+	// the flags, the taint and labels removed (the kubelet too sets them
+	// only when it creates the Node).
+	removeLabels := func() {
+		patch := []byte(`{"metadata":{"labels":{"team":null,"node.kubernetes.io/e2e":null}},"spec":{"taints":null}}`)
+		if _, err := client.CoreV1().Nodes().Patch(testContext(t, 10*time.Second), nodeName, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Errorf("removing the test's labels and taint: %v", err)
 		}
-	}()
-	if err := client.CoreV1().Nodes().Delete(testContext(t, 10*time.Second), nodeName, metav1.DeleteOptions{}); err != nil {
-		t.Fatalf("deleting node %s: %v", nodeName, err)
 	}
-	var err error
-	if stopCrivk, err = startCrivk("--node-labels=node.kubernetes.io/e2e=crivk,team=e2e",
-		"--register-with-taints=e2e.crivk.io/registered=yes:PreferNoSchedule"); err != nil {
-		t.Fatalf("starting crivk: %v", err)
+	deleteNode := func() {
+		if err := client.CoreV1().Nodes().Delete(testContext(t, 10*time.Second), nodeName, metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("deleting node %s: %v", nodeName, err)
+		}
 	}
+	withCrivkFlags(t, deleteNode, removeLabels, "--node-labels=node.kubernetes.io/e2e=crivk,team=e2e",
+		"--register-with-taints=e2e.crivk.io/registered=yes:PreferNoSchedule")
 	took, _ := waitNodeReady(t, v1.ConditionTrue, 60*time.Second)
 	n, err := client.CoreV1().Nodes().Get(testContext(t, 10*time.Second), nodeName, metav1.GetOptions{})
 	if err != nil {
@@ -147,19 +143,4 @@ func TestNodeLabelsAndTaintsAtRegistration(t *testing.T) {
 	if !found {
 		t.Errorf("taints %v lack e2e.crivk.io/registered=yes:PreferNoSchedule", n.Spec.Taints)
 	}
-	// Back to the node the other tests expect: crivk without the flags, the
-	// taint and labels removed (the kubelet too sets them only when it
-	// creates the Node).
-	if err := stopCrivk(); err != nil {
-		t.Fatalf("crivk did not stop cleanly: %v", err)
-	}
-	patch := []byte(`{"metadata":{"labels":{"team":null,"node.kubernetes.io/e2e":null}},"spec":{"taints":null}}`)
-	if _, err := client.CoreV1().Nodes().Patch(testContext(t, 10*time.Second), nodeName, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Errorf("removing the test's labels and taint: %v", err)
-	}
-	if stopCrivk, err = startCrivk(); err != nil {
-		t.Fatalf("restarting crivk: %v", err)
-	}
-	restarted = true
-	waitNodeReady(t, v1.ConditionTrue, 60*time.Second)
 }

@@ -24,27 +24,12 @@ import (
 // the controller-manager signs it, the node port serves that certificate,
 // verified against the cluster CA, and the API server's node proxy works.
 func TestServingCertificateThroughCSR(t *testing.T) {
-	if err := stopCrivk(); err != nil {
-		t.Fatalf("crivk did not stop cleanly: %v", err)
-	}
-	restarted := false
-	defer func() {
-		if !restarted {
-			var err error
-			if stopCrivk, err = startCrivk(); err != nil {
-				t.Fatalf("restarting crivk: %v", err)
-			}
-		}
-	}()
 	started := time.Now()
-	var err error
-	if stopCrivk, err = startCrivk("--rotate-server-certificates"); err != nil {
-		t.Fatalf("starting crivk: %v", err)
-	}
+	withCrivkFlags(t, nil, nil, "--rotate-server-certificates")
 	ctx := testContext(t, 3*time.Minute)
 	// The CSR crivk creates with its node identity.
 	var csr *certificatesv1.CertificateSigningRequest
-	err = wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
 		list, err := client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
@@ -112,14 +97,6 @@ func TestServingCertificateThroughCSR(t *testing.T) {
 	if _, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy/healthz").DoRaw(ctx); err != nil {
 		t.Errorf("the API server's node proxy to /healthz: %v", err)
 	}
-	if err := stopCrivk(); err != nil {
-		t.Fatalf("crivk did not stop cleanly: %v", err)
-	}
-	if stopCrivk, err = startCrivk(); err != nil {
-		t.Fatalf("restarting crivk: %v", err)
-	}
-	restarted = true
-	waitNodeReady(t, v1.ConditionTrue, 60*time.Second)
 }
 
 // nodeAPIAddress is the node's InternalIP and kubelet port.
