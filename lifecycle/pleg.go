@@ -138,6 +138,10 @@ type PLEGConfig struct {
 	// since the previous relist started (the kubelet's
 	// kubelet_pleg_relist_duration_seconds and _interval_seconds).
 	ObserveRelist func(duration, interval time.Duration)
+	// ObserveRunning, if set, is told after each relist how many pods have
+	// a ready sandbox and how many containers are in each state (the
+	// kubelet's kubelet_running_pods and kubelet_running_containers).
+	ObserveRunning func(pods int, containers map[cri.State]int)
 }
 
 // PLEG is the kubelet's generic pod lifecycle event generator: it relists
@@ -194,6 +198,7 @@ type PLEG struct {
 	// Guarded by relistMu.
 	prevStart time.Time
 	observe   func(duration, interval time.Duration)
+	running   func(pods int, containers map[cri.State]int)
 
 	mu sync.Mutex
 	// lastRelist is when the last successful relist started; the
@@ -224,6 +229,7 @@ func NewPLEG(cfg PLEGConfig) (*PLEG, error) {
 		rt: cfg.Runtime, cache: cfg.Cache, clock: cfg.Clock, period: cfg.Period, threshold: cfg.Threshold,
 		onChange:   cfg.OnChange,
 		observe:    cfg.ObserveRelist,
+		running:    cfg.ObserveRunning,
 		wake:       cfg.Wake,
 		last:       &cri.Snapshot{Pods: map[types.UID]map[string]cri.State{}, Refs: map[types.UID]cri.PodRef{}},
 		reinspect:  map[types.UID]cri.PodRef{},
@@ -291,6 +297,9 @@ func (p *PLEG) Relist(ctx context.Context) {
 	p.mu.Lock()
 	p.lastRelist = ts
 	p.mu.Unlock()
+	if p.running != nil {
+		p.running(countRunning(cur))
+	}
 
 	changed := map[types.UID]bool{}
 	for _, e := range diffSnapshots(p.last, cur) {
@@ -377,4 +386,27 @@ func (p *PLEG) Healthy() error {
 		return fmt.Errorf("PLEG is not healthy: pleg was last seen active %v ago; threshold is %v", d.Round(time.Second), p.threshold)
 	}
 	return nil
+}
+
+// countRunning counts the pods of snap with a ready sandbox and its
+// containers by state.
+func countRunning(snap *cri.Snapshot) (int, map[cri.State]int) {
+	pods := 0
+	containers := map[cri.State]int{}
+	for _, states := range snap.Pods {
+		ready := false
+		for _, st := range states {
+			switch st {
+			case cri.SandboxReady:
+				ready = true
+			case cri.SandboxNotReady:
+			default:
+				containers[st]++
+			}
+		}
+		if ready {
+			pods++
+		}
+	}
+	return pods, containers
 }

@@ -971,3 +971,24 @@ func (p *PodWorkers) IsKnown(uid types.UID) bool {
 func (p *PodWorkers) isWorking(uid types.UID) bool {
 	return p.known(uid, false, func(s *podSyncStatus) bool { return s.working })
 }
+
+// WorkingPod is one pod with a worker record, as the kubelet counts them
+// for kubelet_working_pods.
+type WorkingPod struct {
+	UID  types.UID
+	Work PodWorkerState
+	// RuntimeOnly: the pod was only ever seen in the runtime (no spec).
+	RuntimeOnly bool
+}
+
+// WorkingPods lists every pod with a worker record and the work its state
+// calls for.
+func (p *PodWorkers) WorkingPods() []WorkingPod {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]WorkingPod, 0, len(p.podSyncStatuses))
+	for uid, s := range p.podSyncStatuses {
+		out = append(out, WorkingPod{UID: uid, Work: s.WorkType(), RuntimeOnly: s.observedRuntime})
+	}
+	return out
+}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/lifecycle"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -26,6 +28,13 @@ import (
 //     "terminated" for the final sync (lifecycle.Config.ObserveSync);
 //   - kubelet_pod_start_duration_seconds: first seen -> Running, once per
 //     new pod (lifecycle.Config.ObservePodStart);
+//   - kubelet_running_pods and kubelet_running_containers{container_state}:
+//     pods with a ready sandbox and containers by state at the last PLEG
+//     relist (lifecycle.PLEGConfig.ObserveRunning);
+//   - kubelet_desired_pods{static} and kubelet_working_pods{lifecycle,
+//     config,static}: the pod manager's pods and the pods with a worker
+//     by work and config, read from the engine at each scrape
+//     (lifecycle.Engine.PodCounts, WatchPods); crivk has no static pods;
 //   - rest_client_requests_total{code,host,method}: every API request
 //     (client-go's request result metric).
 //
@@ -41,6 +50,8 @@ type agentMetrics struct {
 	workerDur    *prometheus.HistogramVec
 	podStart     prometheus.Histogram
 	restRequests *prometheus.CounterVec
+	runningPods  prometheus.Gauge
+	runningCtrs  *prometheus.GaugeVec
 }
 
 func newAgentMetrics() *agentMetrics {
@@ -84,14 +95,68 @@ func newAgentMetrics() *agentMetrics {
 			Help: "Number of HTTP requests, partitioned by status code, method, and host.",
 		}, []string{"code", "method", "host"}),
 	}
+	m.runningPods = prometheus.NewGauge(prometheus.GaugeOpts{
+		Subsystem: "kubelet", Name: "running_pods",
+		Help: "Number of pods that have a running pod sandbox",
+	})
+	m.runningCtrs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: "kubelet", Name: "running_containers",
+		Help: "Number of containers currently running",
+	}, []string{"container_state"})
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "crivk_build_info",
 		Help: "crivk's version (the Kubernetes version it implements, then its own build), always 1.",
 	}, []string{"version"})
 	build.WithLabelValues(version).Set(1)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), build,
-		m.runtimeOps, m.runtimeErrs, m.runtimeDur, m.plegDur, m.plegInterval, m.workerDur, m.podStart, m.restRequests)
+		m.runtimeOps, m.runtimeErrs, m.runtimeDur, m.plegDur, m.plegInterval, m.workerDur, m.podStart, m.restRequests,
+		m.runningPods, m.runningCtrs)
 	return m
+}
+
+// ObserveRunning records the running pods and containers by state at a
+// PLEG relist (lifecycle.PLEGConfig.ObserveRunning); every state is
+// reported, 0 when none is in it, as the kubelet's.
+func (m *agentMetrics) ObserveRunning(pods int, containers map[cri.State]int) {
+	m.runningPods.Set(float64(pods))
+	for _, st := range []cri.State{cri.StateCreated, cri.StateRunning, cri.StateExited, cri.StateUnknown} {
+		m.runningCtrs.WithLabelValues(string(st)).Set(float64(containers[st]))
+	}
+}
+
+// WatchPods makes each scrape read the engine's pod gauges (the kubelet's
+// kubelet_desired_pods and kubelet_working_pods).
+func (m *agentMetrics) WatchPods(counts func() lifecycle.PodCounts) {
+	m.reg.MustRegister(podCountsCollector(counts))
+}
+
+var (
+	desiredPodsDesc = prometheus.NewDesc("kubelet_desired_pods",
+		"The number of pods the kubelet is being instructed to run. static is true if the pod is not from the apiserver.",
+		[]string{"static"}, nil)
+	workingPodsDesc = prometheus.NewDesc("kubelet_working_pods",
+		"Number of pods the kubelet is actually running, broken down by lifecycle phase, whether the pod is desired, orphaned, or runtime only (also orphaned), and whether the pod is static. An orphaned pod has been removed from local configuration or force deleted in the API and consumes resources that are not otherwise visible.",
+		[]string{"lifecycle", "config", "static"}, nil)
+)
+
+// podCountsCollector reports the engine's pod gauges at each scrape.
+type podCountsCollector func() lifecycle.PodCounts
+
+func (c podCountsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- desiredPodsDesc
+	ch <- workingPodsDesc
+}
+
+func (c podCountsCollector) Collect(ch chan<- prometheus.Metric) {
+	pc := c()
+	ch <- prometheus.MustNewConstMetric(desiredPodsDesc, prometheus.GaugeValue, float64(pc.Desired), "")
+	// Every combination is reported, 0 when empty, so a series does not
+	// vanish when its last pod goes.
+	for _, work := range []string{"sync", "terminating", "terminated"} {
+		for _, config := range []string{"desired", "orphan", "runtime_only"} {
+			ch <- prometheus.MustNewConstMetric(workingPodsDesc, prometheus.GaugeValue, float64(pc.Working[[2]string{work, config}]), work, config, "")
+		}
+	}
 }
 
 // Handler serves the metrics.

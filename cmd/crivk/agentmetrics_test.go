@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/lifecycle"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -79,6 +81,10 @@ func TestAgentMetrics(t *testing.T) {
 	m.ObserveSync("create", 2*time.Second)
 	m.ObservePodStart(3 * time.Second)
 	m.Increment(context.Background(), "200", "GET", "192.0.2.2:6443")
+	m.ObserveRunning(3, map[cri.State]int{cri.StateRunning: 4, cri.StateExited: 2})
+	m.WatchPods(func() lifecycle.PodCounts {
+		return lifecycle.PodCounts{Desired: 5, Working: map[[2]string]int{{"sync", "desired"}: 4, {"terminating", "runtime_only"}: 1}}
+	})
 	after := scrape(t, m)
 	for _, c := range []struct {
 		name, label string
@@ -92,9 +98,27 @@ func TestAgentMetrics(t *testing.T) {
 		{"kubelet_pod_worker_duration_seconds", "create", 1},
 		{"kubelet_pod_start_duration_seconds", "", 1},
 		{"rest_client_requests_total", "GET", 1},
+		{"kubelet_running_pods", "", 3},
+		{"kubelet_running_containers", "running", 4},
+		{"kubelet_running_containers", "exited", 2},
+		{"kubelet_running_containers", "created", 0},
+		{"kubelet_desired_pods", "", 5},
 	} {
 		if got := sample(after, c.name, c.label); got != c.want {
 			t.Errorf("%s{%s} = %v, want %v", c.name, c.label, got, c.want)
 		}
+	}
+	// kubelet_working_pods: every lifecycle x config series, the engine's
+	// counts where it has them.
+	working := map[string]float64{}
+	for _, mm := range after["kubelet_working_pods"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range mm.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		working[labels["lifecycle"]+"/"+labels["config"]] = mm.GetGauge().GetValue()
+	}
+	if len(working) != 9 || working["sync/desired"] != 4 || working["terminating/runtime_only"] != 1 || working["terminated/orphan"] != 0 {
+		t.Errorf("kubelet_working_pods %v", working)
 	}
 }

@@ -633,13 +633,14 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		return nil, err
 	}
 	rt.SetRuntimeHelper(a.engine.RuntimeHelper())
+	metrics.WatchPods(a.engine.PodCounts)
 	wake := make(chan struct{}, 1)
 	if o.runtimeEvents && strings.HasPrefix(o.criEndpoint, "unix://") {
 		ev := &taskEvents{endpoint: o.criEndpoint, namespace: "k8s.io", wake: wake, settle: []time.Duration{10 * time.Millisecond, 30 * time.Millisecond, 100 * time.Millisecond}, retry: 5 * time.Second, clock: clock.RealClock{}}
 		go ev.run(ctx)
 	}
 	pleg, err := lifecycle.NewPLEG(lifecycle.PLEGConfig{Runtime: rt, Cache: cache, Period: o.relistPeriod, Wake: wake, OnChange: a.engine.Kick,
-		ObserveRelist: metrics.ObserveRelist})
+		ObserveRelist: metrics.ObserveRelist, ObserveRunning: metrics.ObserveRunning})
 	if err != nil {
 		return nil, err
 	}

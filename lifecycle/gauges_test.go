@@ -1,0 +1,52 @@
+package lifecycle
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/crivk/crivk/cri"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// TestPodCounts: the working-pods gauge follows a pod from sync to
+// terminated, and a pod only the runtime had counts as runtime_only.
+func TestPodCounts(t *testing.T) {
+	f := newEngineFixture(t)
+	pod := enginePod("uid-1", "web", v1.RestartPolicyAlways)
+	f.startRunning(t, pod)
+	if got := f.e.PodCounts(); got.Desired != 1 || !reflect.DeepEqual(got.Working, map[[2]string]int{{"sync", "desired"}: 1}) {
+		t.Errorf("running pod: %+v", got)
+	}
+	f.e.Kill(context.Background(), pod)
+	f.eventually(t, "the worker to finish", func() bool { return f.e.workers.IsPodFinished("uid-1") })
+	f.eventually(t, "the pod forgotten", func() bool { f.step(syncInterval); return f.e.PodCounts().Desired == 0 })
+	f.e.KillUnknown(context.Background(), enginePod("uid-2", "gone", v1.RestartPolicyAlways))
+	f.eventually(t, "uid-2 finished", func() bool { return f.e.workers.IsPodFinished("uid-2") })
+	if got := f.e.PodCounts().Working; got[[2]string{"terminated", "desired"}]+got[[2]string{"terminated", "orphan"}] != 1 || got[[2]string{"sync", "desired"}] != 0 {
+		t.Errorf("working pods %v, want one terminated pod of the API", got)
+	}
+	// A runtime-only pod's record lives while it terminates (its kill
+	// fails here), then goes at once.
+	f.rt.setKillErrs(1 << 20)
+	f.e.workers.UpdatePod(UpdatePodOptions{UpdateType: SyncPodKill, RunningPod: &cri.PodStatus{Ref: cri.PodRef{UID: "uid-3", Namespace: "ns", Name: "orphan"}}})
+	f.eventually(t, "uid-3 terminating, runtime only", func() bool {
+		return f.e.PodCounts().Working[[2]string{"terminating", "runtime_only"}] == 1
+	})
+	f.rt.setKillErrs(0)
+}
+
+// TestCountRunning: pods with a ready sandbox and containers by state, as
+// the kubelet's kubelet_running_pods and kubelet_running_containers.
+func TestCountRunning(t *testing.T) {
+	pods, containers := countRunning(snap(map[types.UID]map[string]cri.State{
+		"a": {"sb-a": cri.SandboxReady, "c1": cri.StateRunning, "c0": cri.StateExited},
+		"b": {"sb-b": cri.SandboxNotReady, "c2": cri.StateExited},
+		"c": {"sb-c": cri.SandboxReady, "c3": cri.StateCreated, "c4": cri.StateRunning},
+	}))
+	want := map[cri.State]int{cri.StateRunning: 2, cri.StateExited: 2, cri.StateCreated: 1}
+	if pods != 2 || !reflect.DeepEqual(containers, want) {
+		t.Errorf("countRunning = %d, %v; want 2, %v", pods, containers, want)
+	}
+}
