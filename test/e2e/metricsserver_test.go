@@ -74,8 +74,8 @@ func TestResourceMetricsAPI(t *testing.T) {
 }
 
 // TestAgentMetricsMove reads the node's /metrics through the API server's
-// node proxy after a pod ran: the kubelet's runtime, PLEG, pod worker and
-// API client metrics have samples.
+// node proxy after a pod ran: the kubelet's runtime, PLEG, pod worker,
+// pod gauges and API client metrics have samples.
 func TestAgentMetricsMove(t *testing.T) {
 	ns := newNamespace(t)
 	runningPod(t, ns, busyboxPod("counted", v1.RestartPolicyNever, "sleep 3600"))
@@ -92,6 +92,10 @@ func TestAgentMetricsMove(t *testing.T) {
 		`kubelet_pod_worker_duration_seconds_count{operation_type="create"}`,
 		`kubelet_pod_start_duration_seconds_count`,
 		`rest_client_requests_total{code="200"`,
+		`kubelet_running_pods `,
+		`kubelet_running_containers{container_state="running"}`,
+		`kubelet_desired_pods{static=""}`,
+		`kubelet_working_pods{config="desired",lifecycle="sync",static=""}`,
 	} {
 		found := false
 		for _, line := range strings.Split(body, "\n") {
