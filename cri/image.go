@@ -52,9 +52,20 @@ func (r *Runtime) ImagePresent(ctx context.Context, image string) (string, bool,
 // the reference to create the container with. Failures are *ImageError with
 // the kubelet's reason; whether to back off is the caller's decision.
 func (r *Runtime) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
+	ref, _, err := r.ensureImage(ctx, pod, c, sandbox)
+	return ref, err
+}
+
+// PullSpan is when one image pull started and ended.
+type PullSpan struct {
+	Start, End time.Time
+}
+
+// ensureImage is EnsureImage that also returns when it pulled, if it did.
+func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandbox *runtimeapi.PodSandboxConfig) (string, *PullSpan, error) {
 	image := c.Image
 	if image == "" || strings.ContainsAny(image, " \t\n") || strings.HasSuffix(image, ":") {
-		return "", &ImageError{Reason: ReasonInvalidImageName, Image: image,
+		return "", nil, &ImageError{Reason: ReasonInvalidImageName, Image: image,
 			Err: fmt.Errorf("Failed to apply default image tag %q: couldn't parse image name %q: invalid reference format", image, image)}
 	}
 	policy := c.ImagePullPolicy
@@ -67,17 +78,17 @@ func (r *Runtime) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	if policy != v1.PullAlways {
 		ref, ok, err := r.ImagePresent(ctx, image)
 		if err != nil {
-			return "", &ImageError{Reason: ReasonImageInspectError, Image: image,
+			return "", nil, &ImageError{Reason: ReasonImageInspectError, Image: image,
 				Err: fmt.Errorf("Failed to inspect image %q: %w", image, err)}
 		}
 		if ok {
 			r.containerEvent(pod, c, v1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", image))
-			return ref, nil
+			return ref, nil, nil
 		}
 		if policy == v1.PullNever {
 			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", image)
 			r.containerEvent(pod, c, v1.EventTypeWarning, ReasonErrImageNeverPull, msg)
-			return "", &ImageError{Reason: ReasonErrImageNeverPull, Image: image, Err: errors.New(msg)}
+			return "", nil, &ImageError{Reason: ReasonErrImageNeverPull, Image: image, Err: errors.New(msg)}
 		}
 	}
 	r.containerEvent(pod, c, v1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", image))
@@ -102,10 +113,10 @@ func (r *Runtime) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
-			return "", err
+			return "", nil, err
 		}
 		r.containerEvent(pod, c, v1.EventTypeWarning, "Failed", fmt.Sprintf("Failed to pull image %q: %v", image, err))
-		return "", &ImageError{Reason: ReasonErrImagePull, Image: image, Err: err}
+		return "", nil, &ImageError{Reason: ReasonErrImagePull, Image: image, Err: err}
 	}
 	took := r.clock.Since(start)
 	msg := fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting)", image, took-waited, took)
@@ -113,7 +124,7 @@ func (r *Runtime) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 		msg += fmt.Sprintf(". Image size: %d bytes.", st.GetImage().GetSize())
 	}
 	r.containerEvent(pod, c, v1.EventTypeNormal, "Pulled", msg)
-	return ref, nil
+	return ref, &PullSpan{Start: start, End: start.Add(took)}, nil
 }
 
 func lastPathElem(image string) string {

@@ -138,6 +138,10 @@ type SyncResult struct {
 	Waiting map[string]Waiting
 	// Started lists the containers started, with their image ID.
 	Started []string
+	// Pulls are the image pulls that succeeded, each from its start to its
+	// end (the kubelet's pod startup latency tracker leaves them out of
+	// the pod start SLI).
+	Pulls []PullSpan
 	// Errs are the errors of individual steps, for logs.
 	Errs []error
 }
@@ -262,7 +266,10 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if prev := status.Latest(c.Name, typ); prev != nil {
 		attempt = prev.Attempt + 1
 	}
-	imageRef, err := r.EnsureImage(ctx, pod, c, sbCfg)
+	imageRef, pulled, err := r.ensureImage(ctx, pod, c, sbCfg)
+	if pulled != nil {
+		res.Pulls = append(res.Pulls, *pulled)
+	}
 	if err != nil {
 		var ie *ImageError
 		if errors.As(err, &ie) {

@@ -341,6 +341,11 @@ func TestSyncPodImagePullBackOff(t *testing.T) {
 	if n := pullCalls(); n != 2 {
 		t.Errorf("PullImage called %d times, want 2", n)
 	}
+	// The successful pull is reported for the pod start SLI; a failed one
+	// is not.
+	if len(res.Pulls) != 1 || res.Pulls[0].End.Before(res.Pulls[0].Start) {
+		t.Errorf("pulls %v, want the one that succeeded", res.Pulls)
+	}
 }
 
 func TestSyncPodCrashLoopBackOff(t *testing.T) {
@@ -372,6 +377,9 @@ func TestSyncPodCrashLoopBackOff(t *testing.T) {
 	res, _ := f.sync(t, pod)
 	if !reflect.DeepEqual(res.Started, []string{"a"}) {
 		t.Fatalf("after the first crash: started %v, waiting %v, want a restarted", res.Started, res.Waiting)
+	}
+	if len(res.Pulls) != 0 {
+		t.Errorf("pulls %v for an image already present", res.Pulls)
 	}
 	if c := f.status(t, pod).Latest("a", ContainerTypeRegular); c.Attempt != 1 {
 		t.Errorf("restarted container attempt %d, want 1", c.Attempt)

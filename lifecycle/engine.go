@@ -91,6 +91,11 @@ type Config struct {
 	// kubelet_pod_start_duration_seconds): once per pod, for pods the API
 	// had Pending (not those adopted running after a restart).
 	ObservePodStart func(took time.Duration)
+	// ObservePodStartSLI, if set, is told, once per pod it observes
+	// starting, how long after the pod's creation it turned Running
+	// without the time spent pulling its images (first pull start to last
+	// pull end), the kubelet's kubelet_pod_start_sli_duration_seconds.
+	ObservePodStartSLI func(took time.Duration)
 	// Sysctls is the node's sysctl allowlist for admission; nil: pod
 	// sysctls are not checked (the runtime decides).
 	Sysctls *admission.Sysctls

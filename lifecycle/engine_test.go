@@ -41,6 +41,8 @@ type fakeRuntime struct {
 	blockKillAbove int64
 	killExit       int32 // exit code of containers stopped by KillPod
 	now            func() time.Time
+	// pulls are reported by every SyncPod that starts a container.
+	pulls []cri.PullSpan
 }
 
 var _ Runtime = (*fakeRuntime)(nil)
@@ -127,6 +129,9 @@ func (f *fakeRuntime) SyncPod(_ context.Context, pod *v1.Pod, _ *cri.PodStatus, 
 	}
 	for _, i := range plan.ContainersToStart {
 		start(pod.Spec.Containers[i].Name, cri.ContainerTypeRegular)
+	}
+	if len(res.Started) > 0 {
+		res.Pulls = append(res.Pulls, f.pulls...)
 	}
 	return res
 }
@@ -925,5 +930,37 @@ func TestEnginePodStartObserved(t *testing.T) {
 	defer mu.Unlock()
 	if len(starts) != 1 || starts[0] < 0 {
 		t.Errorf("pod starts observed %v, want one (the new pod's)", starts)
+	}
+}
+
+// TestEnginePodStartSLI: the start SLI is the time since the pod's creation
+// without the time spent pulling (first pull start to last pull end), once
+// per new pod.
+func TestEnginePodStartSLI(t *testing.T) {
+	var mu sync.Mutex
+	var slis []time.Duration
+	f := newEngineFixture(t, func(c *Config) {
+		c.ObservePodStartSLI = func(d time.Duration) {
+			mu.Lock()
+			slis = append(slis, d)
+			mu.Unlock()
+		}
+	})
+	t0 := f.clock.Now()
+	f.rt.mu.Lock()
+	f.rt.pulls = []cri.PullSpan{{Start: t0.Add(time.Second), End: t0.Add(3 * time.Second)}, {Start: t0.Add(2 * time.Second), End: t0.Add(5 * time.Second)}}
+	f.rt.mu.Unlock()
+	pod := enginePod("uid-1", "web", v1.RestartPolicyAlways)
+	pod.CreationTimestamp = metav1.NewTime(t0.Add(-10 * time.Second))
+	f.clock.Step(7 * time.Second)
+	f.startRunning(t, pod)
+	f.relist()
+	f.eventually(t, "the worker idle", func() bool { return !f.e.workers.isWorking("uid-1") })
+	running := f.clock.Now()
+	mu.Lock()
+	defer mu.Unlock()
+	// Created 10 s before t0; pulling from t0+1s to t0+5s.
+	if want := running.Sub(pod.CreationTimestamp.Time) - 4*time.Second; len(slis) != 1 || slis[0] > want || slis[0] < want-time.Second {
+		t.Errorf("pod start SLIs %v, want one of about %v", slis, want)
 	}
 }

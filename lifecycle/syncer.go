@@ -47,6 +47,7 @@ type syncer struct {
 	networkError    func() error
 	apiPod          func(namespace, name string) *v1.Pod
 	observePodStart func(took time.Duration)
+	observeSLI      func(took time.Duration)
 	onTerminated    func(ctx context.Context, pod *v1.Pod) error
 	rootDir         string
 	clusterDomain   string
@@ -62,6 +63,10 @@ type syncer struct {
 	// not running. podIPs: the pod IPs once known. Guarded by mu.
 	waiting map[types.UID]map[string]cri.Waiting
 	podIPs  map[types.UID][]string
+	// pulling: per pod, from the start of its first image pull to the end
+	// of its last, until it runs (the pod start SLI leaves it out).
+	// Guarded by mu.
+	pulling map[types.UID]cri.PullSpan
 }
 
 var _ podSyncer = (*syncer)(nil)
@@ -83,6 +88,7 @@ func newSyncer(cfg Config, pods *podManager, status *StatusManager, backoff *cri
 		networkError:    cfg.NetworkError,
 		apiPod:          cfg.APIPod,
 		observePodStart: cfg.ObservePodStart,
+		observeSLI:      cfg.ObservePodStartSLI,
 		onTerminated:    cfg.OnTerminated,
 		rootDir:         cfg.RootDir,
 		clusterDomain:   cfg.ClusterDomain,
@@ -90,6 +96,7 @@ func newSyncer(cfg Config, pods *podManager, status *StatusManager, backoff *cri
 		pods:            pods,
 		waiting:         map[types.UID]map[string]cri.Waiting{},
 		podIPs:          map[types.UID][]string{},
+		pulling:         map[types.UID]cri.PullSpan{},
 	}
 }
 
@@ -139,6 +146,7 @@ func (s *syncer) forget(pod *v1.Pod) {
 	s.mu.Lock()
 	delete(s.waiting, pod.UID)
 	delete(s.podIPs, pod.UID)
+	delete(s.pulling, pod.UID)
 	s.mu.Unlock()
 	s.status.RemovePod(pod.UID)
 	s.removeProbes(pod.UID)
@@ -308,13 +316,23 @@ func (s *syncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, st *cri
 
 // setRunningStatus hands a sync's status to the status manager; the first
 // time a pod the API had Pending is Running, its start duration since the
-// engine first saw it is observed (ObservePodStart).
+// engine first saw it is observed (ObservePodStart), and its start SLI:
+// since its creation, without the time it spent pulling images
+// (ObservePodStartSLI).
 func (s *syncer) setRunningStatus(pod *v1.Pod, status v1.PodStatus) {
-	if s.observePodStart != nil && status.Phase == v1.PodRunning &&
-		(pod.Status.Phase == "" || pod.Status.Phase == v1.PodPending) {
-		seen, ok := s.pods.takeFirstSeen(pod.UID)
-		if ok {
-			s.observePodStart(s.clock.Since(seen))
+	if status.Phase == v1.PodRunning && (pod.Status.Phase == "" || pod.Status.Phase == v1.PodPending) {
+		if seen, ok := s.pods.takeFirstSeen(pod.UID); ok {
+			now := s.clock.Now()
+			if s.observePodStart != nil {
+				s.observePodStart(now.Sub(seen))
+			}
+			s.mu.Lock()
+			pulling := s.pulling[pod.UID]
+			delete(s.pulling, pod.UID)
+			s.mu.Unlock()
+			if s.observeSLI != nil && !pod.CreationTimestamp.IsZero() {
+				s.observeSLI(now.Sub(pod.CreationTimestamp.Time) - pulling.End.Sub(pulling.Start))
+			}
 		}
 	}
 	s.status.SetPodStatus(pod, status)
@@ -416,6 +434,16 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, st *cri.Pod
 func (s *syncer) recordSync(pod *v1.Pod, res *cri.SyncResult) (backingOff bool) {
 	s.mu.Lock()
 	s.waiting[pod.UID] = res.Waiting
+	for _, p := range res.Pulls {
+		span, ok := s.pulling[pod.UID]
+		if !ok || p.Start.Before(span.Start) {
+			span.Start = p.Start
+		}
+		if p.End.After(span.End) {
+			span.End = p.End
+		}
+		s.pulling[pod.UID] = span
+	}
 	s.mu.Unlock()
 	for _, wt := range res.Waiting {
 		if wt.Reason == cri.ReasonCrashLoopBackOff || wt.Reason == cri.ReasonImagePullBackOff || wt.Reason == cri.ReasonErrImagePull {

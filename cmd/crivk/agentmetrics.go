@@ -28,6 +28,8 @@ import (
 //     "terminated" for the final sync (lifecycle.Config.ObserveSync);
 //   - kubelet_pod_start_duration_seconds: first seen -> Running, once per
 //     new pod (lifecycle.Config.ObservePodStart);
+//   - kubelet_pod_start_sli_duration_seconds: creation -> Running without
+//     the image pulls, once per new pod (lifecycle.Config.ObservePodStartSLI);
 //   - kubelet_running_pods and kubelet_running_containers{container_state}:
 //     pods with a ready sandbox and containers by state at the last PLEG
 //     relist (lifecycle.PLEGConfig.ObserveRunning);
@@ -49,6 +51,7 @@ type agentMetrics struct {
 	plegInterval prometheus.Histogram
 	workerDur    *prometheus.HistogramVec
 	podStart     prometheus.Histogram
+	podStartSLI  prometheus.Histogram
 	restRequests *prometheus.CounterVec
 	runningPods  prometheus.Gauge
 	runningCtrs  *prometheus.GaugeVec
@@ -90,6 +93,11 @@ func newAgentMetrics() *agentMetrics {
 			Help:    "Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run",
 			Buckets: []float64{0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600},
 		}),
+		podStartSLI: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Subsystem: "kubelet", Name: "pod_start_sli_duration_seconds",
+			Help:    "Duration in seconds to start a pod, excluding time to pull images, measured from pod creation timestamp to when the kubelet sees all its containers running",
+			Buckets: []float64{0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600},
+		}),
 		restRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rest_client_requests_total",
 			Help: "Number of HTTP requests, partitioned by status code, method, and host.",
@@ -109,7 +117,7 @@ func newAgentMetrics() *agentMetrics {
 	}, []string{"version"})
 	build.WithLabelValues(version).Set(1)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), build,
-		m.runtimeOps, m.runtimeErrs, m.runtimeDur, m.plegDur, m.plegInterval, m.workerDur, m.podStart, m.restRequests,
+		m.runtimeOps, m.runtimeErrs, m.runtimeDur, m.plegDur, m.plegInterval, m.workerDur, m.podStart, m.podStartSLI, m.restRequests,
 		m.runningPods, m.runningCtrs)
 	return m
 }
@@ -190,6 +198,12 @@ func (m *agentMetrics) ObserveSync(op string, took time.Duration) {
 // ObservePodStart records a pod's start (lifecycle.Config.ObservePodStart).
 func (m *agentMetrics) ObservePodStart(took time.Duration) {
 	m.podStart.Observe(took.Seconds())
+}
+
+// ObservePodStartSLI records a pod's start SLI
+// (lifecycle.Config.ObservePodStartSLI).
+func (m *agentMetrics) ObservePodStartSLI(took time.Duration) {
+	m.podStartSLI.Observe(took.Seconds())
 }
 
 // Increment counts an API request (client-go's ResultMetric).

@@ -80,6 +80,7 @@ func TestAgentMetrics(t *testing.T) {
 	m.ObserveRelist(20*time.Millisecond, time.Second)
 	m.ObserveSync("create", 2*time.Second)
 	m.ObservePodStart(3 * time.Second)
+	m.ObservePodStartSLI(2 * time.Second)
 	m.Increment(context.Background(), "200", "GET", "192.0.2.2:6443")
 	m.ObserveRunning(3, map[cri.State]int{cri.StateRunning: 4, cri.StateExited: 2})
 	m.WatchPods(func() lifecycle.PodCounts {
@@ -97,6 +98,7 @@ func TestAgentMetrics(t *testing.T) {
 		{"kubelet_pleg_relist_interval_seconds", "", 1},
 		{"kubelet_pod_worker_duration_seconds", "create", 1},
 		{"kubelet_pod_start_duration_seconds", "", 1},
+		{"kubelet_pod_start_sli_duration_seconds", "", 1},
 		{"rest_client_requests_total", "GET", 1},
 		{"kubelet_running_pods", "", 3},
 		{"kubelet_running_containers", "running", 4},

@@ -91,6 +91,7 @@ func TestAgentMetricsMove(t *testing.T) {
 		`kubelet_pleg_relist_interval_seconds_count`,
 		`kubelet_pod_worker_duration_seconds_count{operation_type="create"}`,
 		`kubelet_pod_start_duration_seconds_count`,
+		`kubelet_pod_start_sli_duration_seconds_count`,
 		`rest_client_requests_total{code="200"`,
 		`kubelet_running_pods `,
 		`kubelet_running_containers{container_state="running"}`,
