@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"strings"
 
+	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -168,47 +168,8 @@ func podID(pod *v1.Pod) string {
 
 // expand is Expand over a map of variables.
 func expand(in string, vars map[string]string) string {
-	return Expand(in, func(name string) (string, bool) {
+	return podutil.Expand(in, func(name string) (string, bool) {
 		v, ok := vars[name]
 		return v, ok
 	})
-}
-
-// Expand replaces $(VAR) with its value where lookup defines VAR, turns $$
-// into $, and leaves everything else as written: the semantics of
-// Kubernetes' variable expansion for command, args and env.
-func Expand(in string, lookup func(string) (string, bool)) string {
-	if !strings.Contains(in, "$") {
-		return in
-	}
-	var b strings.Builder
-	for i := 0; i < len(in); i++ {
-		if in[i] != '$' || i+1 >= len(in) {
-			b.WriteByte(in[i])
-			continue
-		}
-		switch in[i+1] {
-		case '$':
-			b.WriteByte('$')
-			i++
-		case '(':
-			end := strings.IndexByte(in[i+2:], ')')
-			if end < 0 {
-				// Unterminated reference: keep "$(" and go on scanning.
-				b.WriteString("$(")
-				i++
-				continue
-			}
-			name := in[i+2 : i+2+end]
-			if v, ok := lookup(name); ok {
-				b.WriteString(v)
-			} else {
-				b.WriteString("$(" + name + ")")
-			}
-			i += 2 + end
-		default:
-			b.WriteByte('$')
-		}
-	}
-	return b.String()
 }

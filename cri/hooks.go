@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // Lifecycle hooks (postStart, preStop), as the kubelet's handlerRunner
@@ -95,7 +95,7 @@ func (r *Runtime) httpHook(ctx context.Context, c *v1.Container, podIPs []string
 		}
 		host = podIPs[0]
 	}
-	port, err := ResolvePort(g.Port, c)
+	port, err := podutil.ResolvePort(g.Port, c)
 	if err != nil {
 		return err
 	}
@@ -130,33 +130,6 @@ func (r *Runtime) httpHook(ctx context.Context, c *v1.Container, podIPs []string
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 10*1024))
 	return resp.Body.Close()
-}
-
-// ResolvePort turns a hook's or probe's port (a number, or the name of one
-// of the container's ports, or a number written as a string) into a port
-// number, as the kubelet's handlers do.
-func ResolvePort(p intstr.IntOrString, c *v1.Container) (int, error) {
-	port := -1
-	if p.Type == intstr.String {
-		for _, cp := range c.Ports {
-			if cp.Name == p.StrVal {
-				port = int(cp.ContainerPort)
-			}
-		}
-		if port < 0 {
-			n, err := strconv.Atoi(p.StrVal)
-			if err != nil {
-				return -1, fmt.Errorf("couldn't find port %q in container %q", p.StrVal, c.Name)
-			}
-			port = n
-		}
-	} else {
-		port = p.IntValue()
-	}
-	if port <= 0 || port > 65535 {
-		return -1, fmt.Errorf("invalid port number: %v", port)
-	}
-	return port, nil
 }
 
 // stopContainer is the kubelet's killContainer: the preStop hook within

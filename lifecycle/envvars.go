@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/lifecycle/volume"
 	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
@@ -134,7 +133,7 @@ func (r *envResolver) resolve(ctx context.Context, pod *v1.Pod, c *v1.Container,
 		val := ev.Value
 		switch {
 		case val != "":
-			val = cri.Expand(val, lookup)
+			val = podutil.Expand(val, lookup)
 		case ev.ValueFrom != nil:
 			v, skip, err := r.valueFrom(ctx, pod, c, ev.ValueFrom, podIPs)
 			if err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/podutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -178,7 +179,7 @@ func grpcProbe(ctx context.Context, host string, port int, service string, timeo
 // httpURL builds the URL of an httpGet probe: the host defaults to the pod
 // IP, the path to "/".
 func httpURL(h *v1.HTTPGetAction, c *v1.Container, podIP string) (*url.URL, http.Header, error) {
-	port, err := cri.ResolvePort(h.Port, c)
+	port, err := podutil.ResolvePort(h.Port, c)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/podutil"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -242,7 +242,7 @@ func (w *worker) probe(ctx context.Context, podIP string) (outcome, string, erro
 		}
 		return httpProbe(ctx, u, headers, to)
 	case p.TCPSocket != nil:
-		port, err := cri.ResolvePort(p.TCPSocket.Port, &w.container)
+		port, err := podutil.ResolvePort(p.TCPSocket.Port, &w.container)
 		if err != nil {
 			return outcomeFailure, "", err
 		}

@@ -2,11 +2,11 @@ package volume
 
 import (
 	"fmt"
-	"github.com/crivk/crivk/cri"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -51,7 +51,7 @@ func resolveSubPath(base, sub string) (string, error) {
 // is an error, as with the kubelet.
 func expandSubPath(expr string, c *v1.Container, env map[string]string) (string, error) {
 	missing := false
-	out := cri.Expand(expr, func(name string) (string, bool) {
+	out := podutil.Expand(expr, func(name string) (string, bool) {
 		v, ok := env[name]
 		if !ok {
 			missing = true
