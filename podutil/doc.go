@@ -1,5 +1,8 @@
 // Package podutil holds rules the kubelet derives from a pod's spec alone
-// and that more than one of crivk's packages need: the QoS class today.
+// and that more than one of crivk's packages need: the QoS class, the
+// container resources and CPU conversions, sidecars (restartable init
+// containers), the pod's hostname and domain, the downward API's resource
+// values, $(VAR) expansion and the resolution of a probe's or hook's port.
 // It is a leaf: it imports only k8s.io/api and apimachinery, never another
 // crivk package, and it does no I/O.
 package podutil
