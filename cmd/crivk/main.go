@@ -596,10 +596,11 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		return nil, err
 	}
 	probeMetrics := provider.NewProbeMetrics()
-	// Admission sees the node as the API has it (taints and labels set by
-	// others included), refreshed every 2 s.
-	nodes := newNodeView(nodeObj, ownNode(clients, o.nodeName), 2*time.Second)
-	go nodes.run(ctx)
+	// Admission and the node status loop see the node as the API has it
+	// (taints and labels set by others included) through a watch of the
+	// node's own object, as the kubelet's node informer (nodeview.go).
+	nodes := newNodeView(nodeObj)
+	go nodes.run(ctx, ownNodeWatch(clients.core, o.nodeName))
 	var podCgroups lifecycle.PodCgroups
 	if pods != nil {
 		podCgroups = pods
@@ -643,7 +644,10 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	if err != nil {
 		return nil, err
 	}
-	a.nodeProvider = provider.NewNodeProvider(rt, nodeObj, o.nodeStatusUpdateFrequency, ownNode(clients, o.nodeName), recorder, pleg.Healthy)
+	// Every node status period the conditions are compared with the
+	// watched node, not a GET: the kubelet's tryUpdateNodeStatus reads
+	// its first try from the node lister too.
+	a.nodeProvider = provider.NewNodeProvider(rt, nodeObj, o.nodeStatusUpdateFrequency, nodes.APINode, recorder, pleg.Healthy)
 	go pleg.Run(ctx)
 	logMax := resource.MustParse(o.logMaxSize)
 	go rt.RunLogRotation(ctx, cri.LogRotation{MaxSize: logMax.Value(), MaxFiles: o.logMaxFiles}, 10*time.Second)

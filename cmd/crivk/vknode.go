@@ -13,7 +13,6 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -173,14 +172,5 @@ func (n *vkNode) WaitReady(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	}
-}
-
-// ownNode reads this node from the API for the node status loop, from the
-// API server's watch cache (resourceVersion 0) as the kubelet's first try
-// does, through the heartbeat client.
-func ownNode(c *apiClients, name string) func(ctx context.Context) (*v1.Node, error) {
-	return func(ctx context.Context) (*v1.Node, error) {
-		return c.nodes.Nodes().Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
 	}
 }
