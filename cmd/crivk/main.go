@@ -343,7 +343,7 @@ func run(ctx context.Context, o *options) error {
 	n, err := newVKNode(vkNodeConfig{
 		Clients: clients, Node: nodeObj, Provider: a.provider, NodeProvider: a.nodeProvider, Recorder: recorder,
 		Mux: a.mux, ListenAddr: net.JoinHostPort(o.address, fmt.Sprint(o.port)), TLS: tlsOpts, Auth: auth.Wrap, Workers: 10,
-		StatusReport: o.nodeStatusReportFrequency,
+		StatusReport: o.nodeStatusReportFrequency, APINode: a.nodes.APINode,
 	})
 	if err != nil {
 		return err
@@ -570,6 +570,7 @@ type agent struct {
 	provider     *provider.Provider
 	nodeProvider *provider.NodeProvider
 	objects      *provider.Objects
+	nodes        *nodeView
 	mux          *http.ServeMux
 	// podLister is the informer's view of the node's pods
 	// (corev1listers.PodLister): stored by connect, before virtual-kubelet
@@ -601,6 +602,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	// node's own object, as the kubelet's node informer (nodeview.go).
 	nodes := newNodeView(nodeObj)
 	go nodes.run(ctx, ownNodeWatch(clients.core, o.nodeName))
+	a.nodes = nodes
 	var podCgroups lifecycle.PodCgroups
 	if pods != nil {
 		podCgroups = pods

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// The node controller's GET before each status PATCH is served from the
+// watched node, as the kubelet's first try reads its node lister.
+func TestViewedNodesGet(t *testing.T) {
+	apiNode := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"from": "api"}}}
+	other := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}
+	watched := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"from": "watch"}}}
+	seen := func(context.Context) (*v1.Node, error) { return watched, nil }
+	notSeen := func(context.Context) (*v1.Node, error) { return nil, errNodeNotSeen }
+	for name, tc := range map[string]struct {
+		view     func(context.Context) (*v1.Node, error)
+		node     string
+		opts     metav1.GetOptions
+		conflict bool // the PATCH before the Get conflicted
+		want     string
+		wantGETs int
+	}{
+		"the watched node":             {view: seen, node: "n1", want: "watch"},
+		"not seen yet (registration)":  {view: notSeen, node: "n1", want: "api", wantGETs: 1},
+		"another node":                 {view: seen, node: "n2", want: "", wantGETs: 1},
+		"a resource version asked for": {view: seen, node: "n1", opts: metav1.GetOptions{ResourceVersion: "0"}, want: "api", wantGETs: 1},
+		"a retry after a conflict":     {view: seen, node: "n1", conflict: true, want: "api", wantGETs: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cs := fake.NewClientset(apiNode, other)
+			gets := 0
+			cs.PrependReactor("get", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+				gets++
+				return false, nil, nil
+			})
+			cs.PrependReactor("patch", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+				if tc.conflict {
+					return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, "n1", errors.New("changed"))
+				}
+				return false, nil, nil
+			})
+			c := &viewedNodes{NodeInterface: cs.CoreV1().Nodes(), name: "n1", view: tc.view}
+			_, _ = c.Patch(t.Context(), "n1", types.StrategicMergePatchType, []byte(`{}`), metav1.PatchOptions{}, "status")
+			n, err := c.Get(t.Context(), tc.node, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n.Labels["from"] != tc.want || gets != tc.wantGETs {
+				t.Errorf("Get(%s): labels %v with %d GETs, want from=%q with %d", tc.node, n.Labels, gets, tc.want, tc.wantGETs)
+			}
+			if !tc.conflict {
+				return
+			}
+			// A conflict sends the next Get to the API, not the
+			// following ones.
+			if n, err := c.Get(t.Context(), "n1", metav1.GetOptions{}); err != nil || n.Labels["from"] != "watch" || gets != 1 {
+				t.Errorf("the Get after the retry: %v, %v with %d GETs in all; want the watched node and 1 GET", n, err, gets)
+			}
+		})
+	}
+}
+
+// The node controller may modify what Get returns: the view's node is
+// copied.
+func TestViewedNodesGetCopies(t *testing.T) {
+	watched := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"a": "b"}}}
+	c := &viewedNodes{NodeInterface: fake.NewClientset().CoreV1().Nodes(), name: "n1",
+		view: func(context.Context) (*v1.Node, error) { return watched, nil }}
+	n, err := c.Get(t.Context(), "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Labels["a"] = "changed"
+	if watched.Labels["a"] != "b" {
+		t.Errorf("modifying the node Get returned changed the view's: %v", watched.Labels)
+	}
+}
