@@ -343,7 +343,7 @@ func run(ctx context.Context, o *options) error {
 	n, err := newVKNode(vkNodeConfig{
 		Clients: clients, Node: nodeObj, Provider: a.provider, NodeProvider: a.nodeProvider, Recorder: recorder,
 		Mux: a.mux, ListenAddr: net.JoinHostPort(o.address, fmt.Sprint(o.port)), TLS: tlsOpts, Auth: auth.Wrap, Workers: 10,
-		StatusReport: o.nodeStatusReportFrequency, APINode: a.nodes.APINode,
+		StatusReport: o.nodeStatusReportFrequency, Watched: a.nodes.Watched,
 	})
 	if err != nil {
 		return err
@@ -600,8 +600,8 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	// Admission and the node status loop see the node as the API has it
 	// (taints and labels set by others included) through a watch of the
 	// node's own object, as the kubelet's node informer (nodeview.go).
-	nodes := newNodeView(nodeObj)
-	go nodes.run(ctx, ownNodeWatch(clients.core, o.nodeName))
+	nodes := newNodeView(nodeObj, ownNode(clients, o.nodeName))
+	go nodes.run(ctx, nodes.listWatch(clients.core, o.nodeName))
 	a.nodes = nodes
 	var podCgroups lifecycle.PodCgroups
 	if pods != nil {

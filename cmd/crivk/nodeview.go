@@ -26,20 +26,40 @@ import (
 // watch costs one list at start and one request per reconnection (every 5
 // to 10 minutes, client-go's watch timeout).
 //
-// Readers never wait for the API: Node returns the last node seen, at
+// Admission (Node) never waits for the API: it gets the last node seen, at
 // first the node crivk registered (the kubelet's getNodeAnyWay falls back
 // to its initialNode the same way). When the watch fails the reflector
-// relists with back-off and the view keeps the last node seen; a deleted
+// retries with back-off and the view keeps the last node seen; a deleted
 // node is kept too (virtual-kubelet's node controller reports it missing).
+//
+// The node status loop (APINode) must see the node lifecycle controller's
+// Unknown as soon as the API server is back after an outage, not when the
+// reflector's back-off (up to a minute) lets it reconnect: while the watch
+// is not connected, APINode reads the node from the API instead, as every
+// status check did before the watch.
 type nodeView struct {
+	// get reads the node from the API: APINode's fallback while the watch
+	// is not connected; nil: none.
+	get func(ctx context.Context) (*v1.Node, error)
+
 	mu   sync.Mutex
 	node *v1.Node // guarded by mu; never nil
 	// seen is whether node came from the API (guarded by mu).
 	seen bool
+	// connected is whether the watch's last list or watch call succeeded
+	// and its stream has not ended since: then node is the API's up to
+	// the watch's latency (guarded by mu).
+	connected bool
+	// calls counts list and watch calls, so that the end of a watch the
+	// reflector already replaced does not mark its successor as ended
+	// (guarded by mu).
+	calls uint64
 }
 
-func newNodeView(initial *v1.Node) *nodeView {
-	return &nodeView{node: initial.DeepCopy()}
+// newNodeView returns a view of initial, the node crivk registers; get, if
+// set, reads the node from the API while the watch is not connected.
+func newNodeView(initial *v1.Node, get func(ctx context.Context) (*v1.Node, error)) *nodeView {
+	return &nodeView{node: initial.DeepCopy(), get: get}
 }
 
 // Node returns the last node seen, for admission. Callers must not modify it.
@@ -49,22 +69,33 @@ func (v *nodeView) Node() *v1.Node {
 	return v.node
 }
 
-// errNodeNotSeen is returned by APINode until the watch has delivered the
-// node.
-var errNodeNotSeen = errors.New("the node has not been read from the API yet")
-
-// APINode returns the last node read from the API, for the node status
-// loop (provider.NodeProvider compares its conditions with it, as the
-// kubelet's tryUpdateNodeStatus reads its first try from the node lister).
-// Until the watch has delivered the node it returns errNodeNotSeen: the
-// node crivk registered says nothing of what the API has.
-func (v *nodeView) APINode(context.Context) (*v1.Node, error) {
+// Watched returns the node as the watch has it, and whether that is the
+// API's node: the watch delivered it and is connected. Callers must not
+// modify it.
+func (v *nodeView) Watched() (*v1.Node, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if !v.seen {
+	return v.node, v.seen && v.connected
+}
+
+// errNodeNotSeen is returned by APINode when the watch has not delivered
+// the node, or is not connected, and the view has no way to read it.
+var errNodeNotSeen = errors.New("the node has not been read from the API yet")
+
+// APINode returns the node as the API has it, for the node status loop
+// (provider.NodeProvider compares its conditions with it every node status
+// period, as the kubelet's tryUpdateNodeStatus reads its first try from
+// its node lister): the watched node while the watch is connected, else
+// the node read from the API. The node crivk registered is never returned:
+// it says nothing of what the API has.
+func (v *nodeView) APINode(ctx context.Context) (*v1.Node, error) {
+	if n, ok := v.Watched(); ok {
+		return n, nil
+	}
+	if v.get == nil {
 		return nil, errNodeNotSeen
 	}
-	return v.node, nil
+	return v.get(ctx)
 }
 
 func (v *nodeView) set(obj any) {
@@ -78,7 +109,25 @@ func (v *nodeView) set(obj any) {
 	v.mu.Unlock()
 }
 
-// run watches the node through lw until ctx ends.
+// called records a list or watch call's outcome and returns its number.
+func (v *nodeView) called(err error) uint64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.calls++
+	v.connected = err == nil
+	return v.calls
+}
+
+// watchEnded records that the stream of watch call n ended.
+func (v *nodeView) watchEnded(n uint64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.calls == n {
+		v.connected = false
+	}
+}
+
+// run watches the node through lw (listWatch) until ctx ends.
 func (v *nodeView) run(ctx context.Context, lw cache.ListerWatcher) {
 	_, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: lw,
@@ -94,22 +143,69 @@ func (v *nodeView) run(ctx context.Context, lw cache.ListerWatcher) {
 	ctrl.RunWithContext(ctx)
 }
 
-// ownNodeWatch lists and watches the node's own object (field selector
-// metadata.name), as the kubelet's node informer. It goes through the pods
-// client (rate limited, no timeout), as the kubelet's informers go through
-// its kubeClient: the heartbeat client times requests out after one node
-// status period, which would cut every watch.
-func ownNodeWatch(nodes corev1client.NodesGetter, name string) cache.ListerWatcher {
+// listWatch lists and watches the node's own object (field selector
+// metadata.name), as the kubelet's node informer, and tells the view
+// whether the watch is connected. nodes should be the pods client (rate
+// limited, no timeout), as the kubelet's informers use its kubeClient: the
+// heartbeat client times requests out after one node status period, which
+// would cut every watch.
+func (v *nodeView) listWatch(nodes corev1client.NodesGetter, name string) cache.ListerWatcher {
 	selector := fields.OneTermEqualSelector(metav1.ObjectNameField, name).String()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.FieldSelector = selector
-			return nodes.Nodes().List(ctx, opts)
+			l, err := nodes.Nodes().List(ctx, opts)
+			v.called(err)
+			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.FieldSelector = selector
-			return nodes.Nodes().Watch(ctx, opts)
+			w, err := nodes.Nodes().Watch(ctx, opts)
+			n := v.called(err)
+			if err != nil {
+				return nil, err
+			}
+			return newTrackedWatch(w, func() { v.watchEnded(n) }), nil
 		},
 	}
 	return cache.ToListWatcherWithWatchListSemantics(lw, nodes)
+}
+
+// trackedWatch forwards a watch's events and calls ended once when its
+// stream ends or carries an error.
+type trackedWatch struct {
+	w      watch.Interface
+	out    chan watch.Event
+	stop   chan struct{}
+	once   sync.Once
+	ending sync.Once
+	ended  func()
+}
+
+func newTrackedWatch(w watch.Interface, ended func()) *trackedWatch {
+	t := &trackedWatch{w: w, out: make(chan watch.Event), stop: make(chan struct{}), ended: ended}
+	go t.forward()
+	return t
+}
+
+func (t *trackedWatch) forward() {
+	defer close(t.out)
+	defer t.ending.Do(t.ended)
+	for ev := range t.w.ResultChan() {
+		if ev.Type == watch.Error {
+			t.ending.Do(t.ended)
+		}
+		select {
+		case t.out <- ev:
+		case <-t.stop:
+			return
+		}
+	}
+}
+
+func (t *trackedWatch) ResultChan() <-chan watch.Event { return t.out }
+
+func (t *trackedWatch) Stop() {
+	t.once.Do(func() { close(t.stop) })
+	t.w.Stop()
 }

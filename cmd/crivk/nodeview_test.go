@@ -81,17 +81,45 @@ func testNode(rv string, labels map[string]string, taints ...v1.Taint) *v1.Node 
 		Spec: v1.NodeSpec{Taints: taints}}
 }
 
+// getter is the view's fallback read of the node from the API: it
+// counts its calls and returns node, or err.
+type getter struct {
+	mu    sync.Mutex
+	calls int
+	node  *v1.Node
+	err   error
+}
+
+func (g *getter) get(context.Context) (*v1.Node, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.calls++
+	return g.node, g.err
+}
+
+func (g *getter) set(node *v1.Node, err error) (calls int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.node, g.err = node, err
+	return g.calls
+}
+
 // startView runs a view of the node crivk registers (label registered=yes)
-// on api until the test ends. Call inside a synctest bubble.
-func startView(t *testing.T, api *nodeAPI) *nodeView {
+// on api until the test ends, with g as its fallback read (nil: none).
+// Call inside a synctest bubble.
+func startView(t *testing.T, api *nodeAPI, g *getter) *nodeView {
 	t.Helper()
-	v := newNodeView(testNode("", map[string]string{"registered": "yes"}))
+	var get func(context.Context) (*v1.Node, error)
+	if g != nil {
+		get = g.get
+	}
+	v := newNodeView(testNode("", map[string]string{"registered": "yes"}), get)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		cs := api.clientset()
-		v.run(ctx, ownNodeWatch(fakeNodes{cs.CoreV1(), cs}, "n1"))
+		v.run(ctx, v.listWatch(fakeNodes{cs.CoreV1(), cs}, "n1"))
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	synctest.Wait()
@@ -103,14 +131,28 @@ func label(n *v1.Node, k string) string { return n.Labels[k] }
 func TestNodeViewStartsWithTheRegisteredNode(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := &nodeAPI{listErr: errors.New("connection refused")}
-		v := startView(t, api)
+		g := &getter{err: errors.New("connection refused")}
+		v := startView(t, api, g)
 		time.Sleep(time.Minute) // the reflector retries with back-off meanwhile
 		synctest.Wait()
 		if got := label(v.Node(), "registered"); got != "yes" {
 			t.Errorf("Node() before the API answered: labels %v, want the registered node's", v.Node().Labels)
 		}
-		if n, err := v.APINode(t.Context()); !errors.Is(err, errNodeNotSeen) {
-			t.Errorf("APINode() before the API answered = %v, %v; want errNodeNotSeen", n, err)
+		if _, ok := v.Watched(); ok {
+			t.Error("Watched() before the API answered: ok, want not")
+		}
+		// The status loop never compares with crivk's own registration:
+		// it reads the API, or gets an error.
+		if n, err := v.APINode(t.Context()); err == nil {
+			t.Errorf("APINode() while the API fails = %v, want the read's error", n)
+		}
+		g.set(testNode("5", map[string]string{"from": "get"}), nil)
+		if n, err := v.APINode(t.Context()); err != nil || label(n, "from") != "get" {
+			t.Errorf("APINode() before the watch delivered the node = %v, %v; want the node read from the API", n, err)
+		}
+		noGet := newNodeView(testNode("", nil), nil)
+		if n, err := noGet.APINode(t.Context()); !errors.Is(err, errNodeNotSeen) {
+			t.Errorf("APINode() of a view without a read = %v, %v; want errNodeNotSeen", n, err)
 		}
 	})
 }
@@ -119,7 +161,8 @@ func TestNodeViewFollowsTheWatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		taint := v1.Taint{Key: "others", Effect: v1.TaintEffectNoSchedule}
 		api := &nodeAPI{node: testNode("10", map[string]string{"registered": "yes"}, taint)}
-		v := startView(t, api)
+		g := &getter{}
+		v := startView(t, api, g)
 		if n := v.Node(); len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != "others" {
 			t.Fatalf("Node() after the list: taints %v, want the API's", n.Spec.Taints)
 		}
@@ -132,8 +175,13 @@ func TestNodeViewFollowsTheWatch(t *testing.T) {
 		if got := label(v.Node(), "zone"); got != "b" {
 			t.Errorf("Node() after a watch event: labels %v, want zone=b", v.Node().Labels)
 		}
-		if n, err := v.APINode(t.Context()); err != nil || label(n, "zone") != "b" {
-			t.Errorf("APINode() after a watch event = %v, %v; want zone=b", n, err)
+		for range 100 { // the node status loop's checks
+			if n, err := v.APINode(t.Context()); err != nil || label(n, "zone") != "b" {
+				t.Fatalf("APINode() after a watch event = %v, %v; want zone=b", n, err)
+			}
+		}
+		if calls := g.set(nil, nil); calls != 0 {
+			t.Errorf("%d reads of the node while the watch is connected, want none", calls)
 		}
 
 		// Only the node's own object, with the selector the Node
@@ -150,7 +198,8 @@ func TestNodeViewFollowsTheWatch(t *testing.T) {
 func TestNodeViewKeepsTheLastNodeOnErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := &nodeAPI{node: testNode("10", map[string]string{"zone": "a"})}
-		v := startView(t, api)
+		g := &getter{}
+		v := startView(t, api, g)
 		if got := label(v.Node(), "zone"); got != "a" {
 			t.Fatalf("Node() after the list: labels %v, want zone=a", v.Node().Labels)
 		}
@@ -160,16 +209,27 @@ func TestNodeViewKeepsTheLastNodeOnErrors(t *testing.T) {
 			a.listErr, a.watchErr = errors.New("connection refused"), errors.New("connection refused")
 			a.watcher.Stop()
 		})
+		g.set(nil, errors.New("connection refused"))
 		time.Sleep(5 * time.Minute)
 		synctest.Wait()
 		if got := label(v.Node(), "zone"); got != "a" {
 			t.Errorf("Node() while the API fails: labels %v, want the last node seen (zone=a)", v.Node().Labels)
 		}
-		if n, err := v.APINode(t.Context()); err != nil || label(n, "zone") != "a" {
-			t.Errorf("APINode() while the API fails = %v, %v; want the last node seen", n, err)
+		if n, ok := v.Watched(); ok || label(n, "zone") != "a" {
+			t.Errorf("Watched() while the API fails = %v, %v; want the last node seen, not connected", n, ok)
+		}
+		if n, err := v.APINode(t.Context()); err == nil {
+			t.Errorf("APINode() while the API fails = %v, want the read's error", n)
 		}
 
-		// It comes back with a changed node: the reflector relists.
+		// The API server is back, the reflector not yet: the status loop
+		// reads the node (the node lifecycle controller's Unknown) at once.
+		g.set(testNode("19", map[string]string{"zone": "unknown"}), nil)
+		if n, err := v.APINode(t.Context()); err != nil || label(n, "zone") != "unknown" {
+			t.Errorf("APINode() once the API is back, before the watch = %v, %v; want the node read from the API", n, err)
+		}
+
+		// The reflector relists and watches again.
 		api.set(func(a *nodeAPI) {
 			a.listErr, a.watchErr = nil, nil
 			a.node = testNode("20", map[string]string{"zone": "c"})
@@ -177,7 +237,14 @@ func TestNodeViewKeepsTheLastNodeOnErrors(t *testing.T) {
 		time.Sleep(2 * time.Minute) // longer than the reflector's longest back-off (30 s, up to twice that with jitter)
 		synctest.Wait()
 		if got := label(v.Node(), "zone"); got != "c" {
-			t.Errorf("Node() once the API is back: labels %v, want zone=c", v.Node().Labels)
+			t.Errorf("Node() once the watch is back: labels %v, want zone=c", v.Node().Labels)
+		}
+		calls := g.set(nil, errors.New("must not be read"))
+		if n, err := v.APINode(t.Context()); err != nil || label(n, "zone") != "c" {
+			t.Errorf("APINode() once the watch is back = %v, %v; want the watched node", n, err)
+		}
+		if now := g.set(nil, nil); now != calls {
+			t.Errorf("APINode() read the API once the watch was back")
 		}
 	})
 }
@@ -185,7 +252,7 @@ func TestNodeViewKeepsTheLastNodeOnErrors(t *testing.T) {
 func TestNodeViewKeepsTheLastNodeWhenDeleted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := &nodeAPI{node: testNode("10", map[string]string{"zone": "a"})}
-		v := startView(t, api)
+		v := startView(t, api, nil)
 		api.watcher.Delete(testNode("11", map[string]string{"zone": "a"}))
 		synctest.Wait()
 		if got := label(v.Node(), "zone"); got != "a" {
@@ -194,21 +261,64 @@ func TestNodeViewKeepsTheLastNodeWhenDeleted(t *testing.T) {
 	})
 }
 
-// The node status loop reads the watched node: no GET per period.
-func TestNodeViewAPINodeDoesNotCallTheAPI(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		api := &nodeAPI{node: testNode("10", nil)}
-		v := startView(t, api)
-		for range 100 {
-			if _, err := v.APINode(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			_ = v.Node()
-		}
-		api.set(func(a *nodeAPI) {
-			if len(a.selectors) != 2 {
-				t.Errorf("requests %q, want one list and one watch", a.selectors)
-			}
+// The end of a watch the reflector already replaced leaves its successor
+// connected.
+func TestNodeViewConnection(t *testing.T) {
+	v := newNodeView(testNode("", nil), nil)
+	v.set(testNode("1", nil))
+	first := v.called(nil)
+	second := v.called(nil)
+	v.watchEnded(first)
+	if _, ok := v.Watched(); !ok {
+		t.Error("the end of a replaced watch disconnected the view")
+	}
+	v.watchEnded(second)
+	if _, ok := v.Watched(); ok {
+		t.Error("the end of the current watch left the view connected")
+	}
+	v.called(nil)
+	v.called(errors.New("forbidden"))
+	if _, ok := v.Watched(); ok {
+		t.Error("a failed call left the view connected")
+	}
+}
+
+// trackedWatch forwards events, says once when the stream ends or errs,
+// and its goroutine ends with Stop (synctest.Test fails on a leak).
+func TestTrackedWatch(t *testing.T) {
+	for name, tc := range map[string]struct {
+		act       func(w *watch.RaceFreeFakeWatcher, tw *trackedWatch)
+		wantEvent watch.EventType // "": none read
+		wantEnded int             // before Stop
+	}{
+		"events pass":              {act: func(w *watch.RaceFreeFakeWatcher, _ *trackedWatch) { w.Modify(testNode("2", nil)) }, wantEvent: watch.Modified},
+		"an error event ends":      {act: func(w *watch.RaceFreeFakeWatcher, _ *trackedWatch) { w.Error(&metav1.Status{Message: "gone"}) }, wantEvent: watch.Error, wantEnded: 1},
+		"an unread error ends":     {act: func(w *watch.RaceFreeFakeWatcher, _ *trackedWatch) { w.Error(&metav1.Status{Message: "gone"}) }, wantEnded: 1},
+		"the stream ends":          {act: func(w *watch.RaceFreeFakeWatcher, _ *trackedWatch) { w.Stop() }, wantEnded: 1},
+		"stopped by the reflector": {act: func(_ *watch.RaceFreeFakeWatcher, tw *trackedWatch) { tw.Stop() }, wantEnded: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := watch.NewRaceFreeFake()
+				ended := 0
+				tw := newTrackedWatch(w, func() { ended++ })
+				tc.act(w, tw)
+				if tc.wantEvent != "" {
+					if ev := <-tw.ResultChan(); ev.Type != tc.wantEvent {
+						t.Errorf("event %s, want %s", ev.Type, tc.wantEvent)
+					}
+				}
+				synctest.Wait()
+				if ended != tc.wantEnded {
+					t.Errorf("ended called %d times before Stop, want %d", ended, tc.wantEnded)
+				}
+				tw.Stop()
+				tw.Stop()
+				synctest.Wait()
+				if ended != 1 {
+					t.Errorf("ended called %d times in all, want once", ended)
+				}
+			})
 		})
-	})
+	}
 }

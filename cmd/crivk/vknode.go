@@ -59,10 +59,10 @@ type vkNodeConfig struct {
 	// StatusReport is how often the node status is written when nothing
 	// changed (--node-status-report-frequency).
 	StatusReport time.Duration
-	// APINode, if set, is the node as a watch keeps it (nodeView.APINode):
+	// Watched, if set, is the node as a watch keeps it (nodeView.Watched):
 	// the node controller's reads before each status write are served
-	// from it (viewedNodes).
-	APINode func(ctx context.Context) (*v1.Node, error)
+	// from it while the watch is connected (viewedNodes).
+	Watched func() (*v1.Node, bool)
 }
 
 func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
@@ -87,8 +87,8 @@ func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
 		return pods.List(labels.Everything())
 	}))
 	var nodes corev1client.NodeInterface = cfg.Clients.nodes.Nodes()
-	if cfg.APINode != nil {
-		nodes = &viewedNodes{NodeInterface: nodes, name: cfg.Node.Name, view: cfg.APINode}
+	if cfg.Watched != nil {
+		nodes = &viewedNodes{NodeInterface: nodes, name: cfg.Node.Name, watched: cfg.Watched}
 	}
 	nc, err := node.NewNodeController(cfg.NodeProvider, cfg.Node, nodes,
 		node.WithNodeEnableLeaseV1(cfg.Clients.leases.Leases(v1.NamespaceNodeLease), node.DefaultLeaseDuration),
@@ -193,21 +193,23 @@ func (n *vkNode) WaitReady(ctx context.Context) error {
 // node before every status PATCH (to compute a three-way patch); the
 // kubelet's tryUpdateNodeStatus reads its first try from its node lister
 // and only its retries after a conflict from the API server, so does this:
-// a Get of the node goes to the API only while the view has not seen the
-// node yet (at registration: virtual-kubelet creates the node on NotFound)
-// or after a write of it conflicted. Everything else is the heartbeat
-// client's.
+// a Get of the node goes to the API only while the watch has not delivered
+// the node (at registration: virtual-kubelet creates the node on NotFound)
+// or is not connected, or after a write of it conflicted. Everything else
+// is the heartbeat client's.
 type viewedNodes struct {
 	corev1client.NodeInterface
 	name string
-	view func(ctx context.Context) (*v1.Node, error)
+	// watched is the node as the watch has it, and whether the watch
+	// delivered it and is connected (nodeView.Watched).
+	watched func() (*v1.Node, bool)
 	// fromAPI makes the next Get read the API: the last write conflicted.
 	fromAPI atomic.Bool
 }
 
 func (c *viewedNodes) Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1.Node, error) {
 	if name == c.name && opts.ResourceVersion == "" && !c.fromAPI.Swap(false) {
-		if n, err := c.view(ctx); err == nil {
+		if n, ok := c.watched(); ok {
 			return n.DeepCopy(), nil
 		}
 	}
@@ -220,4 +222,14 @@ func (c *viewedNodes) Patch(ctx context.Context, name string, pt types.PatchType
 		c.fromAPI.Store(true)
 	}
 	return n, err
+}
+
+// ownNode reads this node from the API server's watch cache (resourceVersion
+// 0, as the kubelet's first try did before its node lister) through the
+// heartbeat client: the node status loop's read while the node watch is
+// not connected (nodeView.APINode).
+func ownNode(c *apiClients, name string) func(ctx context.Context) (*v1.Node, error) {
+	return func(ctx context.Context) (*v1.Node, error) {
+		return c.nodes.Nodes().Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
+	}
 }

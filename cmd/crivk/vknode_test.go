@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -21,21 +20,21 @@ func TestViewedNodesGet(t *testing.T) {
 	apiNode := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"from": "api"}}}
 	other := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}
 	watched := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"from": "watch"}}}
-	seen := func(context.Context) (*v1.Node, error) { return watched, nil }
-	notSeen := func(context.Context) (*v1.Node, error) { return nil, errNodeNotSeen }
+	seen := func() (*v1.Node, bool) { return watched, true }
+	notSeen := func() (*v1.Node, bool) { return watched, false } // or not connected
 	for name, tc := range map[string]struct {
-		view     func(context.Context) (*v1.Node, error)
+		watched  func() (*v1.Node, bool)
 		node     string
 		opts     metav1.GetOptions
 		conflict bool // the PATCH before the Get conflicted
 		want     string
 		wantGETs int
 	}{
-		"the watched node":             {view: seen, node: "n1", want: "watch"},
-		"not seen yet (registration)":  {view: notSeen, node: "n1", want: "api", wantGETs: 1},
-		"another node":                 {view: seen, node: "n2", want: "", wantGETs: 1},
-		"a resource version asked for": {view: seen, node: "n1", opts: metav1.GetOptions{ResourceVersion: "0"}, want: "api", wantGETs: 1},
-		"a retry after a conflict":     {view: seen, node: "n1", conflict: true, want: "api", wantGETs: 1},
+		"the watched node":             {watched: seen, node: "n1", want: "watch"},
+		"not seen or not connected":    {watched: notSeen, node: "n1", want: "api", wantGETs: 1},
+		"another node":                 {watched: seen, node: "n2", want: "", wantGETs: 1},
+		"a resource version asked for": {watched: seen, node: "n1", opts: metav1.GetOptions{ResourceVersion: "0"}, want: "api", wantGETs: 1},
+		"a retry after a conflict":     {watched: seen, node: "n1", conflict: true, want: "api", wantGETs: 1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cs := fake.NewClientset(apiNode, other)
@@ -50,7 +49,7 @@ func TestViewedNodesGet(t *testing.T) {
 				}
 				return false, nil, nil
 			})
-			c := &viewedNodes{NodeInterface: cs.CoreV1().Nodes(), name: "n1", view: tc.view}
+			c := &viewedNodes{NodeInterface: cs.CoreV1().Nodes(), name: "n1", watched: tc.watched}
 			_, _ = c.Patch(t.Context(), "n1", types.StrategicMergePatchType, []byte(`{}`), metav1.PatchOptions{}, "status")
 			n, err := c.Get(t.Context(), tc.node, tc.opts)
 			if err != nil {
@@ -76,7 +75,7 @@ func TestViewedNodesGet(t *testing.T) {
 func TestViewedNodesGetCopies(t *testing.T) {
 	watched := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"a": "b"}}}
 	c := &viewedNodes{NodeInterface: fake.NewClientset().CoreV1().Nodes(), name: "n1",
-		view: func(context.Context) (*v1.Node, error) { return watched, nil }}
+		watched: func() (*v1.Node, bool) { return watched, true }}
 	n, err := c.Get(t.Context(), "n1", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
