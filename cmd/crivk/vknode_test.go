@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
+	"time"
 
+	"github.com/virtual-kubelet/virtual-kubelet/node"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,4 +88,61 @@ func TestViewedNodesGetCopies(t *testing.T) {
 	if watched.Labels["a"] != "b" {
 		t.Errorf("modifying the node Get returned changed the view's: %v", watched.Labels)
 	}
+}
+
+// quietNode is a node provider that never reports a change: the node
+// controller's requests are its periodic ones only.
+type quietNode struct{}
+
+func (quietNode) Ping(ctx context.Context) error                   { return ctx.Err() }
+func (quietNode) NotifyNodeStatus(context.Context, func(*v1.Node)) {}
+
+// At idle virtual-kubelet's node controller, given viewedNodes, sends what
+// the kubelet sends: a Lease renewal every 10 s and a node status PATCH
+// every report period (5 minutes here), and no GET of the node once the
+// watch has it.
+func TestNodeControllerRequestsAtIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+		cs := fake.NewClientset()
+		nodesGVR := v1.SchemeGroupVersion.WithResource("nodes")
+		watched := func() (*v1.Node, bool) {
+			obj, err := cs.Tracker().Get(nodesGVR, "", "n1")
+			if err != nil {
+				return nil, false
+			}
+			return obj.(*v1.Node), true
+		}
+		nodes := &viewedNodes{NodeInterface: cs.CoreV1().Nodes(), name: "n1", watched: watched}
+		nc, err := node.NewNodeController(quietNode{}, n, nodes,
+			node.WithNodeEnableLeaseV1(cs.CoordinationV1().Leases(v1.NamespaceNodeLease), node.DefaultLeaseDuration),
+			node.WithNodeStatusUpdateInterval(5*time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go nc.Run(ctx) //nolint:errcheck // ends with ctx
+		<-nc.Ready()
+		time.Sleep(time.Second) // registration and the first Lease
+		synctest.Wait()
+		cs.ClearActions()
+
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		count := map[string]int{}
+		for _, a := range cs.Actions() {
+			k := a.GetVerb() + " " + a.GetResource().Resource
+			if a.GetSubresource() != "" {
+				k += "/" + a.GetSubresource()
+			}
+			count[k]++
+		}
+		want := map[string]int{"update leases": 60, "patch nodes/status": 2}
+		if len(count) != len(want) || count["update leases"] != want["update leases"] || count["patch nodes/status"] != want["patch nodes/status"] {
+			t.Errorf("requests in 10 idle minutes %v, want %v", count, want)
+		}
+		cancel()
+		<-nc.Done()
+	})
 }
