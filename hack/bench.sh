@@ -13,6 +13,8 @@
 #   BENCH_CRIVK_PROFILING   crivk --profiling-address during its lane (e.g. 127.0.0.1:6060)
 #   BENCH_CRIVK_ARGS        extra crivk arguments (e.g. --runtime-events=false)
 #   BENCH_QPS, BENCH_BURST  API client QPS and burst of both agents (50, 100)
+#   BENCH_STEADY_PODS       W5 levels instead of the plan's (e.g. 0,30,110)
+#   BENCH_STEADY_DURATION   W5 window per level instead of the plan's (e.g. 30s)
 # Results: _output/bench/<UTC timestamp>/: results.json, report.md, *.png,
 # kubelet.log, crivk.log, bench.log, setup.log, local-down.log.
 # The exit status is not about the figures: non-zero only when a lane could
@@ -48,11 +50,16 @@ source _output/local/env
 cmdline="make bench"
 [ "${QUICK}" != 1 ] || cmdline="BENCH_QUICK=1 ${cmdline}"
 [ -z "${BENCH_CRIVK_ARGS:-}" ] || cmdline="BENCH_CRIVK_ARGS='${BENCH_CRIVK_ARGS}' ${cmdline}"
+[ -z "${BENCH_STEADY_DURATION:-}" ] || cmdline="BENCH_STEADY_DURATION=${BENCH_STEADY_DURATION} ${cmdline}"
+[ -z "${BENCH_STEADY_PODS:-}" ] || cmdline="BENCH_STEADY_PODS=${BENCH_STEADY_PODS} ${cmdline}"
+[ -z "${BENCH_LANES:-}" ] || cmdline="BENCH_LANES=${BENCH_LANES} ${cmdline}"
 args=(-root "${ROOT}" -out "${RESULTS}" -lanes "${BENCH_LANES:-raw,kubelet,crivk}"
   -kube-api-qps "${BENCH_QPS:-50}" -kube-api-burst "${BENCH_BURST:-100}" -command "${cmdline}")
 [ "${QUICK}" != 1 ] || args+=(-quick)
 [ "${DOCS}" != 1 ] || args+=(-docs "${ROOT}/docs/benchmarks.md")
 [ -z "${BENCH_CRIVK_ARGS:-}" ] || args+=(-crivk-args "${BENCH_CRIVK_ARGS}")
+[ -z "${BENCH_STEADY_PODS:-}" ] || args+=(-steady-pods "${BENCH_STEADY_PODS}")
+[ -z "${BENCH_STEADY_DURATION:-}" ] || args+=(-steady-duration "${BENCH_STEADY_DURATION}")
 [ -z "${BENCH_CRIVK_PROFILING:-}" ] || args+=(-crivk-profiling-address "${BENCH_CRIVK_PROFILING}")
 
 log "running the lanes (log: ${RESULTS}/bench.log)"

@@ -343,7 +343,7 @@ func run(ctx context.Context, o *options) error {
 	n, err := newVKNode(vkNodeConfig{
 		Clients: clients, Node: nodeObj, Provider: a.provider, NodeProvider: a.nodeProvider, Recorder: recorder,
 		Mux: a.mux, ListenAddr: net.JoinHostPort(o.address, fmt.Sprint(o.port)), TLS: tlsOpts, Auth: auth.Wrap, Workers: 10,
-		StatusReport: o.nodeStatusReportFrequency,
+		StatusReport: o.nodeStatusReportFrequency, Watched: a.nodes.Watched,
 	})
 	if err != nil {
 		return err
@@ -570,6 +570,7 @@ type agent struct {
 	provider     *provider.Provider
 	nodeProvider *provider.NodeProvider
 	objects      *provider.Objects
+	nodes        *nodeView
 	mux          *http.ServeMux
 	// podLister is the informer's view of the node's pods
 	// (corev1listers.PodLister): stored by connect, before virtual-kubelet
@@ -596,10 +597,12 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		return nil, err
 	}
 	probeMetrics := provider.NewProbeMetrics()
-	// Admission sees the node as the API has it (taints and labels set by
-	// others included), refreshed every 2 s.
-	nodes := newNodeView(nodeObj, ownNode(clients, o.nodeName), 2*time.Second)
-	go nodes.run(ctx)
+	// Admission and the node status loop see the node as the API has it
+	// (taints and labels set by others included) through a watch of the
+	// node's own object, as the kubelet's node informer (nodeview.go).
+	nodes := newNodeView(nodeObj, ownNode(clients, o.nodeName))
+	go nodes.run(ctx, nodes.listWatch(clients.core, o.nodeName))
+	a.nodes = nodes
 	var podCgroups lifecycle.PodCgroups
 	if pods != nil {
 		podCgroups = pods
@@ -645,7 +648,10 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	if err != nil {
 		return nil, err
 	}
-	a.nodeProvider = provider.NewNodeProvider(rt, nodeObj, o.nodeStatusUpdateFrequency, ownNode(clients, o.nodeName), recorder, pleg.Healthy)
+	// Every node status period the conditions are compared with the
+	// watched node, not a GET: the kubelet's tryUpdateNodeStatus reads
+	// its first try from the node lister too.
+	a.nodeProvider = provider.NewNodeProvider(rt, nodeObj, o.nodeStatusUpdateFrequency, nodes.APINode, recorder, pleg.Healthy)
 	go pleg.Run(ctx)
 	logMax := resource.MustParse(o.logMaxSize)
 	go rt.RunLogRotation(ctx, cri.LogRotation{MaxSize: logMax.Value(), MaxFiles: o.logMaxFiles}, 10*time.Second)

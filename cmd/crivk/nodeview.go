@@ -2,53 +2,210 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
-	"time"
 
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
-// nodeView is the node as the API has it (labels, taints, allocatable),
-// for admission: refreshed every period from the API server's watch cache
-// by run, so that admitting a pod never waits for the API. Until the
-// first read, and whenever reading fails, it is the last node seen (at
-// first the node crivk registers).
+// nodeView is the node as the API has it (labels, taints, allocatable,
+// conditions), kept by a watch of the node's own object: the kubelet's
+// node informer (pkg/kubelet/kubelet.go, NewMainKubelet: an informer on
+// nodes with the field selector metadata.name=<node>, no resync), which the
+// Node authorizer allows a node for its own Node. It replaces a GET of the
+// node every 2 s for admission and one every node status period for the
+// node status loop (0.6 requests/s at idle, docs/benchmarks.md W5): a
+// watch costs one list at start and one request per reconnection (every 5
+// to 10 minutes, client-go's watch timeout).
+//
+// Admission (Node) never waits for the API: it gets the last node seen, at
+// first the node crivk registered (the kubelet's getNodeAnyWay falls back
+// to its initialNode the same way). When the watch fails the reflector
+// retries with back-off and the view keeps the last node seen; a deleted
+// node is kept too (virtual-kubelet's node controller reports it missing).
+//
+// The node status loop (APINode) must see the node lifecycle controller's
+// Unknown as soon as the API server is back after an outage, not when the
+// reflector's back-off (up to a minute) lets it reconnect: while the watch
+// is not connected, APINode reads the node from the API instead, as every
+// status check did before the watch.
 type nodeView struct {
-	read   func(ctx context.Context) (*v1.Node, error)
-	period time.Duration
+	// get reads the node from the API: APINode's fallback while the watch
+	// is not connected; nil: none.
+	get func(ctx context.Context) (*v1.Node, error)
 
 	mu   sync.Mutex
-	node *v1.Node // guarded by mu
+	node *v1.Node // guarded by mu; never nil
+	// seen is whether node came from the API (guarded by mu).
+	seen bool
+	// connected is whether the watch's last list or watch call succeeded
+	// and its stream has not ended since: then node is the API's up to
+	// the watch's latency (guarded by mu).
+	connected bool
+	// calls counts list and watch calls, so that the end of a watch the
+	// reflector already replaced does not mark its successor as ended
+	// (guarded by mu).
+	calls uint64
 }
 
-func newNodeView(initial *v1.Node, read func(ctx context.Context) (*v1.Node, error), period time.Duration) *nodeView {
-	return &nodeView{read: read, period: period, node: initial.DeepCopy()}
+// newNodeView returns a view of initial, the node crivk registers; get, if
+// set, reads the node from the API while the watch is not connected.
+func newNodeView(initial *v1.Node, get func(ctx context.Context) (*v1.Node, error)) *nodeView {
+	return &nodeView{node: initial.DeepCopy(), get: get}
 }
 
-// Node returns the latest node read.
+// Node returns the last node seen, for admission. Callers must not modify it.
 func (v *nodeView) Node() *v1.Node {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.node
 }
 
-// run refreshes the view until ctx ends.
-func (v *nodeView) run(ctx context.Context) {
-	t := time.NewTicker(v.period)
-	defer t.Stop()
-	for {
-		if n, err := v.read(ctx); err == nil {
-			v.mu.Lock()
-			v.node = n
-			v.mu.Unlock()
-		} else {
-			log.G(ctx).WithError(err).Debug("reading the node for admission")
+// Watched returns the node as the watch has it, and whether that is the
+// API's node: the watch delivered it and is connected. Callers must not
+// modify it.
+func (v *nodeView) Watched() (*v1.Node, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.node, v.seen && v.connected
+}
+
+// errNodeNotSeen is returned by APINode when the watch has not delivered
+// the node, or is not connected, and the view has no way to read it.
+var errNodeNotSeen = errors.New("the node has not been read from the API yet")
+
+// APINode returns the node as the API has it, for the node status loop
+// (provider.NodeProvider compares its conditions with it every node status
+// period, as the kubelet's tryUpdateNodeStatus reads its first try from
+// its node lister): the watched node while the watch is connected, else
+// the node read from the API. The node crivk registered is never returned:
+// it says nothing of what the API has.
+func (v *nodeView) APINode(ctx context.Context) (*v1.Node, error) {
+	if n, ok := v.Watched(); ok {
+		return n, nil
+	}
+	if v.get == nil {
+		return nil, errNodeNotSeen
+	}
+	return v.get(ctx)
+}
+
+func (v *nodeView) set(obj any) {
+	n, ok := obj.(*v1.Node)
+	if !ok {
+		log.L.WithField("type", fmt.Sprintf("%T", obj)).Warn("node watch: not a node; ignored")
+		return
+	}
+	v.mu.Lock()
+	v.node, v.seen = n, true
+	v.mu.Unlock()
+}
+
+// called records a list or watch call's outcome and returns its number.
+func (v *nodeView) called(err error) uint64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.calls++
+	v.connected = err == nil
+	return v.calls
+}
+
+// watchEnded records that the stream of watch call n ended.
+func (v *nodeView) watchEnded(n uint64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.calls == n {
+		v.connected = false
+	}
+}
+
+// run watches the node through lw (listWatch) until ctx ends.
+func (v *nodeView) run(ctx context.Context, lw cache.ListerWatcher) {
+	_, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: lw,
+		ObjectType:    &v1.Node{},
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    v.set,
+			UpdateFunc: func(_, n any) { v.set(n) },
+			DeleteFunc: func(any) {
+				log.G(ctx).Warn("node watch: the node was deleted; admission keeps the last node seen")
+			},
+		},
+	})
+	ctrl.RunWithContext(ctx)
+}
+
+// listWatch lists and watches the node's own object (field selector
+// metadata.name), as the kubelet's node informer, and tells the view
+// whether the watch is connected. nodes should be the pods client (rate
+// limited, no timeout), as the kubelet's informers use its kubeClient: the
+// heartbeat client times requests out after one node status period, which
+// would cut every watch.
+func (v *nodeView) listWatch(nodes corev1client.NodesGetter, name string) cache.ListerWatcher {
+	selector := fields.OneTermEqualSelector(metav1.ObjectNameField, name).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.FieldSelector = selector
+			l, err := nodes.Nodes().List(ctx, opts)
+			v.called(err)
+			return l, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.FieldSelector = selector
+			w, err := nodes.Nodes().Watch(ctx, opts)
+			n := v.called(err)
+			if err != nil {
+				return nil, err
+			}
+			return newTrackedWatch(w, func() { v.watchEnded(n) }), nil
+		},
+	}
+	return cache.ToListWatcherWithWatchListSemantics(lw, nodes)
+}
+
+// trackedWatch forwards a watch's events and calls ended once when its
+// stream ends or carries an error.
+type trackedWatch struct {
+	w      watch.Interface
+	out    chan watch.Event
+	stop   chan struct{}
+	once   sync.Once
+	ending sync.Once
+	ended  func()
+}
+
+func newTrackedWatch(w watch.Interface, ended func()) *trackedWatch {
+	t := &trackedWatch{w: w, out: make(chan watch.Event), stop: make(chan struct{}), ended: ended}
+	go t.forward()
+	return t
+}
+
+func (t *trackedWatch) forward() {
+	defer close(t.out)
+	defer t.ending.Do(t.ended)
+	for ev := range t.w.ResultChan() {
+		if ev.Type == watch.Error {
+			t.ending.Do(t.ended)
 		}
 		select {
-		case <-ctx.Done():
+		case t.out <- ev:
+		case <-t.stop:
 			return
-		case <-t.C:
 		}
 	}
+}
+
+func (t *trackedWatch) ResultChan() <-chan watch.Event { return t.out }
+
+func (t *trackedWatch) Stop() {
+	t.once.Do(func() { close(t.stop) })
+	t.w.Stop()
 }

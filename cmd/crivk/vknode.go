@@ -7,14 +7,18 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/crivk/crivk/provider"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 )
@@ -55,6 +59,10 @@ type vkNodeConfig struct {
 	// StatusReport is how often the node status is written when nothing
 	// changed (--node-status-report-frequency).
 	StatusReport time.Duration
+	// Watched, if set, is the node as a watch keeps it (nodeView.Watched):
+	// the node controller's reads before each status write are served
+	// from it while the watch is connected (viewedNodes).
+	Watched func() (*v1.Node, bool)
 }
 
 func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
@@ -78,7 +86,11 @@ func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
 	cfg.Mux.Handle("/", cfg.Provider.Handler(func() ([]*v1.Pod, error) {
 		return pods.List(labels.Everything())
 	}))
-	nc, err := node.NewNodeController(cfg.NodeProvider, cfg.Node, cfg.Clients.nodes.Nodes(),
+	var nodes corev1client.NodeInterface = cfg.Clients.nodes.Nodes()
+	if cfg.Watched != nil {
+		nodes = &viewedNodes{NodeInterface: nodes, name: cfg.Node.Name, watched: cfg.Watched}
+	}
+	nc, err := node.NewNodeController(cfg.NodeProvider, cfg.Node, nodes,
 		node.WithNodeEnableLeaseV1(cfg.Clients.leases.Leases(v1.NamespaceNodeLease), node.DefaultLeaseDuration),
 		// The kubelet's nodeStatusReportFrequency: with the Lease renewed
 		// every 10 s, the Node status is patched when a condition changes
@@ -176,9 +188,46 @@ func (n *vkNode) WaitReady(ctx context.Context) error {
 	}
 }
 
-// ownNode reads this node from the API for the node status loop, from the
-// API server's watch cache (resourceVersion 0) as the kubelet's first try
-// does, through the heartbeat client.
+// viewedNodes is the node controller's Node client with reads of this node
+// served from the watched node. virtual-kubelet's updateNodeStatus GETs the
+// node before every status PATCH (to compute a three-way patch); the
+// kubelet's tryUpdateNodeStatus reads its first try from its node lister
+// and only its retries after a conflict from the API server, so does this:
+// a Get of the node goes to the API only while the watch has not delivered
+// the node (at registration: virtual-kubelet creates the node on NotFound)
+// or is not connected, or after a write of it conflicted. Everything else
+// is the heartbeat client's.
+type viewedNodes struct {
+	corev1client.NodeInterface
+	name string
+	// watched is the node as the watch has it, and whether the watch
+	// delivered it and is connected (nodeView.Watched).
+	watched func() (*v1.Node, bool)
+	// fromAPI makes the next Get read the API: the last write conflicted.
+	fromAPI atomic.Bool
+}
+
+func (c *viewedNodes) Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1.Node, error) {
+	if name == c.name && opts.ResourceVersion == "" && !c.fromAPI.Swap(false) {
+		if n, ok := c.watched(); ok {
+			return n.DeepCopy(), nil
+		}
+	}
+	return c.NodeInterface.Get(ctx, name, opts)
+}
+
+func (c *viewedNodes) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*v1.Node, error) {
+	n, err := c.NodeInterface.Patch(ctx, name, pt, data, opts, subresources...)
+	if apierrors.IsConflict(err) {
+		c.fromAPI.Store(true)
+	}
+	return n, err
+}
+
+// ownNode reads this node from the API server's watch cache (resourceVersion
+// 0, as the kubelet's first try did before its node lister) through the
+// heartbeat client: the node status loop's read while the node watch is
+// not connected (nodeView.APINode).
 func ownNode(c *apiClients, name string) func(ctx context.Context) (*v1.Node, error) {
 	return func(ctx context.Context) (*v1.Node, error) {
 		return c.nodes.Nodes().Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})

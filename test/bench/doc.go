@@ -37,7 +37,8 @@
 // API requests are counted the same way for both agents: each agent gets a
 // kubeconfig pointing at a counting reverse proxy inside the harness
 // (proxy.go) that forwards to the API server with the admin credentials;
-// every request (a watch counts once, when it starts) is one count.
+// every request (a watch counts once, when it starts) is one count, also
+// counted by kind (verb and resource) for W5.
 //
 // The benchmark reports figures and ratios; it never fails on a number. Its
 // own logic (percentiles, /proc parsing, lane isolation, report) is unit

@@ -82,7 +82,9 @@ const docsMethod = `## How it is measured
   every second (mean). API requests: both agents get a kubeconfig pointing
   at a counting reverse proxy inside the harness, which forwards to the API
   server with the admin credentials; every request counts once (a watch when
-  it starts). The proxy adds the same small hop to both agents.
+  it starts). The proxy adds the same small hop to both agents. It also counts
+  them by kind (verb and resource, as the audit log: "update leases", "watch
+  nodes"), per level in results.json (apiRequestsByKind) and bench.log.
 - **Where the time goes**: before and after W1 and each W2 batch's creation the harness reads the
   agent's own /metrics through the API server's node proxy (crivk and the kubelet expose the same
   names): CRI calls and their seconds by operation (kubelet_runtime_operations_duration_seconds),

@@ -36,6 +36,10 @@ type options struct {
 	profilingAddress        string
 	crivkArgs               string
 	command                 string
+	// steadyPods and steadyDuration, if set, replace the plan's W5 levels
+	// and window.
+	steadyPods     string
+	steadyDuration time.Duration
 }
 
 func main() {
@@ -52,6 +56,8 @@ func main() {
 	flag.IntVar(&o.maxPods, "max-pods", 250, "maxPods of both agents")
 	flag.StringVar(&o.profilingAddress, "crivk-profiling-address", "", "if set, crivk serves pprof there during its lane")
 	flag.StringVar(&o.crivkArgs, "crivk-args", "", "extra crivk arguments (space-separated), e.g. --runtime-events=false")
+	flag.StringVar(&o.steadyPods, "steady-pods", "", "W5 levels, comma-separated pod counts (default: the plan's), e.g. 0,30,110")
+	flag.DurationVar(&o.steadyDuration, "steady-duration", 0, "W5 window per level (default: the plan's)")
 	flag.StringVar(&o.command, "command", "", "the command line to print in the report (hack/bench.sh sets it)")
 	flag.Parse()
 	o.lanes = strings.Split(lanes, ",")
@@ -114,6 +120,9 @@ func run(o options) error {
 		Settings: Settings{QPS: o.qps, Burst: o.burst, MaxPods: o.maxPods}}
 	if o.quick {
 		r.Plan = QuickPlan
+	}
+	if r.Plan, err = withSteady(r.Plan, o.steadyPods, o.steadyDuration); err != nil {
+		return err
 	}
 	if o.out == "" {
 		o.out = filepath.Join(root, "_output/bench", r.Started.Format("20060102T150405Z"))
@@ -284,7 +293,7 @@ func (l *agentLane) setup(ctx context.Context) (driver, meters, error) {
 	}
 	d := &apiDriver{client: l.client, ns: l.ns, tr: tr, clock: clock.RealClock{}, cri: l.cri}
 	scrape := func(ctx context.Context) (agentCounters, error) { return scrapeAgent(ctx, l.client, l.node) }
-	return d, meters{agentPID: l.agent.pid(), containerdPID: l.cdPID, requests: l.proxy.Count, scrape: scrape}, nil
+	return d, meters{agentPID: l.agent.pid(), containerdPID: l.cdPID, requests: l.proxy.Count, requestsByKind: l.proxy.ByKind, scrape: scrape}, nil
 }
 
 func (l *agentLane) teardown(ctx context.Context) error {
@@ -295,4 +304,26 @@ func (l *agentLane) teardown(ctx context.Context) error {
 		return nil
 	}
 	return l.agent.stop()
+}
+
+// withSteady returns p with its W5 levels replaced by pods (comma-separated
+// counts; "": kept) and its window by d (0: kept).
+func withSteady(p Plan, pods string, d time.Duration) (Plan, error) {
+	if pods != "" {
+		p.SteadyPods = nil
+		for _, f := range strings.Split(pods, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 0 {
+				return p, fmt.Errorf("-steady-pods %q: %q is not a pod count", pods, f)
+			}
+			p.SteadyPods = append(p.SteadyPods, n)
+		}
+	}
+	if d < 0 {
+		return p, fmt.Errorf("-steady-duration %s is negative", d)
+	}
+	if d > 0 {
+		p.SteadyDuration = d
+	}
+	return p, nil
 }

@@ -2,24 +2,31 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"sort"
+	"strings"
+	"sync"
 	"sync/atomic"
 
 	"k8s.io/client-go/rest"
 )
 
 // countingProxy forwards plain HTTP from the agent under test to the API
-// server with the harness's (admin) credentials and counts the requests.
-// Both agents talk to the API server through it, so their requests/s are
-// measured the same way.
+// server with the harness's (admin) credentials and counts the requests,
+// in all and by kind (requestKind). Both agents talk to the API server
+// through it, so their requests/s are measured the same way.
 type countingProxy struct {
 	requests atomic.Int64
 	srv      *http.Server
 	addr     string
+
+	mu     sync.Mutex
+	byKind map[string]int64 // guarded by mu
 }
 
 func startProxy(target *rest.Config) (*countingProxy, error) {
@@ -35,22 +42,114 @@ func startProxy(target *rest.Config) (*countingProxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &countingProxy{addr: ln.Addr().String()}
+	p := &countingProxy{addr: ln.Addr().String(), byKind: map[string]int64{}}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.Transport = tr
 	rp.FlushInterval = -1 // watches stream
 	rp.ErrorLog = nil
 	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.requests.Add(1)
+		p.count(r)
 		rp.ServeHTTP(w, r)
 	})}
 	go func() { _ = p.srv.Serve(ln) }()
 	return p, nil
 }
 
+func (p *countingProxy) count(r *http.Request) {
+	p.requests.Add(1)
+	k := requestKind(r.Method, r.URL)
+	p.mu.Lock()
+	p.byKind[k]++
+	p.mu.Unlock()
+}
+
 func (p *countingProxy) Count() int64 { return p.requests.Load() }
 
+// ByKind returns a copy of the counts by request kind.
+func (p *countingProxy) ByKind() map[string]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.byKind)
+}
+
 func (p *countingProxy) Close() error { return p.srv.Close() }
+
+// requestKind names an API request as the API server's audit log does:
+// verb (get, list, watch, create, update, patch, delete) and
+// resource[/subresource], e.g. "update leases", "patch pods/status",
+// "watch nodes". Paths outside /api and /apis keep their path ("get
+// /version").
+func requestKind(method string, u *url.URL) string {
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	var rest []string
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		rest = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		rest = parts[3:]
+	default:
+		return strings.ToLower(method) + " " + u.Path
+	}
+	if len(rest) >= 3 && rest[0] == "namespaces" {
+		rest = rest[2:] // a namespaced resource
+	}
+	if len(rest) == 0 {
+		return strings.ToLower(method) + " " + u.Path
+	}
+	resource, named := rest[0], len(rest) >= 2
+	if len(rest) >= 3 {
+		resource += "/" + rest[2]
+	}
+	var verb string
+	switch method {
+	case http.MethodGet:
+		switch w := u.Query().Get("watch"); {
+		case w == "true" || w == "1":
+			verb = "watch"
+		case named:
+			verb = "get"
+		default:
+			verb = "list"
+		}
+	case http.MethodPost:
+		verb = "create"
+	case http.MethodPut:
+		verb = "update"
+	case http.MethodPatch:
+		verb = "patch"
+	case http.MethodDelete:
+		verb = "delete"
+		if !named {
+			verb = "deletecollection"
+		}
+	default:
+		verb = strings.ToLower(method)
+	}
+	return verb + " " + resource
+}
+
+// kindSummary lists request kinds by rate, highest first, as request
+// counts in a window of el seconds: "12 update leases, 3 get nodes".
+func kindSummary(perSecond map[string]float64, el float64) string {
+	kinds := make([]string, 0, len(perSecond))
+	for k := range perSecond {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool {
+		if perSecond[kinds[i]] != perSecond[kinds[j]] {
+			return perSecond[kinds[i]] > perSecond[kinds[j]]
+		}
+		return kinds[i] < kinds[j]
+	})
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%.0f %s", perSecond[k]*el, k)
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
 
 // writeKubeconfig writes a kubeconfig that points at the proxy.
 func (p *countingProxy) writeKubeconfig(path string) error {

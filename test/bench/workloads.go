@@ -73,6 +73,9 @@ type Steady struct {
 	AgentRSSFileMiB Num `json:"agentRSSFileMiB"`
 	ContainerdCPU   Num `json:"containerdCPU"`
 	APIRequests     Num `json:"apiRequestsPerSecond"`
+	// APIRequestsByKind is APIRequests by kind ("update leases", "get
+	// nodes", ...: requestKind), per second; nil without an agent.
+	APIRequestsByKind map[string]float64 `json:"apiRequestsByKind,omitempty"`
 }
 
 // LaneResult is everything measured in one lane.
@@ -109,6 +112,8 @@ type meters struct {
 	agentPID      int // 0: no agent (raw lane)
 	containerdPID int
 	requests      func() int64 // nil: no agent
+	// requestsByKind counts them by kind (requestKind); nil: not counted.
+	requestsByKind func() map[string]int64
 	// scrape reads the agent's own counters (/metrics); nil: no agent.
 	scrape func(ctx context.Context) (agentCounters, error)
 }
@@ -445,8 +450,12 @@ func (w *workloads) measure(ctx context.Context, pods int) (Steady, error) {
 		return v
 	}
 	var req0 int64
+	var kinds0 map[string]int64
 	if w.m.requests != nil {
 		req0 = w.m.requests()
+	}
+	if w.m.requestsByKind != nil {
+		kinds0 = w.m.requestsByKind()
 	}
 	a0, c0, t0 := cpu(w.m.agentPID), cpu(w.m.containerdPID), w.clock.Now()
 	var rss []float64
@@ -483,6 +492,15 @@ func (w *workloads) measure(ctx context.Context, pods int) (Steady, error) {
 	}
 	if w.m.requests != nil {
 		s.APIRequests = Num(float64(w.m.requests()-req0) / el)
+	}
+	if w.m.requestsByKind != nil {
+		s.APIRequestsByKind = map[string]float64{}
+		for k, n := range w.m.requestsByKind() {
+			if d := n - kinds0[k]; d > 0 {
+				s.APIRequestsByKind[k] = float64(d) / el
+			}
+		}
+		w.logf("W5: %d pods: API requests by kind (in %.0f s): %s", pods, el, kindSummary(s.APIRequestsByKind, el))
 	}
 	return s, nil
 }

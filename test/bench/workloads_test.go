@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -183,7 +184,10 @@ func TestMeasureSelf(t *testing.T) {
 	var reqs atomic.Int64
 	reqs.Store(10)
 	w := &workloads{plan: Plan{SteadyDuration: 3 * time.Second}, clock: c, logf: t.Logf,
-		m: meters{agentPID: selfPID(), containerdPID: selfPID(), requests: reqs.Load}}
+		m: meters{agentPID: selfPID(), containerdPID: selfPID(), requests: reqs.Load,
+			// All the new requests are lease renewals; the node GETs
+			// happened before the window and are left out.
+			requestsByKind: func() map[string]int64 { return map[string]int64{"update leases": reqs.Load(), "get nodes": 4} }}}
 	done := make(chan struct{})
 	var s Steady
 	var err error
@@ -214,6 +218,9 @@ func TestMeasureSelf(t *testing.T) {
 	}
 	if math.Abs(float64(s.APIRequests)-6) > 1e-9 {
 		t.Errorf("API requests %v/s, want 6", s.APIRequests)
+	}
+	if len(s.APIRequestsByKind) != 1 || math.Abs(s.APIRequestsByKind["update leases"]-6) > 1e-9 {
+		t.Errorf("API requests by kind %v, want 6/s of update leases only", s.APIRequestsByKind)
 	}
 	if math.IsNaN(float64(s.AgentRSSFileMiB)) || s.AgentRSSFileMiB > s.AgentRSSMax {
 		t.Errorf("file-backed RSS %v not measured or above the RSS %v", s.AgentRSSFileMiB, s.AgentRSSMax)
@@ -276,5 +283,41 @@ func TestPodExitedAt(t *testing.T) {
 	}
 	if _, err := podExitedAt(ctx, rs, "uid-9"); err == nil {
 		t.Error("a pod without containers: no error")
+	}
+}
+
+func TestWithSteady(t *testing.T) {
+	for name, tc := range map[string]struct {
+		pods    string
+		d       time.Duration
+		want    []int
+		wantD   time.Duration
+		wantErr bool
+	}{
+		"kept":          {want: QuickPlan.SteadyPods, wantD: QuickPlan.SteadyDuration},
+		"levels":        {pods: "0, 30,110", want: []int{0, 30, 110}, wantD: QuickPlan.SteadyDuration},
+		"window":        {d: time.Minute, want: QuickPlan.SteadyPods, wantD: time.Minute},
+		"not a count":   {pods: "0,x", wantErr: true},
+		"negative":      {pods: "-1", wantErr: true},
+		"negative time": {d: -time.Second, wantErr: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, err := withSteady(QuickPlan, tc.pods, tc.d)
+			if tc.wantErr {
+				if err == nil {
+					t.Fatalf("withSteady(%q, %s) = %+v, want an error", tc.pods, tc.d, p)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(p.SteadyPods, tc.want) || p.SteadyDuration != tc.wantD {
+				t.Errorf("withSteady(%q, %s): levels %v for %s, want %v for %s", tc.pods, tc.d, p.SteadyPods, p.SteadyDuration, tc.want, tc.wantD)
+			}
+			if p.W1Count != QuickPlan.W1Count {
+				t.Errorf("withSteady changed W1: %+v", p)
+			}
+		})
 	}
 }
