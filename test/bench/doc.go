@@ -27,7 +27,10 @@
 // interface (apidriver.go for the agents, rawdriver.go for the CRI):
 //
 //	W1 one pod, create -> Running with all containers ready, seen via watch, in sequence
-//	W2 batches created at once: per-pod create -> Running, batch lag, pods/s
+//	W2 batches created at once: per-pod create -> Running, batch lag, pods/s;
+//	   for the API lanes the node's Ready condition and Lease age are sampled
+//	   every second meanwhile (the density goal: Ready throughout, lease
+//	   never older than its 40 s duration)
 //	W3 deletion of those batches (container exits on TERM, grace 30 s): delete -> gone
 //	W4 container exit -> status change seen via watch, from containerd's exit
 //	   time (ContainerStatus FinishedAt) and from the scheduled exit

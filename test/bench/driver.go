@@ -132,8 +132,24 @@ type apiDriver struct {
 	// the API while a container of theirs still ran; guarded by mu.
 	early map[types.UID]bool
 	// samplePeriod is how often remove compares the API with the runtime
-	// (0: 1 s).
+	// and create samples the node's health (0: 1 s).
 	samplePeriod time.Duration
+	// node is the agent's node, whose Ready condition and Lease create
+	// samples ("": not sampled); health is the last create's sampling.
+	node   string
+	health *nodeHealth
+}
+
+// nodeHealth returns the node health sampled during the last create.
+func (d *apiDriver) lastNodeHealth() (samples, notReady int, maxLeaseAge time.Duration, ok bool) {
+	d.mu.Lock()
+	h := d.health
+	d.mu.Unlock()
+	if h == nil {
+		return 0, 0, 0, false
+	}
+	samples, notReady, maxLeaseAge = h.result()
+	return samples, notReady, maxLeaseAge, true
 }
 
 // earlyDeletions is the number of pods of the last remove whose object
@@ -190,6 +206,20 @@ func (d *apiDriver) watchEarly(ctx context.Context, uids map[types.UID]bool, sto
 func (d *apiDriver) create(ctx context.Context, pods []*v1.Pod) ([]span, error) {
 	names := podNames(pods)
 	d.tr.forget(names)
+	if d.node != "" {
+		period := d.samplePeriod
+		if period == 0 {
+			period = time.Second
+		}
+		h := &nodeHealth{client: d.client, node: d.node, period: period, now: time.Now}
+		d.mu.Lock()
+		d.health = h
+		d.mu.Unlock()
+		hctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); h.run(hctx) }()
+		defer func() { stop(); <-done }()
+	}
 	spans := make([]span, len(pods))
 	err := parallel(pods, func(i int, p *v1.Pod) error {
 		spans[i] = span{Name: p.Name, Start: d.clock.Now()}

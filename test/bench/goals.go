@@ -68,10 +68,13 @@ func (r *Results) goals() []Goal {
 		}
 		w2 := lag(func(l *LaneResult) []Batch { return l.W2 })
 		w3 := lag(func(l *LaneResult) []Batch { return l.W3 })
-		early := math.NaN()
+		early, notReady, leaseAge := math.NaN(), math.NaN(), math.NaN()
 		if c := r.lane("crivk"); c != nil {
 			if b := batchBySize(c.W3, n); b != nil {
 				early = float64(b.EarlyDeletions)
+			}
+			if b := batchBySize(c.W2, n); b != nil {
+				notReady, leaseAge = float64(b.NodeNotReady), float64(b.MaxLeaseAge)
 			}
 		}
 		out = append(out,
@@ -79,7 +82,11 @@ func (r *Results) goals() []Goal {
 			goal(fmt.Sprintf("W3 batch lag, %d pods", n), "raw", 1.10, w3),
 			// Not a ratio: the number of crivk's pod objects gone while a
 			// container of theirs still ran.
-			Goal{Name: fmt.Sprintf("W3 objects gone before their containers stopped, %d pods", n), Against: "count", Max: 0, Ratio: early, Bound: math.NaN()})
+			Goal{Name: fmt.Sprintf("W3 objects gone before their containers stopped, %d pods", n), Against: "count", Max: 0, Ratio: early, Bound: math.NaN()},
+			// Density: the node Ready throughout the batch and its lease
+			// never expired (the kubelet's lease duration, 40 s).
+			Goal{Name: fmt.Sprintf("W2 node not Ready (samples), %d pods", n), Against: "count", Max: 0, Ratio: notReady, Bound: math.NaN()},
+			Goal{Name: fmt.Sprintf("W2 oldest node lease (s), %d pods", n), Against: "count", Max: 40, Ratio: leaseAge, Bound: math.NaN()})
 	}
 	// W4's goal is on the latency from containerd's exit time: from the
 	// scheduled exit, busybox's own lag (common to all lanes) would squeeze

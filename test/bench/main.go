@@ -291,7 +291,7 @@ func (l *agentLane) setup(ctx context.Context) (driver, meters, error) {
 	if err := tr.run(wctx, l.client, l.ns, l.selector); err != nil {
 		return nil, meters{}, err
 	}
-	d := &apiDriver{client: l.client, ns: l.ns, tr: tr, clock: clock.RealClock{}, cri: l.cri}
+	d := &apiDriver{client: l.client, ns: l.ns, tr: tr, clock: clock.RealClock{}, cri: l.cri, node: l.node}
 	scrape := func(ctx context.Context) (agentCounters, error) { return scrapeAgent(ctx, l.client, l.node) }
 	return d, meters{agentPID: l.agent.pid(), containerdPID: l.cdPID, requests: l.proxy.Count, requestsByKind: l.proxy.ByKind, scrape: scrape}, nil
 }

@@ -111,7 +111,9 @@ func (r *Results) tables() []struct {
 		}
 		w2 = append(w2,
 			row{metric: fmt.Sprintf("%d pods: batch lag", n), unit: "s", vals: bget(func(l *LaneResult) []Batch { return l.W2 }, func(b *Batch) float64 { return b.Lag })},
-			row{metric: fmt.Sprintf("%d pods: throughput", n), unit: "pods/s", higherIsBetter: true, vals: bget(func(l *LaneResult) []Batch { return l.W2 }, func(b *Batch) float64 { return b.PodsPerSecond })})
+			row{metric: fmt.Sprintf("%d pods: throughput", n), unit: "pods/s", higherIsBetter: true, vals: bget(func(l *LaneResult) []Batch { return l.W2 }, func(b *Batch) float64 { return b.PodsPerSecond })},
+			row{metric: fmt.Sprintf("%d pods: node not Ready (samples, 1/s)", n), unit: "samples", vals: bget(func(l *LaneResult) []Batch { return l.W2 }, func(b *Batch) float64 { return float64(b.NodeNotReady) })},
+			row{metric: fmt.Sprintf("%d pods: oldest node lease", n), unit: "s", vals: bget(func(l *LaneResult) []Batch { return l.W2 }, func(b *Batch) float64 { return float64(b.MaxLeaseAge) })})
 		w3 = append(w3, latencyRows(fmt.Sprintf("%d pods: per-pod delete->gone", n), func(l *LaneResult) Summary {
 			if b := batchBySize(l.W3, n); b != nil {
 				return b.PerPod

@@ -57,6 +57,12 @@ type Batch struct {
 	// from the API while the runtime still ran a container of theirs,
 	// sampled every second; NaN (null) where not measured.
 	EarlyDeletions Num `json:"earlyDeletions"`
+	// NodeNotReady and MaxLeaseAge (W2, API lanes): of the samples taken
+	// every second while the batch was created, those where the agent's
+	// node was not Ready, and the oldest its Lease was (seconds since its
+	// renewTime); NaN (null) where not measured.
+	NodeNotReady Num `json:"nodeNotReady"`
+	MaxLeaseAge  Num `json:"maxLeaseAgeSeconds"`
 }
 
 // Steady is one W5 level.
@@ -285,7 +291,17 @@ func (w *workloads) run(ctx context.Context, res *LaneResult) error {
 			}
 		})
 		if up != nil {
-			res.W2 = append(res.W2, batchOf(up))
+			b := batchOf(up)
+			b.NodeNotReady, b.MaxLeaseAge = Num(math.NaN()), Num(math.NaN())
+			if nh, ok := w.d.(interface {
+				lastNodeHealth() (int, int, time.Duration, bool)
+			}); ok {
+				if samples, notReady, age, ok := nh.lastNodeHealth(); ok {
+					b.NodeNotReady, b.MaxLeaseAge = Num(notReady), Num(age.Seconds())
+					w.logf("W2 batch of %d: node not Ready in %d of %d samples, lease at most %.1f s old", n, notReady, samples, age.Seconds())
+				}
+			}
+			res.W2 = append(res.W2, b)
 		}
 		if err != nil {
 			// A batch that failed (timed out) loses its own figures only:
