@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Checks charts/crivk with helm v3 built from hack/tools/helm: `helm lint
 # --strict`, `helm template` of the default values and of the other modes
-# (plain RBAC, serving certificate by CSR, profiling) with the flags crivk
-# must get, and values that must be refused with a clear message (the
-# kubelet's ports, runtime, directories or cgroups; a profiling port on the
+# (plain RBAC, serving certificate by CSR, node labels, profiling) with the
+# flags crivk must get, and values that must be refused with a clear message
+# (the kubelet's ports, runtime, directories or cgroups; node labels a node
+# may not set; taints that would split the flag; a profiling port on the
 # node API's; out-of-range ports; bad enums). Prints one line per check and
 # "N passed, N failed"; exits non-zero on a failure.
 set -o errexit -o nounset -o pipefail
@@ -47,6 +48,9 @@ if "${HELM}" template t "${CHART}" --set identity=rbac 2>/dev/null | grep -qF --
 else
   ok "plain RBAC does not bootstrap"
 fi
+render "well-known and node.kubernetes.io node labels" \
+  "--node-labels=node.kubernetes.io/agent=crivk,node.kubernetes.io/pool=a,topology.kubernetes.io/zone=z1" -- \
+  --set 'nodeLabels.topology\.kubernetes\.io/zone=z1,nodeLabels.node\.kubernetes\.io/pool=a'
 render "profiling on, with tracing" \
   "--profiling-address=127.0.0.1:10261" "- --tracing" "name: profiling" "containerPort: 10261" -- \
   --set profiling.enabled=true,profiling.tracing=true
@@ -82,6 +86,8 @@ refuse "the kubelet's root dir" "/var/lib/kubelet is the kubelet's" -- --set roo
 refuse "the kubelet's pod logs" "/var/log/pods is the kubelet's" -- --set podLogDir=/var/log/pods
 refuse "a directory in the kubelet's pod logs" "/var/log/pods/crivk: /var/log/pods is the kubelet's" -- --set podLogDir=/var/log/pods/crivk
 refuse "the kubelet's cgroups" "inside the kubelet's cgroup tree" -- --set cgroupRoot=/kubepods/crivk
+refuse "a node label the kubelet may not set" "nodeLabels: node-role.kubernetes.io/crivk: a node may not set" -- --set 'nodeLabels.node-role\.kubernetes\.io/crivk=x'
+refuse "a taint value that would split the flag" "at '/registerWithTaints/0/value'" -- --set 'registerWithTaints[0].key=a,registerWithTaints[0].value=x:y,registerWithTaints[0].effect=NoSchedule'
 refuse "an unknown identity" "value must be one of 'bootstrap', 'rbac'" -- --set identity=root
 refuse "a bad taint effect" "registerWithTaints/0/effect" -- --set 'registerWithTaints[0].key=a,registerWithTaints[0].effect=Never'
 refuse "an unknown value" "additional properties 'bogus' not allowed" -- --set bogus=1

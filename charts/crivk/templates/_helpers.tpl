@@ -64,7 +64,8 @@ in brackets.
 {{/*
 crivk.validate fails with a clear message on values that would put crivk
 on the kubelet's runtime, directories, cgroups or ports (docs/coexistence.md),
-or its profiling port on its node API's.
+its profiling port on its node API's, or node labels crivk would refuse at
+start (the kubelet's rule; the label list is k8s.io/kubelet's KubeletLabels).
 */}}
 {{- define "crivk.validate" -}}
 {{- $taken := include "crivk.hostPorts" . | fromYaml -}}
@@ -85,6 +86,14 @@ or its profiling port on its node API's.
 {{- end -}}
 {{- else if .Values.profiling.tracing -}}
 {{- fail "profiling.tracing needs profiling.enabled: the traces are served on the profiling port at /debug/tracez" -}}
+{{- end -}}
+{{- range $k, $v := .Values.nodeLabels -}}
+{{- $ns := regexReplaceAll "/.*$" $k "" -}}
+{{- if and (contains "/" $k) (regexMatch "(^|\\.)(kubernetes|k8s)\\.io$" $ns) -}}
+{{- if not (or (regexMatch "(^|\\.)(kubelet|node)\\.kubernetes\\.io$" $ns) (has $k (list "kubernetes.io/hostname" "kubernetes.io/os" "kubernetes.io/arch" "beta.kubernetes.io/os" "beta.kubernetes.io/arch" "topology.kubernetes.io/zone" "topology.kubernetes.io/region" "failure-domain.beta.kubernetes.io/zone" "failure-domain.beta.kubernetes.io/region" "node.kubernetes.io/instance-type" "beta.kubernetes.io/instance-type"))) -}}
+{{- fail (printf "nodeLabels: %s: a node may not set its own labels in the kubernetes.io and k8s.io namespaces but under node.kubernetes.io/ or kubelet.kubernetes.io/ or a well-known one (the kubelet's rule, which NodeRestriction enforces; crivk would exit at start)" $k) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- $sock := trimPrefix "unix://" .Values.criEndpoint -}}
 {{- if has $sock (list "/run/containerd/containerd.sock" "/var/run/containerd/containerd.sock") -}}
