@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Checks charts/crivk with helm v3 built from hack/tools/helm: `helm lint
 # --strict`, `helm template` of the default values and of the other modes
-# (plain RBAC, serving certificate by CSR) with the flags crivk must get,
-# and values that must be refused with a clear message (the kubelet's port,
-# runtime, directories or cgroups; bad enums). Prints one line per check and
+# (plain RBAC, serving certificate by CSR, node labels, profiling) with the
+# flags crivk must get, and values that must be refused with a clear message
+# (the kubelet's ports, runtime, directories or cgroups; node labels a node
+# may not set; taints that would split the flag; a profiling port on the
+# node API's; out-of-range ports; bad enums). Prints one line per check and
 # "N passed, N failed"; exits non-zero on a failure.
 set -o errexit -o nounset -o pipefail
 
@@ -46,6 +48,19 @@ if "${HELM}" template t "${CHART}" --set identity=rbac 2>/dev/null | grep -qF --
 else
   ok "plain RBAC does not bootstrap"
 fi
+render "well-known and node.kubernetes.io node labels" \
+  "--node-labels=node.kubernetes.io/agent=crivk,node.kubernetes.io/pool=a,topology.kubernetes.io/zone=z1" -- \
+  --set 'nodeLabels.topology\.kubernetes\.io/zone=z1,nodeLabels.node\.kubernetes\.io/pool=a'
+render "profiling on, with tracing" \
+  "--profiling-address=127.0.0.1:10261" "- --tracing" "name: profiling" "containerPort: 10261" -- \
+  --set profiling.enabled=true,profiling.tracing=true
+render "profiling on an IPv6 address and another port" "--profiling-address=[::1]:6060" -- \
+  --set profiling.enabled=true,profiling.address=::1,profiling.port=6060
+if "${HELM}" template t "${CHART}" 2>/dev/null | grep -qE -- "--profiling-address|--tracing|name: profiling"; then
+  bad "profiling off by default: rendered anyway"
+else
+  ok "profiling off by default"
+fi
 
 # refuse NAME MESSAGE -- ARGS: helm template fails and says MESSAGE.
 refuse() {
@@ -60,10 +75,19 @@ refuse() {
   fi
 }
 refuse "the kubelet's port" "10250 is the kubelet's node API port" -- --set port=10250
+refuse "the kubelet's read-only port" "10255 is the kubelet's read-only port" -- --set port=10255
+refuse "profiling on the node API's port" "profiling.port: 10260 is crivk's node API port" -- --set profiling.enabled=true,profiling.port=10260
+refuse "profiling on the kubelet's healthz port" "profiling.port: 10248 is the kubelet's healthz port" -- --set profiling.enabled=true,profiling.port=10248
+refuse "a profiling port out of range" "at '/profiling/port': maximum: got 70,000, want 65,535" -- --set profiling.port=70000
+refuse "a profiling address with a port" "profiling.address: \"127.0.0.1:6060\" is not an IP address" -- --set profiling.enabled=true,profiling.address=127.0.0.1:6060
+refuse "tracing without profiling" "profiling.tracing needs profiling.enabled" -- --set profiling.tracing=true
 refuse "the kubelet's containerd" "is the kubelet's containerd" -- --set criEndpoint=unix:///run/containerd/containerd.sock
 refuse "the kubelet's root dir" "/var/lib/kubelet is the kubelet's" -- --set rootDir=/var/lib/kubelet
 refuse "the kubelet's pod logs" "/var/log/pods is the kubelet's" -- --set podLogDir=/var/log/pods
+refuse "a directory in the kubelet's pod logs" "/var/log/pods/crivk: /var/log/pods is the kubelet's" -- --set podLogDir=/var/log/pods/crivk
 refuse "the kubelet's cgroups" "inside the kubelet's cgroup tree" -- --set cgroupRoot=/kubepods/crivk
+refuse "a node label the kubelet may not set" "nodeLabels: node-role.kubernetes.io/crivk: a node may not set" -- --set 'nodeLabels.node-role\.kubernetes\.io/crivk=x'
+refuse "a taint value that would split the flag" "at '/registerWithTaints/0/value'" -- --set 'registerWithTaints[0].key=a,registerWithTaints[0].value=x:y,registerWithTaints[0].effect=NoSchedule'
 refuse "an unknown identity" "value must be one of 'bootstrap', 'rbac'" -- --set identity=root
 refuse "a bad taint effect" "registerWithTaints/0/effect" -- --set 'registerWithTaints[0].key=a,registerWithTaints[0].effect=Never'
 refuse "an unknown value" "additional properties 'bogus' not allowed" -- --set bogus=1

@@ -9,6 +9,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,6 +35,9 @@ const (
 	namespace = "crivk-system"
 	release   = "crivk"
 	poll      = 500 * time.Millisecond
+	// profilingPort is the chart's profiling.port default, on the host's
+	// loopback (the chart's profiling.address).
+	profilingPort = "10261"
 )
 
 type env struct {
@@ -90,6 +95,7 @@ func setup(t *testing.T) *env {
 		"--set", "criEndpoint=unix://" + need(t, "CRIVK_RUNTIME_SOCK"),
 		"--set", "nodeSelector.kubernetes\\.io/hostname=" + e.machine,
 		"--set", "logLevel=debug",
+		"--set", "profiling.enabled=true", "--set", "profiling.port=" + profilingPort,
 	}
 	return e
 }
@@ -225,9 +231,36 @@ func containerIDs(p *v1.Pod) string {
 	return strings.Join(ids, ",")
 }
 
+// checkMetricsAndProfiling: the node API serves crivk's metrics through
+// the API server's node proxy (the port the Node advertises), and
+// profiling.enabled serves pprof on the host's loopback (crivk's pod has
+// the host's network, as this test).
+func (e *env) checkMetricsAndProfiling(t *testing.T, ctx context.Context) {
+	t.Helper()
+	raw, err := e.client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", e.crivkNode, "proxy", "metrics").DoRaw(ctx)
+	if err != nil || !strings.Contains(string(raw), "crivk_build_info") {
+		t.Errorf("GET /api/v1/nodes/%s/proxy/metrics: %v, %d bytes without crivk_build_info", e.crivkNode, err, len(raw))
+	}
+	req, err := http.NewRequestWithContext(ctxT(t, 10*time.Second), "GET", "http://127.0.0.1:"+profilingPort+"/debug/pprof/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Errorf("profiling.enabled: GET %s: %v", req.URL, err)
+		return
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "goroutine") {
+		t.Errorf("profiling.enabled: GET %s: %s, %d bytes without the goroutine profile", req.URL, resp.Status, len(body))
+	}
+}
+
 // TestHelmBesideKubelet installs the chart on a cluster whose machine runs
 // a kubelet: the DaemonSet pod runs on the kubelet's node, the node
-// crivk-<machine> registers Ready through TLS bootstrap, a pod scheduled
+// crivk-<machine> registers Ready through TLS bootstrap and serves its
+// metrics through the node proxy and pprof on profiling.port, a pod scheduled
 // to it runs on crivk's runtime and serves its logs and exec; the kubelet's pod
 // keeps running, unrestarted, and neither runtime ever holds a sandbox of
 // the other's pods; `helm upgrade` to a new image tag keeps crivk's pod
@@ -258,6 +291,7 @@ func TestHelmBesideKubelet(t *testing.T) {
 	if n.Labels["node.kubernetes.io/agent"] != "crivk" || len(n.Spec.Taints) == 0 {
 		t.Errorf("node %s labels %v taints %v, want the chart's label and taint", e.crivkNode, n.Labels, n.Spec.Taints)
 	}
+	e.checkMetricsAndProfiling(t, ctx)
 
 	if _, err := e.client.CoreV1().Pods(ns).Create(ctx, e.pod("on-crivk", e.crivkNode, true), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

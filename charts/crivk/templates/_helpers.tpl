@@ -36,22 +36,74 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{/*
+crivk.hostPorts: the ports the kubelet and its neighbours listen on in the
+host's network, which crivk's pod shares (hostNetwork).
+*/}}
+{{- define "crivk.hostPorts" -}}
+"10248": the kubelet's healthz port
+"10249": kube-proxy's metrics port
+"10250": the kubelet's node API port
+"10255": the kubelet's read-only port
+"10256": kube-proxy's healthz port
+"10257": kube-controller-manager's port
+"10259": kube-scheduler's port
+{{- end -}}
+
+{{/*
+crivk.profilingAddress: profiling.address:profiling.port, an IPv6 address
+in brackets.
+*/}}
+{{- define "crivk.profilingAddress" -}}
+{{- if contains ":" .Values.profiling.address -}}
+[{{ .Values.profiling.address }}]:{{ .Values.profiling.port }}
+{{- else -}}
+{{ .Values.profiling.address }}:{{ .Values.profiling.port }}
+{{- end -}}
+{{- end -}}
+
+{{/*
 crivk.validate fails with a clear message on values that would put crivk
-on the kubelet's runtime, directories, cgroups or port (docs/coexistence.md).
+on the kubelet's runtime, directories, cgroups or ports (docs/coexistence.md),
+its profiling port on its node API's, or node labels crivk would refuse at
+start (the kubelet's rule; the label list is k8s.io/kubelet's KubeletLabels).
 */}}
 {{- define "crivk.validate" -}}
-{{- if eq (int .Values.port) 10250 -}}
-{{- fail "port: 10250 is the kubelet's node API port; give crivk another one (default 10260)" -}}
+{{- $taken := include "crivk.hostPorts" . | fromYaml -}}
+{{- $port := int .Values.port -}}
+{{- with get $taken (toString $port) -}}
+{{- fail (printf "port: %d is %s; give crivk's node API another one (default 10260)" $port .) -}}
+{{- end -}}
+{{- if .Values.profiling.enabled -}}
+{{- if not (regexMatch "^([0-9]{1,3}(\\.[0-9]{1,3}){3}|[0-9a-fA-F.]*:[0-9a-fA-F.]*:[0-9a-fA-F:.]*)$" .Values.profiling.address) -}}
+{{- fail (printf "profiling.address: %q is not an IP address; give the address to listen on without the port (profiling.port), e.g. 127.0.0.1" .Values.profiling.address) -}}
+{{- end -}}
+{{- $pport := int .Values.profiling.port -}}
+{{- if eq $pport $port -}}
+{{- fail (printf "profiling.port: %d is crivk's node API port (port); give profiling another one (default 10261)" $pport) -}}
+{{- end -}}
+{{- with get $taken (toString $pport) -}}
+{{- fail (printf "profiling.port: %d is %s; give crivk's profiling another one (default 10261)" $pport .) -}}
+{{- end -}}
+{{- else if .Values.profiling.tracing -}}
+{{- fail "profiling.tracing needs profiling.enabled: the traces are served on the profiling port at /debug/tracez" -}}
+{{- end -}}
+{{- range $k, $v := .Values.nodeLabels -}}
+{{- $ns := regexReplaceAll "/.*$" $k "" -}}
+{{- if and (contains "/" $k) (regexMatch "(^|\\.)(kubernetes|k8s)\\.io$" $ns) -}}
+{{- if not (or (regexMatch "(^|\\.)(kubelet|node)\\.kubernetes\\.io$" $ns) (has $k (list "kubernetes.io/hostname" "kubernetes.io/os" "kubernetes.io/arch" "beta.kubernetes.io/os" "beta.kubernetes.io/arch" "topology.kubernetes.io/zone" "topology.kubernetes.io/region" "failure-domain.beta.kubernetes.io/zone" "failure-domain.beta.kubernetes.io/region" "node.kubernetes.io/instance-type" "beta.kubernetes.io/instance-type"))) -}}
+{{- fail (printf "nodeLabels: %s: a node may not set its own labels in the kubernetes.io and k8s.io namespaces but under node.kubernetes.io/ or kubelet.kubernetes.io/ or a well-known one (the kubelet's rule, which NodeRestriction enforces; crivk would exit at start)" $k) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- $sock := trimPrefix "unix://" .Values.criEndpoint -}}
 {{- if has $sock (list "/run/containerd/containerd.sock" "/var/run/containerd/containerd.sock") -}}
 {{- fail (printf "criEndpoint: %s is the kubelet's containerd, which kills runtime pods it does not know; crivk needs its own (default unix:///run/crivk/containerd/containerd.sock)" .Values.criEndpoint) -}}
 {{- end -}}
-{{- if has (trimSuffix "/" .Values.rootDir) (list "/var/lib/kubelet") -}}
-{{- fail "rootDir: /var/lib/kubelet is the kubelet's; the kubelet removes pod directories it does not know (default /var/lib/crivk)" -}}
+{{- if hasPrefix "/var/lib/kubelet/" (printf "%s/" (trimSuffix "/" .Values.rootDir)) -}}
+{{- fail (printf "rootDir: %s: /var/lib/kubelet is the kubelet's; the kubelet removes pod directories it does not know (default /var/lib/crivk)" .Values.rootDir) -}}
 {{- end -}}
-{{- if has (trimSuffix "/" .Values.podLogDir) (list "/var/log/pods") -}}
-{{- fail "podLogDir: /var/log/pods is the kubelet's; its container GC removes the logs of pods it does not know (default /var/log/crivk-pods)" -}}
+{{- if hasPrefix "/var/log/pods/" (printf "%s/" (trimSuffix "/" .Values.podLogDir)) -}}
+{{- fail (printf "podLogDir: %s: /var/log/pods is the kubelet's; its container GC removes every directory there of a pod it does not know (default /var/log/crivk-pods)" .Values.podLogDir) -}}
 {{- end -}}
 {{- if hasPrefix "/kubepods" .Values.cgroupRoot -}}
 {{- fail (printf "cgroupRoot: %s is inside the kubelet's cgroup tree; the kubelet destroys pod cgroups it does not know (default /crivk)" .Values.cgroupRoot) -}}
