@@ -7,7 +7,7 @@
 #
 # Environment:
 #   BENCH_QUICK=1           the quick plan (< 5 minutes) instead of the full one (about 40 on 2 cores)
-#   BENCH_LANES             lanes in order (default raw,kubelet,crivk)
+#   BENCH_LANES             lanes in order (default raw,kubelet,crivk; add crivk-traced for the tracing overhead)
 #   BENCH_DOCS=1|0          rewrite docs/benchmarks.md and docs/benchmarks/*.png
 #                           (default 1 in full mode, 0 in quick mode)
 #   BENCH_CRIVK_PROFILING   crivk --profiling-address during its lane (e.g. 127.0.0.1:6060)

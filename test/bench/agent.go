@@ -39,11 +39,18 @@ func agentCommand(root, name, kubeconfig string, o options) (*exec.Cmd, error) {
 		cmd := exec.Command(filepath.Join(root, "hack/run-kubelet.sh"), common...)
 		cmd.Env = append(os.Environ(), "KUBELET_KUBECONFIG="+kubeconfig)
 		return cmd, nil
-	case "crivk":
+	case "crivk", tracedLane:
 		args := append([]string{"--kubeconfig=" + kubeconfig}, common...)
 		args = append(args, strings.Fields(o.crivkArgs)...)
-		if o.profilingAddress != "" {
+		switch {
+		case o.profilingAddress != "":
 			args = append(args, "--profiling-address="+o.profilingAddress)
+		case name == tracedLane:
+			// Traces are kept for zpages there.
+			args = append(args, "--profiling-address=127.0.0.1:10262")
+		}
+		if name == tracedLane {
+			args = append(args, "--tracing")
 		}
 		cmd := exec.Command(filepath.Join(root, "hack/run-crivk.sh"), args...)
 		// Not the node's bootstrap identity: its own kubeconfig would

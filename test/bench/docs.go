@@ -93,6 +93,12 @@ const docsMethod = `## How it is measured
 - **Profiling crivk**: ` + "`crivk --profiling-address=127.0.0.1:6060`" + ` serves net/http/pprof
   (off by default); ` + "`BENCH_CRIVK_PROFILING=127.0.0.1:6060 make bench`" + ` turns it on
   for the crivk lane, e.g. ` + "`go tool pprof http://127.0.0.1:6060/debug/pprof/profile?seconds=30`" + `.
+- **Density**: while each W2 batch is created, the harness samples the agent's Node Ready
+  condition and the age of its Lease every second (W2 table, goals: Ready in every sample, the
+  lease never older than its 40 s duration).
+- **Tracing overhead**: ` + "`BENCH_LANES=raw,kubelet,crivk,crivk-traced make bench`" + ` adds a lane
+  of crivk with ` + "`--tracing`" + ` (every pod sync and CRI call traced and sampled) and a table
+  comparing it with the crivk lane of the same run.
 - The benchmark never fails on a number: it exits non-zero only when a lane
   could not run.
 `

@@ -192,11 +192,11 @@ func run(o options) error {
 		switch name {
 		case "raw":
 			lanes = append(lanes, &rawLane{rt: rt, cdPID: cdPID})
-		case "kubelet", "crivk":
+		case "kubelet", "crivk", tracedLane:
 			lanes = append(lanes, &agentLane{name: name, o: o, kubeconfig: agentKubeconfig, client: client, ns: ns,
 				node: nodeName, selector: benchLabel, cdPID: cdPID, cri: rt.Services(), proxy: proxy, logPath: filepath.Join(o.out, name+".log")})
 		default:
-			return fmt.Errorf("unknown lane %q (raw, kubelet, crivk)", name)
+			return fmt.Errorf("unknown lane %q (raw, kubelet, crivk, %s)", name, tracedLane)
 		}
 	}
 	work := func(ctx context.Context, d driver, m meters, res *LaneResult) error {

@@ -233,6 +233,7 @@ func writeReport(r *Results, dir, docs string) error {
 	r.writeHeader(&b)
 	r.writeGoals(&b)
 	r.writeMarkdown(&b)
+	r.writeTracing(&b)
 	for _, p := range plots {
 		fmt.Fprintf(&b, "![%s](%s)\n\n", strings.TrimSuffix(p, ".png"), p)
 	}
@@ -260,6 +261,7 @@ func writeReport(r *Results, dir, docs string) error {
 	r.writeHeader(&d)
 	r.writeGoals(&d)
 	r.writeMarkdown(&d)
+	r.writeTracing(&d)
 	for _, p := range plots {
 		fmt.Fprintf(&d, "![%s](benchmarks/%s)\n\n", strings.TrimSuffix(p, ".png"), p)
 	}

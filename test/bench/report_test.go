@@ -224,3 +224,28 @@ func TestWriteReportAndReplot(t *testing.T) {
 		t.Errorf("report.md: %v, missing the plot links", err)
 	}
 }
+
+// TestTracingOverhead: with a crivk-traced lane the report compares it
+// with the crivk lane; without it there is no such section.
+func TestTracingOverhead(t *testing.T) {
+	r := sampleResults()
+	var b bytes.Buffer
+	r.writeTracing(&b)
+	if b.Len() != 0 {
+		t.Errorf("tracing section without a traced lane:\n%s", b.String())
+	}
+	traced := r.Lanes[2]
+	traced.Lane = tracedLane
+	traced.W1 = Summarize([]float64{2.98, 2.98, 2.98})
+	r.Lanes = append(r.Lanes, traced)
+	r.writeTracing(&b)
+	for _, want := range []string{
+		"### Tracing overhead (crivk with --tracing against crivk, same run)",
+		"| W1 create->Running p99 | s | 1.49 | 2.98 | 2.00x |",
+		"| W2 batch lag, 30 pods | s |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("tracing section lacks %q:\n%s", want, b.String())
+		}
+	}
+}
