@@ -59,7 +59,8 @@
 // containers, and so its logs, until it is deleted; Housekeeping then
 // removes them. Runtime pods of no API pod (deleted while crivk was down)
 // are stopped and removed through the runtime-pod path once the provider
-// has handed over the informer's view (SetDesiredPods).
+// has synced the informer of the API's pods (Config.APIPods,
+// APIPodsSynced).
 //
 // Requeue (completeWork): at once after a phase transition, after
 // SyncInterval (with jitter) after a successful sync, after a second when

@@ -58,6 +58,13 @@ type Config struct {
 	OnTerminated func(ctx context.Context, pod *v1.Pod) error
 	// Recorder receives kubelet-style events; nil drops them.
 	Recorder record.EventRecorder
+	// APIPods lists the API's pods for this node (an informer's lister) and
+	// APIPodsSynced reports whether that informer has synced: from then on
+	// housekeeping terminates every runtime pod whose UID is neither among
+	// them nor known to the engine (deleted while crivk was down, or left
+	// by a crash). nil: runtime pods are never taken for orphans.
+	APIPods       func() ([]*v1.Pod, error)
+	APIPodsSynced func() bool
 	// APIPod, when set, returns the API's current copy of a pod (an informer
 	// lister): virtual-kubelet forwards spec changes only, so conditions
 	// other writers set (readiness gates) are read from it at each sync.
@@ -272,12 +279,6 @@ func (e *Engine) publish(pod *v1.Pod) {
 	}
 }
 
-// SetDesiredPods gives the engine the API's pods for this node (a synced
-// informer). From then on housekeeping terminates every runtime pod whose
-// UID is neither among them nor known to the engine.
-func (e *Engine) SetDesiredPods(list func() ([]*v1.Pod, error)) {
-	e.pods.setDesired(list)
-}
 
 // UpdatePod hands a new or changed pod to its worker. It never blocks on
 // the runtime.
@@ -398,7 +399,7 @@ func (e *Engine) Housekeeping(ctx context.Context) {
 
 	e.workers.SyncKnownPods(e.pods.list())
 
-	if listDesired := e.pods.desiredLister(); listDesired != nil {
+	if listDesired := e.cfg.APIPods; listDesired != nil && (e.cfg.APIPodsSynced == nil || e.cfg.APIPodsSynced()) {
 		if err := e.cleanupOrphans(ctx, listDesired); err != nil {
 			log.G(ctx).WithError(err).Warn("cleaning up orphaned pods failed")
 		}

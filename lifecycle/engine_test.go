@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -659,9 +660,13 @@ func TestEngineKillUnknown(t *testing.T) {
 // terminates runtime pods of no API pod through the runtime-pod path and
 // leaves desired ones alone.
 func TestEngineRuntimeOrphans(t *testing.T) {
-	f := newEngineFixture(t)
 	orphan := enginePod("uid-o", "gone", v1.RestartPolicyAlways)
 	wanted := enginePod("uid-w", "kept", v1.RestartPolicyAlways)
+	var synced atomic.Bool
+	f := newEngineFixture(t, func(c *Config) {
+		c.APIPods = func() ([]*v1.Pod, error) { return []*v1.Pod{wanted}, nil }
+		c.APIPodsSynced = synced.Load
+	})
 	f.rt.mu.Lock()
 	for _, p := range []*v1.Pod{orphan, wanted} {
 		f.rt.pods[p.UID] = &cri.PodStatus{Ref: cri.RefOf(p),
@@ -670,12 +675,13 @@ func TestEngineRuntimeOrphans(t *testing.T) {
 	}
 	f.rt.mu.Unlock()
 
-	// Before the desired set is known nothing is taken for an orphan.
+	// Before the informer of the API's pods synced nothing is taken for an
+	// orphan.
 	f.e.Housekeeping(context.Background())
 	if n := f.rt.count("", "KillPod"); n != 0 {
 		t.Fatalf("KillPod called %d times before the desired set was known", n)
 	}
-	f.e.SetDesiredPods(func() ([]*v1.Pod, error) { return []*v1.Pod{wanted}, nil })
+	synced.Store(true)
 	f.e.Housekeeping(context.Background())
 	f.eventually(t, "the orphan to be removed", func() bool { return f.rt.count("uid-o", "RemovePod") == 1 })
 	if kills := f.rt.ops("uid-o", "KillPod"); len(kills) != 1 || kills[0].grace != 1 {
@@ -858,12 +864,15 @@ func (c *fakeCgroups) PodUIDs() ([]types.UID, error) {
 // a runtime orphan's after its termination.
 func TestEnginePodCgroups(t *testing.T) {
 	var cg *fakeCgroups
+	pod := enginePod("uid-1", "web", v1.RestartPolicyAlways)
+	var synced atomic.Bool
 	f := newEngineFixture(t, func(c *Config) {
 		cg = &fakeCgroups{have: map[types.UID]bool{"uid-gone": true, "uid-o": true}}
 		c.PodCgroups = cg
+		c.APIPods = func() ([]*v1.Pod, error) { return []*v1.Pod{pod}, nil }
+		c.APIPodsSynced = synced.Load
 	})
 	cg.rt = f.rt
-	pod := enginePod("uid-1", "web", v1.RestartPolicyAlways)
 	f.startRunning(t, pod)
 	var seq []string
 	for _, e := range f.rt.ops("uid-1", "EnsureCgroup", "SyncPod") {
@@ -879,7 +888,7 @@ func TestEnginePodCgroups(t *testing.T) {
 		Sandboxes:  []cri.SandboxStatus{{ID: "o-sb", Ready: true}},
 		Containers: []cri.ContainerStatus{{ID: "o-c", Name: "a", Type: cri.ContainerTypeRegular, State: cri.StateRunning}}}
 	f.rt.mu.Unlock()
-	f.e.SetDesiredPods(func() ([]*v1.Pod, error) { return []*v1.Pod{pod}, nil })
+	synced.Store(true)
 	f.e.Housekeeping(context.Background())
 	f.eventually(t, "the unknown pod's cgroup removed", func() bool { return f.rt.count("uid-gone", "RemoveCgroup") == 1 })
 	f.eventually(t, "the runtime orphan removed", func() bool { return f.rt.count("uid-o", "RemovePod") == 1 })

@@ -10,9 +10,8 @@ import (
 
 // podManager is the desired-pod store, the kubelet's pod manager: every pod
 // handed to the engine (a copy) until its API object was deleted after
-// termination, the pods admission refused, when each pod was first seen
-// (for the start duration) and the lister of the API's pods for the node
-// once the informer is synced. It has its own lock and does no I/O; the
+// termination, the pods admission refused and when each pod was first seen
+// (for the start duration). It has its own lock and does no I/O; the
 // engine, the syncer and admission read it.
 type podManager struct {
 	mu sync.Mutex
@@ -22,10 +21,6 @@ type podManager struct {
 	pods      map[types.UID]*v1.Pod
 	rejected  map[types.UID]*v1.Pod
 	firstSeen map[types.UID]time.Time
-	// desired lists the API's pods for this node once the informer is
-	// synced; until then no runtime pod is taken for an orphan. Guarded by
-	// mu.
-	desired func() ([]*v1.Pod, error)
 }
 
 func newPodManager() *podManager {
@@ -143,18 +138,4 @@ func (m *podManager) forget(uid types.UID) {
 	defer m.mu.Unlock()
 	delete(m.pods, uid)
 	delete(m.firstSeen, uid)
-}
-
-// setDesired stores the lister of the API's pods for the node.
-func (m *podManager) setDesired(list func() ([]*v1.Pod, error)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.desired = list
-}
-
-// desiredLister returns the lister of the API's pods, nil until set.
-func (m *podManager) desiredLister() func() ([]*v1.Pod, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.desired
 }

@@ -50,11 +50,4 @@ func TestPodManager(t *testing.T) {
 	if m.pod("old") != nil || m.rejectedPod("cur") != nil || m.byName("ns", "web") != nil {
 		t.Error("forgotten pods still found")
 	}
-	if m.desiredLister() != nil {
-		t.Error("a desired lister before setDesired")
-	}
-	m.setDesired(func() ([]*v1.Pod, error) { return nil, nil })
-	if m.desiredLister() == nil {
-		t.Error("no desired lister after setDesired")
-	}
 }

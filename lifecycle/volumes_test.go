@@ -136,12 +136,13 @@ func TestEngineFailedMountEventsAreThrottled(t *testing.T) {
 }
 
 func TestEngineCleansOrphanedPodDirs(t *testing.T) {
-	f := newEngineFixture(t)
 	vols := newFakeVolumes()
 	vols.orphans = []types.UID{"api-pod", "known", "gone"}
-	f.e.sync.volumes = vols
+	f := newEngineFixture(t, func(c *Config) {
+		c.Volumes = vols
+		c.APIPods = func() ([]*v1.Pod, error) { return []*v1.Pod{enginePod("api-pod", "x", v1.RestartPolicyAlways)}, nil }
+	})
 	f.startRunning(t, enginePod("known", "web", v1.RestartPolicyAlways))
-	f.e.SetDesiredPods(func() ([]*v1.Pod, error) { return []*v1.Pod{enginePod("api-pod", "x", v1.RestartPolicyAlways)}, nil })
 	f.e.Housekeeping(context.Background())
 	vols.mu.Lock()
 	defer vols.mu.Unlock()

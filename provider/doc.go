@@ -48,7 +48,7 @@
 //     DeletePod; the engine cleans the runtime right after (Kill from the
 //     object-gone path). Runtime pods of no API pod (deleted while crivk was
 //     down) are stopped and removed by the engine's housekeeping once the
-//     informer's view is handed over (SetDesiredPods).
+//     pod informer has synced (lifecycle.Config.APIPods, APIPodsSynced).
 //   - Terminal pods. virtual-kubelet stops tracking Succeeded/Failed pods;
 //     the engine keeps their stopped containers (and logs) until deletion,
 //     as the kubelet does, and its status manager never lets a terminal

@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/lifecycle"
@@ -28,7 +27,6 @@ type Engine interface {
 	PodByName(namespace, name string) *v1.Pod
 	Pods() []*v1.Pod
 	NotifyPods(cb func(*v1.Pod))
-	SetDesiredPods(list func() ([]*v1.Pod, error))
 }
 
 var _ Engine = (*lifecycle.Engine)(nil)
@@ -39,9 +37,9 @@ type Provider struct {
 	runtime *cri.Runtime
 	// nodeName and rootDir describe the node in /stats/summary.
 	nodeName, rootDir string
-
-	mu   sync.Mutex
-	pods corev1listers.PodLister // guarded by mu; nil until the node is built
+	// pods is the node's pod informer's view (nil: none), for other
+	// writers' conditions.
+	pods corev1listers.PodLister
 }
 
 var (
@@ -50,9 +48,11 @@ var (
 )
 
 // New returns a provider over engine and runtime for the node nodeName,
-// whose state lives under rootDir.
-func New(engine Engine, runtime *cri.Runtime, nodeName, rootDir string) *Provider {
-	return &Provider{engine: engine, runtime: runtime, nodeName: nodeName, rootDir: rootDir}
+// whose state lives under rootDir; pods is the node's pod informer's view
+// (nil: none), from which the conditions other writers set are kept in the
+// statuses handed on.
+func New(engine Engine, runtime *cri.Runtime, nodeName, rootDir string, pods corev1listers.PodLister) *Provider {
+	return &Provider{engine: engine, runtime: runtime, nodeName: nodeName, rootDir: rootDir, pods: pods}
 }
 
 // DeleteOnTerminated returns the engine's OnTerminated hook: it deletes the
@@ -120,23 +120,12 @@ func (p *Provider) GetPods(context.Context) ([]*v1.Pod, error) {
 	return p.engine.Pods(), nil
 }
 
-// SetPodLister gives the provider the informer's view of the node's pods,
-// used to keep other writers' pod conditions in the statuses it hands on.
-func (p *Provider) SetPodLister(l corev1listers.PodLister) {
-	p.mu.Lock()
-	p.pods = l
-	p.mu.Unlock()
-}
-
 // NotifyPods registers virtual-kubelet's status callback with the engine.
 // virtual-kubelet writes the whole status it is given, so the conditions the
 // node does not own are first taken from the API's current pod.
 func (p *Provider) NotifyPods(_ context.Context, cb func(*v1.Pod)) {
 	p.engine.NotifyPods(func(pod *v1.Pod) {
-		p.mu.Lock()
-		lister := p.pods
-		p.mu.Unlock()
-		if lister != nil {
+		if lister := p.pods; lister != nil {
 			if cur, err := lister.Pods(pod.Namespace).Get(pod.Name); err == nil && cur.UID == pod.UID {
 				pod = pod.DeepCopy()
 				pod.Status.Conditions = lifecycle.WithForeignConditions(cur.Status.Conditions, pod.Status.Conditions)
@@ -144,12 +133,4 @@ func (p *Provider) NotifyPods(_ context.Context, cb func(*v1.Pod)) {
 		}
 		cb(pod)
 	})
-}
-
-// SetDesiredPods gives the engine the API's pods for this node, from an
-// informer that is synced: from then on the engine's housekeeping
-// terminates and removes every runtime pod whose UID is not among them
-// (deleted while crivk was down, or left by a crash).
-func (p *Provider) SetDesiredPods(known func() ([]*v1.Pod, error)) {
-	p.engine.SetDesiredPods(known)
 }

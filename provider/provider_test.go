@@ -153,15 +153,14 @@ func (f *fakeEngine) Kill(_ context.Context, pod *v1.Pod) bool {
 func (f *fakeEngine) KillUnknown(_ context.Context, pod *v1.Pod) {
 	f.unknown = append(f.unknown, pod.Name)
 }
-func (f *fakeEngine) PodByName(ns, name string) *v1.Pod        { return f.known[ns+"/"+name] }
-func (f *fakeEngine) Pods() []*v1.Pod                          { return nil }
-func (f *fakeEngine) NotifyPods(cb func(*v1.Pod))              { f.notify = cb }
-func (f *fakeEngine) SetDesiredPods(func() ([]*v1.Pod, error)) {}
+func (f *fakeEngine) PodByName(ns, name string) *v1.Pod { return f.known[ns+"/"+name] }
+func (f *fakeEngine) Pods() []*v1.Pod                   { return nil }
+func (f *fakeEngine) NotifyPods(cb func(*v1.Pod))       { f.notify = cb }
 
 func TestProviderHandsPodsToTheEngine(t *testing.T) {
 	running := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u1"}, Status: v1.PodStatus{Phase: v1.PodRunning}}
 	e := &fakeEngine{known: map[string]*v1.Pod{"ns/web": running}}
-	p := New(e, nil, "n1", t.TempDir())
+	p := New(e, nil, "n1", t.TempDir(), nil)
 	ctx := context.Background()
 	if err := p.CreatePod(ctx, running); err != nil || len(e.updated) != 1 {
 		t.Fatalf("CreatePod: %v, engine updates %v", err, e.updated)
@@ -192,14 +191,13 @@ func TestProviderHandsPodsToTheEngine(t *testing.T) {
 // node does not own (a readiness gate), not rolled back.
 func TestProviderNotifyKeepsOtherWritersConditions(t *testing.T) {
 	e := &fakeEngine{}
-	p := New(e, nil, "n1", t.TempDir())
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	api := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u1"},
 		Status: v1.PodStatus{Conditions: []v1.PodCondition{{Type: "example.com/gate", Status: v1.ConditionTrue}}}}
 	if err := indexer.Add(api); err != nil {
 		t.Fatal(err)
 	}
-	p.SetPodLister(corev1listers.NewPodLister(indexer))
+	p := New(e, nil, "n1", t.TempDir(), corev1listers.NewPodLister(indexer))
 	var got []*v1.Pod
 	p.NotifyPods(context.Background(), func(pod *v1.Pod) { got = append(got, pod) })
 	ours := api.DeepCopy()

@@ -18,7 +18,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -37,7 +36,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes/scheme"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
@@ -334,7 +332,11 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	a, err := startEngine(ctx, o, clients, rt, ver, nodeObj, recorder, pods, metrics)
+	// The node's pod informer (only pods bound to this node), run by the
+	// virtual-kubelet node; the engine, the provider and the objects read
+	// its view.
+	podInf := newPodInformer(clients.core, o.nodeName, time.Minute)
+	a, err := startEngine(ctx, o, clients, rt, ver, nodeObj, recorder, pods, metrics, podInf)
 	if err != nil {
 		return err
 	}
@@ -343,12 +345,11 @@ func run(ctx context.Context, o *options) error {
 	n, err := newVKNode(vkNodeConfig{
 		Clients: clients, Node: nodeObj, Provider: a.provider, NodeProvider: a.nodeProvider, Recorder: recorder,
 		Mux: a.mux, ListenAddr: net.JoinHostPort(o.address, fmt.Sprint(o.port)), TLS: tlsOpts, Auth: auth.Wrap, Workers: 10,
-		StatusReport: o.nodeStatusReportFrequency, Watched: a.nodes.Watched,
+		StatusReport: o.nodeStatusReportFrequency, Watched: a.nodes.Watched, PodInformer: podInf,
 	})
 	if err != nil {
 		return err
 	}
-	a.connect(n)
 	eb.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: clients.events.Events("")})
 	defer eb.Shutdown()
 	return serveNode(ctx, o, n, a)
@@ -572,17 +573,14 @@ type agent struct {
 	objects      *provider.Objects
 	nodes        *nodeView
 	mux          *http.ServeMux
-	// podLister is the informer's view of the node's pods
-	// (corev1listers.PodLister): stored by connect, before virtual-kubelet
-	// hands over any pod, and read by the engine's goroutines.
-	podLister atomic.Value
 }
 
 // startEngine builds the engine with its volumes, probes, PLEG (woken by
 // containerd's task events), node provider and log rotation, and starts
 // their loops.
-func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.Runtime, ver cri.VersionInfo, nodeObj *v1.Node, recorder record.EventRecorder, pods *cm.Manager, metrics *agentMetrics) (*agent, error) {
+func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.Runtime, ver cri.VersionInfo, nodeObj *v1.Node, recorder record.EventRecorder, pods *cm.Manager, metrics *agentMetrics, podInf podInformer) (*agent, error) {
 	a := &agent{mux: http.NewServeMux()}
+	apiPods := podInf.Lister()
 	cache := lifecycle.NewCache()
 	// Volumes: the objects pods reference are read with least privilege
 	// (per-object watches, docs/rbac.md).
@@ -613,8 +611,18 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		Sysctls:    o.sysctls,
 		// The node provider is made after the engine (it needs the PLEG,
 		// which needs the engine) but before anything runs.
-		NetworkError:       func() error { return a.nodeProvider.NetworkError() },
-		APIPod:             a.apiPod,
+		NetworkError: func() error { return a.nodeProvider.NetworkError() },
+		APIPod: func(namespace, name string) *v1.Pod {
+			p, err := apiPods.Pods(namespace).Get(name)
+			if err != nil {
+				return nil
+			}
+			return p
+		},
+		// Runtime pods of no API pod are cleaned up once the informer
+		// synced (the kubelet's sourcesReady).
+		APIPods:            func() ([]*v1.Pod, error) { return apiPods.List(labels.Everything()) },
+		APIPodsSynced:      podInf.Informer().HasSynced,
 		Runtime:            rt,
 		Cache:              cache,
 		RuntimeName:        ver.RuntimeName,
@@ -658,47 +666,24 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	go a.engine.Run(ctx)
 	a.mux.Handle("/metrics/probes", probeMetrics.Handler())
 	a.mux.Handle("GET /metrics", metrics.Handler())
-	a.provider = provider.New(a.engine, rt, o.nodeName, o.rootDir)
+	a.provider = provider.New(a.engine, rt, o.nodeName, o.rootDir, apiPods)
+	a.objects.SetKick(func(namespace string) []*v1.Pod {
+		pods, _ := apiPods.Pods(namespace).List(labels.Everything())
+		return pods
+	}, a.engine.Kick)
+	if _, err := podInf.Informer().AddEventHandler(readinessGateKicks(a.engine.Kick)); err != nil {
+		log.L.WithError(err).Warn("readiness gates are seen at each pod's resync only")
+	}
 	return a, nil
 }
 
-// apiPod is the API's current copy of a pod (nil before connect or when
-// the informer does not have it).
-func (a *agent) apiPod(namespace, name string) *v1.Pod {
-	l, ok := a.podLister.Load().(corev1listers.PodLister)
-	if !ok {
-		return nil
-	}
-	p, err := l.Pods(namespace).Get(name)
-	if err != nil {
-		return nil
-	}
-	return p
-}
-
-// connect gives the engine's helpers the node's pod informer.
-func (a *agent) connect(n *vkNode) {
-	a.podLister.Store(n.pods)
-	a.provider.SetPodLister(n.pods)
-	a.objects.SetKick(func(namespace string) []*v1.Pod {
-		pods, _ := n.pods.Pods(namespace).List(labels.Everything())
-		return pods
-	}, a.engine.Kick)
-	if _, err := n.podInformer.Informer().AddEventHandler(readinessGateKicks(a.engine.Kick)); err != nil {
-		log.L.WithError(err).Warn("readiness gates are seen at each pod's resync only")
-	}
-}
-
-// serveNode runs the node and pod controllers until ctx ends; once the
-// node is ready (the pod informer synced) the engine learns the API's pods,
-// so that runtime pods of no API pod are cleaned up.
+// serveNode runs the node and pod controllers until ctx ends.
 func serveNode(ctx context.Context, o *options, n *vkNode, a *agent) error {
 	go func() {
 		if err := n.WaitReady(ctx); err != nil {
 			return
 		}
 		log.G(ctx).WithField("address", o.nodeIP).Info("node registered and running")
-		a.provider.SetDesiredPods(func() ([]*v1.Pod, error) { return n.pods.List(labels.Everything()) })
 	}()
 	err := n.Run(ctx)
 	if ctx.Err() != nil {

@@ -63,6 +63,9 @@ type vkNodeConfig struct {
 	// the node controller's reads before each status write are served
 	// from it while the watch is connected (viewedNodes).
 	Watched func() (*v1.Node, bool)
+	// PodInformer is the node's pod informer (newPodInformer); the node
+	// runs it.
+	PodInformer podInformer
 }
 
 func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
@@ -79,7 +82,7 @@ func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
 			return nil, err
 		}
 	}
-	podInformer := newPodInformer(cfg.Clients.core, cfg.Node.Name, time.Minute)
+	podInformer := cfg.PodInformer
 	// Required by NewPodController, unused with SkipDownwardAPIResolution.
 	idle := newIdleInformers()
 	pods := podInformer.Lister()
