@@ -118,8 +118,8 @@ func (a PodActions) String() string {
 	return strings.Join(parts, ",")
 }
 
-// ShouldRestart applies restartPolicy to a container that exited with code.
-func ShouldRestart(policy v1.RestartPolicy, exitCode int32) bool {
+// shouldRestart applies restartPolicy to a container that exited with code.
+func shouldRestart(policy v1.RestartPolicy, exitCode int32) bool {
 	switch policy {
 	case v1.RestartPolicyNever:
 		return false
@@ -325,9 +325,9 @@ func ComputePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 			// A container that failed its liveness or startup probe is
 			// stopped, and started again unless the policy is Never (the
 			// exit code of a kill is 137).
-			restart = p.killUnhealthy(spec, c, ShouldRestart(policy, 137)) && ShouldRestart(policy, 137)
+			restart = p.killUnhealthy(spec, c, shouldRestart(policy, 137)) && shouldRestart(policy, 137)
 		case c.State == StateExited:
-			restart = ShouldRestart(policy, c.ExitCode)
+			restart = shouldRestart(policy, c.ExitCode)
 		default:
 			// Created-but-not-started and unknown containers are always
 			// replaced, whatever the policy (kubelet ShouldContainerBeRestarted).
@@ -380,7 +380,7 @@ type planner struct {
 
 // kill stops c with the pod's grace period.
 func (p *planner) kill(c *ContainerStatus, reason string) {
-	p.a.ContainersToKill[c.ID] = Kill{Name: c.Name, Type: c.Type, Reason: reason, Grace: GracePeriod(p.pod, nil)}
+	p.a.ContainersToKill[c.ID] = Kill{Name: c.Name, Type: c.Type, Reason: reason, Grace: gracePeriod(p.pod, nil)}
 }
 
 // killUnhealthy plans the kill of the running container c if it failed
@@ -407,7 +407,7 @@ func (p *planner) killUnhealthy(spec *v1.Container, c *ContainerStatus, willRest
 		msg += ", will be restarted"
 	}
 	p.a.ContainersToKill[c.ID] = Kill{Name: c.Name, Type: c.Type, Reason: "failed " + what + " probe",
-		Message: msg, Grace: GracePeriod(p.pod, probe.TerminationGracePeriodSeconds)}
+		Message: msg, Grace: gracePeriod(p.pod, probe.TerminationGracePeriodSeconds)}
 	return true
 }
 

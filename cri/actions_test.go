@@ -288,8 +288,8 @@ func TestShouldRestart(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := ShouldRestart(tc.policy, tc.exit); got != tc.want {
-				t.Errorf("ShouldRestart(%q, %d) = %v, want %v", tc.policy, tc.exit, got, tc.want)
+			if got := shouldRestart(tc.policy, tc.exit); got != tc.want {
+				t.Errorf("shouldRestart(%q, %d) = %v, want %v", tc.policy, tc.exit, got, tc.want)
 			}
 		})
 	}

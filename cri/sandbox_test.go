@@ -25,7 +25,7 @@ func TestGracePeriod(t *testing.T) {
 			pod := &v1.Pod{}
 			pod.Spec.TerminationGracePeriodSeconds = tc.spec
 			pod.DeletionGracePeriodSeconds = tc.deletion
-			if got := GracePeriod(pod, tc.override); got != tc.want {
+			if got := gracePeriod(pod, tc.override); got != tc.want {
 				t.Errorf("GracePeriod() = %d, want %d", got, tc.want)
 			}
 		})

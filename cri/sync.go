@@ -172,7 +172,7 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 			// a plan that kills the pod to create a sandbox replaces one.
 			r.event(pod, v1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
 		}
-		if err := r.KillPod(ctx, pod, status, GracePeriod(pod, nil)); err != nil {
+		if err := r.KillPod(ctx, pod, status, gracePeriod(pod, nil)); err != nil {
 			res.Errs = append(res.Errs, err)
 			return res
 		}
@@ -330,7 +330,7 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		if msg, err := r.runHook(ctx, pod, c, id, podIPs, c.Lifecycle.PostStart); err != nil {
 			r.containerEvent(pod, c, v1.EventTypeWarning, "FailedPostStartHook", msg)
-			if kerr := r.stopContainer(ctx, pod, c, id, true, podIPs, GracePeriod(pod, nil), "FailedPostStartHook"); kerr != nil {
+			if kerr := r.stopContainer(ctx, pod, c, id, true, podIPs, gracePeriod(pod, nil), "FailedPostStartHook"); kerr != nil {
 				res.Errs = append(res.Errs, fmt.Errorf("killing container %q of pod %s after its postStart hook failed: %w", c.Name, ref, kerr))
 			}
 			res.Waiting[c.Name] = Waiting{Reason: ReasonPostStartHookError, Message: msg}
@@ -479,11 +479,11 @@ func targetNamespace(pod *v1.Pod, name string, status *PodStatus, cfg *runtimeap
 	return nil
 }
 
-// GracePeriod is the grace the kubelet gives a pod's containers when it
+// gracePeriod is the grace the kubelet gives a pod's containers when it
 // stops them: the override if given, else the deletion grace period, else
 // the spec's (which the API server defaults to 30 s), never below
 // minGracePeriod.
-func GracePeriod(pod *v1.Pod, override *int64) int64 {
+func gracePeriod(pod *v1.Pod, override *int64) int64 {
 	g := minGracePeriod
 	switch {
 	case override != nil:
