@@ -11,7 +11,8 @@
 # run most (hack/conformance.sh sets it):
 #
 #   registry.k8s.io/e2e-test-images/agnhost:2.59      upstream test/images/agnhost recipe on a
-#                                                     Debian bookworm minbase root filesystem
+#                                                     Debian bookworm minbase root filesystem, with
+#                                                     /var/registry for its fake-registry-server
 #   registry.k8s.io/e2e-test-images/nonewprivs:1.3    upstream test/images/nonewprivs: a setuid-root
 #                                                     /usr/local/bin/nnp that prints its effective uid
 #
@@ -47,13 +48,13 @@ mkdir -p "${OUT}" "${BIN}"
 log() { echo "images: $*"; }
 
 # inputs_of NAME FILE...: a hash of everything an image is made from, this
-# script and the mkimage tool included.
+# script and the mkimage tool included (regtool too: agnhost's /var/registry).
 inputs_of() {
   local name=$1
   shift
   {
     echo "${name}"
-    sha256sum "${BASH_SOURCE[0]}" "${ROOT}"/hack/tools/cmd/mkimage/*.go "${ROOT}/hack/tools/go.sum" "$@" | awk '{print $1}'
+    sha256sum "${BASH_SOURCE[0]}" "${ROOT}"/hack/tools/cmd/mkimage/*.go "${ROOT}"/hack/tools/cmd/regtool/*.go "${ROOT}/hack/tools/go.sum" "$@" | awk '{print $1}'
   } | sha256sum | awk '{print $1}'
 }
 
@@ -64,6 +65,15 @@ mkimage() {
     mkimage_built=true
   fi
   "${BIN}/mkimage" "$@" >/dev/null
+}
+
+regtool_built=false
+regtool() {
+  if [ "${regtool_built}" = false ]; then
+    (cd "${ROOT}/hack/tools" && CGO_ENABLED=0 go build -trimpath -o "${BIN}/regtool" ./cmd/regtool)
+    regtool_built=true
+  fi
+  "${BIN}/regtool" "$@" >/dev/null
 }
 
 # up_to_date TAR INPUTS [no-digest]: TAR exists (with its manifest digest
@@ -197,14 +207,21 @@ build_agnhost_base() {
 # /agnhost (entrypoint, default argument pause), /agnhost-2 (for the
 # entrypoint-override spec), /uploads, /localhost.crt+key (HTTPS lifecycle
 # hooks), user user-defined-in-image (uid 1000) in group
-# group-defined-in-image (gid 50000), and busybox applets the Debian base
-# lacks (the upstream image is Alpine, whose tools are busybox's).
+# group-defined-in-image (gid 50000), busybox applets the Debian base lacks
+# (the upstream image is Alpine, whose tools are busybox's), and
+# /var/registry: what `agnhost fake-registry-server` serves (upstream's
+# fakeregistryserver/prepare_registry.sh downloads registry.k8s.io/pause:3.10.1
+# there as pause:testing; here it is our pause image, the same name and
+# layout: manifests/testing -> an image index -> the manifest, config and
+# layer under blobs/). The Container Runtime specs "should (not) be able to
+# pull from private registry with(out) secret" pull localhost:5000/pause:testing
+# from it.
 build_agnhost() {
-  local tar=${OUT}/agnhost.tar base=${OUT}/agnhost-base.tar porter inputs
+  local tar=${OUT}/agnhost.tar base=${OUT}/agnhost-base.tar pause=${OUT}/pause.tar porter inputs
   "${ROOT}/hack/build-kube.sh" agnhost >/dev/null
   build_agnhost_base
   porter=$(cd "${ROOT}/hack/tools" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/images/agnhost/porter
-  inputs=$(inputs_of agnhost "${BIN}/agnhost" "${base}" "${porter}/localhost.crt" "${porter}/localhost.key" "${BUSYBOX_BIN}")
+  inputs=$(inputs_of agnhost "${BIN}/agnhost" "${base}" "${porter}/localhost.crt" "${porter}/localhost.key" "${BUSYBOX_BIN}" "${pause}")
   if up_to_date "${tar}" "${inputs}"; then return; fi
   log "building agnhost.tar"
   local rootfs applet d have
@@ -228,6 +245,8 @@ build_agnhost() {
   printf '%s\n' 'user-defined-in-image:x:1000:' 'group-defined-in-image:x:50000:user-defined-in-image' >> "${rootfs}/etc/group"
   printf '%s\n' 'user-defined-in-image:!::' 'group-defined-in-image:!::user-defined-in-image' >> "${rootfs}/etc/gshadow"
   install -d -m 0755 -o 1000 -g 1000 "${rootfs}/home/user-defined-in-image"
+  # Readable by anyone: the registry pod runs as uid 5123.
+  regtool fakeregistry -o "${rootfs}/var/registry" "${pause}" pause testing
   mkimage -keep-owner -rootfs "${rootfs}" -o "${tar}" -name "${AGNHOST_IMAGE}" \
     -entrypoint /agnhost -cmd pause -env "PATH=${IMAGE_PATH}"
   echo "${inputs}" > "${tar}.inputs"

@@ -7,12 +7,26 @@
 //	                                        OCI image-layout tarball (as
 //	                                        hack/images.sh writes them) to
 //	                                        each REF and prints its digest
+//	regtool fakeregistry -o DIR OCI-LAYOUT-TAR REPO TAG
+//	                                        writes the single image of an
+//	                                        OCI image-layout tarball as agnhost's
+//	                                        fake-registry-server serves it from
+//	                                        /var/registry (upstream's
+//	                                        test/images/agnhost/fakeregistryserver/
+//	                                        prepare_registry.sh): DIR/REPO/manifests/
+//	                                        TAG (the digest of an image index),
+//	                                        DIR/REPO/manifests/<digest> (the index
+//	                                        and the image manifest) and
+//	                                        DIR/REPO/blobs/<digest> (config, layers)
 package main
 
 import (
 	"archive/tar"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,8 +38,10 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -45,6 +61,8 @@ func main() {
 		}
 	case "push":
 		err = push(os.Args[2:])
+	case "fakeregistry":
+		err = fakeRegistry(os.Args[2:])
 	default:
 		usage()
 	}
@@ -55,8 +73,164 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: regtool htpasswd USER PASSWORD | regtool push -ca CA -user U -password P OCI-LAYOUT-TAR REF...")
+	fmt.Fprintln(os.Stderr, "usage: regtool htpasswd USER PASSWORD | regtool push -ca CA -user U -password P OCI-LAYOUT-TAR REF... | regtool fakeregistry -o DIR OCI-LAYOUT-TAR REPO TAG")
 	os.Exit(2)
+}
+
+// layoutImage unpacks an OCI image-layout tarball into a temporary directory
+// and returns its first image; cleanup removes the directory.
+func layoutImage(tarball string) (img v1.Image, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "regtool-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup = func() { os.RemoveAll(dir) }
+	defer func() {
+		if err != nil {
+			cleanup()
+		}
+	}()
+	if err := untar(tarball, dir); err != nil {
+		return nil, nil, fmt.Errorf("unpacking %s: %w", tarball, err)
+	}
+	idx, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s is not an OCI image layout: %w", tarball, err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(m.Manifests) == 0 {
+		return nil, nil, fmt.Errorf("%s holds no image", tarball)
+	}
+	img, err = idx.Image(m.Manifests[0].Digest)
+	if err != nil {
+		return nil, nil, err
+	}
+	return img, cleanup, nil
+}
+
+// fakeRegistry writes the layout agnhost's fake-registry-server reads:
+// /var/registry/<repo>/manifests/<tag> holds a digest; manifests/<digest> and
+// blobs/<digest> hold the content; each manifest's mediaType field becomes
+// the Content-Type it is served with. Like upstream's prepare_registry.sh the
+// tag names an image index (upstream: registry.k8s.io/pause:3.10.1's manifest
+// list without its Windows entries); here the index has the one image of the
+// tarball, for the platform its config names.
+func fakeRegistry(args []string) error {
+	fs := flag.NewFlagSet("fakeregistry", flag.ExitOnError)
+	out := fs.String("o", "", "the registry directory to write (agnhost serves /var/registry)")
+	_ = fs.Parse(args)
+	if *out == "" || fs.NArg() != 3 {
+		usage()
+	}
+	repo, tag := fs.Arg(1), fs.Arg(2)
+	if strings.ContainsAny(repo, "/.") || repo == "" || strings.ContainsAny(tag, "/") || tag == "" {
+		return fmt.Errorf("repository %q and tag %q must be single path elements (the server splits the URL on /)", repo, tag)
+	}
+	img, cleanup, err := layoutImage(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	manifests := filepath.Join(*out, repo, "manifests")
+	blobs := filepath.Join(*out, repo, "blobs")
+	for _, d := range []string{manifests, blobs} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	write := func(dir string, name string, b []byte) error {
+		return os.WriteFile(filepath.Join(dir, name), b, 0o644)
+	}
+	raw, err := img.RawManifest()
+	if err != nil {
+		return err
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return err
+	}
+	mt, err := img.MediaType()
+	if err != nil {
+		return err
+	}
+	// The server takes the Content-Type from the manifest's own mediaType.
+	var probe struct {
+		MediaType string `json:"mediaType"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil || probe.MediaType == "" {
+		return fmt.Errorf("the image manifest has no mediaType field, the server could not serve it with a Content-Type")
+	}
+	if err := write(manifests, digest.String(), raw); err != nil {
+		return err
+	}
+	cfgName, err := img.ConfigName()
+	if err != nil {
+		return err
+	}
+	cfg, err := img.RawConfigFile()
+	if err != nil {
+		return err
+	}
+	if err := write(blobs, cfgName.String(), cfg); err != nil {
+		return err
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return err
+	}
+	for _, l := range layers {
+		ld, err := l.Digest()
+		if err != nil {
+			return err
+		}
+		rc, err := l.Compressed()
+		if err != nil {
+			return err
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			return err
+		}
+		if err := write(blobs, ld.String(), b); err != nil {
+			return err
+		}
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return err
+	}
+	size, err := img.Size()
+	if err != nil {
+		return err
+	}
+	index := v1.IndexManifest{
+		SchemaVersion: 2,
+		MediaType:     types.OCIImageIndex,
+		Manifests: []v1.Descriptor{{
+			MediaType: mt,
+			Size:      size,
+			Digest:    digest,
+			Platform:  &v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant},
+		}},
+	}
+	ib, err := json.Marshal(index)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(ib)
+	indexDigest := "sha256:" + hex.EncodeToString(sum[:])
+	if err := write(manifests, indexDigest, ib); err != nil {
+		return err
+	}
+	if err := write(manifests, tag, []byte(indexDigest+"\n")); err != nil {
+		return err
+	}
+	fmt.Println(indexDigest)
+	return nil
 }
 
 func push(args []string) error {
@@ -68,29 +242,11 @@ func push(args []string) error {
 	if fs.NArg() < 2 {
 		usage()
 	}
-	dir, err := os.MkdirTemp("", "regtool-")
+	img, cleanup, err := layoutImage(fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	if err := untar(fs.Arg(0), dir); err != nil {
-		return fmt.Errorf("unpacking %s: %w", fs.Arg(0), err)
-	}
-	idx, err := layout.ImageIndexFromPath(dir)
-	if err != nil {
-		return fmt.Errorf("%s is not an OCI image layout: %w", fs.Arg(0), err)
-	}
-	m, err := idx.IndexManifest()
-	if err != nil {
-		return err
-	}
-	if len(m.Manifests) == 0 {
-		return fmt.Errorf("%s holds no image", fs.Arg(0))
-	}
-	img, err := idx.Image(m.Manifests[0].Digest)
-	if err != nil {
-		return err
-	}
+	defer cleanup()
 	pool := x509.NewCertPool()
 	if *ca != "" {
 		b, err := os.ReadFile(*ca)
