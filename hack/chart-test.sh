@@ -51,6 +51,7 @@ fi
 render "well-known and node.kubernetes.io node labels" \
   "--node-labels=node.kubernetes.io/agent=crivk,node.kubernetes.io/pool=a,topology.kubernetes.io/zone=z1" -- \
   --set 'nodeLabels.topology\.kubernetes\.io/zone=z1,nodeLabels.node\.kubernetes\.io/pool=a'
+render "a node name template" "--node-name=node-\$(MACHINE).crivk" -- --set 'nodeName=node-$(MACHINE).crivk'
 render "profiling on, with tracing" \
   "--profiling-address=127.0.0.1:10261" "- --tracing" "name: profiling" "containerPort: 10261" -- \
   --set profiling.enabled=true,profiling.tracing=true
@@ -74,6 +75,8 @@ refuse() {
     bad "${name}: refused without \"${msg}\": ${out}"
   fi
 }
+refuse "a node name without the machine" "nodeName: \"crivk-fixed\" must contain \$(MACHINE)" -- --set nodeName=crivk-fixed
+refuse "a node name with upper case" "nodeName: \"Crivk-\$(MACHINE)\" may hold, besides" -- --set 'nodeName=Crivk-$(MACHINE)'
 refuse "the kubelet's port" "10250 is the kubelet's node API port" -- --set port=10250
 refuse "the kubelet's read-only port" "10255 is the kubelet's read-only port" -- --set port=10255
 refuse "profiling on the node API's port" "profiling.port: 10260 is crivk's node API port" -- --set profiling.enabled=true,profiling.port=10260

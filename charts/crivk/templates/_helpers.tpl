@@ -68,6 +68,12 @@ its profiling port on its node API's, or node labels crivk would refuse at
 start (the kubelet's rule; the label list is k8s.io/kubelet's KubeletLabels).
 */}}
 {{- define "crivk.validate" -}}
+{{- if ne (len (splitList "$(MACHINE)" .Values.nodeName)) 2 -}}
+{{- fail (printf "nodeName: %q must contain $(MACHINE), the machine's Node name, exactly once: every machine's crivk node needs its own name (default crivk-$(MACHINE))" .Values.nodeName) -}}
+{{- end -}}
+{{- if not (regexMatch "^([a-z0-9][-a-z0-9.]*)?[$][(]MACHINE[)][-a-z0-9.]*$" .Values.nodeName) -}}
+{{- fail (printf "nodeName: %q may hold, besides $(MACHINE), only lower-case letters, digits, '-' and '.', and starts with a letter or digit (a Node name is a DNS subdomain)" .Values.nodeName) -}}
+{{- end -}}
 {{- $taken := include "crivk.hostPorts" . | fromYaml -}}
 {{- $port := int .Values.port -}}
 {{- with get $taken (toString $port) -}}
