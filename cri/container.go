@@ -23,7 +23,7 @@ type ConfigError struct{ Msg string }
 func (e *ConfigError) Error() string { return e.Msg }
 
 // ContainerConfig builds the CRI config of container c of pod. imageRef is
-// the image as resolved by EnsureImage; opts (may be nil) carries the
+// the image as resolved by ensureImage; opts (may be nil) carries the
 // resolved environment and the mounts.
 func ContainerConfig(pod *v1.Pod, c *v1.Container, typ ContainerType, attempt uint32, imageRef string, opts *RunContainerOptions) (*runtimeapi.ContainerConfig, error) {
 	if opts == nil {

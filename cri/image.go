@@ -48,20 +48,15 @@ func (r *Runtime) ImagePresent(ctx context.Context, image string) (string, bool,
 	return resp.GetImage().GetId(), true, nil
 }
 
-// EnsureImage makes c's image available per its imagePullPolicy and returns
-// the reference to create the container with. Failures are *ImageError with
-// the kubelet's reason; whether to back off is the caller's decision.
-func (r *Runtime) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
-	ref, _, err := r.ensureImage(ctx, pod, c, sandbox)
-	return ref, err
-}
-
 // PullSpan is when one image pull started and ended.
 type PullSpan struct {
 	Start, End time.Time
 }
 
-// ensureImage is EnsureImage that also returns when it pulled, if it did.
+// ensureImage makes c's image available per its imagePullPolicy and returns
+// the reference to create the container with, and when it pulled, if it
+// did. Failures are *ImageError with the kubelet's reason; whether to back
+// off is the plan's decision.
 func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandbox *runtimeapi.PodSandboxConfig) (string, *PullSpan, error) {
 	image := c.Image
 	if image == "" || strings.ContainsAny(image, " \t\n") || strings.HasSuffix(image, ":") {

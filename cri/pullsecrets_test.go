@@ -78,9 +78,9 @@ func TestEnsureImageTriesEachCredential(t *testing.T) {
 	f.is.InjectError("PullImage", errors.New("unauthorized"))
 	c := image("a", "registry.example.com/team/app:1")
 	pod := syncPod(v1.RestartPolicyAlways, c)
-	ref, err := f.rt.EnsureImage(context.Background(), pod, &pod.Spec.Containers[0], nil)
+	ref, _, err := f.rt.ensureImage(context.Background(), pod, &pod.Spec.Containers[0], nil)
 	if err != nil || ref == "" {
-		t.Fatalf("EnsureImage: %q, %v", ref, err)
+		t.Fatalf("ensureImage: %q, %v", ref, err)
 	}
 	if want := "[first@ second@]"; fmt.Sprint(f.is.auths) != want {
 		t.Errorf("pulls with %v, want %s", f.is.auths, want)
@@ -88,7 +88,7 @@ func TestEnsureImageTriesEachCredential(t *testing.T) {
 	// Without matching credentials the pull is anonymous.
 	c = image("b", "quay.io/x:1")
 	pod = syncPod(v1.RestartPolicyAlways, c)
-	if _, err := f.rt.EnsureImage(context.Background(), pod, &pod.Spec.Containers[0], nil); err != nil {
+	if _, _, err := f.rt.ensureImage(context.Background(), pod, &pod.Spec.Containers[0], nil); err != nil {
 		t.Fatal(err)
 	}
 	if last := f.is.auths[len(f.is.auths)-1]; last != "" {

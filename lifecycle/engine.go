@@ -279,7 +279,6 @@ func (e *Engine) publish(pod *v1.Pod) {
 	}
 }
 
-
 // UpdatePod hands a new or changed pod to its worker. It never blocks on
 // the runtime.
 func (e *Engine) UpdatePod(_ context.Context, pod *v1.Pod) {

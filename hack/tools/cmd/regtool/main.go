@@ -117,7 +117,11 @@ func layoutImage(tarball string) (img v1.Image, cleanup func(), err error) {
 // the Content-Type it is served with. Like upstream's prepare_registry.sh the
 // tag names an image index (upstream: registry.k8s.io/pause:3.10.1's manifest
 // list without its Windows entries); here the index has the one image of the
-// tarball, for the platform its config names.
+// tarball, for the platform its config names. It stays one function: the
+// files are written in the order the layout's references need them (blobs,
+// manifest, index, tag), each step reading what the one before wrote. The
+// layer-copying loop is the same shape as mkimage's; they are separate main
+// packages of hack/tools and share no library.
 func fakeRegistry(args []string) error {
 	fs := flag.NewFlagSet("fakeregistry", flag.ExitOnError)
 	out := fs.String("o", "", "the registry directory to write (agnhost serves /var/registry)")
