@@ -62,6 +62,26 @@ if "${HELM}" template t "${CHART}" 2>/dev/null | grep -qE -- "--profiling-addres
 else
   ok "profiling off by default"
 fi
+render "crivk's runtime started by the pod (runtime.managed)" \
+  "- name: runtime" "- runtime" "--config-dir=/etc/crivk-containerd" "--cni-bridge=crivk0" "--pod-cidr=10.89.0.0/16" \
+  "--cgroup-root=/crivk" "type: DirectoryOrCreate" --
+render "runtime options" "--containerd=/opt/bin/containerd" "--restrict-oom-score-adj" "--cni-bin-dir=/usr/lib/cni" -- \
+  --set runtime.containerd=/opt/bin/containerd,runtime.restrictOOMScoreAdj=true,runtime.cniBinDir=/usr/lib/cni
+if "${HELM}" template t "${CHART}" --set runtime.managed=false 2>/dev/null | grep -qE -- "--config-dir|^ *- runtime$"; then
+  bad "runtime.managed=false: the runtime container rendered anyway"
+else
+  ok "runtime.managed=false: no runtime container"
+fi
+render "uninstall hooks: drain, then remove the release's nodes" \
+  "helm.sh/hook: pre-delete" "helm.sh/hook: post-delete" "- drain" "- remove" \
+  "--node-selector=crivk.io/release=t,crivk.io/release-namespace=crivk-system" \
+  "--agent-selector=app.kubernetes.io/name=crivk,app.kubernetes.io/instance=t" \
+  "--node-labels=node.kubernetes.io/agent=crivk,crivk.io/release=t,crivk.io/release-namespace=crivk-system" --
+if "${HELM}" template t "${CHART}" --set uninstall.drain=false 2>/dev/null | grep -qF -- "helm.sh/hook"; then
+  bad "uninstall.drain=false: hooks rendered anyway"
+else
+  ok "uninstall.drain=false: no uninstall hooks"
+fi
 
 # refuse NAME MESSAGE -- ARGS: helm template fails and says MESSAGE.
 refuse() {
@@ -93,6 +113,13 @@ refuse "a node label the kubelet may not set" "nodeLabels: node-role.kubernetes.
 refuse "a taint value that would split the flag" "at '/registerWithTaints/0/value'" -- --set 'registerWithTaints[0].key=a,registerWithTaints[0].value=x:y,registerWithTaints[0].effect=NoSchedule'
 refuse "an unknown identity" "value must be one of 'bootstrap', 'rbac'" -- --set identity=root
 refuse "a bad taint effect" "registerWithTaints/0/effect" -- --set 'registerWithTaints[0].key=a,registerWithTaints[0].effect=Never'
+refuse "the kubelet's CNI bridge" "runtime.cniBridge: cni0 is the bridge of containerd's default pod network" -- --set runtime.cniBridge=cni0
+refuse "a bridge name too long" "at '/runtime/cniBridge'" -- --set runtime.cniBridge=a-very-long-bridge
+refuse "a pod subnet that is no CIDR" "at '/runtime/podCIDR'" -- --set runtime.podCIDR=10.89.0.0
+refuse "containerd's default pod subnet" "runtime.podCIDR: 10.88.0.0/16 is the subnet of containerd's default pod network" -- --set runtime.podCIDR=10.88.0.0/16
+refuse "a relative runtime root" "at '/runtime/root'" -- --set runtime.root=var/lib/x
+refuse "the kubelet's containerd root" "runtime.root: /var/lib/containerd is the kubelet's containerd's" -- --set runtime.root=/var/lib/containerd
+refuse "the release label in nodeLabels" "nodeLabels: crivk.io/release is the chart's own" -- --set 'nodeLabels.crivk\.io/release=x'
 refuse "an unknown value" "additional properties 'bogus' not allowed" -- --set bogus=1
 
 echo "${passed} passed, ${failed} failed"

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # A second containerd for crivk beside the kubelet's (docs/coexistence.md):
 # what an operator installs as a host service before `helm install
-# charts/crivk` (the Helm e2e, hack/helm-e2e.sh, runs it so). Its own
+# charts/crivk --set runtime.managed=false`; with runtime.managed (the
+# default) the chart starts the same itself. The Helm e2e
+# (hack/helm-e2e.sh) uses these paths for the chart's runtime and this
+# script's stop to clean up after it. Its own
 # socket /run/crivk-b/containerd.sock, root and config under
 # _output/runtime-b, runc root, network namespaces and CNI network (bridge
 # crivk1, 10.89.0.0/16): nothing is shared with the local cluster's
@@ -60,9 +63,14 @@ stop() {
   if [ -S "${CONTAINERD_SOCK}" ]; then
     "${CRICTL}" --runtime-endpoint "unix://${CONTAINERD_SOCK}" rmp -fa >/dev/null 2>&1 || true
   fi
+  # The PID file is this script's or, in the Helm e2e, the chart's runtime
+  # container's (runtime.configDir=${B}): only a containerd with our config.
   if [ -s "${PIDFILE}" ]; then
-    # shellcheck disable=SC2046 # one PID
-    stop_pids containerd $(cat "${PIDFILE}")
+    local pid
+    pid=$(cat "${PIDFILE}")
+    case "$(cmdline_of "${pid}" 2>/dev/null)" in
+      *"${CONTAINERD_CONFIG}"*) stop_pids containerd "${pid}" ;;
+    esac
     rm -f "${PIDFILE}"
   fi
   cleanup_runtime

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The Helm end-to-end test (issue #19, docs/coexistence.md): the local
 # control plane (hack/local-up.sh) with the real kubelet v1.35.4 as node
-# NODE_NAME on the cluster's containerd, crivk's own containerd beside it
-# (hack/crivk-runtime.sh, as an operator would install it), the crivk image
+# NODE_NAME on the cluster's containerd, the crivk image
 # imported into the kubelet's containerd (hack/image-crivk.sh, under its
 # version and the tag e2e-upgrade), then `go test ./test/helm`: helm install
-# / upgrade / uninstall / install of charts/crivk. Everything started is
-# stopped at the end. Output ends with go test's summary.
+# / upgrade / uninstall / install of charts/crivk, whose DaemonSet pod
+# starts crivk's own containerd (runtime.managed) with the paths, bridge and
+# subnet of hack/crivk-runtime.sh, whose stop cleans it up if the test left
+# it. Everything started is stopped at the end. Output ends with go test's summary.
 # Usage: hack/helm-e2e.sh   (make test-helm; root)
 set -o errexit -o nounset -o pipefail
 
@@ -41,8 +42,8 @@ log "installing dependencies and building (log: ${LOGS}/helm-setup.log)"
 if ! { hack/install-deps.sh && hack/build.sh && hack/build-kube.sh kubelet helm; } >"${LOGS}/helm-setup.log" 2>&1; then
   tail -n 30 "${LOGS}/helm-setup.log"; exit 1
 fi
-log "bringing up the local cluster and crivk's runtime (log: ${LOGS}/helm-local-up.log)"
-if ! { hack/local-up.sh && hack/crivk-runtime.sh start; } >"${LOGS}/helm-local-up.log" 2>&1; then
+log "bringing up the local cluster (log: ${LOGS}/helm-local-up.log)"
+if ! hack/local-up.sh >"${LOGS}/helm-local-up.log" 2>&1; then
   tail -n 30 "${LOGS}/helm-local-up.log"; exit 1
 fi
 # shellcheck source=/dev/null
@@ -60,7 +61,7 @@ kubelet_pid=$!
 log "go test ./test/helm"
 rc=0
 CRIVK_HELM_E2E=1 VERSION=${VERSION} CRIVK_RUNTIME_SOCK=/run/crivk-b/containerd.sock \
-  CRIVK_RUNTIME_ENDPOINT=unix:///run/crivk-b/containerd.sock \
+  CRIVK_RUNTIME_DIR=${ROOT}/_output/runtime-b \
   go test -count=1 -timeout 20m -v ./test/helm/ 2>&1 | tee "${LOGS}/helm-e2e.log" || rc=$?
 cleanup >/dev/null 2>&1
 trap - EXIT

@@ -260,6 +260,23 @@ func parseFlags(args []string) (*options, error) {
 }
 
 func main() {
+	if len(os.Args) > 1 && (os.Args[1] == "runtime" || os.Args[1] == "uninstall") {
+		// The chart's other uses of the one image: the runtime container
+		// (hostruntime.go) and the uninstall hooks (uninstall.go).
+		ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		defer cancel()
+		grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, os.Stderr))
+		logrus.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
+		run := runHostRuntime
+		if os.Args[1] == "uninstall" {
+			run = runUninstall
+		}
+		if err := run(ctx, os.Args[2:]); err != nil {
+			fmt.Fprintf(os.Stderr, "crivk %s: %v\n", os.Args[1], err)
+			os.Exit(1)
+		}
+		return
+	}
 	o, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "crivk: %v\n", err)

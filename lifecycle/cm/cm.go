@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -124,6 +125,30 @@ func (m *Manager) Start() error {
 		return err
 	}
 	return m.updateBurstable()
+}
+
+// Join puts process pid into the cgroup <root>/<name> in every hierarchy,
+// creating it. `crivk runtime` (charts/crivk) puts itself into
+// <root>/runtime before it starts crivk's containerd, so that the
+// containerd and its shims, which inherit the cgroup, live beside kubepods
+// and not in the cgroup of the pod that started them (docs/coexistence.md).
+func (m *Manager) Join(name string, pid int) error {
+	full := path.Join(m.root, name)
+	mgr, err := m.manager(full, &cgroups.Resources{SkipDevices: true})
+	if err != nil {
+		return err
+	}
+	if m.v2 && m.cfg.V2Mount != "" && m.cfg.V2Mount != unifiedMount {
+		// Not a cgroup2 filesystem (unit tests): do what fs2 would.
+		if err := os.MkdirAll(mgr.Path(""), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(mgr.Path(""), "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644)
+	}
+	if err := mgr.Apply(pid); err != nil {
+		return fmt.Errorf("moving process %d to cgroup %s: %w", pid, full, err)
+	}
+	return nil
 }
 
 // updateBurstable sets the Burstable QoS cgroup's shares to the sum of its

@@ -232,3 +232,28 @@ func TestNewRejectsRelativeRoot(t *testing.T) {
 		t.Errorf("New with a relative root: %v", err)
 	}
 }
+
+// TestJoin puts a process into <root>/runtime in every hierarchy (the
+// cgroup `crivk runtime` starts crivk's containerd in).
+func TestJoin(t *testing.T) {
+	mounts, m := v1Tree(t)
+	if err := m.Join("runtime", 4242); err != nil {
+		t.Fatal(err)
+	}
+	for c, mount := range mounts {
+		if got := read(t, filepath.Join(mount, "crivk/runtime"), "cgroup.procs"); got != "4242" {
+			t.Errorf("%s: cgroup.procs %q, want 4242", c, got)
+		}
+	}
+	base := t.TempDir()
+	m2, err := New(Config{Root: "/crivk", V2Mount: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m2.Join("runtime", 4343); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, filepath.Join(base, "crivk/runtime"), "cgroup.procs"); got != "4343" {
+		t.Errorf("v2: cgroup.procs %q, want 4343", got)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,10 +45,15 @@ type env struct {
 	cfg                  *rest.Config
 	client               kubernetes.Interface
 	kubelet, crivk       cri.RuntimeService
+	connectCrivk         func()
 	machine, crivkNode   string
 	helm, chart, version string
 	values               []string
 	busybox              string
+	// runtimeDir is the chart's runtime.configDir (the containerd's
+	// config, pid file and log); runtimeSock its socket.
+	runtimeDir, runtimeSock string
+	root                    string
 }
 
 func need(t *testing.T, k string) string {
@@ -87,12 +93,24 @@ func setup(t *testing.T) *env {
 		t.Cleanup(func() { rt.Close() })
 		return rt.Services()
 	}
+	e.root = root
 	e.kubelet = connect(need(t, "CRI_ENDPOINT"))
-	e.crivk = connect(need(t, "CRIVK_RUNTIME_ENDPOINT"))
+	e.runtimeDir = need(t, "CRIVK_RUNTIME_DIR")
+	e.runtimeSock = need(t, "CRIVK_RUNTIME_SOCK")
+	e.connectCrivk = func() { e.crivk = connect("unix://" + e.runtimeSock) }
+	// crivk's runtime is the chart's (runtime.managed): apart from the
+	// kubelet's containerd (local-up's) in every path, bridge and subnet;
+	// restrictOOMScoreAdj as this machine needs (ENVIRONMENT.md).
+	runDir := filepath.Dir(e.runtimeSock)
 	e.values = []string{
+		"--set", "runtime.configDir=" + e.runtimeDir, "--set", "runtime.root=" + e.runtimeDir + "/root",
+		"--set", "runtime.state=" + runDir + "/state", "--set", "runtime.runcRoot=" + runDir + "/runc",
+		"--set", "runtime.logFile=" + e.runtimeDir + "/containerd.log", "--set", "runtime.cniBinDir=/usr/lib/cni",
+		"--set", "runtime.cniBridge=crivk1", "--set", "runtime.podCIDR=10.89.0.0/16",
+		"--set", "runtime.restrictOOMScoreAdj=true", "--set", "runtime.sandboxImage=" + need(t, "PAUSE_IMAGE"),
 		"--set", "image.repository=crivk", "--set", "image.pullPolicy=Never",
 		"--set", "apiServer=https://" + need(t, "NODE_IP") + ":6443",
-		"--set", "criEndpoint=unix://" + need(t, "CRIVK_RUNTIME_SOCK"),
+		"--set", "criEndpoint=unix://" + e.runtimeSock,
 		"--set", "nodeSelector.kubernetes\\.io/hostname=" + e.machine,
 		"--set", "logLevel=debug",
 		"--set", "profiling.enabled=true", "--set", "profiling.port=" + profilingPort,
@@ -257,16 +275,114 @@ func (e *env) checkMetricsAndProfiling(t *testing.T, ctx context.Context) {
 	}
 }
 
+// runtimePID is the pid of the chart's containerd (its pid file), 0 when
+// no such process runs.
+func (e *env) runtimePID(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.runtimeDir, "containerd.pid"))
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("pid file: %v", err)
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !strings.Contains(string(cmdline), filepath.Join(e.runtimeDir, "config.toml")) {
+		return 0
+	}
+	return pid
+}
+
+// waitRuntime waits for the chart's containerd to answer, connects to it
+// and imports the test images (no registry here; hack/images.sh).
+func (e *env) waitRuntime(t *testing.T) int {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), poll, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		return e.runtimePID(t) != 0, nil
+	})
+	if err != nil {
+		t.Fatalf("the chart's runtime never started (pid file %s/containerd.pid)", e.runtimeDir)
+	}
+	e.connectCrivk()
+	out, err := exec.Command(filepath.Join(e.root, "hack/images.sh"), e.runtimeSock).CombinedOutput()
+	if err != nil {
+		t.Fatalf("importing the test images into crivk's runtime: %v\n%s", err, out)
+	}
+	return e.runtimePID(t)
+}
+
+// checkRuntimeCgroup: the chart's containerd lives in <cgroupRoot>/runtime
+// in every hierarchy, not in the DaemonSet pod's cgroup (which the kubelet
+// would kill with the pod).
+func checkRuntimeCgroup(t *testing.T, pid int) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 || parts[1] == "" || strings.HasPrefix(parts[1], "name=") {
+			continue
+		}
+		if parts[2] != "/crivk/runtime" {
+			t.Errorf("crivk's containerd (pid %d) is in cgroup %s, want /crivk/runtime", pid, line)
+		}
+	}
+}
+
+// watchDeletion records the pod's states until its object is deleted and
+// reports whether every container had terminated in the last state before
+// the deletion (a pod object must not go before its containers stopped).
+func (e *env) watchDeletion(t *testing.T, ctx context.Context, ns, name string) <-chan string {
+	t.Helper()
+	w, err := e.client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan string, 1)
+	go func() {
+		defer w.Stop()
+		var last *v1.Pod
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*v1.Pod)
+			if !ok {
+				continue
+			}
+			if ev.Type == "DELETED" {
+				if last == nil {
+					done <- "deleted without a state seen"
+					return
+				}
+				for _, c := range last.Status.ContainerStatuses {
+					if c.State.Terminated == nil {
+						done <- fmt.Sprintf("deleted while container %s was %+v", c.Name, c.State)
+						return
+					}
+				}
+				done <- ""
+				return
+			}
+			last = p
+		}
+		done <- "watch ended before the deletion"
+	}()
+	return done
+}
+
 // TestHelmBesideKubelet installs the chart on a cluster whose machine runs
-// a kubelet: the DaemonSet pod runs on the kubelet's node, the node
-// crivk-<machine> registers Ready through TLS bootstrap and serves its
-// metrics through the node proxy and pprof on profiling.port, a pod scheduled
-// to it runs on crivk's runtime and serves its logs and exec; the kubelet's pod
-// keeps running, unrestarted, and neither runtime ever holds a sandbox of
-// the other's pods; `helm upgrade` to a new image tag keeps crivk's pod
-// running (adopted, not restarted); `helm uninstall` removes crivk and
-// leaves its pods to be adopted again (the documented decision), which a
-// reinstall does.
+// a kubelet: the DaemonSet pod starts crivk's own containerd on the host
+// (runtime.managed) in <cgroupRoot>/runtime, the node crivk-<machine>
+// registers Ready through TLS bootstrap and serves its metrics through the
+// node proxy and pprof on profiling.port, a pod scheduled to it runs on
+// crivk's runtime and serves its logs and exec; the kubelet's pod keeps
+// running, unrestarted, and neither runtime ever holds a sandbox of the
+// other's pods; `helm upgrade` to a new image tag keeps crivk's runtime and
+// pod running (adopted, not restarted); `helm uninstall` drains the node
+// (the pod's containers stop before its object goes), deletes the node and
+// stops crivk's runtime; with uninstall.drain=false it leaves the pod and
+// node, and the next install adopts them.
 func TestHelmBesideKubelet(t *testing.T) {
 	e := setup(t)
 	ctx := ctxT(t, 15*time.Minute)
@@ -280,16 +396,22 @@ func TestHelmBesideKubelet(t *testing.T) {
 	}
 	kubeletPod := e.waitPod(t, ns, "on-kubelet", 2*time.Minute, running)
 	before := containerIDs(kubeletPod)
+	install := func(extra ...string) {
+		t.Helper()
+		e.run(t, append(append([]string{"install", release, e.chart, "--namespace", namespace, "--create-namespace", "--set", "image.tag=" + e.version}, e.values...), extra...)...)
+	}
 
-	e.run(t, append([]string{"install", release, e.chart, "--namespace", namespace, "--create-namespace", "--set", "image.tag=" + e.version}, e.values...)...)
+	install()
 	took := e.waitNodeReady(t, 3*time.Minute)
 	t.Logf("helm install: node %s Ready %s later", e.crivkNode, took.Round(time.Millisecond))
+	runtimePID := e.waitRuntime(t)
+	checkRuntimeCgroup(t, runtimePID)
 	n, err := e.client.CoreV1().Nodes().Get(ctx, e.crivkNode, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n.Labels["node.kubernetes.io/agent"] != "crivk" || len(n.Spec.Taints) == 0 {
-		t.Errorf("node %s labels %v taints %v, want the chart's label and taint", e.crivkNode, n.Labels, n.Spec.Taints)
+	if n.Labels["node.kubernetes.io/agent"] != "crivk" || n.Labels["crivk.io/release"] != release || len(n.Spec.Taints) == 0 {
+		t.Errorf("node %s labels %v taints %v, want the chart's labels and taint", e.crivkNode, n.Labels, n.Spec.Taints)
 	}
 	e.checkMetricsAndProfiling(t, ctx)
 
@@ -314,10 +436,11 @@ func TestHelmBesideKubelet(t *testing.T) {
 	crivkBefore := containerIDs(crivkPod)
 
 	// helm upgrade to another image tag: the DaemonSet pod is replaced,
-	// crivk's pod is adopted, not restarted.
+	// crivk's runtime stays (its pod runs) and crivk's pod is adopted, not
+	// restarted.
 	e.run(t, append([]string{"upgrade", release, e.chart, "--namespace", namespace, "--set", "image.tag=e2e-upgrade"}, e.values...)...)
 	err = wait.PollUntilContextTimeout(ctx, poll, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		pods, err := e.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+		pods, err := e.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=crivk"})
 		if err != nil || len(pods.Items) != 1 {
 			return false, nil
 		}
@@ -334,36 +457,82 @@ func TestHelmBesideKubelet(t *testing.T) {
 	if after := containerIDs(e.waitPod(t, ns, "on-crivk", time.Minute, running)); after != crivkBefore {
 		t.Errorf("crivk's pod across helm upgrade: %s, then %s; want it adopted, not restarted", crivkBefore, after)
 	}
+	if pid := e.runtimePID(t); pid != runtimePID {
+		t.Errorf("crivk's containerd across helm upgrade: pid %d, then %d; want it kept", runtimePID, pid)
+	}
 
-	// helm uninstall leaves crivk's pods running; a reinstall adopts them.
+	// helm uninstall (uninstall.drain, the default): the pod is deleted
+	// through crivk (its container stops before its object goes), then the
+	// node goes and crivk's runtime stops, having no pod left.
+	deleted := e.watchDeletion(t, ctx, ns, "on-crivk")
+	start := time.Now()
+	e.run(t, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "5m")
+	t.Logf("helm uninstall (drain): %s", time.Since(start).Round(time.Millisecond))
+	select {
+	case msg := <-deleted:
+		if msg != "" {
+			t.Errorf("crivk's pod during helm uninstall: %s", msg)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("crivk's pod was not deleted by helm uninstall")
+	}
+	if _, err := e.client.CoreV1().Nodes().Get(ctx, e.crivkNode, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("node %s after helm uninstall: %v, want it deleted", e.crivkNode, err)
+	}
+	// The Lease goes by its owner reference (garbage collection).
+	err = wait.PollUntilContextTimeout(ctx, poll, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := e.client.CoordinationV1().Leases("kube-node-lease").Get(ctx, e.crivkNode, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Errorf("the Lease of node %s still exists 30 s after helm uninstall", e.crivkNode)
+	}
+	err = wait.PollUntilContextTimeout(ctx, poll, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return e.runtimePID(t) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("crivk's containerd (pid %d) still runs after helm uninstall with no pod left", e.runtimePID(t))
+	}
+	if jobs, err := e.client.BatchV1().Jobs(namespace).List(ctx, metav1.ListOptions{}); err != nil || len(jobs.Items) != 0 {
+		t.Errorf("after helm uninstall: jobs %v (%v), want the hooks' jobs gone", jobs, err)
+	}
+
+	// uninstall.drain=false: helm uninstall leaves crivk's pods running and
+	// their node; the next install adopts them.
+	install("--set", "uninstall.drain=false")
+	e.waitNodeReady(t, 3*time.Minute)
+	runtimePID = e.waitRuntime(t)
+	if _, err := e.client.CoreV1().Pods(ns).Create(ctx, e.pod("left", e.crivkNode, true), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	left := e.waitPod(t, ns, "left", 2*time.Minute, running)
+	leftBefore := containerIDs(left)
 	e.run(t, "uninstall", release, "--namespace", namespace, "--wait")
 	st, err := e.crivk.ListContainers(ctxT(t, 10*time.Second), &runtimeapi.ContainerFilter{
 		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
-		LabelSelector: map[string]string{cri.LabelPodUID: string(crivkPod.UID)},
+		LabelSelector: map[string]string{cri.LabelPodUID: string(left.UID)},
 	})
 	if err != nil || len(st) != 1 {
-		t.Errorf("after helm uninstall, crivk's pod has %d running containers (%v), want 1 (left to be adopted)", len(st), err)
+		t.Errorf("after helm uninstall with uninstall.drain=false, the pod has %d running containers (%v), want 1 (left to be adopted)", len(st), err)
 	}
-	e.run(t, append([]string{"install", release, e.chart, "--namespace", namespace, "--set", "image.tag=" + e.version}, e.values...)...)
+	if pid := e.runtimePID(t); pid != runtimePID {
+		t.Errorf("crivk's containerd after helm uninstall with a pod left: pid %d, want %d still running", pid, runtimePID)
+	}
+	install()
 	e.waitNodeReady(t, 3*time.Minute)
 	time.Sleep(5 * time.Second)
-	if after := containerIDs(e.waitPod(t, ns, "on-crivk", time.Minute, running)); after != crivkBefore {
-		t.Errorf("crivk's pod across uninstall and reinstall: %s, then %s", crivkBefore, after)
+	if after := containerIDs(e.waitPod(t, ns, "left", time.Minute, running)); after != leftBefore {
+		t.Errorf("the pod across uninstall (uninstall.drain=false) and reinstall: %s, then %s", leftBefore, after)
 	}
 
 	if after := containerIDs(e.waitPod(t, ns, "on-kubelet", time.Minute, running)); after != before {
 		t.Errorf("the kubelet's pod: %s before crivk, %s after; want it untouched", before, after)
 	}
 
-	// Clean up: crivk's pod deleted through crivk, then crivk and its node.
-	if err := e.client.CoreV1().Pods(ns).Delete(ctx, "on-crivk", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
+	// Clean up: helm uninstall drains the pod left and removes the node.
+	e.run(t, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "5m")
+	if _, err := e.client.CoreV1().Pods(ns).Get(ctx, "left", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("pod left after the last helm uninstall: %v, want it drained", err)
 	}
-	_ = wait.PollUntilContextTimeout(ctx, poll, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := e.client.CoreV1().Pods(ns).Get(ctx, "on-crivk", metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
-	e.run(t, "uninstall", release, "--namespace", namespace, "--wait")
-	_ = e.client.CoreV1().Nodes().Delete(ctx, e.crivkNode, metav1.DeleteOptions{})
 	_ = e.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 }

@@ -20,7 +20,17 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- range $k, $v := .Values.nodeLabels -}}
 {{- $out = append $out (printf "%s=%s" $k $v) -}}
 {{- end -}}
+{{- $out = append $out (printf "crivk.io/release=%s" .Release.Name) -}}
+{{- $out = append $out (printf "crivk.io/release-namespace=%s" .Release.Namespace) -}}
 {{- join "," $out -}}
+{{- end -}}
+
+{{/*
+crivk.releaseNodes: the label selector of this release's crivk nodes (the
+labels crivk.nodeLabels adds).
+*/}}
+{{- define "crivk.releaseNodes" -}}
+crivk.io/release={{ .Release.Name }},crivk.io/release-namespace={{ .Release.Namespace }}
 {{- end -}}
 
 {{- define "crivk.taints" -}}
@@ -110,6 +120,18 @@ start (the kubelet's rule; the label list is k8s.io/kubelet's KubeletLabels).
 {{- end -}}
 {{- if hasPrefix "/var/log/pods/" (printf "%s/" (trimSuffix "/" .Values.podLogDir)) -}}
 {{- fail (printf "podLogDir: %s: /var/log/pods is the kubelet's; its container GC removes every directory there of a pod it does not know (default /var/log/crivk-pods)" .Values.podLogDir) -}}
+{{- end -}}
+{{- if eq .Values.runtime.cniBridge "cni0" "docker0" -}}
+{{- fail (printf "runtime.cniBridge: %s is the bridge of containerd's default pod network or Docker's; crivk's pods need their own (default crivk0)" .Values.runtime.cniBridge) -}}
+{{- end -}}
+{{- if eq .Values.runtime.podCIDR "10.88.0.0/16" -}}
+{{- fail "runtime.podCIDR: 10.88.0.0/16 is the subnet of containerd's default pod network, which the kubelet's containerd may use; give crivk's pods their own (default 10.89.0.0/16)" -}}
+{{- end -}}
+{{- if has (trimSuffix "/" .Values.runtime.root) (list "/var/lib/containerd" "/var/lib/kubelet") -}}
+{{- fail (printf "runtime.root: %s is the kubelet's containerd's; crivk's needs its own (default /var/lib/crivk-containerd)" .Values.runtime.root) -}}
+{{- end -}}
+{{- if or (hasKey .Values.nodeLabels "crivk.io/release") (hasKey .Values.nodeLabels "crivk.io/release-namespace") -}}
+{{- fail "nodeLabels: crivk.io/release is the chart's own (with crivk.io/release-namespace): the uninstall hooks find the release's nodes by them" -}}
 {{- end -}}
 {{- if hasPrefix "/kubepods" .Values.cgroupRoot -}}
 {{- fail (printf "cgroupRoot: %s is inside the kubelet's cgroup tree; the kubelet destroys pod cgroups it does not know (default /crivk)" .Values.cgroupRoot) -}}

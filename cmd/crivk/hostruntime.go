@@ -1,0 +1,515 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/template"
+	"time"
+
+	"github.com/crivk/crivk/lifecycle/cm"
+	"github.com/sirupsen/logrus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// `crivk runtime` starts and keeps crivk's own containerd on the host, for
+// the chart's DaemonSet pod (a second container beside crivk's, privileged,
+// hostPID and hostNetwork; docs/coexistence.md):
+//
+//	start ──> the socket answers? ──yes──> adopt it (a previous pod started it)
+//	              │ no
+//	              v
+//	          write config.toml and the CNI conflist on the host
+//	          join <cgroup-root>/runtime (cm.Manager.Join)
+//	          nsenter --target=1 (the host's mount, UTS, IPC and network
+//	          namespaces, chrooted to the host's root) containerd --config
+//	              │
+//	              v
+//	          watch: containerd exits or stops answering ──> exit 1 (the
+//	          kubelet restarts this container, which starts it again)
+//	              │ SIGTERM (pod deleted, upgrade, uninstall)
+//	              v
+//	          a sandbox is ready? ──yes──> leave containerd running: crivk's
+//	              │ no                     pods keep running, the next pod
+//	              v                        adopts the runtime and crivk them
+//	          remove the sandboxes left (not ready), stop containerd
+//
+// The process joins the runtime cgroup itself, before it starts containerd,
+// so that containerd and its shims inherit that cgroup from the start and
+// are never in the DaemonSet pod's: the kubelet kills what is left in a pod
+// cgroup when the pod goes, and the pod's limits would apply to every crivk
+// pod. containerd's output goes to a file on the host, never to this
+// container's pipes, which end with the container.
+
+// hostRuntimeOptions are `crivk runtime`'s flags.
+type hostRuntimeOptions struct {
+	hostRoot            string
+	containerd          string
+	endpoint            string
+	configDir           string
+	rootDir             string
+	stateDir            string
+	runcRoot            string
+	cniBinDir           string
+	cniBridge           string
+	podCIDR             string
+	sandboxImage        string
+	restrictOOMScoreAdj bool
+	cgroupRoot          string
+	logFile             string
+	interval            time.Duration
+}
+
+func parseHostRuntimeFlags(args []string) (*hostRuntimeOptions, error) {
+	o := &hostRuntimeOptions{}
+	fs := flag.NewFlagSet("crivk runtime", flag.ContinueOnError)
+	fs.StringVar(&o.hostRoot, "host-root", "/proc/1/root", "the host's root directory as this process sees it (hostPID: the host's init's root)")
+	fs.StringVar(&o.containerd, "containerd", "", "the host's containerd binary (default: the first of /usr/local/bin/containerd, /usr/bin/containerd on the host)")
+	fs.StringVar(&o.endpoint, "cri-endpoint", "unix:///run/crivk/containerd/containerd.sock", "crivk's CRI endpoint: the socket the containerd listens on (a host path, mounted at the same path in this container)")
+	fs.StringVar(&o.configDir, "config-dir", "/etc/crivk-containerd", "host directory of the generated config.toml, net.d/ and the containerd's pid file")
+	fs.StringVar(&o.rootDir, "root", "/var/lib/crivk-containerd", "the containerd's root (images, snapshots)")
+	fs.StringVar(&o.stateDir, "state", "/run/crivk/containerd/state", "the containerd's state directory (network namespaces live under it)")
+	fs.StringVar(&o.runcRoot, "runc-root", "/run/crivk/runc", "runc's state root for the containerd's shims")
+	fs.StringVar(&o.cniBinDir, "cni-bin-dir", "/opt/cni/bin", "host directory of the CNI plugins (bridge, host-local, portmap)")
+	fs.StringVar(&o.cniBridge, "cni-bridge", "crivk0", "the Linux bridge of crivk's pod network")
+	fs.StringVar(&o.podCIDR, "pod-cidr", "10.89.0.0/16", "the pods' subnet (host-local IPAM)")
+	fs.StringVar(&o.sandboxImage, "sandbox-image", "registry.k8s.io/pause:3.10.1", "the CRI plugin's sandbox (pause) image")
+	fs.BoolVar(&o.restrictOOMScoreAdj, "restrict-oom-score-adj", false, "the CRI plugin's restrict_oom_score_adj (for hosts whose processes lack CAP_SYS_RESOURCE)")
+	fs.StringVar(&o.cgroupRoot, "cgroup-root", "/crivk", "crivk's cgroup root: the containerd and its shims live in <cgroup-root>/runtime")
+	fs.StringVar(&o.logFile, "log-file", "/var/log/crivk-containerd.log", "host file the containerd writes its log to")
+	fs.DurationVar(&o.interval, "check-interval", 5*time.Second, "how often the containerd is checked")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return o, o.validate()
+}
+
+func (o *hostRuntimeOptions) validate() error {
+	if !strings.HasPrefix(o.endpoint, "unix://") || !filepath.IsAbs(strings.TrimPrefix(o.endpoint, "unix://")) {
+		return fmt.Errorf("--cri-endpoint %q: want unix:///absolute/path", o.endpoint)
+	}
+	for name, p := range map[string]string{"--host-root": o.hostRoot, "--config-dir": o.configDir, "--root": o.rootDir, "--state": o.stateDir,
+		"--runc-root": o.runcRoot, "--cni-bin-dir": o.cniBinDir, "--cgroup-root": o.cgroupRoot, "--log-file": o.logFile} {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("%s %q is not an absolute path", name, p)
+		}
+	}
+	if o.containerd != "" && !filepath.IsAbs(o.containerd) {
+		return fmt.Errorf("--containerd %q is not an absolute path", o.containerd)
+	}
+	if _, _, err := net.ParseCIDR(o.podCIDR); err != nil {
+		return fmt.Errorf("--pod-cidr: %v", err)
+	}
+	// IFNAMSIZ: 15 characters and a NUL.
+	if o.cniBridge == "" || len(o.cniBridge) > 15 || strings.ContainsAny(o.cniBridge, "/ \t\n:") {
+		return fmt.Errorf("--cni-bridge %q is not a network interface name (1-15 characters, no '/', ':' or spaces)", o.cniBridge)
+	}
+	if o.sandboxImage == "" {
+		return errors.New("--sandbox-image is empty")
+	}
+	if o.interval <= 0 {
+		return fmt.Errorf("--check-interval %s is not positive", o.interval)
+	}
+	return nil
+}
+
+func (o *hostRuntimeOptions) socket() string { return strings.TrimPrefix(o.endpoint, "unix://") }
+
+// configPath is where the containerd's config lives, as the host sees it.
+func (o *hostRuntimeOptions) configPath() string { return filepath.Join(o.configDir, "config.toml") }
+
+func (o *hostRuntimeOptions) pidFile() string { return filepath.Join(o.configDir, "containerd.pid") }
+
+// onHost is a host path as this process reaches it.
+func (o *hostRuntimeOptions) onHost(p string) string { return filepath.Join(o.hostRoot, p) }
+
+// containerdConfig is the containerd's config: the same as hack/lib/local.sh
+// writes for the project's own containerds (nothing shared with another
+// containerd on the machine; debug and metrics listeners off).
+var containerdConfig = template.Must(template.New("config.toml").Parse(`# Written by crivk runtime (charts/crivk): crivk's own containerd, apart
+# from the kubelet's (docs/coexistence.md).
+version = 2
+root = "{{.Root}}"
+state = "{{.State}}"
+required_plugins = ["io.containerd.grpc.v1.cri"]
+disabled_plugins = [
+  "io.containerd.snapshotter.v1.aufs",
+  "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.zfs",
+]
+
+[grpc]
+  address = "{{.Socket}}"
+
+[ttrpc]
+  address = "{{.Socket}}.ttrpc"
+
+[debug]
+  address = ""
+
+[metrics]
+  address = ""
+
+[plugins]
+  [plugins."io.containerd.internal.v1.opt"]
+    path = "{{.Root}}/opt"
+
+  [plugins."io.containerd.grpc.v1.cri"]
+    sandbox_image = "{{.SandboxImage}}"
+    restrict_oom_score_adj = {{.RestrictOOMScoreAdj}}
+    netns_mounts_under_state_dir = true
+    disable_tcp_service = true
+    stream_server_address = "127.0.0.1"
+    stream_server_port = "0"
+
+    [plugins."io.containerd.grpc.v1.cri".containerd]
+      snapshotter = "overlayfs"
+      default_runtime_name = "runc"
+
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+        runtime_type = "io.containerd.runc.v2"
+
+        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+          SystemdCgroup = false
+          Root = "{{.RuncRoot}}"
+
+    [plugins."io.containerd.grpc.v1.cri".cni]
+      bin_dir = "{{.CNIBinDir}}"
+      conf_dir = "{{.CNIConfDir}}"
+      max_conf_num = 1
+`))
+
+// cniConflist is the pod network: a bridge with host-local IPAM, and
+// portmap (hack/lib/local.sh's cni_conflist).
+var cniConflist = template.Must(template.New("conflist").Parse(`{
+  "cniVersion": "1.0.0",
+  "name": "crivk",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "{{.Bridge}}",
+      "isGateway": true,
+      "ipMasq": true,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "dataDir": "{{.CNIDataDir}}",
+        "ranges": [[{"subnet": "{{.PodCIDR}}"}]],
+        "routes": [{"dst": "0.0.0.0/0"}]
+      }
+    },
+    {
+      "type": "portmap",
+      "capabilities": {"portMappings": true}
+    }
+  ]
+}
+`))
+
+// renderRuntimeFiles returns the config.toml and the CNI conflist.
+func (o *hostRuntimeOptions) renderRuntimeFiles() (config, conflist []byte, err error) {
+	v := map[string]any{
+		"Root": o.rootDir, "State": o.stateDir, "Socket": o.socket(), "SandboxImage": o.sandboxImage,
+		"RestrictOOMScoreAdj": o.restrictOOMScoreAdj, "RuncRoot": o.runcRoot, "CNIBinDir": o.cniBinDir,
+		"CNIConfDir": filepath.Join(o.configDir, "net.d"), "Bridge": o.cniBridge, "PodCIDR": o.podCIDR,
+		"CNIDataDir": filepath.Join(filepath.Dir(o.stateDir), "cni"),
+	}
+	var c, n bytes.Buffer
+	if err := containerdConfig.Execute(&c, v); err != nil {
+		return nil, nil, err
+	}
+	if err := cniConflist.Execute(&n, v); err != nil {
+		return nil, nil, err
+	}
+	return c.Bytes(), n.Bytes(), nil
+}
+
+// writeRuntimeFiles writes the config and the conflist on the host.
+func (o *hostRuntimeOptions) writeRuntimeFiles() error {
+	config, conflist, err := o.renderRuntimeFiles()
+	if err != nil {
+		return err
+	}
+	netd := o.onHost(filepath.Join(o.configDir, "net.d"))
+	for _, d := range []string{netd, o.onHost(o.rootDir), o.onHost(o.stateDir), o.onHost(filepath.Dir(o.socket())), o.onHost(filepath.Dir(o.logFile))} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(o.onHost(o.configPath()), config, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(netd, "10-crivk.conflist"), conflist, 0o644)
+}
+
+// containerdBinary is the host's containerd, as the host names it.
+func (o *hostRuntimeOptions) containerdBinary() (string, error) {
+	cands := []string{o.containerd}
+	if o.containerd == "" {
+		cands = []string{"/usr/local/bin/containerd", "/usr/bin/containerd"}
+	}
+	for _, c := range cands {
+		if st, err := os.Stat(o.onHost(c)); err == nil && st.Mode().IsRegular() {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("no containerd on the host (looked for %s under %s); install containerd on the machine or set runtime.containerd", strings.Join(cands, ", "), o.hostRoot)
+}
+
+// criAnswers dials the socket and asks for the runtime's version.
+func criAnswers(ctx context.Context, socket string, timeout time.Duration) (runtimeapi.RuntimeServiceClient, func(), error) {
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, nil, err
+	}
+	rs := runtimeapi.NewRuntimeServiceClient(conn)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if _, err := rs.Version(cctx, &runtimeapi.VersionRequest{}); err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	return rs, func() { conn.Close() }, nil
+}
+
+// hostRuntime is one run of `crivk runtime`.
+type hostRuntime struct {
+	o   *hostRuntimeOptions
+	log *logrus.Entry
+	// started is the containerd this process started (nil: adopted).
+	started *exec.Cmd
+	exited  chan error
+}
+
+func runHostRuntime(ctx context.Context, args []string) error {
+	o, err := parseHostRuntimeFlags(args)
+	if err != nil {
+		return err
+	}
+	h := &hostRuntime{o: o, log: logrus.WithField("endpoint", o.endpoint)}
+	if _, done, err := criAnswers(ctx, o.socket(), 2*time.Second); err == nil {
+		done()
+		h.log.Info("crivk's runtime already answers: adopting it (started by an earlier pod of this DaemonSet)")
+	} else if err := h.start(); err != nil {
+		return err
+	}
+	if err := h.waitReady(ctx, 2*time.Minute); err != nil {
+		return err
+	}
+	err = h.watch(ctx)
+	if ctx.Err() == nil {
+		return err
+	}
+	return h.stop()
+}
+
+// start writes the files, joins the runtime cgroup and starts containerd
+// in the host's namespaces.
+func (h *hostRuntime) start() error {
+	o := h.o
+	bin, err := o.containerdBinary()
+	if err != nil {
+		return err
+	}
+	if err := o.writeRuntimeFiles(); err != nil {
+		return fmt.Errorf("writing crivk's runtime config: %w", err)
+	}
+	cg, err := cm.New(cm.Config{Root: o.cgroupRoot})
+	if err != nil {
+		return err
+	}
+	if err := cg.Join("runtime", os.Getpid()); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(o.onHost(o.logFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	// The host's nsenter, run in the host's root, joins the host's init's
+	// namespaces (hostPID: pid 1 is the host's) and runs the host's
+	// containerd there; no fork: the PID namespace is the host's already.
+	nsenter := "/usr/bin/nsenter"
+	if _, err := os.Stat(o.onHost(nsenter)); err != nil {
+		nsenter = "/bin/nsenter"
+		if _, err := os.Stat(o.onHost(nsenter)); err != nil {
+			return fmt.Errorf("no nsenter on the host (/usr/bin/nsenter, /bin/nsenter under %s): crivk's runtime starts the host's containerd with it (util-linux)", o.hostRoot)
+		}
+	}
+	cmd := exec.Command(nsenter, "--target=1", "--mount", "--uts", "--ipc", "--net", "--",
+		bin, "--config", o.configPath())
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: o.hostRoot, Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s on the host through nsenter: %w", bin, err)
+	}
+	h.started, h.exited = cmd, make(chan error, 1)
+	go func() { h.exited <- cmd.Wait() }()
+	if err := os.WriteFile(o.onHost(o.pidFile()), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		h.log.WithError(err).Warn("writing the containerd's pid file")
+	}
+	h.log.WithFields(logrus.Fields{"pid": cmd.Process.Pid, "config": o.configPath(), "log": o.logFile,
+		"cgroup": o.cgroupRoot + "/runtime"}).Infof("started crivk's runtime: %s", bin)
+	return nil
+}
+
+func (h *hostRuntime) waitReady(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		_, done, err := criAnswers(ctx, h.o.socket(), 2*time.Second)
+		if err == nil {
+			done()
+			h.log.Info("crivk's runtime is ready")
+			return nil
+		}
+		select {
+		case e := <-h.exited:
+			return fmt.Errorf("crivk's containerd exited before it answered (%v); its log: %s on the host", e, h.o.logFile)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("crivk's containerd did not answer at %s within %s (last: %v); its log: %s on the host", h.o.endpoint, timeout, err, h.o.logFile)
+		}
+	}
+}
+
+// watch returns when ctx ends, or with an error when the containerd exits
+// or stops answering (three checks in a row).
+func (h *hostRuntime) watch(ctx context.Context) error {
+	failures := 0
+	t := time.NewTicker(h.o.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e := <-h.exited:
+			return fmt.Errorf("crivk's containerd exited (%v); its log: %s on the host", e, h.o.logFile)
+		case <-t.C:
+		}
+		_, done, err := criAnswers(ctx, h.o.socket(), 5*time.Second)
+		if err == nil {
+			done()
+			failures = 0
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		failures++
+		h.log.WithError(err).Warnf("crivk's runtime does not answer (%d of 3)", failures)
+		if failures >= 3 {
+			return fmt.Errorf("crivk's runtime at %s stopped answering: %w", h.o.endpoint, err)
+		}
+	}
+}
+
+// stop is the SIGTERM path: containerd stays while a sandbox is ready
+// (crivk's pods keep running across a restart or upgrade of the pod);
+// otherwise the sandboxes left are removed and containerd is stopped.
+func (h *hostRuntime) stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	rs, done, err := criAnswers(ctx, h.o.socket(), 5*time.Second)
+	if err != nil {
+		h.log.WithError(err).Warn("stopping: crivk's runtime does not answer; leaving it")
+		return nil
+	}
+	defer done()
+	resp, err := rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		h.log.WithError(err).Warn("stopping: listing sandboxes failed; leaving crivk's runtime running")
+		return nil
+	}
+	var ready []string
+	for _, s := range resp.Items {
+		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			ready = append(ready, s.GetMetadata().GetNamespace()+"/"+s.GetMetadata().GetName())
+		}
+	}
+	if len(ready) > 0 {
+		h.log.Infof("stopping: %d pods still run (%s): leaving crivk's runtime running for the next crivk to adopt them", len(ready), strings.Join(ready, ", "))
+		return nil
+	}
+	for _, s := range resp.Items {
+		if _, err := rs.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.Id}); err != nil {
+			h.log.WithError(err).Warnf("stopping sandbox %s", s.Id)
+		}
+		if _, err := rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.Id}); err != nil {
+			h.log.WithError(err).Warnf("removing sandbox %s", s.Id)
+		}
+	}
+	pid, err := h.containerdPID()
+	if err != nil {
+		h.log.WithError(err).Warn("stopping: crivk's containerd not found; leaving it")
+		return nil
+	}
+	h.log.Infof("stopping: no pod runs on crivk's runtime (%d sandboxes removed): stopping its containerd (pid %d)", len(resp.Items), pid)
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("stopping crivk's containerd (pid %d): %w", pid, err)
+	}
+	for i := 0; i < 100 && processAlive(pid); i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if processAlive(pid) {
+		h.log.Warnf("crivk's containerd (pid %d) still runs 10 s after SIGTERM: killing it", pid)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	_ = os.Remove(h.o.onHost(h.o.pidFile()))
+	h.log.Info("crivk's runtime stopped")
+	return nil
+}
+
+// containerdPID is the containerd this process started, or the one its pid
+// file names if that process runs with this config (an adopted runtime).
+func (h *hostRuntime) containerdPID() (int, error) {
+	if h.started != nil {
+		return h.started.Process.Pid, nil
+	}
+	b, err := os.ReadFile(h.o.onHost(h.o.pidFile()))
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("pid file %s: %w", h.o.pidFile(), err)
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !bytes.Contains(cmdline, []byte(h.o.configPath())) {
+		return 0, fmt.Errorf("pid %d of %s is not a containerd with %s", pid, h.o.pidFile(), h.o.configPath())
+	}
+	return pid, nil
+}
+
+func processAlive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	// A zombie (our own child, not yet waited for) counts as gone.
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
+		return b[i+2] != 'Z'
+	}
+	return true
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseHostRuntimeFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		err  string
+	}{
+		{nil, ""},
+		{[]string{"--cri-endpoint=/run/x.sock"}, "want unix:///absolute/path"},
+		{[]string{"--cri-endpoint=tcp://1.2.3.4:5"}, "want unix:///absolute/path"},
+		{[]string{"--root=var/lib/x"}, "--root \"var/lib/x\" is not an absolute path"},
+		{[]string{"--pod-cidr=10.89.0.0"}, "--pod-cidr"},
+		{[]string{"--cni-bridge=a-very-long-bridge-name"}, "not a network interface name"},
+		{[]string{"--containerd=containerd"}, "not an absolute path"},
+		{[]string{"--check-interval=0s"}, "not positive"},
+		{[]string{"extra"}, "unexpected arguments"},
+	} {
+		_, err := parseHostRuntimeFlags(c.args)
+		if (c.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%v: error %v, want %q", c.args, err, c.err)
+		}
+	}
+}
+
+// TestHostRuntimeFiles writes the config and the conflist under a fake host
+// root and checks they hold crivk's own paths and network.
+func TestHostRuntimeFiles(t *testing.T) {
+	host := t.TempDir()
+	o, err := parseHostRuntimeFlags([]string{"--host-root=" + host, "--cri-endpoint=unix:///run/crivk-b/containerd.sock",
+		"--state=/run/crivk-b/state", "--runc-root=/run/crivk-b/runc", "--cni-bridge=crivk1", "--pod-cidr=10.89.0.0/16",
+		"--restrict-oom-score-adj", "--cni-bin-dir=/usr/lib/cni"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.writeRuntimeFiles(); err != nil {
+		t.Fatal(err)
+	}
+	config, err := os.ReadFile(filepath.Join(host, "/etc/crivk-containerd/config.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`address = "/run/crivk-b/containerd.sock"`, `root = "/var/lib/crivk-containerd"`, `state = "/run/crivk-b/state"`,
+		`Root = "/run/crivk-b/runc"`, `restrict_oom_score_adj = true`, `bin_dir = "/usr/lib/cni"`, `conf_dir = "/etc/crivk-containerd/net.d"`,
+		`sandbox_image = "registry.k8s.io/pause:3.10.1"`} {
+		if !strings.Contains(string(config), want) {
+			t.Errorf("config.toml lacks %s:\n%s", want, config)
+		}
+	}
+	conflist, err := os.ReadFile(filepath.Join(host, "/etc/crivk-containerd/net.d/10-crivk.conflist"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"bridge": "crivk1"`, `"subnet": "10.89.0.0/16"`, `"dataDir": "/run/crivk-b/cni"`} {
+		if !strings.Contains(string(conflist), want) {
+			t.Errorf("conflist lacks %s:\n%s", want, conflist)
+		}
+	}
+	for _, d := range []string{"/var/lib/crivk-containerd", "/run/crivk-b/state", "/run/crivk-b"} {
+		if st, err := os.Stat(filepath.Join(host, d)); err != nil || !st.IsDir() {
+			t.Errorf("%s not made: %v", d, err)
+		}
+	}
+	if _, err := o.containerdBinary(); err == nil || !strings.Contains(err.Error(), "no containerd on the host") {
+		t.Errorf("containerdBinary on an empty host: %v", err)
+	}
+	bin := filepath.Join(host, "usr/bin/containerd")
+	_ = os.MkdirAll(filepath.Dir(bin), 0o755)
+	_ = os.WriteFile(bin, []byte("#!"), 0o755)
+	if got, err := o.containerdBinary(); err != nil || got != "/usr/bin/containerd" {
+		t.Errorf("containerdBinary: %q, %v", got, err)
+	}
+}
