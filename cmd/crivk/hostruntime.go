@@ -32,8 +32,8 @@ import (
 //	              v
 //	          write config.toml and the CNI conflist on the host
 //	          join <cgroup-root>/runtime (cm.Manager.Join)
-//	          nsenter --target=1 (the host's mount, UTS, IPC and network
-//	          namespaces, chrooted to the host's root) containerd --config
+//	          nsenter --target=<host pid> (the host's mount, UTS, IPC and
+//	          network namespaces, chrooted to the host's root) containerd
 //	              │
 //	              v
 //	          watch: containerd exits or stops answering ──> exit 1 (the
@@ -54,6 +54,7 @@ import (
 
 // hostRuntimeOptions are `crivk runtime`'s flags.
 type hostRuntimeOptions struct {
+	hostPID             int
 	hostRoot            string
 	containerd          string
 	endpoint            string
@@ -74,7 +75,7 @@ type hostRuntimeOptions struct {
 func parseHostRuntimeFlags(args []string) (*hostRuntimeOptions, error) {
 	o := &hostRuntimeOptions{}
 	fs := flag.NewFlagSet("crivk runtime", flag.ContinueOnError)
-	fs.StringVar(&o.hostRoot, "host-root", "/proc/1/root", "the host's root directory as this process sees it (hostPID: the host's init's root)")
+	fs.IntVar(&o.hostPID, "host-pid", 0, "a process in the host's namespaces whose root is the host's (hostPID); 0: the host's init (1) if its /proc entries can be read, else this container's parent (the host runtime's shim)")
 	fs.StringVar(&o.containerd, "containerd", "", "the host's containerd binary (default: the first of /usr/local/bin/containerd, /usr/bin/containerd on the host)")
 	fs.StringVar(&o.endpoint, "cri-endpoint", "unix:///run/crivk/containerd/containerd.sock", "crivk's CRI endpoint: the socket the containerd listens on (a host path, mounted at the same path in this container)")
 	fs.StringVar(&o.configDir, "config-dir", "/etc/crivk-containerd", "host directory of the generated config.toml, net.d/ and the containerd's pid file")
@@ -102,7 +103,10 @@ func (o *hostRuntimeOptions) validate() error {
 	if !strings.HasPrefix(o.endpoint, "unix://") || !filepath.IsAbs(strings.TrimPrefix(o.endpoint, "unix://")) {
 		return fmt.Errorf("--cri-endpoint %q: want unix:///absolute/path", o.endpoint)
 	}
-	for name, p := range map[string]string{"--host-root": o.hostRoot, "--config-dir": o.configDir, "--root": o.rootDir, "--state": o.stateDir,
+	if o.hostPID < 0 {
+		return fmt.Errorf("--host-pid %d is negative", o.hostPID)
+	}
+	for name, p := range map[string]string{"--config-dir": o.configDir, "--root": o.rootDir, "--state": o.stateDir,
 		"--runc-root": o.runcRoot, "--cni-bin-dir": o.cniBinDir, "--cgroup-root": o.cgroupRoot, "--log-file": o.logFile} {
 		if !filepath.IsAbs(p) {
 			return fmt.Errorf("%s %q is not an absolute path", name, p)
@@ -133,6 +137,35 @@ func (o *hostRuntimeOptions) socket() string { return strings.TrimPrefix(o.endpo
 func (o *hostRuntimeOptions) configPath() string { return filepath.Join(o.configDir, "config.toml") }
 
 func (o *hostRuntimeOptions) pidFile() string { return filepath.Join(o.configDir, "containerd.pid") }
+
+// resolveHost picks the process whose namespaces and root are the host's:
+// --host-pid, or the host's init, or (where pid 1's /proc entries are
+// closed even to root, as on container-based machines) this container's
+// parent, the shim the host's runtime started, which lives in the host's
+// mount, network, UTS and IPC namespaces.
+func (o *hostRuntimeOptions) resolveHost() error {
+	cands := []int{o.hostPID}
+	if o.hostPID == 0 {
+		cands = []int{1, os.Getppid()}
+	}
+	var errs []error
+	for _, pid := range cands {
+		root := fmt.Sprintf("/proc/%d/root", pid)
+		if _, err := os.ReadDir(root); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		f, err := os.Open(fmt.Sprintf("/proc/%d/ns/mnt", pid))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		f.Close()
+		o.hostPID, o.hostRoot = pid, root
+		return nil
+	}
+	return fmt.Errorf("no process in the host's namespaces can be read (the pod needs hostPID and privileged): %w", errors.Join(errs...))
+}
 
 // onHost is a host path as this process reaches it.
 func (o *hostRuntimeOptions) onHost(p string) string { return filepath.Join(o.hostRoot, p) }
@@ -301,7 +334,11 @@ func runHostRuntime(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := o.resolveHost(); err != nil {
+		return err
+	}
 	h := &hostRuntime{o: o, log: logrus.WithField("endpoint", o.endpoint)}
+	h.log.Infof("the host is seen through pid %d (%s)", o.hostPID, o.hostRoot)
 	if _, done, err := criAnswers(ctx, o.socket(), 2*time.Second); err == nil {
 		done()
 		h.log.Info("crivk's runtime already answers: adopting it (started by an earlier pod of this DaemonSet)")
@@ -341,9 +378,9 @@ func (h *hostRuntime) start() error {
 		return err
 	}
 	defer logf.Close()
-	// The host's nsenter, run in the host's root, joins the host's init's
-	// namespaces (hostPID: pid 1 is the host's) and runs the host's
-	// containerd there; no fork: the PID namespace is the host's already.
+	// The host's nsenter, run in the host's root, joins the host process's
+	// namespaces (resolveHost) and runs the host's containerd there; no
+	// fork: the PID namespace is the host's already (hostPID).
 	nsenter := "/usr/bin/nsenter"
 	if _, err := os.Stat(o.onHost(nsenter)); err != nil {
 		nsenter = "/bin/nsenter"
@@ -351,7 +388,7 @@ func (h *hostRuntime) start() error {
 			return fmt.Errorf("no nsenter on the host (/usr/bin/nsenter, /bin/nsenter under %s): crivk's runtime starts the host's containerd with it (util-linux)", o.hostRoot)
 		}
 	}
-	cmd := exec.Command(nsenter, "--target=1", "--mount", "--uts", "--ipc", "--net", "--",
+	cmd := exec.Command(nsenter, "--target="+strconv.Itoa(o.hostPID), "--mount", "--uts", "--ipc", "--net", "--",
 		bin, "--config", o.configPath())
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = logf, logf

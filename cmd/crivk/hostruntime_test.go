@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -20,6 +21,7 @@ func TestParseHostRuntimeFlags(t *testing.T) {
 		{[]string{"--cni-bridge=a-very-long-bridge-name"}, "not a network interface name"},
 		{[]string{"--containerd=containerd"}, "not an absolute path"},
 		{[]string{"--check-interval=0s"}, "not positive"},
+		{[]string{"--host-pid=-1"}, "negative"},
 		{[]string{"extra"}, "unexpected arguments"},
 	} {
 		_, err := parseHostRuntimeFlags(c.args)
@@ -33,12 +35,13 @@ func TestParseHostRuntimeFlags(t *testing.T) {
 // root and checks they hold crivk's own paths and network.
 func TestHostRuntimeFiles(t *testing.T) {
 	host := t.TempDir()
-	o, err := parseHostRuntimeFlags([]string{"--host-root=" + host, "--cri-endpoint=unix:///run/crivk-b/containerd.sock",
+	o, err := parseHostRuntimeFlags([]string{"--cri-endpoint=unix:///run/crivk-b/containerd.sock",
 		"--state=/run/crivk-b/state", "--runc-root=/run/crivk-b/runc", "--cni-bridge=crivk1", "--pod-cidr=10.89.0.0/16",
 		"--restrict-oom-score-adj", "--cni-bin-dir=/usr/lib/cni"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	o.hostRoot = host
 	if err := o.writeRuntimeFiles(); err != nil {
 		t.Fatal(err)
 	}
@@ -75,5 +78,20 @@ func TestHostRuntimeFiles(t *testing.T) {
 	_ = os.WriteFile(bin, []byte("#!"), 0o755)
 	if got, err := o.containerdBinary(); err != nil || got != "/usr/bin/containerd" {
 		t.Errorf("containerdBinary: %q, %v", got, err)
+	}
+}
+
+// TestResolveHost finds a readable process: this test's own, given.
+func TestResolveHost(t *testing.T) {
+	o, err := parseHostRuntimeFlags([]string{"--host-pid=" + strconv.Itoa(os.Getpid())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.resolveHost(); err != nil || o.hostRoot != "/proc/"+strconv.Itoa(os.Getpid())+"/root" {
+		t.Errorf("resolveHost: %v, root %q", err, o.hostRoot)
+	}
+	o.hostPID = 1 << 30 // no such process
+	if err := o.resolveHost(); err == nil || !strings.Contains(err.Error(), "hostPID and privileged") {
+		t.Errorf("resolveHost of no process: %v", err)
 	}
 }
