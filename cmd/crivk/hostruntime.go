@@ -363,6 +363,12 @@ func (h *hostRuntime) start() error {
 	if err != nil {
 		return err
 	}
+	if pid, err := h.containerdPID(); err == nil {
+		// A containerd of this config runs but does not answer (hung, or
+		// its socket removed): a second one would block on its database.
+		h.log.Warnf("crivk's containerd (pid %d) runs but does not answer: stopping it before starting another", pid)
+		h.kill(pid)
+	}
 	if err := o.writeRuntimeFiles(); err != nil {
 		return fmt.Errorf("writing crivk's runtime config: %w", err)
 	}
@@ -442,6 +448,12 @@ func (h *hostRuntime) watch(ctx context.Context) error {
 			return fmt.Errorf("crivk's containerd exited (%v); its log: %s on the host", e, h.o.logFile)
 		case <-t.C:
 		}
+		if h.started == nil {
+			// An adopted containerd is no child to wait for: its pid.
+			if _, err := h.containerdPID(); err != nil {
+				return fmt.Errorf("crivk's containerd is gone (%v); its log: %s on the host", err, h.o.logFile)
+			}
+		}
 		_, done, err := criAnswers(ctx, h.o.socket(), 5*time.Second)
 		if err == nil {
 			done()
@@ -500,8 +512,17 @@ func (h *hostRuntime) stop() error {
 		return nil
 	}
 	h.log.Infof("stopping: no pod runs on crivk's runtime (%d sandboxes removed): stopping its containerd (pid %d)", len(resp.Items), pid)
+	h.kill(pid)
+	_ = os.Remove(h.o.onHost(h.o.pidFile()))
+	h.log.Info("crivk's runtime stopped")
+	return nil
+}
+
+// kill stops the containerd: SIGTERM, then SIGKILL after 10 s.
+func (h *hostRuntime) kill(pid int) {
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		return fmt.Errorf("stopping crivk's containerd (pid %d): %w", pid, err)
+		h.log.WithError(err).Warnf("stopping crivk's containerd (pid %d)", pid)
+		return
 	}
 	for i := 0; i < 100 && processAlive(pid); i++ {
 		time.Sleep(100 * time.Millisecond)
@@ -509,10 +530,10 @@ func (h *hostRuntime) stop() error {
 	if processAlive(pid) {
 		h.log.Warnf("crivk's containerd (pid %d) still runs 10 s after SIGTERM: killing it", pid)
 		_ = syscall.Kill(pid, syscall.SIGKILL)
+		for i := 0; i < 50 && processAlive(pid); i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
 	}
-	_ = os.Remove(h.o.onHost(h.o.pidFile()))
-	h.log.Info("crivk's runtime stopped")
-	return nil
 }
 
 // containerdPID is the containerd this process started, or the one its pid

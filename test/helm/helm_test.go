@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -461,11 +462,35 @@ func TestHelmBesideKubelet(t *testing.T) {
 		t.Errorf("crivk's containerd across helm upgrade: pid %d, then %d; want it kept", runtimePID, pid)
 	}
 
+	// kill -9 of crivk's containerd: the runtime container notices, exits
+	// and is restarted by the kubelet, starting containerd again, which
+	// finds the shims; crivk's pod keeps its container.
+	if err := syscall.Kill(runtimePID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = wait.PollUntilContextTimeout(ctx, poll, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pid := e.runtimePID(t)
+		return pid != 0 && pid != runtimePID, nil
+	})
+	if err != nil {
+		t.Fatalf("crivk's containerd was not started again within 2 minutes of its kill -9")
+	}
+	runtimePID = e.runtimePID(t)
+	checkRuntimeCgroup(t, runtimePID)
+	e.waitNodeReady(t, 2*time.Minute)
+	t.Logf("kill -9 of crivk's containerd: running again (pid %d) and the node Ready %s later", runtimePID, time.Since(start).Round(time.Millisecond))
+	e.connectCrivk()
+	time.Sleep(5 * time.Second) // soak: nothing may restart
+	if after := containerIDs(e.waitPod(t, ns, "on-crivk", time.Minute, running)); after != crivkBefore {
+		t.Errorf("crivk's pod across a kill -9 of crivk's containerd: %s, then %s; want it kept", crivkBefore, after)
+	}
+
 	// helm uninstall (uninstall.drain, the default): the pod is deleted
 	// through crivk (its container stops before its object goes), then the
 	// node goes and crivk's runtime stops, having no pod left.
 	deleted := e.watchDeletion(t, ctx, ns, "on-crivk")
-	start := time.Now()
+	start = time.Now()
 	e.run(t, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "5m")
 	t.Logf("helm uninstall (drain): %s", time.Since(start).Round(time.Millisecond))
 	select {
