@@ -553,6 +553,11 @@ func TestHelmBesideKubelet(t *testing.T) {
 	if after := containerIDs(e.waitPod(t, ns, "on-kubelet", time.Minute, running)); after != before {
 		t.Errorf("the kubelet's pod: %s before crivk, %s after; want it untouched", before, after)
 	}
+	inKubelet, inCrivk = sandboxes(t, e.kubelet), sandboxes(t, e.crivk)
+	if inKubelet[string(left.UID)] || inKubelet[string(crivkPod.UID)] || inCrivk[string(kubeletPod.UID)] {
+		t.Errorf("at the end: the kubelet's runtime holds crivk's pods %v/%v, crivk's the kubelet's %v; want neither",
+			inKubelet[string(left.UID)], inKubelet[string(crivkPod.UID)], inCrivk[string(kubeletPod.UID)])
+	}
 
 	// Clean up: helm uninstall drains the pod left and removes the node.
 	e.run(t, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "5m")
