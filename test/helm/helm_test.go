@@ -276,6 +276,24 @@ func (e *env) checkMetricsAndProfiling(t *testing.T, ctx context.Context) {
 	}
 }
 
+// cleanStart removes what an earlier, failed run left in the cluster
+// (local-down keeps etcd's data): the release without its hooks, crivk's
+// node, the test's pods.
+func (e *env) cleanStart(t *testing.T, ctx context.Context, ns string) {
+	t.Helper()
+	_ = exec.Command(e.helm, "uninstall", release, "--namespace", namespace, "--no-hooks", "--wait").Run()
+	_ = e.client.CoreV1().Nodes().Delete(ctx, e.crivkNode, metav1.DeleteOptions{})
+	zero := int64(0)
+	_ = e.client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	err := wait.PollUntilContextTimeout(ctx, poll, time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && len(l.Items) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("pods of an earlier run still in %s after a minute", ns)
+	}
+}
+
 // runtimePID is the pid of the chart's containerd (its pid file), 0 when
 // no such process runs.
 func (e *env) runtimePID(t *testing.T) int {
@@ -388,6 +406,7 @@ func TestHelmBesideKubelet(t *testing.T) {
 	e := setup(t)
 	ctx := ctxT(t, 15*time.Minute)
 	ns := "helm-e2e"
+	e.cleanStart(t, ctx, ns)
 	if _, err := e.client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
