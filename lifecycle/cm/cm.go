@@ -134,7 +134,11 @@ func (m *Manager) Start() error {
 // and not in the cgroup of the pod that started them (docs/coexistence.md).
 func (m *Manager) Join(name string, pid int) error {
 	full := path.Join(m.root, name)
-	mgr, err := m.manager(full, &cgroups.Resources{SkipDevices: true})
+	// Every hierarchy, devices included (v1): the kubelet kills what is
+	// left in any hierarchy of a pod cgroup it removes. Apply only creates
+	// the cgroup and moves the process; no device rule is written, so the
+	// new devices cgroup keeps its parent's (the root's: all devices).
+	mgr, err := m.manager(full, &cgroups.Resources{})
 	if err != nil {
 		return err
 	}
