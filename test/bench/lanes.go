@@ -43,6 +43,9 @@ func runLanes(ctx context.Context, iso isolation, lanes []lane, work func(contex
 			laneDone(out)
 		}
 		res := LaneResult{Lane: l.Name()}
+		if d, ok := l.(interface{ describe(*LaneResult) }); ok {
+			d.describe(&res)
+		}
 		started := time.Now()
 		if err := iso.isolate(ctx); err != nil {
 			res.Error = fmt.Sprintf("not run: %v", err)
