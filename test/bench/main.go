@@ -66,8 +66,17 @@ func main() {
 	flag.StringVar(&o.batchSizes, "batch-sizes", "", "W2/W3 batch sizes, comma-separated (default: the plan's), e.g. 110")
 	flag.IntVar(&o.repeat, "repeat", 1, "rounds of every lane (a focused run if above 1), interleaved with the crivk variants")
 	flag.StringVar(&o.crivkVariants, "crivk-variants", "", "crivk argument sets separated by ';', each run in every round after -crivk-args (a focused run), e.g. '--max-parallel-sandboxes=0;--max-parallel-sandboxes=4'")
+	var traceFile, tracePod string
+	flag.StringVar(&traceFile, "trace-tree", "", "only print the traces of -trace-pod from this crivk --trace-file as trees, and exit")
+	flag.StringVar(&tracePod, "trace-pod", "", "with -trace-tree, the pod: NAMESPACE/NAME")
 	flag.StringVar(&o.command, "command", "", "the command line to print in the report (hack/bench.sh sets it)")
 	flag.Parse()
+	if traceFile != "" {
+		if err := traceTree(traceFile, tracePod); err != nil {
+			log.Fatalf("bench: %v", err)
+		}
+		return
+	}
 	o.lanes = strings.Split(lanes, ",")
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
 	if err := run(o); err != nil {
