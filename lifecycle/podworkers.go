@@ -825,9 +825,18 @@ func (p *PodWorkers) completeWork(uid types.UID, transition bool, err error) {
 }
 
 // requeueLastPodUpdate makes the last update pending again (for the next
-// phase), unless a newer one is pending. Must hold p.mu.
+// phase), unless a newer one is pending; the next phase follows from the
+// last update's cause, so a pending update without a span takes the last
+// one's (--tracing: a kill's terminated work stays in deletePod's trace).
+// Must hold p.mu.
 func (p *PodWorkers) requeueLastPodUpdate(uid types.UID, status *podSyncStatus) {
-	if status.pendingUpdate != nil || status.activeUpdate == nil {
+	if status.activeUpdate == nil {
+		return
+	}
+	if pu := status.pendingUpdate; pu != nil {
+		if pu.Parent.IsZero() {
+			pu.Parent = status.activeUpdate.Parent
+		}
 		return
 	}
 	u := *status.activeUpdate

@@ -118,6 +118,28 @@ func TestPodWorkerSpanParent(t *testing.T) {
 	if own.ParentSpanID != (octrace.SpanID{}) || own.TraceID == create.TraceID || own.TraceID == update.TraceID {
 		t.Errorf("the engine's own podWorker.sync: trace %s parent %s, want a trace of its own", own.TraceID, own.ParentSpanID)
 	}
+	// A kill asked by virtual-kubelet's deletePod; while it runs, an
+	// update of the engine's own (a PLEG event) arrives: the terminated
+	// work that follows is still in deletePod's trace.
+	killing := make(chan struct{})
+	syncer.terminating = func(ctx context.Context, pod *v1.Pod, grace int64, fn PodStatusFunc) error {
+		<-killing
+		return nil
+	}
+	del, delRef := asked("deletePod")
+	w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodKill, Pod: pod, Parent: delRef})
+	waitFor(t, "the kill started", func() bool { return len(syncer.methods(pod.UID)) == 4 })
+	w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodSync, Pod: pod})
+	close(killing)
+	waitFor(t, "terminated", func() bool {
+		return len(rec.named("podWorker.terminated")) == 1 && len(rec.named("podWorker.kill")) == 1
+	})
+	for _, name := range []string{"podWorker.kill", "podWorker.terminated"} {
+		if s := rec.named(name)[0]; s.TraceID != del.TraceID || s.ParentSpanID != del.SpanID {
+			t.Errorf("%s: trace %s parent %s, want trace %s parent %s (deletePod)", name, s.TraceID, s.ParentSpanID, del.TraceID, del.SpanID)
+		}
+	}
+
 	// Each CRI span is the child of its sync's.
 	parents := map[octrace.SpanID]bool{c.SpanID: true, coalesced.SpanID: true, own.SpanID: true}
 	for _, s := range rec.named("cri.run_podsandbox") {

@@ -213,7 +213,7 @@ func (r *Results) writeFocused(w io.Writer) {
 		only = strings.Join(r.Plan.Only, ",")
 	}
 	rounds := max(r.Plan.Repeat, 1)
-	fmt.Fprintf(w, "Plan: steps %s; W2/W3 batches %v; %d round(s), settings interleaved in each round.\n\n", only, r.Plan.Batches, rounds)
+	fmt.Fprintf(w, "Plan: steps %s; W1 %d pods; W2/W3 batches %v; %d round(s), settings interleaved in each round.\n\n", only, r.Plan.W1Count, r.Plan.Batches, rounds)
 	settings := r.settings()
 	base := ""
 	for _, s := range settings {
@@ -257,7 +257,24 @@ func (r *Results) writeFocused(w io.Writer) {
 		}
 		return strings.Join(out, ", ")
 	}
-	for _, n := range r.Plan.Batches {
+	if r.Plan.runs("w1") {
+		p := func(f func(Summary) float64) func(*LaneResult) float64 {
+			return func(l *LaneResult) float64 { return summaryOr(l.W1, f) }
+		}
+		fmt.Fprintf(w, "### W1: %d single pods, create->Running, per setting\n\n", r.Plan.W1Count)
+		fmt.Fprintln(w, "| setting | p50, median | each round | p99, median | each round |")
+		fmt.Fprintln(w, "| --- | ---: | --- | ---: | --- |")
+		for _, s := range settings {
+			p50, p99 := each(s, p(func(s Summary) float64 { return s.P50 })), each(s, p(func(s Summary) float64 { return s.P99 }))
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", s, fmtNum(median(p50)), list(p50), fmtNum(median(p99)), list(p99))
+		}
+		fmt.Fprintln(w)
+	}
+	batches := r.Plan.Batches
+	if !r.Plan.runs("w2") {
+		batches = nil
+	}
+	for _, n := range batches {
 		up := func(l *LaneResult) float64 { return lag(l.W2, n) }
 		down := func(l *LaneResult) float64 { return lag(l.W3, n) }
 		fmt.Fprintf(w, "### Batch of %d pods, per setting\n\n", n)

@@ -150,7 +150,7 @@ func TestFocusedReport(t *testing.T) {
 	r.writeFocused(&b)
 	md := b.String()
 	for _, want := range []string{
-		"Plan: steps w2; W2/W3 batches [110]; 3 round(s)",
+		"Plan: steps w2; W1 0 pods; W2/W3 batches [110]; 3 round(s)",
 		"| raw | 13.0 | 13.0, 13.0, 13.0 | 10.0 | 10.0, 10.0, 10.0 | - |",
 		"| crivk --max-parallel-sandboxes=0 | 15.0 | 15.0, 14.0, 16.0 | 12.0 | 12.0, 12.0, 12.0 | - |",
 		"| crivk --max-parallel-sandboxes=4 | 20.0 | 20.0, 18.0, 22.0 | 12.0 | 12.0, 12.0, 12.0 | 0 of 3 |",
@@ -162,6 +162,17 @@ func TestFocusedReport(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
+	}
+	if strings.Contains(md, "### W1") {
+		t.Errorf("a w2 run reports W1:\n%s", md)
+	}
+	// W1 alone: its table, no batch's.
+	r.Plan = Plan{W1Count: 3, Batches: []int{20}, Only: []string{"w1"}}
+	r.Lanes = []LaneResult{{Lane: "crivk", Round: 1, W1: Summarize([]float64{0.1, 0.2, 0.3})}}
+	b.Reset()
+	r.writeFocused(&b)
+	if md := b.String(); !strings.Contains(md, "| crivk | 0.200 | 0.200 | 0.298 | 0.298 |") || strings.Contains(md, "Batch of") {
+		t.Errorf("W1-only report:\n%s", md)
 	}
 	// A plain run is not focused.
 	if sampleResults().focused() {

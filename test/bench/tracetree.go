@@ -51,9 +51,11 @@ func readSpans(r io.Reader) ([]traceSpan, error) {
 }
 
 // writeTraceTrees writes, for every trace with a span of pod (ns/name),
-// the trace as a tree in start order: each span's duration and its start
-// after the trace's first span. A span whose parent is not in the file
-// (it has not ended, or came from another process) is shown as a root.
+// the trace as a tree: each span's duration and start (wall clock, UTC).
+// A span whose parent is not in the file (it has not ended, or came from
+// another process) is shown as a root. Traces come in the order of their
+// first span but virtual-kubelet's handleQueueItem, which starts when its
+// queue worker begins to wait for an item and so includes idle time.
 // It returns the number of traces.
 func writeTraceTrees(w io.Writer, spans []traceSpan, pod string) int {
 	traces := map[string]bool{}
@@ -73,11 +75,18 @@ func writeTraceTrees(w io.Writer, spans []traceSpan, pod string) int {
 		sort.Slice(ss, func(i, j int) bool { return ss[i].Start.Before(ss[j].Start) })
 		ids = append(ids, id)
 	}
-	sort.Slice(ids, func(i, j int) bool { return byTrace[ids[i]][0].Start.Before(byTrace[ids[j]][0].Start) })
+	first := func(id string) time.Time {
+		for _, s := range byTrace[id] {
+			if s.Name != "handleQueueItem" {
+				return s.Start
+			}
+		}
+		return byTrace[id][0].Start
+	}
+	sort.SliceStable(ids, func(i, j int) bool { return first(ids[i]).Before(first(ids[j])) })
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
 	for _, id := range ids {
 		ss := byTrace[id]
-		t0 := ss[0].Start
 		known := map[string]bool{}
 		children := map[string][]traceSpan{}
 		for _, s := range ss {
@@ -105,7 +114,7 @@ func writeTraceTrees(w io.Writer, spans []traceSpan, pod string) int {
 			if s.Status != "" {
 				status = " [" + s.Status + "]"
 			}
-			fmt.Fprintf(w, "%s%s%s  %s  (+%s)%s\n", prefix, branch, s.Name, ms(s.End.Sub(s.Start)), ms(s.Start.Sub(t0)), status)
+			fmt.Fprintf(w, "%s%s%s  %s  at %s%s\n", prefix, branch, s.Name, ms(s.End.Sub(s.Start)), s.Start.UTC().Format("15:04:05.000"), status)
 			cs := children[s.SpanID]
 			for i, c := range cs {
 				walk(c, prefix+next, i == len(cs)-1, false)

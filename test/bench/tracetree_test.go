@@ -24,13 +24,13 @@ func TestTraceTrees(t *testing.T) {
 		t.Errorf("%d traces, want 2 (t1, t2)", n)
 	}
 	want := `trace t1 (4 spans)
-createOrUpdatePod  2.0 ms  (+0.0 ms)
-└─ podWorker.create  100.0 ms  (+1.0 ms)
-   ├─ cri.run_podsandbox  78.0 ms  (+2.0 ms)
-   └─ cri.start_container  10.0 ms  (+90.0 ms) [code 2: boom]
+createOrUpdatePod  2.0 ms  at 06:00:00.000
+└─ podWorker.create  100.0 ms  at 06:00:00.001
+   ├─ cri.run_podsandbox  78.0 ms  at 06:00:00.002
+   └─ cri.start_container  10.0 ms  at 06:00:00.090 [code 2: boom]
 
 trace t2 (1 spans)
-updatePodStatus  10.0 ms  (+0.0 ms)
+updatePodStatus  10.0 ms  at 06:00:00.200
 
 `
 	if b.String() != want {
