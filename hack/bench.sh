@@ -23,7 +23,8 @@
 #   BENCH_CRIVK_VARIANTS    crivk argument sets separated by ';', each run in every round,
 #                           interleaved (e.g. '--max-parallel-sandboxes=0;--max-parallel-sandboxes=4')
 # Results: _output/bench/<UTC timestamp>/: results.json, report.md, *.png,
-# kubelet.log, crivk.log, bench.log, setup.log, local-down.log.
+# kubelet.log, crivk.log (a focused run: <lane>-<round>-<run>.log), bench.log, setup.log,
+# local-down.log.
 # The exit status is not about the figures: non-zero only when a lane could
 # not run. Run as root; holds the machine's one local cluster (take
 # /tmp/crivk-cluster.lock around it on shared machines).
