@@ -15,8 +15,16 @@
 #   BENCH_QPS, BENCH_BURST  API client QPS and burst of both agents (50, 100)
 #   BENCH_STEADY_PODS       W5 levels instead of the plan's (e.g. 0,30,110)
 #   BENCH_STEADY_DURATION   W5 window per level instead of the plan's (e.g. 30s)
+# A focused run (any of the next four; its report is per setting and it
+# never rewrites docs/benchmarks.md):
+#   BENCH_ONLY              only these steps (w1, w2 = the batches created and deleted, w4, w5)
+#   BENCH_BATCH_SIZES       W2/W3 batch sizes instead of the plan's (e.g. 110)
+#   BENCH_REPEAT            rounds of every lane (e.g. 3)
+#   BENCH_CRIVK_VARIANTS    crivk argument sets separated by ';', each run in every round,
+#                           interleaved (e.g. '--max-parallel-sandboxes=0;--max-parallel-sandboxes=4')
 # Results: _output/bench/<UTC timestamp>/: results.json, report.md, *.png,
-# kubelet.log, crivk.log, bench.log, setup.log, local-down.log.
+# kubelet.log, crivk.log (a focused run: <lane>-<round>-<run>.log), bench.log, setup.log,
+# local-down.log.
 # The exit status is not about the figures: non-zero only when a lane could
 # not run. Run as root; holds the machine's one local cluster (take
 # /tmp/crivk-cluster.lock around it on shared machines).
@@ -24,7 +32,9 @@ set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 QUICK=${BENCH_QUICK:-0}
-if [ "${QUICK}" = 1 ]; then DOCS=${BENCH_DOCS:-0}; else DOCS=${BENCH_DOCS:-1}; fi
+FOCUSED=0
+[ -z "${BENCH_ONLY:-}${BENCH_CRIVK_VARIANTS:-}" ] && [ "${BENCH_REPEAT:-1}" = 1 ] || FOCUSED=1
+if [ "${QUICK}" = 1 ] || [ "${FOCUSED}" = 1 ]; then DOCS=${BENCH_DOCS:-0}; else DOCS=${BENCH_DOCS:-1}; fi
 RESULTS=${ROOT}/_output/bench/$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "${RESULTS}"
 cd "${ROOT}"
@@ -53,6 +63,10 @@ cmdline="make bench"
 [ -z "${BENCH_STEADY_DURATION:-}" ] || cmdline="BENCH_STEADY_DURATION=${BENCH_STEADY_DURATION} ${cmdline}"
 [ -z "${BENCH_STEADY_PODS:-}" ] || cmdline="BENCH_STEADY_PODS=${BENCH_STEADY_PODS} ${cmdline}"
 [ -z "${BENCH_LANES:-}" ] || cmdline="BENCH_LANES=${BENCH_LANES} ${cmdline}"
+[ -z "${BENCH_CRIVK_VARIANTS:-}" ] || cmdline="BENCH_CRIVK_VARIANTS='${BENCH_CRIVK_VARIANTS}' ${cmdline}"
+[ -z "${BENCH_REPEAT:-}" ] || cmdline="BENCH_REPEAT=${BENCH_REPEAT} ${cmdline}"
+[ -z "${BENCH_BATCH_SIZES:-}" ] || cmdline="BENCH_BATCH_SIZES=${BENCH_BATCH_SIZES} ${cmdline}"
+[ -z "${BENCH_ONLY:-}" ] || cmdline="BENCH_ONLY=${BENCH_ONLY} ${cmdline}"
 args=(-root "${ROOT}" -out "${RESULTS}" -lanes "${BENCH_LANES:-raw,kubelet,crivk}"
   -kube-api-qps "${BENCH_QPS:-50}" -kube-api-burst "${BENCH_BURST:-100}" -command "${cmdline}")
 [ "${QUICK}" != 1 ] || args+=(-quick)
@@ -61,6 +75,10 @@ args=(-root "${ROOT}" -out "${RESULTS}" -lanes "${BENCH_LANES:-raw,kubelet,crivk
 [ -z "${BENCH_STEADY_PODS:-}" ] || args+=(-steady-pods "${BENCH_STEADY_PODS}")
 [ -z "${BENCH_STEADY_DURATION:-}" ] || args+=(-steady-duration "${BENCH_STEADY_DURATION}")
 [ -z "${BENCH_CRIVK_PROFILING:-}" ] || args+=(-crivk-profiling-address "${BENCH_CRIVK_PROFILING}")
+[ -z "${BENCH_ONLY:-}" ] || args+=(-only "${BENCH_ONLY}")
+[ -z "${BENCH_BATCH_SIZES:-}" ] || args+=(-batch-sizes "${BENCH_BATCH_SIZES}")
+[ -z "${BENCH_REPEAT:-}" ] || args+=(-repeat "${BENCH_REPEAT}")
+[ -z "${BENCH_CRIVK_VARIANTS:-}" ] || args+=(-crivk-variants "${BENCH_CRIVK_VARIANTS}")
 
 log "running the lanes (log: ${RESULTS}/bench.log)"
 rc=0

@@ -280,8 +280,8 @@ func (e *Engine) publish(pod *v1.Pod) {
 }
 
 // UpdatePod hands a new or changed pod to its worker. It never blocks on
-// the runtime.
-func (e *Engine) UpdatePod(_ context.Context, pod *v1.Pod) {
+// the runtime. ctx's span (--tracing) becomes the parent of the sync's.
+func (e *Engine) UpdatePod(ctx context.Context, pod *v1.Pod) {
 	e.admitMu.Lock()
 	known, rejected := e.pods.known(pod.UID)
 	if rejected || (!known && !e.admitNew(pod)) {
@@ -294,12 +294,13 @@ func (e *Engine) UpdatePod(_ context.Context, pod *v1.Pod) {
 	if !known {
 		t = SyncPodCreate
 	}
-	e.workers.UpdatePod(UpdatePodOptions{UpdateType: t, Pod: pod, StartTime: e.cfg.Clock.Now()})
+	e.workers.UpdatePod(UpdatePodOptions{UpdateType: t, Pod: pod, StartTime: e.cfg.Clock.Now(), Parent: cri.SpanRefFrom(ctx)})
 }
 
 // Kill asks the pod's worker to stop its containers with the pod's
 // deletion grace period, then clean up and call OnTerminated. It returns
-// false when the engine does not know the pod.
+// false when the engine does not know the pod. ctx's span (--tracing)
+// becomes the parent of the kill's.
 func (e *Engine) Kill(ctx context.Context, pod *v1.Pod) bool {
 	if e.pods.rejectedPod(pod.UID) != nil {
 		e.deleteRejected(ctx, pod)
@@ -314,17 +315,17 @@ func (e *Engine) Kill(ctx context.Context, pod *v1.Pod) bool {
 		// left now that the pod is deleted.
 		return true
 	}
-	e.workers.UpdatePod(UpdatePodOptions{UpdateType: SyncPodKill, Pod: pod, StartTime: e.cfg.Clock.Now()})
+	e.workers.UpdatePod(UpdatePodOptions{UpdateType: SyncPodKill, Pod: pod, StartTime: e.cfg.Clock.Now(), Parent: cri.SpanRefFrom(ctx)})
 	return true
 }
 
 // KillUnknown terminates a pod the engine was never given (deleted from
 // the API while crivk was down): whatever the runtime holds of it is
 // stopped and removed, then OnTerminated is called.
-func (e *Engine) KillUnknown(_ context.Context, pod *v1.Pod) {
+func (e *Engine) KillUnknown(ctx context.Context, pod *v1.Pod) {
 	pod = e.markDeleted(pod)
 	e.pods.put(pod)
-	e.workers.UpdatePod(UpdatePodOptions{UpdateType: SyncPodKill, Pod: pod, StartTime: e.cfg.Clock.Now()})
+	e.workers.UpdatePod(UpdatePodOptions{UpdateType: SyncPodKill, Pod: pod, StartTime: e.cfg.Clock.Now(), Parent: cri.SpanRefFrom(ctx)})
 }
 
 // markDeleted returns pod with a deletion timestamp: Kill and KillUnknown

@@ -149,6 +149,12 @@ type UpdatePodOptions struct {
 	// KillPodOptions go with SyncPodKill; for other updates they are
 	// ignored (a CompletedCh is closed at once).
 	KillPodOptions *KillPodOptions
+	// Parent is the span of the call that asked for this update (the
+	// provider's CreatePod, UpdatePod or DeletePod inside virtual-kubelet's
+	// createOrUpdatePod or deletePod), the parent of the sync's span
+	// (--tracing); none for the engine's own updates. A coalesced update
+	// without one keeps the pending update's.
+	Parent cri.SpanRef
 }
 
 // podSyncer is the work a pod worker calls: the engine implements it.
@@ -472,9 +478,13 @@ func (p *PodWorkers) UpdatePod(options UpdatePodOptions) {
 		p.podUpdates[uid] = ch
 		go p.podWorkerLoop(uid, ch)
 	}
-	// Coalesced updates keep the earliest start time.
+	// Coalesced updates keep the earliest start time, and the pending
+	// update's span if they bring none.
 	if pu := status.pendingUpdate; pu != nil && !pu.StartTime.IsZero() && pu.StartTime.Before(options.StartTime) {
 		options.StartTime = pu.StartTime
+	}
+	if pu := status.pendingUpdate; pu != nil && options.Parent.IsZero() {
+		options.Parent = pu.Parent
 	}
 	status.pendingUpdate = &options
 	status.working = true
@@ -635,8 +645,10 @@ func (p *PodWorkers) podWorkerLoop(uid types.UID, updates <-chan struct{}) {
 				defer func() { p.cfg.ObserveSync(op, p.cfg.Clock.Since(syncStart)) }()
 			}
 			// One span per sync (--tracing): the CRI calls it makes are
-			// its children.
-			ctx, span := cri.StartSpan(ctx, "podWorker."+op)
+			// its children; it is the child of the call that asked for
+			// the update, if any (virtual-kubelet's createOrUpdatePod or
+			// deletePod), though that call has returned by now.
+			ctx, span := cri.StartSpanFrom(ctx, work.Options.Parent, "podWorker."+op)
 			ctx = span.WithFields(ctx, log.Fields{"pod": pod.Namespace + "/" + pod.Name, "uid": string(uid)})
 			defer func() { span.SetStatus(err); span.End() }()
 			switch work.WorkType {
@@ -813,9 +825,18 @@ func (p *PodWorkers) completeWork(uid types.UID, transition bool, err error) {
 }
 
 // requeueLastPodUpdate makes the last update pending again (for the next
-// phase), unless a newer one is pending. Must hold p.mu.
+// phase), unless a newer one is pending; the next phase follows from the
+// last update's cause, so a pending update without a span takes the last
+// one's (--tracing: a kill's terminated work stays in deletePod's trace).
+// Must hold p.mu.
 func (p *PodWorkers) requeueLastPodUpdate(uid types.UID, status *podSyncStatus) {
-	if status.pendingUpdate != nil || status.activeUpdate == nil {
+	if status.activeUpdate == nil {
+		return
+	}
+	if pu := status.pendingUpdate; pu != nil {
+		if pu.Parent.IsZero() {
+			pu.Parent = status.activeUpdate.Parent
+		}
 		return
 	}
 	u := *status.activeUpdate

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 

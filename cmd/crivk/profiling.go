@@ -27,7 +27,7 @@ func serveProfiling(ctx context.Context, addr string, tracing bool) error {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	if tracing {
-		enableTracing(mux)
+		serveTraces(mux)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -59,13 +62,33 @@ func TestProfilingFlagOffByDefault(t *testing.T) {
 }
 
 // TestTracing: with --tracing the spans of a pod sync and of its CRI calls
-// are served by zpages on the profiling address.
+// are served by zpages on the profiling address and, with --trace-file,
+// written there one JSON line each, the child naming its parent.
 func TestTracing(t *testing.T) {
-	if _, err := parseFlags([]string{"--kubeconfig=/k", "--tracing"}); err == nil || !strings.Contains(err.Error(), "--profiling-address") {
-		t.Errorf("--tracing without --profiling-address: %v, want an error naming --profiling-address", err)
+	for name, tc := range map[string]struct {
+		args    []string
+		wantErr string
+	}{
+		"tracing alone":          {args: []string{"--tracing"}, wantErr: "--profiling-address"},
+		"trace file alone":       {args: []string{"--trace-file=/t"}, wantErr: "--trace-file needs --tracing"},
+		"with profiling address": {args: []string{"--tracing", "--profiling-address=127.0.0.1:6060"}},
+		"with trace file":        {args: []string{"--tracing", "--trace-file=/t"}},
+	} {
+		_, err := parseFlags(append([]string{"--kubeconfig=/k"}, tc.args...))
+		if tc.wantErr == "" && err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("%s: error %v, want one naming %s", name, err, tc.wantErr)
+		}
 	}
 	prev := trace.T
 	defer func() { trace.T = prev }()
+	file := filepath.Join(t.TempDir(), "spans.jsonl")
+	closeTraces, err := enableTracing(file)
+	if err != nil {
+		t.Fatal(err)
+	}
 	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -86,5 +109,27 @@ func TestTracing(t *testing.T) {
 		if !strings.Contains(string(body), name) {
 			t.Errorf("/debug/tracez does not list span %s", name)
 		}
+	}
+	if err := closeTraces(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]spanLine{}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var s spanLine
+		if err := json.Unmarshal([]byte(l), &s); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		byName[s.Name] = s
+	}
+	p, c := byName["podWorker.create"], byName["cri.run_podsandbox"]
+	if p.SpanID == "" || p.ParentSpanID != "" || c.TraceID != p.TraceID || c.ParentSpanID != p.SpanID || len(c.SpanID) != 16 || len(c.TraceID) != 32 {
+		t.Errorf("spans in the file: parent %+v, child %+v; want the child in the parent's trace, naming it", p, c)
+	}
+	if c.End.Before(c.Start) || c.Start.IsZero() {
+		t.Errorf("child's times %s..%s", c.Start, c.End)
 	}
 }

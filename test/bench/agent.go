@@ -27,8 +27,9 @@ type agentProc struct {
 
 // agentCommand is the command line of lane name's agent: the same QPS,
 // burst and maxPods for both, talking to the API server through the
-// counting proxy's kubeconfig.
-func agentCommand(root, name, kubeconfig string, o options) (*exec.Cmd, error) {
+// counting proxy's kubeconfig. variant (crivk only) comes after
+// -crivk-args: where both set a flag, the variant's wins.
+func agentCommand(root, name, kubeconfig string, o options, variant []string) (*exec.Cmd, error) {
 	common := []string{
 		fmt.Sprintf("--max-pods=%d", o.maxPods),
 		fmt.Sprintf("--kube-api-qps=%g", o.qps),
@@ -36,12 +37,16 @@ func agentCommand(root, name, kubeconfig string, o options) (*exec.Cmd, error) {
 	}
 	switch name {
 	case "kubelet":
+		if len(variant) > 0 {
+			return nil, fmt.Errorf("crivk arguments %q for the kubelet lane", variant)
+		}
 		cmd := exec.Command(filepath.Join(root, "hack/run-kubelet.sh"), common...)
 		cmd.Env = append(os.Environ(), "KUBELET_KUBECONFIG="+kubeconfig)
 		return cmd, nil
 	case "crivk", tracedLane:
 		args := append([]string{"--kubeconfig=" + kubeconfig}, common...)
 		args = append(args, strings.Fields(o.crivkArgs)...)
+		args = append(args, variant...)
 		switch {
 		case o.profilingAddress != "":
 			args = append(args, "--profiling-address="+o.profilingAddress)

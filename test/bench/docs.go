@@ -99,6 +99,12 @@ const docsMethod = `## How it is measured
 - **Tracing overhead**: ` + "`BENCH_LANES=raw,kubelet,crivk,crivk-traced make bench`" + ` adds a lane
   of crivk with ` + "`--tracing`" + ` (every pod sync and CRI call traced and sampled) and a table
   comparing it with the crivk lane of the same run.
+- **Focused runs** answer one question cheaply and never rewrite this file: ` + "`BENCH_ONLY=w2`" + `
+  (only the batches, created and deleted; also w1, w4, w5), ` + "`BENCH_BATCH_SIZES=110`" + `,
+  ` + "`BENCH_REPEAT=3`" + ` (rounds) and ` + "`BENCH_CRIVK_VARIANTS='--max-parallel-sandboxes=0;--max-parallel-sandboxes=4'`" + `
+  (the crivk lane under each argument set). The runs are interleaved round by round (raw, crivk A,
+  crivk B, raw, crivk A, ...) so that a drift of the machine spreads over every setting; the report
+  has a table per setting with the median and every round.
 - The benchmark never fails on a number: it exits non-zero only when a lane
   could not run.
 `

@@ -43,14 +43,19 @@ func runLanes(ctx context.Context, iso isolation, lanes []lane, work func(contex
 			laneDone(out)
 		}
 		res := LaneResult{Lane: l.Name()}
+		name := l.Name()
+		if d, ok := l.(interface{ describe(*LaneResult) }); ok {
+			d.describe(&res)
+			name = fmt.Sprintf("%s, round %d", res.setting(), res.Round)
+		}
 		started := time.Now()
 		if err := iso.isolate(ctx); err != nil {
 			res.Error = fmt.Sprintf("not run: %v", err)
-			logf("lane %s: %s (after %s)", l.Name(), res.Error, time.Since(started).Round(time.Second))
+			logf("lane %s: %s (after %s)", name, res.Error, time.Since(started).Round(time.Second))
 			out = append(out, res)
 			continue
 		}
-		logf("lane %s: start (node isolated in %s)", l.Name(), time.Since(started).Round(time.Second))
+		logf("lane %s: start (node isolated in %s)", name, time.Since(started).Round(time.Second))
 		started = time.Now()
 		d, m, err := l.setup(ctx)
 		if err == nil {
@@ -61,9 +66,9 @@ func runLanes(ctx context.Context, iso isolation, lanes []lane, work func(contex
 		}
 		if err != nil {
 			res.Error = err.Error()
-			logf("lane %s: %v", l.Name(), err)
+			logf("lane %s: %v", name, err)
 		}
-		logf("lane %s: done in %s", l.Name(), time.Since(started).Round(time.Second))
+		logf("lane %s: done in %s", name, time.Since(started).Round(time.Second))
 		out = append(out, res)
 	}
 	if err := iso.isolate(ctx); err != nil {

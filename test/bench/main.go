@@ -40,6 +40,10 @@ type options struct {
 	// and window.
 	steadyPods     string
 	steadyDuration time.Duration
+	// only, batchSizes, repeat and crivkVariants make a focused run
+	// (focus.go).
+	only, batchSizes, crivkVariants string
+	repeat                          int
 }
 
 func main() {
@@ -58,8 +62,21 @@ func main() {
 	flag.StringVar(&o.crivkArgs, "crivk-args", "", "extra crivk arguments (space-separated), e.g. --runtime-events=false")
 	flag.StringVar(&o.steadyPods, "steady-pods", "", "W5 levels, comma-separated pod counts (default: the plan's), e.g. 0,30,110")
 	flag.DurationVar(&o.steadyDuration, "steady-duration", 0, "W5 window per level (default: the plan's)")
+	flag.StringVar(&o.only, "only", "", "only these steps, comma-separated: w1, w2 (the batches, created and deleted), w4, w5; the warm-up pod always runs (a focused run)")
+	flag.StringVar(&o.batchSizes, "batch-sizes", "", "W2/W3 batch sizes, comma-separated (default: the plan's), e.g. 110")
+	flag.IntVar(&o.repeat, "repeat", 1, "rounds of every lane (a focused run if above 1), interleaved with the crivk variants")
+	flag.StringVar(&o.crivkVariants, "crivk-variants", "", "crivk argument sets separated by ';', each run in every round after -crivk-args (a focused run), e.g. '--max-parallel-sandboxes=0;--max-parallel-sandboxes=4'")
+	var traceFile, tracePod string
+	flag.StringVar(&traceFile, "trace-tree", "", "only print the traces of -trace-pod from this crivk --trace-file as trees, and exit")
+	flag.StringVar(&tracePod, "trace-pod", "", "with -trace-tree, the pod: NAMESPACE/NAME")
 	flag.StringVar(&o.command, "command", "", "the command line to print in the report (hack/bench.sh sets it)")
 	flag.Parse()
+	if traceFile != "" {
+		if err := traceTree(traceFile, tracePod); err != nil {
+			log.Fatalf("bench: %v", err)
+		}
+		return
+	}
 	o.lanes = strings.Split(lanes, ",")
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
 	if err := run(o); err != nil {
@@ -123,6 +140,26 @@ func run(o options) error {
 	}
 	if r.Plan, err = withSteady(r.Plan, o.steadyPods, o.steadyDuration); err != nil {
 		return err
+	}
+	only, err := parseOnly(o.only)
+	if err != nil {
+		return err
+	}
+	sizes, err := parseBatchSizes(o.batchSizes)
+	if err != nil {
+		return err
+	}
+	variants, err := parseVariants(o.crivkVariants)
+	if err != nil {
+		return err
+	}
+	if r.Plan, err = withFocus(r.Plan, only, sizes, o.repeat); err != nil {
+		return err
+	}
+	runs := schedule(o.lanes, variants, o.repeat)
+	focused := len(only) > 0 || o.repeat > 1 || len(variants) > 0
+	if focused && o.docs != "" {
+		return fmt.Errorf("-docs with a focused run (-only, -repeat, -crivk-variants): its report is per setting; write the figures into the hand-written part")
 	}
 	if o.out == "" {
 		o.out = filepath.Join(root, "_output/bench", r.Started.Format("20060102T150405Z"))
@@ -188,16 +225,26 @@ func run(o options) error {
 	n := &node{cri: rt.Services(), client: client, ns: ns, name: nodeName, poll: time.Second, timeout: 5 * time.Minute, quiet: 5}
 
 	var lanes []lane
-	for _, name := range o.lanes {
-		switch name {
+	for i, rn := range runs {
+		var l lane
+		switch rn.lane {
 		case "raw":
-			lanes = append(lanes, &rawLane{rt: rt, cdPID: cdPID})
+			l = &rawLane{rt: rt, cdPID: cdPID}
 		case "kubelet", "crivk", tracedLane:
-			lanes = append(lanes, &agentLane{name: name, o: o, kubeconfig: agentKubeconfig, client: client, ns: ns,
-				node: nodeName, selector: benchLabel, cdPID: cdPID, cri: rt.Services(), proxy: proxy, logPath: filepath.Join(o.out, name+".log")})
+			logName := rn.lane + ".log"
+			if focused {
+				// One log per run: <lane>-<round>-<run>.log.
+				logName = fmt.Sprintf("%s-%d-%d.log", rn.lane, rn.round, i+1)
+			}
+			l = &agentLane{name: rn.lane, o: o, kubeconfig: agentKubeconfig, client: client, ns: ns, variant: strings.Fields(rn.variant),
+				node: nodeName, selector: benchLabel, cdPID: cdPID, cri: rt.Services(), proxy: proxy, logPath: filepath.Join(o.out, logName)}
 		default:
-			return fmt.Errorf("unknown lane %q (raw, kubelet, crivk, %s)", name, tracedLane)
+			return fmt.Errorf("unknown lane %q (raw, kubelet, crivk, %s)", rn.lane, tracedLane)
 		}
+		if focused {
+			l = &describedLane{lane: l, variant: rn.variant, round: rn.round}
+		}
+		lanes = append(lanes, l)
 	}
 	work := func(ctx context.Context, d driver, m meters, res *LaneResult) error {
 		plan := r.Plan
@@ -268,14 +315,16 @@ type agentLane struct {
 	cdPID                                         int
 	cri                                           containers
 	proxy                                         *countingProxy
-	agent                                         *agentProc
-	stopWatch                                     context.CancelFunc
+	// variant is this run's crivk arguments, after -crivk-args.
+	variant   []string
+	agent     *agentProc
+	stopWatch context.CancelFunc
 }
 
 func (l *agentLane) Name() string { return l.name }
 
 func (l *agentLane) setup(ctx context.Context) (driver, meters, error) {
-	cmd, err := agentCommand(l.o.root, l.name, l.kubeconfig, l.o)
+	cmd, err := agentCommand(l.o.root, l.name, l.kubeconfig, l.o, l.variant)
 	if err != nil {
 		return nil, meters{}, err
 	}
@@ -295,6 +344,16 @@ func (l *agentLane) setup(ctx context.Context) (driver, meters, error) {
 	scrape := func(ctx context.Context) (agentCounters, error) { return scrapeAgent(ctx, l.client, l.node) }
 	return d, meters{agentPID: l.agent.pid(), containerdPID: l.cdPID, requests: l.proxy.Count, requestsByKind: l.proxy.ByKind, scrape: scrape}, nil
 }
+
+// describedLane is a lane of a focused run: its results carry the
+// variant and round.
+type describedLane struct {
+	lane
+	variant string
+	round   int
+}
+
+func (l *describedLane) describe(res *LaneResult) { res.Variant, res.Round = l.variant, l.round }
 
 func (l *agentLane) teardown(ctx context.Context) error {
 	if l.stopWatch != nil {

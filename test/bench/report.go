@@ -225,6 +225,11 @@ const keptMarker = "<!-- Hand-written analysis below: kept as is when the benchm
 // rewrites that markdown file with the same content (plots copied next to
 // it under benchmarks/).
 func writeReport(r *Results, dir, docs string) error {
+	if r.focused() {
+		var b strings.Builder
+		r.writeFocused(&b)
+		return os.WriteFile(filepath.Join(dir, "report.md"), []byte(b.String()), 0o644)
+	}
 	plots, err := writePlots(r, dir)
 	if err != nil {
 		return err

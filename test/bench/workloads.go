@@ -27,6 +27,11 @@ type Plan struct {
 	RawSteadyDuration time.Duration `json:"rawSteadyDuration,omitempty"`
 	// Timeout bounds one step (a batch to be Running, a batch to be gone).
 	Timeout time.Duration `json:"timeout"`
+	// Only, if set, limits the run to these steps (w1, w2 with its W3,
+	// w4, w5; the warm-up pod always runs); Repeat, if above 1, is how
+	// many rounds of every lane a focused run makes (focus.go).
+	Only   []string `json:"only,omitempty"`
+	Repeat int      `json:"repeat,omitempty"`
 }
 
 // FullPlan is the issue's plan with two cuts for time: W1 20 pods in
@@ -86,12 +91,16 @@ type Steady struct {
 
 // LaneResult is everything measured in one lane.
 type LaneResult struct {
-	Lane  string    `json:"lane"`
-	Error string    `json:"error,omitempty"`
-	W1    Summary   `json:"w1"`
-	W1Raw []float64 `json:"w1Samples"`
-	W2    []Batch   `json:"w2"`
-	W3    []Batch   `json:"w3"`
+	Lane  string `json:"lane"`
+	Error string `json:"error,omitempty"`
+	// Variant is the crivk arguments of this run and Round its round, in
+	// a focused run (focus.go); empty and 0 otherwise.
+	Variant string    `json:"variant,omitempty"`
+	Round   int       `json:"round,omitempty"`
+	W1      Summary   `json:"w1"`
+	W1Raw   []float64 `json:"w1Samples"`
+	W2      []Batch   `json:"w2"`
+	W3      []Batch   `json:"w3"`
 	// W4 is exit -> seen from the scheduled exit T+F; W4Exit from the exit
 	// time containerd recorded (ContainerStatus FinishedAt), which leaves
 	// out busybox's own loop and exit lag; W4ExitLag is that lag
@@ -266,6 +275,25 @@ func (w *workloads) run(ctx context.Context, res *LaneResult) error {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 
+	if w.plan.runs("w1") {
+		if err := w.w1(ctx, res); err != nil {
+			return err
+		}
+	}
+	var failed []error
+	if w.plan.runs("w2") {
+		failed = w.batches(ctx, res)
+		if ctx.Err() != nil {
+			return errors.Join(append(failed, ctx.Err())...)
+		}
+	}
+	// The batch failures are the lane's error, once W4 and W5 are done.
+	err := w.rest(ctx, res)
+	return errors.Join(append(failed, err)...)
+}
+
+// w1 runs W1: single pods in sequence.
+func (w *workloads) w1(ctx context.Context, res *LaneResult) error {
 	w.logf("W1: %d single pods in sequence", w.plan.W1Count)
 	w1Before, w1Scraped := w.scrape(ctx)
 	for i := 0; i < w.plan.W1Count; i++ {
@@ -279,7 +307,13 @@ func (w *workloads) run(ctx context.Context, res *LaneResult) error {
 	if after, ok := w.scrape(ctx); ok && w1Scraped {
 		res.W1Breakdown = breakdownOf(w1Before, after, w.plan.W1Count)
 	}
+	return nil
+}
 
+// batches runs W2 and W3: each batch created at once, then deleted. It
+// returns the failures of the batches (a failed batch stops the larger
+// ones); the caller checks ctx.
+func (w *workloads) batches(ctx context.Context, res *LaneResult) []error {
 	var failed []error
 	for _, n := range w.plan.Batches {
 		w.logf("W2/W3: batch of %d", n)
@@ -316,9 +350,6 @@ func (w *workloads) run(ctx context.Context, res *LaneResult) error {
 				}
 				cancel()
 			}
-			if ctx.Err() != nil {
-				return errors.Join(append(failed, ctx.Err())...)
-			}
 			break
 		}
 		b := batchOf(down)
@@ -329,14 +360,24 @@ func (w *workloads) run(ctx context.Context, res *LaneResult) error {
 		}
 		res.W3 = append(res.W3, b)
 	}
-	// The batch failures are the lane's error, once W4 and W5 are done.
-	err := w.rest(ctx, res)
-	return errors.Join(append(failed, err)...)
+	return failed
 }
 
-// rest runs W4 and W5.
+// rest runs W4 and W5 (those the plan runs).
 func (w *workloads) rest(ctx context.Context, res *LaneResult) error {
+	if w.plan.runs("w4") {
+		if err := w.w4(ctx, res); err != nil {
+			return err
+		}
+	}
+	if !w.plan.runs("w5") {
+		return nil
+	}
+	return w.w5(ctx, res)
+}
 
+// w4 runs W4: container exits, one pod at a time.
+func (w *workloads) w4(ctx context.Context, res *LaneResult) error {
 	w.logf("W4: %d container exits", w.plan.W4Count)
 	for i := 0; len(res.W4Raw) < w.plan.W4Count; i++ {
 		if i >= 2*w.plan.W4Count {
@@ -359,7 +400,11 @@ func (w *workloads) rest(ctx context.Context, res *LaneResult) error {
 	res.W4 = Summarize(res.W4Raw)
 	res.W4Exit = Summarize(res.W4ExitRaw)
 	res.W4ExitLag = Summarize(res.W4ExitLagRaw)
+	return nil
+}
 
+// w5 runs W5: the steady levels, pods added from one level to the next.
+func (w *workloads) w5(ctx context.Context, res *LaneResult) error {
 	var steady []*v1.Pod
 	defer func() {
 		if len(steady) > 0 {
