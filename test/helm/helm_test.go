@@ -25,11 +25,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
+	watchtools "k8s.io/client-go/tools/watch"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -356,25 +359,36 @@ func checkRuntimeCgroup(t *testing.T, pid int) {
 // the deletion (a pod object must not go before its containers stopped).
 func (e *env) watchDeletion(t *testing.T, ctx context.Context, ns, name string) <-chan string {
 	t.Helper()
-	w, err := e.client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	p0, err := e.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A retrying watch: a watch the API server closes resumes from the last
+	// resource version, so no state is missed.
+	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		o.FieldSelector = "metadata.name=" + name
+		return e.client.CoreV1().Pods(ns).Watch(ctx, o)
+	}}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, p0.ResourceVersion, lw)
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan string, 1)
 	go func() {
 		defer w.Stop()
-		var last *v1.Pod
+		last := p0
 		for ev := range w.ResultChan() {
 			p, ok := ev.Object.(*v1.Pod)
 			if !ok {
+				t.Logf("watch of %s/%s: %s %v", ns, name, ev.Type, ev.Object)
 				continue
 			}
-			if ev.Type == "DELETED" {
-				if last == nil {
-					done <- "deleted without a state seen"
-					return
+			if ev.Type == watch.Deleted {
+				// The deleted object is the pod's last stored state.
+				if len(p.Status.ContainerStatuses) == 0 {
+					p = last
 				}
-				for _, c := range last.Status.ContainerStatuses {
+				for _, c := range p.Status.ContainerStatuses {
 					if c.State.Terminated == nil {
 						done <- fmt.Sprintf("deleted while container %s was %+v", c.Name, c.State)
 						return
@@ -385,7 +399,7 @@ func (e *env) watchDeletion(t *testing.T, ctx context.Context, ns, name string) 
 			}
 			last = p
 		}
-		done <- "watch ended before the deletion"
+		done <- fmt.Sprintf("watch ended before the deletion (last state seen: %s)", last.Status.Phase)
 	}()
 	return done
 }
