@@ -295,6 +295,14 @@ func (e *env) cleanStart(t *testing.T, ctx context.Context, ns string) {
 	if err != nil {
 		t.Fatalf("pods of an earlier run still in %s after a minute", ns)
 	}
+	// The namespace of an earlier run may still be terminating.
+	err = wait.PollUntilContextTimeout(ctx, poll, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		n, err := e.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err) || (err == nil && n.DeletionTimestamp == nil), nil
+	})
+	if err != nil {
+		t.Fatalf("namespace %s of an earlier run still terminating after 2 minutes", ns)
+	}
 }
 
 // runtimePID is the pid of the chart's containerd (its pid file), 0 when
