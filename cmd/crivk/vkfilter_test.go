@@ -613,3 +613,99 @@ func BenchmarkVKStatusRound(b *testing.B) {
 		})
 	}
 }
+
+// recordingHandler records which events reached virtual-kubelet's place.
+type recordingHandler struct{ adds, updates, deletes int }
+
+func (h *recordingHandler) OnAdd(any, bool)   { h.adds++ }
+func (h *recordingHandler) OnUpdate(any, any) { h.updates++ }
+func (h *recordingHandler) OnDelete(any)      { h.deletes++ }
+
+// The records follow virtual-kubelet's knownPods: a status-only update is
+// dropped only for a key it knows and whose last status it cannot have
+// skipped.
+func TestVKUpdateFilterRecords(t *testing.T) {
+	pod := benchPod()
+	written := pod.DeepCopy()
+	readyNow(written)
+	handedAgain := func(f *vkUpdateFilter, p *v1.Pod) {
+		cb := f.notify(func(*v1.Pod) {})
+		cb(p.DeepCopy())
+	}
+	for name, tc := range map[string]struct {
+		steps    func(f *vkUpdateFilter, h cache.ResourceEventHandler)
+		wantPass bool // the final status-only update reaches virtual-kubelet
+	}{
+		"known key, nothing handed": {
+			steps: func(f *vkUpdateFilter, h cache.ResourceEventHandler) { h.OnAdd(pod, false) },
+		},
+		"unknown key": {
+			steps:    func(*vkUpdateFilter, cache.ResourceEventHandler) {},
+			wantPass: true,
+		},
+		"one status handed": {
+			steps: func(f *vkUpdateFilter, h cache.ResourceEventHandler) {
+				h.OnAdd(pod, false)
+				handedAgain(f, written)
+			},
+		},
+		"the same status handed twice (virtual-kubelet skips it)": {
+			steps: func(f *vkUpdateFilter, h cache.ResourceEventHandler) {
+				h.OnAdd(pod, false)
+				handedAgain(f, written)
+				handedAgain(f, written)
+			},
+			wantPass: true,
+		},
+		"then a different status": {
+			steps: func(f *vkUpdateFilter, h cache.ResourceEventHandler) {
+				h.OnAdd(pod, false)
+				handedAgain(f, written)
+				handedAgain(f, written)
+				handedAgain(f, pod)
+			},
+		},
+		"deleted: forgotten as virtual-kubelet forgets it": {
+			steps: func(f *vkUpdateFilter, h cache.ResourceEventHandler) {
+				h.OnAdd(pod, false)
+				h.OnDelete(pod)
+			},
+			wantPass: true,
+		},
+		"a tombstone: kept as virtual-kubelet keeps it": {
+			steps: func(f *vkUpdateFilter, h cache.ResourceEventHandler) {
+				h.OnAdd(pod, false)
+				h.OnDelete(cache.DeletedFinalStateUnknown{Key: "default/" + pod.Name, Obj: pod})
+			},
+		},
+		"added again after a skip: fresh as virtual-kubelet's": {
+			steps: func(f *vkUpdateFilter, h cache.ResourceEventHandler) {
+				h.OnAdd(pod, false)
+				handedAgain(f, written)
+				handedAgain(f, written)
+				h.OnDelete(pod)
+				h.OnAdd(pod, false)
+			},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newVKUpdateFilter()
+			rec := &recordingHandler{}
+			h := f.handler(rec)
+			tc.steps(f, h)
+			before := rec.updates
+			h.OnUpdate(pod, written)
+			if passed := rec.updates > before; passed != tc.wantPass {
+				t.Errorf("status-only update passed = %v, want %v", passed, tc.wantPass)
+			}
+			// A label change always passes once the key is known.
+			relabelled := written.DeepCopy()
+			relabelled.Labels["x"] = "y"
+			before = rec.updates
+			h.OnUpdate(written, relabelled)
+			if rec.updates == before {
+				t.Error("a label change was dropped")
+			}
+		})
+	}
+}
