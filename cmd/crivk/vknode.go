@@ -104,14 +104,17 @@ func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the node controller: %w", err)
 	}
+	// virtual-kubelet's handler sees the informer's updates through the
+	// filter (vkfilter.go), which keeps from it those it would ignore.
+	filter := newVKUpdateFilter()
 	pc, err := node.NewPodController(node.PodControllerConfig{
 		// Removals with grace 0 become crivk's own termination
 		// (deleteguard.go): no object goes before its containers stop.
 		PodClient:     deleteGuard{PodsGetter: cfg.Clients.core, pods: pods, terminate: cfg.Provider.DeletePod},
 		EventRecorder: vkRecorder{cfg.Recorder}, // no Provider*Success events
 
-		Provider:                  cfg.Provider,
-		PodInformer:               podInformer,
+		Provider:                  notifyingProvider{Provider: cfg.Provider, f: filter},
+		PodInformer:               filter.podInformer(podInformer),
 		SecretInformer:            idleSecrets{idle},
 		ConfigMapInformer:         idleConfigMaps{idle},
 		ServiceInformer:           idleServices{idle},
