@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/util/retry"
 )
 
 // Engine is what the provider needs of the pod engine; lifecycle.Engine
@@ -55,13 +56,28 @@ func New(engine Engine, runtime *cri.Runtime, nodeName, rootDir string, pods cor
 	return &Provider{engine: engine, runtime: runtime, nodeName: nodeName, rootDir: rootDir, pods: pods}
 }
 
-// DeleteOnTerminated returns the engine's OnTerminated hook: it deletes the
-// pod object with grace 0 and a UID precondition, as the kubelet's status
-// manager does once a pod's containers are gone.
+// DeleteOnTerminated returns the engine's OnTerminated hook: as the kubelet's
+// status manager once a pod's containers are gone, it makes sure the API
+// object carries the pod's final status (pod.Status: the terminal phase,
+// every container terminated), writing it when the object does not, and only
+// then deletes the object with grace 0 and a UID precondition. The status
+// also reaches the API through virtual-kubelet's asynchronous status queue,
+// but that write may still be queued, or retried after a conflict, when the
+// containers are gone: deleting then would leave a pod's last stored state
+// Running, which controllers and watchers read as its end.
 func DeleteOnTerminated(client corev1client.PodsGetter) func(ctx context.Context, pod *v1.Pod) error {
 	return func(ctx context.Context, pod *v1.Pod) error {
 		if pod.DeletionTimestamp == nil {
 			return nil
+		}
+		l := log.G(ctx).WithField("pod", pod.Namespace+"/"+pod.Name).WithField("uid", pod.UID)
+		if err := writeFinalStatus(ctx, client.Pods(pod.Namespace), pod); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			// The containers are stopped: the object goes all the same, as
+			// the kubelet's would once its status write failed for good.
+			l.WithError(err).Warn("writing the final status before the deletion failed")
 		}
 		opts := metav1.DeleteOptions{
 			GracePeriodSeconds: new(int64),
@@ -71,9 +87,75 @@ func DeleteOnTerminated(client corev1client.PodsGetter) func(ctx context.Context
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("deleting pod %s/%s (%s) from the API: %w", pod.Namespace, pod.Name, pod.UID, err)
 		}
-		log.G(ctx).WithField("pod", pod.Namespace+"/"+pod.Name).WithField("uid", pod.UID).Info("pod terminated and deleted")
+		l.Info("pod terminated and deleted")
 		return nil
 	}
+}
+
+// writeFinalStatus writes pod.Status to the API object unless it already
+// has the same phase and every container of pod.Status terminated there.
+// Conditions of other writers (types pod.Status does not hold) are kept.
+func writeFinalStatus(ctx context.Context, pods corev1client.PodInterface, pod *v1.Pod) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if cur.UID != pod.UID {
+			return apierrors.NewNotFound(v1.Resource("pods"), pod.Name)
+		}
+		if hasFinalStatus(cur, pod) {
+			return nil
+		}
+		upd := cur.DeepCopy()
+		upd.Status = *pod.Status.DeepCopy()
+		for _, c := range cur.Status.Conditions {
+			if !hasCondition(upd.Status.Conditions, c.Type) {
+				upd.Status.Conditions = append(upd.Status.Conditions, c)
+			}
+		}
+		_, err = pods.UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// hasFinalStatus: cur, the API object, shows pod's phase and each of pod's
+// container statuses terminated.
+func hasFinalStatus(cur, pod *v1.Pod) bool {
+	if cur.Status.Phase != pod.Status.Phase {
+		return false
+	}
+	for _, group := range [][2][]v1.ContainerStatus{
+		{pod.Status.InitContainerStatuses, cur.Status.InitContainerStatuses},
+		{pod.Status.ContainerStatuses, cur.Status.ContainerStatuses},
+		{pod.Status.EphemeralContainerStatuses, cur.Status.EphemeralContainerStatuses},
+	} {
+		for _, want := range group[0] {
+			if want.State.Terminated == nil {
+				continue
+			}
+			found := false
+			for _, got := range group[1] {
+				if got.Name == want.Name {
+					found = got.State.Terminated != nil
+					break
+				}
+			}
+			if !found {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func hasCondition(cs []v1.PodCondition, t v1.PodConditionType) bool {
+	for _, c := range cs {
+		if c.Type == t {
+			return true
+		}
+	}
+	return false
 }
 
 // CreatePod hands a new pod to the engine.

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,6 +125,71 @@ func TestDeleteOnTerminated(t *testing.T) {
 			// Already gone: not an error.
 			if err := DeleteOnTerminated(client.CoreV1())(context.Background(), tc.pod); err != nil {
 				t.Errorf("second delete of a gone pod: %v", err)
+			}
+		})
+	}
+}
+
+// TestDeleteOnTerminatedWritesFinalStatus: an API object still showing the
+// pod Running gets the final status before it is deleted (the kubelet's
+// order); one that shows it already is only deleted. Other writers'
+// conditions stay.
+func TestDeleteOnTerminatedWritesFinalStatus(t *testing.T) {
+	now := metav1.Now()
+	meta := metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1", DeletionTimestamp: &now}
+	running := v1.PodStatus{Phase: v1.PodRunning,
+		Conditions:        []v1.PodCondition{{Type: v1.DisruptionTarget, Status: v1.ConditionTrue}, {Type: v1.PodReady, Status: v1.ConditionTrue}},
+		ContainerStatuses: []v1.ContainerStatus{{Name: "c", State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}}
+	final := v1.PodStatus{Phase: v1.PodFailed,
+		Conditions:        []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse}},
+		ContainerStatuses: []v1.ContainerStatus{{Name: "c", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 137}}}}}
+	for _, tc := range []struct {
+		name      string
+		apiStatus v1.PodStatus
+		wantWrite bool
+	}{
+		{"API shows Running: final status written first", running, true},
+		{"API shows the final status: only deleted", final, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewSimpleClientset(&v1.Pod{ObjectMeta: meta, Status: tc.apiStatus})
+			var order []string
+			var written *v1.Pod
+			client.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				if a.GetSubresource() == "status" {
+					order = append(order, "status")
+					written = a.(k8stesting.UpdateAction).GetObject().(*v1.Pod)
+				}
+				return false, nil, nil
+			})
+			client.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+				order = append(order, "delete")
+				return false, nil, nil
+			})
+			pod := &v1.Pod{ObjectMeta: meta, Status: final}
+			if err := DeleteOnTerminated(client.CoreV1())(context.Background(), pod); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"delete"}
+			if tc.wantWrite {
+				want = []string{"status", "delete"}
+			}
+			if strings.Join(order, ",") != strings.Join(want, ",") {
+				t.Fatalf("calls %v, want %v", order, want)
+			}
+			if !tc.wantWrite {
+				return
+			}
+			if written.Status.Phase != v1.PodFailed || written.Status.ContainerStatuses[0].State.Terminated == nil {
+				t.Errorf("written status %+v, want the final one", written.Status)
+			}
+			if !hasCondition(written.Status.Conditions, v1.DisruptionTarget) {
+				t.Errorf("the DisruptionTarget condition of another writer was dropped: %+v", written.Status.Conditions)
+			}
+			for _, c := range written.Status.Conditions {
+				if c.Type == v1.PodReady && c.Status != v1.ConditionFalse {
+					t.Errorf("Ready %s, want the final status's False", c.Status)
+				}
 			}
 		})
 	}
