@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"sort"
@@ -12,6 +13,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -131,6 +135,64 @@ func TestDeleteRunningPodCleansRuntime(t *testing.T) {
 		t.Errorf("10 s after deletion the runtime still holds %d sandboxes and %d containers", sb, c)
 	}
 	t.Logf("runtime clean %v after the delete call", time.Since(start).Round(time.Millisecond))
+}
+
+// TestDeletedPodsLastStateIsTerminal: as on the kubelet, whose status
+// manager writes the final status before it deletes the object, a deleted
+// pod's last stored state (the object of the watch's DELETED event) has a
+// terminal phase and every container terminated. Several pods deleted at
+// once, so that the final status writes and the deletions race.
+func TestDeletedPodsLastStateIsTerminal(t *testing.T) {
+	ns := newNamespace(t)
+	const n = 6
+	for i := 0; i < n; i++ {
+		createPod(t, ns, busyboxPod(fmt.Sprintf("last-%d", i), v1.RestartPolicyAlways,
+			`trap 'exit 0' TERM; while true; do sleep 0.2; done`))
+	}
+	for i := 0; i < n; i++ {
+		waitPod(t, ns, fmt.Sprintf("last-%d", i), 60*time.Second, "Running", isRunningReady)
+	}
+	ctx := testContext(t, 90*time.Second)
+	l, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv := l.ResourceVersion
+	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		return client.CoreV1().Pods(ns).Watch(ctx, o)
+	}}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, rv, lw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := 0
+	for deleted < n {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("watch ended after %d of %d deletions", deleted, n)
+			}
+			p, isPod := ev.Object.(*v1.Pod)
+			if !isPod || ev.Type != watch.Deleted {
+				continue
+			}
+			deleted++
+			if p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed {
+				t.Errorf("%s deleted in phase %s, want Succeeded or Failed", p.Name, p.Status.Phase)
+			}
+			for _, c := range p.Status.ContainerStatuses {
+				if c.State.Terminated == nil {
+					t.Errorf("%s deleted with container %s %+v, want terminated", p.Name, c.Name, c.State)
+				}
+			}
+		case <-ctx.Done():
+			t.Fatalf("only %d of %d pods deleted within 90 s", deleted, n)
+		}
+	}
 }
 
 func TestMissingImage(t *testing.T) {
