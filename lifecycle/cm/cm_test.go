@@ -236,7 +236,17 @@ func TestNewRejectsRelativeRoot(t *testing.T) {
 // TestJoin puts a process into <root>/runtime in every hierarchy (the
 // cgroup `crivk runtime` starts crivk's containerd in).
 func TestJoin(t *testing.T) {
-	mounts, m := v1Tree(t)
+	// The devices hierarchy too: the kubelet kills what is left in any
+	// hierarchy of a pod cgroup it removes.
+	base := t.TempDir()
+	mounts := map[string]string{}
+	for _, c := range []string{"cpu", "memory", "pids", "devices"} {
+		mounts[c] = filepath.Join(base, c)
+	}
+	m, err := New(Config{Root: "/crivk", V1Mounts: mounts})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := m.Join("runtime", 4242); err != nil {
 		t.Fatal(err)
 	}
@@ -245,15 +255,15 @@ func TestJoin(t *testing.T) {
 			t.Errorf("%s: cgroup.procs %q, want 4242", c, got)
 		}
 	}
-	base := t.TempDir()
-	m2, err := New(Config{Root: "/crivk", V2Mount: base})
+	base2 := t.TempDir()
+	m2, err := New(Config{Root: "/crivk", V2Mount: base2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := m2.Join("runtime", 4343); err != nil {
 		t.Fatal(err)
 	}
-	if got := read(t, filepath.Join(base, "crivk/runtime"), "cgroup.procs"); got != "4343" {
+	if got := read(t, filepath.Join(base2, "crivk/runtime"), "cgroup.procs"); got != "4343" {
 		t.Errorf("v2: cgroup.procs %q, want 4343", got)
 	}
 }
