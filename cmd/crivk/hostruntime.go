@@ -514,8 +514,38 @@ func (h *hostRuntime) stop() error {
 	h.log.Infof("stopping: no pod runs on crivk's runtime (%d sandboxes removed): stopping its containerd (pid %d)", len(resp.Items), pid)
 	h.kill(pid)
 	_ = os.Remove(h.o.onHost(h.o.pidFile()))
+	h.removeBridge()
 	h.log.Info("crivk's runtime stopped")
 	return nil
+}
+
+// removeBridge deletes the pod network's bridge, which the CNI bridge
+// plugin leaves when the last pod goes, with the host's ip in the host's
+// network namespace. A failure is logged: the next start makes it again.
+func (h *hostRuntime) removeBridge() {
+	o := h.o
+	if _, err := os.Stat(filepath.Join("/sys/class/net", o.cniBridge)); err != nil {
+		return // none (this container has the host's network)
+	}
+	var ip string
+	for _, c := range []string{"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"} {
+		if _, err := os.Stat(o.onHost(c)); err == nil {
+			ip = c
+			break
+		}
+	}
+	if ip == "" {
+		h.log.Warnf("no ip command on the host: the bridge %s stays", o.cniBridge)
+		return
+	}
+	cmd := exec.Command(ip, "link", "delete", o.cniBridge)
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: o.hostRoot}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		h.log.WithError(err).Warnf("deleting the bridge %s: %s", o.cniBridge, strings.TrimSpace(string(out)))
+		return
+	}
+	h.log.Infof("bridge %s deleted", o.cniBridge)
 }
 
 // kill stops the containerd: SIGTERM, then SIGKILL after 10 s.

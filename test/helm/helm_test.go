@@ -559,6 +559,9 @@ func TestHelmBesideKubelet(t *testing.T) {
 	if err != nil {
 		t.Errorf("crivk's containerd (pid %d) still runs after helm uninstall with no pod left", e.runtimePID(t))
 	}
+	if _, err := os.Stat("/sys/class/net/crivk1"); err == nil {
+		t.Error("the bridge crivk1 of crivk's pod network is still there after helm uninstall")
+	}
 	if jobs, err := e.client.BatchV1().Jobs(namespace).List(ctx, metav1.ListOptions{}); err != nil || len(jobs.Items) != 0 {
 		t.Errorf("after helm uninstall: jobs %v (%v), want the hooks' jobs gone", jobs, err)
 	}
