@@ -3,14 +3,17 @@ package main
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func TestParseUninstallFlags(t *testing.T) {
@@ -99,9 +102,18 @@ func TestRemove(t *testing.T) {
 	u := &uninstaller{c: c, log: logrus.NewEntry(logrus.New()), o: &uninstallOptions{phase: "remove", nodes: "crivk.io/release=r",
 		namespace: "ns", agentPods: "app.kubernetes.io/instance=r", timeout: 5 * time.Second, poll: 10 * time.Millisecond}}
 	ctx := context.Background()
+	// crivk's pod goes once remove has looked for it twice; until then the
+	// node must stay.
+	var lists atomic.Int32
+	looked := make(chan struct{})
+	c.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if lists.Add(1) == 2 {
+			close(looked)
+		}
+		return false, nil, nil
+	})
 	go func() {
-		time.Sleep(100 * time.Millisecond)
-		// Until then the node must stay.
+		<-looked
 		if _, err := c.CoreV1().Nodes().Get(ctx, "crivk-a", metav1.GetOptions{}); err != nil {
 			t.Errorf("node deleted while crivk's pod still ran: %v", err)
 		}

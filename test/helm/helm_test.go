@@ -40,6 +40,9 @@ const (
 	namespace = "crivk-system"
 	release   = "crivk"
 	poll      = 500 * time.Millisecond
+	// soakWindow is how long a pod must keep its containers after crivk
+	// was replaced (keeps).
+	soakWindow = 5 * time.Second
 	// profilingPort is the chart's profiling.port default, on the host's
 	// loopback (the chart's profiling.address).
 	profilingPort = "10261"
@@ -305,6 +308,28 @@ func (e *env) cleanStart(t *testing.T, ctx context.Context, ns string) {
 	}
 }
 
+// keeps checks, every poll for soakWindow after the pod runs again, that
+// the pod runs with the container IDs and restart counts want: the window
+// is what the check is about (a restart shows up within it: crivk resyncs
+// an adopted pod 1 s after adoption), and the first difference fails.
+func (e *env) keeps(t *testing.T, ns, name, want, what string) {
+	t.Helper()
+	e.waitPod(t, ns, name, time.Minute, running)
+	err := wait.PollUntilContextTimeout(context.Background(), poll, soakWindow, true, func(ctx context.Context) (bool, error) {
+		p, err := e.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if got := containerIDs(p); got != want || !running(p) {
+			return false, fmt.Errorf("%s (running %v), was %s", got, running(p), want)
+		}
+		return false, nil // the window must run out
+	})
+	if !wait.Interrupted(err) {
+		t.Errorf("pod %s/%s %s: %v", ns, name, what, err)
+	}
+}
+
 // runtimePID is the pid of the chart's containerd (its pid file), 0 when
 // no such process runs.
 func (e *env) runtimePID(t *testing.T) int {
@@ -493,12 +518,9 @@ func TestHelmBesideKubelet(t *testing.T) {
 		t.Fatal("the upgraded crivk never ran")
 	}
 	e.waitNodeReady(t, 2*time.Minute)
-	// A soak window, not a wait: the check is that nothing changes while the
-	// new crivk syncs the adopted pod (its resync is 1 s after adoption).
-	time.Sleep(5 * time.Second)
-	if after := containerIDs(e.waitPod(t, ns, "on-crivk", time.Minute, running)); after != crivkBefore {
-		t.Errorf("crivk's pod across helm upgrade: %s, then %s; want it adopted, not restarted", crivkBefore, after)
-	}
+	// The new crivk syncs the adopted pod (its resync is 1 s after
+	// adoption): nothing may change meanwhile.
+	e.keeps(t, ns, "on-crivk", crivkBefore, "across helm upgrade; want it adopted, not restarted")
 	if pid := e.runtimePID(t); pid != runtimePID {
 		t.Errorf("crivk's containerd across helm upgrade: pid %d, then %d; want it kept", runtimePID, pid)
 	}
@@ -522,10 +544,7 @@ func TestHelmBesideKubelet(t *testing.T) {
 	e.waitNodeReady(t, 2*time.Minute)
 	t.Logf("kill -9 of crivk's containerd: running again (pid %d) and the node Ready %s later", runtimePID, time.Since(start).Round(time.Millisecond))
 	e.connectCrivk()
-	time.Sleep(5 * time.Second) // soak: nothing may restart
-	if after := containerIDs(e.waitPod(t, ns, "on-crivk", time.Minute, running)); after != crivkBefore {
-		t.Errorf("crivk's pod across a kill -9 of crivk's containerd: %s, then %s; want it kept", crivkBefore, after)
-	}
+	e.keeps(t, ns, "on-crivk", crivkBefore, "across a kill -9 of crivk's containerd; want it kept")
 
 	// helm uninstall (uninstall.drain, the default): the pod is deleted
 	// through crivk (its container stops before its object goes), then the
@@ -589,10 +608,7 @@ func TestHelmBesideKubelet(t *testing.T) {
 	}
 	install()
 	e.waitNodeReady(t, 3*time.Minute)
-	time.Sleep(5 * time.Second)
-	if after := containerIDs(e.waitPod(t, ns, "left", time.Minute, running)); after != leftBefore {
-		t.Errorf("the pod across uninstall (uninstall.drain=false) and reinstall: %s, then %s", leftBefore, after)
-	}
+	e.keeps(t, ns, "left", leftBefore, "across uninstall (uninstall.drain=false) and reinstall")
 
 	if after := containerIDs(e.waitPod(t, ns, "on-kubelet", time.Minute, running)); after != before {
 		t.Errorf("the kubelet's pod: %s before crivk, %s after; want it untouched", before, after)
