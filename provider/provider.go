@@ -65,13 +65,22 @@ func New(engine Engine, runtime *cri.Runtime, nodeName, rootDir string, pods cor
 // but that write may still be queued, or retried after a conflict, when the
 // containers are gone: deleting then would leave a pod's last stored state
 // Running, which controllers and watchers read as its end.
-func DeleteOnTerminated(client corev1client.PodsGetter) func(ctx context.Context, pod *v1.Pod) error {
+//
+// cached, if set, returns the informer's copy of a pod (nil when it has
+// none): the final status is checked and written against it first, which
+// saves the GET of every deletion; a copy that is stale makes the write
+// conflict, and the write is then retried against a fresh GET.
+func DeleteOnTerminated(client corev1client.PodsGetter, cached func(namespace, name string) *v1.Pod) func(ctx context.Context, pod *v1.Pod) error {
 	return func(ctx context.Context, pod *v1.Pod) error {
 		if pod.DeletionTimestamp == nil {
 			return nil
 		}
 		l := log.G(ctx).WithField("pod", pod.Namespace+"/"+pod.Name).WithField("uid", pod.UID)
-		if err := writeFinalStatus(ctx, client.Pods(pod.Namespace), pod); err != nil {
+		var inCache *v1.Pod
+		if cached != nil {
+			inCache = cached(pod.Namespace, pod.Name)
+		}
+		if err := writeFinalStatus(ctx, client.Pods(pod.Namespace), pod, inCache); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
@@ -95,12 +104,11 @@ func DeleteOnTerminated(client corev1client.PodsGetter) func(ctx context.Context
 // writeFinalStatus writes pod.Status to the API object unless it already
 // has the same phase and every container of pod.Status terminated there.
 // Conditions of other writers (types pod.Status does not hold) are kept.
-func writeFinalStatus(ctx context.Context, pods corev1client.PodInterface, pod *v1.Pod) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+// cached, the informer's copy of the object (nil: none), is tried first:
+// its resourceVersion is the write's precondition, so a stale copy only
+// costs a conflict, after which the object is read afresh.
+func writeFinalStatus(ctx context.Context, pods corev1client.PodInterface, pod, cached *v1.Pod) error {
+	write := func(cur *v1.Pod) error {
 		if cur.UID != pod.UID {
 			return apierrors.NewNotFound(v1.Resource("pods"), pod.Name)
 		}
@@ -114,8 +122,21 @@ func writeFinalStatus(ctx context.Context, pods corev1client.PodInterface, pod *
 				upd.Status.Conditions = append(upd.Status.Conditions, c)
 			}
 		}
-		_, err = pods.UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+		_, err := pods.UpdateStatus(ctx, upd, metav1.UpdateOptions{})
 		return err
+	}
+	if cached != nil && cached.UID == pod.UID {
+		err := write(cached)
+		if err == nil || !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		return write(cur)
 	})
 }
 

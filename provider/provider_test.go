@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/crivk/crivk/cri"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -109,7 +111,7 @@ func TestDeleteOnTerminated(t *testing.T) {
 				got = &opts
 				return false, nil, nil
 			})
-			if err := DeleteOnTerminated(client.CoreV1())(context.Background(), tc.pod); err != nil {
+			if err := DeleteOnTerminated(client.CoreV1(), nil)(context.Background(), tc.pod); err != nil {
 				t.Fatal(err)
 			}
 			if !tc.wantDelete {
@@ -123,7 +125,7 @@ func TestDeleteOnTerminated(t *testing.T) {
 				t.Fatalf("delete options %+v, want grace 0 and UID precondition u1", got)
 			}
 			// Already gone: not an error.
-			if err := DeleteOnTerminated(client.CoreV1())(context.Background(), tc.pod); err != nil {
+			if err := DeleteOnTerminated(client.CoreV1(), nil)(context.Background(), tc.pod); err != nil {
 				t.Errorf("second delete of a gone pod: %v", err)
 			}
 		})
@@ -167,7 +169,7 @@ func TestDeleteOnTerminatedWritesFinalStatus(t *testing.T) {
 				return false, nil, nil
 			})
 			pod := &v1.Pod{ObjectMeta: meta, Status: final}
-			if err := DeleteOnTerminated(client.CoreV1())(context.Background(), pod); err != nil {
+			if err := DeleteOnTerminated(client.CoreV1(), nil)(context.Background(), pod); err != nil {
 				t.Fatal(err)
 			}
 			want := []string{"delete"}
@@ -274,5 +276,70 @@ func TestProviderNotifyKeepsOtherWritersConditions(t *testing.T) {
 	}
 	if ours.Status.Conditions[0].Type != v1.PodReady || len(ours.Status.Conditions) != 1 {
 		t.Error("the engine's copy was modified")
+	}
+}
+
+// TestDeleteOnTerminatedUsesTheCache: the informer's copy saves the GET. A
+// copy showing the final status needs no write; a current one is written
+// without a read; a stale one conflicts and the write is retried against a
+// fresh GET, so the final status is never lost.
+func TestDeleteOnTerminatedUsesTheCache(t *testing.T) {
+	now := metav1.Now()
+	meta := metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1", DeletionTimestamp: &now, ResourceVersion: "5"}
+	running := v1.PodStatus{Phase: v1.PodRunning,
+		ContainerStatuses: []v1.ContainerStatus{{Name: "c", State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}}
+	final := v1.PodStatus{Phase: v1.PodFailed,
+		ContainerStatuses: []v1.ContainerStatus{{Name: "c", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 137}}}}}
+	for _, tc := range []struct {
+		name        string
+		cachedRV    string
+		cachedState v1.PodStatus
+		want        []string
+	}{
+		{"cache shows the final status: only deleted", "5", final, []string{"delete"}},
+		{"cache current: written without a read", "5", running, []string{"status@5", "delete"}},
+		{"cache stale: conflict, then read and written", "4", running, []string{"status@4", "get", "status@5", "delete"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewSimpleClientset(&v1.Pod{ObjectMeta: meta, Status: running})
+			var calls []string
+			client.PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+				calls = append(calls, "get")
+				return false, nil, nil
+			})
+			client.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				if a.GetSubresource() != "status" {
+					return false, nil, nil
+				}
+				obj := a.(k8stesting.UpdateAction).GetObject().(*v1.Pod)
+				calls = append(calls, "status@"+obj.ResourceVersion)
+				if obj.ResourceVersion != "5" {
+					return true, nil, apierrors.NewConflict(v1.Resource("pods"), obj.Name, fmt.Errorf("the object has been modified"))
+				}
+				if obj.Status.Phase != v1.PodFailed {
+					t.Errorf("written phase %s, want Failed", obj.Status.Phase)
+				}
+				return false, nil, nil
+			})
+			client.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+				calls = append(calls, "delete")
+				return false, nil, nil
+			})
+			cachedMeta := meta
+			cachedMeta.ResourceVersion = tc.cachedRV
+			cached := &v1.Pod{ObjectMeta: cachedMeta, Status: tc.cachedState}
+			lookup := func(namespace, name string) *v1.Pod {
+				if namespace == "ns" && name == "p" {
+					return cached
+				}
+				return nil
+			}
+			if err := DeleteOnTerminated(client.CoreV1(), lookup)(context.Background(), &v1.Pod{ObjectMeta: meta, Status: final}); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(calls, ",") != strings.Join(tc.want, ",") {
+				t.Fatalf("calls %v, want %v", calls, tc.want)
+			}
+		})
 	}
 }

@@ -655,14 +655,20 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		},
 		// Runtime pods of no API pod are cleaned up once the informer
 		// synced (the kubelet's sourcesReady).
-		APIPods:            func() ([]*v1.Pod, error) { return apiPods.List(labels.Everything()) },
-		APIPodsSynced:      podInf.Informer().HasSynced,
-		Runtime:            rt,
-		Cache:              cache,
-		RuntimeName:        ver.RuntimeName,
-		NodeIP:             o.nodeIP,
-		SyncInterval:       o.syncInterval,
-		OnTerminated:       provider.DeleteOnTerminated(clients.core),
+		APIPods:       func() ([]*v1.Pod, error) { return apiPods.List(labels.Everything()) },
+		APIPodsSynced: podInf.Informer().HasSynced,
+		Runtime:       rt,
+		Cache:         cache,
+		RuntimeName:   ver.RuntimeName,
+		NodeIP:        o.nodeIP,
+		SyncInterval:  o.syncInterval,
+		OnTerminated: provider.DeleteOnTerminated(clients.core, func(namespace, name string) *v1.Pod {
+			p, err := apiPods.Pods(namespace).Get(name)
+			if err != nil {
+				return nil
+			}
+			return p
+		}),
 		Recorder:           recorder,
 		RootDir:            o.rootDir,
 		Objects:            a.objects,
