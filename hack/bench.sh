@@ -12,6 +12,7 @@
 #                           (default 1 in full mode, 0 in quick mode)
 #   BENCH_CRIVK_PROFILING   crivk --profiling-address during its lane (e.g. 127.0.0.1:6060)
 #   BENCH_CRIVK_ARGS        extra crivk arguments (e.g. --runtime-events=false)
+#   BENCH_PROXY_LOG         a file: one line per API request of the agents (time, duration, code, kind, path)
 #   BENCH_QPS, BENCH_BURST  API client QPS and burst of both agents (50, 100)
 #   BENCH_STEADY_PODS       W5 levels instead of the plan's (e.g. 0,30,110)
 #   BENCH_STEADY_DURATION   W5 window per level instead of the plan's (e.g. 30s)

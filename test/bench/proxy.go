@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/client-go/rest"
 )
@@ -47,9 +48,22 @@ func startProxy(target *rest.Config) (*countingProxy, error) {
 	rp.Transport = tr
 	rp.FlushInterval = -1 // watches stream
 	rp.ErrorLog = nil
+	var reqLog *requestLog
+	if path := os.Getenv("BENCH_PROXY_LOG"); path != "" {
+		if reqLog, err = openRequestLog(path); err != nil {
+			return nil, err
+		}
+	}
 	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.count(r)
-		rp.ServeHTTP(w, r)
+		if reqLog == nil {
+			rp.ServeHTTP(w, r)
+			return
+		}
+		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+		start := time.Now()
+		rp.ServeHTTP(rec, r)
+		reqLog.write(start, time.Since(start), r, rec.code)
 	})}
 	go func() { _ = p.srv.Serve(ln) }()
 	return p, nil
@@ -62,6 +76,50 @@ func (p *countingProxy) count(r *http.Request) {
 	p.byKind[k]++
 	p.mu.Unlock()
 }
+
+// requestLog writes one line per request the proxy forwarded
+// (BENCH_PROXY_LOG=<file>, for analysis, off by default): its arrival,
+// duration, kind, path and response code.
+type requestLog struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+func openRequestLog(path string) (*requestLog, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("BENCH_PROXY_LOG: %w", err)
+	}
+	return &requestLog{f: f}, nil
+}
+
+func (l *requestLog) write(start time.Time, d time.Duration, r *http.Request, code int) {
+	line := fmt.Sprintf("%s %8.1fms %d %s %s\n", start.UTC().Format("15:04:05.000000"),
+		float64(d.Microseconds())/1000, code, requestKind(r.Method, r.URL), r.URL.Path)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, _ = l.f.WriteString(line)
+}
+
+// statusRecorder keeps the response code; Flush passes through for
+// watches.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.code = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 func (p *countingProxy) Count() int64 { return p.requests.Load() }
 

@@ -1,9 +1,15 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"k8s.io/client-go/rest"
 )
 
 func TestRequestKind(t *testing.T) {
@@ -44,5 +50,48 @@ func TestKindSummary(t *testing.T) {
 	}
 	if got := kindSummary(nil, 30); !strings.Contains(got, "none") {
 		t.Errorf("kindSummary(nil) = %q, want none", got)
+	}
+}
+
+// The proxy forwards, counts by kind and, with BENCH_PROXY_LOG, writes a
+// line per request with its response code.
+func TestProxyCountsAndLogs(t *testing.T) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		_, _ = w.Write([]byte("{}"))
+	}))
+	defer api.Close()
+	logPath := filepath.Join(t.TempDir(), "requests.log")
+	t.Setenv("BENCH_PROXY_LOG", logPath)
+	p, err := startProxy(&rest.Config{Host: api.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, m := range []string{http.MethodPut, http.MethodDelete} {
+		req, _ := http.NewRequest(m, "http://"+p.addr+"/api/v1/namespaces/ns/pods/p/status", nil)
+		if m == http.MethodDelete {
+			req.URL.Path = "/api/v1/namespaces/ns/pods/p"
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if p.Count() != 2 || p.ByKind()["update pods/status"] != 1 || p.ByKind()["delete pods"] != 1 {
+		t.Errorf("counts %d %v, want one update pods/status and one delete pods", p.Count(), p.ByKind())
+	}
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], " 200 update pods/status /api/v1/namespaces/ns/pods/p/status") ||
+		!strings.Contains(lines[1], " 404 delete pods /api/v1/namespaces/ns/pods/p") {
+		t.Errorf("request log:\n%s", b)
 	}
 }
