@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -28,7 +29,9 @@ type agentProc struct {
 // agentCommand is the command line of lane name's agent: the same QPS,
 // burst and maxPods for both, talking to the API server through the
 // counting proxy's kubeconfig. variant (crivk only) comes after
-// -crivk-args: where both set a flag, the variant's wins.
+// -crivk-args: where both set a flag, the variant's wins. A variant's
+// NAME=VALUE words (an upper-case name: GOGC=50, GOMEMLIMIT=40MiB) are
+// crivk's environment, not arguments.
 func agentCommand(root, name, kubeconfig string, o options, variant []string) (*exec.Cmd, error) {
 	common := []string{
 		fmt.Sprintf("--max-pods=%d", o.maxPods),
@@ -46,7 +49,8 @@ func agentCommand(root, name, kubeconfig string, o options, variant []string) (*
 	case "crivk", tracedLane:
 		args := append([]string{"--kubeconfig=" + kubeconfig}, common...)
 		args = append(args, strings.Fields(o.crivkArgs)...)
-		args = append(args, variant...)
+		flags, env := splitVariant(variant)
+		args = append(args, flags...)
 		switch {
 		case o.profilingAddress != "":
 			args = append(args, "--profiling-address="+o.profilingAddress)
@@ -61,10 +65,25 @@ func agentCommand(root, name, kubeconfig string, o options, variant []string) (*
 		// Not the node's bootstrap identity: its own kubeconfig would
 		// bypass the counting proxy (the kubelet lane uses the proxy's
 		// kubeconfig too).
-		cmd.Env = append(os.Environ(), "CRIVK_ADMIN_KUBECONFIG=1")
+		cmd.Env = append(append(os.Environ(), "CRIVK_ADMIN_KUBECONFIG=1"), env...)
 		return cmd, nil
 	}
 	return nil, fmt.Errorf("no agent for lane %q", name)
+}
+
+// envWord is a variant's environment setting: NAME=VALUE, NAME upper case.
+var envWord = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*=`)
+
+// splitVariant separates a variant's arguments from its environment.
+func splitVariant(variant []string) (args, env []string) {
+	for _, w := range variant {
+		if envWord.MatchString(w) {
+			env = append(env, w)
+		} else {
+			args = append(args, w)
+		}
+	}
+	return args, env
 }
 
 func startAgent(cmd *exec.Cmd, name, logPath string) (*agentProc, error) {

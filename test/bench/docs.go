@@ -85,6 +85,10 @@ const docsMethod = `## How it is measured
   it starts). The proxy adds the same small hop to both agents. It also counts
   them by kind (verb and resource, as the audit log: "update leases", "watch
   nodes"), per level in results.json (apiRequestsByKind) and bench.log.
+  Each window opens once the agent has sent no API request for 3 s (at most
+  20 s of waiting, logged when it is not quiet), so the previous step's tail
+  (the status writes and deletion of the pods just removed) is not counted
+  as the steady state's; the same rule for both agents.
 - **Where the time goes**: before and after W1 and each W2 batch's creation the harness reads the
   agent's own /metrics through the API server's node proxy (crivk and the kubelet expose the same
   names): CRI calls and their seconds by operation (kubelet_runtime_operations_duration_seconds),

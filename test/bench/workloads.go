@@ -425,6 +425,9 @@ func (w *workloads) w5(ctx context.Context, res *LaneResult) error {
 				return fmt.Errorf("W5 with %d pods: %w", n, err)
 			}
 		}
+		if quiet, waited := w.settle(ctx); !quiet {
+			w.logf("W5: %d pods: the agent still sent API requests after %s; measuring anyway", n, waited)
+		}
 		w.logf("W5: %d pods for %s", n, w.plan.SteadyDuration)
 		s, err := w.measure(ctx, n)
 		if err != nil {
@@ -433,6 +436,43 @@ func (w *workloads) w5(ctx context.Context, res *LaneResult) error {
 		res.W5 = append(res.W5, s)
 	}
 	return nil
+}
+
+// settleQuiet is how long the agent must send no API request before a W5
+// window opens, and settleMax how long settle waits for that at most.
+const (
+	settleQuiet = 3 * time.Second
+	settleMax   = 20 * time.Second
+)
+
+// settle waits until the agent has sent no API request for settleQuiet (a
+// steady state: the previous step's tail, the status writes and deletion
+// of the pods just removed, is not counted in the next window), for at
+// most settleMax. It returns at once in the raw lane (no agent).
+func (w *workloads) settle(ctx context.Context) (quiet bool, waited time.Duration) {
+	if w.m.requests == nil {
+		return true, 0
+	}
+	t0 := w.clock.Now()
+	tick := w.clock.NewTicker(time.Second)
+	defer tick.Stop()
+	last, since := w.m.requests(), t0
+	for {
+		select {
+		case <-ctx.Done():
+			return false, w.clock.Since(t0)
+		case <-tick.C():
+		}
+		if n := w.m.requests(); n != last {
+			last, since = n, w.clock.Now()
+		}
+		if w.clock.Since(since) >= settleQuiet {
+			return true, w.clock.Since(t0)
+		}
+		if w.clock.Since(t0) >= settleMax {
+			return false, w.clock.Since(t0)
+		}
+	}
 }
 
 // w4Sample is one W4 measurement.

@@ -321,3 +321,78 @@ func TestWithSteady(t *testing.T) {
 		})
 	}
 }
+
+// A variant's NAME=VALUE words go to crivk's environment, the rest are
+// its arguments, after -crivk-args.
+func TestAgentCommandVariantEnv(t *testing.T) {
+	o := options{maxPods: 250, qps: 50, burst: 100, crivkArgs: "--sync-interval=5s"}
+	cmd, err := agentCommand("/r", "crivk", "/k", o, []string{"GOGC=50", "--max-parallel-sandboxes=4", "GOMEMLIMIT=40MiB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Join(cmd.Args[1:], " ")
+	if !strings.HasSuffix(args, "--sync-interval=5s --max-parallel-sandboxes=4") || strings.Contains(args, "GOGC") {
+		t.Errorf("arguments %q", args)
+	}
+	env := strings.Join(cmd.Env, " ")
+	if !strings.Contains(env, "GOGC=50") || !strings.Contains(env, "GOMEMLIMIT=40MiB") || !strings.Contains(env, "CRIVK_ADMIN_KUBECONFIG=1") {
+		t.Errorf("environment lacks the variant's settings: %q", cmd.Env[len(cmd.Env)-3:])
+	}
+	if _, err := agentCommand("/r", "kubelet", "/k", o, []string{"GOGC=50"}); err == nil {
+		t.Error("a variant for the kubelet lane must be refused")
+	}
+}
+
+// settle returns once the agent has been quiet for settleQuiet, and gives
+// up after settleMax.
+func TestSettle(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		busyFor   int // seconds with a request each
+		wantQuiet bool
+		wantSecs  int
+	}{
+		{"quiet at once", 0, true, 3},
+		{"a tail of 4 s", 4, true, 7},
+		{"never quiet", 100, false, 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testingclock.NewFakeClock(time.Unix(0, 0))
+			var reqs atomic.Int64
+			w := &workloads{clock: c, logf: t.Logf, m: meters{requests: reqs.Load}}
+			type result struct {
+				quiet  bool
+				waited time.Duration
+			}
+			done := make(chan result)
+			go func() {
+				q, d := w.settle(context.Background())
+				done <- result{q, d}
+			}()
+			for s := 0; ; {
+				select {
+				case r := <-done:
+					if r.quiet != tc.wantQuiet || r.waited != time.Duration(tc.wantSecs)*time.Second {
+						t.Fatalf("settle: quiet %v after %s, want %v after %ds", r.quiet, r.waited, tc.wantQuiet, tc.wantSecs)
+					}
+					return
+				default:
+				}
+				if c.HasWaiters() {
+					if s < tc.busyFor {
+						reqs.Add(1)
+					}
+					c.Step(time.Second)
+					s++
+					if s > 60 {
+						t.Fatal("settle did not return")
+					}
+				}
+				runtime.Gosched()
+			}
+		})
+	}
+	if q, d := (&workloads{}).settle(context.Background()); !q || d != 0 {
+		t.Errorf("raw lane: settle %v %s, want at once", q, d)
+	}
+}
