@@ -67,20 +67,29 @@ func New(engine Engine, runtime *cri.Runtime, nodeName, rootDir string, pods cor
 // Running, which controllers and watchers read as its end.
 //
 // cached, if set, returns the informer's copy of a pod (nil when it has
-// none): the final status is checked and written against it first, which
-// saves the GET of every deletion; a copy that is stale makes the write
-// conflict, and the write is then retried against a fresh GET.
-func DeleteOnTerminated(client corev1client.PodsGetter, cached func(namespace, name string) *v1.Pod) func(ctx context.Context, pod *v1.Pod) error {
+// none), and writes, if set, the objects of this agent's last status
+// writes: the final status is checked and written against the newest of
+// the two first, which saves the GET of every deletion; a copy that is
+// stale makes the write conflict, and the write is then retried against a
+// fresh GET. writes also learns that the pod's final status is being
+// written (StatusWrites.MarkFinal), so that the status queue's stale
+// writes of it are dropped, and forgets the pod once it is deleted.
+func DeleteOnTerminated(client corev1client.PodsGetter, cached func(namespace, name string) *v1.Pod, writes *StatusWrites) func(ctx context.Context, pod *v1.Pod) error {
 	return func(ctx context.Context, pod *v1.Pod) error {
 		if pod.DeletionTimestamp == nil {
 			return nil
 		}
 		l := log.G(ctx).WithField("pod", pod.Namespace+"/"+pod.Name).WithField("uid", pod.UID)
-		var inCache *v1.Pod
+		var known *v1.Pod
 		if cached != nil {
-			inCache = cached(pod.Namespace, pod.Name)
+			known = cached(pod.Namespace, pod.Name)
 		}
-		if err := writeFinalStatus(ctx, client.Pods(pod.Namespace), pod, inCache); err != nil {
+		if known != nil && known.UID != pod.UID {
+			known = nil
+		}
+		known = newest(known, writes.Last(pod.UID))
+		writes.MarkFinal(pod.UID)
+		if err := writeFinalStatus(ctx, client.Pods(pod.Namespace), pod, known); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
@@ -93,6 +102,9 @@ func DeleteOnTerminated(client corev1client.PodsGetter, cached func(namespace, n
 			Preconditions:      metav1.NewUIDPreconditions(string(pod.UID)),
 		}
 		err := client.Pods(pod.Namespace).Delete(ctx, pod.Name, opts)
+		if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			writes.Forget(pod.UID)
+		}
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("deleting pod %s/%s (%s) from the API: %w", pod.Namespace, pod.Name, pod.UID, err)
 		}

@@ -111,7 +111,7 @@ func TestDeleteOnTerminated(t *testing.T) {
 				got = &opts
 				return false, nil, nil
 			})
-			if err := DeleteOnTerminated(client.CoreV1(), nil)(context.Background(), tc.pod); err != nil {
+			if err := DeleteOnTerminated(client.CoreV1(), nil, nil)(context.Background(), tc.pod); err != nil {
 				t.Fatal(err)
 			}
 			if !tc.wantDelete {
@@ -125,7 +125,7 @@ func TestDeleteOnTerminated(t *testing.T) {
 				t.Fatalf("delete options %+v, want grace 0 and UID precondition u1", got)
 			}
 			// Already gone: not an error.
-			if err := DeleteOnTerminated(client.CoreV1(), nil)(context.Background(), tc.pod); err != nil {
+			if err := DeleteOnTerminated(client.CoreV1(), nil, nil)(context.Background(), tc.pod); err != nil {
 				t.Errorf("second delete of a gone pod: %v", err)
 			}
 		})
@@ -169,7 +169,7 @@ func TestDeleteOnTerminatedWritesFinalStatus(t *testing.T) {
 				return false, nil, nil
 			})
 			pod := &v1.Pod{ObjectMeta: meta, Status: final}
-			if err := DeleteOnTerminated(client.CoreV1(), nil)(context.Background(), pod); err != nil {
+			if err := DeleteOnTerminated(client.CoreV1(), nil, nil)(context.Background(), pod); err != nil {
 				t.Fatal(err)
 			}
 			want := []string{"delete"}
@@ -334,7 +334,7 @@ func TestDeleteOnTerminatedUsesTheCache(t *testing.T) {
 				}
 				return nil
 			}
-			if err := DeleteOnTerminated(client.CoreV1(), lookup)(context.Background(), &v1.Pod{ObjectMeta: meta, Status: final}); err != nil {
+			if err := DeleteOnTerminated(client.CoreV1(), lookup, nil)(context.Background(), &v1.Pod{ObjectMeta: meta, Status: final}); err != nil {
 				t.Fatal(err)
 			}
 			if strings.Join(calls, ",") != strings.Join(tc.want, ",") {

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 
+	"github.com/crivk/crivk/provider"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 // deleteGuard is the pod client virtual-kubelet's pod controller gets. It
@@ -29,10 +31,16 @@ import (
 // the same path, which finds nothing in the runtime and deletes the object
 // at once, so no pod is stuck. Graceful deletes (grace > 0, which only mark
 // the object) and every other call pass through.
+//
+// The guard also keeps the record of the status writes (writes, may be
+// nil): each write that succeeds is recorded, and a write of a pod whose
+// final status DeleteOnTerminated writes is dropped as stale (it would
+// only conflict with the final one, or reach a deleted object).
 type deleteGuard struct {
 	corev1client.PodsGetter
 	pods      corev1listers.PodLister
 	terminate func(ctx context.Context, pod *v1.Pod) error
+	writes    *provider.StatusWrites
 }
 
 func (g deleteGuard) Pods(namespace string) corev1client.PodInterface {
@@ -63,4 +71,35 @@ func (p guardedPods) Delete(ctx context.Context, name string, opts metav1.Delete
 	log.G(ctx).WithField("pod", p.namespace+"/"+name).WithField("uid", pod.UID).
 		Debug("virtual-kubelet's force delete held back: the pod object goes once its containers are stopped")
 	return p.guard.terminate(ctx, pod)
+}
+
+// UpdateStatus writes virtual-kubelet's queued status and records the
+// result; a pod whose final status is written by the deletion path is
+// left alone (the object is returned as given, unwritten).
+func (p guardedPods) UpdateStatus(ctx context.Context, pod *v1.Pod, opts metav1.UpdateOptions) (*v1.Pod, error) {
+	if p.guard.writes.IsFinal(pod.UID) {
+		log.G(ctx).WithField("pod", p.namespace+"/"+pod.Name).WithField("uid", pod.UID).
+			Debug("status write dropped: the pod's final status is written before its deletion")
+		return pod, nil
+	}
+	out, err := p.PodInterface.UpdateStatus(ctx, pod, opts)
+	if err == nil {
+		p.guard.writes.Wrote(out)
+	}
+	return out, err
+}
+
+// forgetDeleted drops a pod's status record when its object leaves the
+// informer, whoever deleted it.
+func forgetDeleted(writes *provider.StatusWrites) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if p, ok := obj.(*v1.Pod); ok {
+				writes.Forget(p.UID)
+			}
+		},
+	}
 }

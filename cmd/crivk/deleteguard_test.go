@@ -4,11 +4,15 @@ import (
 	"context"
 	"testing"
 
+	"github.com/crivk/crivk/provider"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 )
@@ -97,5 +101,45 @@ func TestVKRecorderDropsProviderSuccess(t *testing.T) {
 	want := []string{"Warning ProviderCreateFailed failed: boom", "Normal Pulled image present"}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("events %q, want %q", got, want)
+	}
+}
+
+// The guard records each status write that succeeds and drops the queued
+// writes of a pod whose final status the deletion path writes; the
+// informer's delete forgets the pod.
+func TestDeleteGuardStatusWrites(t *testing.T) {
+	client := fake.NewSimpleClientset(
+		&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "ua", ResourceVersion: "3"}},
+		&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "ub", ResourceVersion: "3"}})
+	writes := provider.NewStatusWrites()
+	g := deleteGuard{PodsGetter: client.CoreV1(), writes: writes}
+	updates := 0
+	client.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		updates++
+		obj := a.(k8stesting.UpdateAction).GetObject().(*v1.Pod).DeepCopy()
+		obj.ResourceVersion = "4" // what the API server answers
+		return true, obj, nil
+	})
+	running := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "ua", ResourceVersion: "3"},
+		Status: v1.PodStatus{Phase: v1.PodRunning}}
+	if _, err := g.Pods("ns").UpdateStatus(context.Background(), running, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if last := writes.Last("ua"); updates != 1 || last == nil || last.ResourceVersion != "4" || last.Status.Phase != v1.PodRunning {
+		t.Fatalf("%d writes, recorded %v, want one write recorded at resourceVersion 4", updates, last)
+	}
+	writes.MarkFinal("ub")
+	stale := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "ub", ResourceVersion: "3"}}
+	if _, err := g.Pods("ns").UpdateStatus(context.Background(), stale, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if updates != 1 {
+		t.Errorf("a write of a pod whose final status is written reached the API")
+	}
+	h := forgetDeleted(writes)
+	h.OnDelete(running)
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/b", Obj: stale})
+	if writes.Len() != 0 {
+		t.Errorf("%d pods still recorded after their deletion", writes.Len())
 	}
 }

@@ -380,6 +380,7 @@ func run(ctx context.Context, o *options) error {
 		Clients: clients, Node: nodeObj, Provider: a.provider, NodeProvider: a.nodeProvider, Recorder: recorder,
 		Mux: a.mux, ListenAddr: net.JoinHostPort(o.address, fmt.Sprint(o.port)), TLS: tlsOpts, Auth: auth.Wrap, Workers: 10,
 		StatusReport: o.nodeStatusReportFrequency, Watched: a.nodes.Watched, PodInformer: podInf,
+		StatusWrites: a.statusWrites,
 	})
 	if err != nil {
 		return err
@@ -607,13 +608,16 @@ type agent struct {
 	objects      *provider.Objects
 	nodes        *nodeView
 	mux          *http.ServeMux
+	// statusWrites is shared by the deletion path and virtual-kubelet's
+	// status writes (deleteguard.go).
+	statusWrites *provider.StatusWrites
 }
 
 // startEngine builds the engine with its volumes, probes, PLEG (woken by
 // containerd's task events), node provider and log rotation, and starts
 // their loops.
 func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.Runtime, ver cri.VersionInfo, nodeObj *v1.Node, recorder record.EventRecorder, pods *cm.Manager, metrics *agentMetrics, podInf podInformer) (*agent, error) {
-	a := &agent{mux: http.NewServeMux()}
+	a := &agent{mux: http.NewServeMux(), statusWrites: provider.NewStatusWrites()}
 	apiPods := podInf.Lister()
 	cache := lifecycle.NewCache()
 	// Volumes: the objects pods reference are read with least privilege
@@ -668,7 +672,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 				return nil
 			}
 			return p
-		}),
+		}, a.statusWrites),
 		Recorder:           recorder,
 		RootDir:            o.rootDir,
 		Objects:            a.objects,
@@ -713,6 +717,9 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	}, a.engine.Kick)
 	if _, err := podInf.Informer().AddEventHandler(readinessGateKicks(a.engine.Kick)); err != nil {
 		log.L.WithError(err).Warn("readiness gates are seen at each pod's resync only")
+	}
+	if _, err := podInf.Informer().AddEventHandler(forgetDeleted(a.statusWrites)); err != nil {
+		return nil, err
 	}
 	return a, nil
 }

@@ -66,6 +66,9 @@ type vkNodeConfig struct {
 	// PodInformer is the node's pod informer (newPodInformer); the node
 	// runs it.
 	PodInformer podInformer
+	// StatusWrites records the status writes of the pod controller's
+	// client (deleteGuard); nil: not recorded.
+	StatusWrites *provider.StatusWrites
 }
 
 func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
@@ -110,7 +113,7 @@ func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
 	pc, err := node.NewPodController(node.PodControllerConfig{
 		// Removals with grace 0 become crivk's own termination
 		// (deleteguard.go): no object goes before its containers stop.
-		PodClient:     deleteGuard{PodsGetter: cfg.Clients.core, pods: pods, terminate: cfg.Provider.DeletePod},
+		PodClient:     deleteGuard{PodsGetter: cfg.Clients.core, pods: pods, terminate: cfg.Provider.DeletePod, writes: cfg.StatusWrites},
 		EventRecorder: vkRecorder{cfg.Recorder}, // no Provider*Success events
 
 		Provider:                  notifyingProvider{Provider: cfg.Provider, f: filter},

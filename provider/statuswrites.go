@@ -1,0 +1,126 @@
+package provider
+
+import (
+	"strconv"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// StatusWrites is what this agent last wrote of each pod's status, the part
+// of the kubelet's status manager that virtual-kubelet lacks: the pod
+// object the API server returned for the last successful status write
+// (its resourceVersion and status), and which pods have their final status
+// written or being written before their deletion.
+//
+// Two writers send a pod's status at its end: virtual-kubelet's status
+// queue (every status the engine publishes) and DeleteOnTerminated (the
+// final status, then the deletion). Each took its resourceVersion from the
+// informer, which lags behind the other's write, so one of them conflicted
+// (409) and was retried with a GET, on every deletion. With this record
+// DeleteOnTerminated starts from the newest object known (the informer's
+// or the one its own side last wrote) and virtual-kubelet's queued writes
+// of a pod whose final status is written are dropped: nothing newer can
+// follow it. Safe for concurrent use; entries go with the pod (Forget).
+type StatusWrites struct {
+	mu    sync.Mutex
+	last  map[types.UID]*v1.Pod
+	final map[types.UID]bool
+}
+
+// NewStatusWrites returns an empty record.
+func NewStatusWrites() *StatusWrites {
+	return &StatusWrites{last: map[types.UID]*v1.Pod{}, final: map[types.UID]bool{}}
+}
+
+// Wrote records the object a successful status write returned.
+func (w *StatusWrites) Wrote(p *v1.Pod) {
+	if w == nil || p == nil || p.UID == "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if cur := w.last[p.UID]; cur != nil && !newerThan(p, cur) {
+		return
+	}
+	w.last[p.UID] = p
+}
+
+// Last returns the object of the pod's last recorded status write, nil if
+// none.
+func (w *StatusWrites) Last(uid types.UID) *v1.Pod {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.last[uid]
+}
+
+// MarkFinal says the pod's final status is written, or about to be, by
+// DeleteOnTerminated: later writes of other statuses are stale.
+func (w *StatusWrites) MarkFinal(uid types.UID) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.final[uid] = true
+}
+
+// IsFinal reports whether MarkFinal was called for the pod.
+func (w *StatusWrites) IsFinal(uid types.UID) bool {
+	if w == nil {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.final[uid]
+}
+
+// Forget drops the pod's entries (its object is gone from the API).
+func (w *StatusWrites) Forget(uid types.UID) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.last, uid)
+	delete(w.final, uid)
+}
+
+// Len is the number of pods recorded.
+func (w *StatusWrites) Len() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := len(w.last)
+	for uid := range w.final {
+		if w.last[uid] == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// newest returns the newer of two copies of the same object, by
+// resourceVersion; a nil one, or versions that are not numbers (opaque to
+// clients by contract, integers with etcd), give a the preference.
+func newest(a, b *v1.Pod) *v1.Pod {
+	switch {
+	case a == nil:
+		return b
+	case b == nil || b.UID != a.UID:
+		return a
+	case newerThan(b, a):
+		return b
+	}
+	return a
+}
+
+// newerThan: a's resourceVersion is a number above b's.
+func newerThan(a, b *v1.Pod) bool {
+	ra, errA := strconv.ParseUint(a.ResourceVersion, 10, 64)
+	rb, errB := strconv.ParseUint(b.ResourceVersion, 10, 64)
+	return errA == nil && errB == nil && ra > rb
+}

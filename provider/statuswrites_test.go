@@ -1,0 +1,125 @@
+package provider
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+func podRV(uid, rv string) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: types.UID("u" + uid), ResourceVersion: rv}}
+}
+
+func TestStatusWrites(t *testing.T) {
+	w := NewStatusWrites()
+	w.Wrote(podRV("1", "7"))
+	w.Wrote(podRV("1", "5")) // an older write's answer, late: kept out
+	if got := w.Last("u1"); got == nil || got.ResourceVersion != "7" {
+		t.Fatalf("last %v, want resourceVersion 7", got)
+	}
+	w.Wrote(podRV("1", "9"))
+	if got := w.Last("u1"); got.ResourceVersion != "9" {
+		t.Errorf("last %s, want 9", got.ResourceVersion)
+	}
+	if w.IsFinal("u1") {
+		t.Error("final before MarkFinal")
+	}
+	w.MarkFinal("u1")
+	w.MarkFinal("u2")
+	if !w.IsFinal("u1") || !w.IsFinal("u2") || w.Len() != 2 {
+		t.Errorf("final u1 %v u2 %v, len %d", w.IsFinal("u1"), w.IsFinal("u2"), w.Len())
+	}
+	w.Forget("u1")
+	w.Forget("u2")
+	if w.Last("u1") != nil || w.IsFinal("u1") || w.Len() != 0 {
+		t.Errorf("entries left after Forget: %d", w.Len())
+	}
+	var none *StatusWrites // a nil record records nothing and says nothing
+	none.Wrote(podRV("1", "1"))
+	none.MarkFinal("u1")
+	if none.Last("u1") != nil || none.IsFinal("u1") {
+		t.Error("a nil record answered")
+	}
+
+	for _, tc := range []struct {
+		name string
+		a, b *v1.Pod
+		want string
+	}{
+		{"b newer", podRV("1", "5"), podRV("1", "6"), "6"},
+		{"a newer", podRV("1", "6"), podRV("1", "5"), "6"},
+		{"a nil", nil, podRV("1", "5"), "5"},
+		{"b nil", podRV("1", "5"), nil, "5"},
+		{"not numbers: a", podRV("1", "x"), podRV("1", "6"), "x"},
+		{"another pod's: a", podRV("1", "5"), podRV("2", "9"), "5"},
+	} {
+		if got := newest(tc.a, tc.b); got.ResourceVersion != tc.want {
+			t.Errorf("%s: newest %s, want %s", tc.name, got.ResourceVersion, tc.want)
+		}
+	}
+}
+
+// TestDeleteOnTerminatedUsesItsWrites: the informer's copy lags behind the
+// status virtual-kubelet just wrote; the final status is written against
+// that newer object (no conflict, no GET), or not at all when that write
+// already carried it, and the pod is marked final while it is written and
+// forgotten once deleted.
+func TestDeleteOnTerminatedUsesItsWrites(t *testing.T) {
+	now := metav1.Now()
+	meta := metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1", DeletionTimestamp: &now, ResourceVersion: "6"}
+	running := v1.PodStatus{Phase: v1.PodRunning,
+		ContainerStatuses: []v1.ContainerStatus{{Name: "c", State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}}
+	final := v1.PodStatus{Phase: v1.PodFailed,
+		ContainerStatuses: []v1.ContainerStatus{{Name: "c", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 137}}}}}
+	for _, tc := range []struct {
+		name        string
+		writtenStat v1.PodStatus
+		want        []string
+	}{
+		{"the last write showed containers running: final written on it", running, []string{"status@6", "delete"}},
+		{"the last write carried the final status: only deleted", final, []string{"delete"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewSimpleClientset(&v1.Pod{ObjectMeta: meta, Status: tc.writtenStat})
+			writes := NewStatusWrites()
+			var calls []string
+			client.PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+				calls = append(calls, "get")
+				return false, nil, nil
+			})
+			client.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				obj := a.(k8stesting.UpdateAction).GetObject().(*v1.Pod)
+				calls = append(calls, "status@"+obj.ResourceVersion)
+				if !writes.IsFinal("u1") {
+					t.Error("the final status is written before the pod is marked final")
+				}
+				return false, nil, nil
+			})
+			client.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+				calls = append(calls, "delete")
+				return false, nil, nil
+			})
+			lastWrite := &v1.Pod{ObjectMeta: meta, Status: tc.writtenStat}
+			writes.Wrote(lastWrite)
+			staleMeta := meta
+			staleMeta.ResourceVersion = "4"
+			informer := func(string, string) *v1.Pod { return &v1.Pod{ObjectMeta: staleMeta, Status: running} }
+			if err := DeleteOnTerminated(client.CoreV1(), informer, writes)(context.Background(), &v1.Pod{ObjectMeta: meta, Status: final}); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(calls, ",") != strings.Join(tc.want, ",") {
+				t.Fatalf("calls %v, want %v", calls, tc.want)
+			}
+			if writes.Len() != 0 {
+				t.Errorf("the deleted pod is still recorded")
+			}
+		})
+	}
+}
