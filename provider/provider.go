@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/lifecycle"
@@ -74,6 +75,10 @@ func New(engine Engine, runtime *cri.Runtime, nodeName, rootDir string, pods cor
 // fresh GET. writes also learns that the pod's final status is being
 // written (StatusWrites.MarkFinal), so that the status queue's stale
 // writes of it are dropped, and forgets the pod once it is deleted.
+// finalWriteWait bounds how long the deletion path waits for a status
+// write in flight (its own request is bounded by the client's timeout).
+const finalWriteWait = 10 * time.Second
+
 func DeleteOnTerminated(client corev1client.PodsGetter, cached func(namespace, name string) *v1.Pod, writes *StatusWrites) func(ctx context.Context, pod *v1.Pod) error {
 	return func(ctx context.Context, pod *v1.Pod) error {
 		if pod.DeletionTimestamp == nil {
@@ -87,8 +92,12 @@ func DeleteOnTerminated(client corev1client.PodsGetter, cached func(namespace, n
 		if known != nil && known.UID != pod.UID {
 			known = nil
 		}
-		known = newest(known, writes.Last(pod.UID))
-		writes.MarkFinal(pod.UID)
+		// virtual-kubelet's write of the same final status may be in
+		// flight: wait for it (a bounded while), then start from the
+		// newest object known.
+		fctx, cancel := context.WithTimeout(ctx, finalWriteWait)
+		known = newest(known, writes.Finalize(fctx, pod.UID))
+		cancel()
 		if err := writeFinalStatus(ctx, client.Pods(pod.Namespace), pod, known); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"strconv"
 	"sync"
 
@@ -23,15 +24,86 @@ import (
 // or the one its own side last wrote) and virtual-kubelet's queued writes
 // of a pod whose final status is written are dropped: nothing newer can
 // follow it. Safe for concurrent use; entries go with the pod (Forget).
+//
+// A write of virtual-kubelet's may be in flight when the deletion path
+// starts (the queue hands the engine's final status on as soon as it has
+// it): Finalize marks the pod final and then waits for the writes in
+// flight, so the deletion path starts from their result.
 type StatusWrites struct {
-	mu    sync.Mutex
-	last  map[types.UID]*v1.Pod
-	final map[types.UID]bool
+	mu       sync.Mutex
+	last     map[types.UID]*v1.Pod
+	final    map[types.UID]bool
+	inflight map[types.UID]*flight
+}
+
+// flight counts a pod's status writes in flight; idle is closed when the
+// count drops to 0.
+type flight struct {
+	n    int
+	idle chan struct{}
 }
 
 // NewStatusWrites returns an empty record.
 func NewStatusWrites() *StatusWrites {
-	return &StatusWrites{last: map[types.UID]*v1.Pod{}, final: map[types.UID]bool{}}
+	return &StatusWrites{last: map[types.UID]*v1.Pod{}, final: map[types.UID]bool{}, inflight: map[types.UID]*flight{}}
+}
+
+// Begin is called before a status write of the pod: false means the pod's
+// final status is written by the deletion path and this write is stale
+// (drop it); true counts the write in flight until End.
+func (w *StatusWrites) Begin(uid types.UID) bool {
+	if w == nil {
+		return true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.final[uid] {
+		return false
+	}
+	f := w.inflight[uid]
+	if f == nil {
+		f = &flight{idle: make(chan struct{})}
+		w.inflight[uid] = f
+	}
+	f.n++
+	return true
+}
+
+// End ends a write Begin let through; written is the object the API
+// returned, nil if the write failed.
+func (w *StatusWrites) End(uid types.UID, written *v1.Pod) {
+	if w == nil {
+		return
+	}
+	w.Wrote(written)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if f := w.inflight[uid]; f != nil {
+		if f.n--; f.n <= 0 {
+			close(f.idle)
+			delete(w.inflight, uid)
+		}
+	}
+}
+
+// Finalize marks the pod final (MarkFinal), waits until none of its
+// writes is in flight or ctx ends, and returns the object of its last
+// recorded write (nil if none).
+func (w *StatusWrites) Finalize(ctx context.Context, uid types.UID) *v1.Pod {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	w.final[uid] = true
+	f := w.inflight[uid]
+	w.mu.Unlock()
+	if f != nil {
+		select {
+		case <-f.idle:
+		case <-ctx.Done():
+		}
+	}
+	return w.Last(uid)
 }
 
 // Wrote records the object a successful status write returned.

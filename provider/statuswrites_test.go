@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -121,5 +122,48 @@ func TestDeleteOnTerminatedUsesItsWrites(t *testing.T) {
 				t.Errorf("the deleted pod is still recorded")
 			}
 		})
+	}
+}
+
+// Finalize waits for the writes in flight and returns their result; the
+// writes that start after it are refused; a write that never ends holds
+// it only until its context ends.
+func TestStatusWritesFinalizeWaitsForWritesInFlight(t *testing.T) {
+	w := NewStatusWrites()
+	w.Wrote(podRV("1", "5"))
+	if !w.Begin("u1") {
+		t.Fatal("a write before the pod is final was refused")
+	}
+	got := make(chan *v1.Pod)
+	go func() { got <- w.Finalize(context.Background(), "u1") }()
+	select {
+	case p := <-got:
+		t.Fatalf("Finalize returned %v while a write was in flight", p)
+	case <-time.After(50 * time.Millisecond):
+	}
+	w.End("u1", podRV("1", "9"))
+	select {
+	case p := <-got:
+		if p == nil || p.ResourceVersion != "9" {
+			t.Fatalf("Finalize returned %v, want the write in flight's result (9)", p)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Finalize did not return after the write ended")
+	}
+	if w.Begin("u1") {
+		t.Error("a write after Finalize was let through")
+	}
+
+	if !w.Begin("u2") {
+		t.Fatal("u2 refused")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if p := w.Finalize(ctx, "u2"); p != nil {
+		t.Errorf("Finalize of a pod never written returned %v", p)
+	}
+	w.End("u2", nil) // a failed write records nothing
+	if w.Last("u2") != nil {
+		t.Error("a failed write was recorded")
 	}
 }

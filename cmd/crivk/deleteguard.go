@@ -77,15 +77,17 @@ func (p guardedPods) Delete(ctx context.Context, name string, opts metav1.Delete
 // result; a pod whose final status is written by the deletion path is
 // left alone (the object is returned as given, unwritten).
 func (p guardedPods) UpdateStatus(ctx context.Context, pod *v1.Pod, opts metav1.UpdateOptions) (*v1.Pod, error) {
-	if p.guard.writes.IsFinal(pod.UID) {
+	if !p.guard.writes.Begin(pod.UID) {
 		log.G(ctx).WithField("pod", p.namespace+"/"+pod.Name).WithField("uid", pod.UID).
 			Debug("status write dropped: the pod's final status is written before its deletion")
 		return pod, nil
 	}
 	out, err := p.PodInterface.UpdateStatus(ctx, pod, opts)
+	var written *v1.Pod
 	if err == nil {
-		p.guard.writes.Wrote(out)
+		written = out
 	}
+	p.guard.writes.End(pod.UID, written)
 	return out, err
 }
 
