@@ -129,6 +129,14 @@ type PLEGConfig struct {
 	// during a relist makes one more relist; the periodic relist stays the
 	// safety net for missed or absent events. Optional.
 	Wake <-chan struct{}
+	// WakeSpacing is the shortest time between the starts of two relists
+	// that wakes triggered one after the other (0: none). A batch of pods
+	// starting sends the runtime's events without a pause, and each relist
+	// lists every sandbox and container of the node: back to back, the
+	// node's PLEG would load the runtime in proportion to events times
+	// pods. A wake after a quiet spell (the first exit after the periodic
+	// relist) is served at once. Optional.
+	WakeSpacing time.Duration
 	// OnChange is called once per pod with events in a relist, after the
 	// pod's cache entry was written and the cache's global time raised,
 	// from the relist goroutine; it must not block (the engine's Kick
@@ -183,6 +191,10 @@ type PLEG struct {
 	threshold time.Duration
 	onChange  func(types.UID)
 	wake      <-chan struct{}
+	// spacing is WakeSpacing; lastWoken is when the last relist a wake
+	// triggered started (Run's goroutine only).
+	spacing   time.Duration
+	lastWoken time.Time
 
 	// relistMu serializes Relist (Run's loop and forced relists).
 	relistMu sync.Mutex
@@ -231,6 +243,7 @@ func NewPLEG(cfg PLEGConfig) (*PLEG, error) {
 		observe:    cfg.ObserveRelist,
 		running:    cfg.ObserveRunning,
 		wake:       cfg.Wake,
+		spacing:    cfg.WakeSpacing,
 		last:       &cri.Snapshot{Pods: map[types.UID]map[string]cri.State{}, Refs: map[types.UID]cri.PodRef{}},
 		reinspect:  map[types.UID]cri.PodRef{},
 		lastRelist: cfg.Clock.Now(),
@@ -240,7 +253,9 @@ func NewPLEG(cfg PLEGConfig) (*PLEG, error) {
 // Run relists until ctx ends: every period, and at once when Wake fires.
 // Wakes that arrive while a relist runs are served by one more relist after
 // it (the channel is drained first), so a burst of runtime events costs at
-// most two relists, not one per event.
+// most two relists, not one per event. A wake within WakeSpacing of the
+// start of the previous woken relist waits for the rest of that spacing,
+// gathering the wakes that come meanwhile into the same relist.
 func (p *PLEG) Run(ctx context.Context) {
 	t := p.clock.NewTicker(p.period)
 	defer t.Stop()
@@ -251,7 +266,15 @@ func (p *PLEG) Run(ctx context.Context) {
 			return
 		case <-t.C():
 		case <-p.wake: // nil channel without Wake: never ready
+			if wait := p.spacing - p.clock.Since(p.lastWoken); p.spacing > 0 && wait > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-p.clock.After(wait):
+				}
+			}
 			drain(p.wake)
+			p.lastWoken = p.clock.Now()
 		}
 	}
 }

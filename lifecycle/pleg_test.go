@@ -542,6 +542,90 @@ func TestPLEGRunWake(t *testing.T) {
 	}
 }
 
+// With WakeSpacing, a wake right after a woken relist waits for the rest
+// of the spacing and the wakes meanwhile share one relist; a wake after a
+// quiet spell relists at once.
+func TestPLEGRunWakeSpacing(t *testing.T) {
+	clk := clocktesting.NewFakeClock(cacheT0)
+	relisted := make(chan struct{})
+	rt := &plegReader{snapshot: func(context.Context) (*cri.Snapshot, error) {
+		relisted <- struct{}{}
+		return world(nil), nil
+	}}
+	wake := make(chan struct{}, 1)
+	p, err := NewPLEG(PLEGConfig{Runtime: rt, Cache: NewCache(), Clock: clk, Period: time.Hour, Wake: wake,
+		WakeSpacing: 100 * time.Millisecond, OnChange: func(types.UID) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(ctx)
+	}()
+	deadline := time.After(10 * time.Second)
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case <-relisted:
+		case <-deadline:
+			t.Fatalf("no %s", what)
+		}
+	}
+	none := func(what string) {
+		t.Helper()
+		select {
+		case <-relisted:
+			t.Fatalf("a relist %s", what)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	wait("relist at start")
+	wake <- struct{}{}
+	wait("relist on the first wake, at once")
+	woken := clk.Now()
+	clk.Step(30 * time.Millisecond)
+	wake <- struct{}{}
+	none("30 ms after the previous woken one")
+	// Time passes in small steps, more wakes come meanwhile: one relist,
+	// not before the spacing has passed since the previous woken one.
+	for relists := 0; relists == 0; {
+		select {
+		case <-relisted:
+			relists++
+			if got := clk.Since(woken); got < 100*time.Millisecond {
+				t.Fatalf("woken relist %s after the previous one, want at least 100ms", got)
+			}
+		case <-deadline:
+			t.Fatal("no relist once the spacing has passed")
+		case <-time.After(5 * time.Millisecond):
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+			clk.Step(10 * time.Millisecond)
+		}
+	}
+	none("for the wakes that came during the wait")
+	// A wake sent during that relist may wait for its spacing: let it.
+	clk.Step(time.Second)
+	select {
+	case <-relisted:
+	case <-time.After(100 * time.Millisecond):
+	}
+	clk.Step(time.Second)
+	wake <- struct{}{}
+	wait("relist at once after a quiet second")
+	cancel()
+	select {
+	case <-done:
+	case <-deadline:
+		t.Fatal("Run did not return after its context ended")
+	}
+}
+
 func TestNewPLEGValidates(t *testing.T) {
 	ok := PLEGConfig{Runtime: &plegReader{}, Cache: NewCache(), OnChange: func(types.UID) {}}
 	for name, tc := range map[string]struct {

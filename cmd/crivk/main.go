@@ -82,6 +82,7 @@ type options struct {
 	resolvConf     string
 	syncInterval   time.Duration
 	relistPeriod   time.Duration
+	wakeSpacing    time.Duration
 	// runtimeRequestTimeout is the kubelet's --runtime-request-timeout.
 	runtimeRequestTimeout time.Duration
 	apiQPS                float64
@@ -154,6 +155,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.syncInterval, "sync-interval", 10*time.Second, "how often a pod is resynced when the PLEG reports no change for it")
 	fs.DurationVar(&o.runtimeRequestTimeout, "runtime-request-timeout", 2*time.Minute, "timeout of every CRI call but image pulls (the kubelet's); the dial has its own 10 s")
 	fs.DurationVar(&o.relistPeriod, "pleg-relist-period", time.Second, "how often the PLEG lists the runtime's sandboxes and containers")
+	fs.DurationVar(&o.wakeSpacing, "pleg-wake-spacing", 100*time.Millisecond, "the shortest time between two relists that the runtime's events trigger one after the other (0: none); a wake after a quiet spell relists at once")
 	fs.DurationVar(&o.nodeStatusUpdateFrequency, "node-status-update-frequency", 10*time.Second, "how often the node's conditions are computed and compared with the Node in the API (written when they differ), as the kubelet's")
 	fs.DurationVar(&o.nodeStatusReportFrequency, "node-status-report-frequency", 5*time.Minute, "how often the node status is written when nothing changed, as the kubelet's")
 	fs.Float64Var(&o.apiQPS, "kube-api-qps", 50, "QPS to the API server")
@@ -196,6 +198,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.syncInterval <= 0 || o.relistPeriod <= 0 {
 		return nil, fmt.Errorf("--sync-interval and --pleg-relist-period must be positive")
+	}
+	if o.wakeSpacing < 0 || o.wakeSpacing >= o.relistPeriod {
+		return nil, fmt.Errorf("--pleg-wake-spacing %s must be at least 0 and below --pleg-relist-period %s", o.wakeSpacing, o.relistPeriod)
 	}
 	if q, err := resource.ParseQuantity(o.logMaxSize); err != nil || q.Value() <= 0 {
 		return nil, fmt.Errorf("--container-log-max-size %q is not a positive quantity", o.logMaxSize)
@@ -695,7 +700,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		ev := &taskEvents{endpoint: o.criEndpoint, namespace: "k8s.io", wake: wake, settle: []time.Duration{10 * time.Millisecond, 30 * time.Millisecond, 100 * time.Millisecond}, retry: 5 * time.Second, clock: clock.RealClock{}}
 		go ev.run(ctx)
 	}
-	pleg, err := lifecycle.NewPLEG(lifecycle.PLEGConfig{Runtime: rt, Cache: cache, Period: o.relistPeriod, Wake: wake, OnChange: a.engine.Kick,
+	pleg, err := lifecycle.NewPLEG(lifecycle.PLEGConfig{Runtime: rt, Cache: cache, Period: o.relistPeriod, Wake: wake, WakeSpacing: o.wakeSpacing, OnChange: a.engine.Kick,
 		ObserveRelist: metrics.ObserveRelist, ObserveRunning: metrics.ObserveRunning})
 	if err != nil {
 		return nil, err

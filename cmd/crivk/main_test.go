@@ -28,6 +28,8 @@ func TestParseFlags(t *testing.T) {
 		{"bad eviction", []string{"--kubeconfig=/k", "--eviction-hard=memory.available<-1"}, "--eviction-hard: "},
 		{"bad oom score adj", []string{"--kubeconfig=/k", "--oom-score-adj=-1001"}, "--oom-score-adj -1001 is not in [-1000, 1000]"},
 		{"relative cgroup root", []string{"--kubeconfig=/k", "--cgroup-root=crivk"}, `--cgroup-root "crivk" is not an absolute cgroup path`},
+		{"no wake spacing", []string{"--kubeconfig=/k", "--pleg-wake-spacing=0"}, ""},
+		{"wake spacing above the period", []string{"--kubeconfig=/k", "--pleg-wake-spacing=2s"}, "--pleg-wake-spacing 2s must be at least 0 and below --pleg-relist-period 1s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, err := parseFlags(tc.args)
