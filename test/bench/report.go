@@ -297,7 +297,7 @@ func (r *Results) writeHeader(w io.Writer) {
 		mode = "quick (BENCH_QUICK=1)"
 	}
 	fmt.Fprintf(w, "Run of %s, %s mode, %.0f s. Machine: %s, %d CPUs, %.0f GiB, %s, kernel %s. "+
-		"Both agents: kube-api-qps %g, kube-api-burst %d, maxPods %d.\n\n",
+		"Agents (and the rawapi lane's client): kube-api-qps %g, kube-api-burst %d, maxPods %d.\n\n",
 		r.Started.Format("2006-01-02 15:04 MST"), mode, r.Seconds, r.Machine.CPUModel, r.Machine.CPUs, r.Machine.MemGiB,
 		r.Machine.OS, r.Machine.Kernel, r.Settings.QPS, r.Settings.Burst, r.Settings.MaxPods)
 	if r.Command != "" {
@@ -309,6 +309,12 @@ func (r *Results) writeHeader(w io.Writer) {
 	}
 	fmt.Fprintf(w, "Plan: W1 %d pods; W2/W3 batches %v; W4 %d exits; W5 %v pods for %s each%s.\n\n",
 		r.Plan.W1Count, r.Plan.Batches, r.Plan.W4Count, r.Plan.SteadyPods, r.Plan.SteadyDuration, raw)
+	if r.lane("rawapi") != nil {
+		fmt.Fprintln(w, "rawapi is raw CRI calls driven through the API server by a minimal agent inside the harness: "+
+			"the floor of any agent that goes through the API. It runs W1, W2 and W3 only (W4, W5: \"-\"; it has no exit "+
+			"handling, and its agent is the harness itself).")
+		fmt.Fprintln(w)
+	}
 }
 
 // breakdownRows are the breakdown table's rows: for W1 (create and delete)
