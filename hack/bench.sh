@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Benchmarks crivk against the kubelet and against raw CRI calls (issue 6):
 # builds what is missing, brings up the local cluster (hack/local-up.sh),
-# runs the harness (test/bench) whose three lanes (raw, kubelet, crivk) use
-# that one control plane and containerd one after another, then tears the
-# cluster down. See docs/benchmarks.md.
+# runs the harness (test/bench) whose four lanes (raw, rawapi, kubelet,
+# crivk) use that one control plane and containerd one after another, then
+# tears the cluster down. See docs/benchmarks.md.
 #
 # Environment:
 #   BENCH_QUICK=1           the quick plan (< 5 minutes) instead of the full one (about 40 on 2 cores)
-#   BENCH_LANES             lanes in order (default raw,kubelet,crivk; add crivk-traced for the tracing overhead)
+#   BENCH_LANES             lanes in order (default raw,rawapi,kubelet,crivk; add crivk-traced for the tracing overhead)
 #   BENCH_DOCS=1|0          rewrite docs/benchmarks.md and docs/benchmarks/*.png
 #                           (default 1 in full mode, 0 in quick mode)
 #   BENCH_CRIVK_PROFILING   crivk --profiling-address during its lane (e.g. 127.0.0.1:6060)
@@ -68,7 +68,7 @@ cmdline="make bench"
 [ -z "${BENCH_REPEAT:-}" ] || cmdline="BENCH_REPEAT=${BENCH_REPEAT} ${cmdline}"
 [ -z "${BENCH_BATCH_SIZES:-}" ] || cmdline="BENCH_BATCH_SIZES=${BENCH_BATCH_SIZES} ${cmdline}"
 [ -z "${BENCH_ONLY:-}" ] || cmdline="BENCH_ONLY=${BENCH_ONLY} ${cmdline}"
-args=(-root "${ROOT}" -out "${RESULTS}" -lanes "${BENCH_LANES:-raw,kubelet,crivk}"
+args=(-root "${ROOT}" -out "${RESULTS}" -lanes "${BENCH_LANES:-raw,rawapi,kubelet,crivk}"
   -kube-api-qps "${BENCH_QPS:-50}" -kube-api-burst "${BENCH_BURST:-100}" -command "${cmdline}")
 [ "${QUICK}" != 1 ] || args+=(-quick)
 [ "${DOCS}" != 1 ] || args+=(-docs "${ROOT}/docs/benchmarks.md")

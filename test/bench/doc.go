@@ -10,12 +10,23 @@
 //	         would build for the same pod spec (cri.Runtime.SandboxConfig,
 //	         cri.ContainerConfig) straight to the CRI, one goroutine per pod:
 //	         the physical limit for an agent on this runtime.
+//	rawapi   raw CRI calls driven through the API server (rawapi.go): the
+//	         harness creates and deletes the pod objects as for the agents
+//	         and a minimal agent inside it, registered as node NODE_NAME
+//	         (Node Ready, Lease renewed every 10 s), watches the node's
+//	         pods and runs the raw lane's CRI sequence for each, writes the
+//	         status once (UpdateStatus), and on a deletion stops the pod,
+//	         writes the terminal status and deletes the object (grace 0,
+//	         UID precondition); its API client has the agents' QPS and
+//	         burst and goes through the counting proxy. The floor of any
+//	         agent that goes through the API server. W4 and W5 are not run
+//	         in it (no exit handling; its agent is the harness itself).
 //	kubelet  hack/run-kubelet.sh (kubelet v1.35.4) as node NODE_NAME.
 //	crivk    hack/run-crivk.sh as node NODE_NAME.
 //
-// Each agent lane starts its agent, waits for the Node to be Ready, warms
-// the caches with one throw-away pod, runs the workloads, deletes its pods,
-// stops the agent. Before every lane the harness removes the namespace's
+// Each agent lane (rawapi included) starts its agent, waits for the Node to
+// be Ready, warms the caches with one throw-away pod, runs the workloads,
+// deletes its pods, stops the agent. Before every lane the harness removes the namespace's
 // pods, every sandbox the CRI holds and the Node object, again and again
 // until five listings in a row find them gone (isolation.go): a kubelet
 // kills every sandbox it does not know, one lane's left-overs would be the
@@ -31,7 +42,11 @@
 //	   for the API lanes the node's Ready condition and Lease age are sampled
 //	   every second meanwhile (the density goal: Ready throughout, lease
 //	   never older than its 40 s duration)
-//	W3 deletion of those batches (container exits on TERM, grace 30 s): delete -> gone
+//	W3 deletion of those batches (container exits on TERM, grace 30 s): delete -> gone;
+//	   during each W2 and W3 batch the core-seconds of the agent (raw,
+//	   rawapi: the harness), containerd, its shims with the pods'
+//	   processes, kube-apiserver and etcd, against the machine's busy
+//	   time and wall x CPUs (cpuwatch.go)
 //	W4 container exit -> status change seen via watch, from containerd's exit
 //	   time (ContainerStatus FinishedAt) and from the scheduled exit
 //	W5 steady state with N pods: agent and containerd CPU (/proc/<pid>/stat),

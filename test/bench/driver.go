@@ -333,18 +333,27 @@ func newRawDriver(rt *cri.Runtime, c clock.PassiveClock) *rawDriver {
 }
 
 func (d *rawDriver) start(ctx context.Context, p *v1.Pod) error {
-	sb, _, err := d.rt.SandboxConfig(p, 0)
+	rp := &rawPod{}
+	d.mu.Lock()
+	d.pods[p.Name] = rp
+	d.mu.Unlock()
+	return runPod(ctx, d.rt, d.rs, p, rp)
+}
+
+// runPod is the raw lane's CRI sequence for pod p, which the rawapi lane's
+// agent runs too: RunPodSandbox with the config crivk builds, then per
+// container CreateContainer and StartContainer. It fills rp as it goes, so
+// that on an error rp holds what was created and stopPod can remove it.
+func runPod(ctx context.Context, rt *cri.Runtime, rs cri.RuntimeService, p *v1.Pod, rp *rawPod) error {
+	sb, _, err := rt.SandboxConfig(p, 0)
 	if err != nil {
 		return fmt.Errorf("sandbox config of %s: %w", p.Name, err)
 	}
 	if err := os.MkdirAll(sb.LogDirectory, 0o755); err != nil {
 		return err
 	}
-	rp := &rawPod{logDir: sb.LogDirectory}
-	d.mu.Lock()
-	d.pods[p.Name] = rp
-	d.mu.Unlock()
-	id, err := d.rs.RunPodSandbox(ctx, sb, "")
+	rp.logDir = sb.LogDirectory
+	id, err := rs.RunPodSandbox(ctx, sb, "")
 	if err != nil {
 		return fmt.Errorf("RunPodSandbox %s: %w", p.Name, err)
 	}
@@ -355,16 +364,38 @@ func (d *rawDriver) start(ctx context.Context, p *v1.Pod) error {
 		if err != nil {
 			return fmt.Errorf("container config of %s/%s: %w", p.Name, c.Name, err)
 		}
-		cid, err := d.rs.CreateContainer(ctx, id, cc, sb)
+		cid, err := rs.CreateContainer(ctx, id, cc, sb)
 		if err != nil {
 			return fmt.Errorf("CreateContainer %s/%s: %w", p.Name, c.Name, err)
 		}
 		rp.containers = append(rp.containers, cid)
-		if err := d.rs.StartContainer(ctx, cid); err != nil {
+		if err := rs.StartContainer(ctx, cid); err != nil {
 			return fmt.Errorf("StartContainer %s/%s: %w", p.Name, c.Name, err)
 		}
 	}
 	return nil
+}
+
+// stopPod is the raw lane's removal of what runPod created: StopContainer
+// with the grace period (seconds), StopPodSandbox, RemovePodSandbox. It
+// goes on after an error and returns them all; the pod's log directory is
+// for the caller.
+func stopPod(ctx context.Context, rs cri.RuntimeService, name string, rp *rawPod, grace int64) error {
+	var errs []error
+	for _, cid := range rp.containers {
+		if err := rs.StopContainer(ctx, cid, grace); err != nil {
+			errs = append(errs, fmt.Errorf("StopContainer %s of %s: %w", cid, name, err))
+		}
+	}
+	if rp.sandboxID != "" {
+		if err := rs.StopPodSandbox(ctx, rp.sandboxID); err != nil {
+			errs = append(errs, fmt.Errorf("StopPodSandbox %s: %w", name, err))
+		}
+		if err := rs.RemovePodSandbox(ctx, rp.sandboxID); err != nil {
+			errs = append(errs, fmt.Errorf("RemovePodSandbox %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (d *rawDriver) create(ctx context.Context, pods []*v1.Pod) ([]span, error) {
@@ -394,18 +425,8 @@ func (d *rawDriver) remove(ctx context.Context, pods []*v1.Pod) ([]span, error) 
 			grace = *p.Spec.TerminationGracePeriodSeconds
 		}
 		var errs []error
-		for _, cid := range rp.containers {
-			if err := d.rs.StopContainer(ctx, cid, grace); err != nil {
-				errs = append(errs, fmt.Errorf("StopContainer %s of %s: %w", cid, p.Name, err))
-			}
-		}
-		if rp.sandboxID != "" {
-			if err := d.rs.StopPodSandbox(ctx, rp.sandboxID); err != nil {
-				errs = append(errs, fmt.Errorf("StopPodSandbox %s: %w", p.Name, err))
-			}
-			if err := d.rs.RemovePodSandbox(ctx, rp.sandboxID); err != nil {
-				errs = append(errs, fmt.Errorf("RemovePodSandbox %s: %w", p.Name, err))
-			}
+		if err := stopPod(ctx, d.rs, p.Name, rp, grace); err != nil {
+			errs = append(errs, err)
 		}
 		spans[i].End = d.clock.Now()
 		if err := os.RemoveAll(rp.logDir); err != nil {

@@ -325,6 +325,7 @@ func (r *Results) writeFocused(w io.Writer) {
 			fmt.Fprintln(w)
 		}
 	}
+	r.writeCPU(w)
 	var failed []string
 	for _, l := range r.Lanes {
 		if l.Error != "" {

@@ -53,10 +53,10 @@ func main() {
 	flag.StringVar(&o.out, "out", "", "results directory (default _output/bench/<UTC timestamp>)")
 	flag.StringVar(&o.docs, "docs", "", "if set, rewrite this markdown file (docs/benchmarks.md) from the results")
 	flag.StringVar(&o.replot, "replot", "", "only rebuild the report and plots from this results.json")
-	flag.StringVar(&lanes, "lanes", "raw,kubelet,crivk", "lanes to run, in order")
+	flag.StringVar(&lanes, "lanes", "raw,rawapi,kubelet,crivk", "lanes to run, in order")
 	flag.BoolVar(&o.quick, "quick", os.Getenv("BENCH_QUICK") == "1", "quick plan (default $BENCH_QUICK=1)")
-	flag.Float64Var(&o.qps, "kube-api-qps", 50, "API client QPS of both agents")
-	flag.IntVar(&o.burst, "kube-api-burst", 100, "API client burst of both agents")
+	flag.Float64Var(&o.qps, "kube-api-qps", 50, "API client QPS of the agents (rawapi's too)")
+	flag.IntVar(&o.burst, "kube-api-burst", 100, "API client burst of the agents (rawapi's too)")
 	flag.IntVar(&o.maxPods, "max-pods", 250, "maxPods of both agents")
 	flag.StringVar(&o.profilingAddress, "crivk-profiling-address", "", "if set, crivk serves pprof there during its lane")
 	flag.StringVar(&o.crivkArgs, "crivk-args", "", "extra crivk arguments (space-separated), e.g. --runtime-events=false")
@@ -204,6 +204,10 @@ func run(o options) error {
 	if err != nil {
 		return fmt.Errorf("containerd PID: %w", err)
 	}
+	// The shims of this containerd name its socket (-address); NODE_IP is
+	// the rawapi agent's node address. Both optional.
+	shimAddress := os.Getenv("CONTAINERD_ADDRESS")
+	nodeIP := os.Getenv("NODE_IP")
 
 	const ns = "crivk-bench"
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -230,6 +234,18 @@ func run(o options) error {
 		switch rn.lane {
 		case "raw":
 			l = &rawLane{rt: rt, cdPID: cdPID}
+		case "rawapi":
+			// The agents' API client settings, through the counting proxy.
+			acfg, err := clientcmd.BuildConfigFromFlags("", agentKubeconfig)
+			if err != nil {
+				return err
+			}
+			acfg.QPS, acfg.Burst, acfg.UserAgent = float32(o.qps), o.burst, "crivk-bench-rawapi"
+			ac, err := kubernetes.NewForConfig(acfg)
+			if err != nil {
+				return err
+			}
+			l = &rawAPILane{rt: rt, client: client, agentClient: ac, ns: ns, node: nodeName, nodeIP: nodeIP, maxPods: o.maxPods, cdPID: cdPID, proxy: proxy}
 		case "kubelet", "crivk", tracedLane:
 			logName := rn.lane + ".log"
 			if focused {
@@ -239,7 +255,7 @@ func run(o options) error {
 			l = &agentLane{name: rn.lane, o: o, kubeconfig: agentKubeconfig, client: client, ns: ns, variant: strings.Fields(rn.variant),
 				node: nodeName, selector: benchLabel, cdPID: cdPID, cri: rt.Services(), proxy: proxy, logPath: filepath.Join(o.out, logName)}
 		default:
-			return fmt.Errorf("unknown lane %q (raw, kubelet, crivk, %s)", rn.lane, tracedLane)
+			return fmt.Errorf("unknown lane %q (raw, rawapi, kubelet, crivk, %s)", rn.lane, tracedLane)
 		}
 		if focused {
 			l = &describedLane{lane: l, variant: rn.variant, round: rn.round}
@@ -254,6 +270,17 @@ func run(o options) error {
 		w := &workloads{d: d, f: f, plan: plan, m: m, clock: clock.RealClock{}, logf: func(format string, args ...any) {
 			log.Printf("lane %s: "+format, append([]any{res.Lane}, args...)...)
 		}, jitter: func() time.Duration { return time.Duration(rand.Int64N(int64(time.Second))) }}
+		if res.Lane == "rawapi" {
+			// Its agent has no exit handling (W4) and is the harness
+			// itself (W5 would measure the harness).
+			w.skip = map[string]bool{"w4": true, "w5": true}
+		}
+		// The raw lanes' agent is the harness itself.
+		agent := m.agentPID
+		if agent == 0 {
+			agent = os.Getpid()
+		}
+		w.cpu = newCPUSampler(agent, m.containerdPID, shimAddress, w.logf)
 		return w.run(ctx, res)
 	}
 	// results.json and report.md are written after every lane, so that a

@@ -100,3 +100,86 @@ func procRSS(pid int) (uint64, error) {
 	}
 	return r, nil
 }
+
+// procStat is what the CPU attribution (cpuwatch.go) reads from one
+// /proc/<pid>/stat line.
+type procStat struct {
+	PID, PPID int
+	// Comm is the command name (field 2), at most 15 bytes:
+	// "containerd-shim" for containerd-shim-runc-v2.
+	Comm string
+	// StartTime (field 22, clock ticks after boot) tells a process from a
+	// later one with the same PID.
+	StartTime uint64
+	// CPU is utime+stime, ChildCPU cutime+cstime (the children it waited
+	// for), in clock ticks.
+	CPU, ChildCPU uint64
+}
+
+// parseProcStat parses a /proc/<pid>/stat line (see ParseStatCPU for the
+// command name's parentheses).
+func parseProcStat(stat []byte) (procStat, error) {
+	open, end := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+	if open < 0 || end < open {
+		return procStat{}, fmt.Errorf("no (command) in /proc stat line %q", stat)
+	}
+	var s procStat
+	var err error
+	if s.PID, err = strconv.Atoi(strings.TrimSpace(string(stat[:open]))); err != nil {
+		return procStat{}, fmt.Errorf("pid in /proc stat line %q: %w", stat, err)
+	}
+	s.Comm = string(stat[open+1 : end])
+	// After ") ": field 3 (state) is index 0, ppid (4) 1, utime (14) 11,
+	// stime 12, cutime 13, cstime 14, starttime (22) 19.
+	f := strings.Fields(string(stat[end+1:]))
+	if len(f) < 20 {
+		return procStat{}, fmt.Errorf("/proc stat line of pid %d has %d fields after the command, want at least 20", s.PID, len(f))
+	}
+	num := func(i int) uint64 {
+		if err != nil {
+			return 0
+		}
+		var v uint64
+		// cutime and cstime are signed in the kernel's format (never
+		// negative in practice).
+		if v, err = strconv.ParseUint(f[i], 10, 64); err != nil {
+			err = fmt.Errorf("/proc stat of pid %d, field %d %q: %w", s.PID, i+3, f[i], err)
+		}
+		return v
+	}
+	s.PPID = int(num(1))
+	s.CPU = num(11) + num(12)
+	s.ChildCPU = num(13) + num(14)
+	s.StartTime = num(19)
+	if err != nil {
+		return procStat{}, err
+	}
+	return s, nil
+}
+
+// parseMachineCPU returns, from the content of /proc/stat, the machine's
+// busy and total time in clock ticks, summed over its CPUs: total is the
+// first eight fields of the "cpu" line (user nice system idle iowait irq
+// softirq steal; guest time is inside user already), busy is total - idle
+// - iowait.
+func parseMachineCPU(stat []byte) (busy, total uint64, err error) {
+	sc := bufio.NewScanner(bytes.NewReader(stat))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 || f[0] != "cpu" {
+			continue
+		}
+		if len(f) < 9 {
+			return 0, 0, fmt.Errorf("/proc/stat cpu line %q: want at least 8 fields", sc.Text())
+		}
+		var v [8]uint64
+		for i := range v {
+			if v[i], err = strconv.ParseUint(f[i+1], 10, 64); err != nil {
+				return 0, 0, fmt.Errorf("/proc/stat cpu field %d %q: %w", i+1, f[i+1], err)
+			}
+			total += v[i]
+		}
+		return total - v[3] - v[4], total, nil
+	}
+	return 0, 0, fmt.Errorf("no cpu line in /proc/stat")
+}

@@ -61,3 +61,67 @@ func TestProcSelf(t *testing.T) {
 		t.Errorf("RSS of a Go test binary is %d bytes, implausibly small", rss)
 	}
 }
+
+func TestParseProcStat(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		stat    string
+		want    procStat
+		wantErr bool
+	}{
+		// Fields: pid (comm) state ppid pgrp session tty tpgid flags
+		// minflt cminflt majflt cmajflt utime stime cutime cstime
+		// priority nice threads itrealvalue starttime vsize ...
+		{"shim", "4242 (containerd-shim) S 1 4242 900 0 -1 1077952768 3000 80000 0 2 120 35 410 90 20 0 12 0 987654 1264000000 2000",
+			procStat{PID: 4242, PPID: 1, Comm: "containerd-shim", CPU: 155, ChildCPU: 500, StartTime: 987654}, false},
+		{"command with spaces and parens", "77 (my (odd) cmd) R 4242 77 77 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 5 100 10",
+			procStat{PID: 77, PPID: 4242, Comm: "my (odd) cmd", CPU: 10, StartTime: 5}, false},
+		{"truncated", "42 (x) R 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16", procStat{}, true},
+		{"no parens", "42 x R 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20", procStat{}, true},
+		{"bad pid", "x (a) R 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20", procStat{}, true},
+		{"non-numeric cutime", "42 (x) R 1 42 42 0 -1 0 0 0 0 0 1 2 a 0 20 0 1 0 5 100 10", procStat{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseProcStat([]byte(tc.stat))
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("error %v, wantErr %v", err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseMachineCPU(t *testing.T) {
+	stat := "cpu  1000 50 400 8000 100 10 20 5 30 0\ncpu0 500 25 200 4000 50 5 10 2 15 0\nintr 1 2 3\n"
+	busy, total, err := parseMachineCPU([]byte(stat))
+	// total: 1000+50+400+8000+100+10+20+5 (guest is inside user); busy:
+	// total - idle - iowait.
+	if err != nil || total != 9585 || busy != 1485 {
+		t.Errorf("busy %d, total %d, %v; want 1485, 9585", busy, total, err)
+	}
+	for _, bad := range []string{"intr 1 2\n", "cpu 1 2 3\n", "cpu 1 2 3 x 5 6 7 8\n"} {
+		if _, _, err := parseMachineCPU([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// The parsers agree with the kernel on this very process and machine.
+func TestProcStatSelf(t *testing.T) {
+	procs, err := procFS{root: "/proc"}.processes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range procs {
+		found = found || p.PID == os.Getpid()
+	}
+	if !found {
+		t.Errorf("this process is not among the %d listed", len(procs))
+	}
+	if _, err := (procFS{root: "/proc"}).machineBusy(); err != nil {
+		t.Error(err)
+	}
+}

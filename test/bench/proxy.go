@@ -19,7 +19,7 @@ import (
 
 // countingProxy forwards plain HTTP from the agent under test to the API
 // server with the harness's (admin) credentials and counts the requests,
-// in all and by kind (requestKind). Both agents talk to the API server
+// in all and by kind (requestKind). The agents (rawapi's too) talk to the API server
 // through it, so their requests/s are measured the same way.
 type countingProxy struct {
 	requests atomic.Int64

@@ -25,6 +25,10 @@ func sampleResults() *Results {
 			W5: []Steady{{Pods: 0, Seconds: 10, AgentCPU: cpu, AgentRSSMiB: rss, AgentRSSMax: rss, ContainerdCPU: 0.01, APIRequests: req},
 				{Pods: 30, Seconds: 10, AgentCPU: cpu * 2, AgentRSSMiB: rss + 5, AgentRSSMax: rss + 6, ContainerdCPU: 0.02, APIRequests: req}}}
 	}
+	// rawapi: 1.05 times raw, without W4 and W5 (its agent measures
+	// neither).
+	rawapi := lane("rawapi", []float64{0.21, 0.315, 0.42}, 1.05, nan, nan, nan)
+	rawapi.W4, rawapi.W4Raw, rawapi.W4Exit, rawapi.W4ExitRaw, rawapi.W4ExitLag, rawapi.W4ExitLagRaw, rawapi.W5 = Summary{}, nil, Summary{}, nil, Summary{}, nil, nil
 	return &Results{
 		Started: time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC), Seconds: 200, Quick: true,
 		Plan:     Plan{W1Count: 3, Batches: []int{30}, W4Count: 3, SteadyPods: []int{0, 30}, SteadyDuration: 10 * time.Second},
@@ -33,6 +37,7 @@ func sampleResults() *Results {
 		Settings: Settings{QPS: 50, Burst: 100, MaxPods: 250},
 		Lanes: []LaneResult{
 			lane("raw", []float64{0.2, 0.3, 0.4}, 1, nan, nan, nan),
+			rawapi,
 			lane("kubelet", []float64{1, 2, 3}, 8, 0.05, 80, 4),
 			lane("crivk", []float64{0.5, 1, 1.5}, 2, 0.02, 30, 1),
 		},
@@ -44,19 +49,20 @@ func TestMarkdownRatios(t *testing.T) {
 	sampleResults().writeMarkdown(&b)
 	md := b.String()
 	for _, want := range []string{
-		"| metric | unit | raw | kubelet | crivk | crivk/kubelet | crivk/raw | kubelet/raw |",
-		// W1 p50: raw 0.3, kubelet 2, crivk 1.
-		"| create->Running p50 | s | 0.300 | 2.00 | 1.00 | 0.50x | 3.33x | 6.67x |",
-		// W2 lag 1, 8, 2.
-		"| 30 pods: batch lag | s | 1.00 | 8.00 | 2.00 | 0.25x | 2.00x | 8.00x |",
-		// W4 p50 from containerd's exit: as W1; from T+F: 0.5 s more.
-		"| exit->seen, from containerd's exit time p50 | s | 0.300 | 2.00 | 1.00 | 0.50x | 3.33x | 6.67x |",
-		"| exit->seen, from the scheduled exit T+F p50 | s | 0.800 | 2.50 | 1.50 | 0.60x | 1.88x | 3.12x |",
-		"| busybox's exit lag (containerd's exit - T+F) p50 | s | 0.500 | 0.500 | 0.500 | 1.00x | 1.00x | 1.00x |",
+		"| metric | unit | raw | rawapi | kubelet | crivk | crivk/kubelet | crivk/raw | crivk/rawapi | rawapi/raw | kubelet/raw |",
+		// W1 p50: raw 0.3, rawapi 0.315, kubelet 2, crivk 1.
+		"| create->Running p50 | s | 0.300 | 0.315 | 2.00 | 1.00 | 0.50x | 3.33x | 3.17x | 1.05x | 6.67x |",
+		// W2 lag 1, 1.05, 8, 2.
+		"| 30 pods: batch lag | s | 1.00 | 1.05 | 8.00 | 2.00 | 0.25x | 2.00x | 1.90x | 1.05x | 8.00x |",
+		// W4 p50 from containerd's exit: as W1; from T+F: 0.5 s more;
+		// rawapi: not measured.
+		"| exit->seen, from containerd's exit time p50 | s | 0.300 | - | 2.00 | 1.00 | 0.50x | 3.33x | - | - | 6.67x |",
+		"| exit->seen, from the scheduled exit T+F p50 | s | 0.800 | - | 2.50 | 1.50 | 0.60x | 1.88x | - | - | 3.12x |",
+		"| busybox's exit lag (containerd's exit - T+F) p50 | s | 0.500 | - | 0.500 | 0.500 | 1.00x | 1.00x | - | - | 1.00x |",
 		// Agent CPU 5% vs 2%; raw has no agent.
-		"| 0 pods: agent CPU | % of a core | - | 5.00 | 2.00 | 0.40x | - | - |",
-		"| 30 pods: agent RSS (mean) | MiB | - | 85.0 | 35.0 | 0.41x | - | - |",
-		"| 0 pods: agent API requests | req/s | - | 4.00 | 1.00 | 0.25x | - | - |",
+		"| 0 pods: agent CPU | % of a core | - | - | 5.00 | 2.00 | 0.40x | - | - | - | - |",
+		"| 30 pods: agent RSS (mean) | MiB | - | - | 85.0 | 35.0 | 0.41x | - | - | - | - |",
+		"| 0 pods: agent API requests | req/s | - | - | 4.00 | 1.00 | 0.25x | - | - | - | - |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
@@ -72,15 +78,15 @@ func TestGoals(t *testing.T) {
 	sampleResults().writeGoals(&b)
 	md := b.String()
 	for _, want := range []string{
-		// W1 p99: crivk 1.49, raw 0.398.
-		"| W1 p99 | raw | <= 1.10x | 3.74x | **missed** | - |",
-		"| W2 batch lag, 30 pods | raw | <= 1.10x | 2.00x | **missed** | - |",
-		"| W3 batch lag, 30 pods | raw | <= 1.10x | 2.00x | **missed** | - |",
+		// W1 p99: crivk 1.49, raw 0.398, rawapi 1.05 times raw.
+		"| W1 p99 | raw | <= 1.10x | 3.74x | **missed** | rawapi/raw 1.05x |",
+		"| W2 batch lag, 30 pods | raw | <= 1.10x | 2.00x | **missed** | rawapi/raw 1.05x |",
+		"| W3 batch lag, 30 pods | raw | <= 1.10x | 2.00x | **missed** | rawapi/raw 1.05x |",
 		"| W3 objects gone before their containers stopped, 30 pods | - | <= 0 | 0 | met | - |",
 		"| W2 node not Ready (samples), 30 pods | - | <= 0 | 0 | met | - |",
 		"| W2 oldest node lease (s), 30 pods | - | <= 40 | 0 | met | - |",
 		// On the latency from containerd's exit: crivk 1.49, kubelet 2.98.
-		"| W4 p99 (from containerd's exit) | kubelet | <= 0.20x | 0.50x | **missed** | 0.13x |",
+		"| W4 p99 (from containerd's exit) | kubelet | <= 0.20x | 0.50x | **missed** | raw/kubelet 0.13x |",
 		"| W5 agent CPU, 30 pods | kubelet | <= 0.50x | 0.40x | met | - |",
 		"| W5 agent RSS, 30 pods | kubelet | <= 0.50x | 0.41x | met | - |",
 	} {
@@ -94,8 +100,8 @@ func TestGoals(t *testing.T) {
 	}
 	// An early deletion misses its goal, as does a late lease.
 	r0 := sampleResults()
-	r0.Lanes[2].W3[0].EarlyDeletions = 2
-	r0.Lanes[2].W2[0].MaxLeaseAge = 41
+	r0.Lanes[3].W3[0].EarlyDeletions = 2
+	r0.Lanes[3].W2[0].MaxLeaseAge = 41
 	b.Reset()
 	r0.writeGoals(&b)
 	for _, want := range []string{"| W3 objects gone before their containers stopped, 30 pods | - | <= 0 | 2 | **missed** | - |",
@@ -106,8 +112,8 @@ func TestGoals(t *testing.T) {
 	}
 	// A crivk lane that failed part way keeps its figures for the goals.
 	r := sampleResults()
-	r.Lanes[2].Error = "W2/W3 batch of 250: context deadline exceeded"
-	r.Lanes[2].W3 = nil
+	r.Lanes[3].Error = "W2/W3 batch of 250: context deadline exceeded"
+	r.Lanes[3].W3 = nil
 	b.Reset()
 	r.writeGoals(&b)
 	for _, want := range []string{"| W1 p99 | raw | <= 1.10x | 3.74x | **missed** |", "| W3 batch lag, 30 pods | raw | <= 1.10x | - | no figure |",
@@ -117,7 +123,7 @@ func TestGoals(t *testing.T) {
 		}
 	}
 	r = sampleResults()
-	r.Lanes = r.Lanes[:2] // no crivk lane
+	r.Lanes = r.Lanes[:3] // no crivk lane
 	b.Reset()
 	r.writeGoals(&b)
 	if strings.Contains(b.String(), "met") || !strings.Contains(b.String(), "no figure") {
@@ -134,22 +140,31 @@ func TestGoalOutOfReach(t *testing.T) {
 	r.Lanes[0].W4Exit = Summarize([]float64{0.9, 0.9, 0.9})
 	var b bytes.Buffer
 	r.writeGoals(&b)
-	want := "| W4 p99 (from containerd's exit) | kubelet | <= 0.20x | 0.50x | **missed** | 0.30x (goal below raw: out of reach) |"
+	want := "| W4 p99 (from containerd's exit) | kubelet | <= 0.20x | 0.50x | **missed** | raw/kubelet 0.30x (goal below raw: out of reach) |"
 	if !strings.Contains(b.String(), want) {
 		t.Errorf("goals lack %q:\n%s", want, b.String())
 	}
 	if strings.Count(b.String(), "out of reach") != 1 {
 		t.Errorf("only the W4 goal is out of reach:\n%s", b.String())
 	}
+	// A goal against raw that asks for less than the rawapi lane (the API
+	// path's floor) is out of reach for any agent going through the API.
+	r.Lanes[1].W2[0].Lag = 1.5
+	b.Reset()
+	r.writeGoals(&b)
+	want = "| W2 batch lag, 30 pods | raw | <= 1.10x | 2.00x | **missed** | rawapi/raw 1.50x (goal below rawapi: out of reach) |"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("goals lack %q:\n%s", want, b.String())
+	}
 }
 
 func TestMarkdownFailedLane(t *testing.T) {
 	r := sampleResults()
-	r.Lanes[1] = LaneResult{Lane: "kubelet", Error: "W1 pod 0: timed out"}
+	r.Lanes[2] = LaneResult{Lane: "kubelet", Error: "W1 pod 0: timed out"}
 	var b bytes.Buffer
 	r.writeMarkdown(&b)
 	md := b.String()
-	if !strings.Contains(md, "| create->Running p50 | s | 0.300 | - | 1.00 | - | 3.33x | - |") {
+	if !strings.Contains(md, "| create->Running p50 | s | 0.300 | 0.315 | - | 1.00 | - | 3.33x | 3.17x | 1.05x | - |") {
 		t.Errorf("a failed lane must show '-' and no ratio:\n%s", md)
 	}
 	if !strings.Contains(md, "- lane kubelet: W1 pod 0: timed out") {
@@ -194,7 +209,7 @@ func TestWriteReportAndReplot(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"# Benchmarks", "Command: `BENCH_QUICK=1 make bench`", "test CPU, 2 CPUs",
-		"![w1-cdf](benchmarks/w1-cdf.png)", "| 30 pods: batch lag | s | 1.00 | 8.00 | 2.00 | 0.25x | 2.00x |", "## How it is measured"} {
+		"![w1-cdf](benchmarks/w1-cdf.png)", "| 30 pods: batch lag | s | 1.00 | 1.05 | 8.00 | 2.00 | 0.25x | 2.00x |", "## How it is measured"} {
 		if !strings.Contains(string(doc), want) {
 			t.Errorf("docs lack %q", want)
 		}
@@ -204,7 +219,7 @@ func TestWriteReportAndReplot(t *testing.T) {
 	if err := os.WriteFile(docs, append(doc, analysis...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r.Lanes[2].W2[0].Lag = 4
+	r.Lanes[3].W2[0].Lag = 4
 	b, _ = json.Marshal(r)
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
@@ -216,7 +231,7 @@ func TestWriteReportAndReplot(t *testing.T) {
 	if !strings.HasSuffix(string(doc2), keptMarker+"\n"+analysis) {
 		t.Errorf("the hand-written analysis was not kept at the end:\n%s", doc2)
 	}
-	if !strings.Contains(string(doc2), "| 30 pods: batch lag | s | 1.00 | 8.00 | 4.00 |") || strings.Count(string(doc2), "# Benchmarks") != 1 {
+	if !strings.Contains(string(doc2), "| 30 pods: batch lag | s | 1.00 | 1.05 | 8.00 | 4.00 |") || strings.Count(string(doc2), "# Benchmarks") != 1 {
 		t.Errorf("the generated part was not replaced:\n%s", doc2)
 	}
 	rep, err := os.ReadFile(filepath.Join(dir, "report.md"))
@@ -234,7 +249,7 @@ func TestTracingOverhead(t *testing.T) {
 	if b.Len() != 0 {
 		t.Errorf("tracing section without a traced lane:\n%s", b.String())
 	}
-	traced := r.Lanes[2]
+	traced := r.Lanes[3]
 	traced.Lane = tracedLane
 	traced.W1 = Summarize([]float64{2.98, 2.98, 2.98})
 	r.Lanes = append(r.Lanes, traced)

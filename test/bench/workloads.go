@@ -68,6 +68,9 @@ type Batch struct {
 	// renewTime); NaN (null) where not measured.
 	NodeNotReady Num `json:"nodeNotReady"`
 	MaxLeaseAge  Num `json:"maxLeaseAgeSeconds"`
+	// CPU is where the machine's CPU went between the batch's first call
+	// and its last pod seen (cpuwatch.go); nil where not measured.
+	CPU *BatchCPU `json:"cpu,omitempty"`
 }
 
 // Steady is one W5 level.
@@ -226,14 +229,22 @@ type workloads struct {
 	// exits on whole seconds would all meet a periodic relist (the
 	// kubelet's PLEG ticks every second) at the same phase.
 	jitter func() time.Duration
+	// cpu, if set, measures the CPU of each W2 and W3 batch.
+	cpu *cpuSampler
+	// skip are the steps (w4, w5) this lane does not run whatever the
+	// plan says: the rawapi lane's agent measures neither.
+	skip map[string]bool
 }
+
+// runs reports whether this lane runs step.
+func (w *workloads) runs(step string) bool { return w.plan.runs(step) && !w.skip[step] }
 
 func (w *workloads) step(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, w.plan.Timeout)
 }
 
 func (w *workloads) createAndRemove(ctx context.Context, pods []*v1.Pod) ([]span, []span, error) {
-	return w.createAndRemoveThen(ctx, pods, nil)
+	return w.createAndRemoveThen(ctx, pods, nil, nil)
 }
 
 // scrape reads the agent's counters; false in the raw lane or on an error
@@ -251,11 +262,21 @@ func (w *workloads) scrape(ctx context.Context) (agentCounters, bool) {
 }
 
 // createAndRemoveThen creates pods, calls between (if set) once they run,
-// then removes them.
-func (w *workloads) createAndRemoveThen(ctx context.Context, pods []*v1.Pod, between func()) ([]span, []span, error) {
+// then removes them. If cpu and w.cpu are set, cpu[0] gets the CPU of the
+// creation (first call to last pod seen) and cpu[1] that of the removal.
+func (w *workloads) createAndRemoveThen(ctx context.Context, pods []*v1.Pod, between func(), cpu *[2]*BatchCPU) ([]span, []span, error) {
+	measure := func(i int, f func() ([]span, error)) ([]span, error) {
+		if cpu == nil || w.cpu == nil {
+			return f()
+		}
+		win := w.cpu.begin()
+		spans, err := f()
+		cpu[i] = win.end()
+		return spans, err
+	}
 	sctx, cancel := w.step(ctx)
 	defer cancel()
-	up, err := w.d.create(sctx, pods)
+	up, err := measure(0, func() ([]span, error) { return w.d.create(sctx, pods) })
 	if err != nil {
 		return nil, nil, err
 	}
@@ -264,7 +285,7 @@ func (w *workloads) createAndRemoveThen(ctx context.Context, pods []*v1.Pod, bet
 	}
 	dctx, cancel2 := w.step(ctx)
 	defer cancel2()
-	down, err := w.d.remove(dctx, pods)
+	down, err := measure(1, func() ([]span, error) { return w.d.remove(dctx, pods) })
 	return up, down, err
 }
 
@@ -275,13 +296,13 @@ func (w *workloads) run(ctx context.Context, res *LaneResult) error {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 
-	if w.plan.runs("w1") {
+	if w.runs("w1") {
 		if err := w.w1(ctx, res); err != nil {
 			return err
 		}
 	}
 	var failed []error
-	if w.plan.runs("w2") {
+	if w.runs("w2") {
 		failed = w.batches(ctx, res)
 		if ctx.Err() != nil {
 			return errors.Join(append(failed, ctx.Err())...)
@@ -319,13 +340,20 @@ func (w *workloads) batches(ctx context.Context, res *LaneResult) []error {
 		w.logf("W2/W3: batch of %d", n)
 		pods := w.f.sleepers(fmt.Sprintf("w2-%d", n), 0, n)
 		before, scraped := w.scrape(ctx)
+		var cpu [2]*BatchCPU
 		up, down, err := w.createAndRemoveThen(ctx, pods, func() {
 			if after, ok := w.scrape(ctx); ok && scraped {
 				res.W2Breakdown = append(res.W2Breakdown, breakdownOf(before, after, n))
 			}
-		})
+		}, &cpu)
+		for i, c := range cpu {
+			if c != nil {
+				w.logf("%s batch of %d: CPU (core-seconds): %s", [2]string{"W2", "W3"}[i], n, c)
+			}
+		}
 		if up != nil {
 			b := batchOf(up)
+			b.CPU = cpu[0]
 			b.NodeNotReady, b.MaxLeaseAge = Num(math.NaN()), Num(math.NaN())
 			if nh, ok := w.d.(interface {
 				lastNodeHealth() (int, int, time.Duration, bool)
@@ -353,6 +381,7 @@ func (w *workloads) batches(ctx context.Context, res *LaneResult) []error {
 			break
 		}
 		b := batchOf(down)
+		b.CPU = cpu[1]
 		b.EarlyDeletions = Num(math.NaN())
 		if ec, ok := w.d.(interface{ earlyDeletions() int }); ok {
 			b.EarlyDeletions = Num(ec.earlyDeletions())
@@ -365,12 +394,12 @@ func (w *workloads) batches(ctx context.Context, res *LaneResult) []error {
 
 // rest runs W4 and W5 (those the plan runs).
 func (w *workloads) rest(ctx context.Context, res *LaneResult) error {
-	if w.plan.runs("w4") {
+	if w.runs("w4") {
 		if err := w.w4(ctx, res); err != nil {
 			return err
 		}
 	}
-	if !w.plan.runs("w5") {
+	if !w.runs("w5") {
 		return nil
 	}
 	return w.w5(ctx, res)
