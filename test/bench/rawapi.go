@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 )
@@ -416,9 +417,24 @@ func (a *rawAPIAgent) register(ctx context.Context) (*v1.Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registering node %s: %w", a.node, err)
 	}
-	// Create may drop or keep the status; write it in any case.
-	n.Status = want.Status
-	if n, err = nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+	// Create may drop or keep the status; write it in any case. The node
+	// controllers write the new Node too (taints, annotations): a conflict
+	// is retried against a fresh read.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if n == nil {
+			if n, err = nodes.Get(ctx, a.node, metav1.GetOptions{}); err != nil {
+				return err
+			}
+		}
+		n.Status = want.Status
+		var werr error
+		if n, werr = nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{}); werr != nil {
+			n = nil
+			return werr
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("writing the status of node %s: %w", a.node, err)
 	}
 	return n, nil
