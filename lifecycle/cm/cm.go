@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,6 +62,20 @@ type Manager struct {
 	// burstable holds the CPU request (millicores) of every Burstable pod
 	// with a cgroup: the Burstable QoS cgroup's shares are their sum.
 	burstable map[types.UID]int64
+	// applied is, per pod, the cgroup EnsurePod last created or set and
+	// the values it wrote: as the kubelet's EnsureExists, a pod whose
+	// cgroup exists with those values is not written again at every sync
+	// (a pod syncs several times while it starts; each write is dozens of
+	// cgroupfs calls). Guarded by mu.
+	applied map[types.UID]appliedCgroup
+}
+
+// appliedCgroup is the pod cgroup EnsurePod made: its name, the values
+// written and the library's paths of it (one per hierarchy on v1).
+type appliedCgroup struct {
+	name  string
+	res   cgroups.Resources
+	paths []string
 }
 
 // New returns a Manager for cfg, detecting cgroup v2 unless cfg chooses.
@@ -72,7 +87,7 @@ func New(cfg Config) (*Manager, error) {
 	if !path.IsAbs(root) {
 		return nil, fmt.Errorf("cgroup root %q is not an absolute path", cfg.Root)
 	}
-	m := &Manager{cfg: cfg, root: path.Clean(root), burstable: map[types.UID]int64{}}
+	m := &Manager{cfg: cfg, root: path.Clean(root), burstable: map[types.UID]int64{}, applied: map[types.UID]appliedCgroup{}}
 	switch {
 	case cfg.V2Mount != "":
 		m.v2 = true
@@ -118,10 +133,10 @@ func (m *Manager) Start() error {
 	if m.cfg.PodsCPUMilli == 0 {
 		pods.CpuShares = 0
 	}
-	if err := m.ensure(path.Join(m.root, podsCgroup), pods); err != nil {
+	if _, err := m.ensure(path.Join(m.root, podsCgroup), pods); err != nil {
 		return err
 	}
-	if err := m.ensure(m.qosCgroup(v1.PodQOSBestEffort), &cgroups.Resources{SkipDevices: true, CpuShares: podutil.MinShares}); err != nil {
+	if _, err := m.ensure(m.qosCgroup(v1.PodQOSBestEffort), &cgroups.Resources{SkipDevices: true, CpuShares: podutil.MinShares}); err != nil {
 		return err
 	}
 	return m.updateBurstable()
@@ -164,7 +179,8 @@ func (m *Manager) updateBurstable() error {
 		milli += v
 	}
 	m.mu.Unlock()
-	return m.ensure(m.qosCgroup(v1.PodQOSBurstable), &cgroups.Resources{SkipDevices: true, CpuShares: uint64(podutil.MilliCPUToShares(milli))})
+	_, err := m.ensure(m.qosCgroup(v1.PodQOSBurstable), &cgroups.Resources{SkipDevices: true, CpuShares: uint64(podutil.MilliCPUToShares(milli))})
+	return err
 }
 
 // PodResources is the kubelet's ResourceConfigForPod on a cgroup v1 node
@@ -205,9 +221,27 @@ func PodResources(pod *v1.Pod) *cgroups.Resources {
 
 // EnsurePod creates the pod's cgroup with the values of its class, or sets
 // them again; the Burstable QoS cgroup follows.
+//
+// A pod whose cgroup this Manager made with the same values, and whose
+// directories all still exist, is left as it is.
 func (m *Manager) EnsurePod(pod *v1.Pod) error {
-	if err := m.ensure(m.PodCgroup(pod), PodResources(pod)); err != nil {
-		return fmt.Errorf("pod cgroup %s: %w", m.PodCgroup(pod), err)
+	name, res := m.PodCgroup(pod), PodResources(pod)
+	m.mu.Lock()
+	prev, ok := m.applied[pod.UID]
+	m.mu.Unlock()
+	if !ok || prev.name != name || !reflect.DeepEqual(prev.res, *res) || !allExist(prev.paths) {
+		want := *res
+		mgr, err := m.ensure(name, res)
+		if err != nil {
+			return fmt.Errorf("pod cgroup %s: %w", name, err)
+		}
+		paths := make([]string, 0, len(mgr.GetPaths()))
+		for _, p := range mgr.GetPaths() {
+			paths = append(paths, p)
+		}
+		m.mu.Lock()
+		m.applied[pod.UID] = appliedCgroup{name: name, res: want, paths: paths}
+		m.mu.Unlock()
 	}
 	if podutil.QOSClass(pod) != v1.PodQOSBurstable {
 		return nil
@@ -215,10 +249,10 @@ func (m *Manager) EnsurePod(pod *v1.Pod) error {
 	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	req := reqs.Cpu().MilliValue()
 	m.mu.Lock()
-	prev, had := m.burstable[pod.UID]
+	prevReq, had := m.burstable[pod.UID]
 	m.burstable[pod.UID] = req
 	m.mu.Unlock()
-	if had && prev == req {
+	if had && prevReq == req {
 		return nil
 	}
 	return m.updateBurstable()
@@ -250,6 +284,7 @@ func (m *Manager) RemovePod(uid types.UID) error {
 	m.mu.Lock()
 	_, had := m.burstable[uid]
 	delete(m.burstable, uid)
+	delete(m.applied, uid)
 	m.mu.Unlock()
 	if had {
 		errs = append(errs, m.updateBurstable())
@@ -292,19 +327,19 @@ func (m *Manager) PodDir(pod *v1.Pod, controller string) (string, error) {
 }
 
 // ensure creates the named cgroup (and its parents) and sets r on it.
-func (m *Manager) ensure(name string, r *cgroups.Resources) error {
+func (m *Manager) ensure(name string, r *cgroups.Resources) (cgroups.Manager, error) {
 	mgr, err := m.manager(name, r)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if m.v2 && m.cfg.V2Mount != "" && m.cfg.V2Mount != unifiedMount {
 		// Not a cgroup2 filesystem (unit tests): fs2's Apply refuses
 		// paths outside /sys/fs/cgroup.
 		if err := os.MkdirAll(mgr.Path(""), 0o755); err != nil {
-			return err
+			return nil, err
 		}
 	} else if err := mgr.Apply(-1); err != nil {
-		return fmt.Errorf("creating cgroup %s: %w", name, err)
+		return nil, fmt.Errorf("creating cgroup %s: %w", name, err)
 	}
 	if m.v2 && r.CpuShares != 0 {
 		// fs2 sets cpu.weight, not shares: converted as the kubelet v1.35
@@ -312,9 +347,9 @@ func (m *Manager) ensure(name string, r *cgroups.Resources) error {
 		r.CpuWeight = cpuWeight(r.CpuShares)
 	}
 	if err := mgr.Set(r); err != nil {
-		return fmt.Errorf("setting cgroup %s: %w", name, err)
+		return nil, fmt.Errorf("setting cgroup %s: %w", name, err)
 	}
-	return nil
+	return mgr, nil
 }
 
 // cpuWeight is the kubelet's getCPUWeight: shares in [2, 262144] mapped
@@ -364,6 +399,16 @@ func (m *Manager) dir(name string) (string, error) {
 }
 
 // exists reports whether the cgroup exists in any of its hierarchies.
+// allExist reports whether every one of paths exists (false for none).
+func allExist(paths []string) bool {
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			return false
+		}
+	}
+	return len(paths) > 0
+}
+
 func (m *Manager) exists(mgr cgroups.Manager) bool {
 	for _, p := range mgr.GetPaths() {
 		if _, err := os.Stat(p); err == nil {

@@ -267,3 +267,59 @@ func TestJoin(t *testing.T) {
 		t.Errorf("v2: cgroup.procs %q, want 4343", got)
 	}
 }
+
+// EnsurePod writes a pod's cgroup once: a second call with the same values
+// leaves it alone (a value changed behind its back stays, as with the
+// kubelet's EnsureExists); a missing directory or new values make it write
+// again, and RemovePod forgets it.
+func TestEnsurePodWritesOnce(t *testing.T) {
+	mounts, m := v1Tree(t)
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	cpu := filepath.Join(mounts["cpu"], "crivk/kubepods/podg")
+	shares := filepath.Join(cpu, "cpu.shares")
+	if err := m.EnsurePod(guaranteed); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(shares, []byte("1234"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.EnsurePod(guaranteed); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, cpu, "cpu.shares"); got != "1234" {
+		t.Errorf("cpu.shares %s: the cgroup was written again with unchanged values", got)
+	}
+	// A hierarchy's directory gone: made and written again.
+	if err := os.RemoveAll(filepath.Join(mounts["memory"], "crivk/kubepods/podg")); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.EnsurePod(guaranteed); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, filepath.Join(mounts["memory"], "crivk/kubepods/podg"), "memory.limit_in_bytes"); got != "100663296" {
+		t.Errorf("memory.limit_in_bytes %q after the directory was removed, want it written again", got)
+	}
+	if got := read(t, cpu, "cpu.shares"); got != "768" {
+		t.Errorf("cpu.shares %s, want 768 written again with the rest", got)
+	}
+	// New values (a resize): written.
+	resized := guaranteed.DeepCopy()
+	resized.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: rl("750m", "64Mi"), Limits: rl("750m", "64Mi")}
+	if err := m.EnsurePod(resized); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, cpu, "cpu.shares"); got != "1024" {
+		t.Errorf("cpu.shares %s after a resize to 1 CPU, want 1024", got)
+	}
+	// On this fake tree (plain directories holding files) rmdir fails;
+	// the record goes all the same.
+	_ = m.RemovePod(guaranteed.UID)
+	m.mu.Lock()
+	left := len(m.applied)
+	m.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d pods still recorded after RemovePod", left)
+	}
+}
