@@ -95,9 +95,13 @@ const docsMethod = `## How it is measured
   (exits at once on SIGTERM), imagePullPolicy IfNotPresent (images imported
   by hack/images.sh), terminationGracePeriodSeconds 30, no service account
   token, no service links. W4 uses busybox exiting at a known wall-clock second.
-- **Same settings for every agent**: --kube-api-qps, --kube-api-burst and
-  --max-pods=250 on the command line of both (rawapi: the same QPS and
-  burst for its client, 250 pods of capacity).
+- **Same settings for every agent**: --kube-api-qps, --kube-api-burst,
+  --max-pods=250 and --cluster-dns=10.96.0.10 on the command line of both
+  (rawapi: the same QPS and burst for its client, 250 pods of capacity).
+  The DNS address, where nothing listens (the pods resolve no names), is
+  there because a cluster has a DNS service: without one each pod costs
+  both agents a MissingClusterDNS warning event that no real node sends
+  (runs before 2026-11-25 10:00 had them).
 - **Times** are taken by the harness: from just before its create (delete)
   call to the watch event that shows the pod Running with every container
   ready (the DELETED event), for rawapi too; raw: from just before RunPodSandbox to

@@ -482,24 +482,26 @@ func (w *workloads) settle(ctx context.Context) (quiet bool, waited time.Duratio
 	if w.m.requests == nil {
 		return true, 0
 	}
+	// Times are the ticks' own: what the counter showed at each tick.
 	t0 := w.clock.Now()
 	tick := w.clock.NewTicker(time.Second)
 	defer tick.Stop()
 	last, since := w.m.requests(), t0
 	for {
+		var now time.Time
 		select {
 		case <-ctx.Done():
 			return false, w.clock.Since(t0)
-		case <-tick.C():
+		case now = <-tick.C():
 		}
 		if n := w.m.requests(); n != last {
-			last, since = n, w.clock.Now()
+			last, since = n, now
 		}
-		if w.clock.Since(since) >= settleQuiet {
-			return true, w.clock.Since(t0)
+		if now.Sub(since) >= settleQuiet {
+			return true, now.Sub(t0)
 		}
-		if w.clock.Since(t0) >= settleMax {
-			return false, w.clock.Since(t0)
+		if now.Sub(t0) >= settleMax {
+			return false, now.Sub(t0)
 		}
 	}
 }

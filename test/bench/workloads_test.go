@@ -359,36 +359,57 @@ func TestSettle(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := testingclock.NewFakeClock(time.Unix(0, 0))
 			var reqs atomic.Int64
-			w := &workloads{clock: c, logf: t.Logf, m: meters{requests: reqs.Load}}
+			// settle reads the counter once before its ticker, then once
+			// per tick: each read after the first is reported, so the
+			// clock moves only once the previous tick was taken.
+			polled := make(chan struct{}, 1)
+			var reads atomic.Int64
+			counter := func() int64 {
+				if reads.Add(1) > 1 {
+					polled <- struct{}{}
+				}
+				return reqs.Load()
+			}
+			w := &workloads{clock: c, logf: t.Logf, m: meters{requests: counter}}
 			type result struct {
 				quiet  bool
 				waited time.Duration
 			}
-			done := make(chan result)
+			done := make(chan result, 1)
 			go func() {
 				q, d := w.settle(context.Background())
 				done <- result{q, d}
 			}()
-			for s := 0; ; {
-				select {
-				case r := <-done:
+			for !c.HasWaiters() {
+				runtime.Gosched()
+			}
+			for s := 0; ; s++ {
+				if s > 60 {
+					t.Fatal("settle did not return")
+				}
+				if s < tc.busyFor {
+					reqs.Add(1)
+				}
+				c.Step(time.Second)
+				check := func(r result) {
 					if r.quiet != tc.wantQuiet || r.waited != time.Duration(tc.wantSecs)*time.Second {
 						t.Fatalf("settle: quiet %v after %s, want %v after %ds", r.quiet, r.waited, tc.wantQuiet, tc.wantSecs)
 					}
+				}
+				select {
+				case <-polled:
+				case r := <-done:
+					check(r)
 					return
-				default:
 				}
-				if c.HasWaiters() {
-					if s < tc.busyFor {
-						reqs.Add(1)
-					}
-					c.Step(time.Second)
-					s++
-					if s > 60 {
-						t.Fatal("settle did not return")
-					}
+				select {
+				case r := <-done:
+					check(r)
+					return
+				case <-polled: // not possible before the next step
+					t.Fatal("settle read the counter twice in one tick")
+				case <-time.After(20 * time.Millisecond):
 				}
-				runtime.Gosched()
 			}
 		})
 	}
