@@ -8,8 +8,10 @@ import (
 	"strings"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -36,22 +38,45 @@ type node struct {
 	quiet   int
 }
 
+// pods lists the pods a lane must not inherit: those of the benchmark
+// namespace and those of any namespace bound to the node (another suite's
+// left-overs on this machine's one cluster count against the node's
+// maxPods and would make the agent reject the batch's last pods).
+func (n *node) pods(ctx context.Context) ([]v1.Pod, error) {
+	own, err := n.client.CoreV1().Pods(n.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing pods in %s: %w", n.ns, err)
+	}
+	bound, err := n.client.CoreV1().Pods(v1.NamespaceAll).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", n.name).String()})
+	if err != nil {
+		return nil, fmt.Errorf("listing the pods bound to node %s: %w", n.name, err)
+	}
+	out := own.Items
+	for _, p := range bound.Items {
+		if p.Namespace != n.ns && p.Spec.NodeName == n.name {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
 // clean removes whatever a lane left: the pods of the benchmark namespace
-// (forced: the lane's agent is stopped by now), every sandbox of the CRI (the
-// raw lane's, or an agent's it did not finish removing) and the Node object
-// (the next agent must not start from the previous one's conditions).
+// and those bound to the node (forced: the lane's agent is stopped by now),
+// every sandbox of the CRI (the raw lane's, or an agent's it did not finish
+// removing) and the Node object (the next agent must not start from the
+// previous one's conditions).
 func (n *node) clean(ctx context.Context) error {
 	var errs []error
 	zero := int64(0)
-	pods, err := n.client.CoreV1().Pods(n.ns).List(ctx, metav1.ListOptions{})
+	pods, err := n.pods(ctx)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("listing pods in %s: %w", n.ns, err))
-	} else {
-		for _, p := range pods.Items {
-			err := n.client.CoreV1().Pods(n.ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-			if err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("force-deleting pod %s/%s: %w", n.ns, p.Name, err))
-			}
+		errs = append(errs, err)
+	}
+	for _, p := range pods {
+		err := n.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("force-deleting pod %s/%s: %w", p.Namespace, p.Name, err))
 		}
 	}
 	sbs, err := n.cri.ListPodSandbox(ctx, nil)
@@ -84,12 +109,12 @@ func (n *node) leftovers(ctx context.Context) ([]string, error) {
 	for _, sb := range sbs {
 		left = append(left, "sandbox "+sandboxName(sb))
 	}
-	pods, err := n.client.CoreV1().Pods(n.ns).List(ctx, metav1.ListOptions{})
+	pods, err := n.pods(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("listing pods in %s: %w", n.ns, err)
+		return nil, err
 	}
-	for _, p := range pods.Items {
-		left = append(left, "pod "+n.ns+"/"+p.Name)
+	for _, p := range pods {
+		left = append(left, "pod "+p.Namespace+"/"+p.Name)
 	}
 	if _, err := n.client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{}); err == nil {
 		left = append(left, "node "+n.name)

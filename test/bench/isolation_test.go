@@ -36,6 +36,9 @@ func TestNodeIsolate(t *testing.T) {
 	client := fake.NewSimpleClientset(
 		&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "w2-30-1", Namespace: "crivk-bench"}},
 		&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "default"}},
+		// Another suite's pod left on the node: it would hold one of
+		// maxPods' places.
+		&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "left", Namespace: "e2e-x"}, Spec: v1.PodSpec{NodeName: "crivk-local"}},
 		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "crivk-local"}},
 	)
 	n := testNode(rs, client)
@@ -44,14 +47,17 @@ func TestNodeIsolate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := strings.Join(left, ", "), "node crivk-local, pod crivk-bench/w2-30-1, sandbox crivk-bench/a, sandbox crivk-bench/b"; got != want {
+	if got, want := strings.Join(left, ", "), "node crivk-local, pod crivk-bench/w2-30-1, pod e2e-x/left, sandbox crivk-bench/a, sandbox crivk-bench/b"; got != want {
 		t.Errorf("leftovers %q, want %q", got, want)
 	}
 	if err := n.isolate(ctx); err != nil {
 		t.Fatalf("isolate: %v", err)
 	}
 	if _, err := client.CoreV1().Pods("default").Get(ctx, "other", metav1.GetOptions{}); err != nil {
-		t.Errorf("isolate removed a pod outside the benchmark namespace: %v", err)
+		t.Errorf("isolate removed a pod outside the benchmark namespace not bound to the node: %v", err)
+	}
+	if _, err := client.CoreV1().Pods("e2e-x").Get(ctx, "left", metav1.GetOptions{}); err == nil {
+		t.Error("isolate left another namespace's pod bound to the node")
 	}
 	if sbs, _ := rs.ListPodSandbox(ctx, nil); len(sbs) != 0 {
 		t.Errorf("%d sandboxes left after isolate", len(sbs))
