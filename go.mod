@@ -14,6 +14,7 @@ require (
 	github.com/virtual-kubelet/virtual-kubelet v1.13.0
 	go.opencensus.io v0.24.0
 	golang.org/x/sys v0.45.0
+	golang.org/x/time v0.15.0
 	gonum.org/v1/plot v0.15.2
 	google.golang.org/grpc v1.79.3
 	google.golang.org/protobuf v1.36.11
@@ -80,7 +81,6 @@ require (
 	golang.org/x/sync v0.20.0 // indirect
 	golang.org/x/term v0.43.0 // indirect
 	golang.org/x/text v0.37.0 // indirect
-	golang.org/x/time v0.15.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20251202230838-ff82c1b0f217 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect

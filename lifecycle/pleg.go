@@ -10,6 +10,7 @@ import (
 
 	"github.com/crivk/crivk/cri"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
+	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 )
@@ -129,13 +130,14 @@ type PLEGConfig struct {
 	// during a relist makes one more relist; the periodic relist stays the
 	// safety net for missed or absent events. Optional.
 	Wake <-chan struct{}
-	// WakeSpacing is the shortest time between the starts of two relists
-	// that wakes triggered one after the other (0: none). A batch of pods
-	// starting sends the runtime's events without a pause, and each relist
-	// lists every sandbox and container of the node: back to back, the
-	// node's PLEG would load the runtime in proportion to events times
-	// pods. A wake after a quiet spell (the first exit after the periodic
-	// relist) is served at once. Optional.
+	// WakeSpacing is the mean time between the starts of relists that
+	// wakes trigger (0: no limit), with bursts of WakeBurst at once: a
+	// token bucket. A batch of pods starting sends the runtime's events
+	// without a pause, and each relist lists every sandbox and container of
+	// the node: back to back, the node's PLEG would load the runtime in
+	// proportion to events times pods. The few wakes of one change (a
+	// container's exit comes as more than one event, the first often
+	// before the CRI shows it) are served at once. Optional.
 	WakeSpacing time.Duration
 	// OnChange is called once per pod with events in a relist, after the
 	// pod's cache entry was written and the cache's global time raised,
@@ -192,10 +194,9 @@ type PLEG struct {
 	threshold time.Duration
 	onChange  func(types.UID)
 	wake      <-chan struct{}
-	// spacing is WakeSpacing; lastWoken is when the last relist a wake
-	// triggered started (Run's goroutine only).
-	spacing   time.Duration
-	lastWoken time.Time
+	// woken spaces the woken relists (WakeSpacing, wakeBurst); nil: no
+	// limit. Run's goroutine only, with the PLEG's clock's times.
+	woken *rate.Limiter
 
 	// relistMu serializes Relist (Run's loop and forced relists).
 	relistMu sync.Mutex
@@ -244,19 +245,31 @@ func NewPLEG(cfg PLEGConfig) (*PLEG, error) {
 		observe:    cfg.ObserveRelist,
 		running:    cfg.ObserveRunning,
 		wake:       cfg.Wake,
-		spacing:    cfg.WakeSpacing,
+		woken:      wakeLimiter(cfg.WakeSpacing),
 		last:       &cri.Snapshot{Pods: map[types.UID]map[string]cri.State{}, Refs: map[types.UID]cri.PodRef{}},
 		reinspect:  map[types.UID]cri.PodRef{},
 		lastRelist: cfg.Clock.Now(),
 	}, nil
 }
 
+// wakeBurst is how many woken relists may start at once before
+// WakeSpacing applies: the events of one change.
+const wakeBurst = 4
+
+// wakeLimiter is the token bucket of the woken relists, nil for none.
+func wakeLimiter(spacing time.Duration) *rate.Limiter {
+	if spacing <= 0 {
+		return nil
+	}
+	return rate.NewLimiter(rate.Every(spacing), wakeBurst)
+}
+
 // Run relists until ctx ends: every period, and at once when Wake fires.
 // Wakes that arrive while a relist runs are served by one more relist after
 // it (the channel is drained first), so a burst of runtime events costs at
-// most two relists, not one per event. A wake within WakeSpacing of the
-// start of the previous woken relist waits for the rest of that spacing,
-// gathering the wakes that come meanwhile into the same relist.
+// most two relists, not one per event. Beyond wakeBurst woken relists in a
+// row, one starts every WakeSpacing on average, the wakes meanwhile sharing
+// it.
 func (p *PLEG) Run(ctx context.Context) {
 	t := p.clock.NewTicker(p.period)
 	defer t.Stop()
@@ -267,15 +280,17 @@ func (p *PLEG) Run(ctx context.Context) {
 			return
 		case <-t.C():
 		case <-p.wake: // nil channel without Wake: never ready
-			if wait := p.spacing - p.clock.Since(p.lastWoken); p.spacing > 0 && wait > 0 {
-				select {
-				case <-ctx.Done():
-					return
-				case <-p.clock.After(wait):
+			if p.woken != nil {
+				now := p.clock.Now()
+				if wait := p.woken.ReserveN(now, 1).DelayFrom(now); wait > 0 {
+					select {
+					case <-ctx.Done():
+						return
+					case <-p.clock.After(wait):
+					}
 				}
 			}
 			drain(p.wake)
-			p.lastWoken = p.clock.Now()
 		}
 	}
 }

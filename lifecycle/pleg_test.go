@@ -570,9 +570,10 @@ func TestPLEGRunWake(t *testing.T) {
 	}
 }
 
-// With WakeSpacing, a wake right after a woken relist waits for the rest
-// of the spacing and the wakes meanwhile share one relist; a wake after a
-// quiet spell relists at once.
+// With WakeSpacing, the first wakeBurst woken relists in a row start at
+// once (the events of one change); the next waits until the bucket has a
+// token again, the wakes meanwhile sharing it; after a quiet spell wakes
+// relist at once again.
 func TestPLEGRunWakeSpacing(t *testing.T) {
 	clk := clocktesting.NewFakeClock(cacheT0)
 	relisted := make(chan struct{})
@@ -611,20 +612,21 @@ func TestPLEGRunWakeSpacing(t *testing.T) {
 		}
 	}
 	wait("relist at start")
+	start := clk.Now()
+	for i := 0; i < wakeBurst; i++ {
+		wake <- struct{}{}
+		wait(fmt.Sprintf("woken relist %d of the burst, at once", i+1))
+	}
 	wake <- struct{}{}
-	wait("relist on the first wake, at once")
-	woken := clk.Now()
-	clk.Step(30 * time.Millisecond)
-	wake <- struct{}{}
-	none("30 ms after the previous woken one")
+	none("beyond the burst, before the spacing")
 	// Time passes in small steps, more wakes come meanwhile: one relist,
-	// not before the spacing has passed since the previous woken one.
+	// once a token is back (100 ms after the burst).
 	for relists := 0; relists == 0; {
 		select {
 		case <-relisted:
 			relists++
-			if got := clk.Since(woken); got < 100*time.Millisecond {
-				t.Fatalf("woken relist %s after the previous one, want at least 100ms", got)
+			if got := clk.Since(start); got < 100*time.Millisecond {
+				t.Fatalf("relist beyond the burst %s after it, want at least 100ms", got)
 			}
 		case <-deadline:
 			t.Fatal("no relist once the spacing has passed")
@@ -637,7 +639,7 @@ func TestPLEGRunWakeSpacing(t *testing.T) {
 		}
 	}
 	none("for the wakes that came during the wait")
-	// A wake sent during that relist may wait for its spacing: let it.
+	// A wake sent during that relist may wait for its token: let it.
 	clk.Step(time.Second)
 	select {
 	case <-relisted:

@@ -155,7 +155,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.syncInterval, "sync-interval", 10*time.Second, "how often a pod is resynced when the PLEG reports no change for it")
 	fs.DurationVar(&o.runtimeRequestTimeout, "runtime-request-timeout", 2*time.Minute, "timeout of every CRI call but image pulls (the kubelet's); the dial has its own 10 s")
 	fs.DurationVar(&o.relistPeriod, "pleg-relist-period", time.Second, "how often the PLEG lists the runtime's sandboxes and containers")
-	fs.DurationVar(&o.wakeSpacing, "pleg-wake-spacing", 100*time.Millisecond, "the shortest time between two relists that the runtime's events trigger one after the other (0: none); a wake after a quiet spell relists at once")
+	fs.DurationVar(&o.wakeSpacing, "pleg-wake-spacing", 100*time.Millisecond, "the mean time between relists that the runtime's events trigger, after a burst of 4 at once (0: no limit): a batch of pods starting does not list the node back to back")
 	fs.DurationVar(&o.nodeStatusUpdateFrequency, "node-status-update-frequency", 10*time.Second, "how often the node's conditions are computed and compared with the Node in the API (written when they differ), as the kubelet's")
 	fs.DurationVar(&o.nodeStatusReportFrequency, "node-status-report-frequency", 5*time.Minute, "how often the node status is written when nothing changed, as the kubelet's")
 	fs.Float64Var(&o.apiQPS, "kube-api-qps", 50, "QPS to the API server")
