@@ -264,3 +264,19 @@ func TestTracingOverhead(t *testing.T) {
 		}
 	}
 }
+
+// A ratio is judged at the two decimals the tables show: 1.00002x meets a
+// 1.00x goal, 1.006x (shown 1.01x) does not.
+func TestGoalMetAtShownPrecision(t *testing.T) {
+	for _, tc := range []struct {
+		ratio float64
+		want  bool
+	}{{1.00002, true}, {1.004, true}, {1.006, false}, {0.5, true}, {1.2, false}} {
+		if met, known := (Goal{Ratio: tc.ratio, Max: 1.00, Bound: math.NaN()}).Met(); !known || met != tc.want {
+			t.Errorf("ratio %v against 1.00x: met %v, want %v", tc.ratio, met, tc.want)
+		}
+	}
+	if _, known := (Goal{Ratio: math.NaN(), Max: 1}).Met(); known {
+		t.Error("a missing figure was judged")
+	}
+}
