@@ -158,9 +158,13 @@ const docsMethod = `## How it is measured
 - **Focused runs** answer one question cheaply and never rewrite this file: ` + "`BENCH_ONLY=w2`" + `
   (only the batches, created and deleted; also w1, w4, w5), ` + "`BENCH_BATCH_SIZES=110`" + `,
   ` + "`BENCH_REPEAT=3`" + ` (rounds) and ` + "`BENCH_CRIVK_VARIANTS='--max-parallel-sandboxes=0;--max-parallel-sandboxes=4'`" + `
-  (the crivk lane under each argument set). The runs are interleaved round by round (raw, crivk A,
+  (the crivk lane under each argument set; a NAME=VALUE word, e.g. ` + "`GOGC=50`" + `, sets crivk's
+  environment instead). The runs are interleaved round by round (raw, crivk A,
   crivk B, raw, crivk A, ...) so that a drift of the machine spreads over every setting; the report
   has a table per setting with the median and every round.
+- **Every API request of the agents**: ` + "`BENCH_PROXY_LOG=<file>`" + ` makes the counting proxy write
+  one line per request (arrival, duration, response code, kind, path), e.g. to count conflicts
+  (409) or see when a batch's requests bunch up against the client's limiter.
 - The benchmark never fails on a number: it exits non-zero only when a lane
   could not run.
 `
