@@ -169,7 +169,6 @@ type PLEGConfig struct {
 //	diff(old, new) ──> pods with events + pods to reinspect
 //	         │ for each, in UID order:
 //	         │   in the snapshot: t := now; GetPodStatus ──> Cache.Set(uid, st, err, t)
-//	         │        unless its entry was read after ts already (Engine.refresh)
 //	         │        read failed: reinspect next relist, keep its old record
 //	         │        (its events come again), no OnChange yet
 //	         │   gone from it:    Cache.Set(uid, empty status, nil, ts)
@@ -369,10 +368,6 @@ func (p *PLEG) Relist(ctx context.Context) {
 		if _, ok := cur.Pods[uid]; !ok {
 			// Nothing of the pod is left in the runtime: no need to ask.
 			p.cache.Set(uid, &cri.PodStatus{Ref: ref}, nil, ts)
-		} else if mod, ok := p.cache.Modified(uid); ok && mod.After(ts) {
-			// The engine read the pod after this relist's list began
-			// (Engine.refresh, right after it acted on it): that entry is
-			// as new as the list, a second read would only repeat it.
 		} else {
 			t := p.clock.Now()
 			st, err := p.rt.GetPodStatus(ctx, ref)

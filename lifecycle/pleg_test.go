@@ -333,34 +333,6 @@ func TestPLEGCacheIsWrittenBeforeOnChange(t *testing.T) {
 	}
 }
 
-// A pod the engine read after the relist's list began (Engine.refresh)
-// is not read again: its entry is as new as the list. It is still kicked.
-// An entry from before the list is read again.
-func TestPLEGSkipsPodsReadSinceTheList(t *testing.T) {
-	f := newPLEGFixture(t)
-	f.cur = world(map[types.UID]map[string]cri.State{"a": {"sa": cri.SandboxReady}, "b": {"sb": cri.SandboxReady}})
-	fresh := &cri.PodStatus{Ref: refOf("a"), Sandboxes: []cri.SandboxStatus{{ID: "engine's read", Ready: true}}}
-	f.cache.Set("b", readStatus(refOf("b"), 0), nil, f.clock.Now()) // before the relist
-	f.rt.snapshot = func(context.Context) (*cri.Snapshot, error) {
-		// The engine reads a while the list runs.
-		f.clock.Step(time.Millisecond)
-		f.cache.Set("a", fresh, nil, f.clock.Now())
-		return f.cur, nil
-	}
-	var kicked []types.UID
-	f.pleg.onChange = func(uid types.UID) { kicked = append(kicked, uid) }
-	f.pleg.Relist(context.Background())
-	if len(f.rt.reads) != 1 || f.rt.reads[0].UID != "b" {
-		t.Errorf("reads %v, want b only", f.rt.reads)
-	}
-	if st, _ := f.cache.Get("a"); st != fresh {
-		t.Errorf("a's entry %+v, want the engine's read kept", st)
-	}
-	if len(kicked) != 2 {
-		t.Errorf("kicked %v, want a and b", kicked)
-	}
-}
-
 func TestPLEGTimestamps(t *testing.T) {
 	f := newPLEGFixture(t)
 	f.cur = world(map[types.UID]map[string]cri.State{"a": {"sa": cri.SandboxReady}, "b": {"sb": cri.SandboxReady}})

@@ -100,6 +100,9 @@ func DeleteOnTerminated(client corev1client.PodsGetter, cached func(namespace, n
 		cancel()
 		if err := writeFinalStatus(ctx, client.Pods(pod.Namespace), pod, known); err != nil {
 			if apierrors.IsNotFound(err) {
+				// Deleted by someone else (a forced delete, the pod GC,
+				// while crivk was down): nothing to delete, nothing to keep.
+				writes.Forget(pod.UID)
 				return nil
 			}
 			// The containers are stopped: the object goes all the same, as

@@ -39,8 +39,9 @@ type StatusWrites struct {
 // flight counts a pod's status writes in flight; idle is closed when the
 // count drops to 0.
 type flight struct {
-	n    int
-	idle chan struct{}
+	n      int
+	idle   chan struct{}
+	closed bool
 }
 
 // NewStatusWrites returns an empty record.
@@ -48,17 +49,22 @@ func NewStatusWrites() *StatusWrites {
 	return &StatusWrites{last: map[types.UID]*v1.Pod{}, final: map[types.UID]bool{}, inflight: map[types.UID]*flight{}}
 }
 
-// Begin is called before a status write of the pod: false means the pod's
-// final status is written by the deletion path and this write is stale
-// (drop it); true counts the write in flight until End.
-func (w *StatusWrites) Begin(uid types.UID) bool {
+// Begin is called before a status write of the pod: ok false means the
+// pod's final status is written by the deletion path and this write is
+// stale (drop it); otherwise the write counts as in flight until end is
+// called with the object the API returned (nil if the write failed).
+//
+// A write that ends after the pod was forgotten (Forget ran while it was
+// in flight, after Finalize gave up waiting) records nothing: the pod is
+// gone and its entry would never be removed.
+func (w *StatusWrites) Begin(uid types.UID) (end func(written *v1.Pod), ok bool) {
 	if w == nil {
-		return true
+		return func(*v1.Pod) {}, true
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.final[uid] {
-		return false
+		return nil, false
 	}
 	f := w.inflight[uid]
 	if f == nil {
@@ -66,23 +72,32 @@ func (w *StatusWrites) Begin(uid types.UID) bool {
 		w.inflight[uid] = f
 	}
 	f.n++
-	return true
+	return func(written *v1.Pod) { w.end(uid, f, written) }, true
 }
 
-// End ends a write Begin let through; written is the object the API
-// returned, nil if the write failed.
-func (w *StatusWrites) End(uid types.UID, written *v1.Pod) {
-	if w == nil {
-		return
-	}
-	w.Wrote(written)
+// end ends one write of flight f of the pod.
+func (w *StatusWrites) end(uid types.UID, f *flight, written *v1.Pod) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if f := w.inflight[uid]; f != nil {
-		if f.n--; f.n <= 0 {
-			close(f.idle)
+	current := w.inflight[uid] == f
+	if current && written != nil && written.UID == uid {
+		if cur := w.last[uid]; cur == nil || newerThan(written, cur) {
+			w.last[uid] = written
+		}
+	}
+	if f.n--; f.n <= 0 {
+		f.release()
+		if current {
 			delete(w.inflight, uid)
 		}
+	}
+}
+
+// release closes idle once.
+func (f *flight) release() {
+	if !f.closed {
+		close(f.idle)
+		f.closed = true
 	}
 }
 
@@ -151,7 +166,9 @@ func (w *StatusWrites) IsFinal(uid types.UID) bool {
 	return w.final[uid]
 }
 
-// Forget drops the pod's entries (its object is gone from the API).
+// Forget drops the pod's entries (its object is gone from the API),
+// including the count of its writes in flight: a Finalize waiting for them
+// is released, and their End records nothing.
 func (w *StatusWrites) Forget(uid types.UID) {
 	if w == nil {
 		return
@@ -160,10 +177,17 @@ func (w *StatusWrites) Forget(uid types.UID) {
 	defer w.mu.Unlock()
 	delete(w.last, uid)
 	delete(w.final, uid)
+	if f := w.inflight[uid]; f != nil {
+		f.release()
+		delete(w.inflight, uid)
+	}
 }
 
 // Len is the number of pods recorded.
 func (w *StatusWrites) Len() int {
+	if w == nil {
+		return 0
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	n := len(w.last)

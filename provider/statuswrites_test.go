@@ -131,7 +131,8 @@ func TestDeleteOnTerminatedUsesItsWrites(t *testing.T) {
 func TestStatusWritesFinalizeWaitsForWritesInFlight(t *testing.T) {
 	w := NewStatusWrites()
 	w.Wrote(podRV("1", "5"))
-	if !w.Begin("u1") {
+	end1, ok := w.Begin("u1")
+	if !ok {
 		t.Fatal("a write before the pod is final was refused")
 	}
 	got := make(chan *v1.Pod)
@@ -141,7 +142,7 @@ func TestStatusWritesFinalizeWaitsForWritesInFlight(t *testing.T) {
 		t.Fatalf("Finalize returned %v while a write was in flight", p)
 	case <-time.After(50 * time.Millisecond):
 	}
-	w.End("u1", podRV("1", "9"))
+	end1(podRV("1", "9"))
 	select {
 	case p := <-got:
 		if p == nil || p.ResourceVersion != "9" {
@@ -150,11 +151,12 @@ func TestStatusWritesFinalizeWaitsForWritesInFlight(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Finalize did not return after the write ended")
 	}
-	if w.Begin("u1") {
+	if _, ok := w.Begin("u1"); ok {
 		t.Error("a write after Finalize was let through")
 	}
 
-	if !w.Begin("u2") {
+	end2, ok := w.Begin("u2")
+	if !ok {
 		t.Fatal("u2 refused")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
@@ -162,8 +164,66 @@ func TestStatusWritesFinalizeWaitsForWritesInFlight(t *testing.T) {
 	if p := w.Finalize(ctx, "u2"); p != nil {
 		t.Errorf("Finalize of a pod never written returned %v", p)
 	}
-	w.End("u2", nil) // a failed write records nothing
+	end2(nil) // a failed write records nothing
 	if w.Last("u2") != nil {
 		t.Error("a failed write was recorded")
+	}
+}
+
+// A write still in flight when the pod is forgotten (its object gone)
+// records nothing when it ends, and does not end the count of a later
+// write of the same UID; Forget releases a Finalize waiting for it.
+func TestStatusWritesForgetDuringAWrite(t *testing.T) {
+	w := NewStatusWrites()
+	endA, _ := w.Begin("u1")
+	done := make(chan *v1.Pod)
+	go func() { done <- w.Finalize(context.Background(), "u1") }()
+	time.Sleep(20 * time.Millisecond)
+	w.Forget("u1")
+	select {
+	case p := <-done:
+		if p != nil {
+			t.Errorf("Finalize of a forgotten pod returned %v", p)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Forget did not release Finalize")
+	}
+	endB, ok := w.Begin("u1") // final was forgotten with the rest
+	if !ok {
+		t.Fatal("a write after Forget was refused")
+	}
+	endA(podRV("1", "7"))
+	if w.Last("u1") != nil {
+		t.Error("the forgotten write was recorded")
+	}
+	got := make(chan *v1.Pod)
+	go func() { got <- w.Finalize(context.Background(), "u1") }()
+	select {
+	case p := <-got:
+		t.Fatalf("Finalize returned %v while the later write was in flight", p)
+	case <-time.After(50 * time.Millisecond):
+	}
+	endB(podRV("1", "8"))
+	if p := <-got; p == nil || p.ResourceVersion != "8" {
+		t.Errorf("Finalize returned %v, want the later write (8)", p)
+	}
+	w.Forget("u1")
+	if w.Len() != 0 {
+		t.Errorf("%d pods left", w.Len())
+	}
+}
+
+// A pod someone else deleted first (a forced delete, the pod GC) leaves
+// nothing recorded.
+func TestDeleteOnTerminatedForgetsAPodGoneAlready(t *testing.T) {
+	now := metav1.Now()
+	client := fake.NewSimpleClientset()
+	writes := NewStatusWrites()
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1", DeletionTimestamp: &now}}
+	if err := DeleteOnTerminated(client.CoreV1(), nil, writes)(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if writes.Len() != 0 || writes.IsFinal("u1") {
+		t.Errorf("a pod deleted by someone else is still recorded (%d)", writes.Len())
 	}
 }

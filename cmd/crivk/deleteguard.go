@@ -77,7 +77,8 @@ func (p guardedPods) Delete(ctx context.Context, name string, opts metav1.Delete
 // result; a pod whose final status is written by the deletion path is
 // left alone (the object is returned as given, unwritten).
 func (p guardedPods) UpdateStatus(ctx context.Context, pod *v1.Pod, opts metav1.UpdateOptions) (*v1.Pod, error) {
-	if !p.guard.writes.Begin(pod.UID) {
+	end, ok := p.guard.writes.Begin(pod.UID)
+	if !ok {
 		log.G(ctx).WithField("pod", p.namespace+"/"+pod.Name).WithField("uid", pod.UID).
 			Debug("status write dropped: the pod's final status is written before its deletion")
 		return pod, nil
@@ -87,7 +88,7 @@ func (p guardedPods) UpdateStatus(ctx context.Context, pod *v1.Pod, opts metav1.
 	if err == nil {
 		written = out
 	}
-	p.guard.writes.End(pod.UID, written)
+	end(written)
 	return out, err
 }
 
