@@ -315,8 +315,13 @@ func (e *env) cleanStart(t *testing.T, ctx context.Context, ns string) {
 func (e *env) keeps(t *testing.T, ns, name, want, what string) {
 	t.Helper()
 	e.waitPod(t, ns, name, time.Minute, running)
-	err := wait.PollUntilContextTimeout(context.Background(), poll, soakWindow, true, func(ctx context.Context) (bool, error) {
-		p, err := e.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	err := wait.PollUntilContextTimeout(context.Background(), poll, soakWindow, true, func(context.Context) (bool, error) {
+		// Not the window's context: a read started just before the window
+		// ends would fail on its deadline (the client's rate limiter
+		// refuses to wait past it) and read as a failure of the pod.
+		gctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		p, err := e.client.CoreV1().Pods(ns).Get(gctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
