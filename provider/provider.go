@@ -73,7 +73,7 @@ func New(engine Engine, runtime *cri.Runtime, nodeName, rootDir string, pods cor
 // the two first, which saves the GET of every deletion; a copy that is
 // stale makes the write conflict, and the write is then retried against a
 // fresh GET. writes also learns that the pod's final status is being
-// written (StatusWrites.MarkFinal), so that the status queue's stale
+// written (StatusWrites.Finalize), so that the status queue's stale
 // writes of it are dropped, and forgets the pod once it is deleted.
 // finalWriteWait bounds how long the deletion path waits for a status
 // write in flight (its own request is bounded by the client's timeout).

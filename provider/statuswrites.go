@@ -101,7 +101,7 @@ func (f *flight) release() {
 	}
 }
 
-// Finalize marks the pod final (MarkFinal), waits until none of its
+// Finalize marks the pod final (later writes are stale: Begin refuses them), waits until none of its
 // writes is in flight or ctx ends, and returns the object of its last
 // recorded write (nil if none).
 func (w *StatusWrites) Finalize(ctx context.Context, uid types.UID) *v1.Pod {
@@ -121,19 +121,6 @@ func (w *StatusWrites) Finalize(ctx context.Context, uid types.UID) *v1.Pod {
 	return w.Last(uid)
 }
 
-// Wrote records the object a successful status write returned.
-func (w *StatusWrites) Wrote(p *v1.Pod) {
-	if w == nil || p == nil || p.UID == "" {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if cur := w.last[p.UID]; cur != nil && !newerThan(p, cur) {
-		return
-	}
-	w.last[p.UID] = p
-}
-
 // Last returns the object of the pod's last recorded status write, nil if
 // none.
 func (w *StatusWrites) Last(uid types.UID) *v1.Pod {
@@ -145,18 +132,7 @@ func (w *StatusWrites) Last(uid types.UID) *v1.Pod {
 	return w.last[uid]
 }
 
-// MarkFinal says the pod's final status is written, or about to be, by
-// DeleteOnTerminated: later writes of other statuses are stale.
-func (w *StatusWrites) MarkFinal(uid types.UID) {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.final[uid] = true
-}
-
-// IsFinal reports whether MarkFinal was called for the pod.
+// IsFinal reports whether Finalize was called for the pod.
 func (w *StatusWrites) IsFinal(uid types.UID) bool {
 	if w == nil {
 		return false

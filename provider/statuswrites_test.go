@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -18,22 +19,30 @@ func podRV(uid, rv string) *v1.Pod {
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: types.UID("u" + uid), ResourceVersion: rv}}
 }
 
+// recordWrite is a status write of p that succeeded, as the guarded client
+// makes it.
+func recordWrite(w *StatusWrites, p *v1.Pod) {
+	if end, ok := w.Begin(p.UID); ok {
+		end(p)
+	}
+}
+
 func TestStatusWrites(t *testing.T) {
 	w := NewStatusWrites()
-	w.Wrote(podRV("1", "7"))
-	w.Wrote(podRV("1", "5")) // an older write's answer, late: kept out
+	recordWrite(w, podRV("1", "7"))
+	recordWrite(w, podRV("1", "5")) // an older write's answer, late: kept out
 	if got := w.Last("u1"); got == nil || got.ResourceVersion != "7" {
 		t.Fatalf("last %v, want resourceVersion 7", got)
 	}
-	w.Wrote(podRV("1", "9"))
+	recordWrite(w, podRV("1", "9"))
 	if got := w.Last("u1"); got.ResourceVersion != "9" {
 		t.Errorf("last %s, want 9", got.ResourceVersion)
 	}
 	if w.IsFinal("u1") {
 		t.Error("final before MarkFinal")
 	}
-	w.MarkFinal("u1")
-	w.MarkFinal("u2")
+	w.Finalize(context.Background(), "u1")
+	w.Finalize(context.Background(), "u2")
 	if !w.IsFinal("u1") || !w.IsFinal("u2") || w.Len() != 2 {
 		t.Errorf("final u1 %v u2 %v, len %d", w.IsFinal("u1"), w.IsFinal("u2"), w.Len())
 	}
@@ -43,8 +52,8 @@ func TestStatusWrites(t *testing.T) {
 		t.Errorf("entries left after Forget: %d", w.Len())
 	}
 	var none *StatusWrites // a nil record records nothing and says nothing
-	none.Wrote(podRV("1", "1"))
-	none.MarkFinal("u1")
+	recordWrite(none, podRV("1", "1"))
+	none.Finalize(context.Background(), "u1")
 	if none.Last("u1") != nil || none.IsFinal("u1") {
 		t.Error("a nil record answered")
 	}
@@ -108,7 +117,7 @@ func TestDeleteOnTerminatedUsesItsWrites(t *testing.T) {
 				return false, nil, nil
 			})
 			lastWrite := &v1.Pod{ObjectMeta: meta, Status: tc.writtenStat}
-			writes.Wrote(lastWrite)
+			recordWrite(writes, lastWrite)
 			staleMeta := meta
 			staleMeta.ResourceVersion = "4"
 			informer := func(string, string) *v1.Pod { return &v1.Pod{ObjectMeta: staleMeta, Status: running} }
@@ -130,7 +139,7 @@ func TestDeleteOnTerminatedUsesItsWrites(t *testing.T) {
 // it only until its context ends.
 func TestStatusWritesFinalizeWaitsForWritesInFlight(t *testing.T) {
 	w := NewStatusWrites()
-	w.Wrote(podRV("1", "5"))
+	recordWrite(w, podRV("1", "5"))
 	end1, ok := w.Begin("u1")
 	if !ok {
 		t.Fatal("a write before the pod is final was refused")
@@ -178,7 +187,13 @@ func TestStatusWritesForgetDuringAWrite(t *testing.T) {
 	endA, _ := w.Begin("u1")
 	done := make(chan *v1.Pod)
 	go func() { done <- w.Finalize(context.Background(), "u1") }()
-	time.Sleep(20 * time.Millisecond)
+	// Forget once Finalize has marked the pod and is waiting.
+	for deadline := time.Now().Add(5 * time.Second); !w.IsFinal("u1"); {
+		if time.Now().After(deadline) {
+			t.Fatal("Finalize did not mark the pod final")
+		}
+		goruntime.Gosched()
+	}
 	w.Forget("u1")
 	select {
 	case p := <-done:

@@ -128,7 +128,7 @@ func TestDeleteGuardStatusWrites(t *testing.T) {
 	if last := writes.Last("ua"); updates != 1 || last == nil || last.ResourceVersion != "4" || last.Status.Phase != v1.PodRunning {
 		t.Fatalf("%d writes, recorded %v, want one write recorded at resourceVersion 4", updates, last)
 	}
-	writes.MarkFinal("ub")
+	writes.Finalize(context.Background(), "ub")
 	stale := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "ub", ResourceVersion: "3"}}
 	if _, err := g.Pods("ns").UpdateStatus(context.Background(), stale, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
