@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 )
@@ -85,13 +86,24 @@ func TestProxyCountsAndLogs(t *testing.T) {
 	if p.Count() != 2 || p.ByKind()["update pods/status"] != 1 || p.ByKind()["delete pods"] != 1 {
 		t.Errorf("counts %d %v, want one update pods/status and one delete pods", p.Count(), p.ByKind())
 	}
-	b, err := os.ReadFile(logPath)
-	if err != nil {
-		t.Fatal(err)
+	// The proxy writes a request's line after the response has reached
+	// the client (the reverse proxy flushes at once), so the line of the
+	// first request may follow the second's: wait for both, in any order.
+	var b []byte
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var err error
+		if b, err = os.ReadFile(logPath); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Count(string(b), "\n") >= 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[0], " 200 update pods/status /api/v1/namespaces/ns/pods/p/status") ||
-		!strings.Contains(lines[1], " 404 delete pods /api/v1/namespaces/ns/pods/p") {
+	log := string(b)
+	if strings.Count(log, "\n") != 2 || !strings.Contains(log, " 200 update pods/status /api/v1/namespaces/ns/pods/p/status\n") ||
+		!strings.Contains(log, " 404 delete pods /api/v1/namespaces/ns/pods/p\n") {
 		t.Errorf("request log:\n%s", b)
 	}
 }
