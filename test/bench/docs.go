@@ -165,6 +165,11 @@ const docsMethod = `## How it is measured
 - **Every API request of the agents**: ` + "`BENCH_PROXY_LOG=<file>`" + ` makes the counting proxy write
   one line per request (arrival, duration, response code, kind, path), e.g. to count conflicts
   (409) or see when a batch's requests bunch up against the client's limiter.
+- **The run's figures**: every number above, with each sample, is in
+  [benchmarks/results.json](benchmarks/results.json) (the run's
+  ` + "`_output/bench/<ts>/results.json`" + `). ` + "`go run ./test/bench -replot docs/benchmarks/results.json -docs docs/benchmarks.md`" + `
+  rebuilds this page and its plots from it (after a change to the report's
+  code), keeping the hand-written part.
 - The benchmark never fails on a number: it exits non-zero only when a lane
   could not run.
 `

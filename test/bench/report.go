@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -248,13 +249,19 @@ func writeReport(r *Results, dir, docs string) error {
 	for _, p := range plots {
 		fmt.Fprintf(&b, "![%s](%s)\n\n", strings.TrimSuffix(p, ".png"), p)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(b.String()), 0o644); err != nil {
-		return err
+	imgDir := ""
+	if docs != "" {
+		imgDir = filepath.Join(filepath.Dir(docs), "benchmarks")
+	}
+	// A replot of the docs' own results.json leaves no report.md among them.
+	if !sameDir(dir, imgDir) {
+		if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(b.String()), 0o644); err != nil {
+			return err
+		}
 	}
 	if docs == "" {
 		return nil
 	}
-	imgDir := filepath.Join(filepath.Dir(docs), "benchmarks")
 	if err := os.MkdirAll(imgDir, 0o755); err != nil {
 		return err
 	}
@@ -266,6 +273,15 @@ func writeReport(r *Results, dir, docs string) error {
 		if err := os.WriteFile(filepath.Join(imgDir, p), data, 0o644); err != nil {
 			return err
 		}
+	}
+	// The run's figures go beside the plots, so the page can be rebuilt
+	// (and read further) from what it was made of.
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(imgDir, "results.json"), append(data, '\n'), 0o644); err != nil {
+		return err
 	}
 	var d strings.Builder
 	d.WriteString(docsIntro)
@@ -289,6 +305,15 @@ func writeReport(r *Results, dir, docs string) error {
 		fmt.Fprintf(&d, "\n%s\n", keptMarker)
 	}
 	return os.WriteFile(docs, []byte(d.String()), 0o644)
+}
+
+func sameDir(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	a, errA := filepath.Abs(a)
+	b, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && a == b
 }
 
 func (r *Results) writeHeader(w io.Writer) {

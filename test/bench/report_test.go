@@ -208,6 +208,12 @@ func TestWriteReportAndReplot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var copied Results
+	if b, err := os.ReadFile(filepath.Join(dir, "docs", "benchmarks", "results.json")); err != nil {
+		t.Errorf("results.json beside the plots: %v", err)
+	} else if err := json.Unmarshal(b, &copied); err != nil || len(copied.Lanes) != len(r.Lanes) || copied.Lanes[3].W2[0].Lag != r.Lanes[3].W2[0].Lag {
+		t.Errorf("results.json beside the plots is not the run's: %v", err)
+	}
 	for _, want := range []string{"# Benchmarks", "Command: `BENCH_QUICK=1 make bench`", "test CPU, 2 CPUs",
 		"![w1-cdf](benchmarks/w1-cdf.png)", "| 30 pods: batch lag | s | 1.00 | 1.05 | 8.00 | 2.00 | 0.25x | 2.00x |", "## How it is measured"} {
 		if !strings.Contains(string(doc), want) {
