@@ -34,6 +34,11 @@ import (
 // by a watch kicks the pods of the namespace that reference the object, so
 // mounted files follow within seconds. A watch nobody asked for during
 // idleTimeout is stopped (its pods are gone).
+//
+// Services are read as the kubelet reads them, all of them through one
+// informer (the Node authorizer grants a node list and watch of every
+// Service), since the service-link variables of a pod need every Service
+// of its namespace and of the default one.
 type Objects struct {
 	client corev1client.CoreV1Interface
 	clock  clock.WithTicker
@@ -45,6 +50,10 @@ type Objects struct {
 	// Guarded by mu; nil until SetKick.
 	kick func(types.UID)
 	pods func(namespace string) []*v1.Pod
+	// services is every Service of the cluster, for service-link
+	// environment variables, filled by servicesCtrl while Run runs.
+	services     *serviceCache
+	servicesCtrl cache.Controller
 }
 
 var _ lifecycle.Objects = (*Objects)(nil)
@@ -78,7 +87,8 @@ func NewObjects(client corev1client.CoreV1Interface, clk clock.WithTicker) *Obje
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Objects{client: client, clock: clk, watches: map[objectKey]*objectWatch{}}
+	svc, ctrl := newServiceCache(client)
+	return &Objects{client: client, clock: clk, watches: map[objectKey]*objectWatch{}, services: svc, servicesCtrl: ctrl}
 }
 
 // SetKick installs how changed objects reach pods: pods lists the node's
@@ -89,8 +99,10 @@ func (o *Objects) SetKick(pods func(namespace string) []*v1.Pod, kick func(types
 	o.mu.Unlock()
 }
 
-// Run stops idle watches until ctx ends, then all of them.
+// Run keeps the Services cache and stops idle watches until ctx ends, then
+// stops all of them.
 func (o *Objects) Run(ctx context.Context) {
+	go o.servicesCtrl.Run(ctx.Done())
 	t := o.clock.NewTicker(idleTimeout / 4)
 	defer t.Stop()
 	for {
@@ -280,17 +292,11 @@ func references(pod *v1.Pod, key objectKey) bool {
 }
 
 // ListServices returns the services of namespace (service-link
-// environment variables).
+// environment variables) from the Services cache that Run keeps (shared:
+// read only). Before the cache's first list it waits for it, at most
+// servicesSyncTimeout.
 func (o *Objects) ListServices(ctx context.Context, namespace string) ([]*v1.Service, error) {
-	l, err := o.client.Services(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing services of namespace %s: %w", namespace, err)
-	}
-	out := make([]*v1.Service, 0, len(l.Items))
-	for i := range l.Items {
-		out = append(out, &l.Items[i])
-	}
-	return out, nil
+	return o.services.list(ctx, namespace)
 }
 
 // RequestToken asks the TokenRequest API for a token of serviceAccount.
