@@ -548,9 +548,13 @@ func TestPLEGRunWake(t *testing.T) {
 // relist at once again.
 func TestPLEGRunWakeSpacing(t *testing.T) {
 	clk := clocktesting.NewFakeClock(cacheT0)
-	relisted := make(chan struct{})
-	rt := &plegReader{snapshot: func(context.Context) (*cri.Snapshot, error) {
-		relisted <- struct{}{}
+	relisted := make(chan time.Time) // the fake time of each relist
+	rt := &plegReader{snapshot: func(ctx context.Context) (*cri.Snapshot, error) {
+		select {
+		case relisted <- clk.Now():
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 		return world(nil), nil
 	}}
 	wake := make(chan struct{}, 1)
@@ -592,31 +596,33 @@ func TestPLEGRunWakeSpacing(t *testing.T) {
 	wake <- struct{}{}
 	none("beyond the burst, before the spacing")
 	// Time passes in small steps, more wakes come meanwhile: one relist,
-	// once a token is back (100 ms after the burst).
+	// once a token is back (100 ms after the burst). The wakes stop when
+	// the token is due, so that all of them come before Run's wait for it
+	// ends, however late Run is; the steps go on until the relist (Run may
+	// start its wait for the token only after a step).
 	for relists := 0; relists == 0; {
 		select {
-		case <-relisted:
+		case at := <-relisted:
 			relists++
-			if got := clk.Since(start); got < 100*time.Millisecond {
+			if got := at.Sub(start); got < 100*time.Millisecond {
 				t.Fatalf("relist beyond the burst %s after it, want at least 100ms", got)
 			}
 		case <-deadline:
 			t.Fatal("no relist once the spacing has passed")
 		case <-time.After(5 * time.Millisecond):
-			select {
-			case wake <- struct{}{}:
-			default:
+			if clk.Since(start) < 100*time.Millisecond {
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
 			}
 			clk.Step(10 * time.Millisecond)
 		}
 	}
+	// The wakes that came during the wait shared that relist: none is
+	// left to relist, even once a token is back.
+	clk.Step(100 * time.Millisecond)
 	none("for the wakes that came during the wait")
-	// A wake sent during that relist may wait for its token: let it.
-	clk.Step(time.Second)
-	select {
-	case <-relisted:
-	case <-time.After(100 * time.Millisecond):
-	}
 	clk.Step(time.Second)
 	wake <- struct{}{}
 	wait("relist at once after a quiet second")

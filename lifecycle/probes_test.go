@@ -85,19 +85,22 @@ func podCondition(p *v1.Pod, t v1.PodConditionType) v1.ConditionStatus {
 	return ""
 }
 
-// stepUntil moves the fake clock a second at a time (firing the probe
-// workers' tickers) until cond holds.
+// stepUntil polls until cond holds, for at most 10s of real time,
+// relisting at every poll and moving the fake clock a second (firing the
+// probe workers' tickers) every 20 polls, at most 120 times.
 func (f *engineFixture) stepUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for i := 0; i < 120 && !cond(); i++ {
-		f.step(time.Second)
-		for j := 0; j < 20 && !cond(); j++ {
-			f.relist()
-			time.Sleep(time.Millisecond) // let probe goroutines run; the condition is what is waited on
+	deadline := time.Now().Add(10 * time.Second)
+	for polls, steps := 0, 0; !cond(); polls++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
 		}
-	}
-	if !cond() {
-		t.Fatalf("timed out waiting for %s", what)
+		if polls%20 == 0 && steps < 120 {
+			f.step(time.Second)
+			steps++
+		}
+		f.relist()
+		time.Sleep(time.Millisecond) // let probe goroutines run; the condition is what is waited on
 	}
 }
 

@@ -11,8 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -20,6 +22,15 @@ func TestObjectsWatchesReferencedObjectsAndKicksPods(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	client := fake.NewClientset()
+	// The fake clientset's watch does not replay what happened after the
+	// informer's list: the ConfigMap is created only once the watch is open.
+	watching := make(chan struct{})
+	var once sync.Once
+	client.PrependWatchReactor("configmaps", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := client.Tracker().Watch(a.GetResource(), a.GetNamespace())
+		once.Do(func() { close(watching) })
+		return true, w, err
+	})
 	clk := clocktesting.NewFakeClock(time.Now())
 	o := NewObjects(fakeCore{client.CoreV1()}, clk)
 	go o.Run(ctx)
@@ -47,6 +58,11 @@ func TestObjectsWatchesReferencedObjectsAndKicksPods(t *testing.T) {
 	_, err := o.GetConfigMap(ctx, "ns", "cfg")
 	if !apierrors.IsNotFound(err) || err.Error() != `configmap "cfg" not found` {
 		t.Fatalf("missing ConfigMap: %v", err)
+	}
+	select {
+	case <-watching:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("timed out waiting for the ConfigMap watch; actions %v", client.Actions())
 	}
 	// The object appears: the referencing pod is kicked, the other not.
 	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Data: map[string]string{"k": "1"}}

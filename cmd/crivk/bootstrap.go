@@ -377,16 +377,18 @@ func rotatingConfig(ctx context.Context, server *rest.Config, mgr certificate.Ma
 		MaxIdleConnsPerHost: 25,
 		DialContext:         dialer.DialContext,
 	})
-	go closeOnRotation(ctx, mgr, dialer, time.Second)
+	go closeOnRotation(ctx, mgr, mgr.Current(), dialer, time.Second)
 	return cfg, nil
 }
 
 // closeOnRotation closes every API connection when the manager's
-// certificate changes: they reconnect with the new one.
-func closeOnRotation(ctx context.Context, mgr certificate.Manager, dialer *connrotation.Dialer, period time.Duration) {
+// certificate changes from initial: they reconnect with the new one. The
+// caller reads initial before starting it, so that a change made before
+// this goroutine runs is not missed.
+func closeOnRotation(ctx context.Context, mgr certificate.Manager, initial *tls.Certificate, dialer *connrotation.Dialer, period time.Duration) {
 	var last []byte
-	if c := mgr.Current(); c != nil && len(c.Certificate) > 0 {
-		last = c.Certificate[0]
+	if initial != nil && len(initial.Certificate) > 0 {
+		last = initial.Certificate[0]
 	}
 	t := time.NewTicker(period)
 	defer t.Stop()

@@ -160,7 +160,7 @@ func TestCloseOnRotation(t *testing.T) {
 	dialer := connrotation.NewDialer((&net.Dialer{}).DialContext)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go closeOnRotation(ctx, mgr, dialer, 5*time.Millisecond)
+	go closeOnRotation(ctx, mgr, mgr.Current(), dialer, 5*time.Millisecond)
 	conn, err := dialer.DialContext(ctx, "tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)

@@ -275,8 +275,8 @@ func TestFollow(t *testing.T) {
 
 	// The container exits after a last write: the write is read, then the
 	// reader returns.
-	rt.running.Store(false)
 	appendTo(t, path, "2024-01-01T00:00:06Z stdout F bye\n")
+	rt.running.Store(false)
 	var err error
 	waitFor(t, "the reader to return", clk, returned(done, &err))
 	if err != nil {

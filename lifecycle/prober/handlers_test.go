@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,10 +67,20 @@ func TestExecProbe(t *testing.T) {
 }
 
 func TestHTTPProbe(t *testing.T) {
+	// What the last request to /ok carried, written by the server's
+	// handlers (one of a probe that gave up may run late); guarded by mu.
+	var mu sync.Mutex
 	var gotUA, gotHeader, gotHost string
+	seen := func() (ua, header, host string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return gotUA, gotHeader, gotHost
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
 		gotUA, gotHeader, gotHost = r.UserAgent(), r.Header.Get("X-Custom"), r.Host
+		mu.Unlock()
 		fmt.Fprint(w, "fine")
 	})
 	mux.HandleFunc("/status/", func(w http.ResponseWriter, r *http.Request) {
@@ -130,7 +141,7 @@ func TestHTTPProbe(t *testing.T) {
 			}
 			to := tc.timeout
 			if to == 0 {
-				to = 2 * time.Second
+				to = 5 * time.Second // not reached, even under -race on a loaded machine
 			}
 			got, out, err := httpProbe(context.Background(), u, headers, to)
 			if err != nil {
@@ -151,19 +162,21 @@ func TestHTTPProbe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, _, _ := httpProbe(context.Background(), u, headers, time.Second); got != outcomeSuccess {
-			t.Fatalf("outcome %v", got)
+		if got, out, _ := httpProbe(context.Background(), u, headers, 5*time.Second); got != outcomeSuccess {
+			t.Fatalf("outcome %v (%q)", got, out)
 		}
-		if gotUA != "kube-probe/1.35" || gotHeader != "v" || gotHost != "example.test" {
-			t.Errorf("server saw UA %q, X-Custom %q, Host %q", gotUA, gotHeader, gotHost)
+		if ua, header, host := seen(); ua != "kube-probe/1.35" || header != "v" || host != "example.test" {
+			t.Errorf("server saw UA %q, X-Custom %q, Host %q", ua, header, host)
 		}
 	})
 	t.Run("user agent overridden", func(t *testing.T) {
 		a := v1.HTTPGetAction{Path: "/ok", Port: intstr.FromInt(portNum), HTTPHeaders: []v1.HTTPHeader{{Name: "User-Agent", Value: "mine"}}}
 		u, headers, _ := httpURL(&a, container, host)
-		httpProbe(context.Background(), u, headers, time.Second)
-		if gotUA != "mine" {
-			t.Errorf("UA %q, want mine", gotUA)
+		if got, out, _ := httpProbe(context.Background(), u, headers, 5*time.Second); got != outcomeSuccess {
+			t.Fatalf("outcome %v (%q)", got, out)
+		}
+		if ua, _, _ := seen(); ua != "mine" {
+			t.Errorf("UA %q, want mine", ua)
 		}
 	})
 	t.Run("unknown named port", func(t *testing.T) {
@@ -244,17 +257,22 @@ func TestGRPCProbe(t *testing.T) {
 	for _, tc := range []struct {
 		name, service string
 		port          int
+		timeout       time.Duration // 5s, not reached, unless the case must time out
 		want          outcome
 		contains      string
 	}{
-		{"serving", "", port, outcomeSuccess, "service healthy"},
-		{"not serving", "down", port, outcomeFailure, `service unhealthy (responded with "NOT_SERVING")`},
-		{"unknown service", "nope", port, outcomeFailure, "health rpc probe failed"},
-		{"no health service", "", l2.Addr().(*net.TCPAddr).Port, outcomeFailure, "does not implement the grpc health protocol"},
-		{"nothing listening", "", freePort(t), outcomeFailure, "timeout"},
+		{"serving", "", port, 0, outcomeSuccess, "service healthy"},
+		{"not serving", "down", port, 0, outcomeFailure, `service unhealthy (responded with "NOT_SERVING")`},
+		{"unknown service", "nope", port, 0, outcomeFailure, "health rpc probe failed"},
+		{"no health service", "", l2.Addr().(*net.TCPAddr).Port, 0, outcomeFailure, "does not implement the grpc health protocol"},
+		{"nothing listening", "", freePort(t), 500 * time.Millisecond, outcomeFailure, "timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, out, err := grpcProbe(context.Background(), "127.0.0.1", tc.port, tc.service, 500*time.Millisecond)
+			to := tc.timeout
+			if to == 0 {
+				to = 5 * time.Second
+			}
+			got, out, err := grpcProbe(context.Background(), "127.0.0.1", tc.port, tc.service, to)
 			if err != nil || got != tc.want || !strings.Contains(out, tc.contains) {
 				t.Errorf("got (%v, %q, %v), want %v containing %q", got, out, err, tc.want, tc.contains)
 			}

@@ -19,8 +19,12 @@ func sandboxConfig(ns, name string) *runtimeapi.PodSandboxConfig {
 	return &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: ns, Uid: ns + "-" + name}}
 }
 
-func testNode(rs sandboxes, client *fake.Clientset) *node {
-	return &node{cri: rs, client: client, ns: "crivk-bench", name: "crivk-local", poll: time.Millisecond, timeout: 200 * time.Millisecond, quiet: 3}
+// testNode is a node polled every millisecond. A test that must pass gives
+// a timeout it does not reach even under -race on a loaded machine (isolate
+// returns as soon as the node stayed empty); one that must run out the
+// clock gives a short one.
+func testNode(rs sandboxes, client *fake.Clientset, timeout time.Duration) *node {
+	return &node{cri: rs, client: client, ns: "crivk-bench", name: "crivk-local", poll: time.Millisecond, timeout: timeout, quiet: 3}
 }
 
 // A lane's left-overs (API pods, CRI sandboxes, the Node) are named by
@@ -41,7 +45,7 @@ func TestNodeIsolate(t *testing.T) {
 		&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "left", Namespace: "e2e-x"}, Spec: v1.PodSpec{NodeName: "crivk-local"}},
 		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "crivk-local"}},
 	)
-	n := testNode(rs, client)
+	n := testNode(rs, client, 10*time.Second)
 
 	left, err := n.leftovers(ctx)
 	if err != nil {
@@ -93,7 +97,7 @@ func (r *lateRuntime) ListPodSandbox(ctx context.Context, f *runtimeapi.PodSandb
 func TestNodeIsolateBacklog(t *testing.T) {
 	ctx := context.Background()
 	rs := &lateRuntime{FakeRuntimeService: critest.NewFakeRuntimeService(), timeouts: 3, lateAt: 5}
-	n := testNode(rs, fake.NewSimpleClientset())
+	n := testNode(rs, fake.NewSimpleClientset(), 10*time.Second)
 	if err := n.isolate(ctx); err != nil {
 		t.Fatalf("isolate: %v", err)
 	}
@@ -113,7 +117,7 @@ func TestNodeIsolateStuck(t *testing.T) {
 	if _, err := rs.RunPodSandbox(ctx, sandboxConfig("crivk-bench", "stuck"), ""); err != nil {
 		t.Fatal(err)
 	}
-	n := testNode(rs, fake.NewSimpleClientset())
+	n := testNode(rs, fake.NewSimpleClientset(), 200*time.Millisecond)
 	for i := 0; i < 1000; i++ {
 		rs.InjectError("StopPodSandbox", errors.New("device busy"))
 	}

@@ -200,14 +200,16 @@ func TestRawAPIAgent(t *testing.T) {
 	if l.Spec.RenewTime == nil || !l.Spec.RenewTime.Time.Equal(clk.Now()) || ptr.Deref(l.Spec.HolderIdentity, "") != "crivk-local" {
 		t.Errorf("lease %+v", l.Spec)
 	}
-	// The lease is renewed every 10 s.
-	clk.Step(10 * time.Second)
 	poll := func(what string, cond func() bool) {
 		t.Helper()
 		if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
 			t.Fatalf("%s: %v; calls %v", what, err, log.get())
 		}
 	}
+	// The lease is renewed every 10 s, by a ticker the lease loop creates
+	// once its goroutine runs: the clock moves once the ticker waits on it.
+	poll("the lease ticker", clk.HasWaiters)
+	clk.Step(10 * time.Second)
 	poll("lease renewed", func() bool {
 		l, err := cs.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, "crivk-local", metav1.GetOptions{})
 		return err == nil && l.Spec.RenewTime.Time.Equal(clk.Now())
