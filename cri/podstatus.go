@@ -108,6 +108,25 @@ func (s *PodStatus) Previous(name string, typ ContainerType) *ContainerStatus {
 	return nil
 }
 
+// States returns the pod's sandboxes and containers by ID with the states
+// a Snapshot gives them, so that a status read earlier can be compared with
+// a relist: equal states mean equal statuses, since a sandbox's or a
+// container's fields change only with its state.
+func (s *PodStatus) States() map[string]State {
+	m := make(map[string]State, len(s.Sandboxes)+len(s.Containers))
+	for _, sb := range s.Sandboxes {
+		st := SandboxNotReady
+		if sb.Ready {
+			st = SandboxReady
+		}
+		m[sb.ID] = st
+	}
+	for _, c := range s.Containers {
+		m[c.ID] = c.State
+	}
+	return m
+}
+
 // Running reports whether any container of the pod is running.
 func (s *PodStatus) Running() bool {
 	for _, c := range s.Containers {

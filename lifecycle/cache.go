@@ -15,7 +15,8 @@ import (
 //
 // Writers:
 //   - the PLEG, for every pod whose sandboxes or containers changed (and
-//     every pod whose read failed in the previous relist), then UpdateTime
+//     every pod whose read failed in the previous relist) unless the
+//     entry already shows the states the relist listed, then UpdateTime
 //     with the relist's start time once every such pod is written: from
 //     then on, the cache holds every pod's state as of that time;
 //   - the engine, through Engine.refresh, right after it acted on a pod, so

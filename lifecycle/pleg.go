@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -168,7 +169,10 @@ type PLEGConfig struct {
 //	         v
 //	diff(old, new) ──> pods with events + pods to reinspect
 //	         │ for each, in UID order:
-//	         │   in the snapshot: t := now; GetPodStatus ──> Cache.Set(uid, st, err, t)
+//	         │   in the snapshot, the Cache entry a successful read with
+//	         │     exactly the listed states (the engine's read after it
+//	         │     acted): kept as it is, no read
+//	         │   in the snapshot, otherwise: t := now; GetPodStatus ──> Cache.Set(uid, st, err, t)
 //	         │        read failed: reinspect next relist, keep its old record
 //	         │        (its events come again), no OnChange yet
 //	         │   gone from it:    Cache.Set(uid, empty status, nil, ts)
@@ -177,7 +181,7 @@ type PLEGConfig struct {
 //	Cache drops entries older than ts of pods not in the snapshot
 //	         │
 //	         v
-//	OnChange(uid) for each pod with events whose entry was written
+//	OnChange(uid) for each pod with events whose entry is current
 //
 //	The engine also writes the Cache right after it acted on a pod
 //	(Engine.refresh: t := now; GetPodStatus ──> Cache.Set(uid, st, nil, t)).
@@ -368,6 +372,11 @@ func (p *PLEG) Relist(ctx context.Context) {
 		if _, ok := cur.Pods[uid]; !ok {
 			// Nothing of the pod is left in the runtime: no need to ask.
 			p.cache.Set(uid, &cri.PodStatus{Ref: ref}, nil, ts)
+		} else if p.cacheShows(uid, cur.Pods[uid]) {
+			// The engine read the pod right after it acted and saw what
+			// this relist sees: that read holds as of ts, no need to ask
+			// again (a sandbox's or container's fields change only with
+			// its state, and states only move forward).
 		} else {
 			t := p.clock.Now()
 			st, err := p.rt.GetPodStatus(ctx, ref)
@@ -447,4 +456,14 @@ func countRunning(snap *cri.Snapshot) (int, map[cri.State]int) {
 		}
 	}
 	return pods, containers
+}
+
+// cacheShows reports whether uid's cache entry is a successful read whose
+// sandboxes and containers have exactly the states a relist listed.
+func (p *PLEG) cacheShows(uid types.UID, states map[string]cri.State) bool {
+	st, err := p.cache.Get(uid)
+	if err != nil {
+		return false
+	}
+	return maps.Equal(st.States(), states)
 }

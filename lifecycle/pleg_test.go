@@ -688,3 +688,82 @@ func TestPLEGObserveRelist(t *testing.T) {
 		t.Errorf("intervals %v, want %v", intervals, want)
 	}
 }
+
+// The engine reads a pod right after it acts on it (refresh); a relist
+// that lists exactly the states of that read keeps it instead of reading
+// the pod again, and still kicks the pod. A relist that lists anything
+// else reads.
+func TestPLEGKeepsTheEnginesCurrentRead(t *testing.T) {
+	type pods = map[types.UID]map[string]cri.State
+	sbReady := cri.SandboxStatus{ID: "sa", Ready: true}
+	running := &cri.PodStatus{Ref: refOf("a"), Sandboxes: []cri.SandboxStatus{sbReady},
+		Containers: []cri.ContainerStatus{{ID: "c1", Name: "app", State: cri.StateRunning}}}
+	created := &cri.PodStatus{Ref: refOf("a"), Sandboxes: []cri.SandboxStatus{sbReady},
+		Containers: []cri.ContainerStatus{{ID: "c1", Name: "app", State: cri.StateCreated}}}
+	for name, tc := range map[string]struct {
+		engineRead *cri.PodStatus // what the engine stored before the relist
+		engineErr  error
+		listed     map[string]cri.State // what the relist lists for a
+		wantRead   bool
+	}{
+		"same states: kept":              {running, nil, map[string]cri.State{"sa": cri.SandboxReady, "c1": cri.StateRunning}, false},
+		"a container moved on: read":     {created, nil, map[string]cri.State{"sa": cri.SandboxReady, "c1": cri.StateRunning}, true},
+		"a new container: read":          {running, nil, map[string]cri.State{"sa": cri.SandboxReady, "c1": cri.StateRunning, "c2": cri.StateCreated}, true},
+		"a container gone: read":         {running, nil, map[string]cri.State{"sa": cri.SandboxReady}, true},
+		"the sandbox stopped: read":      {running, nil, map[string]cri.State{"sa": cri.SandboxNotReady, "c1": cri.StateRunning}, true},
+		"the engine's read failed: read": {nil, errors.New("hiccup"), map[string]cri.State{"sa": cri.SandboxReady, "c1": cri.StateRunning}, true},
+		"no entry (never read): read":    {nil, nil, map[string]cri.State{"sa": cri.SandboxReady, "c1": cri.StateRunning}, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newPLEGFixture(t)
+			f.clock.Step(time.Second)
+			f.pleg.Relist(context.Background()) // nothing yet
+			f.clock.Step(time.Second)
+			engineAt := f.clock.Now()
+			if tc.engineRead != nil || tc.engineErr != nil {
+				f.cache.Set("a", tc.engineRead, tc.engineErr, engineAt)
+			}
+			f.clock.Step(time.Second)
+			relistAt := f.clock.Now()
+			f.cur = world(pods{"a": tc.listed})
+			f.pleg.Relist(context.Background())
+			reads := f.rt.takeReads()
+			if got := len(reads) == 1; got != tc.wantRead || len(reads) > 1 {
+				t.Fatalf("the relist read a %d times, want a read: %v", len(reads), tc.wantRead)
+			}
+			if got := f.takeKicked(); !reflect.DeepEqual(got, []types.UID{"a"}) {
+				t.Errorf("kicked %v, want [a]", got)
+			}
+			st, err := f.cache.Get("a")
+			if tc.wantRead {
+				checkEntry(t, f, "a", lastRead)
+				return
+			}
+			if err != nil || st != tc.engineRead {
+				t.Errorf("cache entry %+v, %v; want the engine's read kept", st, err)
+			}
+			// A worker that synced after the engine's read and before the
+			// relist gets the kept read: it holds as of the relist's start.
+			if got, ok, err := ready(f.cache, "a", relistAt.Add(-time.Nanosecond)); !ok || err != nil || got != tc.engineRead {
+				t.Errorf("GetNewerThan(relist start - 1ns) = %+v, %v, %v; want the engine's read", got, ok, err)
+			}
+			if m, ok := f.cache.Modified("a"); !ok || !m.Equal(engineAt) {
+				t.Errorf("entry modified %v, %v; want the engine's read time %v", m, ok, engineAt)
+			}
+		})
+	}
+}
+
+func TestPodStatusStates(t *testing.T) {
+	st := &cri.PodStatus{
+		Sandboxes:  []cri.SandboxStatus{{ID: "s2", Ready: true}, {ID: "s1"}},
+		Containers: []cri.ContainerStatus{{ID: "c2", State: cri.StateRunning}, {ID: "c1", State: cri.StateExited}, {ID: "c0", State: cri.StateUnknown}},
+	}
+	want := map[string]cri.State{"s2": cri.SandboxReady, "s1": cri.SandboxNotReady, "c2": cri.StateRunning, "c1": cri.StateExited, "c0": cri.StateUnknown}
+	if got := st.States(); !reflect.DeepEqual(got, want) {
+		t.Errorf("States() = %v, want %v", got, want)
+	}
+	if got := (&cri.PodStatus{}).States(); len(got) != 0 {
+		t.Errorf("States() of an empty status = %v, want none", got)
+	}
+}
