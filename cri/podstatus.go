@@ -110,8 +110,11 @@ func (s *PodStatus) Previous(name string, typ ContainerType) *ContainerStatus {
 
 // States returns the pod's sandboxes and containers by ID with the states
 // a Snapshot gives them, so that a status read earlier can be compared with
-// a relist: equal states mean equal statuses, since a sandbox's or a
-// container's fields change only with its state.
+// a relist. Equal states mean the same objects in the same states, states
+// only moving forward and IDs never being reused; what the runtime may
+// still change without a state change is not compared: an exited
+// container's reason and message (an OOM kill can be recorded after the
+// exit), the image and image ref it reports, a stopped sandbox's IPs.
 func (s *PodStatus) States() map[string]State {
 	m := make(map[string]State, len(s.Sandboxes)+len(s.Containers))
 	for _, sb := range s.Sandboxes {

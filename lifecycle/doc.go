@@ -40,9 +40,10 @@
 //
 // The PLEG relists every period and also at once when woken through its
 // Wake channel (cmd/crivk feeds it containerd's task events); the period
-// is the safety net. It reads a changed pod unless the engine's own read
-// after acting already shows the states the relist listed. Volumes (package volume) are set up before a sync may
-// start containers and torn down once the pod is terminated; probes
+// is the safety net. It reads a changed pod unless nothing of the pod died
+// and an earlier read (the engine's own, after acting) already shows the
+// states the relist listed. Volumes (package volume) are set up before a
+// sync may start containers and torn down once the pod is terminated; probes
 // (package prober) republish the status when a result changes and a failed
 // liveness/startup probe kicks the pod, whose plan kills and restarts the
 // container.

@@ -169,9 +169,9 @@ type PLEGConfig struct {
 //	         v
 //	diff(old, new) ──> pods with events + pods to reinspect
 //	         │ for each, in UID order:
-//	         │   in the snapshot, the Cache entry a successful read with
-//	         │     exactly the listed states (the engine's read after it
-//	         │     acted): kept as it is, no read
+//	         │   in the snapshot, nothing of it died, and the Cache entry a
+//	         │     successful read with exactly the listed states (mostly
+//	         │     the engine's read after it acted): kept as it is, no read
 //	         │   in the snapshot, otherwise: t := now; GetPodStatus ──> Cache.Set(uid, st, err, t)
 //	         │        read failed: reinspect next relist, keep its old record
 //	         │        (its events come again), no OnChange yet
@@ -344,8 +344,16 @@ func (p *PLEG) Relist(ctx context.Context) {
 	}
 
 	changed := map[types.UID]bool{}
+	// died: pods with a container or sandbox that stopped or vanished.
+	// They are always read: an exit's details (an OOM kill's reason, the
+	// termination message) may settle after its state, so an earlier read
+	// that shows the same states is not kept for them.
+	died := map[types.UID]bool{}
 	for _, e := range diffSnapshots(p.last, cur) {
 		changed[e.UID] = true
+		if e.Type == ContainerDied {
+			died[e.UID] = true
+		}
 	}
 	uids := make([]types.UID, 0, len(changed)+len(p.reinspect))
 	for uid := range changed {
@@ -372,11 +380,12 @@ func (p *PLEG) Relist(ctx context.Context) {
 		if _, ok := cur.Pods[uid]; !ok {
 			// Nothing of the pod is left in the runtime: no need to ask.
 			p.cache.Set(uid, &cri.PodStatus{Ref: ref}, nil, ts)
-		} else if p.cacheShows(uid, cur.Pods[uid]) {
-			// The engine read the pod right after it acted and saw what
-			// this relist sees: that read holds as of ts, no need to ask
-			// again (a sandbox's or container's fields change only with
-			// its state, and states only move forward).
+		} else if !died[uid] && p.cacheShows(uid, cur.Pods[uid]) {
+			// An earlier successful read (usually the engine's, right
+			// after it acted) shows the very objects and states this
+			// relist lists: states only move forward and IDs are never
+			// reused, so nothing of the pod changed between that read and
+			// the list, and the read holds as of ts. No need to ask again.
 		} else {
 			t := p.clock.Now()
 			st, err := p.rt.GetPodStatus(ctx, ref)
@@ -458,8 +467,9 @@ func countRunning(snap *cri.Snapshot) (int, map[cri.State]int) {
 	return pods, containers
 }
 
-// cacheShows reports whether uid's cache entry is a successful read whose
-// sandboxes and containers have exactly the states a relist listed.
+// cacheShows reports whether uid's cache entry is a successful read (the
+// engine's or an earlier relist's) whose sandboxes and containers have
+// exactly the states a relist listed.
 func (p *PLEG) cacheShows(uid types.UID, states map[string]cri.State) bool {
 	st, err := p.cache.Get(uid)
 	if err != nil {

@@ -692,54 +692,81 @@ func TestPLEGObserveRelist(t *testing.T) {
 // The engine reads a pod right after it acts on it (refresh); a relist
 // that lists exactly the states of that read keeps it instead of reading
 // the pod again, and still kicks the pod. A relist that lists anything
-// else reads.
+// else reads, and so does one in which something of the pod died.
 func TestPLEGKeepsTheEnginesCurrentRead(t *testing.T) {
-	type pods = map[types.UID]map[string]cri.State
+	type states = map[string]cri.State
 	sbReady := cri.SandboxStatus{ID: "sa", Ready: true}
-	running := &cri.PodStatus{Ref: refOf("a"), Sandboxes: []cri.SandboxStatus{sbReady},
-		Containers: []cri.ContainerStatus{{ID: "c1", Name: "app", State: cri.StateRunning}}}
-	created := &cri.PodStatus{Ref: refOf("a"), Sandboxes: []cri.SandboxStatus{sbReady},
-		Containers: []cri.ContainerStatus{{ID: "c1", Name: "app", State: cri.StateCreated}}}
+	status := func(c1 cri.State) *cri.PodStatus {
+		return &cri.PodStatus{Ref: refOf("a"), Sandboxes: []cri.SandboxStatus{sbReady},
+			Containers: []cri.ContainerStatus{{ID: "c1", Name: "app", State: c1}}}
+	}
+	running, created, exited := status(cri.StateRunning), status(cri.StateCreated), status(cri.StateExited)
+	listRunning := states{"sa": cri.SandboxReady, "c1": cri.StateRunning}
 	for name, tc := range map[string]struct {
-		engineRead *cri.PodStatus // what the engine stored before the relist
+		before     states // what the previous relist listed of a (nil: nothing)
+		engineRead *cri.PodStatus
 		engineErr  error
-		listed     map[string]cri.State // what the relist lists for a
-		wantRead   bool
+		// engineDuringList: the engine's read is stored after the relist
+		// started, before its list returns (else a second before it).
+		engineDuringList bool
+		listed           states // what the relist lists of a
+		wantRead         bool
 	}{
-		"same states: kept":              {running, nil, map[string]cri.State{"sa": cri.SandboxReady, "c1": cri.StateRunning}, false},
-		"a container moved on: read":     {created, nil, map[string]cri.State{"sa": cri.SandboxReady, "c1": cri.StateRunning}, true},
-		"a new container: read":          {running, nil, map[string]cri.State{"sa": cri.SandboxReady, "c1": cri.StateRunning, "c2": cri.StateCreated}, true},
-		"a container gone: read":         {running, nil, map[string]cri.State{"sa": cri.SandboxReady}, true},
-		"the sandbox stopped: read":      {running, nil, map[string]cri.State{"sa": cri.SandboxNotReady, "c1": cri.StateRunning}, true},
-		"the engine's read failed: read": {nil, errors.New("hiccup"), map[string]cri.State{"sa": cri.SandboxReady, "c1": cri.StateRunning}, true},
-		"no entry (never read): read":    {nil, nil, map[string]cri.State{"sa": cri.SandboxReady, "c1": cri.StateRunning}, true},
+		"same states: kept":                       {nil, running, nil, false, listRunning, false},
+		"same states, read during the list: kept": {nil, running, nil, true, listRunning, false},
+		"a container moved on: read":              {nil, created, nil, false, listRunning, true},
+		"a new container: read":                   {nil, running, nil, false, states{"sa": cri.SandboxReady, "c1": cri.StateRunning, "c2": cri.StateCreated}, true},
+		"a container gone: read":                  {nil, running, nil, false, states{"sa": cri.SandboxReady}, true},
+		"the sandbox stopped: read":               {nil, running, nil, false, states{"sa": cri.SandboxNotReady, "c1": cri.StateRunning}, true},
+		"the engine's read failed: read":          {nil, nil, errors.New("hiccup"), false, listRunning, true},
+		"no entry (never read): read":             {nil, nil, nil, false, listRunning, true},
+		// The time-based rule this replaced missed this exit for good.
+		"running read during the list, exited listed: read": {listRunning, running, nil, true, states{"sa": cri.SandboxReady, "c1": cri.StateExited}, true},
+		// An exit's details may settle after its state: always read.
+		"a container died, the engine saw it exited: read": {listRunning, exited, nil, false, states{"sa": cri.SandboxReady, "c1": cri.StateExited}, true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newPLEGFixture(t)
+			if tc.before != nil {
+				f.cur = world(map[types.UID]map[string]cri.State{"a": tc.before})
+			}
 			f.clock.Step(time.Second)
-			f.pleg.Relist(context.Background()) // nothing yet
+			f.pleg.Relist(context.Background())
+			f.rt.takeReads()
+			f.takeKicked()
 			f.clock.Step(time.Second)
 			engineAt := f.clock.Now()
-			if tc.engineRead != nil || tc.engineErr != nil {
-				f.cache.Set("a", tc.engineRead, tc.engineErr, engineAt)
+			store := func() {
+				if tc.engineRead != nil || tc.engineErr != nil {
+					f.cache.Set("a", tc.engineRead, tc.engineErr, engineAt)
+				}
+			}
+			listed := world(map[types.UID]map[string]cri.State{"a": tc.listed})
+			if tc.engineDuringList {
+				f.rt.snapshot = func(context.Context) (*cri.Snapshot, error) {
+					engineAt = f.clock.Now()
+					store()
+					return listed, nil
+				}
+			} else {
+				store()
+				f.cur = listed
 			}
 			f.clock.Step(time.Second)
 			relistAt := f.clock.Now()
-			f.cur = world(pods{"a": tc.listed})
 			f.pleg.Relist(context.Background())
 			reads := f.rt.takeReads()
-			if got := len(reads) == 1; got != tc.wantRead || len(reads) > 1 {
+			if len(reads) > 1 || (len(reads) == 1) != tc.wantRead {
 				t.Fatalf("the relist read a %d times, want a read: %v", len(reads), tc.wantRead)
 			}
 			if got := f.takeKicked(); !reflect.DeepEqual(got, []types.UID{"a"}) {
 				t.Errorf("kicked %v, want [a]", got)
 			}
-			st, err := f.cache.Get("a")
 			if tc.wantRead {
 				checkEntry(t, f, "a", lastRead)
 				return
 			}
-			if err != nil || st != tc.engineRead {
+			if st, err := f.cache.Get("a"); err != nil || st != tc.engineRead {
 				t.Errorf("cache entry %+v, %v; want the engine's read kept", st, err)
 			}
 			// A worker that synced after the engine's read and before the
@@ -750,7 +777,52 @@ func TestPLEGKeepsTheEnginesCurrentRead(t *testing.T) {
 			if m, ok := f.cache.Modified("a"); !ok || !m.Equal(engineAt) {
 				t.Errorf("entry modified %v, %v; want the engine's read time %v", m, ok, engineAt)
 			}
+			// The same list again: nothing to do. The container's exit
+			// later: read, as any death.
+			f.clock.Step(time.Second)
+			f.pleg.Relist(context.Background())
+			if r, k := f.rt.takeReads(), f.takeKicked(); len(r)+len(k) != 0 {
+				t.Errorf("an unchanged relist read %v and kicked %v", r, k)
+			}
+			f.rt.snapshot = func(context.Context) (*cri.Snapshot, error) {
+				return world(map[types.UID]map[string]cri.State{"a": {"sa": cri.SandboxReady, "c1": cri.StateExited}}), nil
+			}
+			f.clock.Step(time.Second)
+			f.pleg.Relist(context.Background())
+			if r := f.rt.takeReads(); len(r) != 1 {
+				t.Errorf("the exit after the kept read was read %d times, want once", len(r))
+			}
+			checkEntry(t, f, "a", lastRead)
 		})
+	}
+}
+
+// Any successful read is kept, not only the engine's: a relist's read that
+// was ahead of its own list (the container started in between) is not
+// read again when the next relist lists what it showed.
+func TestPLEGKeepsItsOwnReadAheadOfTheList(t *testing.T) {
+	f := newPLEGFixture(t)
+	running := &cri.PodStatus{Ref: refOf("a"), Sandboxes: []cri.SandboxStatus{{ID: "sa", Ready: true}},
+		Containers: []cri.ContainerStatus{{ID: "c1", Name: "app", State: cri.StateRunning}}}
+	f.rt.getPodStatus = func(context.Context, cri.PodRef) (*cri.PodStatus, error) { return running, nil }
+	f.cur = world(map[types.UID]map[string]cri.State{"a": {"sa": cri.SandboxReady, "c1": cri.StateCreated}})
+	f.clock.Step(time.Second)
+	f.pleg.Relist(context.Background())
+	if r := f.rt.takeReads(); len(r) != 1 {
+		t.Fatalf("first relist read %d times, want once", len(r))
+	}
+	f.takeKicked()
+	f.cur = world(map[types.UID]map[string]cri.State{"a": {"sa": cri.SandboxReady, "c1": cri.StateRunning}})
+	f.clock.Step(time.Second)
+	f.pleg.Relist(context.Background())
+	if r := f.rt.takeReads(); len(r) != 0 {
+		t.Errorf("the relist read %v again, want its earlier read kept", r)
+	}
+	if k := f.takeKicked(); !reflect.DeepEqual(k, []types.UID{"a"}) {
+		t.Errorf("kicked %v, want [a]", k)
+	}
+	if st, err := f.cache.Get("a"); err != nil || st != running {
+		t.Errorf("cache entry %+v, %v; want the earlier read", st, err)
 	}
 }
 
