@@ -243,23 +243,22 @@ func nsTime(ns int64) time.Time {
 	return time.Unix(0, ns)
 }
 
-// ListPods returns every pod that has a crivk-managed sandbox in the runtime,
-// as the runtime's labels name it.
+// ListPods returns every pod that has a crivk-managed sandbox or container
+// in the runtime, as the runtime's labels (or a sandbox's metadata) name
+// it, sorted by UID. A container whose sandbox is gone counts: containerd
+// can finish a CreateContainer that raced the removal of its sandbox (a
+// sync cancelled by the pod's deletion), and such a container is an
+// orphan to remove like any other.
 func (r *Runtime) ListPods(ctx context.Context) ([]PodRef, error) {
-	sbs, err := r.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{LabelManagedBy: managedByValue}})
+	s, err := r.Snapshot(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("listing sandboxes: %w", err)
+		return nil, err
 	}
-	seen := map[string]bool{}
-	var out []PodRef
-	for _, sb := range sbs {
-		uid := sb.Labels[LabelPodUID]
-		if uid == "" || seen[uid] {
-			continue
-		}
-		seen[uid] = true
-		out = append(out, PodRef{UID: types.UID(uid), Name: sb.Labels[LabelPodName], Namespace: sb.Labels[LabelPodNamespace]})
+	out := make([]PodRef, 0, len(s.Refs))
+	for _, ref := range s.Refs {
+		out = append(out, ref)
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].UID < out[j].UID })
 	return out, nil
 }
 

@@ -75,6 +75,15 @@ func TestSnapshot(t *testing.T) {
 	if !reflect.DeepEqual(got.Refs, wantRefs) {
 		t.Errorf("Refs\n got %v\nwant %v", got.Refs, wantRefs)
 	}
+	// ListPods finds the same pods, those with only a container (c, d:
+	// their sandbox is gone) included, so that housekeeping removes them.
+	pods, err := rt.ListPods(context.Background())
+	if err != nil {
+		t.Fatalf("ListPods: %v", err)
+	}
+	if want := []PodRef{wantRefs["a"], wantRefs["b"], wantRefs["c"], wantRefs["d"]}; !reflect.DeepEqual(pods, want) {
+		t.Errorf("ListPods\n got %v\nwant %v", pods, want)
+	}
 
 	for _, call := range []string{"ListPodSandbox", "ListContainers"} {
 		t.Run(call+" fails", func(t *testing.T) {
