@@ -343,28 +343,7 @@ func (p *PLEG) Relist(ctx context.Context) {
 		p.running(countRunning(cur))
 	}
 
-	changed := map[types.UID]bool{}
-	// died: pods with a container or sandbox that stopped or vanished.
-	// They are always read: an exit's details (an OOM kill's reason, the
-	// termination message) may settle after its state, so an earlier read
-	// that shows the same states is not kept for them.
-	died := map[types.UID]bool{}
-	for _, e := range diffSnapshots(p.last, cur) {
-		changed[e.UID] = true
-		if e.Type == ContainerDied {
-			died[e.UID] = true
-		}
-	}
-	uids := make([]types.UID, 0, len(changed)+len(p.reinspect))
-	for uid := range changed {
-		uids = append(uids, uid)
-	}
-	for uid := range p.reinspect {
-		if !changed[uid] {
-			uids = append(uids, uid)
-		}
-	}
-	sort.Slice(uids, func(i, j int) bool { return uids[i] < uids[j] })
+	uids, changed, died := p.podsToRead(cur)
 
 	next := &cri.Snapshot{Pods: make(map[types.UID]map[string]cri.State, len(cur.Pods)), Refs: make(map[types.UID]cri.PodRef, len(cur.Refs))}
 	for uid, m := range cur.Pods {
@@ -465,6 +444,34 @@ func countRunning(snap *cri.Snapshot) (int, map[cri.State]int) {
 		}
 	}
 	return pods, containers
+}
+
+// podsToRead returns, in UID order, the pods a relist with snapshot cur
+// must look at: those with events since the previous relist (changed) and
+// those whose read failed then. died holds the pods with a container or
+// sandbox that stopped or vanished: they are always read, since an exit's
+// details (an OOM kill's reason, the termination message) may settle after
+// its state, so an earlier read that shows the same states is not kept for
+// them. p.relistMu must be held.
+func (p *PLEG) podsToRead(cur *cri.Snapshot) (uids []types.UID, changed, died map[types.UID]bool) {
+	changed, died = map[types.UID]bool{}, map[types.UID]bool{}
+	for _, e := range diffSnapshots(p.last, cur) {
+		changed[e.UID] = true
+		if e.Type == ContainerDied {
+			died[e.UID] = true
+		}
+	}
+	uids = make([]types.UID, 0, len(changed)+len(p.reinspect))
+	for uid := range changed {
+		uids = append(uids, uid)
+	}
+	for uid := range p.reinspect {
+		if !changed[uid] {
+			uids = append(uids, uid)
+		}
+	}
+	sort.Slice(uids, func(i, j int) bool { return uids[i] < uids[j] })
+	return uids, changed, died
 }
 
 // cacheShows reports whether uid's cache entry is a successful read (the
