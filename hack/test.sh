@@ -19,7 +19,7 @@ cd "${ROOT}"
 
 unit() {
   echo "test: unit tests"
-  go test -race -count=1 ./cri/... ./podutil/... ./lifecycle/... ./provider/... ./cmd/... ./test/bench/...
+  go test -race -count=1 ./cri/... ./podutil/... ./lifecycle/... ./nodeapi/... ./provider/... ./cmd/... ./test/bench/...
 }
 
 e2e() {

@@ -26,6 +26,7 @@ import (
 	"github.com/crivk/crivk/lifecycle/admission"
 	"github.com/crivk/crivk/lifecycle/cm"
 	"github.com/crivk/crivk/lifecycle/volume"
+	"github.com/crivk/crivk/nodeapi"
 	"github.com/crivk/crivk/provider"
 	"github.com/sirupsen/logrus"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
@@ -572,7 +573,7 @@ func connectRuntime(ctx context.Context, o *options, recorder record.EventRecord
 
 // nodeAPISecurity returns the node API's TLS options (serving
 // certificate, client CAs) and its authentication and authorisation.
-func nodeAPISecurity(ctx context.Context, o *options, clients *apiClients) ([]func(*tls.Config) error, *provider.Auth, error) {
+func nodeAPISecurity(ctx context.Context, o *options, clients *apiClients) ([]func(*tls.Config) error, *nodeapi.Auth, error) {
 	var tlsOpts []func(*tls.Config) error
 	if o.rotateServerCerts {
 		var ips []net.IP
@@ -598,7 +599,7 @@ func nodeAPISecurity(ctx context.Context, o *options, clients *apiClients) ([]fu
 	if nodeAuth.ClientCAs != nil {
 		tlsOpts = append(tlsOpts, withClientCA(nodeAuth.ClientCAs))
 	}
-	auth, err := provider.NewAuth(nodeAuth)
+	auth, err := nodeapi.NewAuth(nodeAuth)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -637,7 +638,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	if err != nil {
 		return nil, err
 	}
-	probeMetrics := provider.NewProbeMetrics()
+	probeMetrics := nodeapi.NewProbeMetrics()
 	// Admission and the node status loop see the node as the API has it
 	// (taints and labels set by others included) through a watch of the
 	// node's own object, as the kubelet's node informer (nodeview.go).
@@ -716,6 +717,14 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	a.mux.Handle("/metrics/probes", probeMetrics.Handler())
 	a.mux.Handle("GET /metrics", metrics.Handler())
 	a.provider = provider.New(a.engine, rt, o.nodeName, o.rootDir, apiPods)
+	nodeAPI, err := nodeapi.New(nodeapi.Config{NodeName: o.nodeName, RootDir: o.rootDir, Engine: a.engine,
+		APIPods:   func() ([]*v1.Pod, error) { return apiPods.List(labels.Everything()) },
+		PodStatus: rt, Streams: rt.Services(), LogFollow: rt.Services(), Stats: rt.Services(), ImageFs: rt,
+		MemoryCapacity: provider.MemoryCapacity})
+	if err != nil {
+		return nil, err
+	}
+	a.mux.Handle("/", nodeAPI)
 	a.objects.SetKick(func(namespace string) []*v1.Pod {
 		pods, _ := apiPods.Pods(namespace).List(labels.Everything())
 		return pods
@@ -774,8 +783,8 @@ func defaultNodeIP() (string, error) {
 
 // newNodeAPIAuth is the node API's authentication and authorization
 // configuration from the flags.
-func newNodeAPIAuth(o *options, c *apiClients) (provider.AuthConfig, error) {
-	cfg := provider.AuthConfig{NodeName: o.nodeName, Anonymous: o.anonymousAuth}
+func newNodeAPIAuth(o *options, c *apiClients) (nodeapi.AuthConfig, error) {
+	cfg := nodeapi.AuthConfig{NodeName: o.nodeName, Anonymous: o.anonymousAuth}
 	if o.clientCA != "" {
 		pool, err := loadCAPool(o.clientCA)
 		if err != nil {

@@ -16,7 +16,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
@@ -89,9 +88,6 @@ func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
 	// Required by NewPodController, unused with SkipDownwardAPIResolution.
 	idle := newIdleInformers()
 	pods := podInformer.Lister()
-	cfg.Mux.Handle("/", cfg.Provider.Handler(func() ([]*v1.Pod, error) {
-		return pods.List(labels.Everything())
-	}))
 	var nodes corev1client.NodeInterface = cfg.Clients.nodes.Nodes()
 	if cfg.Watched != nil {
 		nodes = &viewedNodes{NodeInterface: nodes, name: cfg.Node.Name, watched: cfg.Watched}

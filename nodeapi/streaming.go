@@ -1,4 +1,4 @@
-package provider
+package nodeapi
 
 import (
 	"context"
@@ -57,8 +57,10 @@ const (
 // cache's TTL (1 minute) before a runtime's request slots free up.
 const streamRetryAfter = time.Minute
 
-// streamRuntime is what the streaming endpoints need of the runtime.
-type streamRuntime interface {
+// StreamRuntime is what the streaming endpoints ask of the runtime
+// (cri.RuntimeService implements it): a stream URL for exec, attach and
+// port-forward, and ExecSync for /run (an error on a non-zero exit).
+type StreamRuntime interface {
 	Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error)
 	Attach(ctx context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error)
 	PortForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error)
@@ -144,7 +146,7 @@ func isWebSocket(r *http.Request) bool {
 
 // streamServer serves the streaming endpoints.
 type streamServer struct {
-	runtime streamRuntime
+	runtime StreamRuntime
 	targets streamTargets
 	// proxy hands the upgraded request to the runtime's stream URL;
 	// proxyStream outside tests.

@@ -1,18 +1,22 @@
-package provider
+package nodeapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/crivk/crivk/cri"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestLogOptions(t *testing.T) {
@@ -64,43 +68,6 @@ func TestLogOptions(t *testing.T) {
 	}
 }
 
-func TestHandlerRoutes(t *testing.T) {
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"}}
-	running := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns", UID: "running"}}
-	h := nodeAPI(nil, func() ([]*v1.Pod, error) { return []*v1.Pod{pod}, nil }, func() ([]*v1.Pod, error) { return []*v1.Pod{running}, nil }, newFakeStreams().server(), nil)
-	get := func(path string) (int, string) {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
-		b, _ := io.ReadAll(w.Result().Body)
-		return w.Code, string(b)
-	}
-	if code, body := get("/healthz"); code != http.StatusOK || body != "ok" {
-		t.Errorf("/healthz: %d %q", code, body)
-	}
-	code, body := get("/pods")
-	var list v1.PodList
-	if code != http.StatusOK || json.Unmarshal([]byte(body), &list) != nil || list.Kind != "PodList" ||
-		len(list.Items) != 1 || list.Items[0].UID != "u" {
-		t.Errorf("/pods: %d %q", code, body)
-	}
-	code, body = get("/runningpods/")
-	list = v1.PodList{}
-	if code != http.StatusOK || json.Unmarshal([]byte(body), &list) != nil || len(list.Items) != 1 || list.Items[0].UID != "running" {
-		t.Errorf("/runningpods/: %d %q", code, body)
-	}
-	for _, path := range []string{"/stats/summary", "/metrics/resource"} {
-		if code, body := get(path); code != http.StatusNotImplemented || !strings.Contains(body, "not implemented by crivk yet") {
-			t.Errorf("%s: %d %q, want 501", path, code, body)
-		}
-	}
-	if code, body := get("/containerLogs/ns/p/c?tailLines=-2"); code != http.StatusUnprocessableEntity {
-		t.Errorf("invalid log options: %d %q, want 422", code, body)
-	}
-	if code, _ := get("/nothing"); code != http.StatusNotFound {
-		t.Errorf("/nothing: %d, want 404", code)
-	}
-}
-
 func TestHandlerContainerLogs(t *testing.T) {
 	var gotOpts *v1.PodLogOptions
 	var gotKey string
@@ -149,5 +116,50 @@ func TestHandlerContainerLogs(t *testing.T) {
 	}
 	if gotKey != "ns/broken/c" || gotOpts == nil {
 		t.Errorf("last call got %q %+v", gotKey, gotOpts)
+	}
+}
+
+// TestContainerLogs finds a container's log file through the engine's pod
+// and the runtime's instances: unknown pod or container 404 (NotFound), no
+// instance (or no previous one) 400 (InvalidInput), else the file's lines.
+func TestContainerLogs(t *testing.T) {
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "c", "1.log")
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(logPath, []byte("2026-11-27T10:00:00.000000000Z stdout F hello\n2026-11-27T10:00:01.000000000Z stderr F oops\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u"},
+		Spec: v1.PodSpec{InitContainers: []v1.Container{{Name: "init"}}, Containers: []v1.Container{{Name: "c"}}}}
+	running := &cri.PodStatus{Containers: []cri.ContainerStatus{
+		{ID: "c1", Name: "c", Type: cri.ContainerTypeRegular, State: cri.StateExited, LogPath: logPath},
+	}}
+	for _, tc := range []struct {
+		name, pod, container string
+		previous             bool
+		status               fakePodStatus
+		check                func(error) bool
+		stdout, stderr       string
+	}{
+		{name: "unknown pod", pod: "q", container: "c", status: fakePodStatus{st: running}, check: errdefs.IsNotFound},
+		{name: "unknown container", pod: "p", container: "nope", status: fakePodStatus{st: running}, check: errdefs.IsNotFound},
+		{name: "not started", pod: "p", container: "init", status: fakePodStatus{st: running}, check: errdefs.IsInvalidInput},
+		{name: "no previous", pod: "p", container: "c", previous: true, status: fakePodStatus{st: running}, check: errdefs.IsInvalidInput},
+		{name: "runtime down", pod: "p", container: "c", status: fakePodStatus{err: errors.New("runtime down")},
+			check: func(err error) bool { return err != nil && !errdefs.IsNotFound(err) }},
+		{name: "the file", pod: "p", container: "c", status: fakePodStatus{st: running}, check: func(err error) bool { return err == nil },
+			stdout: "hello\n", stderr: "oops\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := containerLogs{pods: fakeEngine{"ns/p": pod}.PodByName, status: tc.status.GetPodStatus, follow: fakeRuntime{},
+				clock: clocktesting.NewFakePassiveClock(time.Date(2026, 11, 27, 11, 0, 0, 0, time.UTC))}
+			var stdout, stderr strings.Builder
+			err := l.write(context.Background(), "ns", tc.pod, tc.container, &v1.PodLogOptions{Previous: tc.previous}, &stdout, &stderr)
+			if !tc.check(err) || stdout.String() != tc.stdout || stderr.String() != tc.stderr {
+				t.Errorf("err %v, stdout %q, stderr %q; want stdout %q, stderr %q", err, stdout.String(), stderr.String(), tc.stdout, tc.stderr)
+			}
+		})
 	}
 }

@@ -1,4 +1,4 @@
-package provider
+package stats
 
 import (
 	"bufio"
@@ -39,9 +39,9 @@ type nodeUsage struct {
 	cpuErr, memError error
 }
 
-// cgroupV1Root is where the node's root cgroup is read (cgroup v1, this
-// machine's layout; ENVIRONMENT.md).
-var cgroupV1Root = "/sys/fs/cgroup"
+// defaultCgroupRoot is where the node's root cgroup is read (cgroup v1,
+// this machine's layout; ENVIRONMENT.md).
+const defaultCgroupRoot = "/sys/fs/cgroup"
 
 // readNodeUsage reads the root cgroup: cpuacct.usage (ns) and the memory
 // working set (usage minus inactive file pages, as cAdvisor's).

@@ -1,0 +1,32 @@
+// Package stats is the node API's statistics, the kubelet's
+// pkg/kubelet/server/stats: /stats/summary in the shape of
+// k8s.io/kubelet/pkg/apis/stats/v1alpha1 (summary.go) and the resource
+// metrics at /metrics/resource that metrics-server scrapes for `kubectl
+// top` (resourcemetrics.go).
+//
+// Where each figure comes from:
+//
+//	node CPU, working set        the root cgroup (cgroup v1: cpuacct.usage, memory.usage_in_bytes
+//	                             minus total_inactive_file, as cAdvisor)
+//	node filesystem              statfs of crivk's root directory
+//	image filesystem             CRI ImageFsInfo (ImageFs)
+//	containers' CPU, memory,     CRI ListContainerStats of crivk's running containers
+//	  writable layer             (ListContainers gives their start times); a pod's figure is
+//	                             the sum of its containers'
+//	pod network                  CRI ListPodSandboxStats (containerd answers it for sandboxes
+//	                             with a cgroup parent: pod cgroups, lifecycle/cm); left out
+//	                             when the runtime cannot give it
+//	pod volumes                  the volumes crivk keeps under <root-dir>/pods/<uid>/volumes,
+//	                             measured as the kubelet's du-based metrics at most once a
+//	                             minute (volumestats.go)
+//
+// New returns both handlers; package nodeapi mounts them. The only state
+// is the volume measures' cache, pruned of the pods that no longer run at
+// every summary.
+//
+// What it must never do: write anything (to the runtime, the API or the
+// pods' files), or report containers that are not crivk's (every runtime
+// call is filtered by crivk's managed-by label) or that do not run (the
+// kubelet reports running containers only). It does not authenticate: the
+// node API's filter (nodeapi.Auth) is in front of it.
+package stats

@@ -1,0 +1,80 @@
+package stats
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/crivk/crivk/cri"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+)
+
+// Runtime is what the statistics ask of the runtime's service
+// (cri.RuntimeService implements it).
+type Runtime interface {
+	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
+	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+	ListPodSandboxStats(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error)
+}
+
+// ImageFs reports the runtime's image filesystem (cri.Runtime implements
+// it).
+type ImageFs interface {
+	ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error)
+}
+
+var (
+	_ Runtime = cri.RuntimeService(nil)
+	_ ImageFs = (*cri.Runtime)(nil)
+)
+
+// Config is what the statistics read. Runtime, ImageFs and MemoryCapacity
+// are required.
+type Config struct {
+	// NodeName names the node in the summary.
+	NodeName string
+	// RootDir is crivk's root directory: the node's filesystem is the one
+	// holding it, and the pods' volumes are under RootDir/pods.
+	RootDir string
+	Runtime Runtime
+	ImageFs ImageFs
+	// MemoryCapacity is the machine's memory in bytes (the node's
+	// available memory is this minus its working set).
+	MemoryCapacity func() (int64, error)
+	// CgroupRoot is where the node's cgroup v1 hierarchies are mounted;
+	// "": /sys/fs/cgroup.
+	CgroupRoot string
+	// Clock dates the node's figures and the volume measures; nil: the
+	// real clock. The summary's node start time is the time of New.
+	Clock clock.PassiveClock
+}
+
+// Handlers are the node API's statistics endpoints.
+type Handlers struct {
+	// Summary serves GET /stats/summary.
+	Summary http.Handler
+	// ResourceMetrics serves GET /metrics/resource.
+	ResourceMetrics http.Handler
+}
+
+// New returns the handlers for cfg.
+func New(cfg Config) (Handlers, error) {
+	if cfg.Runtime == nil || cfg.ImageFs == nil || cfg.MemoryCapacity == nil {
+		return Handlers{}, errors.New("stats: the runtime, its image filesystem and the memory capacity are required")
+	}
+	if cfg.CgroupRoot == "" {
+		cfg.CgroupRoot = defaultCgroupRoot
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	node := func() nodeUsage { return readNodeUsage(cfg.CgroupRoot, cfg.Clock.Now()) }
+	volumes := newVolumeStats(cfg.RootDir)
+	volumes.now = cfg.Clock.Now
+	return Handlers{
+		Summary: summary{runtime: cfg.Runtime, sandboxes: cfg.Runtime.ListPodSandboxStats, imageFs: cfg.ImageFs.ImageFsInfo, node: node,
+			nodeName: cfg.NodeName, rootDir: cfg.RootDir, memCapacity: cfg.MemoryCapacity, started: cfg.Clock.Now(), volumes: volumes},
+		ResourceMetrics: resourceMetrics{runtime: cfg.Runtime, node: node},
+	}, nil
+}
