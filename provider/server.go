@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/crivk/crivk/nodestatus"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
@@ -41,7 +42,7 @@ func (p *Provider) Handler(apiPods func() ([]*v1.Pod, error)) http.Handler {
 	h := nodeAPI(p.GetContainerLogs, apiPods, func() ([]*v1.Pod, error) { return p.engine.Pods(), nil }, streams, metrics)
 	mux := http.NewServeMux()
 	mux.Handle("GET /stats/summary", summary{runtime: p.runtime.Services(), sandboxes: p.runtime.Services().ListPodSandboxStats, imageFs: p.runtime.ImageFsInfo, node: node, nodeName: p.nodeName,
-		rootDir: p.rootDir, memCapacity: MemoryCapacity, started: time.Now(), volumes: newVolumeStats(p.rootDir)})
+		rootDir: p.rootDir, memCapacity: nodestatus.MemoryCapacity, started: time.Now(), volumes: newVolumeStats(p.rootDir)})
 	mux.Handle("/", h)
 	return logRequests(mux)
 }

@@ -1,17 +1,14 @@
-package provider
+package nodestatus
 
 import (
 	"context"
 	"errors"
-	"io"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/crivk/crivk/cri"
-	"github.com/crivk/crivk/lifecycle/prober"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -76,40 +73,6 @@ func TestNodeEvents(t *testing.T) {
 	next("Normal NodeNotReady Node n1 status is now: NodeNotReady")
 	rt.set(ready)
 	next("Normal NodeReady Node n1 status is now: NodeReady")
-}
-
-func TestProbeMetrics(t *testing.T) {
-	m := NewProbeMetrics()
-	l := prober.MetricLabels{ProbeType: "Liveness", Container: "app", Pod: "p", Namespace: "ns", PodUID: "u1"}
-	m.Observe(l, "successful", 20*time.Millisecond)
-	m.Observe(l, "successful", 30*time.Millisecond)
-	m.Observe(l, "failed", time.Second)
-	srv := httptest.NewServer(m.Handler())
-	defer srv.Close()
-	body := func() string {
-		res, err := srv.Client().Get(srv.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return string(b)
-	}
-	out := body()
-	for _, want := range []string{
-		`prober_probe_total{container="app",namespace="ns",pod="p",pod_uid="u1",probe_type="Liveness",result="successful"} 2`,
-		`prober_probe_total{container="app",namespace="ns",pod="p",pod_uid="u1",probe_type="Liveness",result="failed"} 1`,
-		`prober_probe_duration_seconds_count{container="app",namespace="ns",pod="p",probe_type="Liveness"} 2`,
-		`prober_probe_duration_seconds_sum{container="app",namespace="ns",pod="p",probe_type="Liveness"} 0.05`,
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("metrics lack %s:\n%s", want, out)
-		}
-	}
-	m.Forget(l)
-	if out := body(); strings.Contains(out, `pod="p"`) {
-		t.Errorf("series kept after Forget:\n%s", out)
-	}
 }
 
 // TestNodeStatusFollowsTheAPI: the node is alive whatever the runtime does
