@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/crivk/crivk/cri"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,79 +16,6 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 )
-
-func TestNodeConditions(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	t1 := t0.Add(time.Minute)
-	ready := cri.Readiness{RuntimeReady: true, NetworkReady: true}
-	noNet := cri.Readiness{RuntimeReady: true, Message: "container runtime not ready: NetworkReady=false reason:NetworkPluginNotReady message:cni config uninitialized"}
-
-	get := func(cs []v1.NodeCondition, typ v1.NodeConditionType) v1.NodeCondition {
-		for _, c := range cs {
-			if c.Type == typ {
-				return c
-			}
-		}
-		t.Fatalf("condition %s missing", typ)
-		return v1.NodeCondition{}
-	}
-
-	first := NodeConditions(nil, ready, t0)
-	if c := get(first, v1.NodeReady); c.Status != v1.ConditionTrue || c.Reason != "KubeletReady" {
-		t.Errorf("ready runtime: Ready %+v", c)
-	}
-	if len(first) != 4 {
-		t.Errorf("%d conditions, want Ready, MemoryPressure, DiskPressure, PIDPressure (NetworkUnavailable is the network provider's)", len(first))
-	}
-
-	down := NodeConditions(first, noNet, t1)
-	c := get(down, v1.NodeReady)
-	if c.Status != v1.ConditionFalse || c.Reason != "KubeletNotReady" || c.Message != noNet.Message {
-		t.Errorf("network not ready: Ready %+v", c)
-	}
-	if !c.LastTransitionTime.Time.Equal(t1) {
-		t.Errorf("Ready changed status but kept transition time %v", c.LastTransitionTime)
-	}
-	for _, c := range down {
-		if c.Type == v1.NodeNetworkUnavailable {
-			t.Errorf("NetworkUnavailable reported: %+v", c)
-		}
-	}
-	if m := get(down, v1.NodeMemoryPressure); !m.LastTransitionTime.Time.Equal(t0) || !m.LastHeartbeatTime.Time.Equal(t1) {
-		t.Errorf("unchanged MemoryPressure: transition %v heartbeat %v, want %v and %v", m.LastTransitionTime, m.LastHeartbeatTime, t0, t1)
-	}
-	if sameConditionStatus(first, down) {
-		t.Error("sameConditionStatus: a Ready flip counted as no change")
-	}
-	if !sameConditionStatus(first, NodeConditions(first, ready, t1)) {
-		t.Error("sameConditionStatus: heartbeat-only change counted as a change")
-	}
-}
-
-func TestBuildNode(t *testing.T) {
-	n, err := BuildNode(NodeConfig{
-		Name: "n1", InternalIP: "192.0.2.7", KubeletPort: 10250, MaxPods: 110, RootDir: t.TempDir(),
-		AgentVersion: "v1.35.4-crivk.0", RuntimeVersion: cri.VersionInfo{RuntimeName: "containerd", RuntimeVersion: "1.6.20"},
-	}, cri.Readiness{RuntimeReady: true, NetworkReady: true}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n.Status.Capacity.Pods().Value() != 110 || n.Status.Capacity.Memory().IsZero() || n.Status.Capacity.StorageEphemeral().IsZero() {
-		t.Errorf("capacity %v", n.Status.Capacity)
-	}
-	if n.Status.NodeInfo.ContainerRuntimeVersion != "containerd://1.6.20" || n.Status.NodeInfo.KubeletVersion != "v1.35.4-crivk.0" {
-		t.Errorf("nodeInfo %+v", n.Status.NodeInfo)
-	}
-	if n.Status.Addresses[0] != (v1.NodeAddress{Type: v1.NodeInternalIP, Address: "192.0.2.7"}) {
-		t.Errorf("addresses %v", n.Status.Addresses)
-	}
-	if n.Labels["kubernetes.io/hostname"] != "n1" || n.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 {
-		t.Errorf("labels %v endpoints %v", n.Labels, n.Status.DaemonEndpoints)
-	}
-	if _, err := BuildNode(NodeConfig{Name: "n1", RootDir: "/does/not/exist"}, cri.Readiness{}, time.Now()); err == nil {
-		t.Error("a missing root dir must be an error")
-	}
-}
 
 func TestDeleteOnTerminated(t *testing.T) {
 	now := metav1.Now()

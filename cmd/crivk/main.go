@@ -22,11 +22,14 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/cri/taskevents"
 	"github.com/crivk/crivk/lifecycle"
 	"github.com/crivk/crivk/lifecycle/admission"
 	"github.com/crivk/crivk/lifecycle/cm"
 	"github.com/crivk/crivk/lifecycle/volume"
+	"github.com/crivk/crivk/metrics"
 	"github.com/crivk/crivk/nodeapi"
+	"github.com/crivk/crivk/nodestatus"
 	"github.com/crivk/crivk/provider"
 	"github.com/sirupsen/logrus"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
@@ -100,7 +103,7 @@ type options struct {
 	logMaxFiles int
 	// profilingAddress serves net/http/pprof when set (profiling.go).
 	profilingAddress string
-	// runtimeEvents wakes the PLEG on containerd task events (events.go).
+	// runtimeEvents wakes the PLEG on containerd task events (cri/taskevents).
 	runtimeEvents bool
 	// The kubelet's node status loop: conditions computed and compared
 	// with the API's node every update frequency, the whole status
@@ -114,7 +117,7 @@ type options struct {
 	systemReserved string
 	kubeReserved   string
 	evictionHard   string
-	reservations   provider.Reservations
+	reservations   nodestatus.Reservations
 	// oomScoreAdj is crivk's own OOM score adjustment (the kubelet's
 	// --oom-score-adj).
 	oomScoreAdj int
@@ -175,7 +178,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.cgroupsPerQOS, "cgroups-per-qos", true, "make the QoS and pod cgroups and create sandboxes in them, as the kubelet (false: the runtime's default cgroup, container limits only)")
 	fs.StringVar(&o.systemReserved, "system-reserved", "", "resources reserved for the system, e.g. cpu=100m,memory=500Mi,ephemeral-storage=1Gi (the kubelet's format)")
 	fs.StringVar(&o.kubeReserved, "kube-reserved", "", "resources reserved for Kubernetes daemons, in --system-reserved's format")
-	fs.StringVar(&o.evictionHard, "eviction-hard", provider.DefaultEvictionHard, "hard eviction thresholds taken off the allocatable (the kubelet's format and default; crivk does not evict)")
+	fs.StringVar(&o.evictionHard, "eviction-hard", nodestatus.DefaultEvictionHard, "hard eviction thresholds taken off the allocatable (the kubelet's format and default; crivk does not evict)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -240,13 +243,13 @@ func parseFlags(args []string) (*options, error) {
 	if o.maxPods <= 0 {
 		return nil, fmt.Errorf("--max-pods must be positive, got %d", o.maxPods)
 	}
-	if o.reservations.SystemReserved, err = provider.ParseResourceList(o.systemReserved); err != nil {
+	if o.reservations.SystemReserved, err = nodestatus.ParseResourceList(o.systemReserved); err != nil {
 		return nil, fmt.Errorf("--system-reserved: %w", err)
 	}
-	if o.reservations.KubeReserved, err = provider.ParseResourceList(o.kubeReserved); err != nil {
+	if o.reservations.KubeReserved, err = nodestatus.ParseResourceList(o.kubeReserved); err != nil {
 		return nil, fmt.Errorf("--kube-reserved: %w", err)
 	}
-	if o.reservations.EvictionHard, err = provider.ParseEvictionHard(o.evictionHard); err != nil {
+	if o.reservations.EvictionHard, err = nodestatus.ParseEvictionHard(o.evictionHard); err != nil {
 		return nil, fmt.Errorf("--eviction-hard: %w", err)
 	}
 	if o.oomScoreAdj < -1000 || o.oomScoreAdj > 1000 {
@@ -336,8 +339,8 @@ func run(ctx context.Context, o *options) error {
 	}
 	// The kubelet's metrics of crivk's work, counted from the first API
 	// request on.
-	metrics := newAgentMetrics()
-	registerClientMetrics(metrics)
+	metrics := metrics.NewAgent(version)
+	metrics.RegisterClientMetrics()
 	clients, err := connectAPI(ctx, o)
 	if err != nil {
 		return err
@@ -348,23 +351,23 @@ func run(ctx context.Context, o *options) error {
 	}
 	eb := record.NewBroadcaster()
 	recorder := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: o.nodeName})
-	nodeCfg := provider.NodeConfig{
+	nodeCfg := nodestatus.NodeConfig{
 		Name: o.nodeName, InternalIP: o.nodeIP, KubeletPort: int32(o.port), MaxPods: o.maxPods,
 		RootDir: o.rootDir, AgentVersion: version, Reservations: o.reservations,
 		Labels: o.nodeLabels, Taints: o.taints,
 	}
 	// While the runtime is not up, the node is registered NotReady.
-	awaiting := &notReadyReporter{
-		name: o.nodeName, nodes: clients.nodes.Nodes(), period: o.nodeStatusUpdateFrequency, now: time.Now,
-		build: func(rd cri.Readiness, now time.Time) (*v1.Node, error) { return provider.BuildNode(nodeCfg, rd, now) },
+	awaiting := &nodestatus.NotReadyReporter{
+		Name: o.nodeName, Nodes: clients.nodes.Nodes(), Period: o.nodeStatusUpdateFrequency, Now: time.Now,
+		Build: func(rd cri.Readiness, now time.Time) (*v1.Node, error) { return nodestatus.BuildNode(nodeCfg, rd, now) },
 	}
-	rt, ver, rd, err := connectRuntime(ctx, o, recorder, pods, metrics, awaiting.run)
+	rt, ver, rd, err := connectRuntime(ctx, o, recorder, pods, metrics, awaiting.Run)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
 	nodeCfg.RuntimeVersion = ver
-	nodeObj, err := provider.BuildNode(nodeCfg, rd, time.Now())
+	nodeObj, err := nodestatus.BuildNode(nodeCfg, rd, time.Now())
 	if err != nil {
 		return err
 	}
@@ -436,7 +439,7 @@ func setupCgroups(ctx context.Context, o *options) (*cm.Manager, error) {
 		log.G(ctx).Warn("--cgroups-per-qos=false: no pod cgroups, only the containers' own limits apply")
 		return nil, nil
 	}
-	mem, err := provider.MemoryCapacity()
+	mem, err := nodestatus.MemoryCapacity()
 	if err != nil {
 		return nil, fmt.Errorf("reading the machine's memory: %w", err)
 	}
@@ -495,14 +498,14 @@ func connectAPI(ctx context.Context, o *options) (*apiClients, error) {
 // connectRuntime dials the CRI runtime and reads its version and status.
 // While it waits for a runtime that is not up, whileWaiting runs (until
 // the runtime answers).
-func connectRuntime(ctx context.Context, o *options, recorder record.EventRecorder, pods *cm.Manager, metrics *agentMetrics, whileWaiting func(context.Context)) (*cri.Runtime, cri.VersionInfo, cri.Readiness, error) {
+func connectRuntime(ctx context.Context, o *options, recorder record.EventRecorder, pods *cm.Manager, metrics *metrics.Agent, whileWaiting func(context.Context)) (*cri.Runtime, cri.VersionInfo, cri.Readiness, error) {
 	var ver cri.VersionInfo
 	var rd cri.Readiness
 	dns := cri.DNSConfig{ClusterDomain: o.clusterDomain, ResolvConf: o.resolvConf}
 	if o.clusterDNS != "" {
 		dns.ClusterDNS = strings.Split(o.clusterDNS, ",")
 	}
-	memCapacity, err := provider.MemoryCapacity()
+	memCapacity, err := nodestatus.MemoryCapacity()
 	if err != nil {
 		return nil, ver, rd, fmt.Errorf("reading the machine's memory: %w", err)
 	}
@@ -516,7 +519,7 @@ func connectRuntime(ctx context.Context, o *options, recorder record.EventRecord
 		cfg.CgroupParent = pods.PodCgroup
 	}
 	if strings.HasPrefix(o.criEndpoint, "unix://") {
-		reaper, err := newTaskReaper(o.criEndpoint, "k8s.io")
+		reaper, err := taskevents.NewReaper(o.criEndpoint, "k8s.io")
 		if err != nil {
 			return nil, ver, rd, err
 		}
@@ -610,9 +613,9 @@ func nodeAPISecurity(ctx context.Context, o *options, clients *apiClients) ([]fu
 type agent struct {
 	engine       *lifecycle.Engine
 	provider     *provider.Provider
-	nodeProvider *provider.NodeProvider
+	nodeProvider *nodestatus.NodeProvider
 	objects      *provider.Objects
-	nodes        *nodeView
+	nodes        *nodestatus.View
 	mux          *http.ServeMux
 	// statusWrites is shared by the deletion path and virtual-kubelet's
 	// status writes (deleteguard.go).
@@ -622,7 +625,7 @@ type agent struct {
 // startEngine builds the engine with its volumes, probes, PLEG (woken by
 // containerd's task events), node provider and log rotation, and starts
 // their loops.
-func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.Runtime, ver cri.VersionInfo, nodeObj *v1.Node, recorder record.EventRecorder, pods *cm.Manager, metrics *agentMetrics, podInf podInformer) (*agent, error) {
+func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.Runtime, ver cri.VersionInfo, nodeObj *v1.Node, recorder record.EventRecorder, pods *cm.Manager, metrics *metrics.Agent, podInf podInformer) (*agent, error) {
 	a := &agent{mux: http.NewServeMux(), statusWrites: provider.NewStatusWrites()}
 	apiPods := podInf.Lister()
 	cache := lifecycle.NewCache()
@@ -641,9 +644,9 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	probeMetrics := nodeapi.NewProbeMetrics()
 	// Admission and the node status loop see the node as the API has it
 	// (taints and labels set by others included) through a watch of the
-	// node's own object, as the kubelet's node informer (nodeview.go).
-	nodes := newNodeView(nodeObj, ownNode(clients, o.nodeName))
-	go nodes.run(ctx, nodes.listWatch(clients.core, o.nodeName))
+	// node's own object, as the kubelet's node informer (nodestatus.View).
+	nodes := nodestatus.NewView(nodeObj, ownNode(clients, o.nodeName))
+	go nodes.Run(ctx, nodes.ListWatch(clients.core, o.nodeName))
 	a.nodes = nodes
 	var podCgroups lifecycle.PodCgroups
 	if pods != nil {
@@ -698,8 +701,8 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	metrics.WatchPods(a.engine.PodCounts)
 	wake := make(chan struct{}, 1)
 	if o.runtimeEvents && strings.HasPrefix(o.criEndpoint, "unix://") {
-		ev := &taskEvents{endpoint: o.criEndpoint, namespace: "k8s.io", wake: wake, settle: []time.Duration{10 * time.Millisecond, 30 * time.Millisecond, 100 * time.Millisecond}, retry: 5 * time.Second, clock: clock.RealClock{}}
-		go ev.run(ctx)
+		ev := &taskevents.Waker{Endpoint: o.criEndpoint, Namespace: "k8s.io", Wake: wake, Settle: []time.Duration{10 * time.Millisecond, 30 * time.Millisecond, 100 * time.Millisecond}, Retry: 5 * time.Second, Clock: clock.RealClock{}}
+		go ev.Run(ctx)
 	}
 	pleg, err := lifecycle.NewPLEG(lifecycle.PLEGConfig{Runtime: rt, Cache: cache, Period: o.relistPeriod, Wake: wake, WakeSpacing: o.wakeSpacing, OnChange: a.engine.Kick,
 		ObserveRelist: metrics.ObserveRelist, ObserveRunning: metrics.ObserveRunning})
@@ -709,7 +712,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	// Every node status period the conditions are compared with the
 	// watched node, not a GET: the kubelet's tryUpdateNodeStatus reads
 	// its first try from the node lister too.
-	a.nodeProvider = provider.NewNodeProvider(rt, nodeObj, o.nodeStatusUpdateFrequency, nodes.APINode, recorder, pleg.Healthy)
+	a.nodeProvider = nodestatus.NewNodeProvider(rt, nodeObj, o.nodeStatusUpdateFrequency, nodes.APINode, recorder, pleg.Healthy)
 	go pleg.Run(ctx)
 	logMax := resource.MustParse(o.logMaxSize)
 	go rt.RunLogRotation(ctx, cri.LogRotation{MaxSize: logMax.Value(), MaxFiles: o.logMaxFiles}, 10*time.Second)
@@ -720,7 +723,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	nodeAPI, err := nodeapi.New(nodeapi.Config{NodeName: o.nodeName, RootDir: o.rootDir, Engine: a.engine,
 		APIPods:   func() ([]*v1.Pod, error) { return apiPods.List(labels.Everything()) },
 		PodStatus: rt, Streams: rt.Services(), LogFollow: rt.Services(), Stats: rt.Services(), ImageFs: rt,
-		MemoryCapacity: provider.MemoryCapacity})
+		MemoryCapacity: nodestatus.MemoryCapacity})
 	if err != nil {
 		return nil, err
 	}

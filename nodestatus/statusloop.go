@@ -1,12 +1,8 @@
-package provider
+package nodestatus
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
-	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -14,127 +10,10 @@ import (
 	"github.com/crivk/crivk/cri"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
-	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 )
-
-// NodeConfig describes the node crivk registers.
-type NodeConfig struct {
-	Name           string
-	InternalIP     string
-	KubeletPort    int32
-	MaxPods        int64
-	RootDir        string // its filesystem gives ephemeral-storage
-	AgentVersion   string // reported as kubeletVersion, e.g. v1.35.4-crivk.0
-	RuntimeVersion cri.VersionInfo
-	Labels         map[string]string
-	// Taints are set when the Node is created (--register-with-taints).
-	Taints []v1.Taint
-	// Reservations are taken off the capacity for the allocatable.
-	Reservations Reservations
-}
-
-// Node condition reasons and messages, the kubelet's (pkg/kubelet/nodestatus).
-const (
-	reasonReady    = "KubeletReady"
-	reasonNotReady = "KubeletNotReady"
-)
-
-// BuildNode returns the Node object crivk registers, with capacity read from
-// the machine and conditions from the runtime's readiness rd.
-func BuildNode(cfg NodeConfig, rd cri.Readiness, now time.Time) (*v1.Node, error) {
-	mem, err := memTotal()
-	if err != nil {
-		return nil, err
-	}
-	var fs unix.Statfs_t
-	if err := unix.Statfs(cfg.RootDir, &fs); err != nil {
-		return nil, fmt.Errorf("statfs of root dir %s: %w", cfg.RootDir, err)
-	}
-	storage := int64(fs.Blocks) * int64(fs.Bsize)
-	capacity := v1.ResourceList{
-		v1.ResourceCPU:              *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI),
-		v1.ResourceMemory:           *resource.NewQuantity(mem, resource.BinarySI),
-		v1.ResourcePods:             *resource.NewQuantity(cfg.MaxPods, resource.DecimalSI),
-		v1.ResourceEphemeralStorage: *resource.NewQuantity(storage, resource.BinarySI),
-	}
-	labels := map[string]string{
-		"kubernetes.io/hostname":  cfg.Name,
-		"kubernetes.io/os":        runtime.GOOS,
-		"kubernetes.io/arch":      runtime.GOARCH,
-		"beta.kubernetes.io/os":   runtime.GOOS,
-		"beta.kubernetes.io/arch": runtime.GOARCH,
-		"node.crivk.io/agent":     "crivk",
-	}
-	for k, v := range cfg.Labels {
-		labels[k] = v
-	}
-	uname := unix.Utsname{}
-	_ = unix.Uname(&uname)
-	n := &v1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: cfg.Name, Labels: labels},
-		Status: v1.NodeStatus{
-			Capacity:    capacity,
-			Allocatable: cfg.Reservations.Allocatable(capacity),
-			Addresses: []v1.NodeAddress{
-				{Type: v1.NodeInternalIP, Address: cfg.InternalIP},
-				{Type: v1.NodeHostName, Address: cfg.Name},
-			},
-			DaemonEndpoints: v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: cfg.KubeletPort}},
-			NodeInfo: v1.NodeSystemInfo{
-				MachineID:       readTrim("/etc/machine-id"),
-				SystemUUID:      readTrim("/sys/class/dmi/id/product_uuid"),
-				BootID:          readTrim("/proc/sys/kernel/random/boot_id"),
-				KernelVersion:   unix.ByteSliceToString(uname.Release[:]),
-				OSImage:         osImage(),
-				OperatingSystem: runtime.GOOS,
-				Architecture:    runtime.GOARCH,
-				KubeletVersion:  cfg.AgentVersion,
-			},
-		},
-	}
-	if cfg.RuntimeVersion.RuntimeName != "" { // unknown while the runtime is down
-		n.Status.NodeInfo.ContainerRuntimeVersion = cfg.RuntimeVersion.RuntimeName + "://" + cfg.RuntimeVersion.RuntimeVersion
-	}
-	n.Status.Conditions = NodeConditions(nil, rd, now)
-	n.Spec.Taints = append([]v1.Taint(nil), cfg.Taints...)
-	n.Status.Phase = v1.NodeRunning
-	return n, nil
-}
-
-// NodeConditions computes the conditions the node owns from the runtime's
-// readiness, keeping the transition time of those that did not change.
-// NetworkUnavailable is not among them: it belongs to the network provider
-// (the kubelet never sets it); a runtime network that is not ready makes
-// the node NotReady, as on the kubelet.
-func NodeConditions(prev []v1.NodeCondition, rd cri.Readiness, now time.Time) []v1.NodeCondition {
-	t := metav1.NewTime(now)
-	ready := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: reasonReady, Message: "kubelet is posting ready status"}
-	if !rd.RuntimeReady || !rd.NetworkReady {
-		ready = v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: reasonNotReady, Message: rd.Message}
-	}
-	conds := []v1.NodeCondition{
-		{Type: v1.NodeMemoryPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"},
-		{Type: v1.NodeDiskPressure, Status: v1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "kubelet has no disk pressure"},
-		{Type: v1.NodePIDPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "kubelet has sufficient PID available"},
-		ready,
-	}
-	for i := range conds {
-		conds[i].LastHeartbeatTime = t
-		conds[i].LastTransitionTime = t
-		for _, p := range prev {
-			if p.Type == conds[i].Type && p.Status == conds[i].Status {
-				conds[i].LastTransitionTime = p.LastTransitionTime
-			}
-		}
-	}
-	return conds
-}
 
 // ReadinessChecker is what the node provider needs of the runtime.
 type ReadinessChecker interface {
@@ -298,7 +177,7 @@ func (p *NodeProvider) check(ctx context.Context) (*v1.Node, bool) {
 	if err != nil {
 		// The kubelet's words; the cause goes to the log.
 		log.G(ctx).WithError(err).Warn("container runtime status")
-		rd = cri.Readiness{Message: "container runtime is down"}
+		rd = cri.Readiness{Message: RuntimeDownMessage}
 	}
 	for _, h := range p.health {
 		if err := h(); err != nil {
@@ -336,78 +215,4 @@ func (p *NodeProvider) check(ctx context.Context) (*v1.Node, bool) {
 		return n, true
 	}
 	return n, false
-}
-
-// ownConditions returns the conditions of the types in own, in own's
-// order; a missing one is left out (so it differs).
-func ownConditions(api, own []v1.NodeCondition) []v1.NodeCondition {
-	var out []v1.NodeCondition
-	for _, o := range own {
-		for _, c := range api {
-			if c.Type == o.Type {
-				out = append(out, c)
-			}
-		}
-	}
-	return out
-}
-
-func conditionSummary(cs []v1.NodeCondition) string {
-	parts := make([]string, 0, len(cs))
-	for _, c := range cs {
-		parts = append(parts, string(c.Type)+"="+string(c.Status))
-	}
-	return strings.Join(parts, ",")
-}
-
-func sameConditionStatus(a, b []v1.NodeCondition) bool {
-	strip := func(cs []v1.NodeCondition) []v1.NodeCondition {
-		out := make([]v1.NodeCondition, len(cs))
-		for i, c := range cs {
-			out[i] = v1.NodeCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message}
-		}
-		return out
-	}
-	return equality.Semantic.DeepEqual(strip(a), strip(b))
-}
-
-// MemoryCapacity is the machine's memory in bytes (MemTotal of
-// /proc/meminfo), the node's memory capacity.
-func MemoryCapacity() (int64, error) { return memTotal() }
-
-func memTotal() (int64, error) {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		fields := strings.Fields(s.Text())
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
-			kb, err := strconv.ParseInt(fields[1], 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("parsing MemTotal in /proc/meminfo: %w", err)
-			}
-			return kb * 1024, nil
-		}
-	}
-	return 0, fmt.Errorf("no MemTotal in /proc/meminfo")
-}
-
-func readTrim(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
-}
-
-func osImage() string {
-	for _, line := range strings.Split(readTrim("/etc/os-release"), "\n") {
-		if v, ok := strings.CutPrefix(line, "PRETTY_NAME="); ok {
-			return strings.Trim(v, `"`)
-		}
-	}
-	return runtime.GOOS
 }

@@ -1,4 +1,4 @@
-package main
+package nodestatus
 
 import (
 	"context"
@@ -10,20 +10,19 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/crivk/crivk/cri"
-	"github.com/crivk/crivk/provider"
 )
 
-func testReporter(cs *fake.Clientset, now time.Time) *notReadyReporter {
-	return &notReadyReporter{
-		name: "n1", nodes: cs.CoreV1().Nodes(), period: time.Second, now: func() time.Time { return now },
-		build: func(rd cri.Readiness, now time.Time) (*v1.Node, error) {
+func testReporter(cs *fake.Clientset, now time.Time) *NotReadyReporter {
+	return &NotReadyReporter{
+		Name: "n1", Nodes: cs.CoreV1().Nodes(), Period: time.Second, Now: func() time.Time { return now },
+		Build: func(rd cri.Readiness, now time.Time) (*v1.Node, error) {
 			return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
-				Status: v1.NodeStatus{Conditions: provider.NodeConditions(nil, rd, now)}}, nil
+				Status: v1.NodeStatus{Conditions: NodeConditions(nil, rd, now)}}, nil
 		},
 	}
 }
 
-func readyOf(t *testing.T, cs *fake.Clientset) v1.NodeCondition {
+func apiReady(t *testing.T, cs *fake.Clientset) v1.NodeCondition {
 	t.Helper()
 	n, err := cs.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
 	if err != nil {
@@ -41,12 +40,12 @@ func readyOf(t *testing.T, cs *fake.Clientset) v1.NodeCondition {
 func TestNotReadyReporterRegistersAMissingNode(t *testing.T) {
 	cs := fake.NewClientset()
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	if err := testReporter(cs, now).report(context.Background(), runtimeDownMessage); err != nil {
+	if err := testReporter(cs, now).report(context.Background(), RuntimeDownMessage); err != nil {
 		t.Fatal(err)
 	}
-	c := readyOf(t, cs)
+	c := apiReady(t, cs)
 	if c.Status != v1.ConditionFalse || c.Reason != "KubeletNotReady" || c.Message != "container runtime is down" {
-		t.Errorf("Ready = %s %s %q, want False KubeletNotReady %q", c.Status, c.Reason, c.Message, runtimeDownMessage)
+		t.Errorf("Ready = %s %s %q, want False KubeletNotReady %q", c.Status, c.Reason, c.Message, RuntimeDownMessage)
 	}
 }
 
@@ -54,18 +53,18 @@ func TestNotReadyReporterUpdatesAnExistingNode(t *testing.T) {
 	then := time.Date(2026, 11, 24, 11, 0, 0, 0, time.UTC)
 	now := then.Add(time.Hour)
 	existing := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: v1.NodeStatus{
-		Conditions: append(provider.NodeConditions(nil, cri.Readiness{RuntimeReady: true, NetworkReady: true}, then),
+		Conditions: append(NodeConditions(nil, cri.Readiness{RuntimeReady: true, NetworkReady: true}, then),
 			v1.NodeCondition{Type: v1.NodeNetworkUnavailable, Status: v1.ConditionFalse, Reason: "RouteCreated"}),
 		NodeInfo: v1.NodeSystemInfo{ContainerRuntimeVersion: "containerd://1.6.20"},
 	}}
 	cs := fake.NewClientset(existing)
 	r := testReporter(cs, now)
-	if err := r.report(context.Background(), runtimeDownMessage); err != nil {
+	if err := r.report(context.Background(), RuntimeDownMessage); err != nil {
 		t.Fatal(err)
 	}
-	c := readyOf(t, cs)
-	if c.Status != v1.ConditionFalse || c.Message != runtimeDownMessage {
-		t.Errorf("Ready = %s %q, want False %q", c.Status, c.Message, runtimeDownMessage)
+	c := apiReady(t, cs)
+	if c.Status != v1.ConditionFalse || c.Message != RuntimeDownMessage {
+		t.Errorf("Ready = %s %q, want False %q", c.Status, c.Message, RuntimeDownMessage)
 	}
 	if !c.LastTransitionTime.Time.Equal(now) || !c.LastHeartbeatTime.Time.Equal(now) {
 		t.Errorf("Ready transition %v heartbeat %v, want both %v", c.LastTransitionTime, c.LastHeartbeatTime, now)
@@ -79,11 +78,11 @@ func TestNotReadyReporterUpdatesAnExistingNode(t *testing.T) {
 	}
 	// A later report only moves the heartbeat.
 	later := now.Add(10 * time.Second)
-	r.now = func() time.Time { return later }
-	if err := r.report(context.Background(), runtimeDownMessage); err != nil {
+	r.Now = func() time.Time { return later }
+	if err := r.report(context.Background(), RuntimeDownMessage); err != nil {
 		t.Fatal(err)
 	}
-	c = readyOf(t, cs)
+	c = apiReady(t, cs)
 	if !c.LastTransitionTime.Time.Equal(now) || !c.LastHeartbeatTime.Time.Equal(later) {
 		t.Errorf("second report: transition %v heartbeat %v, want %v and %v", c.LastTransitionTime, c.LastHeartbeatTime, now, later)
 	}
@@ -93,7 +92,7 @@ func TestNotReadyReporterStopsWithItsContext(t *testing.T) {
 	cs := fake.NewClientset()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { testReporter(cs, time.Now()).run(ctx); close(done) }()
+	go func() { testReporter(cs, time.Now()).Run(ctx); close(done) }()
 	cancel()
 	select {
 	case <-done:

@@ -1,4 +1,4 @@
-package main
+package nodestatus
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// nodeView is the node as the API has it (labels, taints, allocatable,
+// View is the node as the API has it (labels, taints, allocatable,
 // conditions), kept by a watch of the node's own object: the kubelet's
 // node informer (pkg/kubelet/kubelet.go, NewMainKubelet: an informer on
 // nodes with the field selector metadata.name=<node>, no resync), which the
@@ -37,7 +37,7 @@ import (
 // reflector's back-off (up to a minute) lets it reconnect: while the watch
 // is not connected, APINode reads the node from the API instead, as every
 // status check did before the watch.
-type nodeView struct {
+type View struct {
 	// get reads the node from the API: APINode's fallback while the watch
 	// is not connected; nil: none.
 	get func(ctx context.Context) (*v1.Node, error)
@@ -56,14 +56,14 @@ type nodeView struct {
 	calls uint64
 }
 
-// newNodeView returns a view of initial, the node crivk registers; get, if
+// NewView returns a view of initial, the node crivk registers; get, if
 // set, reads the node from the API while the watch is not connected.
-func newNodeView(initial *v1.Node, get func(ctx context.Context) (*v1.Node, error)) *nodeView {
-	return &nodeView{node: initial.DeepCopy(), get: get}
+func NewView(initial *v1.Node, get func(ctx context.Context) (*v1.Node, error)) *View {
+	return &View{node: initial.DeepCopy(), get: get}
 }
 
 // Node returns the last node seen, for admission. Callers must not modify it.
-func (v *nodeView) Node() *v1.Node {
+func (v *View) Node() *v1.Node {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.node
@@ -72,33 +72,34 @@ func (v *nodeView) Node() *v1.Node {
 // Watched returns the node as the watch has it, and whether that is the
 // API's node: the watch delivered it and is connected. Callers must not
 // modify it.
-func (v *nodeView) Watched() (*v1.Node, bool) {
+func (v *View) Watched() (*v1.Node, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.node, v.seen && v.connected
 }
 
-// errNodeNotSeen is returned by APINode when the watch has not delivered
+// ErrNodeNotSeen is returned by APINode when the watch has not delivered
 // the node, or is not connected, and the view has no way to read it.
-var errNodeNotSeen = errors.New("the node has not been read from the API yet")
+var ErrNodeNotSeen = errors.New("the node has not been read from the API yet")
 
 // APINode returns the node as the API has it, for the node status loop
-// (provider.NodeProvider compares its conditions with it every node status
+// (NodeProvider compares its conditions with it every node status
 // period, as the kubelet's tryUpdateNodeStatus reads its first try from
 // its node lister): the watched node while the watch is connected, else
 // the node read from the API. The node crivk registered is never returned:
-// it says nothing of what the API has.
-func (v *nodeView) APINode(ctx context.Context) (*v1.Node, error) {
+// it says nothing of what the API has; a view without a read returns
+// ErrNodeNotSeen instead.
+func (v *View) APINode(ctx context.Context) (*v1.Node, error) {
 	if n, ok := v.Watched(); ok {
 		return n, nil
 	}
 	if v.get == nil {
-		return nil, errNodeNotSeen
+		return nil, ErrNodeNotSeen
 	}
 	return v.get(ctx)
 }
 
-func (v *nodeView) set(obj any) {
+func (v *View) set(obj any) {
 	n, ok := obj.(*v1.Node)
 	if !ok {
 		log.L.WithField("type", fmt.Sprintf("%T", obj)).Warn("node watch: not a node; ignored")
@@ -110,7 +111,7 @@ func (v *nodeView) set(obj any) {
 }
 
 // called records a list or watch call's outcome and returns its number.
-func (v *nodeView) called(err error) uint64 {
+func (v *View) called(err error) uint64 {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.calls++
@@ -119,7 +120,7 @@ func (v *nodeView) called(err error) uint64 {
 }
 
 // watchEnded records that the stream of watch call n ended.
-func (v *nodeView) watchEnded(n uint64) {
+func (v *View) watchEnded(n uint64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.calls == n {
@@ -127,8 +128,8 @@ func (v *nodeView) watchEnded(n uint64) {
 	}
 }
 
-// run watches the node through lw (listWatch) until ctx ends.
-func (v *nodeView) run(ctx context.Context, lw cache.ListerWatcher) {
+// Run watches the node through lw (ListWatch) until ctx ends.
+func (v *View) Run(ctx context.Context, lw cache.ListerWatcher) {
 	_, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: lw,
 		ObjectType:    &v1.Node{},
@@ -143,13 +144,13 @@ func (v *nodeView) run(ctx context.Context, lw cache.ListerWatcher) {
 	ctrl.RunWithContext(ctx)
 }
 
-// listWatch lists and watches the node's own object (field selector
+// ListWatch lists and watches the node's own object (field selector
 // metadata.name), as the kubelet's node informer, and tells the view
 // whether the watch is connected. nodes should be the pods client (rate
 // limited, no timeout), as the kubelet's informers use its kubeClient: the
 // heartbeat client times requests out after one node status period, which
 // would cut every watch.
-func (v *nodeView) listWatch(nodes corev1client.NodesGetter, name string) cache.ListerWatcher {
+func (v *View) ListWatch(nodes corev1client.NodesGetter, name string) cache.ListerWatcher {
 	selector := fields.OneTermEqualSelector(metav1.ObjectNameField, name).String()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {

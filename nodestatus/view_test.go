@@ -1,4 +1,4 @@
-package main
+package nodestatus
 
 import (
 	"context"
@@ -107,19 +107,19 @@ func (g *getter) set(node *v1.Node, err error) (calls int) {
 // startView runs a view of the node crivk registers (label registered=yes)
 // on api until the test ends, with g as its fallback read (nil: none).
 // Call inside a synctest bubble.
-func startView(t *testing.T, api *nodeAPI, g *getter) *nodeView {
+func startView(t *testing.T, api *nodeAPI, g *getter) *View {
 	t.Helper()
 	var get func(context.Context) (*v1.Node, error)
 	if g != nil {
 		get = g.get
 	}
-	v := newNodeView(testNode("", map[string]string{"registered": "yes"}), get)
+	v := NewView(testNode("", map[string]string{"registered": "yes"}), get)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		cs := api.clientset()
-		v.run(ctx, v.listWatch(fakeNodes{cs.CoreV1(), cs}, "n1"))
+		v.Run(ctx, v.ListWatch(fakeNodes{cs.CoreV1(), cs}, "n1"))
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	synctest.Wait()
@@ -150,9 +150,9 @@ func TestNodeViewStartsWithTheRegisteredNode(t *testing.T) {
 		if n, err := v.APINode(t.Context()); err != nil || label(n, "from") != "get" {
 			t.Errorf("APINode() before the watch delivered the node = %v, %v; want the node read from the API", n, err)
 		}
-		noGet := newNodeView(testNode("", nil), nil)
-		if n, err := noGet.APINode(t.Context()); !errors.Is(err, errNodeNotSeen) {
-			t.Errorf("APINode() of a view without a read = %v, %v; want errNodeNotSeen", n, err)
+		noGet := NewView(testNode("", nil), nil)
+		if n, err := noGet.APINode(t.Context()); !errors.Is(err, ErrNodeNotSeen) {
+			t.Errorf("APINode() of a view without a read = %v, %v; want ErrNodeNotSeen", n, err)
 		}
 	})
 }
@@ -264,7 +264,7 @@ func TestNodeViewKeepsTheLastNodeWhenDeleted(t *testing.T) {
 // The end of a watch the reflector already replaced leaves its successor
 // connected.
 func TestNodeViewConnection(t *testing.T) {
-	v := newNodeView(testNode("", nil), nil)
+	v := NewView(testNode("", nil), nil)
 	v.set(testNode("1", nil))
 	first := v.called(nil)
 	second := v.called(nil)

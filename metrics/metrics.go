@@ -1,4 +1,4 @@
-package main
+package metrics
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	clientmetrics "k8s.io/client-go/tools/metrics"
 )
 
-// agentMetrics are the node API's /metrics, the agent's own metrics in the
+// Agent holds the node API's /metrics, the agent's own metrics in the
 // Prometheus text format, as the kubelet's /metrics: the Go runtime's, the
 // process's (CPU, memory, open files), crivk's build, and the kubelet's
 // metrics for the work crivk does, under the kubelet's names and labels so
@@ -40,9 +40,9 @@ import (
 //   - rest_client_requests_total{code,host,method}: every API request
 //     (client-go's request result metric).
 //
-// Authorised as nodes/metrics (provider.Auth). Probe results are at
-// /metrics/probes, as on the kubelet.
-type agentMetrics struct {
+// The node API serves Handler, authorised as nodes/metrics. Probe results
+// are at /metrics/probes, as on the kubelet.
+type Agent struct {
 	reg          *prometheus.Registry
 	runtimeOps   *prometheus.CounterVec
 	runtimeErrs  *prometheus.CounterVec
@@ -57,8 +57,10 @@ type agentMetrics struct {
 	runningCtrs  *prometheus.GaugeVec
 }
 
-func newAgentMetrics() *agentMetrics {
-	m := &agentMetrics{
+// NewAgent returns the agent's metrics, crivk_build_info labelled with
+// version.
+func NewAgent(version string) *Agent {
+	m := &Agent{
 		reg: prometheus.NewRegistry(),
 		runtimeOps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Subsystem: "kubelet", Name: "runtime_operations_total",
@@ -125,7 +127,7 @@ func newAgentMetrics() *agentMetrics {
 // ObserveRunning records the running pods and containers by state at a
 // PLEG relist (lifecycle.PLEGConfig.ObserveRunning); every state is
 // reported, 0 when none is in it, as the kubelet's.
-func (m *agentMetrics) ObserveRunning(pods int, containers map[cri.State]int) {
+func (m *Agent) ObserveRunning(pods int, containers map[cri.State]int) {
 	m.runningPods.Set(float64(pods))
 	for _, st := range []cri.State{cri.StateCreated, cri.StateRunning, cri.StateExited, cri.StateUnknown} {
 		m.runningCtrs.WithLabelValues(string(st)).Set(float64(containers[st]))
@@ -134,7 +136,7 @@ func (m *agentMetrics) ObserveRunning(pods int, containers map[cri.State]int) {
 
 // WatchPods makes each scrape read the engine's pod gauges (the kubelet's
 // kubelet_desired_pods and kubelet_working_pods).
-func (m *agentMetrics) WatchPods(counts func() lifecycle.PodCounts) {
+func (m *Agent) WatchPods(counts func() lifecycle.PodCounts) {
 	m.reg.MustRegister(podCountsCollector(counts))
 }
 
@@ -168,12 +170,12 @@ func (c podCountsCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // Handler serves the metrics.
-func (m *agentMetrics) Handler() http.Handler {
+func (m *Agent) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
 // ObserveCall counts a CRI call (cri.Config.ObserveCall).
-func (m *agentMetrics) ObserveCall(op string, took time.Duration, err error) {
+func (m *Agent) ObserveCall(op string, took time.Duration, err error) {
 	m.runtimeOps.WithLabelValues(op).Inc()
 	m.runtimeDur.WithLabelValues(op).Observe(took.Seconds())
 	if err != nil {
@@ -183,7 +185,7 @@ func (m *agentMetrics) ObserveCall(op string, took time.Duration, err error) {
 
 // ObserveRelist records a PLEG relist (lifecycle.PLEGConfig.ObserveRelist);
 // the first relist has no interval.
-func (m *agentMetrics) ObserveRelist(took, interval time.Duration) {
+func (m *Agent) ObserveRelist(took, interval time.Duration) {
 	m.plegDur.Observe(took.Seconds())
 	if interval > 0 {
 		m.plegInterval.Observe(interval.Seconds())
@@ -191,28 +193,30 @@ func (m *agentMetrics) ObserveRelist(took, interval time.Duration) {
 }
 
 // ObserveSync records a pod sync (lifecycle.Config.ObserveSync).
-func (m *agentMetrics) ObserveSync(op string, took time.Duration) {
+func (m *Agent) ObserveSync(op string, took time.Duration) {
 	m.workerDur.WithLabelValues(op).Observe(took.Seconds())
 }
 
 // ObservePodStart records a pod's start (lifecycle.Config.ObservePodStart).
-func (m *agentMetrics) ObservePodStart(took time.Duration) {
+func (m *Agent) ObservePodStart(took time.Duration) {
 	m.podStart.Observe(took.Seconds())
 }
 
 // ObservePodStartSLI records a pod's start SLI
 // (lifecycle.Config.ObservePodStartSLI).
-func (m *agentMetrics) ObservePodStartSLI(took time.Duration) {
+func (m *Agent) ObservePodStartSLI(took time.Duration) {
 	m.podStartSLI.Observe(took.Seconds())
 }
 
 // Increment counts an API request (client-go's ResultMetric).
-func (m *agentMetrics) Increment(_ context.Context, code, method, host string) {
+func (m *Agent) Increment(_ context.Context, code, method, host string) {
 	m.restRequests.WithLabelValues(code, method, host).Inc()
 }
 
-// registerClientMetrics makes client-go count every API request in m
-// (process-wide, once).
-func registerClientMetrics(m *agentMetrics) {
+var _ clientmetrics.ResultMetric = (*Agent)(nil)
+
+// RegisterClientMetrics makes client-go count every API request in m. It is
+// process-wide: call it once, for the Agent the node API serves.
+func (m *Agent) RegisterClientMetrics() {
 	clientmetrics.Register(clientmetrics.RegisterOpts{RequestResult: m})
 }

@@ -1,4 +1,4 @@
-package main
+package metrics
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-func scrape(t *testing.T, m *agentMetrics) map[string]*dto.MetricFamily {
+func scrape(t *testing.T, m *Agent) map[string]*dto.MetricFamily {
 	t.Helper()
 	w := httptest.NewRecorder()
 	m.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
@@ -63,7 +63,8 @@ func sample(families map[string]*dto.MetricFamily, name, label string) float64 {
 // process's metrics, and each kubelet metric registered and moving with
 // what it observes.
 func TestAgentMetrics(t *testing.T) {
-	m := newAgentMetrics()
+	const version = "v1.35.4-crivk.0"
+	m := NewAgent(version)
 	before := scrape(t, m)
 	b := before["crivk_build_info"]
 	if b == nil || len(b.GetMetric()) != 1 || b.GetMetric()[0].GetLabel()[0].GetValue() != version {

@@ -1,4 +1,4 @@
-package main
+package taskevents
 
 import (
 	"context"
@@ -14,30 +14,34 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// taskReaper kills and deletes a container's task through containerd's own
-// task API (on the CRI socket, as taskEvents): the one repair CRI cannot
+// Reaper kills and deletes a container's task through containerd's own
+// task API (on the CRI socket, as Waker): the one repair CRI cannot
 // make. containerd 1.6 can lose track of a task whose StartContainer was
 // interrupted after the task was created (the agent killed during the
 // call): the CRI plugin reports the container as not running, StopContainer
 // does nothing, and RemoveContainer fails with "cannot delete running task"
 // for ever. cri.Runtime calls this only on that failure (gRPC
-// FailedPrecondition), then removes the container again.
-type taskReaper struct {
+// FailedPrecondition), then removes the container again (cri.Config's
+// DeleteTask).
+type Reaper struct {
 	conn      *grpc.ClientConn
 	namespace string
 }
 
-func newTaskReaper(endpoint, namespace string) (*taskReaper, error) {
+// NewReaper returns a Reaper of the tasks in containerd's namespace (k8s.io
+// for the CRI's containers) on the socket at endpoint (unix://...). It does
+// not dial yet: the connection is made at the first call.
+func NewReaper(endpoint, namespace string) (*Reaper, error) {
 	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return nil, err
 	}
-	return &taskReaper{conn: conn, namespace: namespace}, nil
+	return &Reaper{conn: conn, namespace: namespace}, nil
 }
 
 // DeleteTask SIGKILLs every process of the container's task and deletes
 // the task; a task already gone is no error.
-func (r *taskReaper) DeleteTask(ctx context.Context, containerID string) error {
+func (r *Reaper) DeleteTask(ctx context.Context, containerID string) error {
 	log.G(ctx).WithField("container", containerID).Warn("containerd holds a task of this container that its CRI plugin lost track of (an interrupted start): killing and deleting it")
 	ctx = metadata.AppendToOutgoingContext(ctx, "containerd-namespace", r.namespace)
 	c := tasksapi.NewTasksClient(r.conn)
@@ -51,4 +55,5 @@ func (r *taskReaper) DeleteTask(ctx context.Context, containerID string) error {
 	return nil
 }
 
-func (r *taskReaper) Close() error { return r.conn.Close() }
+// Close closes the connection to containerd.
+func (r *Reaper) Close() error { return r.conn.Close() }

@@ -1,4 +1,4 @@
-package main
+package taskevents
 
 import (
 	"context"
@@ -71,12 +71,12 @@ func TestTaskEventsWake(t *testing.T) {
 	endpoint := serveEvents(t, svc)
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	wake := make(chan struct{}, 1)
-	e := &taskEvents{endpoint: endpoint, namespace: "k8s.io", wake: wake, settle: []time.Duration{10 * time.Millisecond, 30 * time.Millisecond}, retry: time.Second, clock: clk}
+	e := &Waker{Endpoint: endpoint, Namespace: "k8s.io", Wake: wake, Settle: []time.Duration{10 * time.Millisecond, 30 * time.Millisecond}, Retry: time.Second, Clock: clk}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.run(ctx)
+		e.Run(ctx)
 	}()
 
 	svc.send <- &types.Envelope{Namespace: "k8s.io", Topic: "/tasks/exit"}
@@ -133,11 +133,11 @@ func TestTaskEventsWake(t *testing.T) {
 // A runtime without containerd's events API: run gives up at once.
 func TestTaskEventsUnimplemented(t *testing.T) {
 	endpoint := serveEvents(t, nil)
-	e := &taskEvents{endpoint: endpoint, namespace: "k8s.io", wake: make(chan struct{}, 1), settle: []time.Duration{time.Millisecond}, retry: time.Hour, clock: clock.RealClock{}}
+	e := &Waker{Endpoint: endpoint, Namespace: "k8s.io", Wake: make(chan struct{}, 1), Settle: []time.Duration{time.Millisecond}, Retry: time.Hour, Clock: clock.RealClock{}}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.run(context.Background())
+		e.Run(context.Background())
 	}()
 	select {
 	case <-done:

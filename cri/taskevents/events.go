@@ -1,4 +1,4 @@
-package main
+package taskevents
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// taskEvents turns containerd's task events into PLEG wakes, so that a
+// Waker turns containerd's task events into PLEG wakes, so that a
 // container's exit (or start) is relisted within milliseconds instead of at
 // the next periodic relist (the kubelet's generic PLEG waits up to its 1 s
 // period; containerd 1.6 does not implement the CRI's GetContainerEvents,
@@ -28,34 +28,43 @@ import (
 // events, concurrently with us (on an exit it first deletes the task, which
 // takes some milliseconds), so a wake at the event can relist just before
 // the CRI shows the change: more wakes follow the last event of a burst at
-// the offsets in settle (e.g. 10, 30 and 100 ms), so the change is seen
+// the offsets in Settle (e.g. 10, 30 and 100 ms), so the change is seen
 // within a few milliseconds of the CRI showing it, at the cost of a few
 // relists per burst.
-type taskEvents struct {
-	endpoint  string
-	namespace string
-	wake      chan<- struct{}
-	settle    []time.Duration // increasing offsets after the last event
-	retry     time.Duration
-	clock     clock.WithDelayedExecution
+//
+// All the exported fields are required; they must not change once Run
+// started.
+type Waker struct {
+	// Endpoint is the CRI socket (unix://...), where containerd also
+	// serves its events API.
+	Endpoint string
+	// Namespace is containerd's namespace of the CRI's containers (k8s.io).
+	Namespace string
+	// Wake receives a wake per event, dropped when one is already
+	// pending: give it a buffer of one.
+	Wake   chan<- struct{}
+	Settle []time.Duration // increasing offsets after the last event
+	// Retry is the wait before subscribing again after the stream broke.
+	Retry time.Duration
+	Clock clock.WithDelayedExecution
 
 	mu     sync.Mutex
-	timers []clock.Timer // one per settle offset, re-armed by every event
+	timers []clock.Timer // one per settle offset, re-armed by every event; guarded by mu
 }
 
 // signal sends a wake unless one is already pending.
-func (e *taskEvents) signal() {
+func (e *Waker) signal() {
 	select {
-	case e.wake <- struct{}{}:
+	case e.Wake <- struct{}{}:
 	default:
 	}
 }
 
-// run subscribes until ctx ends, re-subscribing after retry when the stream
+// Run subscribes until ctx ends, re-subscribing after retry when the stream
 // breaks (containerd restarted). It returns when the runtime has no events
 // API.
-func (e *taskEvents) run(ctx context.Context) {
-	conn, err := grpc.NewClient(e.endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+func (e *Waker) Run(ctx context.Context) {
+	conn, err := grpc.NewClient(e.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		log.G(ctx).WithError(err).Warn("runtime events: cannot dial the CRI endpoint; relisting every period only")
 		return
@@ -71,21 +80,21 @@ func (e *taskEvents) run(ctx context.Context) {
 			log.G(ctx).Info("runtime events: the runtime has no containerd events API; relisting every period only")
 			return
 		}
-		log.G(ctx).WithError(err).Warnf("runtime events: subscription to %s lost; retrying in %s", e.endpoint, e.retry)
+		log.G(ctx).WithError(err).Warnf("runtime events: subscription to %s lost; retrying in %s", e.Endpoint, e.Retry)
 		select {
 		case <-ctx.Done():
 			return
-		case <-e.clock.After(e.retry):
+		case <-e.Clock.After(e.Retry):
 		}
 	}
 }
 
 // subscribe reads task events until the stream fails.
-func (e *taskEvents) subscribe(ctx context.Context, client eventsapi.EventsClient) error {
+func (e *Waker) subscribe(ctx context.Context, client eventsapi.EventsClient) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := client.Subscribe(ctx, &eventsapi.SubscribeRequest{
-		Filters: []string{fmt.Sprintf(`namespace==%q,topic~="^/tasks/"`, e.namespace)},
+		Filters: []string{fmt.Sprintf(`namespace==%q,topic~="^/tasks/"`, e.Namespace)},
 	})
 	if err != nil {
 		return err
@@ -103,21 +112,21 @@ func (e *taskEvents) subscribe(ctx context.Context, client eventsapi.EventsClien
 		e.signal()
 		e.mu.Lock()
 		e.stopTimersLocked()
-		for _, d := range e.settle {
-			e.timers = append(e.timers, e.clock.AfterFunc(d, e.signal))
+		for _, d := range e.Settle {
+			e.timers = append(e.timers, e.Clock.AfterFunc(d, e.signal))
 		}
 		e.mu.Unlock()
 	}
 }
 
-func (e *taskEvents) stopTimersLocked() {
+func (e *Waker) stopTimersLocked() {
 	for _, t := range e.timers {
 		t.Stop()
 	}
 	e.timers = e.timers[:0]
 }
 
-func (e *taskEvents) stopTimer() {
+func (e *Waker) stopTimer() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.stopTimersLocked()

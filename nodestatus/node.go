@@ -1,0 +1,136 @@
+package nodestatus
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crivk/crivk/cri"
+	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// NodeConfig describes the node crivk registers.
+type NodeConfig struct {
+	Name           string
+	InternalIP     string
+	KubeletPort    int32
+	MaxPods        int64
+	RootDir        string // its filesystem gives ephemeral-storage
+	AgentVersion   string // reported as kubeletVersion, e.g. v1.35.4-crivk.0
+	RuntimeVersion cri.VersionInfo
+	Labels         map[string]string
+	// Taints are set when the Node is created (--register-with-taints).
+	Taints []v1.Taint
+	// Reservations are taken off the capacity for the allocatable.
+	Reservations Reservations
+}
+
+// BuildNode returns the Node object crivk registers, with capacity read from
+// the machine and conditions from the runtime's readiness rd.
+func BuildNode(cfg NodeConfig, rd cri.Readiness, now time.Time) (*v1.Node, error) {
+	mem, err := memTotal()
+	if err != nil {
+		return nil, err
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(cfg.RootDir, &fs); err != nil {
+		return nil, fmt.Errorf("statfs of root dir %s: %w", cfg.RootDir, err)
+	}
+	storage := int64(fs.Blocks) * int64(fs.Bsize)
+	capacity := v1.ResourceList{
+		v1.ResourceCPU:              *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI),
+		v1.ResourceMemory:           *resource.NewQuantity(mem, resource.BinarySI),
+		v1.ResourcePods:             *resource.NewQuantity(cfg.MaxPods, resource.DecimalSI),
+		v1.ResourceEphemeralStorage: *resource.NewQuantity(storage, resource.BinarySI),
+	}
+	labels := map[string]string{
+		"kubernetes.io/hostname":  cfg.Name,
+		"kubernetes.io/os":        runtime.GOOS,
+		"kubernetes.io/arch":      runtime.GOARCH,
+		"beta.kubernetes.io/os":   runtime.GOOS,
+		"beta.kubernetes.io/arch": runtime.GOARCH,
+		"node.crivk.io/agent":     "crivk",
+	}
+	for k, v := range cfg.Labels {
+		labels[k] = v
+	}
+	uname := unix.Utsname{}
+	_ = unix.Uname(&uname)
+	n := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: cfg.Name, Labels: labels},
+		Status: v1.NodeStatus{
+			Capacity:    capacity,
+			Allocatable: cfg.Reservations.Allocatable(capacity),
+			Addresses: []v1.NodeAddress{
+				{Type: v1.NodeInternalIP, Address: cfg.InternalIP},
+				{Type: v1.NodeHostName, Address: cfg.Name},
+			},
+			DaemonEndpoints: v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: cfg.KubeletPort}},
+			NodeInfo: v1.NodeSystemInfo{
+				MachineID:       readTrim("/etc/machine-id"),
+				SystemUUID:      readTrim("/sys/class/dmi/id/product_uuid"),
+				BootID:          readTrim("/proc/sys/kernel/random/boot_id"),
+				KernelVersion:   unix.ByteSliceToString(uname.Release[:]),
+				OSImage:         osImage(),
+				OperatingSystem: runtime.GOOS,
+				Architecture:    runtime.GOARCH,
+				KubeletVersion:  cfg.AgentVersion,
+			},
+		},
+	}
+	if cfg.RuntimeVersion.RuntimeName != "" { // unknown while the runtime is down
+		n.Status.NodeInfo.ContainerRuntimeVersion = cfg.RuntimeVersion.RuntimeName + "://" + cfg.RuntimeVersion.RuntimeVersion
+	}
+	n.Status.Conditions = NodeConditions(nil, rd, now)
+	n.Spec.Taints = append([]v1.Taint(nil), cfg.Taints...)
+	n.Status.Phase = v1.NodeRunning
+	return n, nil
+}
+
+// MemoryCapacity is the machine's memory in bytes (MemTotal of
+// /proc/meminfo), the node's memory capacity.
+func MemoryCapacity() (int64, error) { return memTotal() }
+
+func memTotal() (int64, error) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+			kb, err := strconv.ParseInt(fields[1], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("parsing MemTotal in /proc/meminfo: %w", err)
+			}
+			return kb * 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("no MemTotal in /proc/meminfo")
+}
+
+func readTrim(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func osImage() string {
+	for _, line := range strings.Split(readTrim("/etc/os-release"), "\n") {
+		if v, ok := strings.CutPrefix(line, "PRETTY_NAME="); ok {
+			return strings.Trim(v, `"`)
+		}
+	}
+	return runtime.GOOS
+}
