@@ -1,11 +1,17 @@
-// Package provider adapts virtual-kubelet's interfaces to crivk's engine.
+// Package provider is virtual-kubelet's PodLifecycleHandler over crivk's
+// engine (lifecycle.Engine): it hands the pods virtual-kubelet's pod
+// controller gives it to the engine, and the statuses the engine publishes
+// back to the controller. It makes no decision of its own about a pod.
 //
-// virtual-kubelet's PodController watches the pods bound to this node and
-// calls, per namespace/name key:
+// virtual-kubelet's PodController (run by internal/vknode) watches the
+// pods bound to this node and calls, per namespace/name key:
 //
-//	informer add/update ──> CreatePod / UpdatePod ──> lifecycle.Engine.UpdatePod
-//	deletionTimestamp   ──> DeletePod             ──> lifecycle.Engine.Kill
-//	object gone         ──> GetPod + DeletePod    ──> Engine.Kill (clean up)
+//	informer add/update ──> CreatePod / UpdatePod ──> Engine.UpdatePod
+//	deletionTimestamp   ──> DeletePod             ──> Engine.Kill (KillUnknown
+//	                                                  for a pod it never had)
+//	its own grace-0 delete ──> podstatus.DeleteGuard ──> DeletePod (the same)
+//	object gone         ──> GetPod + DeletePod    ──> Engine.Kill (a no-op,
+//	                                                  or the clean-up of leftovers)
 //	Engine status       ──> NotifyPods callback   ──> PodController UpdateStatus
 //
 // The two state machines side by side: virtual-kubelet's, per
@@ -19,50 +25,60 @@
 //	                                            │ terminal phase
 //	                                            v
 //	deletionTimestamp set ───────DeletePod──> kill ──> terminating (grace)
-//	  (force delete after grace:                │ containers stopped
-//	   backstop only)                           v
-//	                                          terminated: final status,
-//	UpdateStatus <──────NotifyPods──────────  runtime removed, API object
-//	                                          deleted (grace 0, UID precondition)
+//	  (its force delete, at once for a          │ containers stopped
+//	   pod not running or at the end of         v
+//	   the grace period: DeletePod too,       terminated: final status,
+//	   through podstatus.DeleteGuard)         volumes and cgroup gone,
+//	UpdateStatus <──────NotifyPods──────────  API object deleted (podstatus:
+//	                                          grace 0, UID precondition),
+//	                                          runtime removed
 //	object gone ────────DeletePod (again)──>  no-op / clean-up of leftovers
 //	                                          finished ──> forgotten
 //
 // How the two state machines meet, and where crivk compensates for
 // virtual-kubelet's behaviour so that kubelet semantics hold:
 //
-//   - Final deletion. The kubelet's status manager deletes a pod object (grace
-//     0, UID precondition) once its containers are stopped and its final status
-//     was written. virtual-kubelet instead force-deletes after the full
-//     deletion grace period, whatever the containers did. The provider deletes
-//     the object itself from Engine's OnTerminated, so a pod that stops in one
-//     second is gone in about one second, and never before its containers
-//     stopped. virtual-kubelet's delayed force delete remains as a backstop.
+//   - Deletion. virtual-kubelet never removes a pod object itself: it
+//     force-deletes (grace 0) at the end of the deletion grace period, and
+//     at once for a pod marked for deletion whose API status shows no
+//     running container, but its pod client is podstatus.DeleteGuard,
+//     which turns each such delete into DeletePod. The object goes only
+//     from the engine's OnTerminated (podstatus.DeleteOnTerminated), once
+//     the containers are stopped, the volumes and cgroup are gone and the
+//     final status is written: a pod that stops in one second is gone in
+//     about one second, and never before its containers stopped. The
+//     podstatus package states this promise and names every place that
+//     keeps it.
 //   - Identity. virtual-kubelet keys pods by namespace/name; the engine keys
 //     them by UID, so a pod recreated under the same name is a new pod.
 //   - Status ownership. virtual-kubelet writes the whole status the provider
 //     hands it; NotifyPods replaces the conditions the node does not own
 //     (PodScheduled, DisruptionTarget, readiness gates) with the informer's
-//     current ones first, so they are never rolled back.
-//   - Force delete of non-running pods. virtual-kubelet deletes a pod object
-//     marked for deletion at once when no container runs, before calling
-//     DeletePod; the engine cleans the runtime right after (Kill from the
-//     object-gone path). Runtime pods of no API pod (deleted while crivk was
-//     down) are stopped and removed by the engine's housekeeping once the
-//     pod informer has synced (lifecycle.Config.APIPods, APIPodsSynced).
+//     current ones first (lifecycle.WithForeignConditions, the one rule),
+//     so they are never rolled back.
+//   - Pods of no API object. Runtime pods of no API pod (deleted while
+//     crivk was down) are stopped and removed by the engine's housekeeping
+//     once the pod informer has synced (lifecycle.Config.APIPods,
+//     APIPodsSynced); a deleted pod the engine never had is handed to
+//     Engine.KillUnknown.
 //   - Terminal pods. virtual-kubelet stops tracking Succeeded/Failed pods;
 //     the engine keeps their stopped containers (and logs) until deletion,
 //     as the kubelet does, and its status manager never lets a terminal
 //     phase regress.
 //
-// The NodeProvider (node.go) reports the node's conditions from the
-// runtime's own readiness (CRI Status) and is pinged by the node controller.
-// Container logs are served from the CRI log files (logs.go).
-//
+// Beside the handler the package holds what the engine reads of the API:
 // Objects (objects.go) is the engine's lifecycle.Objects with least
 // privilege: the ConfigMaps and Secrets pods reference are read by name and
 // kept current by one watch per object (field selector on the name); a
 // change syncs the referencing pods at once (Engine.Kick), so mounted files
-// follow within about a second. cmd/crivk runs virtual-kubelet's
-// controllers without their cluster-wide ConfigMap/Secret/Service informers
-// (docs/rbac.md).
+// follow within about a second; the Services for the containers'
+// service-link variables come from one list-and-watch (services.go).
+// Container logs are served from the CRI log files (logs.go).
+// virtual-kubelet's controllers run without their cluster-wide
+// ConfigMap/Secret/Service informers (internal/vknode, docs/rbac.md).
+//
+// What it must never do: delete a pod object or decide when one goes
+// (podstatus does), decide what a pod runs or what its status is (the
+// engine does), or hold the Node object or the node's HTTPS API (the
+// nodestatus and nodeapi packages).
 package provider

@@ -2,125 +2,14 @@ package provider
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 	corev1listers "k8s.io/client-go/listers/core/v1"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 )
-
-func TestDeleteOnTerminated(t *testing.T) {
-	now := metav1.Now()
-	deleting := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1", DeletionTimestamp: &now}}
-	for _, tc := range []struct {
-		name       string
-		pod        *v1.Pod
-		wantDelete bool
-	}{
-		{"deleted pod: object removed with grace 0 and UID precondition", deleting, true},
-		{"pod not being deleted: left alone", &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1"}}, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			client := fake.NewSimpleClientset(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1"}})
-			var got *metav1.DeleteOptions
-			client.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-				opts := a.(k8stesting.DeleteActionImpl).DeleteOptions
-				got = &opts
-				return false, nil, nil
-			})
-			if err := DeleteOnTerminated(client.CoreV1(), nil, nil)(context.Background(), tc.pod); err != nil {
-				t.Fatal(err)
-			}
-			if !tc.wantDelete {
-				if got != nil {
-					t.Errorf("deleted a pod that is not being deleted")
-				}
-				return
-			}
-			if got == nil || got.GracePeriodSeconds == nil || *got.GracePeriodSeconds != 0 ||
-				got.Preconditions == nil || got.Preconditions.UID == nil || *got.Preconditions.UID != "u1" {
-				t.Fatalf("delete options %+v, want grace 0 and UID precondition u1", got)
-			}
-			// Already gone: not an error.
-			if err := DeleteOnTerminated(client.CoreV1(), nil, nil)(context.Background(), tc.pod); err != nil {
-				t.Errorf("second delete of a gone pod: %v", err)
-			}
-		})
-	}
-}
-
-// TestDeleteOnTerminatedWritesFinalStatus: an API object still showing the
-// pod Running gets the final status before it is deleted (the kubelet's
-// order); one that shows it already is only deleted. Other writers'
-// conditions stay.
-func TestDeleteOnTerminatedWritesFinalStatus(t *testing.T) {
-	now := metav1.Now()
-	meta := metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1", DeletionTimestamp: &now}
-	running := v1.PodStatus{Phase: v1.PodRunning,
-		Conditions:        []v1.PodCondition{{Type: v1.DisruptionTarget, Status: v1.ConditionTrue}, {Type: v1.PodReady, Status: v1.ConditionTrue}},
-		ContainerStatuses: []v1.ContainerStatus{{Name: "c", State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}}
-	final := v1.PodStatus{Phase: v1.PodFailed,
-		Conditions:        []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse}},
-		ContainerStatuses: []v1.ContainerStatus{{Name: "c", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 137}}}}}
-	for _, tc := range []struct {
-		name      string
-		apiStatus v1.PodStatus
-		wantWrite bool
-	}{
-		{"API shows Running: final status written first", running, true},
-		{"API shows the final status: only deleted", final, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			client := fake.NewSimpleClientset(&v1.Pod{ObjectMeta: meta, Status: tc.apiStatus})
-			var order []string
-			var written *v1.Pod
-			client.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-				if a.GetSubresource() == "status" {
-					order = append(order, "status")
-					written = a.(k8stesting.UpdateAction).GetObject().(*v1.Pod)
-				}
-				return false, nil, nil
-			})
-			client.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-				order = append(order, "delete")
-				return false, nil, nil
-			})
-			pod := &v1.Pod{ObjectMeta: meta, Status: final}
-			if err := DeleteOnTerminated(client.CoreV1(), nil, nil)(context.Background(), pod); err != nil {
-				t.Fatal(err)
-			}
-			want := []string{"delete"}
-			if tc.wantWrite {
-				want = []string{"status", "delete"}
-			}
-			if strings.Join(order, ",") != strings.Join(want, ",") {
-				t.Fatalf("calls %v, want %v", order, want)
-			}
-			if !tc.wantWrite {
-				return
-			}
-			if written.Status.Phase != v1.PodFailed || written.Status.ContainerStatuses[0].State.Terminated == nil {
-				t.Errorf("written status %+v, want the final one", written.Status)
-			}
-			if !hasCondition(written.Status.Conditions, v1.DisruptionTarget) {
-				t.Errorf("the DisruptionTarget condition of another writer was dropped: %+v", written.Status.Conditions)
-			}
-			for _, c := range written.Status.Conditions {
-				if c.Type == v1.PodReady && c.Status != v1.ConditionFalse {
-					t.Errorf("Ready %s, want the final status's False", c.Status)
-				}
-			}
-		})
-	}
-}
 
 // fakeEngine records what the provider asks of the engine.
 type fakeEngine struct {
@@ -201,70 +90,5 @@ func TestProviderNotifyKeepsOtherWritersConditions(t *testing.T) {
 	}
 	if ours.Status.Conditions[0].Type != v1.PodReady || len(ours.Status.Conditions) != 1 {
 		t.Error("the engine's copy was modified")
-	}
-}
-
-// TestDeleteOnTerminatedUsesTheCache: the informer's copy saves the GET. A
-// copy showing the final status needs no write; a current one is written
-// without a read; a stale one conflicts and the write is retried against a
-// fresh GET, so the final status is never lost.
-func TestDeleteOnTerminatedUsesTheCache(t *testing.T) {
-	now := metav1.Now()
-	meta := metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1", DeletionTimestamp: &now, ResourceVersion: "5"}
-	running := v1.PodStatus{Phase: v1.PodRunning,
-		ContainerStatuses: []v1.ContainerStatus{{Name: "c", State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}}
-	final := v1.PodStatus{Phase: v1.PodFailed,
-		ContainerStatuses: []v1.ContainerStatus{{Name: "c", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 137}}}}}
-	for _, tc := range []struct {
-		name        string
-		cachedRV    string
-		cachedState v1.PodStatus
-		want        []string
-	}{
-		{"cache shows the final status: only deleted", "5", final, []string{"delete"}},
-		{"cache current: written without a read", "5", running, []string{"status@5", "delete"}},
-		{"cache stale: conflict, then read and written", "4", running, []string{"status@4", "get", "status@5", "delete"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			client := fake.NewSimpleClientset(&v1.Pod{ObjectMeta: meta, Status: running})
-			var calls []string
-			client.PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-				calls = append(calls, "get")
-				return false, nil, nil
-			})
-			client.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-				if a.GetSubresource() != "status" {
-					return false, nil, nil
-				}
-				obj := a.(k8stesting.UpdateAction).GetObject().(*v1.Pod)
-				calls = append(calls, "status@"+obj.ResourceVersion)
-				if obj.ResourceVersion != "5" {
-					return true, nil, apierrors.NewConflict(v1.Resource("pods"), obj.Name, fmt.Errorf("the object has been modified"))
-				}
-				if obj.Status.Phase != v1.PodFailed {
-					t.Errorf("written phase %s, want Failed", obj.Status.Phase)
-				}
-				return false, nil, nil
-			})
-			client.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-				calls = append(calls, "delete")
-				return false, nil, nil
-			})
-			cachedMeta := meta
-			cachedMeta.ResourceVersion = tc.cachedRV
-			cached := &v1.Pod{ObjectMeta: cachedMeta, Status: tc.cachedState}
-			lookup := func(namespace, name string) *v1.Pod {
-				if namespace == "ns" && name == "p" {
-					return cached
-				}
-				return nil
-			}
-			if err := DeleteOnTerminated(client.CoreV1(), lookup, nil)(context.Background(), &v1.Pod{ObjectMeta: meta, Status: final}); err != nil {
-				t.Fatal(err)
-			}
-			if strings.Join(calls, ",") != strings.Join(tc.want, ",") {
-				t.Fatalf("calls %v, want %v", calls, tc.want)
-			}
-		})
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/cri/taskevents"
+	"github.com/crivk/crivk/internal/vknode"
 	"github.com/crivk/crivk/lifecycle"
 	"github.com/crivk/crivk/lifecycle/admission"
 	"github.com/crivk/crivk/lifecycle/cm"
@@ -30,6 +31,7 @@ import (
 	"github.com/crivk/crivk/metrics"
 	"github.com/crivk/crivk/nodeapi"
 	"github.com/crivk/crivk/nodestatus"
+	"github.com/crivk/crivk/podstatus"
 	"github.com/crivk/crivk/provider"
 	"github.com/sirupsen/logrus"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
@@ -378,18 +380,20 @@ func run(ctx context.Context, o *options) error {
 	// The node's pod informer (only pods bound to this node), run by the
 	// virtual-kubelet node; the engine, the provider and the objects read
 	// its view.
-	podInf := newPodInformer(clients.core, o.nodeName, time.Minute)
+	podInf := vknode.NewPodInformer(clients.core, o.nodeName, time.Minute)
 	a, err := startEngine(ctx, o, clients, rt, ver, nodeObj, recorder, pods, metrics, podInf)
 	if err != nil {
 		return err
 	}
 	// Not nodeutil.NewNode: it lists and watches every ConfigMap, Secret
-	// and Service of the cluster (vknode.go).
-	n, err := newVKNode(vkNodeConfig{
-		Clients: clients, Node: nodeObj, Provider: a.provider, NodeProvider: a.nodeProvider, Recorder: recorder,
+	// and Service of the cluster (internal/vknode).
+	n, err := vknode.New(vknode.Config{
+		Nodes: clients.nodes, Leases: clients.leases, Node: nodeObj, Provider: a.provider, NodeProvider: a.nodeProvider, Recorder: recorder,
 		Mux: a.mux, ListenAddr: net.JoinHostPort(o.address, fmt.Sprint(o.port)), TLS: tlsOpts, Auth: auth.Wrap, Workers: 10,
 		StatusReport: o.nodeStatusReportFrequency, Watched: a.nodes.Watched, PodInformer: podInf,
-		StatusWrites: a.statusWrites,
+		// Removals with grace 0 become crivk's own termination: no
+		// object goes before its containers stop (podstatus).
+		PodClient: podstatus.NewDeleteGuard(clients.core, podInf.Lister(), a.provider.DeletePod, a.statusWrites),
 	})
 	if err != nil {
 		return err
@@ -618,15 +622,15 @@ type agent struct {
 	nodes        *nodestatus.View
 	mux          *http.ServeMux
 	// statusWrites is shared by the deletion path and virtual-kubelet's
-	// status writes (deleteguard.go).
-	statusWrites *provider.StatusWrites
+	// status writes (podstatus.DeleteGuard).
+	statusWrites *podstatus.StatusWrites
 }
 
 // startEngine builds the engine with its volumes, probes, PLEG (woken by
 // containerd's task events), node provider and log rotation, and starts
 // their loops.
-func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.Runtime, ver cri.VersionInfo, nodeObj *v1.Node, recorder record.EventRecorder, pods *cm.Manager, metrics *metrics.Agent, podInf podInformer) (*agent, error) {
-	a := &agent{mux: http.NewServeMux(), statusWrites: provider.NewStatusWrites()}
+func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.Runtime, ver cri.VersionInfo, nodeObj *v1.Node, recorder record.EventRecorder, pods *cm.Manager, metrics *metrics.Agent, podInf vknode.PodInformer) (*agent, error) {
+	a := &agent{mux: http.NewServeMux(), statusWrites: podstatus.NewStatusWrites()}
 	apiPods := podInf.Lister()
 	cache := lifecycle.NewCache()
 	// Volumes: the objects pods reference are read with least privilege
@@ -675,13 +679,8 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		RuntimeName:   ver.RuntimeName,
 		NodeIP:        o.nodeIP,
 		SyncInterval:  o.syncInterval,
-		OnTerminated: provider.DeleteOnTerminated(clients.core, func(namespace, name string) *v1.Pod {
-			p, err := apiPods.Pods(namespace).Get(name)
-			if err != nil {
-				return nil
-			}
-			return p
-		}, a.statusWrites),
+		OnTerminated: podstatus.DeleteOnTerminated(clients.core, apiPods,
+			a.statusWrites),
 		Recorder:           recorder,
 		RootDir:            o.rootDir,
 		Objects:            a.objects,
@@ -732,17 +731,17 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		pods, _ := apiPods.Pods(namespace).List(labels.Everything())
 		return pods
 	}, a.engine.Kick)
-	if _, err := podInf.Informer().AddEventHandler(readinessGateKicks(a.engine.Kick)); err != nil {
+	if _, err := podInf.Informer().AddEventHandler(vknode.ReadinessGateKicks(a.engine.Kick)); err != nil {
 		log.L.WithError(err).Warn("readiness gates are seen at each pod's resync only")
 	}
-	if _, err := podInf.Informer().AddEventHandler(forgetDeleted(a.statusWrites)); err != nil {
+	if _, err := podInf.Informer().AddEventHandler(podstatus.ForgetDeleted(a.statusWrites)); err != nil {
 		return nil, err
 	}
 	return a, nil
 }
 
 // serveNode runs the node and pod controllers until ctx ends.
-func serveNode(ctx context.Context, o *options, n *vkNode, a *agent) error {
+func serveNode(ctx context.Context, o *options, n *vknode.Node, a *agent) error {
 	go func() {
 		if err := n.WaitReady(ctx); err != nil {
 			return

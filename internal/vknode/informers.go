@@ -1,4 +1,4 @@
-package main
+package vknode
 
 import (
 	"context"
@@ -23,16 +23,19 @@ import (
 // into the binary): a third of the binary, and of the agent's resident
 // memory, for code a node agent never runs (docs/benchmarks.md).
 
-// podInformer is the node's pod informer: only pods bound to this node
-// (the field selector the kubelet uses), resynced every minute like
-// virtual-kubelet's own.
-type podInformer struct {
+// PodInformer is the node's pod informer: only pods bound to this node
+// (the field selector the kubelet uses). Node runs it; its users read its
+// Lister and add handlers to its Informer before.
+type PodInformer struct {
 	informer cache.SharedIndexInformer
 }
 
-var _ corev1informers.PodInformer = podInformer{}
+var _ corev1informers.PodInformer = PodInformer{}
 
-func newPodInformer(pods corev1client.PodsGetter, nodeName string, resync time.Duration) podInformer {
+// NewPodInformer returns the informer of the pods bound to nodeName, listed
+// and watched through pods and resynced every resync (crivk: a minute, like
+// virtual-kubelet's own).
+func NewPodInformer(pods corev1client.PodsGetter, nodeName string, resync time.Duration) PodInformer {
 	selector := fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -46,11 +49,14 @@ func newPodInformer(pods corev1client.PodsGetter, nodeName string, resync time.D
 	}
 	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, pods), &v1.Pod{}, resync,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	return podInformer{informer: inf}
+	return PodInformer{informer: inf}
 }
 
-func (i podInformer) Informer() cache.SharedIndexInformer { return i.informer }
-func (i podInformer) Lister() corev1listers.PodLister {
+// Informer is the shared informer; add handlers to it, do not run it.
+func (i PodInformer) Informer() cache.SharedIndexInformer { return i.informer }
+
+// Lister reads the informer's view.
+func (i PodInformer) Lister() corev1listers.PodLister {
 	return corev1listers.NewPodLister(i.informer.GetIndexer())
 }
 

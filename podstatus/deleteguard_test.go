@@ -1,10 +1,9 @@
-package main
+package podstatus
 
 import (
 	"context"
 	"testing"
 
-	"github.com/crivk/crivk/provider"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,7 +13,6 @@ import (
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 )
 
 // recordingPods records the deletes that reach the API.
@@ -60,14 +58,11 @@ func TestDeleteGuard(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var deleted []string
 			var terminated []types.UID
-			g := deleteGuard{
-				PodsGetter: recordingGetter{deleted: &deleted},
-				pods:       corev1listers.NewPodLister(indexer),
-				terminate: func(_ context.Context, p *v1.Pod) error {
+			g := NewDeleteGuard(recordingGetter{deleted: &deleted}, corev1listers.NewPodLister(indexer),
+				func(_ context.Context, p *v1.Pod) error {
 					terminated = append(terminated, p.UID)
 					return nil
-				},
-			}
+				}, nil)
 			if err := g.Pods("ns").Delete(context.Background(), tc.pod, tc.opts); err != nil {
 				t.Fatal(err)
 			}
@@ -84,26 +79,6 @@ func TestDeleteGuard(t *testing.T) {
 	}
 }
 
-func TestVKRecorderDropsProviderSuccess(t *testing.T) {
-	fake := record.NewFakeRecorder(10)
-	r := vkRecorder{fake}
-	pod := &v1.Pod{}
-	r.Event(pod, v1.EventTypeNormal, "ProviderCreateSuccess", "Create pod in provider successfully")
-	r.Eventf(pod, v1.EventTypeNormal, "ProviderUpdateSuccess", "Update pod in provider successfully")
-	r.AnnotatedEventf(pod, nil, v1.EventTypeNormal, "ProviderDeleteSuccess", "Delete pod in provider successfully")
-	r.Eventf(pod, v1.EventTypeWarning, "ProviderCreateFailed", "failed: %s", "boom")
-	r.Event(pod, v1.EventTypeNormal, "Pulled", "image present")
-	close(fake.Events)
-	var got []string
-	for e := range fake.Events {
-		got = append(got, e)
-	}
-	want := []string{"Warning ProviderCreateFailed failed: boom", "Normal Pulled image present"}
-	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
-		t.Errorf("events %q, want %q", got, want)
-	}
-}
-
 // The guard records each status write that succeeds and drops the queued
 // writes of a pod whose final status the deletion path writes; the
 // informer's delete forgets the pod.
@@ -111,8 +86,8 @@ func TestDeleteGuardStatusWrites(t *testing.T) {
 	client := fake.NewSimpleClientset(
 		&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "ua", ResourceVersion: "3"}},
 		&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "ub", ResourceVersion: "3"}})
-	writes := provider.NewStatusWrites()
-	g := deleteGuard{PodsGetter: client.CoreV1(), writes: writes}
+	writes := NewStatusWrites()
+	g := NewDeleteGuard(client.CoreV1(), nil, nil, writes)
 	updates := 0
 	client.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		updates++
@@ -136,7 +111,7 @@ func TestDeleteGuardStatusWrites(t *testing.T) {
 	if updates != 1 {
 		t.Errorf("a write of a pod whose final status is written reached the API")
 	}
-	h := forgetDeleted(writes)
+	h := ForgetDeleted(writes)
 	h.OnDelete(running)
 	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/b", Obj: stale})
 	if writes.Len() != 0 {

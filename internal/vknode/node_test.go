@@ -1,8 +1,9 @@
-package main
+package vknode
 
 import (
 	"context"
 	"errors"
+	"net/http"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 )
 
 // The node controller's GET before each status PATCH is served from the
@@ -145,4 +147,40 @@ func TestNodeControllerRequestsAtIdle(t *testing.T) {
 		cancel()
 		<-nc.Done()
 	})
+}
+
+// New refuses a configuration without one of its required parts or with a
+// listen address that is not host:port, and builds the node from one that
+// has them.
+func TestNewValidates(t *testing.T) {
+	valid := func() Config {
+		cs := fake.NewClientset()
+		return Config{
+			Node: &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, Nodes: cs.CoreV1(), Leases: cs.CoordinationV1(),
+			PodClient: cs.CoreV1(), Provider: &fakePodProvider{}, NodeProvider: quietNode{},
+			Recorder: record.NewFakeRecorder(1), Mux: http.NewServeMux(),
+			ListenAddr:  "127.0.0.1:10250",
+			PodInformer: NewPodInformer(cs.CoreV1(), "n1", 0),
+		}
+	}
+	for name, tc := range map[string]struct {
+		change func(*Config)
+		ok     bool
+	}{
+		"valid":               {change: func(*Config) {}, ok: true},
+		"no node":             {change: func(c *Config) { c.Node = nil }},
+		"no pod client":       {change: func(c *Config) { c.PodClient = nil }},
+		"no provider":         {change: func(c *Config) { c.Provider = nil }},
+		"no pod informer":     {change: func(c *Config) { c.PodInformer = PodInformer{} }},
+		"listen without port": {change: func(c *Config) { c.ListenAddr = "127.0.0.1" }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := valid()
+			tc.change(&cfg)
+			n, err := New(cfg)
+			if (err == nil) != tc.ok || (n != nil) != tc.ok {
+				t.Errorf("New: %v, %v; want ok %v", n, err, tc.ok)
+			}
+		})
+	}
 }

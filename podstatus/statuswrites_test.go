@@ -1,4 +1,4 @@
-package provider
+package podstatus
 
 import (
 	"context"
@@ -84,10 +84,7 @@ func TestStatusWrites(t *testing.T) {
 func TestDeleteOnTerminatedUsesItsWrites(t *testing.T) {
 	now := metav1.Now()
 	meta := metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1", DeletionTimestamp: &now, ResourceVersion: "6"}
-	running := v1.PodStatus{Phase: v1.PodRunning,
-		ContainerStatuses: []v1.ContainerStatus{{Name: "c", State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}}
-	final := v1.PodStatus{Phase: v1.PodFailed,
-		ContainerStatuses: []v1.ContainerStatus{{Name: "c", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 137}}}}}
+	running, final := runningStatus(), killedStatus()
 	for _, tc := range []struct {
 		name        string
 		writtenStat v1.PodStatus
@@ -120,7 +117,7 @@ func TestDeleteOnTerminatedUsesItsWrites(t *testing.T) {
 			recordWrite(writes, lastWrite)
 			staleMeta := meta
 			staleMeta.ResourceVersion = "4"
-			informer := func(string, string) *v1.Pod { return &v1.Pod{ObjectMeta: staleMeta, Status: running} }
+			informer := listerOf(t, &v1.Pod{ObjectMeta: staleMeta, Status: running})
 			if err := DeleteOnTerminated(client.CoreV1(), informer, writes)(context.Background(), &v1.Pod{ObjectMeta: meta, Status: final}); err != nil {
 				t.Fatal(err)
 			}

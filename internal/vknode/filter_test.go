@@ -1,4 +1,4 @@
-package main
+package vknode
 
 import (
 	"context"
@@ -329,12 +329,12 @@ func (h countingHandler) OnDelete(obj any)            { h.next.OnDelete(obj) }
 
 // wrappedPodInformer wraps the handlers added through it with wrap.
 type wrappedPodInformer struct {
-	podInformer
+	PodInformer
 	wrap func(cache.ResourceEventHandler) cache.ResourceEventHandler
 }
 
 func (i wrappedPodInformer) Informer() cache.SharedIndexInformer {
-	return wrappingInformer{SharedIndexInformer: i.podInformer.Informer(), wrap: i.wrap}
+	return wrappingInformer{SharedIndexInformer: i.PodInformer.Informer(), wrap: i.wrap}
 }
 
 type wrappingInformer struct {
@@ -410,10 +410,10 @@ func startVKHarness(tb testing.TB, ctx context.Context, filtered bool, pod *v1.P
 		h.filter = newVKUpdateFilter()
 		h.provider.filter = h.filter
 	}
-	// newPodInformer's list-watch asks for watch-list semantics, which the
+	// NewPodInformer's list-watch asks for watch-list semantics, which the
 	// fake clientset does not serve: a plain list and watch.
 	pods := h.cs.CoreV1().Pods(v1.NamespaceAll)
-	inf := podInformer{informer: cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+	inf := PodInformer{informer: cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return pods.List(ctx, o) },
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			return pods.Watch(ctx, o)
@@ -425,21 +425,10 @@ func startVKHarness(tb testing.TB, ctx context.Context, filtered bool, pod *v1.P
 		}
 		return countingHandler{next: next, updates: &h.updates}
 	}
-	idle := newIdleInformers()
-	pc, err := node.NewPodController(node.PodControllerConfig{
-		PodClient:                 h.cs.CoreV1(),
-		EventRecorder:             &record.FakeRecorder{},
-		Provider:                  h.provider,
-		PodInformer:               wrappedPodInformer{podInformer: inf, wrap: wrap},
-		SecretInformer:            idleSecrets{idle},
-		ConfigMapInformer:         idleConfigMaps{idle},
-		ServiceInformer:           idleServices{idle},
-		SkipDownwardAPIResolution: true,
-		// crivk's limiters (vknode.go), not the shared 10/s bucket.
-		SyncPodsFromKubernetesRateLimiter:    newRetryBackoff(30 * time.Second),
-		DeletePodsFromKubernetesRateLimiter:  newRetryBackoff(30 * time.Second),
-		SyncPodStatusFromProviderRateLimiter: newRetryBackoff(30 * time.Second),
-	})
+	// crivk's configuration (node.go), over the fake API server, with
+	// the harness's provider and handler chain.
+	pc, err := node.NewPodController(podControllerConfig(h.cs.CoreV1(), &record.FakeRecorder{}, h.provider,
+		wrappedPodInformer{PodInformer: inf, wrap: wrap}))
 	if err != nil {
 		tb.Fatal(err)
 	}

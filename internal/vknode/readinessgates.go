@@ -1,4 +1,4 @@
-package main
+package vknode
 
 import (
 	v1 "k8s.io/api/core/v1"
@@ -6,12 +6,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// readinessGateKicks syncs a pod at once when another writer changes one
+// ReadinessGateKicks syncs a pod at once when another writer changes one
 // of its readiness gates' conditions: virtual-kubelet hands the provider
 // spec changes only, so without this a gate turning True would be seen at
 // the pod's next resync (up to --sync-interval later), where the kubelet
 // sees it at once through its pod manager.
-func readinessGateKicks(kick func(types.UID)) cache.ResourceEventHandler {
+func ReadinessGateKicks(kick func(types.UID)) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(oldObj, newObj any) {
 			old, ok1 := oldObj.(*v1.Pod)

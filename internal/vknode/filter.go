@@ -1,4 +1,4 @@
-package main
+package vknode
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/crivk/crivk/provider"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -264,7 +263,7 @@ func (i filteredInformer) AddEventHandlerWithOptions(h cache.ResourceEventHandle
 // notifyingProvider is the provider handed to virtual-kubelet, with its
 // status callback wrapped by the filter.
 type notifyingProvider struct {
-	*provider.Provider
+	PodProvider
 	f *vkUpdateFilter
 }
 
@@ -277,5 +276,5 @@ var (
 )
 
 func (p notifyingProvider) NotifyPods(ctx context.Context, cb func(*v1.Pod)) {
-	p.Provider.NotifyPods(ctx, p.f.notify(cb))
+	p.PodProvider.NotifyPods(ctx, p.f.notify(cb))
 }

@@ -1,4 +1,4 @@
-package provider
+package podstatus
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 )
 
 // StatusWrites is what this agent last wrote of each pod's status, the part
@@ -156,6 +157,21 @@ func (w *StatusWrites) Forget(uid types.UID) {
 	if f := w.inflight[uid]; f != nil {
 		f.release()
 		delete(w.inflight, uid)
+	}
+}
+
+// ForgetDeleted is the pod informer handler that drops a pod's entries
+// (Forget) when its object leaves the informer, whoever deleted it.
+func ForgetDeleted(writes *StatusWrites) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if p, ok := obj.(*v1.Pod); ok {
+				writes.Forget(p.UID)
+			}
+		},
 	}
 }
 

@@ -1,18 +1,16 @@
-package main
+package podstatus
 
 import (
 	"context"
 
-	"github.com/crivk/crivk/provider"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 )
 
-// deleteGuard is the pod client virtual-kubelet's pod controller gets. It
+// DeleteGuard is the pod client virtual-kubelet's pod controller gets. It
 // keeps the kubelet's rule that a pod object goes only after its
 // containers have stopped: virtual-kubelet v1.13 removes objects itself
 // (a delete with grace 0) when the deletion grace period expires
@@ -27,7 +25,7 @@ import (
 // is handed to terminate (the provider's DeletePod: the engine stops its
 // containers with the grace period, tears down its volumes and only then
 // deletes the object with grace 0 and a UID precondition,
-// provider.DeleteOnTerminated). A pod the engine never knew goes through
+// DeleteOnTerminated). A pod the engine never knew goes through
 // the same path, which finds nothing in the runtime and deletes the object
 // at once, so no pod is stuck. Graceful deletes (grace > 0, which only mark
 // the object) and every other call pass through.
@@ -36,20 +34,33 @@ import (
 // nil): each write that succeeds is recorded, and a write of a pod whose
 // final status DeleteOnTerminated writes is dropped as stale (it would
 // only conflict with the final one, or reach a deleted object).
-type deleteGuard struct {
-	corev1client.PodsGetter
+type DeleteGuard struct {
+	client    corev1client.PodsGetter
 	pods      corev1listers.PodLister
 	terminate func(ctx context.Context, pod *v1.Pod) error
-	writes    *provider.StatusWrites
+	writes    *StatusWrites
 }
 
-func (g deleteGuard) Pods(namespace string) corev1client.PodInterface {
-	return guardedPods{PodInterface: g.PodsGetter.Pods(namespace), guard: g, namespace: namespace}
+var _ corev1client.PodsGetter = DeleteGuard{}
+
+// NewDeleteGuard returns the guard over client. pods is the node's pod
+// informer's view (a pod not in it is gone already); terminate is the
+// provider's DeletePod, which hands the pod to the engine's termination
+// and returns at once; writes (nil: none) is the record of this agent's
+// status writes, shared with DeleteOnTerminated.
+func NewDeleteGuard(client corev1client.PodsGetter, pods corev1listers.PodLister, terminate func(ctx context.Context, pod *v1.Pod) error, writes *StatusWrites) DeleteGuard {
+	return DeleteGuard{client: client, pods: pods, terminate: terminate, writes: writes}
+}
+
+// Pods returns the namespace's pod client with Delete and UpdateStatus
+// guarded; every other call is client's.
+func (g DeleteGuard) Pods(namespace string) corev1client.PodInterface {
+	return guardedPods{PodInterface: g.client.Pods(namespace), guard: g, namespace: namespace}
 }
 
 type guardedPods struct {
 	corev1client.PodInterface
-	guard     deleteGuard
+	guard     DeleteGuard
 	namespace string
 }
 
@@ -90,19 +101,4 @@ func (p guardedPods) UpdateStatus(ctx context.Context, pod *v1.Pod, opts metav1.
 	}
 	end(written)
 	return out, err
-}
-
-// forgetDeleted drops a pod's status record when its object leaves the
-// informer, whoever deleted it.
-func forgetDeleted(writes *provider.StatusWrites) cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			if p, ok := obj.(*v1.Pod); ok {
-				writes.Forget(p.UID)
-			}
-		},
-	}
 }

@@ -1,4 +1,4 @@
-package main
+package vknode
 
 import (
 	"testing"
@@ -28,7 +28,7 @@ func TestReadinessGateKicks(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var kicked []types.UID
-			readinessGateKicks(func(uid types.UID) { kicked = append(kicked, uid) }).OnUpdate(tc.old, tc.cur)
+			ReadinessGateKicks(func(uid types.UID) { kicked = append(kicked, uid) }).OnUpdate(tc.old, tc.cur)
 			if (len(kicked) == 1) != tc.kick {
 				t.Errorf("kicked %v, want kick %v", kicked, tc.kick)
 			}

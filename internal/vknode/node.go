@@ -1,4 +1,4 @@
-package main
+package vknode
 
 import (
 	"context"
@@ -10,31 +10,25 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/crivk/crivk/provider"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1informers "k8s.io/client-go/informers/core/v1"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 )
 
-// vkNode runs virtual-kubelet's node and pod controllers like
+// Node runs virtual-kubelet's node and pod controllers like
 // nodeutil.Node, but without its cluster-wide ConfigMap, Secret and Service
-// informers: nodeutil.NewNode always lists and watches every Secret of the
-// cluster, which a node agent must not need (docs/rbac.md). crivk does not
-// import nodeutil at all (informers.go says why). crivk reads
-// the objects its pods reference itself (provider.Objects) and resolves
-// environments in the engine, so the pod controller is told to skip its
-// own resolution and gets informers that are never started.
-type vkNode struct {
+// informers (doc.go says why), and serves the node API.
+type Node struct {
 	nc          *node.NodeController
 	pc          *node.PodController
-	podInformer podInformer
-	pods        corev1listers.PodLister
+	podInformer PodInformer
 	srv         *http.Server
 	handler     http.Handler
 	listenAddr  string
@@ -43,16 +37,35 @@ type vkNode struct {
 	ready       chan struct{}
 }
 
-type vkNodeConfig struct {
-	Clients      *apiClients
-	Node         *v1.Node
-	Provider     *provider.Provider
+// PodProvider is what the pod controller drives: crivk's provider.Provider.
+type PodProvider interface {
+	node.PodLifecycleHandler
+	node.PodNotifier
+}
+
+// Config is what New needs. Node, Nodes, Leases, PodClient, Provider,
+// NodeProvider, Recorder, Mux and PodInformer are required.
+type Config struct {
+	// Node is the Node object to register and keep.
+	Node *v1.Node
+	// Nodes and Leases are the heartbeat clients: the Node status and the
+	// node Lease are written through them.
+	Nodes  corev1client.NodesGetter
+	Leases coordinationv1client.LeasesGetter
+	// PodClient is the only client the pod controller writes pods through
+	// (their status, and virtual-kubelet's removals). crivk hands it
+	// podstatus.DeleteGuard: no pod object goes before its containers stop.
+	PodClient corev1client.PodsGetter
+	// Provider is handed the pods bound to this node.
+	Provider     PodProvider
 	NodeProvider node.NodeProvider
 	Recorder     record.EventRecorder
-	Mux          *http.ServeMux
-	ListenAddr   string
-	TLS          []func(*tls.Config) error
-	Workers      int
+	// Mux is the node API's mux (package nodeapi's handler is mounted on
+	// it by the caller); it is served on ListenAddr behind Auth.
+	Mux        *http.ServeMux
+	ListenAddr string
+	TLS        []func(*tls.Config) error
+	Workers    int
 	// Auth wraps the node API with authentication and authorization.
 	Auth func(http.Handler) http.Handler
 	// StatusReport is how often the node status is written when nothing
@@ -62,15 +75,20 @@ type vkNodeConfig struct {
 	// the node controller's reads before each status write are served
 	// from it while the watch is connected (viewedNodes).
 	Watched func() (*v1.Node, bool)
-	// PodInformer is the node's pod informer (newPodInformer); the node
+	// PodInformer is the node's pod informer (NewPodInformer); the node
 	// runs it.
-	PodInformer podInformer
-	// StatusWrites records the status writes of the pod controller's
-	// client (deleteGuard); nil: not recorded.
-	StatusWrites *provider.StatusWrites
+	PodInformer PodInformer
 }
 
-func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
+// New builds the node's controllers and its node API server; nothing runs
+// before Run.
+func New(cfg Config) (*Node, error) {
+	switch {
+	case cfg.Node == nil, cfg.Nodes == nil, cfg.Leases == nil, cfg.PodClient == nil,
+		cfg.Provider == nil, cfg.NodeProvider == nil, cfg.Recorder == nil,
+		cfg.Mux == nil, cfg.PodInformer.informer == nil:
+		return nil, errors.New("vknode: Node, Nodes, Leases, PodClient, Provider, NodeProvider, Recorder, Mux and PodInformer are required")
+	}
 	if _, _, err := net.SplitHostPort(cfg.ListenAddr); err != nil {
 		return nil, fmt.Errorf("listen address %q: %w", cfg.ListenAddr, err)
 	}
@@ -85,15 +103,12 @@ func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
 		}
 	}
 	podInformer := cfg.PodInformer
-	// Required by NewPodController, unused with SkipDownwardAPIResolution.
-	idle := newIdleInformers()
-	pods := podInformer.Lister()
-	var nodes corev1client.NodeInterface = cfg.Clients.nodes.Nodes()
+	var nodes corev1client.NodeInterface = cfg.Nodes.Nodes()
 	if cfg.Watched != nil {
 		nodes = &viewedNodes{NodeInterface: nodes, name: cfg.Node.Name, watched: cfg.Watched}
 	}
 	nc, err := node.NewNodeController(cfg.NodeProvider, cfg.Node, nodes,
-		node.WithNodeEnableLeaseV1(cfg.Clients.leases.Leases(v1.NamespaceNodeLease), node.DefaultLeaseDuration),
+		node.WithNodeEnableLeaseV1(cfg.Leases.Leases(v1.NamespaceNodeLease), node.DefaultLeaseDuration),
 		// The kubelet's nodeStatusReportFrequency: with the Lease renewed
 		// every 10 s, the Node status is patched when a condition changes
 		// or the API's node differs (NotifyNodeStatus) and otherwise every
@@ -104,16 +119,34 @@ func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
 		return nil, fmt.Errorf("creating the node controller: %w", err)
 	}
 	// virtual-kubelet's handler sees the informer's updates through the
-	// filter (vkfilter.go), which keeps from it those it would ignore.
+	// filter (filter.go), which keeps from it those it would ignore.
 	filter := newVKUpdateFilter()
-	pc, err := node.NewPodController(node.PodControllerConfig{
-		// Removals with grace 0 become crivk's own termination
-		// (deleteguard.go): no object goes before its containers stop.
-		PodClient:     deleteGuard{PodsGetter: cfg.Clients.core, pods: pods, terminate: cfg.Provider.DeletePod, writes: cfg.StatusWrites},
-		EventRecorder: vkRecorder{cfg.Recorder}, // no Provider*Success events
+	pc, err := node.NewPodController(podControllerConfig(cfg.PodClient,
+		vkRecorder{cfg.Recorder}, // no Provider*Success events
+		notifyingProvider{PodProvider: cfg.Provider, f: filter}, filter.podInformer(podInformer)))
+	if err != nil {
+		return nil, fmt.Errorf("creating the pod controller: %w", err)
+	}
+	var handler http.Handler = cfg.Mux
+	if cfg.Auth != nil {
+		handler = cfg.Auth(handler)
+	}
+	return &Node{nc: nc, pc: pc, podInformer: podInformer, listenAddr: cfg.ListenAddr,
+		handler: handler, tlsConfig: tlsCfg, workers: cfg.Workers, ready: make(chan struct{})}, nil
+}
 
-		Provider:                  notifyingProvider{Provider: cfg.Provider, f: filter},
-		PodInformer:               filter.podInformer(podInformer),
+// podControllerConfig is virtual-kubelet's pod controller as crivk runs
+// it: pods written through client, events to recorder, the pods of
+// informer handed to provider, virtual-kubelet's own environment resolution
+// off, and crivk's retry limiters.
+func podControllerConfig(client corev1client.PodsGetter, recorder record.EventRecorder, provider node.PodLifecycleHandler, informer corev1informers.PodInformer) node.PodControllerConfig {
+	// Required by NewPodController, unused with SkipDownwardAPIResolution.
+	idle := newIdleInformers()
+	return node.PodControllerConfig{
+		PodClient:                 client,
+		EventRecorder:             recorder,
+		Provider:                  provider,
+		PodInformer:               informer,
 		SecretInformer:            idleSecrets{idle},
 		ConfigMapInformer:         idleConfigMaps{idle},
 		ServiceInformer:           idleServices{idle},
@@ -122,21 +155,12 @@ func newVKNode(cfg vkNodeConfig) (*vkNode, error) {
 		SyncPodsFromKubernetesRateLimiter:    newRetryBackoff(30 * time.Second),
 		DeletePodsFromKubernetesRateLimiter:  newRetryBackoff(30 * time.Second),
 		SyncPodStatusFromProviderRateLimiter: newRetryBackoff(30 * time.Second),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("creating the pod controller: %w", err)
 	}
-	var handler http.Handler = cfg.Mux
-	if cfg.Auth != nil {
-		handler = cfg.Auth(handler)
-	}
-	return &vkNode{nc: nc, pc: pc, podInformer: podInformer, pods: pods, listenAddr: cfg.ListenAddr,
-		handler: handler, tlsConfig: tlsCfg, workers: cfg.Workers, ready: make(chan struct{})}, nil
 }
 
 // Run serves the node API, runs the controllers and returns when one of
 // them stops or ctx ends.
-func (n *vkNode) Run(ctx context.Context) error {
+func (n *Node) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	l, err := tls.Listen("tcp", n.listenAddr, n.tlsConfig)
@@ -147,7 +171,7 @@ func (n *vkNode) Run(ctx context.Context) error {
 	return n.run(ctx, l)
 }
 
-func (n *vkNode) run(ctx context.Context, l net.Listener) error {
+func (n *Node) run(ctx context.Context, l net.Listener) error {
 	go func() {
 		if err := n.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.G(ctx).WithError(err).Error("node API server stopped")
@@ -184,7 +208,7 @@ func (n *vkNode) run(ctx context.Context, l net.Listener) error {
 }
 
 // WaitReady returns once both controllers run.
-func (n *vkNode) WaitReady(ctx context.Context) error {
+func (n *Node) WaitReady(ctx context.Context) error {
 	select {
 	case <-n.ready:
 		return nil
@@ -227,14 +251,4 @@ func (c *viewedNodes) Patch(ctx context.Context, name string, pt types.PatchType
 		c.fromAPI.Store(true)
 	}
 	return n, err
-}
-
-// ownNode reads this node from the API server's watch cache (resourceVersion
-// 0, as the kubelet's first try did before its node lister) through the
-// heartbeat client: the node status loop's read while the node watch is
-// not connected (nodeView.APINode).
-func ownNode(c *apiClients, name string) func(ctx context.Context) (*v1.Node, error) {
-	return func(ctx context.Context) (*v1.Node, error) {
-		return c.nodes.Nodes().Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
-	}
 }
