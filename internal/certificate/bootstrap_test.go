@@ -1,4 +1,4 @@
-package main
+package certificate
 
 import (
 	"context"
@@ -119,7 +119,7 @@ func TestWriteNodeKubeconfig(t *testing.T) {
 	}
 }
 
-// fakeCertManager is a certificate.Manager whose certificate the test sets.
+// fakeCertManager is a certmgr.Manager whose certificate the test sets.
 type fakeCertManager struct {
 	mu  sync.Mutex
 	cur *tls.Certificate
@@ -230,7 +230,7 @@ func TestCheckBootstrapCredential(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	start := time.Now()
-	if err := checkBootstrapCredential(ctx, bootstrapConfig{NodeName: "n", BootstrapKubeconfig: boot, CertDir: dir, Retry: 50 * time.Millisecond}); err != nil {
+	if err := checkBootstrapCredential(ctx, BootstrapConfig{NodeName: "n", BootstrapKubeconfig: boot, CertDir: dir, Retry: 50 * time.Millisecond}); err != nil {
 		t.Fatalf("checkBootstrapCredential: %v", err)
 	}
 	mu.Lock()
@@ -245,7 +245,7 @@ func TestCheckBootstrapCredential(t *testing.T) {
 	// No bootstrap kubeconfig at all: retried until cancelled.
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel2()
-	err := checkBootstrapCredential(ctx2, bootstrapConfig{NodeName: "n", BootstrapKubeconfig: filepath.Join(dir, "missing"), CertDir: dir, Retry: 50 * time.Millisecond})
+	err := checkBootstrapCredential(ctx2, BootstrapConfig{NodeName: "n", BootstrapKubeconfig: filepath.Join(dir, "missing"), CertDir: dir, Retry: 50 * time.Millisecond})
 	if err == nil || ctx2.Err() == nil {
 		t.Errorf("missing bootstrap kubeconfig: %v, want a wait ended by the context", err)
 	}
@@ -253,7 +253,7 @@ func TestCheckBootstrapCredential(t *testing.T) {
 
 func TestLoadBootstrapConfigInCluster(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	if _, err := loadBootstrapConfig(inClusterBootstrap); err == nil || !strings.Contains(err.Error(), "--bootstrap-kubeconfig=in-cluster") {
+	if _, err := loadBootstrapConfig(InClusterBootstrap); err == nil || !strings.Contains(err.Error(), "--bootstrap-kubeconfig=in-cluster") {
 		t.Errorf("outside a pod: %v, want an error naming --bootstrap-kubeconfig=in-cluster", err)
 	}
 	if _, err := loadBootstrapConfig(filepath.Join(t.TempDir(), "missing")); err == nil {
