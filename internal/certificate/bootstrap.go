@@ -59,19 +59,33 @@ func NodeClientConfig(ctx context.Context, c BootstrapConfig) (*rest.Config, err
 		return base, nil
 	}
 	fromKubeconfig := kind == kubeconfigCertFile
-	if base == nil {
-		var err error
-		if base, err = loadBootstrapConfig(c.BootstrapKubeconfig); err != nil {
-			return nil, fmt.Errorf("--kubeconfig %s cannot be used and --bootstrap-kubeconfig %s cannot be loaded: %w", c.Kubeconfig, c.BootstrapKubeconfig, err)
-		}
-	}
 	var certFile, keyFile string
 	if fromKubeconfig {
 		certFile, keyFile = base.CertFile, base.KeyFile
 	}
-	store, err := certmgr.NewFileStore(clientCertPrefix, c.CertDir, c.CertDir, certFile, keyFile)
+	fileStore, err := certmgr.NewFileStore(clientCertPrefix, c.CertDir, c.CertDir, certFile, keyFile)
 	if err != nil {
 		return nil, fmt.Errorf("client certificate store %s: %w", c.CertDir, err)
+	}
+	var store certmgr.FileStore = fileStore
+	// The bootstrap kubeconfig names the cluster crivk joins now; it may be
+	// absent while a valid certificate is held (only needed then to check
+	// the certificate is this cluster's).
+	boot, bootErr := loadBootstrapConfig(c.BootstrapKubeconfig)
+	if bootErr != nil {
+		boot = nil
+	}
+	if stale, err := setAsideLeftover(ctx, c, fileStore, certFile, boot, bootErr); err != nil {
+		return nil, err
+	} else if stale {
+		store = &freshStore{FileStore: fileStore}
+		base, fromKubeconfig = nil, false
+	}
+	if base == nil {
+		if bootErr != nil {
+			return nil, fmt.Errorf("--kubeconfig %s cannot be used and --bootstrap-kubeconfig %s cannot be loaded: %w", c.Kubeconfig, c.BootstrapKubeconfig, bootErr)
+		}
+		base = boot
 	}
 	server := serverOnly(base)
 	nodeCfg := rest.CopyConfig(server)
@@ -148,14 +162,8 @@ func unexpired(c *tls.Certificate) bool {
 	if c == nil || len(c.Certificate) == 0 {
 		return false
 	}
-	leaf := c.Leaf
-	if leaf == nil {
-		var err error
-		if leaf, err = x509.ParseCertificate(c.Certificate[0]); err != nil {
-			return false
-		}
-	}
-	return time.Now().Before(leaf.NotAfter)
+	leaf, err := leafOf(c)
+	return err == nil && time.Now().Before(leaf.NotAfter)
 }
 
 // kubeconfigKind says what an existing --kubeconfig holds.
@@ -269,13 +277,7 @@ func waitForCertificate(ctx context.Context, mgr certmgr.Manager, node string) e
 			next += 10 * time.Second
 		}
 	}
-	leaf := mgr.Current().Leaf
-	if leaf == nil {
-		if l, err := x509.ParseCertificate(mgr.Current().Certificate[0]); err == nil {
-			leaf = l
-		}
-	}
-	if leaf != nil {
+	if leaf, err := leafOf(mgr.Current()); err == nil {
 		log.G(ctx).WithField("subject", leaf.Subject.String()).WithField("notAfter", leaf.NotAfter.UTC().Format(time.RFC3339)).Info("node client certificate ready")
 	}
 	return nil

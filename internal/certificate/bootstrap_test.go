@@ -25,17 +25,10 @@ import (
 	"k8s.io/client-go/util/connrotation"
 )
 
-// pemPair returns a self-signed client certificate and its key in PEM,
-// valid from notBefore to notAfter.
-func pemPair(t *testing.T, cn string, notBefore, notAfter time.Time) (certPEM, keyPEM []byte) {
+// newKey returns a P-256 key and its PEM.
+func newKey(t *testing.T) (*ecdsa.PrivateKey, []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: notBefore, NotAfter: notAfter, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +36,42 @@ func pemPair(t *testing.T, cn string, notBefore, notAfter time.Time) (certPEM, k
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+	return key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+}
+
+// signPEM signs tmpl for pub with parent and its key signer (tmpl as its
+// own parent: self-signed), and returns it parsed and in PEM.
+func signPEM(tmpl, parent *x509.Certificate, pub any, signer *ecdsa.PrivateKey) (*x509.Certificate, []byte, error) {
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
+	if err != nil {
+		return nil, nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
+
+// createCert is signPEM in a test goroutine.
+func createCert(t *testing.T, tmpl, parent *x509.Certificate, pub any, signer *ecdsa.PrivateKey) (*x509.Certificate, []byte) {
+	t.Helper()
+	cert, certPEM, err := signPEM(tmpl, parent, pub, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert, certPEM
+}
+
+// pemPair returns a self-signed client certificate and its key in PEM,
+// valid from notBefore to notAfter.
+func pemPair(t *testing.T, cn string, notBefore, notAfter time.Time) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, keyPEM := newKey(t)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: notBefore, NotAfter: notAfter, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	_, certPEM = createCert(t, tmpl, tmpl, &key.PublicKey, key)
+	return certPEM, keyPEM
 }
 
 func write(t *testing.T, path string, data []byte) string {

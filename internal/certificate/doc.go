@@ -31,7 +31,12 @@
 //	  --kubeconfig holds another valid credential (a token, inline data)
 //	      ──> used as it is: no bootstrap, no rotation (a warning says so)
 //	  the certificate left under <root-dir>/pki, or named by --kubeconfig,
-//	  valid and this node's ──> used; server and CA from --kubeconfig
+//	  valid: setAsideLeftover (below)
+//	      this node's and this cluster's ──> used; server and CA from
+//	          --kubeconfig (from the bootstrap kubeconfig if it has none)
+//	      another node's or another cluster's ──> one warning naming it,
+//	          then as if none (with no bootstrap credential: an error
+//	          naming the conflict)
 //	  none, or expired
 //	      ──> checkBootstrapCredential: the bootstrap credential (a token,
 //	          or the pod's service account for --bootstrap-kubeconfig=
@@ -55,6 +60,46 @@
 //	  every API connection presents the manager's current certificate; when
 //	  it changes, all connections are closed so that they reconnect with it
 //	  (the kubelet's updateTransport)
+//
+// # A root dir left by another node or cluster
+//
+// <root-dir> outlives crivk: a chart reinstalled with another nodeName, or
+// on a machine whose root dir holds another cluster's files, finds a
+// certificate and a kubeconfig that are valid but not its own. Used as
+// they are, the node would talk as another node (NodeRestriction refuses
+// it the Node it registers), or to the other cluster's API server, or be
+// refused by this one. Before the certificate manager starts,
+// setAsideLeftover judges the certificate the store would start with
+// (checkLeftover, a table test in leftover_test.go):
+//
+//  1. Its subject is not CN=system:node:<node-name>: another node's. A
+//     rotation would not repair it: client-go's manager would renew at once
+//     (the name no longer matches its template) but with the old node's
+//     own credential, and nodes may only have CSRs for themselves approved
+//     (selfnodeclient); meanwhile every request would be the old node's.
+//  2. The current API server, the bootstrap kubeconfig's, verified with
+//     that kubeconfig's CA, answers 401 to a GET /version that presents
+//     the certificate: another cluster's. The API server authenticates
+//     every request before authorizing it and answers 401 to a client
+//     certificate it cannot verify, even where anonymous requests are
+//     allowed. Comparing CA files instead would be wrong both ways: the CA
+//     that verifies the API server need not be the one that signs kubelet
+//     client certificates (--cluster-signing-*), and two kubeconfigs may
+//     name one cluster through different addresses or CA bundles. The API
+//     server is the one authority on whether it accepts the certificate.
+//     When it cannot be asked (no bootstrap kubeconfig, unreachable, a
+//     5xx, at most probeTimeout), the certificate is kept as before, with a
+//     warning when the request failed.
+//
+// A stale certificate is set aside, never deleted: the store hides it
+// (freshStore) until the new pair is stored, the bootstrap credential
+// requests this node's certificate from this cluster, and --kubeconfig is
+// written again with the bootstrap kubeconfig's server and CA. The files
+// of the old one stay in <root-dir>/pki as evidence.
+// TestNodeClientConfigStartsAfresh runs both cases, and the node's own
+// certificate kept without a CSR, against a fake API server;
+// TestNodeClientConfigStaleWithoutBootstrap the error that names the
+// conflict when no bootstrap credential can replace it.
 //
 // # The serving certificate
 //
