@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/crivk/crivk/internal/certificate"
 	"k8s.io/client-go/kubernetes"
 	authnv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authzv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
@@ -78,7 +79,7 @@ func newAPIClients(base *rest.Config, l apiLimits) (*apiClients, error) {
 	if c.accessReviews, err = authzv1client.NewForConfig(coreCfg); err != nil {
 		return nil, fmt.Errorf("building the access review client: %w", err)
 	}
-	if c.csrs, err = newCSRClientset(coreCfg); err != nil {
+	if c.csrs, err = certificate.NewCSRClientset(coreCfg); err != nil {
 		return nil, fmt.Errorf("building the certificates client: %w", err)
 	}
 	if c.events, err = corev1client.NewForConfig(build(l.EventQPS, l.EventBurst, 0)); err != nil {

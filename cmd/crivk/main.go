@@ -23,6 +23,9 @@ import (
 
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/cri/taskevents"
+	"github.com/crivk/crivk/internal/certificate"
+	"github.com/crivk/crivk/internal/hostruntime"
+	"github.com/crivk/crivk/internal/uninstall"
 	"github.com/crivk/crivk/internal/vknode"
 	"github.com/crivk/crivk/lifecycle"
 	"github.com/crivk/crivk/lifecycle/admission"
@@ -55,7 +58,7 @@ var version = "v1.35.4-crivk.0"
 type options struct {
 	kubeconfig string
 	// bootstrapKubeconfig, when set, is the TLS bootstrap credential the
-	// node's client certificate is requested with (bootstrap.go).
+	// node's client certificate is requested with (internal/certificate).
 	bootstrapKubeconfig string
 	nodeName            string
 	criEndpoint         string
@@ -279,14 +282,14 @@ func parseFlags(args []string) (*options, error) {
 func main() {
 	if len(os.Args) > 1 && (os.Args[1] == "runtime" || os.Args[1] == "uninstall") {
 		// The chart's other uses of the one image: the runtime container
-		// (hostruntime.go) and the uninstall hooks (uninstall.go).
+		// (internal/hostruntime) and the uninstall hooks (internal/uninstall).
 		ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 		defer cancel()
 		grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, os.Stderr))
 		logrus.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
-		run := runHostRuntime
+		run := hostruntime.Run
 		if os.Args[1] == "uninstall" {
-			run = runUninstall
+			run = uninstall.Run
 		}
 		if err := run(ctx, os.Args[2:]); err != nil {
 			fmt.Fprintf(os.Stderr, "crivk %s: %v\n", os.Args[1], err)
@@ -482,7 +485,7 @@ func connectAPI(ctx context.Context, o *options) (*apiClients, error) {
 	var restCfg *rest.Config
 	var err error
 	if o.bootstrapKubeconfig != "" {
-		restCfg, err = nodeClientConfig(ctx, bootstrapConfig{
+		restCfg, err = certificate.NodeClientConfig(ctx, certificate.BootstrapConfig{
 			NodeName: o.nodeName, Kubeconfig: o.kubeconfig, BootstrapKubeconfig: o.bootstrapKubeconfig,
 			CertDir: filepath.Join(o.rootDir, "pki"),
 		})
@@ -587,24 +590,24 @@ func nodeAPISecurity(ctx context.Context, o *options, clients *apiClients) ([]fu
 		if ip := net.ParseIP(o.nodeIP); ip != nil {
 			ips = append(ips, ip)
 		}
-		mgr, err := servingCertManager(ctx, clients.csrs, o.nodeName, ips, []string{o.nodeName}, filepath.Join(o.rootDir, "pki"))
+		mgr, err := certificate.ServingCertManager(ctx, clients.csrs, o.nodeName, ips, []string{o.nodeName}, filepath.Join(o.rootDir, "pki"))
 		if err != nil {
 			return nil, nil, err
 		}
-		tlsOpts = append(tlsOpts, withCertificateManager(mgr))
+		tlsOpts = append(tlsOpts, certificate.WithCertificateManager(mgr))
 	} else {
-		certFile, keyFile, err := ensureServingCert(o.tlsCert, o.tlsKey, filepath.Join(o.rootDir, "pki"), o.nodeName, o.nodeIP)
+		certFile, keyFile, err := certificate.EnsureServingCert(o.tlsCert, o.tlsKey, filepath.Join(o.rootDir, "pki"), o.nodeName, o.nodeIP)
 		if err != nil {
 			return nil, nil, fmt.Errorf("serving certificate: %w", err)
 		}
-		tlsOpts = append(tlsOpts, withKeyPair(certFile, keyFile))
+		tlsOpts = append(tlsOpts, certificate.WithKeyPair(certFile, keyFile))
 	}
 	nodeAuth, err := newNodeAPIAuth(o, clients)
 	if err != nil {
 		return nil, nil, err
 	}
 	if nodeAuth.ClientCAs != nil {
-		tlsOpts = append(tlsOpts, withClientCA(nodeAuth.ClientCAs))
+		tlsOpts = append(tlsOpts, certificate.WithClientCA(nodeAuth.ClientCAs))
 	}
 	auth, err := nodeapi.NewAuth(nodeAuth)
 	if err != nil {
@@ -788,7 +791,7 @@ func defaultNodeIP() (string, error) {
 func newNodeAPIAuth(o *options, c *apiClients) (nodeapi.AuthConfig, error) {
 	cfg := nodeapi.AuthConfig{NodeName: o.nodeName, Anonymous: o.anonymousAuth}
 	if o.clientCA != "" {
-		pool, err := loadCAPool(o.clientCA)
+		pool, err := certificate.LoadCAPool(o.clientCA)
 		if err != nil {
 			return cfg, err
 		}

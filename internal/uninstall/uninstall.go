@@ -1,4 +1,4 @@
-package main
+package uninstall
 
 import (
 	"context"
@@ -19,26 +19,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 )
-
-// `crivk uninstall drain|remove` are the chart's uninstall hooks
-// (charts/crivk/templates/uninstall.yaml, docs/coexistence.md), run as
-// Jobs with a ServiceAccount of their own:
-//
-//	helm uninstall
-//	  pre-delete:  crivk uninstall drain   the release's crivk nodes (by the
-//	               node labels the chart gives them) are cordoned and tainted
-//	               crivk.io/uninstalling:NoExecute, their pods deleted; it
-//	               waits until every pod is gone: crivk, still running, stops
-//	               each pod's containers before the object goes
-//	  helm deletes the DaemonSet: crivk exits; its runtime container finds
-//	               no pod left and stops crivk's containerd
-//	  post-delete: crivk uninstall remove  waits until the DaemonSet's pods
-//	               are gone, then deletes the nodes (their Leases follow by
-//	               their owner reference)
-//
-// A drain that cannot finish within --timeout fails the hook, naming the
-// pods left: helm uninstall then stops with that message and the release
-// stays (`helm uninstall --no-hooks` leaves the pods and nodes instead).
 
 // uninstallTaint keeps new pods off a node being removed and evicts those
 // that do not tolerate it.
@@ -80,7 +60,10 @@ func parseUninstallFlags(args []string) (*uninstallOptions, error) {
 	return o, nil
 }
 
-func runUninstall(ctx context.Context, args []string) error {
+// Run is `crivk uninstall` with its arguments (after "uninstall"): the
+// phase, drain or remove, then its flags. It talks to the API server with
+// the Job's service account ($CRIVK_API_SERVER overriding the server).
+func Run(ctx context.Context, args []string) error {
 	o, err := parseUninstallFlags(args)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package main
+package certificate
 
 import (
 	"crypto/ecdsa"
@@ -16,10 +16,10 @@ import (
 	"time"
 )
 
-// ensureServingCert returns the cert and key paths to serve with: the given
+// EnsureServingCert returns the cert and key paths to serve with: the given
 // ones, or a self-signed pair under dir, generated when absent (as the
 // kubelet does without --tls-cert-file).
-func ensureServingCert(certFile, keyFile, dir, nodeName, nodeIP string) (string, string, error) {
+func EnsureServingCert(certFile, keyFile, dir, nodeName, nodeIP string) (string, string, error) {
 	if certFile != "" || keyFile != "" {
 		if certFile == "" || keyFile == "" {
 			return "", "", fmt.Errorf("--tls-cert-file and --tls-private-key-file must be given together")
@@ -73,8 +73,8 @@ func ensureServingCert(certFile, keyFile, dir, nodeName, nodeIP string) (string,
 	return certFile, keyFile, nil
 }
 
-// withKeyPair loads the node API's serving certificate.
-func withKeyPair(certFile, keyFile string) func(*tls.Config) error {
+// WithKeyPair loads the node API's serving certificate.
+func WithKeyPair(certFile, keyFile string) func(*tls.Config) error {
 	return func(c *tls.Config) error {
 		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 		if err != nil {
@@ -85,8 +85,8 @@ func withKeyPair(certFile, keyFile string) func(*tls.Config) error {
 	}
 }
 
-// loadCAPool reads the PEM certificates of file (--client-ca-file).
-func loadCAPool(file string) (*x509.CertPool, error) {
+// LoadCAPool reads the PEM certificates of file (--client-ca-file).
+func LoadCAPool(file string) (*x509.CertPool, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("reading the client CA %s: %w", file, err)
@@ -98,12 +98,12 @@ func loadCAPool(file string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// withClientCA makes the node API ask for client certificates of pool's
+// WithClientCA makes the node API ask for client certificates of pool's
 // CAs without requiring one: a client without a certificate, or with one
 // of another CA, gets the kubelet's 401 from provider.Auth (which verifies
 // the certificate) instead of a failed TLS handshake, and bearer tokens
 // work.
-func withClientCA(pool *x509.CertPool) func(*tls.Config) error {
+func WithClientCA(pool *x509.CertPool) func(*tls.Config) error {
 	return func(c *tls.Config) error {
 		c.ClientCAs = pool
 		c.ClientAuth = tls.RequestClientCert

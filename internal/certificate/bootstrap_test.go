@@ -1,4 +1,4 @@
-package main
+package certificate
 
 import (
 	"context"
@@ -25,17 +25,10 @@ import (
 	"k8s.io/client-go/util/connrotation"
 )
 
-// pemPair returns a self-signed client certificate and its key in PEM,
-// valid from notBefore to notAfter.
-func pemPair(t *testing.T, cn string, notBefore, notAfter time.Time) (certPEM, keyPEM []byte) {
+// newKey returns a P-256 key and its PEM.
+func newKey(t *testing.T) (*ecdsa.PrivateKey, []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: notBefore, NotAfter: notAfter, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +36,42 @@ func pemPair(t *testing.T, cn string, notBefore, notAfter time.Time) (certPEM, k
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+	return key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+}
+
+// signPEM signs tmpl for pub with parent and its key signer (tmpl as its
+// own parent: self-signed), and returns it parsed and in PEM.
+func signPEM(tmpl, parent *x509.Certificate, pub any, signer *ecdsa.PrivateKey) (*x509.Certificate, []byte, error) {
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
+	if err != nil {
+		return nil, nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
+
+// createCert is signPEM in a test goroutine.
+func createCert(t *testing.T, tmpl, parent *x509.Certificate, pub any, signer *ecdsa.PrivateKey) (*x509.Certificate, []byte) {
+	t.Helper()
+	cert, certPEM, err := signPEM(tmpl, parent, pub, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert, certPEM
+}
+
+// pemPair returns a self-signed client certificate and its key in PEM,
+// valid from notBefore to notAfter.
+func pemPair(t *testing.T, cn string, notBefore, notAfter time.Time) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, keyPEM := newKey(t)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: notBefore, NotAfter: notAfter, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	_, certPEM = createCert(t, tmpl, tmpl, &key.PublicKey, key)
+	return certPEM, keyPEM
 }
 
 func write(t *testing.T, path string, data []byte) string {
@@ -119,7 +147,7 @@ func TestWriteNodeKubeconfig(t *testing.T) {
 	}
 }
 
-// fakeCertManager is a certificate.Manager whose certificate the test sets.
+// fakeCertManager is a certmgr.Manager whose certificate the test sets.
 type fakeCertManager struct {
 	mu  sync.Mutex
 	cur *tls.Certificate
@@ -230,7 +258,7 @@ func TestCheckBootstrapCredential(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	start := time.Now()
-	if err := checkBootstrapCredential(ctx, bootstrapConfig{NodeName: "n", BootstrapKubeconfig: boot, CertDir: dir, Retry: 50 * time.Millisecond}); err != nil {
+	if err := checkBootstrapCredential(ctx, BootstrapConfig{NodeName: "n", BootstrapKubeconfig: boot, CertDir: dir, Retry: 50 * time.Millisecond}); err != nil {
 		t.Fatalf("checkBootstrapCredential: %v", err)
 	}
 	mu.Lock()
@@ -245,7 +273,7 @@ func TestCheckBootstrapCredential(t *testing.T) {
 	// No bootstrap kubeconfig at all: retried until cancelled.
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel2()
-	err := checkBootstrapCredential(ctx2, bootstrapConfig{NodeName: "n", BootstrapKubeconfig: filepath.Join(dir, "missing"), CertDir: dir, Retry: 50 * time.Millisecond})
+	err := checkBootstrapCredential(ctx2, BootstrapConfig{NodeName: "n", BootstrapKubeconfig: filepath.Join(dir, "missing"), CertDir: dir, Retry: 50 * time.Millisecond})
 	if err == nil || ctx2.Err() == nil {
 		t.Errorf("missing bootstrap kubeconfig: %v, want a wait ended by the context", err)
 	}
@@ -253,7 +281,7 @@ func TestCheckBootstrapCredential(t *testing.T) {
 
 func TestLoadBootstrapConfigInCluster(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	if _, err := loadBootstrapConfig(inClusterBootstrap); err == nil || !strings.Contains(err.Error(), "--bootstrap-kubeconfig=in-cluster") {
+	if _, err := loadBootstrapConfig(InClusterBootstrap); err == nil || !strings.Contains(err.Error(), "--bootstrap-kubeconfig=in-cluster") {
 		t.Errorf("outside a pod: %v, want an error naming --bootstrap-kubeconfig=in-cluster", err)
 	}
 	if _, err := loadBootstrapConfig(filepath.Join(t.TempDir(), "missing")); err == nil {

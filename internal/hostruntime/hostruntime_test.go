@@ -1,4 +1,4 @@
-package main
+package hostruntime
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package main
+package hostruntime
 
 import (
 	"bytes"
@@ -22,35 +22,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
-
-// `crivk runtime` starts and keeps crivk's own containerd on the host, for
-// the chart's DaemonSet pod (a second container beside crivk's, privileged,
-// hostPID and hostNetwork; docs/coexistence.md):
-//
-//	start ──> the socket answers? ──yes──> adopt it (a previous pod started it)
-//	              │ no
-//	              v
-//	          write config.toml and the CNI conflist on the host
-//	          join <cgroup-root>/runtime (cm.Manager.Join)
-//	          nsenter --target=<host pid> (the host's mount, UTS, IPC and
-//	          network namespaces, chrooted to the host's root) containerd
-//	              │
-//	              v
-//	          watch: containerd exits or stops answering ──> exit 1 (the
-//	          kubelet restarts this container, which starts it again)
-//	              │ SIGTERM (pod deleted, upgrade, uninstall)
-//	              v
-//	          a sandbox is ready? ──yes──> leave containerd running: crivk's
-//	              │ no                     pods keep running, the next pod
-//	              v                        adopts the runtime and crivk them
-//	          remove the sandboxes left (not ready), stop containerd
-//
-// The process joins the runtime cgroup itself, before it starts containerd,
-// so that containerd and its shims inherit that cgroup from the start and
-// are never in the DaemonSet pod's: the kubelet kills what is left in a pod
-// cgroup when the pod goes, and the pod's limits would apply to every crivk
-// pod. containerd's output goes to a file on the host, never to this
-// container's pipes, which end with the container.
 
 // hostRuntimeOptions are `crivk runtime`'s flags.
 type hostRuntimeOptions struct {
@@ -329,7 +300,10 @@ type hostRuntime struct {
 	exited  chan error
 }
 
-func runHostRuntime(ctx context.Context, args []string) error {
+// Run is `crivk runtime` with its arguments (after "runtime"): it returns
+// when containerd fails (an error: the kubelet restarts the container) or
+// after ctx ends and the runtime was left or stopped (doc.go).
+func Run(ctx context.Context, args []string) error {
 	o, err := parseHostRuntimeFlags(args)
 	if err != nil {
 		return err

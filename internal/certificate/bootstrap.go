@@ -1,15 +1,11 @@
-package main
+package certificate
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -18,66 +14,22 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 	certsv1client "k8s.io/client-go/kubernetes/typed/certificates/v1"
-	certsv1beta1client "k8s.io/client-go/kubernetes/typed/certificates/v1beta1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/client-go/util/certificate"
-	"k8s.io/client-go/util/connrotation"
+	certmgr "k8s.io/client-go/util/certificate"
 )
 
-// The node's client certificate (TLS bootstrap), as the kubelet's
-// --bootstrap-kubeconfig with --rotate-certificates:
-//
-//   - --kubeconfig exists and its client certificate (or the one in the
-//     certificate store under <root-dir>/pki) is valid: it is used.
-//   - Otherwise the bootstrap kubeconfig's credential (a bootstrap token)
-//     creates a CertificateSigningRequest for system:node:<node-name> in
-//     group system:nodes with the signer
-//     kubernetes.io/kube-apiserver-client-kubelet; the controller-manager
-//     approves and signs it; the key and certificate are written (0600) to
-//     <root-dir>/pki/crivk-client-current.pem and --kubeconfig is written
-//     to point at that file.
-//   - client-go's certificate manager renews the certificate before it
-//     expires (70-90 % of its life) with the node's own credential; every
-//     API connection uses the current certificate, and the connections
-//     are closed when it changes so that they reconnect with the new one
-//     (the kubelet's updateTransport).
+// clientCertPrefix names the client certificate's files in the store:
+// <CertDir>/crivk-client-current.pem links to the newest
+// crivk-client-<time>.pem (key and certificate in one file, 0600).
 const clientCertPrefix = "crivk-client"
 
-// csrClientset is the narrow clientset the certificate manager is given:
-// only the certificates API, so that crivk links no other API group's
-// client. The embedded interface is never called (nil): the manager and
-// client-go's csr helpers use CertificatesV1 and, on servers without v1,
-// CertificatesV1beta1.
-type csrClientset struct {
-	kubernetes.Interface
-	v1      certsv1client.CertificatesV1Interface
-	v1beta1 certsv1beta1client.CertificatesV1beta1Interface
-}
-
-func (c csrClientset) CertificatesV1() certsv1client.CertificatesV1Interface { return c.v1 }
-func (c csrClientset) CertificatesV1beta1() certsv1beta1client.CertificatesV1beta1Interface {
-	return c.v1beta1
-}
-
-func newCSRClientset(cfg *rest.Config) (kubernetes.Interface, error) {
-	v1c, err := certsv1client.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	v1b, err := certsv1beta1client.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return csrClientset{v1: v1c, v1beta1: v1b}, nil
-}
-
-// bootstrapConfig is what nodeClientConfig needs.
-type bootstrapConfig struct {
+// BootstrapConfig is what NodeClientConfig needs: main fills it from
+// --node-name, --kubeconfig, --bootstrap-kubeconfig and <root-dir>/pki.
+type BootstrapConfig struct {
 	NodeName            string
 	Kubeconfig          string // written when absent
 	BootstrapKubeconfig string
@@ -87,10 +39,12 @@ type bootstrapConfig struct {
 	Retry time.Duration
 }
 
-// nodeClientConfig returns the rest config of the node's own rotating
+// NodeClientConfig returns the rest config of the node's own rotating
 // client certificate, obtained through the bootstrap credential when
-// needed, and starts its certificate manager (stopped with ctx).
-func nodeClientConfig(ctx context.Context, c bootstrapConfig) (*rest.Config, error) {
+// needed, and starts its certificate manager (stopped with ctx). It
+// returns once a valid certificate is held, or with ctx's error; the
+// sequence is doc.go's.
+func NodeClientConfig(ctx context.Context, c BootstrapConfig) (*rest.Config, error) {
 	if c.Retry == 0 {
 		c.Retry = 30 * time.Second
 	}
@@ -105,42 +59,56 @@ func nodeClientConfig(ctx context.Context, c bootstrapConfig) (*rest.Config, err
 		return base, nil
 	}
 	fromKubeconfig := kind == kubeconfigCertFile
-	if base == nil {
-		var err error
-		if base, err = loadBootstrapConfig(c.BootstrapKubeconfig); err != nil {
-			return nil, fmt.Errorf("--kubeconfig %s cannot be used and --bootstrap-kubeconfig %s cannot be loaded: %w", c.Kubeconfig, c.BootstrapKubeconfig, err)
-		}
-	}
 	var certFile, keyFile string
 	if fromKubeconfig {
 		certFile, keyFile = base.CertFile, base.KeyFile
 	}
-	store, err := certificate.NewFileStore(clientCertPrefix, c.CertDir, c.CertDir, certFile, keyFile)
+	fileStore, err := certmgr.NewFileStore(clientCertPrefix, c.CertDir, c.CertDir, certFile, keyFile)
 	if err != nil {
 		return nil, fmt.Errorf("client certificate store %s: %w", c.CertDir, err)
+	}
+	var store certmgr.FileStore = fileStore
+	// The bootstrap kubeconfig names the cluster crivk joins now; it may be
+	// absent while a valid certificate is held (only needed then to check
+	// the certificate is this cluster's).
+	boot, bootErr := loadBootstrapConfig(c.BootstrapKubeconfig)
+	if bootErr != nil {
+		boot = nil
+	}
+	if stale, err := setAsideLeftover(ctx, c, fileStore, certFile, boot, bootErr); err != nil {
+		return nil, err
+	} else if stale {
+		store = &freshStore{FileStore: fileStore}
+		base, fromKubeconfig = nil, false
+	}
+	if base == nil {
+		if bootErr != nil {
+			return nil, fmt.Errorf("--kubeconfig %s cannot be used and --bootstrap-kubeconfig %s cannot be loaded: %w", c.Kubeconfig, c.BootstrapKubeconfig, bootErr)
+		}
+		base = boot
 	}
 	server := serverOnly(base)
 	nodeCfg := rest.CopyConfig(server)
 	nodeCfg.CertFile, nodeCfg.KeyFile = store.CurrentPath(), store.CurrentPath()
-	mgr, err := certificate.NewManager(&certificate.Config{
+	mgr, err := certmgr.NewManager(&certmgr.Config{
 		ClientsetFn: func(current *tls.Certificate) (kubernetes.Interface, error) {
 			// The node's own certificate renews itself while it is valid;
 			// once expired (an API outage across its renewal), the
 			// bootstrap credential asks again, as the kubelet's.
 			if unexpired(current) {
-				return newCSRClientset(nodeCfg)
+				return NewCSRClientset(nodeCfg)
 			}
 			boot, err := loadBootstrapConfig(c.BootstrapKubeconfig)
 			if err != nil {
 				return nil, fmt.Errorf("no valid client certificate and --bootstrap-kubeconfig %s cannot be loaded: %w", c.BootstrapKubeconfig, err)
 			}
-			return newCSRClientset(boot)
+			return NewCSRClientset(boot)
 		},
 		Template: &x509.CertificateRequest{Subject: pkix.Name{
 			CommonName: "system:node:" + c.NodeName, Organization: []string{"system:nodes"},
 		}},
 		SignerName:       certificatesv1.KubeAPIServerClientKubeletSignerName,
-		GetUsages:        certificate.DefaultKubeletClientGetUsages,
+		GetUsages:        certmgr.DefaultKubeletClientGetUsages,
 		CertificateStore: store,
 		Name:             "client",
 		Ctx:              &ctx,
@@ -166,22 +134,22 @@ func nodeClientConfig(ctx context.Context, c bootstrapConfig) (*rest.Config, err
 	return rotatingConfig(ctx, server, mgr)
 }
 
-// inClusterBootstrap is the --bootstrap-kubeconfig value that takes the
+// InClusterBootstrap is the --bootstrap-kubeconfig value that takes the
 // pod's service account as the bootstrap credential (crivk run by a
 // DaemonSet, charts/crivk): its token and CA, and the API server of the
 // pod's environment, or $CRIVK_API_SERVER when set (a hostNetwork pod on
 // a cluster without a service proxy cannot reach the kubernetes Service).
-const inClusterBootstrap = "in-cluster"
+const InClusterBootstrap = "in-cluster"
 
 // loadBootstrapConfig loads the bootstrap kubeconfig, or the in-cluster
-// service account for inClusterBootstrap.
+// service account for InClusterBootstrap.
 func loadBootstrapConfig(path string) (*rest.Config, error) {
-	if path != inClusterBootstrap {
+	if path != InClusterBootstrap {
 		return clientcmd.BuildConfigFromFlags("", path)
 	}
 	cfg, err := rest.InClusterConfig()
 	if err != nil {
-		return nil, fmt.Errorf("--bootstrap-kubeconfig=%s: %w", inClusterBootstrap, err)
+		return nil, fmt.Errorf("--bootstrap-kubeconfig=%s: %w", InClusterBootstrap, err)
 	}
 	if server := os.Getenv("CRIVK_API_SERVER"); server != "" {
 		cfg.Host = server
@@ -194,14 +162,8 @@ func unexpired(c *tls.Certificate) bool {
 	if c == nil || len(c.Certificate) == 0 {
 		return false
 	}
-	leaf := c.Leaf
-	if leaf == nil {
-		var err error
-		if leaf, err = x509.ParseCertificate(c.Certificate[0]); err != nil {
-			return false
-		}
-	}
-	return time.Now().Before(leaf.NotAfter)
+	leaf, err := leafOf(c)
+	return err == nil && time.Now().Before(leaf.NotAfter)
 }
 
 // kubeconfigKind says what an existing --kubeconfig holds.
@@ -261,7 +223,7 @@ func serverOnly(cfg *rest.Config) *rest.Config {
 // credential before the certificate manager uses it: a missing, expired
 // or unknown token, or one without the right to create CSRs, is one clear
 // log line per attempt and a retry with back-off (never a crash loop).
-func checkBootstrapCredential(ctx context.Context, c bootstrapConfig) error {
+func checkBootstrapCredential(ctx context.Context, c BootstrapConfig) error {
 	backoff := time.Second
 	for {
 		err := func() error {
@@ -297,7 +259,7 @@ func checkBootstrapCredential(ctx context.Context, c bootstrapConfig) error {
 
 // waitForCertificate waits until the manager holds a valid certificate
 // (the CSR approved and signed), logging every 10 s while it waits.
-func waitForCertificate(ctx context.Context, mgr certificate.Manager, node string) error {
+func waitForCertificate(ctx context.Context, mgr certmgr.Manager, node string) error {
 	start := time.Now()
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
@@ -315,13 +277,7 @@ func waitForCertificate(ctx context.Context, mgr certificate.Manager, node strin
 			next += 10 * time.Second
 		}
 	}
-	leaf := mgr.Current().Leaf
-	if leaf == nil {
-		if l, err := x509.ParseCertificate(mgr.Current().Certificate[0]); err == nil {
-			leaf = l
-		}
-	}
-	if leaf != nil {
+	if leaf, err := leafOf(mgr.Current()); err == nil {
 		log.G(ctx).WithField("subject", leaf.Subject.String()).WithField("notAfter", leaf.NotAfter.UTC().Format(time.RFC3339)).Info("node client certificate ready")
 	}
 	return nil
@@ -350,60 +306,4 @@ func writeNodeKubeconfig(path string, server *rest.Config, certFile string) erro
 		return fmt.Errorf("writing --kubeconfig %s: %w", path, err)
 	}
 	return os.Chmod(path, 0o600)
-}
-
-// rotatingConfig returns a config whose connections present the manager's
-// current certificate, and closes them all when it changes.
-func rotatingConfig(ctx context.Context, server *rest.Config, mgr certificate.Manager) (*rest.Config, error) {
-	tlsCfg, err := rest.TLSConfigFor(server)
-	if err != nil {
-		return nil, err
-	}
-	if tlsCfg == nil {
-		return nil, errors.New("the API server is not reached over TLS: a client certificate cannot be used")
-	}
-	tlsCfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-		if c := mgr.Current(); c != nil {
-			return c, nil
-		}
-		return &tls.Certificate{}, nil
-	}
-	dialer := connrotation.NewDialer((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
-	cfg := &rest.Config{Host: server.Host, APIPath: server.APIPath}
-	cfg.Transport = utilnet.SetTransportDefaults(&http.Transport{
-		Proxy:               http.ProxyFromEnvironment,
-		TLSHandshakeTimeout: 10 * time.Second,
-		TLSClientConfig:     tlsCfg,
-		MaxIdleConnsPerHost: 25,
-		DialContext:         dialer.DialContext,
-	})
-	go closeOnRotation(ctx, mgr, mgr.Current(), dialer, time.Second)
-	return cfg, nil
-}
-
-// closeOnRotation closes every API connection when the manager's
-// certificate changes from initial: they reconnect with the new one. The
-// caller reads initial before starting it, so that a change made before
-// this goroutine runs is not missed.
-func closeOnRotation(ctx context.Context, mgr certificate.Manager, initial *tls.Certificate, dialer *connrotation.Dialer, period time.Duration) {
-	var last []byte
-	if initial != nil && len(initial.Certificate) > 0 {
-		last = initial.Certificate[0]
-	}
-	t := time.NewTicker(period)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		c := mgr.Current()
-		if c == nil || len(c.Certificate) == 0 || bytes.Equal(c.Certificate[0], last) {
-			continue
-		}
-		last = c.Certificate[0]
-		log.G(ctx).Info("node client certificate rotated: closing the API connections so that they use it")
-		dialer.CloseAll()
-	}
 }

@@ -1,0 +1,73 @@
+package certificate
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	"k8s.io/client-go/kubernetes"
+	certmgr "k8s.io/client-go/util/certificate"
+)
+
+// servingCertPrefix names the serving certificate's files in the store
+// (<CertDir>/crivk-server-current.pem), beside the client's.
+const servingCertPrefix = "crivk-server"
+
+// ErrNoServingCert is the kubelet's handshake error while its serving
+// certificate is not issued yet.
+var ErrNoServingCert = errors.New("no serving certificate available for the kubelet")
+
+// ServingCertManager starts the serving certificate manager for nodeName
+// with the given addresses, storing the key and certificate in certDir
+// (--rotate-server-certificates; doc.go). csrs is the node's own
+// certificates client (NewCSRClientset); the manager stops with ctx.
+func ServingCertManager(ctx context.Context, csrs kubernetes.Interface, nodeName string, ips []net.IP, dnsNames []string, certDir string) (certmgr.Manager, error) {
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return nil, err
+	}
+	store, err := certmgr.NewFileStore(servingCertPrefix, certDir, certDir, "", "")
+	if err != nil {
+		return nil, fmt.Errorf("serving certificate store %s: %w", certDir, err)
+	}
+	mgr, err := certmgr.NewManager(&certmgr.Config{
+		ClientsetFn: func(*tls.Certificate) (kubernetes.Interface, error) { return csrs, nil },
+		GetTemplate: func() *x509.CertificateRequest {
+			return &x509.CertificateRequest{
+				Subject:     pkix.Name{CommonName: "system:node:" + nodeName, Organization: []string{"system:nodes"}},
+				DNSNames:    dnsNames,
+				IPAddresses: ips,
+			}
+		},
+		SignerName:       certificatesv1.KubeletServingSignerName,
+		GetUsages:        certmgr.DefaultKubeletServingGetUsages,
+		CertificateStore: store,
+		Name:             "serving",
+		Ctx:              &ctx,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("serving certificate manager: %w", err)
+	}
+	mgr.Start()
+	go func() { <-ctx.Done(); mgr.Stop() }()
+	return mgr, nil
+}
+
+// WithCertificateManager serves the manager's current certificate.
+func WithCertificateManager(mgr certmgr.Manager) func(*tls.Config) error {
+	return func(c *tls.Config) error {
+		c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			cert := mgr.Current()
+			if cert == nil {
+				return nil, ErrNoServingCert
+			}
+			return cert, nil
+		}
+		return nil
+	}
+}
