@@ -22,10 +22,10 @@
 //	                                                         probe verdicts and back-offs
 //	                                                         are inputs), act (cri.Runtime),
 //	                                                         read back at once into the
-//	                                                         Cache, GenerateStatus (status.go)
+//	                                                         Cache, status.Generate
 //	                                                              │ SetPodStatus / TerminatePod
 //	                                                              v
-//	                                      StatusManager (statusmanager.go): versioned,
+//	                                      status.Manager (lifecycle/status): versioned,
 //	                                      terminal phase final, illegal container
 //	                                      transitions refused, coalesced delivery
 //	                                                              │ Notify

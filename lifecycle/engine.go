@@ -10,6 +10,7 @@ import (
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/lifecycle/admission"
 	"github.com/crivk/crivk/lifecycle/prober"
+	"github.com/crivk/crivk/lifecycle/status"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -130,7 +131,7 @@ type PodCgroups interface {
 // manager, the PLEG's kicks and the work queue, and every housekeeping
 // interval forgets finished pods and terminates orphans. The workers call
 // the syncer (syncer.go), which plans and acts through the Runtime and
-// publishes through the StatusManager.
+// publishes through the status manager (lifecycle/status).
 type Engine struct {
 	cfg     Config
 	pods    *podManager
@@ -138,7 +139,7 @@ type Engine struct {
 	cache   *Cache
 	queue   *WorkQueue
 	workers *PodWorkers
-	status  *StatusManager
+	status  *status.Manager
 	// housekeeping serialises Housekeeping runs.
 	housekeeping sync.Mutex
 	// admitMu serialises admission decisions with the insertion of the
@@ -192,7 +193,7 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		queue: NewWorkQueue(cfg.Clock),
 	}
 	var err error
-	if e.status, err = NewStatusManager(StatusManagerConfig{Clock: cfg.Clock, Notify: e.publish}); err != nil {
+	if e.status, err = status.NewManager(status.ManagerConfig{Clock: cfg.Clock, Notify: e.publish}); err != nil {
 		return nil, err
 	}
 	e.sync = newSyncer(cfg, e.pods, e.status, &cri.BackOffs{

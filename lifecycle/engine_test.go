@@ -806,14 +806,7 @@ func TestEngineReadinessGateFromTheAPI(t *testing.T) {
 		return nil
 	}
 	f.startRunning(t, pod)
-	ready := func() v1.ConditionStatus {
-		if p := f.lastPublished("uid-1"); p != nil {
-			if c := findCond(p.Status, v1.PodReady); c != nil {
-				return c.Status
-			}
-		}
-		return ""
-	}
+	ready := func() v1.ConditionStatus { return podCondition(f.lastPublished("uid-1"), v1.PodReady) }
 	if got := ready(); got != v1.ConditionFalse {
 		t.Fatalf("Ready = %q with the gate unset, want False", got)
 	}

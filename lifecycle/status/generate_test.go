@@ -1,4 +1,4 @@
-package lifecycle
+package status
 
 import (
 	"fmt"
@@ -401,7 +401,7 @@ func TestGenerateStatus(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			s := GenerateStatus(statusInput{
+			s := Generate(Input{
 				Pod: tc.pod, Runtime: tc.rt, Waiting: tc.waiting, Deleted: tc.deleted,
 				RuntimeName: "containerd", NodeIP: "192.0.2.10", PodIPs: tc.rt.IPs(), Now: now,
 			})
@@ -521,7 +521,7 @@ func TestGenerateStatusConditionsOverTime(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			s := GenerateStatus(statusInput{Pod: pod, Previous: *prev.DeepCopy(), Runtime: tc.rt, RuntimeName: "containerd", Now: now})
+			s := Generate(Input{Pod: pod, Previous: *prev.DeepCopy(), Runtime: tc.rt, RuntimeName: "containerd", Now: now})
 			for _, typ := range tc.kept {
 				if c := findCond(s, typ); c == nil || !c.LastTransitionTime.Equal(&earlier) {
 					t.Errorf("%s = %+v, want transition time kept at %v", typ, c, earlier)
@@ -582,7 +582,7 @@ func TestGenerateStatusReadinessGates(t *testing.T) {
 			if tc.gate != nil {
 				prev.Conditions = []v1.PodCondition{*tc.gate}
 			}
-			s := GenerateStatus(statusInput{Pod: pod, Previous: prev, Runtime: rtStatus(true, reg("a", 0, cri.StateRunning, 0)), Now: now})
+			s := Generate(Input{Pod: pod, Previous: prev, Runtime: rtStatus(true, reg("a", 0, cri.StateRunning, 0)), Now: now})
 			checkCond(t, s, v1.PodReady, tc.wantReady)
 			checkCond(t, s, v1.ContainersReady, wantCond{status: v1.ConditionTrue})
 		})
@@ -600,7 +600,7 @@ func TestGenerateStatusTerminalPhaseIsFinal(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			pod := phasePod(v1.RestartPolicyNever, nil, "a")
-			s := GenerateStatus(statusInput{Pod: pod, Previous: v1.PodStatus{Phase: tc.prev}, Runtime: tc.rt, Now: now})
+			s := Generate(Input{Pod: pod, Previous: v1.PodStatus{Phase: tc.prev}, Runtime: tc.rt, Now: now})
 			if s.Phase != tc.prev {
 				t.Errorf("phase %s, want it to stay %s", s.Phase, tc.prev)
 			}
@@ -630,12 +630,12 @@ func TestGenerateStatusPodScheduled(t *testing.T) {
 	earlier := metav1.NewTime(t0)
 	pod := phasePod(v1.RestartPolicyAlways, nil, "a")
 	rt := rtStatus(true, reg("a", 0, cri.StateRunning, 0))
-	s := GenerateStatus(statusInput{Pod: pod, Runtime: rt, RuntimeName: "containerd", Now: now})
+	s := Generate(Input{Pod: pod, Runtime: rt, RuntimeName: "containerd", Now: now})
 	if c := findCond(s, v1.PodScheduled); c == nil || c.Status != v1.ConditionTrue || !c.LastTransitionTime.Time.Equal(now) {
 		t.Errorf("bound without a scheduler: PodScheduled %+v, want True since now", c)
 	}
 	byScheduler := v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: earlier}
-	s = GenerateStatus(statusInput{Pod: pod, Previous: v1.PodStatus{Conditions: []v1.PodCondition{byScheduler}}, Runtime: rt, RuntimeName: "containerd", Now: now})
+	s = Generate(Input{Pod: pod, Previous: v1.PodStatus{Conditions: []v1.PodCondition{byScheduler}}, Runtime: rt, RuntimeName: "containerd", Now: now})
 	if c := findCond(s, v1.PodScheduled); c == nil || !reflect.DeepEqual(*c, byScheduler) {
 		t.Errorf("scheduled: PodScheduled %+v, want the scheduler's %+v", c, byScheduler)
 	}

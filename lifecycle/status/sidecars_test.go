@@ -1,4 +1,4 @@
-package lifecycle
+package status
 
 import (
 	"testing"
@@ -48,7 +48,7 @@ func TestSidecarStatus(t *testing.T) {
 			if policy == "" {
 				policy = v1.RestartPolicyAlways
 			}
-			s := GenerateStatus(statusInput{Pod: pod(policy), Runtime: tc.rt, Now: time.Now()})
+			s := Generate(Input{Pod: pod(policy), Runtime: tc.rt, Now: time.Now()})
 			if s.Phase != tc.wantPhase {
 				t.Errorf("phase %s, want %s", s.Phase, tc.wantPhase)
 			}
