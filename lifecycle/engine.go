@@ -9,6 +9,7 @@ import (
 
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/lifecycle/admission"
+	"github.com/crivk/crivk/lifecycle/pleg"
 	"github.com/crivk/crivk/lifecycle/prober"
 	"github.com/crivk/crivk/lifecycle/status"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
@@ -44,7 +45,7 @@ type Config struct {
 	Clock       clock.WithTicker
 	// Cache is the runtime status cache the PLEG fills; NewEngine makes one
 	// when nil (then only the engine's own reads fill it).
-	Cache *Cache
+	Cache *pleg.Cache
 	// SyncInterval is how long after a successful sync a pod is synced again
 	// when nothing happens to it (the PLEG and spec changes sync it at once).
 	SyncInterval time.Duration
@@ -136,7 +137,7 @@ type Engine struct {
 	cfg     Config
 	pods    *podManager
 	sync    *syncer
-	cache   *Cache
+	cache   *pleg.Cache
 	queue   *WorkQueue
 	workers *PodWorkers
 	status  *status.Manager
@@ -184,7 +185,7 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		cfg.OnTerminated = func(context.Context, *v1.Pod) error { return nil }
 	}
 	if cfg.Cache == nil {
-		cfg.Cache = NewCache()
+		cfg.Cache = pleg.NewCache()
 	}
 	e := &Engine{
 		cfg:   cfg,

@@ -9,7 +9,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
-	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 )
 
@@ -38,29 +37,9 @@ func (f *fakeProbeRuntime) setCode(c int32) {
 // newProbeFixture is newEngineFixture with probes and an event recorder.
 func newProbeFixture(t *testing.T) (*engineFixture, *fakeProbeRuntime, *record.FakeRecorder) {
 	t.Helper()
-	clk := testingclock.NewFakeClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
-	f := &engineFixture{rt: newFakeRuntime(clk), clock: clk, cache: NewCache()}
 	rec := record.NewFakeRecorder(1000)
 	pr := &fakeProbeRuntime{}
-	ctx, cancel := context.WithCancel(context.Background())
-	e, err := NewEngine(ctx, Config{
-		Runtime: f.rt, RuntimeName: "containerd", NodeIP: "192.0.2.10", Clock: clk, SyncInterval: syncInterval, Cache: f.cache,
-		ProbeRuntime: pr, Recorder: rec,
-	})
-	if err != nil {
-		cancel()
-		t.Fatalf("NewEngine: %v", err)
-	}
-	e.NotifyPods(func(pod *v1.Pod) {
-		f.mu.Lock()
-		f.published = append(f.published, pod)
-		f.mu.Unlock()
-	})
-	f.e = e
-	f.cache.UpdateTime(clk.Now())
-	done := make(chan struct{})
-	go func() { e.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	f := newEngineFixture(t, func(c *Config) { c.ProbeRuntime, c.Recorder = pr, rec })
 	return f, pr, rec
 }
 

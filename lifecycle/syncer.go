@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/lifecycle/pleg"
 	"github.com/crivk/crivk/lifecycle/status"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
@@ -35,7 +36,7 @@ type syncer struct {
 	runtimeName string
 	nodeIP      string
 	clock       clock.WithTicker
-	cache       *Cache
+	cache       *pleg.Cache
 	status      *status.Manager
 	backoff     *cri.BackOffs
 	recorder    record.EventRecorder

@@ -25,6 +25,7 @@ import (
 	"github.com/crivk/crivk/lifecycle"
 	"github.com/crivk/crivk/lifecycle/admission"
 	"github.com/crivk/crivk/lifecycle/cm"
+	"github.com/crivk/crivk/lifecycle/pleg"
 	"github.com/crivk/crivk/lifecycle/volume"
 	"github.com/crivk/crivk/provider"
 	"github.com/sirupsen/logrus"
@@ -624,7 +625,7 @@ type agent struct {
 func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.Runtime, ver cri.VersionInfo, nodeObj *v1.Node, recorder record.EventRecorder, pods *cm.Manager, metrics *agentMetrics, podInf podInformer) (*agent, error) {
 	a := &agent{mux: http.NewServeMux(), statusWrites: provider.NewStatusWrites()}
 	apiPods := podInf.Lister()
-	cache := lifecycle.NewCache()
+	cache := pleg.NewCache()
 	// Volumes: the objects pods reference are read with least privilege
 	// (per-object watches, docs/rbac.md).
 	a.objects = provider.NewObjects(clients.core, clock.RealClock{})
@@ -700,7 +701,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		ev := &taskEvents{endpoint: o.criEndpoint, namespace: "k8s.io", wake: wake, settle: []time.Duration{10 * time.Millisecond, 30 * time.Millisecond, 100 * time.Millisecond}, retry: 5 * time.Second, clock: clock.RealClock{}}
 		go ev.run(ctx)
 	}
-	pleg, err := lifecycle.NewPLEG(lifecycle.PLEGConfig{Runtime: rt, Cache: cache, Period: o.relistPeriod, Wake: wake, WakeSpacing: o.wakeSpacing, OnChange: a.engine.Kick,
+	pleg, err := pleg.New(pleg.Config{Runtime: rt, Cache: cache, Period: o.relistPeriod, Wake: wake, WakeSpacing: o.wakeSpacing, OnChange: a.engine.Kick,
 		ObserveRelist: metrics.ObserveRelist, ObserveRunning: metrics.ObserveRunning})
 	if err != nil {
 		return nil, err
