@@ -112,12 +112,12 @@ type Config struct {
 	// nil: nothing is probed. ProbeMetrics counts probe runs (may be nil).
 	ProbeRuntime ProbeRuntime
 	ProbeMetrics prober.Metrics
-	// PodCgroups keeps the pod cgroups (lifecycle/cm); nil: pods get
+	// PodCgroups keeps the pod cgroups (package cm); nil: pods get
 	// none (the runtime's default cgroup parent).
 	PodCgroups PodCgroups
 }
 
-// PodCgroups is the pod cgroup tree as the engine uses it (lifecycle/cm's
+// PodCgroups is the pod cgroup tree as the engine uses it (package cm's
 // Manager): created or updated before a pod's sandbox, removed once its
 // containers are stopped, listed for the orphan sweep.
 type PodCgroups interface {

@@ -24,7 +24,7 @@ import (
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/lifecycle"
 	"github.com/crivk/crivk/lifecycle/admission"
-	"github.com/crivk/crivk/lifecycle/cm"
+	"github.com/crivk/crivk/cm"
 	"github.com/crivk/crivk/lifecycle/pleg"
 	"github.com/crivk/crivk/lifecycle/volume"
 	"github.com/crivk/crivk/provider"
