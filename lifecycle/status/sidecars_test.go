@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/internal/testutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 )
 
 func TestSidecarStatus(t *testing.T) {
 	pod := func(policy v1.RestartPolicy) *v1.Pod {
-		p := phasePod(policy, []string{"side"}, "a")
+		p := testutil.Pod(policy, []string{"side"}, "a")
 		p.Spec.InitContainers[0].RestartPolicy = ptr.To(v1.ContainerRestartPolicyAlways)
 		return p
 	}
