@@ -7,25 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crivk/crivk/internal/testutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 )
 
-// Builders for ComputePodActions inputs. Container IDs are "<name>-<attempt>"
-// so that expected kill maps can be written by hand.
-
-func actionsPod(policy v1.RestartPolicy, inits []string, containers ...string) *v1.Pod {
-	pod := &v1.Pod{}
-	pod.Name, pod.Namespace, pod.UID = "web", "default", "uid-1"
-	pod.Spec.RestartPolicy = policy
-	for _, n := range inits {
-		pod.Spec.InitContainers = append(pod.Spec.InitContainers, v1.Container{Name: n, Image: "busybox:1"})
-	}
-	for _, n := range containers {
-		pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: n, Image: "busybox:1"})
-	}
-	return pod
-}
+// Builders for ComputePodActions inputs (the pod is testutil.Pod). Container
+// IDs are "<name>-<attempt>" so that expected kill maps can be written by
+// hand.
 
 func sandbox(id string, attempt uint32, ready bool) SandboxStatus {
 	return SandboxStatus{ID: id, Attempt: attempt, Ready: ready}
@@ -100,156 +89,156 @@ func TestComputePodActions(t *testing.T) {
 		want   want
 	}{
 		"no sandbox: create attempt 0 and start every container": {
-			pod:    actionsPod(always, nil, "a", "b"),
+			pod:    testutil.Pod(always, nil, "a", "b"),
 			status: &PodStatus{},
 			want:   want{create: true, attempt: 0, start: []int{0, 1}},
 		},
 		"sandbox not ready: kill and create the next attempt": {
-			pod:    actionsPod(always, nil, "a", "b"),
+			pod:    testutil.Pod(always, nil, "a", "b"),
 			status: notReady(2, running("a"), exited("b", 0)),
 			want:   want{kill: true, create: true, attempt: 3, start: []int{0, 1}},
 		},
 		"the newest sandbox decides, older ready ones don't count": {
-			pod: actionsPod(always, nil, "a"),
+			pod: testutil.Pod(always, nil, "a"),
 			status: &PodStatus{Sandboxes: []SandboxStatus{sandbox("sb-new", 4, false), sandbox("sb-old", 3, true)},
 				Containers: []ContainerStatus{running("a")}},
 			want: want{kill: true, create: true, attempt: 5, start: []int{0}},
 		},
 		"Never: sandbox gone after containers ran: no new sandbox": {
-			pod:    actionsPod(never, nil, "a", "b"),
+			pod:    testutil.Pod(never, nil, "a", "b"),
 			status: notReady(1, exited("a", 0), exited("b", 1)),
 			want:   want{kill: true, create: false, attempt: 2},
 		},
 		"Never: sandbox gone before any container ran: new sandbox": {
-			pod:    actionsPod(never, nil, "a", "b"),
+			pod:    testutil.Pod(never, nil, "a", "b"),
 			status: notReady(2),
 			want:   want{kill: true, create: true, attempt: 3, start: []int{0, 1}},
 		},
 		"OnFailure: new sandbox skips containers that succeeded": {
-			pod:    actionsPod(onFailure, nil, "a", "b"),
+			pod:    testutil.Pod(onFailure, nil, "a", "b"),
 			status: notReady(1, exited("a", 0), exited("b", 1)),
 			want:   want{kill: true, create: true, attempt: 2, start: []int{1}},
 		},
 		"OnFailure: sandbox gone and every container succeeded: no new sandbox": {
-			pod:    actionsPod(onFailure, nil, "a", "b"),
+			pod:    testutil.Pod(onFailure, nil, "a", "b"),
 			status: notReady(1, exited("a", 0), exited("b", 0)),
 			want:   want{kill: true, create: false, attempt: 2},
 		},
 		"Always: new sandbox restarts containers that succeeded": {
-			pod:    actionsPod(always, nil, "a"),
+			pod:    testutil.Pod(always, nil, "a"),
 			status: notReady(1, exited("a", 0)),
 			want:   want{kill: true, create: true, attempt: 2, start: []int{0}},
 		},
 		"new sandbox with init containers starts the first init only": {
-			pod:    actionsPod(always, inits, "a"),
+			pod:    testutil.Pod(always, inits, "a"),
 			status: notReady(1, initCtr("i1", StateExited, 0), initCtr("i2", StateExited, 0), running("a")),
 			want:   want{kill: true, create: true, attempt: 2, nextInit: intp(0)},
 		},
 		"ready sandbox, everything running: nothing to do": {
-			pod:    actionsPod(always, nil, "a", "b"),
+			pod:    testutil.Pod(always, nil, "a", "b"),
 			status: readyStatus(running("a"), running("b")),
 			want:   want{sandboxID: "sb-1"},
 		},
 		"ready sandbox, a container never created: start it": {
-			pod:    actionsPod(always, nil, "a", "b"),
+			pod:    testutil.Pod(always, nil, "a", "b"),
 			status: readyStatus(running("a")),
 			want:   want{sandboxID: "sb-1", start: []int{1}},
 		},
 
 		// Init containers run one at a time, in order.
 		"init: first not started": {
-			pod:    actionsPod(always, inits, "a"),
+			pod:    testutil.Pod(always, inits, "a"),
 			status: readyStatus(),
 			want:   want{sandboxID: "sb-1", nextInit: intp(0)},
 		},
 		"init: first running: wait": {
-			pod:    actionsPod(always, inits, "a"),
+			pod:    testutil.Pod(always, inits, "a"),
 			status: readyStatus(initCtr("i1", StateRunning, 0)),
 			want:   want{sandboxID: "sb-1"},
 		},
 		"init: first succeeded: start the next": {
-			pod:    actionsPod(always, inits, "a"),
+			pod:    testutil.Pod(always, inits, "a"),
 			status: readyStatus(initCtr("i1", StateExited, 0)),
 			want:   want{sandboxID: "sb-1", nextInit: intp(1)},
 		},
 		"init: all succeeded: start the regular containers": {
-			pod:    actionsPod(always, inits, "a", "b"),
+			pod:    testutil.Pod(always, inits, "a", "b"),
 			status: readyStatus(initCtr("i2", StateExited, 0), initCtr("i1", StateExited, 0)),
 			want:   want{sandboxID: "sb-1", start: []int{0, 1}},
 		},
 		"init: failed under Never: the pod failed": {
-			pod:    actionsPod(never, inits, "a"),
+			pod:    testutil.Pod(never, inits, "a"),
 			status: readyStatus(initCtr("i1", StateExited, 1)),
 			want:   want{sandboxID: "sb-1", initFailed: true},
 		},
 		"init: failed under OnFailure: run it again": {
-			pod:    actionsPod(onFailure, inits, "a"),
+			pod:    testutil.Pod(onFailure, inits, "a"),
 			status: readyStatus(initCtr("i1", StateExited, 1)),
 			want:   want{sandboxID: "sb-1", nextInit: intp(0)},
 		},
 		"init: second failed under Always: run it again, not the first": {
-			pod:    actionsPod(always, inits, "a"),
+			pod:    testutil.Pod(always, inits, "a"),
 			status: readyStatus(initCtr("i2", StateExited, 2), initCtr("i1", StateExited, 0)),
 			want:   want{sandboxID: "sb-1", nextInit: intp(1)},
 		},
 		"init: newest attempt decides (older failure, newer success)": {
-			pod: actionsPod(never, []string{"i1"}, "a"),
+			pod: testutil.Pod(never, []string{"i1"}, "a"),
 			status: readyStatus(ctr("i1", ContainerTypeInit, 1, StateExited, 0),
 				ctr("i1", ContainerTypeInit, 0, StateExited, 1)),
 			want: want{sandboxID: "sb-1", start: []int{0}},
 		},
 		"init: created but not started: kill and replace": {
-			pod:    actionsPod(always, inits, "a"),
+			pod:    testutil.Pod(always, inits, "a"),
 			status: readyStatus(initCtr("i1", StateCreated, 0)),
 			want:   want{sandboxID: "sb-1", nextInit: intp(0), killIDs: []string{"i1-0"}},
 		},
 		"init: unknown under OnFailure: kill and replace": {
-			pod:    actionsPod(onFailure, inits, "a"),
+			pod:    testutil.Pod(onFailure, inits, "a"),
 			status: readyStatus(initCtr("i1", StateUnknown, 0)),
 			want:   want{sandboxID: "sb-1", nextInit: intp(0), killIDs: []string{"i1-0"}},
 		},
 		"init: unknown under Never: the pod failed": {
-			pod:    actionsPod(never, inits, "a"),
+			pod:    testutil.Pod(never, inits, "a"),
 			status: readyStatus(initCtr("i1", StateUnknown, 0)),
 			want:   want{sandboxID: "sb-1", initFailed: true},
 		},
 		"init status is looked up by type: a regular container of the same name does not count": {
-			pod:    actionsPod(always, []string{"x"}, "a"),
+			pod:    testutil.Pod(always, []string{"x"}, "a"),
 			status: readyStatus(ctr("x", ContainerTypeRegular, 0, StateExited, 0)),
 			want:   want{sandboxID: "sb-1", nextInit: intp(0)},
 		},
 
 		// Regular containers follow the restart policy.
-		"Always, exit 0: restart":      {pod: actionsPod(always, nil, "a"), status: readyStatus(exited("a", 0)), want: want{sandboxID: "sb-1", start: []int{0}}},
-		"Always, exit 1: restart":      {pod: actionsPod(always, nil, "a"), status: readyStatus(exited("a", 1)), want: want{sandboxID: "sb-1", start: []int{0}}},
-		"OnFailure, exit 0: leave it":  {pod: actionsPod(onFailure, nil, "a"), status: readyStatus(exited("a", 0)), want: want{sandboxID: "sb-1"}},
-		"OnFailure, exit 1: restart":   {pod: actionsPod(onFailure, nil, "a"), status: readyStatus(exited("a", 1)), want: want{sandboxID: "sb-1", start: []int{0}}},
-		"Never, exit 0: leave it":      {pod: actionsPod(never, nil, "a"), status: readyStatus(exited("a", 0)), want: want{sandboxID: "sb-1"}},
-		"Never, exit 1: leave it":      {pod: actionsPod(never, nil, "a"), status: readyStatus(exited("a", 1)), want: want{sandboxID: "sb-1"}},
-		"empty policy means Always":    {pod: actionsPod("", nil, "a"), status: readyStatus(exited("a", 0)), want: want{sandboxID: "sb-1", start: []int{0}}},
-		"only the exited one restarts": {pod: actionsPod(always, nil, "a", "b"), status: readyStatus(running("a"), exited("b", 137)), want: want{sandboxID: "sb-1", start: []int{1}}},
+		"Always, exit 0: restart":      {pod: testutil.Pod(always, nil, "a"), status: readyStatus(exited("a", 0)), want: want{sandboxID: "sb-1", start: []int{0}}},
+		"Always, exit 1: restart":      {pod: testutil.Pod(always, nil, "a"), status: readyStatus(exited("a", 1)), want: want{sandboxID: "sb-1", start: []int{0}}},
+		"OnFailure, exit 0: leave it":  {pod: testutil.Pod(onFailure, nil, "a"), status: readyStatus(exited("a", 0)), want: want{sandboxID: "sb-1"}},
+		"OnFailure, exit 1: restart":   {pod: testutil.Pod(onFailure, nil, "a"), status: readyStatus(exited("a", 1)), want: want{sandboxID: "sb-1", start: []int{0}}},
+		"Never, exit 0: leave it":      {pod: testutil.Pod(never, nil, "a"), status: readyStatus(exited("a", 0)), want: want{sandboxID: "sb-1"}},
+		"Never, exit 1: leave it":      {pod: testutil.Pod(never, nil, "a"), status: readyStatus(exited("a", 1)), want: want{sandboxID: "sb-1"}},
+		"empty policy means Always":    {pod: testutil.Pod("", nil, "a"), status: readyStatus(exited("a", 0)), want: want{sandboxID: "sb-1", start: []int{0}}},
+		"only the exited one restarts": {pod: testutil.Pod(always, nil, "a", "b"), status: readyStatus(running("a"), exited("b", 137)), want: want{sandboxID: "sb-1", start: []int{1}}},
 		"newest attempt decides (older exited, newer running)": {
-			pod:    actionsPod(always, nil, "a"),
+			pod:    testutil.Pod(always, nil, "a"),
 			status: readyStatus(ctr("a", ContainerTypeRegular, 1, StateRunning, 0), ctr("a", ContainerTypeRegular, 0, StateExited, 1)),
 			want:   want{sandboxID: "sb-1"},
 		},
 		"created: kill and replace": {
-			pod:    actionsPod(always, nil, "a", "b"),
+			pod:    testutil.Pod(always, nil, "a", "b"),
 			status: readyStatus(running("a"), ctr("b", ContainerTypeRegular, 0, StateCreated, 0)),
 			want:   want{sandboxID: "sb-1", start: []int{1}, killIDs: []string{"b-0"}},
 		},
 		"unknown: kill and replace": {
-			pod:    actionsPod(onFailure, nil, "a"),
+			pod:    testutil.Pod(onFailure, nil, "a"),
 			status: readyStatus(ctr("a", ContainerTypeRegular, 2, StateUnknown, 0)),
 			want:   want{sandboxID: "sb-1", start: []int{0}, killIDs: []string{"a-2"}},
 		},
 		"Never, unknown: kill and replace (kubelet always restarts unknown)": {
-			pod:    actionsPod(never, nil, "a"),
+			pod:    testutil.Pod(never, nil, "a"),
 			status: readyStatus(ctr("a", ContainerTypeRegular, 0, StateUnknown, 0)),
 			want:   want{sandboxID: "sb-1", start: []int{0}, killIDs: []string{"a-0"}},
 		},
 		"Never, created: replace (kubelet always restarts created)": {
-			pod:    actionsPod(never, nil, "a"),
+			pod:    testutil.Pod(never, nil, "a"),
 			status: readyStatus(ctr("a", ContainerTypeRegular, 0, StateCreated, 0)),
 			want:   want{sandboxID: "sb-1", start: []int{0}, killIDs: []string{"a-0"}},
 		},
@@ -327,15 +316,15 @@ func TestComputePodActionsEphemeral(t *testing.T) {
 		status *PodStatus
 		want   []int
 	}{
-		"added to a running pod": {pod: withDebug(actionsPod(v1.RestartPolicyAlways, nil, "a")),
+		"added to a running pod": {pod: withDebug(testutil.Pod(v1.RestartPolicyAlways, nil, "a")),
 			status: &PodStatus{Sandboxes: running, Containers: []ContainerStatus{ctr("a", ContainerTypeRegular, 0, StateRunning, 0)}}, want: []int{0}},
-		"while an init container runs": {pod: withDebug(actionsPod(v1.RestartPolicyAlways, []string{"i"}, "a")),
+		"while an init container runs": {pod: withDebug(testutil.Pod(v1.RestartPolicyAlways, []string{"i"}, "a")),
 			status: &PodStatus{Sandboxes: running, Containers: []ContainerStatus{ctr("i", ContainerTypeInit, 0, StateRunning, 0)}}, want: []int{0}},
-		"exited: never restarted": {pod: withDebug(actionsPod(v1.RestartPolicyAlways, nil, "a")),
+		"exited: never restarted": {pod: withDebug(testutil.Pod(v1.RestartPolicyAlways, nil, "a")),
 			status: &PodStatus{Sandboxes: running, Containers: []ContainerStatus{ctr("a", ContainerTypeRegular, 0, StateRunning, 0), ctr("debug", ContainerTypeEphemeral, 0, StateExited, 1)}}},
-		"running: nothing to do": {pod: withDebug(actionsPod(v1.RestartPolicyAlways, nil, "a")),
+		"running: nothing to do": {pod: withDebug(testutil.Pod(v1.RestartPolicyAlways, nil, "a")),
 			status: &PodStatus{Sandboxes: running, Containers: []ContainerStatus{ctr("a", ContainerTypeRegular, 0, StateRunning, 0), ctr("debug", ContainerTypeEphemeral, 0, StateRunning, 0)}}},
-		"no sandbox yet": {pod: withDebug(actionsPod(v1.RestartPolicyAlways, nil, "a")), status: &PodStatus{}},
+		"no sandbox yet": {pod: withDebug(testutil.Pod(v1.RestartPolicyAlways, nil, "a")), status: &PodStatus{}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := ComputePodActions(tc.pod, tc.status, PlanInputs{})
@@ -360,7 +349,7 @@ func TestComputePodActionsEphemeral(t *testing.T) {
 // always started again.
 func TestComputePodActionsProbeKills(t *testing.T) {
 	probed := func(policy v1.RestartPolicy, probeGrace *int64) *v1.Pod {
-		pod := actionsPod(policy, nil, "a")
+		pod := testutil.Pod(policy, nil, "a")
 		pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](17)
 		pod.Spec.Containers[0].LivenessProbe = &v1.Probe{TerminationGracePeriodSeconds: probeGrace}
 		pod.Spec.Containers[0].StartupProbe = &v1.Probe{TerminationGracePeriodSeconds: probeGrace}
@@ -395,7 +384,7 @@ func TestComputePodActionsProbeKills(t *testing.T) {
 			failed: failed("a-0", "readiness")},
 		"result of another container": {pod: probed(v1.RestartPolicyAlways, nil), status: readyStatus(running("a")),
 			failed: failed("b-0", "liveness")},
-		"a container without that probe is not killed": {pod: actionsPod(v1.RestartPolicyAlways, nil, "a"), status: readyStatus(running("a")),
+		"a container without that probe is not killed": {pod: testutil.Pod(v1.RestartPolicyAlways, nil, "a"), status: readyStatus(running("a")),
 			failed: failed("a-0", "liveness")},
 		"an exited container is not killed again": {pod: probed(v1.RestartPolicyAlways, nil), status: readyStatus(exited("a", 137)),
 			failed: failed("a-0", "liveness"), wantStart: []int{0}},
@@ -428,7 +417,7 @@ func TestComputePodActionsProbeKills(t *testing.T) {
 // before and after the pod was initialized.
 func TestComputePodActionsSidecarLivenessKill(t *testing.T) {
 	always := v1.ContainerRestartPolicyAlways
-	pod := actionsPod(v1.RestartPolicyNever, []string{"sc"}, "a")
+	pod := testutil.Pod(v1.RestartPolicyNever, []string{"sc"}, "a")
 	pod.Spec.InitContainers[0].RestartPolicy = &always
 	pod.Spec.InitContainers[0].LivenessProbe = &v1.Probe{}
 	in := PlanInputs{Failed: func(id string) (string, bool) { return "liveness", id == "sc-0" }}
@@ -476,7 +465,7 @@ func TestComputePodActionsBackOff(t *testing.T) {
 		return c
 	}
 	always := v1.ContainerRestartPolicyAlways
-	withSidecar := actionsPod(v1.RestartPolicyOnFailure, []string{"sc"}, "a")
+	withSidecar := testutil.Pod(v1.RestartPolicyOnFailure, []string{"sc"}, "a")
 	withSidecar.Spec.InitContainers[0].RestartPolicy = &always
 	for name, tc := range map[string]struct {
 		pod          *v1.Pod
@@ -490,26 +479,26 @@ func TestComputePodActionsBackOff(t *testing.T) {
 		wantKill     []string
 	}{
 		"in restart back-off: held in CrashLoopBackOff": {
-			pod:          actionsPod(v1.RestartPolicyAlways, nil, "a"),
+			pod:          testutil.Pod(v1.RestartPolicyAlways, nil, "a"),
 			status:       readyStatus(dead("a", ContainerTypeRegular, 1, t0), dead("a", ContainerTypeRegular, 0, t0.Add(-time.Minute))),
 			bo:           fakeBackOffView{restart: map[string]time.Time{"uid-1/a": t0}},
 			wantNextInit: -1, wantWaiting: map[string]string{"a": ReasonCrashLoopBackOff}},
 		"back-off over: restarted, back-off moves on from the last exit, older dead removed": {
-			pod:          actionsPod(v1.RestartPolicyAlways, nil, "a"),
+			pod:          testutil.Pod(v1.RestartPolicyAlways, nil, "a"),
 			status:       readyStatus(dead("a", ContainerTypeRegular, 2, t0), dead("a", ContainerTypeRegular, 1, t0.Add(-time.Minute)), dead("a", ContainerTypeRegular, 0, t0.Add(-2*time.Minute))),
 			wantNextInit: -1, wantStart: []int{0}, wantRestarts: map[string]time.Time{"a": t0}, wantRemove: []string{"a-1", "a-0"}},
 		"a created instance replaced: back-off from the dead one before it": {
-			pod:          actionsPod(v1.RestartPolicyAlways, nil, "a"),
+			pod:          testutil.Pod(v1.RestartPolicyAlways, nil, "a"),
 			status:       readyStatus(ctr("a", ContainerTypeRegular, 1, StateCreated, 0), dead("a", ContainerTypeRegular, 0, t0)),
 			bo:           fakeBackOffView{restart: map[string]time.Time{"uid-1/a": t0}},
 			wantNextInit: -1, wantWaiting: map[string]string{"a": ReasonCrashLoopBackOff}, wantKill: []string{"a-1"}},
 		"pull back-off: held in ImagePullBackOff": {
-			pod:          actionsPod(v1.RestartPolicyAlways, nil, "a"),
+			pod:          testutil.Pod(v1.RestartPolicyAlways, nil, "a"),
 			status:       readyStatus(),
 			bo:           fakeBackOffView{pull: map[string]string{"uid-1/a": "ErrImagePull: not found"}},
 			wantNextInit: -1, wantWaiting: map[string]string{"a": ReasonImagePullBackOff}},
 		"failed init container in back-off: nothing after it starts": {
-			pod:          actionsPod(v1.RestartPolicyOnFailure, []string{"i"}, "a"),
+			pod:          testutil.Pod(v1.RestartPolicyOnFailure, []string{"i"}, "a"),
 			status:       readyStatus(dead("i", ContainerTypeInit, 0, t0)),
 			bo:           fakeBackOffView{restart: map[string]time.Time{"uid-1/i": t0}},
 			wantNextInit: -1, wantWaiting: map[string]string{"i": ReasonCrashLoopBackOff}},
@@ -547,14 +536,14 @@ func TestComputePodActionsBackOff(t *testing.T) {
 		})
 	}
 	// The messages are the kubelet's.
-	got := ComputePodActions(actionsPod(v1.RestartPolicyAlways, nil, "a"), readyStatus(dead("a", ContainerTypeRegular, 0, t0)),
+	got := ComputePodActions(testutil.Pod(v1.RestartPolicyAlways, nil, "a"), readyStatus(dead("a", ContainerTypeRegular, 0, t0)),
 		PlanInputs{BackOff: fakeBackOffView{restart: map[string]time.Time{"uid-1/a": t0}}})
-	if want := "back-off 20s restarting failed container=a pod=web_default(uid-1)"; got.Waiting["a"].Message != want {
+	if want := "back-off 20s restarting failed container=a pod=web_prod(uid-1)"; got.Waiting["a"].Message != want {
 		t.Errorf("CrashLoopBackOff message %q, want %q", got.Waiting["a"].Message, want)
 	}
-	got = ComputePodActions(actionsPod(v1.RestartPolicyAlways, nil, "a"), readyStatus(),
+	got = ComputePodActions(testutil.Pod(v1.RestartPolicyAlways, nil, "a"), readyStatus(),
 		PlanInputs{BackOff: fakeBackOffView{pull: map[string]string{"uid-1/a": "ErrImagePull: not found"}}})
-	if want := `Back-off pulling image "busybox:1": ErrImagePull: not found`; got.Waiting["a"].Message != want {
+	if want := `Back-off pulling image "busybox:1.36": ErrImagePull: not found`; got.Waiting["a"].Message != want {
 		t.Errorf("ImagePullBackOff message %q, want %q", got.Waiting["a"].Message, want)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/crivk/crivk/podutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
@@ -35,7 +36,7 @@ import (
 //   - responses that lack what the API promises (an ID, a status's
 //     metadata, the runtime conditions, a streaming URL) are errors;
 //   - a non-zero ExecSync exit code is a utilexec.CodeExitError and a
-//     timed-out ExecSync wraps ErrExecTimedOut.
+//     timed-out ExecSync wraps podutil.ErrExecTimedOut.
 //
 // Errors name the call and the object, wrap the gRPC status (status.Code
 // works on them) and, when the call's context ended, its error too
@@ -401,7 +402,8 @@ func verifyContainerStatus(s *runtimeapi.ContainerStatus) error {
 // ExecSync runs cmd in the container; the runtime enforces timeout (whole
 // seconds, 0 for none) and the call gets the request timeout on top for the
 // runtime's clean-up. A command that exits non-zero returns a
-// utilexec.CodeExitError; one that runs out of time wraps ErrExecTimedOut.
+// utilexec.CodeExitError; one that runs out of time wraps
+// podutil.ErrExecTimedOut.
 func (c *remoteService) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (stdout, stderr []byte, err error) {
 	var d time.Duration
 	if timeout != 0 {
@@ -412,7 +414,7 @@ func (c *remoteService) ExecSync(ctx context.Context, id string, cmd []string, t
 	})
 	if err != nil {
 		if status.Code(err) == codes.DeadlineExceeded {
-			err = fmt.Errorf("%w: %q timed out after %s: %w", ErrExecTimedOut, strings.Join(cmd, " "), timeout, err)
+			err = fmt.Errorf("%w: %q timed out after %s: %w", podutil.ErrExecTimedOut, strings.Join(cmd, " "), timeout, err)
 		}
 		return nil, nil, err
 	}

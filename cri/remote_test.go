@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crivk/crivk/podutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -312,7 +313,7 @@ func TestRemoteExecSync(t *testing.T) {
 
 	// The runtime's own timeout, and ours when the runtime never answers.
 	s.set("ExecSync", nil, status.Error(codes.DeadlineExceeded, "timeout 1s exceeded"))
-	if _, _, err := c.ExecSync(ctx, "c1", []string{"sleep", "9"}, time.Second); !errors.Is(err, ErrExecTimedOut) ||
+	if _, _, err := c.ExecSync(ctx, "c1", []string{"sleep", "9"}, time.Second); !errors.Is(err, podutil.ErrExecTimedOut) ||
 		!strings.Contains(err.Error(), `"sleep 9" timed out after 1s`) {
 		t.Errorf("runtime timeout: %v", err)
 	}
@@ -320,7 +321,7 @@ func TestRemoteExecSync(t *testing.T) {
 	s.mu.Lock()
 	s.block["ExecSync"] = true
 	s.mu.Unlock()
-	if _, _, err := c.ExecSync(ctx, "c1", []string{"sleep", "9"}, time.Millisecond); !errors.Is(err, ErrExecTimedOut) {
+	if _, _, err := c.ExecSync(ctx, "c1", []string{"sleep", "9"}, time.Millisecond); !errors.Is(err, podutil.ErrExecTimedOut) {
 		t.Errorf("client timeout: %v", err)
 	}
 }

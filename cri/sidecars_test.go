@@ -6,6 +6,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/crivk/crivk/internal/testutil"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
@@ -14,7 +15,7 @@ import (
 // sidecarPod has init containers "i1" (plain), "s1" and "s2" (sidecars)
 // in that order and regular container "a".
 func sidecarPod(policy v1.RestartPolicy) *v1.Pod {
-	pod := actionsPod(policy, []string{"i1", "s1", "s2"}, "a")
+	pod := testutil.Pod(policy, []string{"i1", "s1", "s2"}, "a")
 	always := ptr.To(v1.ContainerRestartPolicyAlways)
 	pod.Spec.InitContainers[1].RestartPolicy = always
 	pod.Spec.InitContainers[2].RestartPolicy = always
@@ -134,8 +135,8 @@ func TestKillPodStopsSidecarsLast(t *testing.T) {
 // the Never pod's container finished the sidecar is stopped.
 func TestSyncPodSidecarFlow(t *testing.T) {
 	f := newSyncFixture(t)
-	f.is.SetFakeImages([]string{"busybox:1"})
-	pod := actionsPod(v1.RestartPolicyNever, []string{"i1", "s1"}, "a")
+	f.is.SetFakeImages([]string{testutil.Image})
+	pod := testutil.Pod(v1.RestartPolicyNever, []string{"i1", "s1"}, "a")
 	pod.Spec.InitContainers[1].RestartPolicy = ptr.To(v1.ContainerRestartPolicyAlways)
 	for i := range pod.Spec.InitContainers {
 		pod.Spec.InitContainers[i].ImagePullPolicy = v1.PullIfNotPresent

@@ -3,14 +3,16 @@
 // decides what must happen and when, drives the runtime manager (package
 // cri) and publishes the kubelet-shaped API status.
 //
-// The pieces, one file each, each owning its state, and who calls what:
+// The pieces, each owning its state, and who calls what. The engine's own
+// files are in this package; the status (lifecycle/status) and the runtime
+// view (lifecycle/pleg) are packages below it that never import it:
 //
 //	provider (virtual-kubelet) ──UpdatePod/Kill/KillUnknown──> Engine (engine.go)
 //	                                 admission (admit.go) │  loop + housekeeping
 //	                                                      v
 //	                                 podManager (podmanager.go): desired pods,
 //	                                 rejected pods, first sightings; no I/O
-//	  PLEG (pleg.go) ── relist every 1s ──> Cache (cache.go)      │
+//	  pleg.PLEG ── relist every 1s ──> pleg.Cache                 │
 //	        │            status newer than T  ^      │            v
 //	        └── OnChange(uid) = Engine.Kick ──┼──────┼──> PodWorkers (podworkers.go)
 //	                                          │      │     one goroutine per UID:
@@ -22,11 +24,11 @@
 //	                                                         probe verdicts and back-offs
 //	                                                         are inputs), act (cri.Runtime),
 //	                                                         read back at once into the
-//	                                                         Cache, GenerateStatus (status.go)
+//	                                                         Cache, status.Generate
 //	                                                              │ SetPodStatus / TerminatePod
 //	                                                              v
-//	                                      StatusManager (statusmanager.go): versioned,
-//	                                      terminal phase final, illegal container
+//	                                      status.Manager: versioned, terminal
+//	                                      phase final, illegal container
 //	                                      transitions refused, coalesced delivery
 //	                                                              │ Notify
 //	                                                              v
@@ -36,13 +38,15 @@
 // environment from envvars.go, volume mounts, node mounts from
 // node_mounts.go, pull secrets from pullsecrets.go) and owns the pod's
 // volumes (volumes.go) and probe workers (probes.go: the prober's results
-// are read by status generation and by the plan).
+// are read by status generation and by the plan). The pod cgroups are kept
+// by package cm, beside this one: the engine reaches them only through its
+// PodCgroups interface and imports no cm.
 //
-// The PLEG relists every period and also at once when woken through its
-// Wake channel (cmd/crivk feeds it containerd's task events); the period
-// is the safety net. It reads a changed pod unless nothing of the pod died
-// and an earlier read (the engine's own, after acting) already shows the
-// states the relist listed. Volumes (package volume) are set up before a
+// The PLEG (package pleg) relists every period and also at once when woken
+// through its Wake channel (cmd/crivk feeds it containerd's task events);
+// the period is the safety net. It reads a changed pod unless nothing of
+// the pod died and an earlier read (the engine's own, after acting)
+// already shows the states the relist listed. Volumes (package volume) are set up before a
 // sync may start containers and torn down once the pod is terminated; probes
 // (package prober) republish the status when a result changes and a failed
 // liveness/startup probe kicks the pod, whose plan kills and restarts the
@@ -71,4 +75,8 @@
 //
 // The engine never talks to the Kubernetes API itself; it must never run
 // two workers for one UID or two started pods of the same namespace/name.
+// Its subpackages (status, pleg, prober, volume, admission) must never
+// import it; they know the engine only through the callbacks it hands
+// them. forward.go keeps WithForeignConditions (status's) for provider
+// until provider imports lifecycle/status.
 package lifecycle

@@ -9,7 +9,9 @@ import (
 
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/lifecycle/admission"
+	"github.com/crivk/crivk/lifecycle/pleg"
 	"github.com/crivk/crivk/lifecycle/prober"
+	"github.com/crivk/crivk/lifecycle/status"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,7 +45,7 @@ type Config struct {
 	Clock       clock.WithTicker
 	// Cache is the runtime status cache the PLEG fills; NewEngine makes one
 	// when nil (then only the engine's own reads fill it).
-	Cache *Cache
+	Cache *pleg.Cache
 	// SyncInterval is how long after a successful sync a pod is synced again
 	// when nothing happens to it (the PLEG and spec changes sync it at once).
 	SyncInterval time.Duration
@@ -110,12 +112,12 @@ type Config struct {
 	// nil: nothing is probed. ProbeMetrics counts probe runs (may be nil).
 	ProbeRuntime ProbeRuntime
 	ProbeMetrics prober.Metrics
-	// PodCgroups keeps the pod cgroups (lifecycle/cm); nil: pods get
+	// PodCgroups keeps the pod cgroups (package cm); nil: pods get
 	// none (the runtime's default cgroup parent).
 	PodCgroups PodCgroups
 }
 
-// PodCgroups is the pod cgroup tree as the engine uses it (lifecycle/cm's
+// PodCgroups is the pod cgroup tree as the engine uses it (package cm's
 // Manager): created or updated before a pod's sandbox, removed once its
 // containers are stopped, listed for the orphan sweep.
 type PodCgroups interface {
@@ -130,15 +132,15 @@ type PodCgroups interface {
 // manager, the PLEG's kicks and the work queue, and every housekeeping
 // interval forgets finished pods and terminates orphans. The workers call
 // the syncer (syncer.go), which plans and acts through the Runtime and
-// publishes through the StatusManager.
+// publishes through the status manager (lifecycle/status).
 type Engine struct {
 	cfg     Config
 	pods    *podManager
 	sync    *syncer
-	cache   *Cache
+	cache   *pleg.Cache
 	queue   *WorkQueue
 	workers *PodWorkers
-	status  *StatusManager
+	status  *status.Manager
 	// housekeeping serialises Housekeeping runs.
 	housekeeping sync.Mutex
 	// admitMu serialises admission decisions with the insertion of the
@@ -183,7 +185,7 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		cfg.OnTerminated = func(context.Context, *v1.Pod) error { return nil }
 	}
 	if cfg.Cache == nil {
-		cfg.Cache = NewCache()
+		cfg.Cache = pleg.NewCache()
 	}
 	e := &Engine{
 		cfg:   cfg,
@@ -192,7 +194,7 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		queue: NewWorkQueue(cfg.Clock),
 	}
 	var err error
-	if e.status, err = NewStatusManager(StatusManagerConfig{Clock: cfg.Clock, Notify: e.publish}); err != nil {
+	if e.status, err = status.NewManager(status.ManagerConfig{Clock: cfg.Clock, Notify: e.publish}); err != nil {
 		return nil, err
 	}
 	e.sync = newSyncer(cfg, e.pods, e.status, &cri.BackOffs{

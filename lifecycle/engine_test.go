@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/lifecycle/pleg"
 	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -246,7 +247,7 @@ func (f *fakeRuntime) count(uid types.UID, op string) int { return len(f.ops(uid
 type engineFixture struct {
 	e     *Engine
 	rt    *fakeRuntime
-	cache *Cache
+	cache *pleg.Cache
 	clock *testingclock.FakeClock
 
 	mu         sync.Mutex
@@ -262,7 +263,7 @@ const syncInterval = 10 * time.Second
 func newEngineFixture(t *testing.T, opts ...func(*Config)) *engineFixture {
 	t.Helper()
 	clk := testingclock.NewFakeClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
-	f := &engineFixture{rt: newFakeRuntime(clk), clock: clk, cache: NewCache()}
+	f := &engineFixture{rt: newFakeRuntime(clk), clock: clk, cache: pleg.NewCache()}
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := Config{
 		Runtime: f.rt, RuntimeName: "containerd", NodeIP: "192.0.2.10", Clock: clk, SyncInterval: syncInterval, Cache: f.cache,
@@ -806,14 +807,7 @@ func TestEngineReadinessGateFromTheAPI(t *testing.T) {
 		return nil
 	}
 	f.startRunning(t, pod)
-	ready := func() v1.ConditionStatus {
-		if p := f.lastPublished("uid-1"); p != nil {
-			if c := findCond(p.Status, v1.PodReady); c != nil {
-				return c.Status
-			}
-		}
-		return ""
-	}
+	ready := func() v1.ConditionStatus { return podCondition(f.lastPublished("uid-1"), v1.PodReady) }
 	if got := ready(); got != v1.ConditionFalse {
 		t.Fatalf("Ready = %q with the gate unset, want False", got)
 	}

@@ -91,30 +91,21 @@ func (r *envResolver) resolve(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	env := &orderedEnv{vals: map[string]string{}}
 
 	for _, from := range c.EnvFrom {
-		var data map[string]string
+		var kind, name string
+		var opt *bool
 		switch {
 		case from.ConfigMapRef != nil:
-			cm, err := r.configMap(ctx, pod.Namespace, from.ConfigMapRef.Name)
-			if err != nil {
-				if apierrors.IsNotFound(err) && optional(from.ConfigMapRef.Optional) {
-					continue
-				}
-				return nil, err
-			}
-			data = cm.Data
+			kind, name, opt = kindConfigMap, from.ConfigMapRef.Name, from.ConfigMapRef.Optional
 		case from.SecretRef != nil:
-			s, err := r.secret(ctx, pod.Namespace, from.SecretRef.Name)
-			if err != nil {
-				if apierrors.IsNotFound(err) && optional(from.SecretRef.Optional) {
-					continue
-				}
-				return nil, err
-			}
-			data = make(map[string]string, len(s.Data))
-			for k, v := range s.Data {
-				data[k] = string(v)
-			}
+			kind, name, opt = kindSecret, from.SecretRef.Name, from.SecretRef.Optional
 		default:
+			continue
+		}
+		data, skip, err := r.refData(ctx, kind, pod.Namespace, name, opt)
+		if err != nil {
+			return nil, err
+		}
+		if skip {
 			continue
 		}
 		for _, k := range sortedKeys(data) {
@@ -216,40 +207,63 @@ func (r *envResolver) valueFrom(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		return v, false, err
 	case src.ConfigMapKeyRef != nil:
 		ref := src.ConfigMapKeyRef
-		cm, err := r.configMap(ctx, pod.Namespace, ref.Name)
-		if err != nil {
-			if apierrors.IsNotFound(err) && optional(ref.Optional) {
-				return "", true, nil
-			}
-			return "", false, err
-		}
-		v, ok := cm.Data[ref.Key]
-		if !ok {
-			if optional(ref.Optional) {
-				return "", true, nil
-			}
-			return "", false, fmt.Errorf("couldn't find key %v in ConfigMap %v/%v", ref.Key, pod.Namespace, ref.Name)
-		}
-		return v, false, nil
+		return r.keyValue(ctx, kindConfigMap, pod.Namespace, ref.Name, ref.Key, ref.Optional)
 	case src.SecretKeyRef != nil:
 		ref := src.SecretKeyRef
-		s, err := r.secret(ctx, pod.Namespace, ref.Name)
-		if err != nil {
-			if apierrors.IsNotFound(err) && optional(ref.Optional) {
-				return "", true, nil
-			}
-			return "", false, err
-		}
-		v, ok := s.Data[ref.Key]
-		if !ok {
-			if optional(ref.Optional) {
-				return "", true, nil
-			}
-			return "", false, fmt.Errorf("couldn't find key %v in Secret %v/%v", ref.Key, pod.Namespace, ref.Name)
-		}
-		return string(v), false, nil
+		return r.keyValue(ctx, kindSecret, pod.Namespace, ref.Name, ref.Key, ref.Optional)
 	}
 	return "", false, nil
+}
+
+// The kinds of object an environment variable may be read from.
+const (
+	kindConfigMap = "ConfigMap"
+	kindSecret    = "Secret"
+)
+
+// refData returns the data of the ConfigMap or Secret (kind) ns/name, a
+// Secret's values as strings. skip is set when the object does not exist
+// and the reference is optional: what it would define stays undefined.
+func (r *envResolver) refData(ctx context.Context, kind, ns, name string, opt *bool) (data map[string]string, skip bool, err error) {
+	if kind == kindConfigMap {
+		var cm *v1.ConfigMap
+		if cm, err = r.configMap(ctx, ns, name); err == nil {
+			data = cm.Data
+		}
+	} else {
+		var s *v1.Secret
+		if s, err = r.secret(ctx, ns, name); err == nil {
+			data = make(map[string]string, len(s.Data))
+			for k, v := range s.Data {
+				data[k] = string(v)
+			}
+		}
+	}
+	switch {
+	case err != nil && apierrors.IsNotFound(err) && optional(opt):
+		return nil, true, nil
+	case err != nil:
+		return nil, false, err
+	}
+	return data, false, nil
+}
+
+// keyValue resolves a ConfigMapKeyRef or SecretKeyRef (kind): a missing
+// object or key of an optional reference leaves the variable undefined
+// (skip), of a required one it is an error.
+func (r *envResolver) keyValue(ctx context.Context, kind, ns, name, key string, opt *bool) (val string, skip bool, err error) {
+	data, skip, err := r.refData(ctx, kind, ns, name, opt)
+	if err != nil || skip {
+		return "", skip, err
+	}
+	v, ok := data[key]
+	if !ok {
+		if optional(opt) {
+			return "", true, nil
+		}
+		return "", false, fmt.Errorf("couldn't find key %v in %s %v/%v", key, kind, ns, name)
+	}
+	return v, false, nil
 }
 
 // fieldRef is the kubelet's podFieldSelectorRuntimeValue: the pod's and

@@ -7,7 +7,6 @@ import (
 
 	"github.com/crivk/crivk/cri"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // TestPodCounts: the working-pods gauge counts a running pod as sync and
@@ -31,18 +30,4 @@ func TestPodCounts(t *testing.T) {
 		return f.e.PodCounts().Working[[2]string{"terminating", "runtime_only"}] == 1
 	})
 	f.rt.setKillErrs(0)
-}
-
-// TestCountRunning: pods with a ready sandbox and containers by state, as
-// the kubelet's kubelet_running_pods and kubelet_running_containers.
-func TestCountRunning(t *testing.T) {
-	pods, containers := countRunning(snap(map[types.UID]map[string]cri.State{
-		"a": {"sb-a": cri.SandboxReady, "c1": cri.StateRunning, "c0": cri.StateExited},
-		"b": {"sb-b": cri.SandboxNotReady, "c2": cri.StateExited},
-		"c": {"sb-c": cri.SandboxReady, "c3": cri.StateCreated, "c4": cri.StateRunning},
-	}))
-	want := map[cri.State]int{cri.StateRunning: 2, cri.StateExited: 2, cri.StateCreated: 1}
-	if pods != 2 || !reflect.DeepEqual(containers, want) {
-		t.Errorf("countRunning = %d, %v; want 2, %v", pods, containers, want)
-	}
 }

@@ -760,29 +760,37 @@ func (p *PodWorkers) completeTerminating(uid types.UID) {
 func (p *PodWorkers) completeTerminatingRuntimePod(uid types.UID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cleanupPodUpdates(uid)
-	status, ok := p.podSyncStatuses[uid]
-	if !ok {
-		return
+	if status := p.finish(uid); status != nil {
+		status.terminatedAt = p.cfg.Clock.Now()
+		delete(p.podSyncStatuses, uid)
 	}
-	status.terminatedAt = p.cfg.Clock.Now()
-	status.finished, status.working = true, false
-	if p.startedByFullname[status.fullname] == uid {
-		delete(p.startedByFullname, status.fullname)
-	}
-	delete(p.podSyncStatuses, uid)
 }
 
 // completeTerminated: the pod is finished; its worker exits.
 func (p *PodWorkers) completeTerminated(uid types.UID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.finish(uid)
+}
+
+// finish ends the worker of uid: its channel is closed (its goroutine
+// exits), its record says finished and not working, and the pod's
+// namespace/name is free for another pod to start. It returns the record,
+// nil if there is none. Must hold p.mu.
+func (p *PodWorkers) finish(uid types.UID) *podSyncStatus {
 	p.cleanupPodUpdates(uid)
 	status, ok := p.podSyncStatuses[uid]
 	if !ok {
-		return
+		return nil
 	}
 	status.finished, status.working = true, false
+	p.releaseFullname(uid, status)
+	return status
+}
+
+// releaseFullname lets another pod of uid's namespace/name start, if uid
+// held it. Must hold p.mu.
+func (p *PodWorkers) releaseFullname(uid types.UID, status *podSyncStatus) {
 	if p.startedByFullname[status.fullname] == uid {
 		delete(p.startedByFullname, status.fullname)
 	}
@@ -921,9 +929,7 @@ func (p *PodWorkers) removeTerminatedWorker(uid types.UID, status *podSyncStatus
 	}
 	delete(p.podSyncStatuses, uid)
 	p.cleanupPodUpdates(uid)
-	if p.startedByFullname[status.fullname] == uid {
-		delete(p.startedByFullname, status.fullname)
-	}
+	p.releaseFullname(uid, status)
 	return true
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/lifecycle/prober"
+	"github.com/crivk/crivk/lifecycle/status"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -22,14 +23,9 @@ type ProbeRuntime interface {
 
 var _ ProbeRuntime = (*cri.Runtime)(nil)
 
-// probeResults is what status generation needs of the prober.
-type probeResults interface {
-	Result(t prober.ProbeType, containerID string) (prober.Result, bool)
-}
-
 // probeManager is what the engine needs of the prober (*prober.Manager).
 type probeManager interface {
-	probeResults
+	status.ProbeResults
 	AddPod(pod *v1.Pod)
 	RemovePod(uid types.UID)
 	StopLivenessAndStartup(uid types.UID)
@@ -60,7 +56,7 @@ func (e *Engine) startProber(ctx context.Context) error {
 
 // probeResultsOrNil returns the prober as status generation sees it (nil
 // interface when there is none).
-func (s *syncer) probeResultsOrNil() probeResults {
+func (s *syncer) probeResultsOrNil() status.ProbeResults {
 	if s.probes == nil {
 		return nil
 	}

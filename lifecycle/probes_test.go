@@ -7,11 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crivk/crivk/lifecycle/prober"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
-	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 )
 
@@ -40,29 +37,9 @@ func (f *fakeProbeRuntime) setCode(c int32) {
 // newProbeFixture is newEngineFixture with probes and an event recorder.
 func newProbeFixture(t *testing.T) (*engineFixture, *fakeProbeRuntime, *record.FakeRecorder) {
 	t.Helper()
-	clk := testingclock.NewFakeClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
-	f := &engineFixture{rt: newFakeRuntime(clk), clock: clk, cache: NewCache()}
 	rec := record.NewFakeRecorder(1000)
 	pr := &fakeProbeRuntime{}
-	ctx, cancel := context.WithCancel(context.Background())
-	e, err := NewEngine(ctx, Config{
-		Runtime: f.rt, RuntimeName: "containerd", NodeIP: "192.0.2.10", Clock: clk, SyncInterval: syncInterval, Cache: f.cache,
-		ProbeRuntime: pr, Recorder: rec,
-	})
-	if err != nil {
-		cancel()
-		t.Fatalf("NewEngine: %v", err)
-	}
-	e.NotifyPods(func(pod *v1.Pod) {
-		f.mu.Lock()
-		f.published = append(f.published, pod)
-		f.mu.Unlock()
-	})
-	f.e = e
-	f.cache.UpdateTime(clk.Now())
-	done := make(chan struct{})
-	go func() { e.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	f := newEngineFixture(t, func(c *Config) { c.ProbeRuntime, c.Recorder = pr, rec })
 	return f, pr, rec
 }
 
@@ -190,58 +167,6 @@ func TestEngineStartupProbeGatesLiveness(t *testing.T) {
 	if !f.lastPublished(pod.UID).Status.ContainerStatuses[0].Ready {
 		t.Error("started container without a readiness probe is not ready")
 	}
-}
-
-func TestProbedState(t *testing.T) {
-	yes := true
-	running := func(id string, ready bool, started *bool) v1.ContainerStatus {
-		return v1.ContainerStatus{Name: "a", ContainerID: "containerd://" + id, Ready: ready, Started: started,
-			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.Now()}}}
-	}
-	for _, tc := range []struct {
-		name          string
-		container     v1.Container
-		results       map[prober.ProbeType]prober.Result
-		previous      []v1.ContainerStatus
-		nilProbes     bool
-		started, want bool
-	}{
-		{name: "no probes", container: v1.Container{Name: "a"}, started: true, want: true},
-		{name: "readiness unknown", container: v1.Container{Name: "a", ReadinessProbe: execProbe(1, 1)}, started: true, want: false},
-		{name: "readiness success", container: v1.Container{Name: "a", ReadinessProbe: execProbe(1, 1)},
-			results: map[prober.ProbeType]prober.Result{prober.Readiness: prober.Success}, started: true, want: true},
-		{name: "readiness failure beats a ready previous status", container: v1.Container{Name: "a", ReadinessProbe: execProbe(1, 1)},
-			results: map[prober.ProbeType]prober.Result{prober.Readiness: prober.Failure}, previous: []v1.ContainerStatus{running("c1", true, &yes)}, started: true, want: false},
-		{name: "ready before a restart of crivk stays ready", container: v1.Container{Name: "a", ReadinessProbe: execProbe(1, 1)},
-			previous: []v1.ContainerStatus{running("c1", true, &yes)}, started: true, want: true},
-		{name: "previous ready of another container does not count", container: v1.Container{Name: "a", ReadinessProbe: execProbe(1, 1)},
-			previous: []v1.ContainerStatus{running("c0", true, &yes)}, started: true, want: false},
-		{name: "startup not yet succeeded", container: v1.Container{Name: "a", StartupProbe: execProbe(1, 1)}, started: false, want: false},
-		{name: "startup succeeded", container: v1.Container{Name: "a", StartupProbe: execProbe(1, 1)},
-			results: map[prober.ProbeType]prober.Result{prober.Startup: prober.Success}, started: true, want: true},
-		{name: "readiness success but not started", container: v1.Container{Name: "a", StartupProbe: execProbe(1, 1), ReadinessProbe: execProbe(1, 1)},
-			results: map[prober.ProbeType]prober.Result{prober.Readiness: prober.Success}, started: false, want: false},
-		{name: "nothing probes: readiness never ready", container: v1.Container{Name: "a", ReadinessProbe: execProbe(1, 1), StartupProbe: execProbe(1, 1)},
-			nilProbes: true, started: true, want: false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			in := statusInput{Previous: v1.PodStatus{ContainerStatuses: tc.previous}}
-			if !tc.nilProbes {
-				in.Probes = fakeResults(tc.results)
-			}
-			started, ready := probedState(in, &tc.container, "containerd://c1", "c1")
-			if started != tc.started || ready != tc.want {
-				t.Errorf("(started, ready) = (%v, %v), want (%v, %v)", started, ready, tc.started, tc.want)
-			}
-		})
-	}
-}
-
-type fakeResults map[prober.ProbeType]prober.Result
-
-func (f fakeResults) Result(t prober.ProbeType, _ string) (prober.Result, bool) {
-	r, ok := f[t]
-	return r, ok
 }
 
 // TestEngineSidecarProbes: a sidecar's readiness probe gates the pod's

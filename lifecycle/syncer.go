@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/lifecycle/pleg"
+	"github.com/crivk/crivk/lifecycle/status"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,8 +36,8 @@ type syncer struct {
 	runtimeName string
 	nodeIP      string
 	clock       clock.WithTicker
-	cache       *Cache
-	status      *StatusManager
+	cache       *pleg.Cache
+	status      *status.Manager
 	backoff     *cri.BackOffs
 	recorder    record.EventRecorder
 	volumes     Volumes
@@ -72,7 +74,7 @@ type syncer struct {
 var _ podSyncer = (*syncer)(nil)
 
 // newSyncer makes the syncer of an engine from its (defaulted) config.
-func newSyncer(cfg Config, pods *podManager, status *StatusManager, backoff *cri.BackOffs) *syncer {
+func newSyncer(cfg Config, pods *podManager, status *status.Manager, backoff *cri.BackOffs) *syncer {
 	return &syncer{
 		runtime:         cfg.Runtime,
 		runtimeName:     cfg.RuntimeName,
@@ -183,7 +185,7 @@ func (s *syncer) generate(pod *v1.Pod, st *cri.PodStatus, deleted bool) v1.PodSt
 	}
 	// Conditions the node does not own (readiness gates, PodScheduled,
 	// DisruptionTarget) are the API's.
-	prev.Conditions = WithForeignConditions(pod.Status.Conditions, prev.Conditions)
+	prev.Conditions = status.WithForeignConditions(pod.Status.Conditions, prev.Conditions)
 	s.mu.Lock()
 	if ips := st.IPs(); len(ips) > 0 {
 		s.podIPs[pod.UID] = ips
@@ -195,7 +197,7 @@ func (s *syncer) generate(pod *v1.Pod, st *cri.PodStatus, deleted bool) v1.PodSt
 	}
 	waiting := s.waiting[pod.UID]
 	s.mu.Unlock()
-	status := GenerateStatus(statusInput{
+	out := status.Generate(status.Input{
 		Pod:         pod,
 		Previous:    prev,
 		Runtime:     st,
@@ -207,14 +209,14 @@ func (s *syncer) generate(pod *v1.Pod, st *cri.PodStatus, deleted bool) v1.PodSt
 		Now:         s.clock.Now(),
 		Probes:      s.probeResultsOrNil(),
 	})
-	if pastActiveDeadline(pod, status.StartTime, s.clock.Now()) {
+	if pastActiveDeadline(pod, out.StartTime, s.clock.Now()) {
 		// The kubelet's active deadline handler: the pod fails, its
 		// containers are stopped.
-		status.Phase = v1.PodFailed
-		status.Reason = reasonDeadlineExceeded
-		status.Message = messageDeadlineExceeded
+		out.Phase = v1.PodFailed
+		out.Reason = reasonDeadlineExceeded
+		out.Message = messageDeadlineExceeded
 	}
-	return status
+	return out
 }
 
 // The kubelet's words for a pod past spec.activeDeadlineSeconds.

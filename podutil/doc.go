@@ -3,6 +3,8 @@
 // container resources and CPU conversions, sidecars (restartable init
 // containers), the pod's hostname and domain, the downward API's resource
 // values, $(VAR) expansion and the resolution of a probe's or hook's port.
+// It also holds ErrExecTimedOut, the one error the runtime (cri) returns and
+// the prober tests for, so that the prober needs no import of cri.
 // It is a leaf: it imports only k8s.io/api and apimachinery, never another
 // crivk package, and it does no I/O.
 package podutil

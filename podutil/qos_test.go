@@ -3,20 +3,10 @@ package podutil
 import (
 	"testing"
 
+	"github.com/crivk/crivk/internal/testutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
-
-func res(cpu, mem string) v1.ResourceList {
-	l := v1.ResourceList{}
-	if cpu != "" {
-		l[v1.ResourceCPU] = resource.MustParse(cpu)
-	}
-	if mem != "" {
-		l[v1.ResourceMemory] = resource.MustParse(mem)
-	}
-	return l
-}
 
 func ctr(req, lim v1.ResourceList) v1.Container {
 	return v1.Container{Name: "c", Resources: v1.ResourceRequirements{Requests: req, Limits: lim}}
@@ -29,14 +19,14 @@ func TestComputeQOSClass(t *testing.T) {
 	}{
 		"nothing":                        {containers: []v1.Container{ctr(nil, nil)}, want: v1.PodQOSBestEffort},
 		"only other resources":           {containers: []v1.Container{ctr(v1.ResourceList{"example.com/gpu": resource.MustParse("1")}, nil)}, want: v1.PodQOSBestEffort},
-		"zero requests":                  {containers: []v1.Container{ctr(res("0", "0"), nil)}, want: v1.PodQOSBestEffort},
-		"limits equal requests":          {containers: []v1.Container{ctr(res("100m", "16Mi"), res("100m", "16Mi"))}, want: v1.PodQOSGuaranteed},
-		"limits only, not defaulted":     {containers: []v1.Container{ctr(nil, res("1", "1Gi"))}, want: v1.PodQOSBurstable}, // the API server defaults requests to limits first
-		"memory limit only":              {containers: []v1.Container{ctr(nil, res("", "16Mi"))}, want: v1.PodQOSBurstable},
-		"request below limit":            {containers: []v1.Container{ctr(res("100m", "16Mi"), res("200m", "16Mi"))}, want: v1.PodQOSBurstable},
-		"one guaranteed, one besteffort": {containers: []v1.Container{ctr(res("1", "1Gi"), res("1", "1Gi")), ctr(nil, nil)}, want: v1.PodQOSBurstable},
-		"init container without limits":  {containers: []v1.Container{ctr(res("1", "1Gi"), res("1", "1Gi"))}, inits: []v1.Container{ctr(res("", "1Mi"), nil)}, want: v1.PodQOSBurstable},
-		"requests only":                  {containers: []v1.Container{ctr(res("100m", ""), nil)}, want: v1.PodQOSBurstable},
+		"zero requests":                  {containers: []v1.Container{ctr(testutil.Resources("0", "0"), nil)}, want: v1.PodQOSBestEffort},
+		"limits equal requests":          {containers: []v1.Container{ctr(testutil.Resources("100m", "16Mi"), testutil.Resources("100m", "16Mi"))}, want: v1.PodQOSGuaranteed},
+		"limits only, not defaulted":     {containers: []v1.Container{ctr(nil, testutil.Resources("1", "1Gi"))}, want: v1.PodQOSBurstable}, // the API server defaults requests to limits first
+		"memory limit only":              {containers: []v1.Container{ctr(nil, testutil.Resources("", "16Mi"))}, want: v1.PodQOSBurstable},
+		"request below limit":            {containers: []v1.Container{ctr(testutil.Resources("100m", "16Mi"), testutil.Resources("200m", "16Mi"))}, want: v1.PodQOSBurstable},
+		"one guaranteed, one besteffort": {containers: []v1.Container{ctr(testutil.Resources("1", "1Gi"), testutil.Resources("1", "1Gi")), ctr(nil, nil)}, want: v1.PodQOSBurstable},
+		"init container without limits":  {containers: []v1.Container{ctr(testutil.Resources("1", "1Gi"), testutil.Resources("1", "1Gi"))}, inits: []v1.Container{ctr(testutil.Resources("", "1Mi"), nil)}, want: v1.PodQOSBurstable},
+		"requests only":                  {containers: []v1.Container{ctr(testutil.Resources("100m", ""), nil)}, want: v1.PodQOSBurstable},
 	} {
 		t.Run(name, func(t *testing.T) {
 			pod := &v1.Pod{Spec: v1.PodSpec{Containers: tc.containers, InitContainers: tc.inits}}

@@ -29,7 +29,8 @@ import (
 	"github.com/crivk/crivk/internal/vknode"
 	"github.com/crivk/crivk/lifecycle"
 	"github.com/crivk/crivk/lifecycle/admission"
-	"github.com/crivk/crivk/lifecycle/cm"
+	"github.com/crivk/crivk/cm"
+	"github.com/crivk/crivk/lifecycle/pleg"
 	"github.com/crivk/crivk/lifecycle/volume"
 	"github.com/crivk/crivk/metrics"
 	"github.com/crivk/crivk/nodeapi"
@@ -635,7 +636,7 @@ type agent struct {
 func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.Runtime, ver cri.VersionInfo, nodeObj *v1.Node, recorder record.EventRecorder, pods *cm.Manager, metrics *metrics.Agent, podInf vknode.PodInformer) (*agent, error) {
 	a := &agent{mux: http.NewServeMux(), statusWrites: podstatus.NewStatusWrites()}
 	apiPods := podInf.Lister()
-	cache := lifecycle.NewCache()
+	cache := pleg.NewCache()
 	// Volumes: the objects pods reference are read with least privilege
 	// (per-object watches, docs/rbac.md).
 	a.objects = provider.NewObjects(clients.core, clock.RealClock{})
@@ -706,7 +707,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		ev := &taskevents.Waker{Endpoint: o.criEndpoint, Namespace: "k8s.io", Wake: wake, Settle: []time.Duration{10 * time.Millisecond, 30 * time.Millisecond, 100 * time.Millisecond}, Retry: 5 * time.Second, Clock: clock.RealClock{}}
 		go ev.Run(ctx)
 	}
-	pleg, err := lifecycle.NewPLEG(lifecycle.PLEGConfig{Runtime: rt, Cache: cache, Period: o.relistPeriod, Wake: wake, WakeSpacing: o.wakeSpacing, OnChange: a.engine.Kick,
+	pleg, err := pleg.New(pleg.Config{Runtime: rt, Cache: cache, Period: o.relistPeriod, Wake: wake, WakeSpacing: o.wakeSpacing, OnChange: a.engine.Kick,
 		ObserveRelist: metrics.ObserveRelist, ObserveRunning: metrics.ObserveRunning})
 	if err != nil {
 		return nil, err

@@ -16,7 +16,7 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/crivk/crivk/lifecycle/cm"
+	"github.com/crivk/crivk/cm"
 	"github.com/sirupsen/logrus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crivk/crivk/internal/testutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,16 +29,7 @@ func pod(name string, mutate ...func(*v1.Pod)) *v1.Pod {
 }
 
 func requests(cpu, mem string) func(*v1.Pod) {
-	return func(p *v1.Pod) {
-		l := v1.ResourceList{}
-		if cpu != "" {
-			l[v1.ResourceCPU] = resource.MustParse(cpu)
-		}
-		if mem != "" {
-			l[v1.ResourceMemory] = resource.MustParse(mem)
-		}
-		p.Spec.Containers[0].Resources.Requests = l
-	}
+	return func(p *v1.Pod) { p.Spec.Containers[0].Resources.Requests = testutil.Resources(cpu, mem) }
 }
 
 func hostPort(port int32, ip string) func(*v1.Pod) {

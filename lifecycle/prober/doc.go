@@ -17,7 +17,7 @@
 //	                                                   liveness/startup failure:
 //	                                                   kick the pod's worker, which
 //	                                                   kills the container
-//	Engine (status generation) ──Readiness/Startup(containerID)──> Manager
+//	status.Generate, the plan ──Result(type, containerID)──> Manager
 //
 // A worker's state machine (one per container name and probe type; a new
 // container ID resets it):

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/podutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -43,7 +42,7 @@ const maxOutput = 10 * 1024
 const userAgent = "kube-probe/1.35"
 
 // Execer runs a command in a container (cri.Runtime.ExecSync). An error
-// that wraps cri.ErrExecTimedOut means the command ran out of time: the
+// that wraps podutil.ErrExecTimedOut means the command ran out of time: the
 // probe then fails (the kubelet's ExecProbeTimeout).
 type Execer interface {
 	ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (stdout, stderr []byte, exitCode int32, err error)
@@ -54,7 +53,7 @@ type Execer interface {
 func execProbe(ctx context.Context, ex Execer, containerID string, cmd []string, timeout time.Duration) (outcome, string, error) {
 	stdout, stderr, code, err := ex.ExecSync(ctx, containerID, cmd, timeout)
 	if err != nil {
-		if errors.Is(err, cri.ErrExecTimedOut) {
+		if errors.Is(err, podutil.ErrExecTimedOut) {
 			return outcomeFailure, fmt.Sprintf("command %q timed out", strings.Join(cmd, " ")), nil
 		}
 		return outcomeFailure, "", err

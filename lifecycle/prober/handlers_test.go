@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/podutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -47,7 +47,7 @@ func TestExecProbe(t *testing.T) {
 	}{
 		{name: "exit 0", exec: fakeExec{stdout: "ok"}, want: outcomeSuccess, output: "ok"},
 		{name: "exit 1 with output", exec: fakeExec{stdout: "out ", stderr: "err", code: 1}, want: outcomeFailure, output: "out err"},
-		{name: "timeout fails", exec: fakeExec{err: fmt.Errorf("%w: boom", cri.ErrExecTimedOut)}, want: outcomeFailure, output: `command "cat /tmp/health" timed out`},
+		{name: "timeout fails", exec: fakeExec{err: fmt.Errorf("%w: boom", podutil.ErrExecTimedOut)}, want: outcomeFailure, output: `command "cat /tmp/health" timed out`},
 		{name: "other error is the prober's", exec: fakeExec{err: errors.New("no such container")}, want: outcomeFailure, wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

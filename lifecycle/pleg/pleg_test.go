@@ -1,4 +1,4 @@
-package lifecycle
+package pleg
 
 import (
 	"context"
@@ -161,10 +161,10 @@ func newPLEGFixture(t *testing.T) *plegFixture {
 	f := &plegFixture{clock: clocktesting.NewFakeClock(cacheT0), cache: NewCache(), cur: world(nil)}
 	f.rt = &plegReader{snapshot: func(context.Context) (*cri.Snapshot, error) { return f.cur, nil }}
 	var err error
-	f.pleg, err = NewPLEG(PLEGConfig{Runtime: f.rt, Cache: f.cache, Clock: f.clock,
+	f.pleg, err = New(Config{Runtime: f.rt, Cache: f.cache, Clock: f.clock,
 		OnChange: func(uid types.UID) { f.kicked = append(f.kicked, uid) }})
 	if err != nil {
-		t.Fatalf("NewPLEG: %v", err)
+		t.Fatalf("New: %v", err)
 	}
 	return f
 }
@@ -441,7 +441,7 @@ func TestPLEGHealth(t *testing.T) {
 
 func TestPLEGHealthGraceAtStart(t *testing.T) {
 	clk := clocktesting.NewFakeClock(cacheT0)
-	p, err := NewPLEG(PLEGConfig{Runtime: &plegReader{}, Cache: NewCache(), Clock: clk, Threshold: time.Minute, OnChange: func(types.UID) {}})
+	p, err := New(Config{Runtime: &plegReader{}, Cache: NewCache(), Clock: clk, Threshold: time.Minute, OnChange: func(types.UID) {}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +462,7 @@ func TestPLEGRun(t *testing.T) {
 		relisted <- struct{}{}
 		return world(nil), nil
 	}}
-	p, err := NewPLEG(PLEGConfig{Runtime: rt, Cache: NewCache(), Clock: clk, Period: 5 * time.Second, OnChange: func(types.UID) {}})
+	p, err := New(Config{Runtime: rt, Cache: NewCache(), Clock: clk, Period: 5 * time.Second, OnChange: func(types.UID) {}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -502,7 +502,7 @@ func TestPLEGRunWake(t *testing.T) {
 		return world(nil), nil
 	}}
 	wake := make(chan struct{}, 1)
-	p, err := NewPLEG(PLEGConfig{Runtime: rt, Cache: NewCache(), Clock: clk, Period: time.Hour, Wake: wake, OnChange: func(types.UID) {}})
+	p, err := New(Config{Runtime: rt, Cache: NewCache(), Clock: clk, Period: time.Hour, Wake: wake, OnChange: func(types.UID) {}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -558,7 +558,7 @@ func TestPLEGRunWakeSpacing(t *testing.T) {
 		return world(nil), nil
 	}}
 	wake := make(chan struct{}, 1)
-	p, err := NewPLEG(PLEGConfig{Runtime: rt, Cache: NewCache(), Clock: clk, Period: time.Hour, Wake: wake,
+	p, err := New(Config{Runtime: rt, Cache: NewCache(), Clock: clk, Period: time.Hour, Wake: wake,
 		WakeSpacing: 100 * time.Millisecond, OnChange: func(types.UID) {}})
 	if err != nil {
 		t.Fatal(err)
@@ -635,24 +635,24 @@ func TestPLEGRunWakeSpacing(t *testing.T) {
 }
 
 func TestNewPLEGValidates(t *testing.T) {
-	ok := PLEGConfig{Runtime: &plegReader{}, Cache: NewCache(), OnChange: func(types.UID) {}}
+	ok := Config{Runtime: &plegReader{}, Cache: NewCache(), OnChange: func(types.UID) {}}
 	for name, tc := range map[string]struct {
-		mutate  func(*PLEGConfig)
+		mutate  func(*Config)
 		wantErr bool
 	}{
-		"defaults":           {mutate: func(*PLEGConfig) {}},
-		"no runtime":         {mutate: func(c *PLEGConfig) { c.Runtime = nil }, wantErr: true},
-		"no cache":           {mutate: func(c *PLEGConfig) { c.Cache = nil }, wantErr: true},
-		"no OnChange":        {mutate: func(c *PLEGConfig) { c.OnChange = nil }, wantErr: true},
-		"negative period":    {mutate: func(c *PLEGConfig) { c.Period = -time.Second }, wantErr: true},
-		"negative threshold": {mutate: func(c *PLEGConfig) { c.Threshold = -time.Second }, wantErr: true},
+		"defaults":           {mutate: func(*Config) {}},
+		"no runtime":         {mutate: func(c *Config) { c.Runtime = nil }, wantErr: true},
+		"no cache":           {mutate: func(c *Config) { c.Cache = nil }, wantErr: true},
+		"no OnChange":        {mutate: func(c *Config) { c.OnChange = nil }, wantErr: true},
+		"negative period":    {mutate: func(c *Config) { c.Period = -time.Second }, wantErr: true},
+		"negative threshold": {mutate: func(c *Config) { c.Threshold = -time.Second }, wantErr: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := ok
 			tc.mutate(&cfg)
-			p, err := NewPLEG(cfg)
+			p, err := New(cfg)
 			if (err != nil) != tc.wantErr {
-				t.Fatalf("NewPLEG error %v, want error %v", err, tc.wantErr)
+				t.Fatalf("New error %v, want error %v", err, tc.wantErr)
 			}
 			if err == nil && (p.period != DefaultRelistPeriod || p.threshold != DefaultRelistThreshold || p.clock == nil) {
 				t.Errorf("defaults not filled: period %v threshold %v clock %v", p.period, p.threshold, p.clock)
@@ -669,7 +669,7 @@ func TestPLEGObserveRelist(t *testing.T) {
 	empty := func(context.Context) (*cri.Snapshot, error) {
 		return &cri.Snapshot{Pods: map[types.UID]map[string]cri.State{}, Refs: map[types.UID]cri.PodRef{}}, nil
 	}
-	p, err := NewPLEG(PLEGConfig{Runtime: &plegReader{snapshot: empty}, Cache: NewCache(), Clock: clk, OnChange: func(types.UID) {},
+	p, err := New(Config{Runtime: &plegReader{snapshot: empty}, Cache: NewCache(), Clock: clk, OnChange: func(types.UID) {},
 		ObserveRelist: func(took, interval time.Duration) {
 			if took < 0 {
 				t.Errorf("relist duration %v", took)
@@ -837,5 +837,19 @@ func TestPodStatusStates(t *testing.T) {
 	}
 	if got := (&cri.PodStatus{}).States(); len(got) != 0 {
 		t.Errorf("States() of an empty status = %v, want none", got)
+	}
+}
+
+// TestCountRunning: pods with a ready sandbox and containers by state, as
+// the kubelet's kubelet_running_pods and kubelet_running_containers.
+func TestCountRunning(t *testing.T) {
+	pods, containers := countRunning(snap(map[types.UID]map[string]cri.State{
+		"a": {"sb-a": cri.SandboxReady, "c1": cri.StateRunning, "c0": cri.StateExited},
+		"b": {"sb-b": cri.SandboxNotReady, "c2": cri.StateExited},
+		"c": {"sb-c": cri.SandboxReady, "c3": cri.StateCreated, "c4": cri.StateRunning},
+	}))
+	want := map[cri.State]int{cri.StateRunning: 2, cri.StateExited: 2, cri.StateCreated: 1}
+	if pods != 2 || !reflect.DeepEqual(containers, want) {
+		t.Errorf("countRunning = %d, %v; want 2, %v", pods, containers, want)
 	}
 }

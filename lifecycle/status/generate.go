@@ -1,8 +1,7 @@
-package lifecycle
+package status
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -19,9 +18,9 @@ const (
 	ReasonPodInitializing   = "PodInitializing"
 )
 
-// statusInput is everything GenerateStatus needs; it is plain data so that
+// Input is everything Generate needs; it is plain data so that
 // status generation stays a pure function.
-type statusInput struct {
+type Input struct {
 	Pod *v1.Pod
 	// Previous is the status last published (or the API's at creation); it
 	// supplies startTime, transition times and conditions crivk doesn't own.
@@ -40,15 +39,21 @@ type statusInput struct {
 	Now     time.Time
 	// Probes holds the probes' settled results; nil: nothing is probed (a
 	// container with a readiness probe is then never ready).
-	Probes probeResults
+	Probes ProbeResults
 }
 
-// GenerateStatus computes the API status of a pod from the runtime's state,
+// ProbeResults is what status generation needs of the prober
+// (*prober.Manager): the settled result of a container's probe of type t.
+type ProbeResults interface {
+	Result(t prober.ProbeType, containerID string) (prober.Result, bool)
+}
+
+// Generate computes the API status of a pod from the runtime's state,
 // following the kubelet's generateAPIPodStatus.
 // It stays one function, as the kubelet's generateAPIPodStatus: the
 // container statuses, the phase and the conditions are derived in that
 // order from the same input and read best top to bottom.
-func GenerateStatus(in statusInput) v1.PodStatus {
+func Generate(in Input) v1.PodStatus {
 	pod := in.Pod
 	now := metav1.NewTime(in.Now)
 	s := v1.PodStatus{
@@ -118,18 +123,16 @@ func GenerateStatus(in statusInput) v1.PodStatus {
 	}
 	switch {
 	case initDone && s.Phase == v1.PodSucceeded:
-		conds = append(conds, condition(v1.PodInitialized, true, "PodCompleted", ""))
+		conds = append(conds, condition(v1.PodInitialized, true, reasonPodCompleted, ""))
 	case initDone:
 		conds = append(conds, condition(v1.PodInitialized, true, "", ""))
 	default:
 		conds = append(conds, condition(v1.PodInitialized, false, "ContainersNotInitialized",
 			fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(incompleteInit, " "))))
 	}
-	switch {
-	case s.Phase == v1.PodSucceeded:
-		conds = append(conds, condition(v1.ContainersReady, false, "PodCompleted", ""), condition(v1.PodReady, false, "PodCompleted", ""))
-	case s.Phase == v1.PodFailed:
-		conds = append(conds, condition(v1.ContainersReady, false, "PodFailed", ""), condition(v1.PodReady, false, "PodFailed", ""))
+	switch reason, terminal := terminalReason(s.Phase); {
+	case terminal:
+		conds = append(conds, condition(v1.ContainersReady, false, reason, ""), condition(v1.PodReady, false, reason, ""))
 	case len(unready) > 0:
 		msg := fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))
 		conds = append(conds, condition(v1.ContainersReady, false, "ContainersNotReady", msg), condition(v1.PodReady, false, "ContainersNotReady", msg))
@@ -169,45 +172,7 @@ func readyWithGates(pod *v1.Pod, conds []v1.PodCondition) v1.PodCondition {
 	return condition(v1.PodReady, true, "", "")
 }
 
-func condition(t v1.PodConditionType, ok bool, reason, msg string) v1.PodCondition {
-	st := v1.ConditionFalse
-	if ok {
-		st = v1.ConditionTrue
-	}
-	return v1.PodCondition{Type: t, Status: st, Reason: reason, Message: msg}
-}
-
-// ownedConditions are the conditions the node writes; all others (such as
-// PodScheduled, DisruptionTarget, readiness gates) are kept as found.
-var ownedConditions = map[v1.PodConditionType]bool{
-	v1.PodReadyToStartContainers: true,
-	v1.PodInitialized:            true,
-	v1.ContainersReady:           true,
-	v1.PodReady:                  true,
-}
-
-// mergeConditions returns the node's freshly generated conditions (owned)
-// with their transition times kept where the status did not change, and
-// the conditions crivk does not own as prev has them, in the kubelet's
-// order.
-func mergeConditions(prev, owned []v1.PodCondition, now metav1.Time) []v1.PodCondition {
-	out := WithForeignConditions(prev, withTransitionTimes(prev, owned, now))
-	order := map[v1.PodConditionType]int{v1.PodReadyToStartContainers: 0, v1.PodInitialized: 1, v1.PodReady: 2, v1.ContainersReady: 3, v1.PodScheduled: 4}
-	sort.SliceStable(out, func(i, j int) bool {
-		oi, ok1 := order[out[i].Type]
-		oj, ok2 := order[out[j].Type]
-		if !ok1 {
-			oi = 10
-		}
-		if !ok2 {
-			oj = 10
-		}
-		return oi < oj
-	})
-	return out
-}
-
-func containerStatus(in statusInput, c *v1.Container, typ cri.ContainerType, initDone bool) v1.ContainerStatus {
+func containerStatus(in Input, c *v1.Container, typ cri.ContainerType, initDone bool) v1.ContainerStatus {
 	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
 	latest := in.Runtime.Latest(c.Name, typ)
 	waiting, hasWaiting := in.Waiting[c.Name]
@@ -267,7 +232,7 @@ func containerStatus(in statusInput, c *v1.Container, typ cri.ContainerType, ini
 // settled result yet keeps what the previous status said of the same
 // container (crivk restarted), as the kubelet keeps a ready container
 // ready until a probe says otherwise.
-func probedState(in statusInput, c *v1.Container, apiID, id string) (started, ready bool) {
+func probedState(in Input, c *v1.Container, apiID, id string) (started, ready bool) {
 	var prev *v1.ContainerStatus
 	for _, list := range [][]v1.ContainerStatus{in.Previous.InitContainerStatuses, in.Previous.ContainerStatuses} {
 		for i := range list {
@@ -392,71 +357,4 @@ func podPhase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, deleted 
 	default:
 		return v1.PodPending
 	}
-}
-
-// withTransitionTimes returns ours (the first of a duplicated type) with
-// each condition's LastTransitionTime taken from old when its status did
-// not change, and now when it changed and has none.
-func withTransitionTimes(old, ours []v1.PodCondition, now metav1.Time) []v1.PodCondition {
-	prev := map[v1.PodConditionType]v1.PodCondition{}
-	for _, c := range old {
-		prev[c.Type] = c
-	}
-	seen := map[v1.PodConditionType]bool{}
-	out := make([]v1.PodCondition, 0, len(ours))
-	for _, c := range ours {
-		if seen[c.Type] {
-			continue // a duplicate; the first one wins
-		}
-		seen[c.Type] = true
-		if p, ok := prev[c.Type]; ok && p.Status == c.Status && !p.LastTransitionTime.IsZero() {
-			c.LastTransitionTime = p.LastTransitionTime
-		} else if c.LastTransitionTime.IsZero() {
-			c.LastTransitionTime = now
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-// WithForeignConditions returns ours with every condition the node does not
-// own (PodScheduled, DisruptionTarget, readiness gates, ...) taken from the
-// API's current conditions instead: other writers own those, and a status
-// update must not roll them back.
-//
-// This is the kubelet status manager's merge (mergePodStatus): of ours, the
-// node's own conditions are kept, and DisruptionTarget and PodScheduled,
-// which the node shares with other writers (the scheduler sets
-// PodScheduled, the kubelet too for pods bound without it), while the API
-// has none; our others are dropped.
-func WithForeignConditions(api, ours []v1.PodCondition) []v1.PodCondition {
-	fromAPI := map[v1.PodConditionType]v1.PodCondition{}
-	for _, c := range api {
-		if !ownedConditions[c.Type] {
-			fromAPI[c.Type] = c
-		}
-	}
-	// Ours in their order, each foreign one replaced by the API's; then
-	// the API's other foreign conditions in the API's order.
-	var out []v1.PodCondition
-	used := map[v1.PodConditionType]bool{}
-	for _, c := range ours {
-		a, inAPI := fromAPI[c.Type]
-		switch {
-		case ownedConditions[c.Type]:
-			out = append(out, c)
-		case inAPI && !used[c.Type]:
-			out = append(out, *a.DeepCopy())
-			used[c.Type] = true
-		case !inAPI && (c.Type == v1.DisruptionTarget || c.Type == v1.PodScheduled):
-			out = append(out, c)
-		}
-	}
-	for _, c := range api {
-		if !ownedConditions[c.Type] && !used[c.Type] {
-			out = append(out, *c.DeepCopy())
-			used[c.Type] = true
-		}
-	}
-	return out
 }

@@ -1,17 +1,18 @@
-package lifecycle
+package status
 
 import (
 	"testing"
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/internal/testutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 )
 
 func TestSidecarStatus(t *testing.T) {
 	pod := func(policy v1.RestartPolicy) *v1.Pod {
-		p := phasePod(policy, []string{"side"}, "a")
+		p := testutil.Pod(policy, []string{"side"}, "a")
 		p.Spec.InitContainers[0].RestartPolicy = ptr.To(v1.ContainerRestartPolicyAlways)
 		return p
 	}
@@ -48,7 +49,7 @@ func TestSidecarStatus(t *testing.T) {
 			if policy == "" {
 				policy = v1.RestartPolicyAlways
 			}
-			s := GenerateStatus(statusInput{Pod: pod(policy), Runtime: tc.rt, Now: time.Now()})
+			s := Generate(Input{Pod: pod(policy), Runtime: tc.rt, Now: time.Now()})
 			if s.Phase != tc.wantPhase {
 				t.Errorf("phase %s, want %s", s.Phase, tc.wantPhase)
 			}

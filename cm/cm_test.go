@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crivk/crivk/internal/testutil"
 	"github.com/opencontainers/cgroups"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -17,17 +17,6 @@ import (
 func init() {
 	// The library emulates cgroupfs writes on a plain directory tree.
 	cgroups.TestMode = true
-}
-
-func rl(cpu, mem string) v1.ResourceList {
-	l := v1.ResourceList{}
-	if cpu != "" {
-		l[v1.ResourceCPU] = resource.MustParse(cpu)
-	}
-	if mem != "" {
-		l[v1.ResourceMemory] = resource.MustParse(mem)
-	}
-	return l
 }
 
 func pod(uid string, ctrs ...v1.ResourceRequirements) *v1.Pod {
@@ -39,11 +28,11 @@ func pod(uid string, ctrs ...v1.ResourceRequirements) *v1.Pod {
 }
 
 var (
-	guaranteed = pod("g", v1.ResourceRequirements{Requests: rl("500m", "64Mi"), Limits: rl("500m", "64Mi")},
-		v1.ResourceRequirements{Requests: rl("250m", "32Mi"), Limits: rl("250m", "32Mi")})
-	burstable = pod("b", v1.ResourceRequirements{Requests: rl("100m", "16Mi"), Limits: rl("200m", "128Mi")},
-		v1.ResourceRequirements{Requests: rl("300m", "")})
-	burstableAllLimits = pod("bl", v1.ResourceRequirements{Requests: rl("100m", ""), Limits: rl("1", "1Gi")})
+	guaranteed = pod("g", v1.ResourceRequirements{Requests: testutil.Resources("500m", "64Mi"), Limits: testutil.Resources("500m", "64Mi")},
+		v1.ResourceRequirements{Requests: testutil.Resources("250m", "32Mi"), Limits: testutil.Resources("250m", "32Mi")})
+	burstable = pod("b", v1.ResourceRequirements{Requests: testutil.Resources("100m", "16Mi"), Limits: testutil.Resources("200m", "128Mi")},
+		v1.ResourceRequirements{Requests: testutil.Resources("300m", "")})
+	burstableAllLimits = pod("bl", v1.ResourceRequirements{Requests: testutil.Resources("100m", ""), Limits: testutil.Resources("1", "1Gi")})
 	besteffort         = pod("be", v1.ResourceRequirements{})
 )
 
@@ -306,7 +295,7 @@ func TestEnsurePodWritesOnce(t *testing.T) {
 	}
 	// New values (a resize): written.
 	resized := guaranteed.DeepCopy()
-	resized.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: rl("750m", "64Mi"), Limits: rl("750m", "64Mi")}
+	resized.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: testutil.Resources("750m", "64Mi"), Limits: testutil.Resources("750m", "64Mi")}
 	if err := m.EnsurePod(resized); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package lifecycle
+package status
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/internal/testutil"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -26,19 +27,6 @@ func waitingWithLastTermination(name string, code int32) v1.ContainerStatus {
 	s := waitingState(name)
 	s.LastTerminationState.Terminated = &v1.ContainerStateTerminated{ExitCode: code}
 	return s
-}
-
-func phasePod(policy v1.RestartPolicy, inits []string, containers ...string) *v1.Pod {
-	pod := &v1.Pod{}
-	pod.Name, pod.Namespace, pod.UID = "web", "prod", "uid-1"
-	pod.Spec.RestartPolicy = policy
-	for _, n := range inits {
-		pod.Spec.InitContainers = append(pod.Spec.InitContainers, v1.Container{Name: n, Image: "busybox:1.36"})
-	}
-	for _, n := range containers {
-		pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: n, Image: "busybox:1.36"})
-	}
-	return pod
 }
 
 func TestPodPhase(t *testing.T) {
@@ -96,7 +84,7 @@ func TestPodPhase(t *testing.T) {
 			for _, c := range tc.regular {
 				names = append(names, c.Name)
 			}
-			pod := phasePod(tc.policy, inits, names...)
+			pod := testutil.Pod(tc.policy, inits, names...)
 			if got := podPhase(pod, tc.inits, tc.regular, tc.deleted); got != tc.want {
 				t.Errorf("podPhase = %s, want %s", got, tc.want)
 			}
@@ -175,7 +163,7 @@ func TestGenerateStatus(t *testing.T) {
 		conds map[v1.PodConditionType]wantCond
 	}{
 		"nothing created yet: Pending, ContainerCreating": {
-			pod: phasePod(v1.RestartPolicyAlways, nil, "a"), rt: &cri.PodStatus{},
+			pod: testutil.Pod(v1.RestartPolicyAlways, nil, "a"), rt: &cri.PodStatus{},
 			phase: v1.PodPending,
 			check: map[string]func(*testing.T, v1.ContainerStatus){"a": waitingReason(ReasonContainerCreating, "")},
 			conds: map[v1.PodConditionType]wantCond{
@@ -186,7 +174,7 @@ func TestGenerateStatus(t *testing.T) {
 			},
 		},
 		"init containers done: completed ones are ready, failed ones not": {
-			pod:   phasePod(v1.RestartPolicyNever, []string{"i1", "i2"}, "a"),
+			pod:   testutil.Pod(v1.RestartPolicyNever, []string{"i1", "i2"}, "a"),
 			rt:    rtStatus(true, ini("i1", 0, cri.StateExited, 0), ini("i2", 0, cri.StateExited, 1)),
 			phase: v1.PodFailed,
 			check: map[string]func(*testing.T, v1.ContainerStatus){
@@ -203,7 +191,7 @@ func TestGenerateStatus(t *testing.T) {
 			},
 		},
 		"init running: PodInitializing": {
-			pod:   phasePod(v1.RestartPolicyAlways, []string{"i1", "i2"}, "a"),
+			pod:   testutil.Pod(v1.RestartPolicyAlways, []string{"i1", "i2"}, "a"),
 			rt:    rtStatus(true, ini("i1", 0, cri.StateRunning, 0)),
 			phase: v1.PodPending,
 			check: map[string]func(*testing.T, v1.ContainerStatus){
@@ -218,7 +206,7 @@ func TestGenerateStatus(t *testing.T) {
 			},
 		},
 		"init failed and waiting to restart: Pending, not initialized": {
-			pod:     phasePod(v1.RestartPolicyOnFailure, []string{"i1"}, "a"),
+			pod:     testutil.Pod(v1.RestartPolicyOnFailure, []string{"i1"}, "a"),
 			rt:      rtStatus(true, ini("i1", 0, cri.StateExited, 1)),
 			waiting: map[string]cri.Waiting{"i1": {Reason: cri.ReasonCrashLoopBackOff, Message: "back-off 10s"}},
 			phase:   v1.PodPending,
@@ -231,12 +219,12 @@ func TestGenerateStatus(t *testing.T) {
 			conds: map[v1.PodConditionType]wantCond{v1.PodInitialized: {fls, "ContainersNotInitialized", "containers with incomplete status: [i1]"}},
 		},
 		"Never: init failed: Failed": {
-			pod:   phasePod(v1.RestartPolicyNever, []string{"i1"}, "a"),
+			pod:   testutil.Pod(v1.RestartPolicyNever, []string{"i1"}, "a"),
 			rt:    rtStatus(true, ini("i1", 0, cri.StateExited, 1)),
 			phase: v1.PodFailed,
 		},
 		"all running: Running and Ready": {
-			pod:   phasePod(v1.RestartPolicyAlways, []string{"i1"}, "a", "b"),
+			pod:   testutil.Pod(v1.RestartPolicyAlways, []string{"i1"}, "a", "b"),
 			rt:    rtStatus(true, reg("a", 0, cri.StateRunning, 0), reg("b", 0, cri.StateRunning, 0), ini("i1", 0, cri.StateExited, 0)),
 			phase: v1.PodRunning,
 			check: map[string]func(*testing.T, v1.ContainerStatus){
@@ -263,7 +251,7 @@ func TestGenerateStatus(t *testing.T) {
 		},
 		"readiness probe not yet run: running but not ready": {
 			pod: func() *v1.Pod {
-				p := phasePod(v1.RestartPolicyAlways, nil, "a")
+				p := testutil.Pod(v1.RestartPolicyAlways, nil, "a")
 				p.Spec.Containers[0].ReadinessProbe = &v1.Probe{}
 				return p
 			}(),
@@ -272,7 +260,7 @@ func TestGenerateStatus(t *testing.T) {
 			conds: map[v1.PodConditionType]wantCond{v1.PodReady: unready("a")},
 		},
 		"Never, all exited 0: Succeeded, PodCompleted": {
-			pod:   phasePod(v1.RestartPolicyNever, nil, "a", "b"),
+			pod:   testutil.Pod(v1.RestartPolicyNever, nil, "a", "b"),
 			rt:    rtStatus(false, reg("a", 0, cri.StateExited, 0), reg("b", 0, cri.StateExited, 0)),
 			phase: v1.PodSucceeded,
 			check: map[string]func(*testing.T, v1.ContainerStatus){"a": terminatedAs(0, "Completed")},
@@ -282,19 +270,19 @@ func TestGenerateStatus(t *testing.T) {
 			},
 		},
 		"Succeeded: Initialized says PodCompleted": {
-			pod:   phasePod(v1.RestartPolicyNever, []string{"i1"}, "a"),
+			pod:   testutil.Pod(v1.RestartPolicyNever, []string{"i1"}, "a"),
 			rt:    rtStatus(false, reg("a", 0, cri.StateExited, 0), ini("i1", 0, cri.StateExited, 0)),
 			phase: v1.PodSucceeded,
 			conds: map[v1.PodConditionType]wantCond{v1.PodInitialized: {tru, "PodCompleted", ""}},
 		},
 		"Never, one exited 1: Failed": {
-			pod:   phasePod(v1.RestartPolicyNever, nil, "a", "b"),
+			pod:   testutil.Pod(v1.RestartPolicyNever, nil, "a", "b"),
 			rt:    rtStatus(false, reg("a", 0, cri.StateExited, 0), reg("b", 0, cri.StateExited, 1)),
 			phase: v1.PodFailed,
 			check: map[string]func(*testing.T, v1.ContainerStatus){"b": terminatedAs(1, "Error")},
 		},
 		"Failed: ContainersReady and Ready say PodFailed": {
-			pod:   phasePod(v1.RestartPolicyNever, nil, "a"),
+			pod:   testutil.Pod(v1.RestartPolicyNever, nil, "a"),
 			rt:    rtStatus(false, reg("a", 0, cri.StateExited, 1)),
 			phase: v1.PodFailed,
 			conds: map[v1.PodConditionType]wantCond{
@@ -303,7 +291,7 @@ func TestGenerateStatus(t *testing.T) {
 			},
 		},
 		"OnFailure, exit 1 in back-off: Running": {
-			pod:     phasePod(v1.RestartPolicyOnFailure, nil, "a"),
+			pod:     testutil.Pod(v1.RestartPolicyOnFailure, nil, "a"),
 			rt:      rtStatus(true, reg("a", 3, cri.StateExited, 1)),
 			waiting: map[string]cri.Waiting{"a": {Reason: cri.ReasonCrashLoopBackOff, Message: "back-off 40s restarting failed container=a pod=web_prod(uid-1)"}},
 			phase:   v1.PodRunning,
@@ -316,23 +304,23 @@ func TestGenerateStatus(t *testing.T) {
 			}},
 		},
 		"OnFailure, exit 1 between syncs: Running": {
-			pod:   phasePod(v1.RestartPolicyOnFailure, nil, "a"),
+			pod:   testutil.Pod(v1.RestartPolicyOnFailure, nil, "a"),
 			rt:    rtStatus(true, reg("a", 0, cri.StateExited, 1)),
 			phase: v1.PodRunning,
 		},
 		"Always, all exited 0: Running": {
-			pod:   phasePod(v1.RestartPolicyAlways, nil, "a"),
+			pod:   testutil.Pod(v1.RestartPolicyAlways, nil, "a"),
 			rt:    rtStatus(true, reg("a", 0, cri.StateExited, 0)),
 			phase: v1.PodRunning,
 		},
 		"waiting with a last termination counts as stopped": {
-			pod:     phasePod(v1.RestartPolicyAlways, nil, "a", "b"),
+			pod:     testutil.Pod(v1.RestartPolicyAlways, nil, "a", "b"),
 			rt:      rtStatus(true, reg("a", 0, cri.StateRunning, 0), reg("b", 1, cri.StateExited, 2)),
 			waiting: map[string]cri.Waiting{"b": {Reason: cri.ReasonCrashLoopBackOff}},
 			phase:   v1.PodRunning,
 		},
 		"restart count, last state and container IDs": {
-			pod:   phasePod(v1.RestartPolicyAlways, nil, "a"),
+			pod:   testutil.Pod(v1.RestartPolicyAlways, nil, "a"),
 			rt:    rtStatus(true, reg("a", 2, cri.StateRunning, 0), reg("a", 1, cri.StateExited, 137), reg("a", 0, cri.StateExited, 1)),
 			phase: v1.PodRunning,
 			check: map[string]func(*testing.T, v1.ContainerStatus){"a": func(t *testing.T, cs v1.ContainerStatus) {
@@ -347,7 +335,7 @@ func TestGenerateStatus(t *testing.T) {
 			}},
 		},
 		"terminated keeps the attempt before as last state": {
-			pod:   phasePod(v1.RestartPolicyNever, nil, "a"),
+			pod:   testutil.Pod(v1.RestartPolicyNever, nil, "a"),
 			rt:    rtStatus(false, reg("a", 1, cri.StateExited, 0), reg("a", 0, cri.StateExited, 3)),
 			phase: v1.PodSucceeded,
 			check: map[string]func(*testing.T, v1.ContainerStatus){"a": func(t *testing.T, cs v1.ContainerStatus) {
@@ -356,7 +344,7 @@ func TestGenerateStatus(t *testing.T) {
 			}},
 		},
 		"OOMKilled": {
-			pod: phasePod(v1.RestartPolicyNever, nil, "a"),
+			pod: testutil.Pod(v1.RestartPolicyNever, nil, "a"),
 			rt: func() *cri.PodStatus {
 				c := reg("a", 0, cri.StateExited, 137)
 				c.Reason = "OOMKilled"
@@ -366,20 +354,20 @@ func TestGenerateStatus(t *testing.T) {
 			check: map[string]func(*testing.T, v1.ContainerStatus){"a": terminatedAs(137, "OOMKilled")},
 		},
 		"image pull failure before the container exists": {
-			pod:     phasePod(v1.RestartPolicyAlways, nil, "a"),
+			pod:     testutil.Pod(v1.RestartPolicyAlways, nil, "a"),
 			rt:      rtStatus(true),
 			waiting: map[string]cri.Waiting{"a": {Reason: cri.ReasonErrImagePull, Message: "manifest unknown"}},
 			phase:   v1.PodPending,
 			check:   map[string]func(*testing.T, v1.ContainerStatus){"a": waitingReason(cri.ReasonErrImagePull, "manifest unknown")},
 		},
 		"created but not started: ContainerCreating": {
-			pod:   phasePod(v1.RestartPolicyAlways, nil, "a"),
+			pod:   testutil.Pod(v1.RestartPolicyAlways, nil, "a"),
 			rt:    rtStatus(true, reg("a", 0, cri.StateCreated, 0)),
 			phase: v1.PodPending,
 			check: map[string]func(*testing.T, v1.ContainerStatus){"a": waitingReason(ReasonContainerCreating, "")},
 		},
 		"deleted, Always, stopped with 0: Succeeded and terminated, not waiting": {
-			pod:     phasePod(v1.RestartPolicyAlways, nil, "a"),
+			pod:     testutil.Pod(v1.RestartPolicyAlways, nil, "a"),
 			rt:      rtStatus(false, reg("a", 0, cri.StateExited, 0)),
 			waiting: map[string]cri.Waiting{"a": {Reason: cri.ReasonCrashLoopBackOff}},
 			deleted: true,
@@ -387,13 +375,13 @@ func TestGenerateStatus(t *testing.T) {
 			check:   map[string]func(*testing.T, v1.ContainerStatus){"a": terminatedAs(0, "Completed")},
 		},
 		"deleted, Always, killed with 143: Failed": {
-			pod:     phasePod(v1.RestartPolicyAlways, nil, "a"),
+			pod:     testutil.Pod(v1.RestartPolicyAlways, nil, "a"),
 			rt:      rtStatus(false, reg("a", 0, cri.StateExited, 143)),
 			deleted: true,
 			phase:   v1.PodFailed,
 		},
 		"deleted before anything ran: Failed": {
-			pod:     phasePod(v1.RestartPolicyAlways, nil, "a"),
+			pod:     testutil.Pod(v1.RestartPolicyAlways, nil, "a"),
 			rt:      &cri.PodStatus{},
 			deleted: true,
 			phase:   v1.PodFailed,
@@ -401,7 +389,7 @@ func TestGenerateStatus(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			s := GenerateStatus(statusInput{
+			s := Generate(Input{
 				Pod: tc.pod, Runtime: tc.rt, Waiting: tc.waiting, Deleted: tc.deleted,
 				RuntimeName: "containerd", NodeIP: "192.0.2.10", PodIPs: tc.rt.IPs(), Now: now,
 			})
@@ -487,7 +475,7 @@ func lastExit(code int32, reason string) func(*testing.T, v1.ContainerStatus) {
 
 func TestGenerateStatusConditionsOverTime(t *testing.T) {
 	earlier := metav1.NewTime(t0)
-	pod := phasePod(v1.RestartPolicyAlways, nil, "a")
+	pod := testutil.Pod(v1.RestartPolicyAlways, nil, "a")
 	pod.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/gate"}}
 	scheduled := v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: earlier}
 	gate := v1.PodCondition{Type: "example.com/gate", Status: v1.ConditionTrue, LastTransitionTime: earlier, Reason: "LBReady"}
@@ -521,7 +509,7 @@ func TestGenerateStatusConditionsOverTime(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			s := GenerateStatus(statusInput{Pod: pod, Previous: *prev.DeepCopy(), Runtime: tc.rt, RuntimeName: "containerd", Now: now})
+			s := Generate(Input{Pod: pod, Previous: *prev.DeepCopy(), Runtime: tc.rt, RuntimeName: "containerd", Now: now})
 			for _, typ := range tc.kept {
 				if c := findCond(s, typ); c == nil || !c.LastTransitionTime.Equal(&earlier) {
 					t.Errorf("%s = %+v, want transition time kept at %v", typ, c, earlier)
@@ -576,13 +564,13 @@ func TestGenerateStatusReadinessGates(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			pod := phasePod(v1.RestartPolicyAlways, nil, "a")
+			pod := testutil.Pod(v1.RestartPolicyAlways, nil, "a")
 			pod.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/gate"}}
 			var prev v1.PodStatus
 			if tc.gate != nil {
 				prev.Conditions = []v1.PodCondition{*tc.gate}
 			}
-			s := GenerateStatus(statusInput{Pod: pod, Previous: prev, Runtime: rtStatus(true, reg("a", 0, cri.StateRunning, 0)), Now: now})
+			s := Generate(Input{Pod: pod, Previous: prev, Runtime: rtStatus(true, reg("a", 0, cri.StateRunning, 0)), Now: now})
 			checkCond(t, s, v1.PodReady, tc.wantReady)
 			checkCond(t, s, v1.ContainersReady, wantCond{status: v1.ConditionTrue})
 		})
@@ -599,8 +587,8 @@ func TestGenerateStatusTerminalPhaseIsFinal(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			pod := phasePod(v1.RestartPolicyNever, nil, "a")
-			s := GenerateStatus(statusInput{Pod: pod, Previous: v1.PodStatus{Phase: tc.prev}, Runtime: tc.rt, Now: now})
+			pod := testutil.Pod(v1.RestartPolicyNever, nil, "a")
+			s := Generate(Input{Pod: pod, Previous: v1.PodStatus{Phase: tc.prev}, Runtime: tc.rt, Now: now})
 			if s.Phase != tc.prev {
 				t.Errorf("phase %s, want it to stay %s", s.Phase, tc.prev)
 			}
@@ -628,14 +616,14 @@ func TestContainerIDPrefix(t *testing.T) {
 // generateAPIPodStatus); a scheduler's condition is kept as it is.
 func TestGenerateStatusPodScheduled(t *testing.T) {
 	earlier := metav1.NewTime(t0)
-	pod := phasePod(v1.RestartPolicyAlways, nil, "a")
+	pod := testutil.Pod(v1.RestartPolicyAlways, nil, "a")
 	rt := rtStatus(true, reg("a", 0, cri.StateRunning, 0))
-	s := GenerateStatus(statusInput{Pod: pod, Runtime: rt, RuntimeName: "containerd", Now: now})
+	s := Generate(Input{Pod: pod, Runtime: rt, RuntimeName: "containerd", Now: now})
 	if c := findCond(s, v1.PodScheduled); c == nil || c.Status != v1.ConditionTrue || !c.LastTransitionTime.Time.Equal(now) {
 		t.Errorf("bound without a scheduler: PodScheduled %+v, want True since now", c)
 	}
 	byScheduler := v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: earlier}
-	s = GenerateStatus(statusInput{Pod: pod, Previous: v1.PodStatus{Conditions: []v1.PodCondition{byScheduler}}, Runtime: rt, RuntimeName: "containerd", Now: now})
+	s = Generate(Input{Pod: pod, Previous: v1.PodStatus{Conditions: []v1.PodCondition{byScheduler}}, Runtime: rt, RuntimeName: "containerd", Now: now})
 	if c := findCond(s, v1.PodScheduled); c == nil || !reflect.DeepEqual(*c, byScheduler) {
 		t.Errorf("scheduled: PodScheduled %+v, want the scheduler's %+v", c, byScheduler)
 	}

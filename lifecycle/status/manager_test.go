@@ -1,4 +1,4 @@
-package lifecycle
+package status
 
 import (
 	"context"
@@ -71,11 +71,11 @@ func (r *smRecorder) expectNone(t *testing.T) {
 	}
 }
 
-func newTestStatusManager(t *testing.T) (*StatusManager, *smRecorder, *clocktesting.FakeClock) {
+func newTestStatusManager(t *testing.T) (*Manager, *smRecorder, *clocktesting.FakeClock) {
 	t.Helper()
 	rec := newSMRecorder()
 	clk := clocktesting.NewFakeClock(smEpoch)
-	m, err := NewStatusManager(StatusManagerConfig{Clock: clk, Notify: rec.notify})
+	m, err := NewManager(ManagerConfig{Clock: clk, Notify: rec.notify})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func newTestStatusManager(t *testing.T) (*StatusManager, *smRecorder, *clocktest
 
 // startRun runs m.Run until the returned function is called; that function
 // waits for Run to return.
-func startRun(t *testing.T, m *StatusManager) (stop func()) {
+func startRun(t *testing.T, m *Manager) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -156,14 +156,14 @@ func smStatus(phase v1.PodPhase, cs ...v1.ContainerStatus) v1.PodStatus {
 
 func TestNewStatusManager(t *testing.T) {
 	for name, tc := range map[string]struct {
-		cfg     StatusManagerConfig
+		cfg     ManagerConfig
 		wantErr bool
 	}{
-		"no notify":             {cfg: StatusManagerConfig{}, wantErr: true},
-		"notify, default clock": {cfg: StatusManagerConfig{Notify: func(*v1.Pod) {}}},
+		"no notify":             {cfg: ManagerConfig{}, wantErr: true},
+		"notify, default clock": {cfg: ManagerConfig{Notify: func(*v1.Pod) {}}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			m, err := NewStatusManager(tc.cfg)
+			m, err := NewManager(tc.cfg)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tc.wantErr)
 			}
@@ -289,17 +289,17 @@ func TestStatusManagerVersionOnlyIncreases(t *testing.T) {
 	done := smStatus(v1.PodSucceeded, csExited("c", 0))
 	steps := []struct {
 		name    string
-		do      func(m *StatusManager)
+		do      func(m *Manager)
 		changed bool // whether pod's version must change (it may only grow)
 	}{
-		{"first status", func(m *StatusManager) { m.SetPodStatus(pod, running) }, true},
-		{"same status", func(m *StatusManager) { m.SetPodStatus(pod, running) }, false},
-		{"another pod", func(m *StatusManager) { m.SetPodStatus(other, running) }, false},
-		{"new status", func(m *StatusManager) { m.SetPodStatus(pod, done) }, true},
-		{"refused transition", func(m *StatusManager) { m.SetPodStatus(pod, running) }, false},
-		{"terminate a terminated pod", func(m *StatusManager) { m.TerminatePod(pod) }, false},
-		{"removed", func(m *StatusManager) { m.RemovePod(pod.UID) }, true},
-		{"set again after removal", func(m *StatusManager) { m.SetPodStatus(pod, running) }, true},
+		{"first status", func(m *Manager) { m.SetPodStatus(pod, running) }, true},
+		{"same status", func(m *Manager) { m.SetPodStatus(pod, running) }, false},
+		{"another pod", func(m *Manager) { m.SetPodStatus(other, running) }, false},
+		{"new status", func(m *Manager) { m.SetPodStatus(pod, done) }, true},
+		{"refused transition", func(m *Manager) { m.SetPodStatus(pod, running) }, false},
+		{"terminate a terminated pod", func(m *Manager) { m.TerminatePod(pod) }, false},
+		{"removed", func(m *Manager) { m.RemovePod(pod.UID) }, true},
+		{"set again after removal", func(m *Manager) { m.SetPodStatus(pod, running) }, true},
 	}
 	m, _, _ := newTestStatusManager(t)
 	var highest uint64
@@ -713,10 +713,10 @@ func TestStatusManagerNotifyNeverConcurrent(t *testing.T) {
 	var (
 		mu        sync.Mutex
 		delivered = map[types.UID]v1.PodPhase{}
-		m         *StatusManager
+		m         *Manager
 	)
 	rec := newSMRecorder()
-	m, err := NewStatusManager(StatusManagerConfig{
+	m, err := NewManager(ManagerConfig{
 		Clock: clocktesting.NewFakeClock(smEpoch),
 		Notify: func(p *v1.Pod) {
 			// Notify may call back into the manager: no lock is held.

@@ -1,4 +1,4 @@
-package lifecycle
+package status
 
 import (
 	"github.com/crivk/crivk/cri"

@@ -1,4 +1,4 @@
-package lifecycle
+package pleg
 
 import (
 	"context"
@@ -111,8 +111,8 @@ const DefaultRelistThreshold = 3 * time.Minute
 // DefaultRelistPeriod is the kubelet's relist period.
 const DefaultRelistPeriod = time.Second
 
-// PLEGConfig configures NewPLEG.
-type PLEGConfig struct {
+// Config configures New.
+type Config struct {
 	// Runtime is listed every Period and read for the pods that changed.
 	// Required.
 	Runtime PodStatusReader
@@ -184,7 +184,7 @@ type PLEGConfig struct {
 //	OnChange(uid) for each pod with events whose entry is current
 //
 //	The engine also writes the Cache right after it acted on a pod
-//	(Engine.refresh: t := now; GetPodStatus ──> Cache.Set(uid, st, nil, t)).
+//	(lifecycle's syncer.refresh: t := now; GetPodStatus ──> Cache.Set(uid, st, nil, t)).
 //
 // The PLEG assumes, as the kubelet's does, that a container is not
 // created, run and removed within one period; such a container is missed,
@@ -224,14 +224,14 @@ type PLEG struct {
 	lastRelist time.Time
 }
 
-// NewPLEG checks cfg, fills its defaults and returns a PLEG that has not
+// New checks cfg, fills its defaults and returns a PLEG that has not
 // relisted yet: the first relist reports every pod in the runtime.
-func NewPLEG(cfg PLEGConfig) (*PLEG, error) {
+func New(cfg Config) (*PLEG, error) {
 	if cfg.Runtime == nil || cfg.Cache == nil || cfg.OnChange == nil {
-		return nil, errors.New("lifecycle: the PLEG needs a runtime, a cache and an OnChange function")
+		return nil, errors.New("pleg: the PLEG needs a runtime, a cache and an OnChange function")
 	}
 	if cfg.Period < 0 || cfg.Threshold < 0 {
-		return nil, fmt.Errorf("lifecycle: PLEG period %v and threshold %v must not be negative", cfg.Period, cfg.Threshold)
+		return nil, fmt.Errorf("pleg: PLEG period %v and threshold %v must not be negative", cfg.Period, cfg.Threshold)
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}

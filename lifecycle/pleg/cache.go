@@ -1,4 +1,4 @@
-package lifecycle
+package pleg
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 //     entry already shows the states the relist listed, then UpdateTime
 //     with the relist's start time once every such pod is written: from
 //     then on, the cache holds every pod's state as of that time;
-//   - the engine, through Engine.refresh, right after it acted on a pod, so
+//   - the engine (lifecycle's syncer.refresh), right after it acted on a pod, so
 //     the result reaches the pod's next sync and the API without waiting
 //     for the next relist.
 //

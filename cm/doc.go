@@ -55,4 +55,10 @@
 // CgroupParent to the runtime (cri.Config.CgroupParent). The engine calls
 // EnsurePod from SyncPod, RemovePod from SyncTerminatedPod and
 // SyncTerminatingRuntimePod, and PodUIDs from housekeeping's orphan sweep.
+//
+// The package sits beside lifecycle, not under it, as the kubelet keeps cm
+// beside its pod logic: the engine knows it only through the PodCgroups
+// interface it declares itself, and no lifecycle file imports it. It must
+// never decide when a pod's cgroup goes (the engine does), talk to the
+// runtime, or import lifecycle or cri.
 package cm

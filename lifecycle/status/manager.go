@@ -1,4 +1,4 @@
-package lifecycle
+package status
 
 import (
 	"context"
@@ -19,8 +19,8 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// StatusManagerConfig configures a StatusManager.
-type StatusManagerConfig struct {
+// ManagerConfig configures a Manager.
+type ManagerConfig struct {
 	// Clock stamps transition times and start times the caller left
 	// empty. Default clock.RealClock{}.
 	Clock clock.Clock
@@ -32,7 +32,7 @@ type StatusManagerConfig struct {
 	Notify func(*v1.Pod)
 }
 
-// StatusManager is the one place that decides which pod status is
+// Manager is the one place that decides which pod status is
 // published: the kubelet's status manager, with virtual-kubelet's pod
 // notifier in place of the API client.
 //
@@ -58,7 +58,7 @@ type StatusManagerConfig struct {
 //
 // A burst of updates for one pod before Run gets to it is thus delivered
 // once, with the newest status. All methods are safe for concurrent use.
-type StatusManager struct {
+type Manager struct {
 	clock  clock.Clock
 	notify func(*v1.Pod)
 	// signal holds a token while the dirty set may be non-empty.
@@ -81,7 +81,7 @@ type StatusManager struct {
 }
 
 // podStatusEntry is one pod in the cache. Its fields are guarded by
-// StatusManager.mu; the entry is replaced, never reused, once removed.
+// Manager.mu; the entry is replaced, never reused, once removed.
 type podStatusEntry struct {
 	// pod is the newest pod handed in, without its status.
 	pod     *v1.Pod
@@ -104,22 +104,16 @@ const (
 // MaxPodTerminationMessageLogLength).
 const maxTerminationMessageBytesPod = 12 * 1024
 
-// Reasons of the Ready and ContainersReady conditions of a terminal pod.
-const (
-	reasonPodCompleted = "PodCompleted"
-	reasonPodFailed    = "PodFailed"
-)
-
-// NewStatusManager validates cfg and returns a manager with an empty
+// NewManager validates cfg and returns a manager with an empty
 // cache. Nothing is delivered until Run is called.
-func NewStatusManager(cfg StatusManagerConfig) (*StatusManager, error) {
+func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.Notify == nil {
 		return nil, errors.New("lifecycle: status manager needs a Notify callback")
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &StatusManager{
+	return &Manager{
 		clock:     cfg.Clock,
 		notify:    cfg.Notify,
 		signal:    make(chan struct{}, 1),
@@ -133,7 +127,7 @@ func NewStatusManager(cfg StatusManagerConfig) (*StatusManager, error) {
 // set before Run starts are delivered when it does. Only one Run may
 // deliver at a time: a second concurrent call logs an error and returns at
 // once. A status set while Notify runs is delivered by the next round.
-func (m *StatusManager) Run(ctx context.Context) {
+func (m *Manager) Run(ctx context.Context) {
 	if !m.running.CompareAndSwap(false, true) {
 		log.G(ctx).Error("status manager: Run called while another Run delivers; refusing")
 		return
@@ -162,7 +156,7 @@ type pendingStatus struct {
 
 // deliver hands every dirty pod whose status differs from the one last
 // delivered to Notify. Must only be called from Run.
-func (m *StatusManager) deliver(ctx context.Context) {
+func (m *Manager) deliver(ctx context.Context) {
 	var out []pendingStatus
 	m.mu.Lock()
 	for uid := range m.dirty {
@@ -194,7 +188,7 @@ func (m *StatusManager) deliver(ctx context.Context) {
 }
 
 // redirty marks the pods of out whose status was not delivered dirty again.
-func (m *StatusManager) redirty(out []pendingStatus) {
+func (m *Manager) redirty(out []pendingStatus) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, p := range out {
@@ -208,7 +202,7 @@ func (m *StatusManager) redirty(out []pendingStatus) {
 }
 
 // kick signals Run without blocking. The caller must hold mu.
-func (m *StatusManager) kick() {
+func (m *Manager) kick() {
 	select {
 	case m.signal <- struct{}{}:
 	default: // a token is already waiting
@@ -234,7 +228,7 @@ func (m *StatusManager) kick() {
 //   - timestamps are truncated to seconds (what the API stores), container
 //     statuses sorted and termination messages capped, so that a status
 //     equal to the cached one after that is not a change.
-func (m *StatusManager) SetPodStatus(pod *v1.Pod, status v1.PodStatus) {
+func (m *Manager) SetPodStatus(pod *v1.Pod, status v1.PodStatus) {
 	if pod == nil {
 		log.L.Error("status manager: SetPodStatus called without a pod")
 		return
@@ -253,7 +247,7 @@ func (m *StatusManager) SetPodStatus(pod *v1.Pod, status v1.PodStatus) {
 // their first start. A phase that is not terminal becomes Failed, even if
 // the containers succeeded: the kubelet does not know whether they did. The
 // result is published like SetPodStatus.
-func (m *StatusManager) TerminatePod(pod *v1.Pod) {
+func (m *Manager) TerminatePod(pod *v1.Pod) {
 	if pod == nil {
 		log.L.Error("status manager: TerminatePod called without a pod")
 		return
@@ -349,7 +343,7 @@ func startedInitContainers(statuses []v1.ContainerStatus) []v1.ContainerStatus {
 
 // setLocked merges status (owned by the caller: a copy) into the cache as
 // SetPodStatus describes. The caller must hold mu.
-func (m *StatusManager) setLocked(pod *v1.Pod, status v1.PodStatus) {
+func (m *Manager) setLocked(pod *v1.Pod, status v1.PodStatus) {
 	e, cached := m.pods[pod.UID]
 	old := &pod.Status
 	if cached {
@@ -364,9 +358,7 @@ func (m *StatusManager) setLocked(pod *v1.Pod, status v1.PodStatus) {
 			Warn("pod attempted to leave its terminal phase; keeping it")
 		status.Phase = p
 	}
-	if status.Phase == v1.PodSucceeded || status.Phase == v1.PodFailed {
-		notReadyWhenTerminal(&status)
-	}
+	notReadyWhenTerminal(&status)
 	now := metav1.NewTime(m.clock.Now())
 	status.Conditions = mergeStatusConditions(pod.Status.Conditions, old.Conditions, status.Conditions, now)
 	if old.StartTime != nil && !old.StartTime.IsZero() {
@@ -401,34 +393,6 @@ func finalPhase(old, api *v1.PodStatus) v1.PodPhase {
 		}
 	}
 	return ""
-}
-
-// notReadyWhenTerminal turns a True Ready or ContainersReady condition of a
-// terminal pod False, as the kubelet's mergePodStatus does: a pod must
-// never be reported terminal and ready at once.
-func notReadyWhenTerminal(status *v1.PodStatus) {
-	reason := reasonPodFailed
-	if status.Phase == v1.PodSucceeded {
-		reason = reasonPodCompleted
-	}
-	for i := range status.Conditions {
-		c := &status.Conditions[i]
-		if (c.Type == v1.PodReady || c.Type == v1.ContainersReady) && c.Status == v1.ConditionTrue {
-			*c = v1.PodCondition{Type: c.Type, Status: v1.ConditionFalse, Reason: reason, ObservedGeneration: c.ObservedGeneration}
-		}
-	}
-}
-
-// mergeStatusConditions returns the conditions to publish: the node's own
-// from ours with their transition times (withTransitionTimes), the others
-// from the API (WithForeignConditions, the one rule for other writers'
-// conditions).
-func mergeStatusConditions(api, old, ours []v1.PodCondition, now metav1.Time) []v1.PodCondition {
-	out := WithForeignConditions(api, withTransitionTimes(old, ours, now))
-	if len(out) == 0 {
-		return nil
-	}
-	return out
 }
 
 // checkContainerStateTransition refuses a status in which a container that
@@ -553,7 +517,7 @@ func normalizeTime(t *metav1.Time) {
 
 // GetPodStatus returns a deep copy of the pod's cached status and true, or
 // false if the pod is unknown.
-func (m *StatusManager) GetPodStatus(uid types.UID) (v1.PodStatus, bool) {
+func (m *Manager) GetPodStatus(uid types.UID) (v1.PodStatus, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.pods[uid]
@@ -567,7 +531,7 @@ func (m *StatusManager) GetPodStatus(uid types.UID) (v1.PodStatus, bool) {
 // exactly when the cached status does, and only ever increases, also
 // across RemovePod: versions come from one counter for all pods, so they
 // are not consecutive.
-func (m *StatusManager) Version(uid types.UID) uint64 {
+func (m *Manager) Version(uid types.UID) uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e, ok := m.pods[uid]; ok {
@@ -580,7 +544,7 @@ func (m *StatusManager) Version(uid types.UID) uint64 {
 // (or the pod is unknown), or ctx ends. The engine calls it before the API
 // object of a terminated pod is deleted, so that the final status is
 // published first, as the kubelet's status manager does.
-func (m *StatusManager) WaitDelivered(ctx context.Context, uid types.UID) error {
+func (m *Manager) WaitDelivered(ctx context.Context, uid types.UID) error {
 	for {
 		m.mu.Lock()
 		e := m.pods[uid]
@@ -601,7 +565,7 @@ func (m *StatusManager) WaitDelivered(ctx context.Context, uid types.UID) error 
 // RemovePod forgets the pod, once its API object is gone. A status not yet
 // delivered is dropped; one Notify already under way may still complete.
 // A later SetPodStatus for the UID starts afresh.
-func (m *StatusManager) RemovePod(uid types.UID) {
+func (m *Manager) RemovePod(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.pods, uid)
@@ -610,7 +574,7 @@ func (m *StatusManager) RemovePod(uid types.UID) {
 
 // Pods returns every cached pod with its cached status, as deep copies,
 // in no particular order.
-func (m *StatusManager) Pods() []*v1.Pod {
+func (m *Manager) Pods() []*v1.Pod {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]*v1.Pod, 0, len(m.pods))

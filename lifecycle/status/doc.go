@@ -1,0 +1,48 @@
+// Package status decides the API status of a pod: it generates the status
+// from the runtime's state (Generate, the kubelet's generateAPIPodStatus)
+// and publishes it through a versioned cache (Manager, the kubelet's status
+// manager, with virtual-kubelet's pod notifier in place of the API client).
+// It is the kubelet's pkg/kubelet/status.
+//
+// The caller (the engine's syncer, lifecycle/syncer.go) runs, per pod:
+//
+//  1. after every runtime read, st := Generate(Input{pod, previous status,
+//     runtime status, waiting reasons, pod IPs, probe results, now}) and
+//     m.SetPodStatus(pod, st), with pod.Status holding the API's copy;
+//  2. once no container of the pod can run any more, m.TerminatePod(pod):
+//     the status becomes final;
+//  3. before the API object of a deleted pod is deleted, m.WaitDelivered;
+//  4. once the API object is gone, m.RemovePod.
+//
+// and one goroutine runs m.Run(ctx), the only caller of Notify.
+//
+// What it owns, one file each:
+//
+//   - generate.go: Generate, a pure function from Input to v1.PodStatus:
+//     container statuses (probedState: started and ready from the probes'
+//     settled results), then the phase (podPhase, the kubelet's getPhase),
+//     then the conditions, in that order from the same input;
+//   - sidecars.go: how restartable init containers count for
+//     initialization and for the phase;
+//   - conditions.go: the rules of the pod conditions, each written once:
+//     which conditions the node owns (ownedConditions), that the others are
+//     the API's (WithForeignConditions, also for the final status the
+//     provider writes), that a condition whose status did not change keeps
+//     its LastTransitionTime (withTransitionTimes), and that a pod in a
+//     terminal phase is never ready (terminalReason: Generate writes Ready
+//     and ContainersReady by it, the manager holds every status it caches to
+//     it);
+//   - manager.go: Manager, the one place that decides which status is
+//     published; its diagram is above the type. The cache only moves
+//     forward: a terminal phase is final, an illegal container transition
+//     (a container that will not restart leaving Terminated) is refused,
+//     StartTime is kept, statuses are normalized to what the API stores;
+//     each change bumps a version that only goes up, and a burst of
+//     changes to one pod is delivered once, with the newest status.
+//
+// It must never talk to the Kubernetes API or the runtime: what leaves it
+// goes through Notify, which receives deep copies from Run's one goroutine,
+// never under the manager's lock. It imports cri only for the
+// runtime status it reads and prober only for the probe result types; it
+// must not import lifecycle.
+package status
