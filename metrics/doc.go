@@ -12,7 +12,7 @@
 // hooks, each declared by its consumer:
 //
 //   - cri.Config.ObserveCall: every CRI call (kubelet_runtime_operations_*);
-//   - lifecycle.PLEGConfig.ObserveRelist and ObserveRunning: every relist,
+//   - pleg.Config.ObserveRelist and ObserveRunning: every relist,
 //     the running pods and containers it saw;
 //   - lifecycle.Config.ObserveSync, ObservePodStart and ObservePodStartSLI:
 //     the pod workers' syncs and each new pod's start;

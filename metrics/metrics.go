@@ -22,7 +22,7 @@ import (
 //   - kubelet_runtime_operations_total, _errors_total and
 //     _duration_seconds{operation_type}: every CRI call (cri.Config.ObserveCall);
 //   - kubelet_pleg_relist_duration_seconds and _interval_seconds
-//     (lifecycle.PLEGConfig.ObserveRelist);
+//     (pleg.Config.ObserveRelist);
 //   - kubelet_pod_worker_duration_seconds{operation_type}: every pod sync,
 //     by update type (create, update, sync), kill, and crivk's own
 //     "terminated" for the final sync (lifecycle.Config.ObserveSync);
@@ -32,7 +32,7 @@ import (
 //     the image pulls, once per new pod (lifecycle.Config.ObservePodStartSLI);
 //   - kubelet_running_pods and kubelet_running_containers{container_state}:
 //     pods with a ready sandbox and containers by state at the last PLEG
-//     relist (lifecycle.PLEGConfig.ObserveRunning);
+//     relist (pleg.Config.ObserveRunning);
 //   - kubelet_desired_pods{static} and kubelet_working_pods{lifecycle,
 //     config,static}: the pod manager's pods and the pods with a worker
 //     by work and config, read from the engine at each scrape
@@ -125,7 +125,7 @@ func NewAgent(version string) *Agent {
 }
 
 // ObserveRunning records the running pods and containers by state at a
-// PLEG relist (lifecycle.PLEGConfig.ObserveRunning); every state is
+// PLEG relist (pleg.Config.ObserveRunning); every state is
 // reported, 0 when none is in it, as the kubelet's.
 func (m *Agent) ObserveRunning(pods int, containers map[cri.State]int) {
 	m.runningPods.Set(float64(pods))
@@ -183,7 +183,7 @@ func (m *Agent) ObserveCall(op string, took time.Duration, err error) {
 	}
 }
 
-// ObserveRelist records a PLEG relist (lifecycle.PLEGConfig.ObserveRelist);
+// ObserveRelist records a PLEG relist (pleg.Config.ObserveRelist);
 // the first relist has no interval.
 func (m *Agent) ObserveRelist(took, interval time.Duration) {
 	m.plegDur.Observe(took.Seconds())

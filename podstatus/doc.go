@@ -67,7 +67,7 @@
 //     their grace period): it deletes only a pod with a deletionTimestamp,
 //     with grace 0 and a UID precondition, after making sure the object
 //     carries the final status; other writers' conditions are kept by
-//     lifecycle.WithForeignConditions, the status manager's one rule.
+//     status.WithForeignConditions, the status manager's one rule.
 //     TestDeleteOnTerminated, TestDeleteOnTerminatedWritesFinalStatus,
 //     TestDeleteOnTerminatedUsesTheCache, TestDeleteOnTerminatedUsesItsWrites,
 //     TestDeleteOnTerminatedForgetsAPodGoneAlready, TestFinalConditions.

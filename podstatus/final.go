@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/crivk/crivk/lifecycle"
+	"github.com/crivk/crivk/lifecycle/status"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -126,9 +126,9 @@ func writeFinalStatus(ctx context.Context, pods corev1client.PodInterface, pod, 
 // finalConditions are the conditions the final status write sends: the
 // node's own from the final status, every other writer's from the API
 // object (api), by the one rule every status write of crivk follows
-// (lifecycle.WithForeignConditions).
+// (status.WithForeignConditions).
 func finalConditions(api, final []v1.PodCondition) []v1.PodCondition {
-	return lifecycle.WithForeignConditions(api, final)
+	return status.WithForeignConditions(api, final)
 }
 
 // hasFinalStatus: cur, the API object, shows pod's phase and each of pod's

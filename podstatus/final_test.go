@@ -209,7 +209,7 @@ func TestDeleteOnTerminatedUsesTheCache(t *testing.T) {
 }
 
 // previousFinalConditions is the rule the final status write followed
-// before it used lifecycle.WithForeignConditions: the final status's
+// before it used status.WithForeignConditions: the final status's
 // conditions, then each of the API's whose type the final status lacks.
 func previousFinalConditions(api, final []v1.PodCondition) []v1.PodCondition {
 	out := append([]v1.PodCondition(nil), final...)
@@ -222,7 +222,7 @@ func previousFinalConditions(api, final []v1.PodCondition) []v1.PodCondition {
 }
 
 // TestFinalConditions: the final status write keeps other writers'
-// conditions by the one rule (lifecycle.WithForeignConditions), with the
+// conditions by the one rule (status.WithForeignConditions), with the
 // result the previous rule of its own gave for what the engine hands it:
 // a final status whose node-owned conditions are all there (the engine
 // generates Initialized, Ready, ContainersReady and

@@ -54,7 +54,7 @@
 //   - Status ownership. virtual-kubelet writes the whole status the provider
 //     hands it; NotifyPods replaces the conditions the node does not own
 //     (PodScheduled, DisruptionTarget, readiness gates) with the informer's
-//     current ones first (lifecycle.WithForeignConditions, the one rule),
+//     current ones first (status.WithForeignConditions, the one rule),
 //     so they are never rolled back.
 //   - Pods of no API object. Runtime pods of no API pod (deleted while
 //     crivk was down) are stopped and removed by the engine's housekeeping

@@ -5,6 +5,7 @@ import (
 
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/lifecycle"
+	"github.com/crivk/crivk/lifecycle/status"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	v1 "k8s.io/api/core/v1"
@@ -102,7 +103,7 @@ func (p *Provider) NotifyPods(_ context.Context, cb func(*v1.Pod)) {
 		if lister := p.pods; lister != nil {
 			if cur, err := lister.Pods(pod.Namespace).Get(pod.Name); err == nil && cur.UID == pod.UID {
 				pod = pod.DeepCopy()
-				pod.Status.Conditions = lifecycle.WithForeignConditions(cur.Status.Conditions, pod.Status.Conditions)
+				pod.Status.Conditions = status.WithForeignConditions(cur.Status.Conditions, pod.Status.Conditions)
 			}
 		}
 		cb(pod)

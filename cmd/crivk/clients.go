@@ -30,7 +30,7 @@ type apiClients struct {
 	nodes  corev1client.NodesGetter
 	leases coordinationv1client.LeasesGetter
 	// tokenReviews and accessReviews check the node API's clients
-	// (provider.Auth), on the pods client's limits.
+	// (nodeapi.Auth), on the pods client's limits.
 	tokenReviews  authnv1client.TokenReviewsGetter
 	accessReviews authzv1client.SubjectAccessReviewsGetter
 	// csrs requests the node API's serving certificate

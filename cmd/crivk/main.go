@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/crivk/crivk/cm"
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/cri/taskevents"
 	"github.com/crivk/crivk/internal/certificate"
@@ -29,7 +30,6 @@ import (
 	"github.com/crivk/crivk/internal/vknode"
 	"github.com/crivk/crivk/lifecycle"
 	"github.com/crivk/crivk/lifecycle/admission"
-	"github.com/crivk/crivk/cm"
 	"github.com/crivk/crivk/lifecycle/pleg"
 	"github.com/crivk/crivk/lifecycle/volume"
 	"github.com/crivk/crivk/metrics"
@@ -345,8 +345,8 @@ func run(ctx context.Context, o *options) error {
 	}
 	// The kubelet's metrics of crivk's work, counted from the first API
 	// request on.
-	metrics := metrics.NewAgent(version)
-	metrics.RegisterClientMetrics()
+	agentMetrics := metrics.NewAgent(version)
+	agentMetrics.RegisterClientMetrics()
 	clients, err := connectAPI(ctx, o)
 	if err != nil {
 		return err
@@ -367,7 +367,7 @@ func run(ctx context.Context, o *options) error {
 		Name: o.nodeName, Nodes: clients.nodes.Nodes(), Period: o.nodeStatusUpdateFrequency, Now: time.Now,
 		Build: func(rd cri.Readiness, now time.Time) (*v1.Node, error) { return nodestatus.BuildNode(nodeCfg, rd, now) },
 	}
-	rt, ver, rd, err := connectRuntime(ctx, o, recorder, pods, metrics, awaiting.Run)
+	rt, ver, rd, err := connectRuntime(ctx, o, recorder, pods, agentMetrics, awaiting.Run)
 	if err != nil {
 		return err
 	}
@@ -385,7 +385,7 @@ func run(ctx context.Context, o *options) error {
 	// virtual-kubelet node; the engine, the provider and the objects read
 	// its view.
 	podInf := vknode.NewPodInformer(clients.core, o.nodeName, time.Minute)
-	a, err := startEngine(ctx, o, clients, rt, ver, nodeObj, recorder, pods, metrics, podInf)
+	a, err := startEngine(ctx, o, clients, rt, ver, nodeObj, recorder, pods, agentMetrics, podInf)
 	if err != nil {
 		return err
 	}
@@ -506,7 +506,7 @@ func connectAPI(ctx context.Context, o *options) (*apiClients, error) {
 // connectRuntime dials the CRI runtime and reads its version and status.
 // While it waits for a runtime that is not up, whileWaiting runs (until
 // the runtime answers).
-func connectRuntime(ctx context.Context, o *options, recorder record.EventRecorder, pods *cm.Manager, metrics *metrics.Agent, whileWaiting func(context.Context)) (*cri.Runtime, cri.VersionInfo, cri.Readiness, error) {
+func connectRuntime(ctx context.Context, o *options, recorder record.EventRecorder, pods *cm.Manager, agentMetrics *metrics.Agent, whileWaiting func(context.Context)) (*cri.Runtime, cri.VersionInfo, cri.Readiness, error) {
 	var ver cri.VersionInfo
 	var rd cri.Readiness
 	dns := cri.DNSConfig{ClusterDomain: o.clusterDomain, ResolvConf: o.resolvConf}
@@ -522,7 +522,7 @@ func connectRuntime(ctx context.Context, o *options, recorder record.EventRecord
 	}
 	cfg := cri.Config{Endpoint: o.criEndpoint, RequestTimeout: o.runtimeRequestTimeout, PodLogDir: o.podLogDir, DNS: dns,
 		MemoryCapacity: memCapacity, MaxParallelImagePulls: o.maxParallelPulls, MaxParallelSandboxes: o.maxParallelSandboxes, Recorder: recorder,
-		ObserveCall: metrics.ObserveCall}
+		ObserveCall: agentMetrics.ObserveCall}
 	if pods != nil {
 		cfg.CgroupParent = pods.PodCgroup
 	}
@@ -633,7 +633,7 @@ type agent struct {
 // startEngine builds the engine with its volumes, probes, PLEG (woken by
 // containerd's task events), node provider and log rotation, and starts
 // their loops.
-func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.Runtime, ver cri.VersionInfo, nodeObj *v1.Node, recorder record.EventRecorder, pods *cm.Manager, metrics *metrics.Agent, podInf vknode.PodInformer) (*agent, error) {
+func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.Runtime, ver cri.VersionInfo, nodeObj *v1.Node, recorder record.EventRecorder, pods *cm.Manager, agentMetrics *metrics.Agent, podInf vknode.PodInformer) (*agent, error) {
 	a := &agent{mux: http.NewServeMux(), statusWrites: podstatus.NewStatusWrites()}
 	apiPods := podInf.Lister()
 	cache := pleg.NewCache()
@@ -693,35 +693,35 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		ClusterDomain:      o.clusterDomain,
 		ProbeRuntime:       rt,
 		ProbeMetrics:       probeMetrics,
-		ObserveSync:        metrics.ObserveSync,
-		ObservePodStart:    metrics.ObservePodStart,
-		ObservePodStartSLI: metrics.ObservePodStartSLI,
+		ObserveSync:        agentMetrics.ObserveSync,
+		ObservePodStart:    agentMetrics.ObservePodStart,
+		ObservePodStartSLI: agentMetrics.ObservePodStartSLI,
 	})
 	if err != nil {
 		return nil, err
 	}
 	rt.SetRuntimeHelper(a.engine.RuntimeHelper())
-	metrics.WatchPods(a.engine.PodCounts)
+	agentMetrics.WatchPods(a.engine.PodCounts)
 	wake := make(chan struct{}, 1)
 	if o.runtimeEvents && strings.HasPrefix(o.criEndpoint, "unix://") {
 		ev := &taskevents.Waker{Endpoint: o.criEndpoint, Namespace: "k8s.io", Wake: wake, Settle: []time.Duration{10 * time.Millisecond, 30 * time.Millisecond, 100 * time.Millisecond}, Retry: 5 * time.Second, Clock: clock.RealClock{}}
 		go ev.Run(ctx)
 	}
-	pleg, err := pleg.New(pleg.Config{Runtime: rt, Cache: cache, Period: o.relistPeriod, Wake: wake, WakeSpacing: o.wakeSpacing, OnChange: a.engine.Kick,
-		ObserveRelist: metrics.ObserveRelist, ObserveRunning: metrics.ObserveRunning})
+	relist, err := pleg.New(pleg.Config{Runtime: rt, Cache: cache, Period: o.relistPeriod, Wake: wake, WakeSpacing: o.wakeSpacing, OnChange: a.engine.Kick,
+		ObserveRelist: agentMetrics.ObserveRelist, ObserveRunning: agentMetrics.ObserveRunning})
 	if err != nil {
 		return nil, err
 	}
 	// Every node status period the conditions are compared with the
 	// watched node, not a GET: the kubelet's tryUpdateNodeStatus reads
 	// its first try from the node lister too.
-	a.nodeProvider = nodestatus.NewNodeProvider(rt, nodeObj, o.nodeStatusUpdateFrequency, nodes.APINode, recorder, pleg.Healthy)
-	go pleg.Run(ctx)
+	a.nodeProvider = nodestatus.NewNodeProvider(rt, nodeObj, o.nodeStatusUpdateFrequency, nodes.APINode, recorder, relist.Healthy)
+	go relist.Run(ctx)
 	logMax := resource.MustParse(o.logMaxSize)
 	go rt.RunLogRotation(ctx, cri.LogRotation{MaxSize: logMax.Value(), MaxFiles: o.logMaxFiles}, 10*time.Second)
 	go a.engine.Run(ctx)
 	a.mux.Handle("/metrics/probes", probeMetrics.Handler())
-	a.mux.Handle("GET /metrics", metrics.Handler())
+	a.mux.Handle("GET /metrics", agentMetrics.Handler())
 	a.provider = provider.New(a.engine, rt, o.nodeName, o.rootDir, apiPods)
 	nodeAPI, err := nodeapi.New(nodeapi.Config{NodeName: o.nodeName, RootDir: o.rootDir, Engine: a.engine,
 		APIPods:   func() ([]*v1.Pod, error) { return apiPods.List(labels.Everything()) },

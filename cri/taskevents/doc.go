@@ -15,7 +15,7 @@
 //
 // cmd/crivk makes a Reaper before connecting to the runtime and hands its
 // DeleteTask to cri.Config, and runs Waker.Run for the agent's lifetime with
-// the PLEG's wake channel (lifecycle.PLEGConfig.Wake), both only for a
+// the PLEG's wake channel (pleg.Config.Wake), both only for a
 // unix:// CRI endpoint.
 //
 // # What it must never do

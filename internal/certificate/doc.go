@@ -115,7 +115,7 @@
 // --tls-cert-file/--tls-private-key-file, or a self-signed pair generated
 // once under <root-dir>/pki (crivk.crt, crivk.key), as the kubelet does.
 // The node API asks for client certificates of --client-ca-file without
-// requiring one: provider.Auth verifies them and answers 401 itself.
+// requiring one: nodeapi.Auth verifies them and answers 401 itself.
 //
 // # What it must never do
 //

@@ -100,7 +100,7 @@ func LoadCAPool(file string) (*x509.CertPool, error) {
 
 // WithClientCA makes the node API ask for client certificates of pool's
 // CAs without requiring one: a client without a certificate, or with one
-// of another CA, gets the kubelet's 401 from provider.Auth (which verifies
+// of another CA, gets the kubelet's 401 from nodeapi.Auth (which verifies
 // the certificate) instead of a failed TLS handshake, and bearer tokens
 // work.
 func WithClientCA(pool *x509.CertPool) func(*tls.Config) error {

@@ -14,7 +14,7 @@
 //	  writable layer             (ListContainers gives their start times); a pod's figure is
 //	                             the sum of its containers'
 //	pod network                  CRI ListPodSandboxStats (containerd answers it for sandboxes
-//	                             with a cgroup parent: pod cgroups, lifecycle/cm); left out
+//	                             with a cgroup parent: pod cgroups, package cm); left out
 //	                             when the runtime cannot give it
 //	pod volumes                  the volumes crivk keeps under <root-dir>/pods/<uid>/volumes,
 //	                             measured as the kubelet's du-based metrics at most once a

@@ -23,7 +23,7 @@ import (
 // containers only), summed for the pod; the pod's network (the default
 // interface and all of them) from CRI ListPodSandboxStats, which
 // containerd answers for sandboxes with a cgroup parent (pod cgroups,
-// lifecycle/cm); the pod's volumes that crivk keeps (emptyDir, configMap,
+// package cm); the pod's volumes that crivk keeps (emptyDir, configMap,
 // secret, downwardAPI, projected) measured as the kubelet's du-based
 // metrics, at most once a minute (volumestats.go). Process stats are not
 // reported yet.
