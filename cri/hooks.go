@@ -6,10 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -95,19 +92,7 @@ func (r *Runtime) httpHook(ctx context.Context, c *v1.Container, podIPs []string
 		}
 		host = podIPs[0]
 	}
-	port, err := podutil.ResolvePort(g.Port, c)
-	if err != nil {
-		return err
-	}
-	scheme := strings.ToLower(string(g.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
-	path := g.Path
-	if path != "" && !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	u, err := url.Parse(fmt.Sprintf("%s://%s%s", scheme, net.JoinHostPort(host, strconv.Itoa(port)), path))
+	u, err := podutil.HTTPGetURL(g, c, host)
 	if err != nil {
 		return err
 	}

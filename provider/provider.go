@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 
-	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/lifecycle"
 	"github.com/crivk/crivk/lifecycle/status"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
@@ -29,10 +28,7 @@ var _ Engine = (*lifecycle.Engine)(nil)
 
 // Provider implements virtual-kubelet's pod interfaces over the engine.
 type Provider struct {
-	engine  Engine
-	runtime *cri.Runtime
-	// nodeName and rootDir describe the node in /stats/summary.
-	nodeName, rootDir string
+	engine Engine
 	// pods is the node's pod informer's view (nil: none), for other
 	// writers' conditions.
 	pods corev1listers.PodLister
@@ -43,12 +39,11 @@ var (
 	_ node.PodNotifier         = (*Provider)(nil)
 )
 
-// New returns a provider over engine and runtime for the node nodeName,
-// whose state lives under rootDir; pods is the node's pod informer's view
+// New returns a provider over engine; pods is the node's pod informer's view
 // (nil: none), from which the conditions other writers set are kept in the
 // statuses handed on.
-func New(engine Engine, runtime *cri.Runtime, nodeName, rootDir string, pods corev1listers.PodLister) *Provider {
-	return &Provider{engine: engine, runtime: runtime, nodeName: nodeName, rootDir: rootDir, pods: pods}
+func New(engine Engine, pods corev1listers.PodLister) *Provider {
+	return &Provider{engine: engine, pods: pods}
 }
 
 // CreatePod hands a new pod to the engine.

@@ -42,7 +42,7 @@ func (f *fakeEngine) NotifyPods(cb func(*v1.Pod))       { f.notify = cb }
 func TestProviderHandsPodsToTheEngine(t *testing.T) {
 	running := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u1"}, Status: v1.PodStatus{Phase: v1.PodRunning}}
 	e := &fakeEngine{known: map[string]*v1.Pod{"ns/web": running}}
-	p := New(e, nil, "n1", t.TempDir(), nil)
+	p := New(e, nil)
 	ctx := context.Background()
 	if err := p.CreatePod(ctx, running); err != nil || len(e.updated) != 1 {
 		t.Fatalf("CreatePod: %v, engine updates %v", err, e.updated)
@@ -79,7 +79,7 @@ func TestProviderNotifyKeepsOtherWritersConditions(t *testing.T) {
 	if err := indexer.Add(api); err != nil {
 		t.Fatal(err)
 	}
-	p := New(e, nil, "n1", t.TempDir(), corev1listers.NewPodLister(indexer))
+	p := New(e, corev1listers.NewPodLister(indexer))
 	var got []*v1.Pod
 	p.NotifyPods(context.Background(), func(pod *v1.Pod) { got = append(got, pod) })
 	ours := api.DeepCopy()

@@ -722,7 +722,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	go a.engine.Run(ctx)
 	a.mux.Handle("/metrics/probes", probeMetrics.Handler())
 	a.mux.Handle("GET /metrics", agentMetrics.Handler())
-	a.provider = provider.New(a.engine, rt, o.nodeName, o.rootDir, apiPods)
+	a.provider = provider.New(a.engine, apiPods)
 	nodeAPI, err := nodeapi.New(nodeapi.Config{NodeName: o.nodeName, RootDir: o.rootDir, Engine: a.engine,
 		APIPods:   func() ([]*v1.Pod, error) { return apiPods.List(labels.Everything()) },
 		PodStatus: rt, Streams: rt.Services(), LogFollow: rt.Services(), Stats: rt.Services(), ImageFs: rt,

@@ -178,28 +178,10 @@ func grpcProbe(ctx context.Context, host string, port int, service string, timeo
 // httpURL builds the URL of an httpGet probe: the host defaults to the pod
 // IP, the path to "/".
 func httpURL(h *v1.HTTPGetAction, c *v1.Container, podIP string) (*url.URL, http.Header, error) {
-	port, err := podutil.ResolvePort(h.Port, c)
+	u, err := podutil.HTTPGetURL(h, c, podIP)
 	if err != nil {
 		return nil, nil, err
 	}
-	host := h.Host
-	if host == "" {
-		host = podIP
-	}
-	scheme := strings.ToLower(string(h.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
-	path := h.Path
-	if path != "" && !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	u, err := url.Parse(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("parsing probe path %q: %w", h.Path, err)
-	}
-	u.Scheme = scheme
-	u.Host = net.JoinHostPort(host, strconv.Itoa(port))
 	headers := http.Header{}
 	for _, hd := range h.HTTPHeaders {
 		headers.Add(hd.Name, hd.Value)
