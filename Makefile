@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 VERSION ?= v1.35.4-crivk.0
 NODE_AGENT ?= crivk
 
-.PHONY: all build run test test-unit test-conformance test-e2e test-helm conformance bench chaos local-up local-down deps clean
+.PHONY: all build run test test-unit test-conformance test-e2e test-helm conformance bench chaos release local-up local-down deps clean
 
 all: build
 
@@ -46,6 +46,10 @@ bench:
 ## chaos: the fault scenarios (containerd, API server and crivk killed; 10 kill -9 cycles of crivk during a 30-pod churn) against a local cluster
 chaos:
 	VERSION=$(VERSION) hack/chaos.sh
+
+## release: the release artifacts of VERSION in _output/release/ (static binary, image as an OCI tarball with its digest, packaged chart, SHA256SUMS), checked by hack/verify-release.sh
+release:
+	VERSION=$(VERSION) hack/release.sh
 
 deps:
 	hack/install-deps.sh

@@ -5,7 +5,9 @@
 #
 # Usage: hack/build-kube.sh [component ...]
 #   default components: kube-apiserver kube-scheduler kube-controller-manager kubelet
-#   on request also:    e2e.test   the conformance suite (go test -c k8s.io/kubernetes/test/e2e)
+#   on request also:    kubectl    the client of the same version (hack/run.sh builds it for the
+#                                  README's quick start)
+#                       e2e.test   the conformance suite (go test -c k8s.io/kubernetes/test/e2e)
 #                       agnhost    the e2e test image program (static), for hack/images.sh
 #                       ginkgo     the Ginkgo CLI of the same go.mod, to run e2e.test in parallel
 #                       metrics-server  sigs.k8s.io/metrics-server ${METRICS_SERVER_VERSION}, built in

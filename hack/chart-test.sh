@@ -2,7 +2,8 @@
 # Checks charts/crivk with helm v3 built from hack/tools/helm: `helm lint
 # --strict`, `helm template` of the default values and of the other modes
 # (plain RBAC, serving certificate by CSR, node labels, profiling) with the
-# flags crivk must get, and values that must be refused with a clear message
+# flags crivk must get, the probes on crivk's own /healthz, each identity's
+# RBAC, and values that must be refused with a clear message
 # (the kubelet's ports, runtime, directories or cgroups; node labels a node
 # may not set; taints that would split the flag; a profiling port on the
 # node API's; out-of-range ports; bad enums). Prints one line per check and
@@ -41,12 +42,56 @@ render "default values" \
   "--client-ca-file=/var/run/secrets/kubernetes.io/serviceaccount/ca.crt" \
   "name: system:certificates.k8s.io:certificatesigningrequests:nodeclient" "mountPropagation: Bidirectional" --
 render "plain RBAC, serving certificate by CSR" \
-  "kind: ClusterRole" "resources: [tokenreviews]" "--rotate-server-certificates" -- \
+  "kind: ClusterRole" "resources: [tokenreviews]" "--rotate-server-certificates" \
+  "resources: [certificatesigningrequests]" "verbs: [create, get, list, watch]" -- \
   --set identity=rbac,servingCert=csr
-if "${HELM}" template t "${CHART}" --set identity=rbac 2>/dev/null | grep -qF -- "--bootstrap-kubeconfig"; then
-  bad "plain RBAC still bootstraps"
+# Plain RBAC: crivk gets no kubeconfig at all and takes the pod's service
+# account (rest.InClusterConfig).
+if "${HELM}" template t "${CHART}" --set identity=rbac 2>/dev/null | grep -qE -- "- --(bootstrap-)?kubeconfig"; then
+  bad "plain RBAC still bootstraps or passes a kubeconfig"
 else
-  ok "plain RBAC does not bootstrap"
+  ok "plain RBAC: no kubeconfig, the pod's service account"
+fi
+if "${HELM}" template t "${CHART}" --set identity=rbac 2>/dev/null | grep -qF -- "certificatesigningrequests"; then
+  bad "plain RBAC with a self-signed serving certificate may use CSRs"
+else
+  ok "plain RBAC with a self-signed serving certificate: no CSR permissions"
+fi
+if "${HELM}" template t "${CHART}" 2>/dev/null | grep -qE -- "name: t-node$"; then
+  bad "bootstrap identity renders the plain RBAC ClusterRole"
+else
+  ok "bootstrap identity: no ClusterRole of its own"
+fi
+
+# probe KIND ARGS: the rendered KIND (livenessProbe, readinessProbe) block of
+# the crivk container.
+probe() {
+  local kind=$1
+  shift
+  "${HELM}" template t "${CHART}" --show-only templates/daemonset.yaml "$@" 2>/dev/null |
+    awk -v k="${kind}:" '$1 == k { on = 1; ind = index($0, k); next } on && index($0, $1) <= ind { on = 0 } on'
+}
+# check_probe NAME KIND PORT ARGS: KIND asks /healthz over plain HTTP on the
+# host's loopback at PORT, never the node API.
+check_probe() {
+  local name=$1 kind=$2 port=$3 out missing=() w
+  shift 3
+  out=$(probe "${kind}" "$@")
+  for w in "host: 127.0.0.1" "path: /healthz" "port: ${port}" "scheme: HTTP"; do
+    grep -qxF -- "${w}" <<<"$(sed 's/^ *//' <<<"${out}")" || missing+=("${w}")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then ok "${name}"; else bad "${name}: missing ${missing[*]} in: ${out}"; fi
+}
+check_probe "liveness probe on crivk's /healthz" livenessProbe 10262
+check_probe "readiness probe on crivk's /healthz" readinessProbe 10262
+check_probe "probes follow healthzPort" livenessProbe 10300 --set healthzPort=10300
+render "crivk serves /healthz on the loopback at healthzPort" \
+  "--healthz-port=10262" "--healthz-bind-address=127.0.0.1" "name: healthz" "containerPort: 10262" --
+render "another healthzPort" "--healthz-port=10300" "containerPort: 10300" -- --set healthzPort=10300
+if probe livenessProbe | grep -qE -- "HTTPS|port: 10260"; then
+  bad "the liveness probe still asks the node API"
+else
+  ok "the liveness probe does not ask the node API"
 fi
 render "well-known and node.kubernetes.io node labels" \
   "--node-labels=node.kubernetes.io/agent=crivk,node.kubernetes.io/pool=a,topology.kubernetes.io/zone=z1" -- \
@@ -104,6 +149,10 @@ refuse "profiling on the kubelet's healthz port" "profiling.port: 10248 is the k
 refuse "a profiling port out of range" "at '/profiling/port': maximum: got 70,000, want 65,535" -- --set profiling.port=70000
 refuse "a profiling address with a port" "profiling.address: \"127.0.0.1:6060\" is not an IP address" -- --set profiling.enabled=true,profiling.address=127.0.0.1:6060
 refuse "tracing without profiling" "profiling.tracing needs profiling.enabled" -- --set profiling.tracing=true
+refuse "/healthz on the kubelet's healthz port" "healthzPort: 10248 is the kubelet's healthz port" -- --set healthzPort=10248
+refuse "/healthz on the node API's port" "healthzPort: 10260 is crivk's node API port" -- --set healthzPort=10260
+refuse "/healthz on the profiling port" "healthzPort: 10261 is crivk's profiling port" -- --set profiling.enabled=true,healthzPort=10261
+refuse "a healthz port out of range" "at '/healthzPort': maximum: got 70,000, want 65,535" -- --set healthzPort=70000
 refuse "the kubelet's containerd" "is the kubelet's containerd" -- --set criEndpoint=unix:///run/containerd/containerd.sock
 refuse "the kubelet's root dir" "/var/lib/kubelet is the kubelet's" -- --set rootDir=/var/lib/kubelet
 refuse "the kubelet's pod logs" "/var/log/pods is the kubelet's" -- --set podLogDir=/var/log/pods

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crivk/crivk/cri"
@@ -149,6 +150,10 @@ type Engine struct {
 
 	mu     sync.Mutex
 	notify func(*v1.Pod) // guarded by mu
+
+	// loopEntry is when Run last entered its loop, in Unix nanoseconds (0:
+	// never), the kubelet's syncLoopMonitor; written by Run only.
+	loopEntry atomic.Int64
 }
 
 // Restart and pull back-off, the kubelet's constants.
@@ -228,6 +233,7 @@ func (e *Engine) Run(ctx context.Context) {
 	house := e.cfg.Clock.NewTicker(e.cfg.HousekeepingInterval)
 	defer house.Stop()
 	for {
+		e.loopEntry.Store(e.cfg.Clock.Now().UnixNano())
 		select {
 		case <-ctx.Done():
 			return
@@ -237,6 +243,17 @@ func (e *Engine) Run(ctx context.Context) {
 			e.Housekeeping(ctx)
 		}
 	}
+}
+
+// LatestLoopEntryTime is when the sync loop (Run) last began an iteration,
+// zero before Run. The loop wakes every second, so it stays about that
+// recent unless a sync or housekeeping step hangs (the kubelet's
+// LatestLoopEntryTime, which its syncloop health check reads).
+func (e *Engine) LatestLoopEntryTime() time.Time {
+	if ns := e.loopEntry.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }
 
 // syncDue hands the due pods of the work queue to their workers.

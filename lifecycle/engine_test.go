@@ -972,3 +972,21 @@ func TestEnginePodStartSLI(t *testing.T) {
 		t.Errorf("pod start SLIs %v, want one between %v and %v", slis, lo, hi)
 	}
 }
+
+// TestLatestLoopEntryTime: the sync loop records each iteration's start,
+// which the syncloop health check reads; the clock's tick starts the next.
+func TestLatestLoopEntryTime(t *testing.T) {
+	f := newEngineFixture(t)
+	start := f.clock.Now()
+	entered := func(want time.Time) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
+			func(context.Context) (bool, error) { return f.e.LatestLoopEntryTime().Equal(want), nil })
+		if err != nil {
+			t.Fatalf("latest loop entry %v, want %v", f.e.LatestLoopEntryTime(), want)
+		}
+	}
+	entered(start)
+	f.clock.Step(workQueuePoll)
+	entered(start.Add(workQueuePoll))
+}

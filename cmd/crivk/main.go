@@ -25,7 +25,9 @@ import (
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/cri/taskevents"
 	"github.com/crivk/crivk/internal/certificate"
+	"github.com/crivk/crivk/internal/healthz"
 	"github.com/crivk/crivk/internal/hostruntime"
+	"github.com/crivk/crivk/internal/incluster"
 	"github.com/crivk/crivk/internal/uninstall"
 	"github.com/crivk/crivk/internal/vknode"
 	"github.com/crivk/crivk/lifecycle"
@@ -127,16 +129,48 @@ type options struct {
 	// oomScoreAdj is crivk's own OOM score adjustment (the kubelet's
 	// --oom-score-adj).
 	oomScoreAdj int
+	// The health endpoint (internal/healthz): plain HTTP, port 0 off.
+	healthzPort        int
+	healthzBindAddress string
+}
+
+// errHelp is returned by parseFlags for -h, -help and --help; it holds
+// the usage, which main prints to stdout before exiting 0.
+type errHelp struct{ usage string }
+
+func (e *errHelp) Error() string { return "help requested" }
+
+// inClusterTokenFile is the service account token every pod gets; with
+// it and $KUBERNETES_SERVICE_HOST crivk runs in a pod (tests change it).
+var inClusterTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+
+// inPod reports whether crivk runs in a pod with a service account, so
+// that rest.InClusterConfig can work.
+func inPod() bool {
+	if os.Getenv("KUBERNETES_SERVICE_HOST") == "" || os.Getenv("KUBERNETES_SERVICE_PORT") == "" {
+		return false
+	}
+	_, err := os.Stat(inClusterTokenFile)
+	return err == nil
 }
 
 // It is long because it declares every flag; the checks of their values
-// stay next to the declarations.
+// stay next to the declarations. Every check that needs no runtime and no
+// API server is here, so that a mistake is reported (exit 2) before crivk
+// waits for anything. "version" as the only argument is --version.
 func parseFlags(args []string) (*options, error) {
 	o := &options{}
+	if len(args) > 0 && args[0] == "version" {
+		if len(args) > 1 {
+			return nil, fmt.Errorf("crivk version takes no arguments, got %q", args[1])
+		}
+		o.showVersion = true
+		return o, nil
+	}
 	fs := flag.NewFlagSet("crivk", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	host, _ := os.Hostname()
-	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to join (default $KUBECONFIG)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to join (default $KUBECONFIG); empty in a pod: the pod's service account (rest.InClusterConfig), the API server $CRIVK_API_SERVER if set (charts/crivk's identity: rbac)")
 	fs.StringVar(&o.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig with a bootstrap token: when --kubeconfig has no valid client certificate, one for system:node:<node-name> is requested through a CertificateSigningRequest, written under <root-dir>/pki, rotated before expiry, and --kubeconfig is written to use it (the kubelet's TLS bootstrap); \"in-cluster\": the pod's service account is the bootstrap credential (charts/crivk), the API server $CRIVK_API_SERVER if set")
 	fs.StringVar(&o.nodeName, "node-name", strings.ToLower(host), "name of the Node object")
 	fs.StringVar(&o.criEndpoint, "cri-endpoint", "unix:///run/containerd/containerd.sock", "CRI runtime endpoint")
@@ -185,7 +219,14 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.systemReserved, "system-reserved", "", "resources reserved for the system, e.g. cpu=100m,memory=500Mi,ephemeral-storage=1Gi (the kubelet's format)")
 	fs.StringVar(&o.kubeReserved, "kube-reserved", "", "resources reserved for Kubernetes daemons, in --system-reserved's format")
 	fs.StringVar(&o.evictionHard, "eviction-hard", nodestatus.DefaultEvictionHard, "hard eviction thresholds taken off the allocatable (the kubelet's format and default; crivk does not evict)")
+	fs.IntVar(&o.healthzPort, "healthz-port", 10248, "port of the plain-HTTP /healthz endpoint (the API connection, the runtime, the sync loop; internal/healthz), as the kubelet's; 0 disables it")
+	fs.StringVar(&o.healthzBindAddress, "healthz-bind-address", "127.0.0.1", "IP address the /healthz endpoint listens on")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			var b strings.Builder
+			writeUsage(&b, fs)
+			return nil, &errHelp{usage: b.String()}
+		}
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -194,8 +235,11 @@ func parseFlags(args []string) (*options, error) {
 	if o.showVersion {
 		return o, nil
 	}
-	if o.kubeconfig == "" {
-		return nil, errors.New("--kubeconfig (or $KUBECONFIG) is required")
+	if o.kubeconfig == "" && o.bootstrapKubeconfig != "" {
+		return nil, errors.New("--bootstrap-kubeconfig needs --kubeconfig, where the node's kubeconfig is written")
+	}
+	if o.kubeconfig == "" && !inPod() {
+		return nil, errors.New("--kubeconfig (or $KUBECONFIG) is required outside a pod")
 	}
 	if o.nodeName == "" {
 		return nil, errors.New("--node-name is empty")
@@ -220,6 +264,39 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.maxParallelPulls < 0 {
 		return nil, fmt.Errorf("--max-parallel-image-pulls must not be negative, got %d", o.maxParallelPulls)
+	}
+	if o.healthzPort < 0 || o.healthzPort > 65535 {
+		return nil, fmt.Errorf("--healthz-port %d is not a port number (0 disables the endpoint)", o.healthzPort)
+	}
+	if net.ParseIP(o.healthzBindAddress) == nil {
+		return nil, fmt.Errorf("--healthz-bind-address %q is not an IP address", o.healthzBindAddress)
+	}
+	if o.healthzPort == o.port {
+		return nil, fmt.Errorf("--healthz-port %d is the node API's --port", o.healthzPort)
+	}
+	if o.apiQPS <= 0 || o.apiBurst <= 0 {
+		return nil, fmt.Errorf("--kube-api-qps %v and --kube-api-burst %d must be positive", o.apiQPS, o.apiBurst)
+	}
+	// As the kubelet's: --event-qps 0 is no limit, and --event-burst
+	// matters only with a limit.
+	if o.eventQPS < 0 {
+		return nil, fmt.Errorf("--event-qps %v must not be negative (0: no limit)", o.eventQPS)
+	}
+	if o.eventQPS > 0 && o.eventBurst <= 0 {
+		return nil, fmt.Errorf("--event-burst %d must be positive when --event-qps limits events", o.eventBurst)
+	}
+	if o.eventBurst < 0 {
+		return nil, fmt.Errorf("--event-burst %d must not be negative", o.eventBurst)
+	}
+	switch o.authorizationMode {
+	case "Webhook", "AlwaysAllow":
+	default:
+		return nil, fmt.Errorf("--authorization-mode %q: must be Webhook or AlwaysAllow", o.authorizationMode)
+	}
+	if o.clientCA != "" {
+		if _, err := certificate.LoadCAPool(o.clientCA); err != nil {
+			return nil, fmt.Errorf("--client-ca-file: %w", err)
+		}
 	}
 	var err error
 	if o.nodeLabels, err = parseNodeLabels(o.nodeLabelsFlag); err != nil {
@@ -299,8 +376,13 @@ func main() {
 		return
 	}
 	o, err := parseFlags(os.Args[1:])
+	var help *errHelp
+	if errors.As(err, &help) {
+		fmt.Print(help.usage)
+		return
+	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "crivk: %v\n", err)
+		fmt.Fprintf(os.Stderr, "crivk: %v\nRun 'crivk --help' for the flags.\n", err)
 		os.Exit(2)
 	}
 	if o.showVersion {
@@ -340,6 +422,21 @@ func run(ctx context.Context, o *options) error {
 		}
 	}
 	ctx = setupLogging(ctx, o)
+	// /healthz answers from the start; each check passes until what it
+	// watches has started (internal/healthz).
+	health := &healthz.Checks{}
+	contact := healthz.NewContact(nil, 0)
+	health.Set(healthz.CheckAPIServer, contact.Check)
+	health.Set(healthz.CheckRuntime, nil)
+	health.Set(healthz.CheckSyncLoop, nil)
+	if o.healthzPort > 0 {
+		addr := net.JoinHostPort(o.healthzBindAddress, strconv.Itoa(o.healthzPort))
+		if _, err := healthz.Serve(ctx, addr, health.Handler(func(err error) {
+			log.G(ctx).WithError(err).Warn("health check failed")
+		})); err != nil {
+			return err
+		}
+	}
 	if err := prepareHost(ctx, o); err != nil {
 		return err
 	}
@@ -347,10 +444,11 @@ func run(ctx context.Context, o *options) error {
 	// request on.
 	agentMetrics := metrics.NewAgent(version)
 	agentMetrics.RegisterClientMetrics()
-	clients, err := connectAPI(ctx, o)
+	clients, err := connectAPI(ctx, o, contact.WrapTransport)
 	if err != nil {
 		return err
 	}
+	contact.Start()
 	pods, err := setupCgroups(ctx, o)
 	if err != nil {
 		return err
@@ -389,6 +487,8 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
+	health.Set(healthz.CheckRuntime, a.relist.Healthy)
+	health.Set(healthz.CheckSyncLoop, healthz.SyncLoopCheck(nil, a.engine.LatestLoopEntryTime, o.syncInterval))
 	// Not nodeutil.NewNode: it lists and watches every ConfigMap, Secret
 	// and Service of the cluster (internal/vknode).
 	n, err := vknode.New(vknode.Config{
@@ -481,8 +581,10 @@ func setOOMScoreAdj(ctx context.Context, v int) {
 }
 
 // connectAPI builds the API clients from --kubeconfig, or from the node's
-// own rotating client certificate with --bootstrap-kubeconfig.
-func connectAPI(ctx context.Context, o *options) (*apiClients, error) {
+// own rotating client certificate with --bootstrap-kubeconfig, or in a pod
+// without --kubeconfig from its service account; every request goes
+// through wrap (the health endpoint's record of the API's answers).
+func connectAPI(ctx context.Context, o *options, wrap func(http.RoundTripper) http.RoundTripper) (*apiClients, error) {
 	var restCfg *rest.Config
 	var err error
 	if o.bootstrapKubeconfig != "" {
@@ -493,10 +595,15 @@ func connectAPI(ctx context.Context, o *options) (*apiClients, error) {
 		if err != nil {
 			return nil, fmt.Errorf("TLS bootstrap: %w", err)
 		}
+	} else if o.kubeconfig == "" {
+		if restCfg, err = incluster.Config(); err != nil {
+			return nil, fmt.Errorf("no --kubeconfig, and the pod's service account: %w", err)
+		}
 	} else if restCfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig); err != nil {
 		return nil, fmt.Errorf("loading kubeconfig %s: %w", o.kubeconfig, err)
 	}
 	restCfg.UserAgent = "crivk/" + version
+	restCfg.Wrap(wrap)
 	return newAPIClients(restCfg, apiLimits{
 		QPS: float32(o.apiQPS), Burst: o.apiBurst, EventQPS: float32(o.eventQPS), EventBurst: o.eventBurst,
 		Heartbeat: o.nodeStatusUpdateFrequency,
@@ -628,6 +735,9 @@ type agent struct {
 	// statusWrites is shared by the deletion path and virtual-kubelet's
 	// status writes (podstatus.DeleteGuard).
 	statusWrites *podstatus.StatusWrites
+	// relist is the runtime's relist loop (the PLEG); its Healthy is the
+	// health endpoint's runtime check.
+	relist *pleg.PLEG
 }
 
 // startEngine builds the engine with its volumes, probes, PLEG (woken by
@@ -716,6 +826,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	// watched node, not a GET: the kubelet's tryUpdateNodeStatus reads
 	// its first try from the node lister too.
 	a.nodeProvider = nodestatus.NewNodeProvider(rt, nodeObj, o.nodeStatusUpdateFrequency, nodes.APINode, recorder, relist.Healthy)
+	a.relist = relist
 	go relist.Run(ctx)
 	logMax := resource.MustParse(o.logMaxSize)
 	go rt.RunLogRotation(ctx, cri.LogRotation{MaxSize: logMax.Value(), MaxFiles: o.logMaxFiles}, 10*time.Second)

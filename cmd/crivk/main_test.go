@@ -1,8 +1,21 @@
 package main
 
 import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -13,7 +26,7 @@ func TestParseFlags(t *testing.T) {
 	}{
 		{"minimal", []string{"--kubeconfig=/k"}, ""},
 		{"unknown flag", []string{"--kubeconfig=/k", "--bogus"}, "flag provided but not defined: -bogus"},
-		{"no kubeconfig", []string{"--kubeconfig="}, "--kubeconfig (or $KUBECONFIG) is required"},
+		{"no kubeconfig", []string{"--kubeconfig="}, "--kubeconfig (or $KUBECONFIG) is required outside a pod"},
 		{"bad port", []string{"--kubeconfig=/k", "--port=70000"}, "--port 70000 is not a port number"},
 		{"bad node ip", []string{"--kubeconfig=/k", "--node-ip=10.0.0"}, `--node-ip "10.0.0" is not an IP address`},
 		{"bad log level", []string{"--kubeconfig=/k", "--log-level=loud"}, "--log-level"},
@@ -30,6 +43,7 @@ func TestParseFlags(t *testing.T) {
 		{"wake spacing above the period", []string{"--kubeconfig=/k", "--pleg-wake-spacing=2s"}, "--pleg-wake-spacing 2s must be at least 0 and below --pleg-relist-period 1s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			notInPod(t)
 			o, err := parseFlags(tc.args)
 			if tc.wantErr == "" {
 				if err != nil {
@@ -45,6 +59,237 @@ func TestParseFlags(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "\n") {
 				t.Errorf("error is not one line: %q", err)
+			}
+		})
+	}
+}
+
+// notInPod makes inPod false whatever the machine running the tests.
+func notInPod(t *testing.T) {
+	t.Helper()
+	old := inClusterTokenFile
+	inClusterTokenFile = filepath.Join(t.TempDir(), "no-token")
+	t.Cleanup(func() { inClusterTokenFile = old })
+}
+
+// writeCA writes a self-signed CA certificate as PEM and returns its path.
+func writeCA(t *testing.T) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestParseFlagsChecksBeforeWaiting: every value that needs neither the
+// runtime nor the API server is refused by parseFlags (exit 2), before
+// crivk waits for anything.
+func TestParseFlagsChecksBeforeWaiting(t *testing.T) {
+	notInPod(t)
+	ca := writeCA(t)
+	notPEM := filepath.Join(t.TempDir(), "ca.txt")
+	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	unreadable := filepath.Join(t.TempDir(), "missing.crt")
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"authorization mode", []string{"--authorization-mode=RBAC"}, `--authorization-mode "RBAC": must be Webhook or AlwaysAllow`},
+		{"authorization mode AlwaysAllow", []string{"--authorization-mode=AlwaysAllow"}, ""},
+		{"client CA", []string{"--client-ca-file=" + ca}, ""},
+		{"client CA unreadable", []string{"--client-ca-file=" + unreadable}, "--client-ca-file: reading the client CA " + unreadable},
+		{"client CA not PEM", []string{"--client-ca-file=" + notPEM}, "--client-ca-file: client CA " + notPEM + " holds no PEM certificate"},
+		{"api qps zero", []string{"--kube-api-qps=0"}, "--kube-api-qps 0 and --kube-api-burst 100 must be positive"},
+		{"api qps negative", []string{"--kube-api-qps=-5"}, "--kube-api-qps -5 and --kube-api-burst 100 must be positive"},
+		{"api burst zero", []string{"--kube-api-burst=0"}, "--kube-api-qps 50 and --kube-api-burst 0 must be positive"},
+		{"event qps negative", []string{"--event-qps=-1"}, "--event-qps -1 must not be negative (0: no limit)"},
+		{"event qps zero is no limit", []string{"--event-qps=0", "--event-burst=0"}, ""},
+		{"event burst zero with a limit", []string{"--event-burst=0"}, "--event-burst 0 must be positive when --event-qps limits events"},
+		{"event burst negative", []string{"--event-qps=0", "--event-burst=-1"}, "--event-burst -1 must not be negative"},
+		{"healthz off", []string{"--healthz-port=0"}, ""},
+		{"healthz elsewhere", []string{"--healthz-port=10258", "--healthz-bind-address=::1"}, ""},
+		{"healthz port out of range", []string{"--healthz-port=65536"}, "--healthz-port 65536 is not a port number (0 disables the endpoint)"},
+		{"healthz port negative", []string{"--healthz-port=-1"}, "--healthz-port -1 is not a port number"},
+		{"healthz on the node API port", []string{"--healthz-port=10250"}, "--healthz-port 10250 is the node API's --port"},
+		{"healthz bind address", []string{"--healthz-bind-address=localhost"}, `--healthz-bind-address "localhost" is not an IP address`},
+		{"bootstrap without kubeconfig", []string{"--kubeconfig=", "--bootstrap-kubeconfig=in-cluster"}, "--bootstrap-kubeconfig needs --kubeconfig"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parseFlags(append([]string{"--kubeconfig=/k"}, tc.args...))
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				if o.healthzBindAddress == "" {
+					t.Errorf("defaults not applied: %+v", o)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestParseFlagsInPod: without --kubeconfig crivk takes the pod's service
+// account (charts/crivk's identity: rbac) when it runs in a pod, and
+// refuses to start outside one.
+func TestParseFlagsInPod(t *testing.T) {
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("t"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		host      string
+		tokenFile string
+		wantErr   string
+	}{
+		{name: "in a pod", host: "10.96.0.1", tokenFile: token},
+		{name: "no service host", tokenFile: token, wantErr: "--kubeconfig (or $KUBECONFIG) is required outside a pod"},
+		{name: "no token", host: "10.96.0.1", tokenFile: token + ".missing", wantErr: "--kubeconfig (or $KUBECONFIG) is required outside a pod"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("KUBECONFIG", "")
+			t.Setenv("KUBERNETES_SERVICE_HOST", tc.host)
+			t.Setenv("KUBERNETES_SERVICE_PORT", "443")
+			old := inClusterTokenFile
+			inClusterTokenFile = tc.tokenFile
+			defer func() { inClusterTokenFile = old }()
+			o, err := parseFlags(nil)
+			if tc.wantErr == "" {
+				if err != nil || o.kubeconfig != "" {
+					t.Fatalf("parseFlags() = %+v, %v; want no kubeconfig, no error", o, err)
+				}
+				return
+			}
+			if err == nil || err.Error() != tc.wantErr {
+				t.Fatalf("error %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestParseFlagsVersion(t *testing.T) {
+	notInPod(t)
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
+		o, err := parseFlags(args)
+		if err != nil || !o.showVersion {
+			t.Errorf("parseFlags(%q) = %+v, %v; want the version", args, o, err)
+		}
+	}
+	if _, err := parseFlags([]string{"version", "--short"}); err == nil || !strings.Contains(err.Error(), "crivk version takes no arguments") {
+		t.Errorf("version with an argument: %v", err)
+	}
+}
+
+// TestUsageListsEveryFlag: --help is no error for main (it prints the
+// usage and exits 0), and the usage has every flag in a group, each with
+// its default.
+func TestUsageListsEveryFlag(t *testing.T) {
+	for _, arg := range []string{"--help", "-h", "-help"} {
+		_, err := parseFlags([]string{arg})
+		var help *errHelp
+		if !errors.As(err, &help) {
+			t.Fatalf("parseFlags(%s) = %v, want the usage", arg, err)
+		}
+		if arg != "--help" {
+			continue
+		}
+		grouped := map[string]bool{}
+		for _, g := range flagGroups {
+			for _, name := range g.flags {
+				if grouped[name] {
+					t.Errorf("flag %s is in two groups", name)
+				}
+				grouped[name] = true
+			}
+		}
+		declared := 0
+		// The flags parseFlags declares, read back from the usage, which
+		// prints those of no group under "Other".
+		for _, line := range strings.Split(help.usage, "\n") {
+			if rest, ok := strings.CutPrefix(line, "      --"); ok {
+				declared++
+				name, _, _ := strings.Cut(rest, " ")
+				if !grouped[name] {
+					t.Errorf("flag %s is in no group (printed under Other)", name)
+				}
+			}
+		}
+		if declared != len(grouped) {
+			t.Errorf("usage lists %d flags, the groups %d", declared, len(grouped))
+		}
+		for _, want := range []string{
+			"--healthz-port int", "(default 10248)", `(default "127.0.0.1")`, "--kube-api-qps float", "(default 50)",
+			"--authorization-mode string", `(default "Webhook")`, "--cgroups-per-qos\n", "crivk version",
+		} {
+			if !strings.Contains(help.usage, want) {
+				t.Errorf("usage lacks %q", want)
+			}
+		}
+		if strings.Contains(help.usage, "\nOther:") {
+			t.Error("some flag is in no group")
+		}
+	}
+}
+
+// TestMainExits runs main in a child process: --help and version exit 0
+// with their text on stdout; a bad flag exits 2 at once, with no runtime
+// or API server anywhere (the kubeconfig does not exist).
+func TestMainExits(t *testing.T) {
+	if args := os.Getenv("CRIVK_TEST_MAIN_ARGS"); args != "" {
+		os.Args = append([]string{"crivk"}, strings.Split(args, " ")...)
+		main()
+		os.Exit(0)
+	}
+	for _, tc := range []struct {
+		args       string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{args: "--help", wantCode: 0, wantStdout: "--healthz-bind-address string"},
+		{args: "version", wantCode: 0, wantStdout: "crivk " + version + "\n"},
+		{args: "--version", wantCode: 0, wantStdout: "crivk " + version + "\n"},
+		{args: "--kubeconfig=/nonexistent --cri-endpoint=unix:///nonexistent.sock --authorization-mode=rbac", wantCode: 2,
+			wantStderr: "crivk: --authorization-mode \"rbac\": must be Webhook or AlwaysAllow\nRun 'crivk --help' for the flags.\n"},
+		{args: "--kubeconfig=/nonexistent --event-qps=-1", wantCode: 2, wantStderr: "--event-qps -1 must not be negative"},
+	} {
+		t.Run(tc.args, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestMainExits$")
+			cmd.Env = append(os.Environ(), "CRIVK_TEST_MAIN_ARGS="+tc.args)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := 0
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				code = exit.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.wantCode || !strings.Contains(stdout.String(), tc.wantStdout) || !strings.Contains(stderr.String(), tc.wantStderr) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d, stdout with %q, stderr with %q",
+					code, stdout.String(), stderr.String(), tc.wantCode, tc.wantStdout, tc.wantStderr)
 			}
 		})
 	}

@@ -1,13 +1,15 @@
 //go:build tools
 
 // Package tools pins the Kubernetes components the test environment builds
-// (kube-apiserver, kube-scheduler, kube-controller-manager, kubelet, and for
-// conformance e2e.test and agnhost). Product code never imports this module.
+// (kube-apiserver, kube-scheduler, kube-controller-manager, kubelet, kubectl
+// for the README's quick start, and for conformance e2e.test and agnhost).
+// Product code never imports this module.
 package tools
 
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
 	_ "k8s.io/kubernetes/cmd/kubelet"
 )

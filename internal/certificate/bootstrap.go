@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"fmt"
+	"github.com/crivk/crivk/internal/incluster"
 	"os"
 	"path/filepath"
 	"time"
@@ -147,12 +148,9 @@ func loadBootstrapConfig(path string) (*rest.Config, error) {
 	if path != InClusterBootstrap {
 		return clientcmd.BuildConfigFromFlags("", path)
 	}
-	cfg, err := rest.InClusterConfig()
+	cfg, err := incluster.Config()
 	if err != nil {
 		return nil, fmt.Errorf("--bootstrap-kubeconfig=%s: %w", InClusterBootstrap, err)
-	}
-	if server := os.Getenv("CRIVK_API_SERVER"); server != "" {
-		cfg.Host = server
 	}
 	return cfg, nil
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
+	"github.com/crivk/crivk/internal/incluster"
 	"sort"
 	"strings"
 	"time"
@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -68,12 +67,9 @@ func Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := rest.InClusterConfig()
+	cfg, err := incluster.Config()
 	if err != nil {
 		return err
-	}
-	if server := os.Getenv("CRIVK_API_SERVER"); server != "" {
-		cfg.Host = server
 	}
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

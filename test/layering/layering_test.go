@@ -22,7 +22,7 @@ func layer(pkg string) int {
 	switch {
 	case strings.HasPrefix(p, "cmd/"), strings.HasPrefix(p, "test/"), strings.HasPrefix(p, "hack/"):
 		return 0
-	case p == "internal/testutil":
+	case p == "internal/testutil", p == "internal/incluster":
 		return 9
 	case strings.HasPrefix(p, "internal/"), hasRoot(p, "provider", "podstatus", "nodestatus", "nodeapi", "metrics", "eviction", "images"):
 		return 1

@@ -56,6 +56,7 @@ host's network, which crivk's pod shares (hostNetwork).
 "10255": the kubelet's read-only port
 "10256": kube-proxy's healthz port
 "10257": kube-controller-manager's port
+"10258": cloud-controller-manager's port
 "10259": kube-scheduler's port
 {{- end -}}
 
@@ -102,6 +103,16 @@ start (the kubelet's rule; the label list is k8s.io/kubelet's KubeletLabels).
 {{- end -}}
 {{- else if .Values.profiling.tracing -}}
 {{- fail "profiling.tracing needs profiling.enabled: the traces are served on the profiling port at /debug/tracez" -}}
+{{- end -}}
+{{- $hport := int .Values.healthzPort -}}
+{{- if eq $hport $port -}}
+{{- fail (printf "healthzPort: %d is crivk's node API port (port); give /healthz another one (default 10262)" $hport) -}}
+{{- end -}}
+{{- if and .Values.profiling.enabled (eq $hport (int .Values.profiling.port)) -}}
+{{- fail (printf "healthzPort: %d is crivk's profiling port (profiling.port); give /healthz another one (default 10262)" $hport) -}}
+{{- end -}}
+{{- with get $taken (toString $hport) -}}
+{{- fail (printf "healthzPort: %d is %s; give crivk's /healthz another one (default 10262)" $hport .) -}}
 {{- end -}}
 {{- range $k, $v := .Values.nodeLabels -}}
 {{- $ns := regexReplaceAll "/.*$" $k "" -}}
