@@ -36,7 +36,7 @@ type Config struct {
 	// RuntimeHandler is the CRI runtime handler (empty: the default).
 	RuntimeHandler string
 	// CgroupParent returns the cgroup parent of a pod's sandbox: its pod
-	// cgroup (lifecycle/cm), under which containerd puts the sandbox and
+	// cgroup (package cm), under which containerd puts the sandbox and
 	// every container of the pod. nil means the runtime's default.
 	CgroupParent func(pod *v1.Pod) string
 	// DeleteTask kills and deletes a container's task behind the CRI's

@@ -21,7 +21,7 @@ source "${ROOT}/_output/local/env"
 DIR=${LOCAL_DIR}/kubelet
 mkdir -p "${DIR}/root" "${LOCAL_DIR}/pods"
 
-# The settings ENVIRONMENT.md found necessary on this machine (hybrid cgroup
+# The settings docs/environment.md records as necessary on this machine (hybrid cgroup
 # v1 layout, swap, no systemd), the project's CRI endpoint, the API server's
 # client CA and webhook authn/authz for port 10250, the serving certificate
 # local-up made for the node. Image GC is off: nothing can be pulled again.

@@ -118,7 +118,7 @@ type options struct {
 	// reported at least every report frequency.
 	nodeStatusUpdateFrequency time.Duration
 	nodeStatusReportFrequency time.Duration
-	// Resources: the pod cgroup tree (lifecycle/cm) and what is taken off
+	// Resources: the pod cgroup tree (package cm) and what is taken off
 	// the capacity before pods get it.
 	cgroupRoot     string
 	cgroupsPerQOS  bool
@@ -539,7 +539,7 @@ func prepareHost(ctx context.Context, o *options) error {
 }
 
 // setupCgroups makes the node's pod cgroup tree under --cgroup-root
-// (lifecycle/cm), bounded by the capacity less the reservations; nil with
+// (package cm), bounded by the capacity less the reservations; nil with
 // --cgroups-per-qos=false. A tree that cannot be made stops crivk, as the
 // kubelet: pods would run without their pod-level limits.
 func setupCgroups(ctx context.Context, o *options) (*cm.Manager, error) {

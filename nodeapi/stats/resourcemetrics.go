@@ -40,7 +40,7 @@ type nodeUsage struct {
 }
 
 // defaultCgroupRoot is where the node's root cgroup is read (cgroup v1,
-// this machine's layout; ENVIRONMENT.md).
+// this machine's layout; docs/environment.md).
 const defaultCgroupRoot = "/sys/fs/cgroup"
 
 // readNodeUsage reads the root cgroup: cpuacct.usage (ns) and the memory

@@ -107,7 +107,7 @@ func setup(t *testing.T) *env {
 	e.connectCrivk = func() { e.crivk = connect("unix://" + e.runtimeSock) }
 	// crivk's runtime is the chart's (runtime.managed): apart from the
 	// kubelet's containerd (local-up's) in every path, bridge and subnet;
-	// restrictOOMScoreAdj as this machine needs (ENVIRONMENT.md).
+	// restrictOOMScoreAdj as this machine needs (docs/environment.md).
 	runDir := filepath.Dir(e.runtimeSock)
 	e.values = []string{
 		"--set", "runtime.configDir=" + e.runtimeDir, "--set", "runtime.root=" + e.runtimeDir + "/root",
