@@ -161,7 +161,7 @@ func TestEvictionMemory(t *testing.T) {
 	evictedAt := time.Now()
 	msg := evicted.Status.Message
 	if evicted.Status.Reason != "Evicted" ||
-		!regexp.MustCompile(`^The node was low on resource: memory\. Threshold quantity: \d+Mi, available: \d+Ki\. Container c was using \d+Ki, request is 32Mi, has larger consumption of memory\. $`).MatchString(msg) {
+		!regexp.MustCompile(`^The node was low on resource: memory\. Threshold quantity: \d+Mi, available: \d+(Ki|Mi|Gi)?\. Container c was using \d+(Ki|Mi|Gi)?, request is 32Mi, has larger consumption of memory\. $`).MatchString(msg) {
 		t.Errorf("evicted hog: reason %q message %q", evicted.Status.Reason, msg)
 	}
 	if dt := disruptionTarget(evicted); dt == nil || dt.Status != v1.ConditionTrue || dt.Reason != "TerminationByKubelet" || dt.Message != msg {
