@@ -21,7 +21,13 @@ import (
 // node proxy.
 func nodeSummary(t *testing.T) *statsapi.Summary {
 	t.Helper()
-	raw, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy/stats/summary").DoRaw(testContext(t, 20*time.Second))
+	var raw []byte
+	// The node may be registering still (the first test after crivk starts).
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		raw, err = client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy/stats/summary").DoRaw(ctx)
+		return err == nil, nil
+	})
 	if err != nil {
 		t.Fatalf("reading /stats/summary: %v", err)
 	}
@@ -110,6 +116,7 @@ func TestEvictionMemory(t *testing.T) {
 		fill       = 900 // MiB the hog writes
 		transition = 30 * time.Second
 	)
+	waitNodeReady(t, v1.ConditionTrue, 60*time.Second)
 	s := nodeSummary(t)
 	if s.Node.Memory == nil || s.Node.Memory.AvailableBytes == nil {
 		t.Fatal("the node reports no available memory")
