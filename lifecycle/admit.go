@@ -22,8 +22,12 @@ func (e *Engine) admitNew(pod *v1.Pod) bool {
 	if pod.DeletionTimestamp != nil || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
 		return true
 	}
-	// The kubelet's order: the sysctl allowlist, then the predicates.
-	r := e.cfg.Sysctls.Admit(pod)
+	// The kubelet's order: node pressure (evict.go), the sysctl allowlist,
+	// then the predicates.
+	r := e.admitPressure(pod)
+	if r.Admit {
+		r = e.cfg.Sysctls.Admit(pod)
+	}
 	if r.Admit && e.cfg.Node != nil {
 		if node := e.cfg.Node(); node != nil {
 			r = admission.Admit(pod, node, e.activePods(pod.UID))

@@ -106,6 +106,10 @@ type Config struct {
 	// without the time spent pulling its images (first pull start to last
 	// pull end), the kubelet's kubelet_pod_start_sli_duration_seconds.
 	ObservePodStartSLI func(took time.Duration)
+	// Pressure refuses pods while the node is under resource pressure
+	// (the eviction manager's admission, the kubelet's first; evict.go);
+	// nil: none.
+	Pressure PodAdmitter
 	// Sysctls is the node's sysctl allowlist for admission; nil: pod
 	// sysctls are not checked (the runtime decides).
 	Sysctls *admission.Sysctls

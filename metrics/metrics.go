@@ -38,7 +38,10 @@ import (
 //     by work and config, read from the engine at each scrape
 //     (lifecycle.Engine.PodCounts, WatchPods); crivk has no static pods;
 //   - rest_client_requests_total{code,host,method}: every API request
-//     (client-go's request result metric).
+//     (client-go's request result metric);
+//   - kubelet_evictions{eviction_signal} and
+//     kubelet_eviction_stats_age_seconds{eviction_signal}: the eviction
+//     manager's (eviction.Config.ObserveEviction and ObserveStatsAge).
 //
 // The node API serves Handler, authorised as nodes/metrics. Probe results
 // are at /metrics/probes, as on the kubelet.
@@ -55,6 +58,8 @@ type Agent struct {
 	restRequests *prometheus.CounterVec
 	runningPods  prometheus.Gauge
 	runningCtrs  *prometheus.GaugeVec
+	// eviction: the eviction manager's (eviction.go).
+	eviction evictionMetrics
 }
 
 // NewAgent returns the agent's metrics, crivk_build_info labelled with
@@ -121,6 +126,7 @@ func NewAgent(version string) *Agent {
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), build,
 		m.runtimeOps, m.runtimeErrs, m.runtimeDur, m.plegDur, m.plegInterval, m.workerDur, m.podStart, m.podStartSLI, m.restRequests,
 		m.runningPods, m.runningCtrs)
+	m.eviction = newEvictionMetrics(m.reg)
 	return m
 }
 

@@ -84,6 +84,9 @@ func TestAgentMetrics(t *testing.T) {
 	m.ObservePodStartSLI(2 * time.Second)
 	m.Increment(context.Background(), "200", "GET", "192.0.2.2:6443")
 	m.ObserveRunning(3, map[cri.State]int{cri.StateRunning: 4, cri.StateExited: 2})
+	m.ObserveEviction("memory.available")
+	m.ObserveEviction("memory.available")
+	m.ObserveEvictionStatsAge("memory.available", 2*time.Second)
 	m.WatchPods(func() lifecycle.PodCounts {
 		return lifecycle.PodCounts{Desired: 5, Working: map[[2]string]int{{"sync", "desired"}: 4, {"terminating", "runtime_only"}: 1}}
 	})
@@ -106,6 +109,8 @@ func TestAgentMetrics(t *testing.T) {
 		{"kubelet_running_containers", "exited", 2},
 		{"kubelet_running_containers", "created", 0},
 		{"kubelet_desired_pods", "", 5},
+		{"kubelet_evictions", "memory.available", 2},
+		{"kubelet_eviction_stats_age_seconds", "memory.available", 1},
 	} {
 		if got := sample(after, c.name, c.label); got != c.want {
 			t.Errorf("%s{%s} = %v, want %v", c.name, c.label, got, c.want)

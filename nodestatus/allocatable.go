@@ -28,7 +28,7 @@ type Threshold struct {
 }
 
 // DefaultEvictionHard is the kubelet's default on Linux.
-const DefaultEvictionHard = "memory.available<100Mi,nodefs.available<10%,imagefs.available<15%,nodefs.inodesFree<5%"
+const DefaultEvictionHard = "memory.available<100Mi,nodefs.available<10%,imagefs.available<15%,nodefs.inodesFree<5%,imagefs.inodesFree<5%"
 
 // reservable names the resources --system-reserved and --kube-reserved
 // accept, as the kubelet's.

@@ -21,27 +21,34 @@ const (
 	RuntimeDownMessage = "container runtime is down"
 )
 
+// PressureSource reports the node's resource pressure: the eviction
+// manager (package eviction), which decides it from its signals and
+// thresholds, with the transition period. nodestatus only reports it.
+type PressureSource interface {
+	IsUnderMemoryPressure() bool
+	IsUnderDiskPressure() bool
+	IsUnderPIDPressure() bool
+}
+
 // NodeConditions computes the conditions the node owns from the runtime's
-// readiness, keeping the transition time of those that did not change.
+// readiness and the pressure (nil: none, as before the eviction manager
+// first ran), keeping the transition time of those that did not change.
 // NetworkUnavailable is not among them: it belongs to the network provider
 // (the kubelet never sets it); a runtime network that is not ready makes
-// the node NotReady, as on the kubelet.
-//
-// MemoryPressure, DiskPressure and PIDPressure are always False for now.
-// When the eviction manager comes (issue #29) it decides them; its
-// pressure becomes one more input here (as the kubelet's
-// MemoryPressureCondition setter takes the eviction manager's
-// IsUnderMemoryPressure), and it never writes the Node itself.
-func NodeConditions(prev []v1.NodeCondition, rd cri.Readiness, now time.Time) []v1.NodeCondition {
+// the node NotReady, as on the kubelet. The pressure conditions have the
+// kubelet's reasons and messages (its MemoryPressureCondition,
+// DiskPressureCondition and PIDPressureCondition setters).
+func NodeConditions(prev []v1.NodeCondition, rd cri.Readiness, pressure PressureSource, now time.Time) []v1.NodeCondition {
 	t := metav1.NewTime(now)
 	ready := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: reasonReady, Message: "kubelet is posting ready status"}
 	if !rd.RuntimeReady || !rd.NetworkReady {
 		ready = v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: reasonNotReady, Message: rd.Message}
 	}
+	under := func(f func(PressureSource) bool) bool { return pressure != nil && f(pressure) }
 	conds := []v1.NodeCondition{
-		{Type: v1.NodeMemoryPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"},
-		{Type: v1.NodeDiskPressure, Status: v1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "kubelet has no disk pressure"},
-		{Type: v1.NodePIDPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "kubelet has sufficient PID available"},
+		pressureCondition(v1.NodeMemoryPressure, under(PressureSource.IsUnderMemoryPressure)),
+		pressureCondition(v1.NodeDiskPressure, under(PressureSource.IsUnderDiskPressure)),
+		pressureCondition(v1.NodePIDPressure, under(PressureSource.IsUnderPIDPressure)),
 		ready,
 	}
 	for i := range conds {
@@ -54,6 +61,23 @@ func NodeConditions(prev []v1.NodeCondition, rd cri.Readiness, now time.Time) []
 		}
 	}
 	return conds
+}
+
+// pressureConditions are the kubelet's reasons and messages of each
+// pressure condition: [False, True].
+var pressureConditions = map[v1.NodeConditionType][2]struct{ reason, message string }{
+	v1.NodeMemoryPressure: {{"KubeletHasSufficientMemory", "kubelet has sufficient memory available"}, {"KubeletHasInsufficientMemory", "kubelet has insufficient memory available"}},
+	v1.NodeDiskPressure:   {{"KubeletHasNoDiskPressure", "kubelet has no disk pressure"}, {"KubeletHasDiskPressure", "kubelet has disk pressure"}},
+	v1.NodePIDPressure:    {{"KubeletHasSufficientPID", "kubelet has sufficient PID available"}, {"KubeletHasInsufficientPID", "kubelet has insufficient PID available"}},
+}
+
+func pressureCondition(t v1.NodeConditionType, under bool) v1.NodeCondition {
+	if under {
+		w := pressureConditions[t][1]
+		return v1.NodeCondition{Type: t, Status: v1.ConditionTrue, Reason: w.reason, Message: w.message}
+	}
+	w := pressureConditions[t][0]
+	return v1.NodeCondition{Type: t, Status: v1.ConditionFalse, Reason: w.reason, Message: w.message}
 }
 
 // ownConditions returns the conditions of the types in own, in own's

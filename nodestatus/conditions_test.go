@@ -24,7 +24,7 @@ func TestNodeConditions(t *testing.T) {
 		return v1.NodeCondition{}
 	}
 
-	first := NodeConditions(nil, ready, t0)
+	first := NodeConditions(nil, ready, nil, t0)
 	if c := get(first, v1.NodeReady); c.Status != v1.ConditionTrue || c.Reason != "KubeletReady" {
 		t.Errorf("ready runtime: Ready %+v", c)
 	}
@@ -32,7 +32,7 @@ func TestNodeConditions(t *testing.T) {
 		t.Errorf("%d conditions, want Ready, MemoryPressure, DiskPressure, PIDPressure (NetworkUnavailable is the network provider's)", len(first))
 	}
 
-	down := NodeConditions(first, noNet, t1)
+	down := NodeConditions(first, noNet, nil, t1)
 	c := get(down, v1.NodeReady)
 	if c.Status != v1.ConditionFalse || c.Reason != "KubeletNotReady" || c.Message != noNet.Message {
 		t.Errorf("network not ready: Ready %+v", c)
@@ -51,7 +51,64 @@ func TestNodeConditions(t *testing.T) {
 	if sameConditionStatus(first, down) {
 		t.Error("sameConditionStatus: a Ready flip counted as no change")
 	}
-	if !sameConditionStatus(first, NodeConditions(first, ready, t1)) {
+	if !sameConditionStatus(first, NodeConditions(first, ready, nil, t1)) {
 		t.Error("sameConditionStatus: heartbeat-only change counted as a change")
+	}
+}
+
+type fakePressure struct{ memory, disk, pid bool }
+
+func (f fakePressure) IsUnderMemoryPressure() bool { return f.memory }
+func (f fakePressure) IsUnderDiskPressure() bool   { return f.disk }
+func (f fakePressure) IsUnderPIDPressure() bool    { return f.pid }
+
+func TestPressureConditions(t *testing.T) {
+	ready := cri.Readiness{RuntimeReady: true, NetworkReady: true}
+	t0, t1 := time.Unix(1000, 0), time.Unix(2000, 0)
+	type want struct {
+		status          v1.ConditionStatus
+		reason, message string
+	}
+	for _, tc := range []struct {
+		name     string
+		pressure PressureSource
+		want     map[v1.NodeConditionType]want
+	}{
+		{"no source", nil, map[v1.NodeConditionType]want{
+			v1.NodeMemoryPressure: {v1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"},
+			v1.NodeDiskPressure:   {v1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
+			v1.NodePIDPressure:    {v1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"},
+		}},
+		{"all", fakePressure{true, true, true}, map[v1.NodeConditionType]want{
+			v1.NodeMemoryPressure: {v1.ConditionTrue, "KubeletHasInsufficientMemory", "kubelet has insufficient memory available"},
+			v1.NodeDiskPressure:   {v1.ConditionTrue, "KubeletHasDiskPressure", "kubelet has disk pressure"},
+			v1.NodePIDPressure:    {v1.ConditionTrue, "KubeletHasInsufficientPID", "kubelet has insufficient PID available"},
+		}},
+		{"memory only", fakePressure{memory: true}, map[v1.NodeConditionType]want{
+			v1.NodeMemoryPressure: {v1.ConditionTrue, "KubeletHasInsufficientMemory", "kubelet has insufficient memory available"},
+			v1.NodeDiskPressure:   {v1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prev := NodeConditions(nil, ready, nil, t0)
+			got := NodeConditions(prev, ready, tc.pressure, t1)
+			for _, c := range got {
+				w, ok := tc.want[c.Type]
+				if !ok {
+					continue
+				}
+				if c.Status != w.status || c.Reason != w.reason || c.Message != w.message {
+					t.Errorf("%s = %s %q %q, want %s %q %q", c.Type, c.Status, c.Reason, c.Message, w.status, w.reason, w.message)
+				}
+				// The transition time moves only when the status changed.
+				wantT := t0
+				if w.status == v1.ConditionTrue {
+					wantT = t1
+				}
+				if !c.LastTransitionTime.Time.Equal(wantT) {
+					t.Errorf("%s transition at %v, want %v", c.Type, c.LastTransitionTime.Time, wantT)
+				}
+			}
+		})
 	}
 }

@@ -35,7 +35,8 @@
 //     the API); the node controller's reads before a status write use
 //     View.Watched; the status loop compares with View.APINode.
 //  5. NewNodeProvider with the runtime, the Node, the node status update
-//     period, View.APINode, the event recorder and the PLEG's health check,
+//     period, View.APINode, the event recorder, the eviction manager (its
+//     PressureSource) and the PLEG's health check,
 //     handed to virtual-kubelet's node controller. The controller calls
 //     Ping before each Lease renewal and NotifyNodeStatus once; NodeProvider
 //     then checks the runtime every period and calls back when a condition
@@ -73,11 +74,15 @@
 //
 // # The pressure conditions
 //
-// MemoryPressure, DiskPressure and PIDPressure are always False today, and
-// --eviction-hard only lowers the allocatable. The eviction manager (issue
-// #29) becomes a package of its own, as the kubelet's pkg/kubelet/eviction:
-// it decides the pressure from its signals and the Threshold values parsed
-// here, and NodeConditions takes that pressure as one more input, as the
-// kubelet's MemoryPressureCondition setter takes the eviction manager's
-// IsUnderMemoryPressure. The eviction manager never writes the Node.
+// MemoryPressure, DiskPressure and PIDPressure are the eviction manager's
+// (package eviction, the kubelet's pkg/kubelet/eviction): it decides them
+// from its signals and thresholds, with the transition period, and
+// NodeProvider reads them through PressureSource at every check, as the
+// kubelet's MemoryPressureCondition setter reads the eviction manager's
+// IsUnderMemoryPressure, with the kubelet's reasons and messages
+// ("KubeletHasInsufficientMemory" / "kubelet has insufficient memory
+// available", ...) and node events (NodeHasInsufficientMemory, ...). The
+// node lifecycle controller turns them into the node's pressure taints.
+// --eviction-hard is parsed here too (ParseEvictionHard), for the
+// allocatable only. The eviction manager never writes the Node.
 package nodestatus

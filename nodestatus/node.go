@@ -88,7 +88,7 @@ func BuildNode(cfg NodeConfig, rd cri.Readiness, now time.Time) (*v1.Node, error
 	if cfg.RuntimeVersion.RuntimeName != "" { // unknown while the runtime is down
 		n.Status.NodeInfo.ContainerRuntimeVersion = cfg.RuntimeVersion.RuntimeName + "://" + cfg.RuntimeVersion.RuntimeVersion
 	}
-	n.Status.Conditions = NodeConditions(nil, rd, now)
+	n.Status.Conditions = NodeConditions(nil, rd, nil, now)
 	n.Spec.Taints = append([]v1.Taint(nil), cfg.Taints...)
 	n.Status.Phase = v1.NodeRunning
 	return n, nil

@@ -71,7 +71,7 @@ func (r *NotReadyReporter) report(ctx context.Context, msg string) error {
 	if err != nil {
 		return fmt.Errorf("reading node %s: %w", r.Name, err)
 	}
-	owned := NodeConditions(cur.Status.Conditions, rd, now)
+	owned := NodeConditions(cur.Status.Conditions, rd, nil, now)
 	conds := owned
 	for _, c := range cur.Status.Conditions {
 		if !hasCondition(owned, c.Type) {

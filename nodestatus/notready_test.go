@@ -17,7 +17,7 @@ func testReporter(cs *fake.Clientset, now time.Time) *NotReadyReporter {
 		Name: "n1", Nodes: cs.CoreV1().Nodes(), Period: time.Second, Now: func() time.Time { return now },
 		Build: func(rd cri.Readiness, now time.Time) (*v1.Node, error) {
 			return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
-				Status: v1.NodeStatus{Conditions: NodeConditions(nil, rd, now)}}, nil
+				Status: v1.NodeStatus{Conditions: NodeConditions(nil, rd, nil, now)}}, nil
 		},
 	}
 }
@@ -53,7 +53,7 @@ func TestNotReadyReporterUpdatesAnExistingNode(t *testing.T) {
 	then := time.Date(2026, 11, 24, 11, 0, 0, 0, time.UTC)
 	now := then.Add(time.Hour)
 	existing := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: v1.NodeStatus{
-		Conditions: append(NodeConditions(nil, cri.Readiness{RuntimeReady: true, NetworkReady: true}, then),
+		Conditions: append(NodeConditions(nil, cri.Readiness{RuntimeReady: true, NetworkReady: true}, nil, then),
 			v1.NodeCondition{Type: v1.NodeNetworkUnavailable, Status: v1.ConditionFalse, Reason: "RouteCreated"}),
 		NodeInfo: v1.NodeSystemInfo{ContainerRuntimeVersion: "containerd://1.6.20"},
 	}}

@@ -46,6 +46,9 @@ type NodeProvider struct {
 	// recorder receives the kubelet's node events (Starting, NodeReady,
 	// NodeNotReady, ...); nil drops them.
 	recorder record.EventRecorder
+	// pressure decides the pressure conditions (the eviction manager);
+	// nil: never under pressure.
+	pressure PressureSource
 }
 
 // Node event reasons, the kubelet's (pkg/kubelet/events).
@@ -132,12 +135,13 @@ func (p *NodeProvider) NetworkError() error {
 	return p.netErr
 }
 
-// NewNodeProvider checks rt every interval and reports changes of n, and
-// differences from the node as apiNode reads it from the API (nil: none).
-// Each health check that fails makes the node NotReady with its message.
+// NewNodeProvider checks rt and pressure (nil: none) every interval and
+// reports changes of n, and differences from the node as apiNode reads it
+// from the API (nil: none). Each health check that fails makes the node
+// NotReady with its message.
 func NewNodeProvider(rt ReadinessChecker, n *v1.Node, interval time.Duration, apiNode func(ctx context.Context) (*v1.Node, error),
-	recorder record.EventRecorder, health ...func() error) *NodeProvider {
-	return &NodeProvider{rt: rt, interval: interval, apiNode: apiNode, recorder: recorder, health: health, node: n.DeepCopy()}
+	recorder record.EventRecorder, pressure PressureSource, health ...func() error) *NodeProvider {
+	return &NodeProvider{rt: rt, interval: interval, apiNode: apiNode, recorder: recorder, pressure: pressure, health: health, node: n.DeepCopy()}
 }
 
 // Ping reports that the agent is alive: it never asks the runtime, so the
@@ -190,7 +194,7 @@ func (p *NodeProvider) check(ctx context.Context) (*v1.Node, bool) {
 	if err == nil && !rd.NetworkReady {
 		p.netErr = fmt.Errorf("container runtime network not ready: %s", rd.Message)
 	}
-	conds := NodeConditions(p.node.Status.Conditions, rd, time.Now())
+	conds := NodeConditions(p.node.Status.Conditions, rd, p.pressure, time.Now())
 	changed := !sameConditionStatus(p.node.Status.Conditions, conds)
 	p.conditionChangeEvents(p.node.Name, p.node.Status.Conditions, conds)
 	p.node.Status.Conditions = conds

@@ -44,9 +44,9 @@ func TestNodeEvents(t *testing.T) {
 	ready := cri.Readiness{RuntimeReady: true, NetworkReady: true}
 	rt := &switchableRuntime{rd: ready}
 	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
-	n.Status.Conditions = NodeConditions(nil, ready, time.Now())
+	n.Status.Conditions = NodeConditions(nil, ready, nil, time.Now())
 	rec := record.NewFakeRecorder(100)
-	p := NewNodeProvider(rt, n, 5*time.Millisecond, nil, rec)
+	p := NewNodeProvider(rt, n, 5*time.Millisecond, nil, rec, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p.NotifyNodeStatus(ctx, func(*v1.Node) {})
@@ -83,7 +83,7 @@ func TestNodeStatusFollowsTheAPI(t *testing.T) {
 	ready := cri.Readiness{RuntimeReady: true, NetworkReady: true}
 	rt := &switchableRuntime{rd: ready}
 	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
-	n.Status.Conditions = NodeConditions(nil, ready, time.Now())
+	n.Status.Conditions = NodeConditions(nil, ready, nil, time.Now())
 	var mu sync.Mutex
 	api := n.DeepCopy()
 	var apiErr error
@@ -91,7 +91,7 @@ func TestNodeStatusFollowsTheAPI(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		return api.DeepCopy(), apiErr
-	}, nil)
+	}, nil, nil)
 	ctx := context.Background()
 	if err := p.Ping(ctx); err != nil {
 		t.Fatalf("Ping with a ready runtime: %v", err)

@@ -24,6 +24,7 @@ import (
 	"github.com/crivk/crivk/cm"
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/cri/taskevents"
+	"github.com/crivk/crivk/eviction"
 	"github.com/crivk/crivk/internal/certificate"
 	"github.com/crivk/crivk/internal/healthz"
 	"github.com/crivk/crivk/internal/hostruntime"
@@ -36,6 +37,7 @@ import (
 	"github.com/crivk/crivk/lifecycle/volume"
 	"github.com/crivk/crivk/metrics"
 	"github.com/crivk/crivk/nodeapi"
+	"github.com/crivk/crivk/nodeapi/stats"
 	"github.com/crivk/crivk/nodestatus"
 	"github.com/crivk/crivk/podstatus"
 	"github.com/crivk/crivk/provider"
@@ -132,6 +134,12 @@ type options struct {
 	// The health endpoint (internal/healthz): plain HTTP, port 0 off.
 	healthzPort        int
 	healthzBindAddress string
+	// The eviction manager's flags (package eviction), the kubelet's.
+	evictionFlags              eviction.Flags
+	evictionThresholds         []eviction.Threshold
+	evictionMaxPodGracePeriod  int64
+	evictionPressureTransition time.Duration
+	evictionMonitoringPeriod   time.Duration
 }
 
 // errHelp is returned by parseFlags for -h, -help and --help; it holds
@@ -218,7 +226,13 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.cgroupsPerQOS, "cgroups-per-qos", true, "make the QoS and pod cgroups and create sandboxes in them, as the kubelet (false: the runtime's default cgroup, container limits only)")
 	fs.StringVar(&o.systemReserved, "system-reserved", "", "resources reserved for the system, e.g. cpu=100m,memory=500Mi,ephemeral-storage=1Gi (the kubelet's format)")
 	fs.StringVar(&o.kubeReserved, "kube-reserved", "", "resources reserved for Kubernetes daemons, in --system-reserved's format")
-	fs.StringVar(&o.evictionHard, "eviction-hard", nodestatus.DefaultEvictionHard, "hard eviction thresholds taken off the allocatable (the kubelet's format and default; crivk does not evict)")
+	fs.StringVar(&o.evictionHard, "eviction-hard", nodestatus.DefaultEvictionHard, "hard eviction thresholds (e.g. memory.available<1Gi): met, a pod is evicted; taken off the allocatable too (the kubelet's format and default)")
+	fs.StringVar(&o.evictionFlags.Soft, "eviction-soft", "", "soft eviction thresholds (e.g. memory.available<1.5Gi): met for their --eviction-soft-grace-period, a pod is evicted")
+	fs.StringVar(&o.evictionFlags.SoftGracePeriod, "eviction-soft-grace-period", "", "grace periods of the soft eviction thresholds (e.g. memory.available=1m30s)")
+	fs.Int64Var(&o.evictionMaxPodGracePeriod, "eviction-max-pod-grace-period", 0, "maximum grace period (seconds) of a pod evicted for a soft threshold")
+	fs.StringVar(&o.evictionFlags.MinimumReclaim, "eviction-minimum-reclaim", "", "minimum reclaims (e.g. imagefs.available=2Gi): a met threshold stays met until this much more is available")
+	fs.DurationVar(&o.evictionPressureTransition, "eviction-pressure-transition-period", eviction.DefaultPressureTransitionPeriod, "how long a pressure condition stays after its threshold was last met")
+	fs.DurationVar(&o.evictionMonitoringPeriod, "eviction-monitoring-period", eviction.DefaultMonitoringPeriod, "how often the eviction manager observes the node (the kubelet's fixed 10s)")
 	fs.IntVar(&o.healthzPort, "healthz-port", 10248, "port of the plain-HTTP /healthz endpoint (the API connection, the runtime, the sync loop; internal/healthz), as the kubelet's; 0 disables it")
 	fs.StringVar(&o.healthzBindAddress, "healthz-bind-address", "127.0.0.1", "IP address the /healthz endpoint listens on")
 	if err := fs.Parse(args); err != nil {
@@ -334,6 +348,10 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.reservations.EvictionHard, err = nodestatus.ParseEvictionHard(o.evictionHard); err != nil {
 		return nil, fmt.Errorf("--eviction-hard: %w", err)
+	}
+	o.evictionFlags.Hard = o.evictionHard
+	if o.evictionThresholds, err = eviction.ParseThresholds(o.evictionFlags); err != nil {
+		return nil, err
 	}
 	if o.oomScoreAdj < -1000 || o.oomScoreAdj > 1000 {
 		return nil, fmt.Errorf("--oom-score-adj %d is not in [-1000, 1000]", o.oomScoreAdj)
@@ -770,7 +788,12 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	if pods != nil {
 		podCgroups = pods
 	}
+	evictions, err := newEvictionManager(o, rt, recorder, agentMetrics)
+	if err != nil {
+		return nil, err
+	}
 	a.engine, err = lifecycle.NewEngine(ctx, lifecycle.Config{
+		Pressure:   evictions,
 		PodCgroups: podCgroups,
 		Node:       nodes.Node,
 		Sysctls:    o.sysctls,
@@ -825,12 +848,13 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	// Every node status period the conditions are compared with the
 	// watched node, not a GET: the kubelet's tryUpdateNodeStatus reads
 	// its first try from the node lister too.
-	a.nodeProvider = nodestatus.NewNodeProvider(rt, nodeObj, o.nodeStatusUpdateFrequency, nodes.APINode, recorder, relist.Healthy)
+	a.nodeProvider = nodestatus.NewNodeProvider(rt, nodeObj, o.nodeStatusUpdateFrequency, nodes.APINode, recorder, evictions, relist.Healthy)
 	a.relist = relist
 	go relist.Run(ctx)
 	logMax := resource.MustParse(o.logMaxSize)
 	go rt.RunLogRotation(ctx, cri.LogRotation{MaxSize: logMax.Value(), MaxFiles: o.logMaxFiles}, 10*time.Second)
 	go a.engine.Run(ctx)
+	go evictions.Run(ctx, a.engine)
 	a.mux.Handle("/metrics/probes", probeMetrics.Handler())
 	a.mux.Handle("GET /metrics", agentMetrics.Handler())
 	a.provider = provider.New(a.engine, apiPods)
@@ -853,6 +877,24 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		return nil, err
 	}
 	return a, nil
+}
+
+// newEvictionManager is the eviction manager of the flags, observing the
+// node through its own nodeapi/stats summary (with the containers' logs).
+// Image and container GC (package images) are not wired yet: disk
+// pressure evicts pods at once.
+func newEvictionManager(o *options, rt *cri.Runtime, recorder record.EventRecorder, agentMetrics *metrics.Agent) (*eviction.Manager, error) {
+	st, err := stats.New(stats.Config{NodeName: o.nodeName, RootDir: o.rootDir, PodLogDir: o.podLogDir, Runtime: rt.Services(), ImageFs: rt,
+		MemoryCapacity: nodestatus.MemoryCapacity})
+	if err != nil {
+		return nil, err
+	}
+	return eviction.New(eviction.Config{
+		Thresholds: o.evictionThresholds, PressureTransitionPeriod: o.evictionPressureTransition,
+		MaxPodGracePeriodSeconds: o.evictionMaxPodGracePeriod, MonitoringPeriod: o.evictionMonitoringPeriod,
+		LocalStorageCapacityIsolation: true, Summary: st.Summarize, Recorder: recorder, NodeName: o.nodeName,
+		ObserveEviction: agentMetrics.ObserveEviction, ObserveStatsAge: agentMetrics.ObserveEvictionStatsAge,
+	})
 }
 
 // serveNode runs the node and pod controllers until ctx ends.

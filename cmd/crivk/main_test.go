@@ -37,6 +37,8 @@ func TestParseFlags(t *testing.T) {
 		{"bad system reserved", []string{"--kubeconfig=/k", "--system-reserved=memory:1Gi"}, "--system-reserved: "},
 		{"bad kube reserved", []string{"--kubeconfig=/k", "--kube-reserved=gpu=1"}, `--kube-reserved: cannot reserve "gpu"`},
 		{"bad eviction", []string{"--kubeconfig=/k", "--eviction-hard=memory.available<-1"}, "--eviction-hard: "},
+		{"soft eviction", []string{"--kubeconfig=/k", "--eviction-soft=memory.available<1Gi", "--eviction-soft-grace-period=memory.available=1m", "--eviction-minimum-reclaim=memory.available=100Mi"}, ""},
+		{"soft eviction without grace", []string{"--kubeconfig=/k", "--eviction-soft=memory.available<1Gi"}, "grace period must be specified for the soft eviction threshold memory.available"},
 		{"bad oom score adj", []string{"--kubeconfig=/k", "--oom-score-adj=-1001"}, "--oom-score-adj -1001 is not in [-1000, 1000]"},
 		{"relative cgroup root", []string{"--kubeconfig=/k", "--cgroup-root=crivk"}, `--cgroup-root "crivk" is not an absolute cgroup path`},
 		{"no wake spacing", []string{"--kubeconfig=/k", "--pleg-wake-spacing=0"}, ""},

@@ -26,7 +26,11 @@ var flagGroups = []struct {
 		"cluster-dns", "cluster-domain", "resolv-conf", "allowed-unsafe-sysctls",
 	}},
 	{"Resources and cgroups", []string{
-		"cgroup-root", "cgroups-per-qos", "system-reserved", "kube-reserved", "eviction-hard", "oom-score-adj",
+		"cgroup-root", "cgroups-per-qos", "system-reserved", "kube-reserved", "oom-score-adj",
+	}},
+	{"Eviction", []string{
+		"eviction-hard", "eviction-soft", "eviction-soft-grace-period", "eviction-max-pod-grace-period",
+		"eviction-minimum-reclaim", "eviction-pressure-transition-period", "eviction-monitoring-period",
 	}},
 	{"Node API: serving, authentication, authorization", []string{
 		"address", "port", "tls-cert-file", "tls-private-key-file", "rotate-server-certificates",

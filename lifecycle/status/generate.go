@@ -111,6 +111,11 @@ func Generate(in Input) v1.PodStatus {
 		// A pod never leaves a terminal phase.
 		s.Phase = p
 	}
+	if s.Phase == in.Previous.Phase {
+		// The reason and message go with the phase (an eviction's Failed,
+		// Evicted), as the kubelet's generateAPIPodStatus keeps them.
+		s.Reason, s.Message = in.Previous.Reason, in.Previous.Message
+	}
 
 	sandboxReady := false
 	for _, sb := range in.Runtime.Sandboxes {

@@ -19,8 +19,15 @@
 //	pod volumes                  the volumes crivk keeps under <root-dir>/pods/<uid>/volumes,
 //	                             measured as the kubelet's du-based metrics at most once a
 //	                             minute (volumestats.go)
+//	containers' logs             du of <pod-log-dir>/<ns>_<name>_<uid>/<container> (when
+//	                             Config.PodLogDir is set)
+//	pod ephemeral storage        writable layers + logs + local ephemeral volumes (emptyDir
+//	                             on disk, configMap, downwardAPI), as the kubelet (ephemeral.go)
+//	node processes (Rlimit)      min(kernel.pid_max, kernel.threads-max) and the task count
+//	                             of /proc/loadavg, as the kubelet's pidlimit
 //
-// New returns both handlers; package nodeapi mounts them. The only state
+// New returns both handlers, and Summarize, the summary as a value: package
+// nodeapi mounts the handlers, the eviction manager observes Summarize. The only state
 // is the volume measures' cache, pruned of the pods that no longer run at
 // every summary.
 //

@@ -6,7 +6,9 @@ import (
 	"net/http"
 
 	"github.com/crivk/crivk/cri"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
 )
 
@@ -48,6 +50,12 @@ type Config struct {
 	// Clock dates the node's figures and the volume measures; nil: the
 	// real clock. The summary's node start time is the time of New.
 	Clock clock.PassiveClock
+	// PodLogDir is where the pods' log directories are (--pod-log-dir):
+	// the containers' Logs; "": none reported.
+	PodLogDir string
+	// ProcRoot is where /proc is read (the node's process limit and
+	// count); "": /proc.
+	ProcRoot string
 }
 
 // Handlers are the node API's statistics endpoints.
@@ -56,6 +64,9 @@ type Handlers struct {
 	Summary http.Handler
 	// ResourceMetrics serves GET /metrics/resource.
 	ResourceMetrics http.Handler
+	// Summarize computes the summary Summary serves: the eviction
+	// manager's observations (the kubelet's SummaryProvider).
+	Summarize func(ctx context.Context) (*statsapi.Summary, error)
 }
 
 // New returns the handlers for cfg.
@@ -69,12 +80,18 @@ func New(cfg Config) (Handlers, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
+	if cfg.ProcRoot == "" {
+		cfg.ProcRoot = "/proc"
+	}
 	node := func() nodeUsage { return readNodeUsage(cfg.CgroupRoot, cfg.Clock.Now()) }
 	volumes := newVolumeStats(cfg.RootDir)
 	volumes.now = cfg.Clock.Now
+	s := summary{runtime: cfg.Runtime, sandboxes: cfg.Runtime.ListPodSandboxStats, imageFs: cfg.ImageFs.ImageFsInfo, node: node,
+		nodeName: cfg.NodeName, rootDir: cfg.RootDir, memCapacity: cfg.MemoryCapacity, started: cfg.Clock.Now(), volumes: volumes,
+		podLogDir: cfg.PodLogDir, rlimit: func(at metav1.Time) *statsapi.RlimitStats { return readRlimit(cfg.ProcRoot, at) }}
 	return Handlers{
-		Summary: summary{runtime: cfg.Runtime, sandboxes: cfg.Runtime.ListPodSandboxStats, imageFs: cfg.ImageFs.ImageFsInfo, node: node,
-			nodeName: cfg.NodeName, rootDir: cfg.RootDir, memCapacity: cfg.MemoryCapacity, started: cfg.Clock.Now(), volumes: volumes},
+		Summary:         s,
 		ResourceMetrics: resourceMetrics{runtime: cfg.Runtime, node: node},
+		Summarize:       s.get,
 	}, nil
 }

@@ -3,6 +3,7 @@ package stats
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sort"
 	"time"
@@ -25,8 +26,10 @@ import (
 // containerd answers for sandboxes with a cgroup parent (pod cgroups,
 // package cm); the pod's volumes that crivk keeps (emptyDir, configMap,
 // secret, downwardAPI, projected) measured as the kubelet's du-based
-// metrics, at most once a minute (volumestats.go). Process stats are not
-// reported yet.
+// metrics, at most once a minute (volumestats.go); the containers' log
+// files and the pod's ephemeral storage as the kubelet counts it
+// (ephemeral.go); the node's process limit and count (Rlimit, the
+// pid.available signal). Per-pod process stats are not reported yet.
 
 type summary struct {
 	runtime     containerStatsSource
@@ -38,24 +41,41 @@ type summary struct {
 	started     time.Time
 	// volumes measures the pods' volumes (nil: no volume stats).
 	volumes *volumeStats
+	// podLogDir holds the pods' log directories (the containers' Logs);
+	// "": no log stats.
+	podLogDir string
+	// rlimit reads the node's process limit and count (nil: none).
+	rlimit func(at metav1.Time) *statsapi.RlimitStats
 	// sandboxes lists the pods' sandbox stats (nil: no network stats).
 	sandboxes func(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error)
 }
 
 func (s summary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	out, err := s.get(ctx)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(out); err != nil {
+		log.G(ctx).WithError(err).Warn("node API: writing /stats/summary")
+	}
+}
+
+// get computes the summary: what /stats/summary serves and what the
+// eviction manager observes (Handlers.Summarize).
+func (s summary) get(ctx context.Context) (*statsapi.Summary, error) {
 	managed := map[string]string{cri.LabelManagedBy: "crivk"}
 	stats, err := s.runtime.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{LabelSelector: managed})
 	if err != nil {
-		http.Error(w, "failed to list container stats: "+err.Error(), http.StatusInternalServerError)
-		return
+		return nil, fmt.Errorf("failed to list container stats: %w", err)
 	}
 	containers, err := s.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{
 		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}, LabelSelector: managed,
 	})
 	if err != nil {
-		http.Error(w, "failed to list containers: "+err.Error(), http.StatusInternalServerError)
-		return
+		return nil, fmt.Errorf("failed to list containers: %w", err)
 	}
 	var sandboxes []*runtimeapi.PodSandboxStats
 	if s.sandboxes != nil {
@@ -69,14 +89,14 @@ func (s summary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	addNetwork(out.Pods, sandboxes)
 	live := map[string]bool{}
 	for i := range out.Pods {
-		live[out.Pods[i].PodRef.UID] = true
-		out.Pods[i].VolumeStats = s.volumes.forPod(out.Pods[i].PodRef.UID)
+		p := &out.Pods[i]
+		live[p.PodRef.UID] = true
+		p.VolumeStats = s.volumes.forPod(p.PodRef.UID)
+		addLogs(p, s.podLogDir)
+		addEphemeralVolumes(p, s.volumes.localEphemeral(p.PodRef.UID))
 	}
 	s.volumes.prune(live)
-	w.Header().Set("Content-Type", "application/json")
-	if err := json.NewEncoder(w).Encode(&out); err != nil {
-		log.G(ctx).WithError(err).Warn("node API: writing /stats/summary")
-	}
+	return &out, nil
 }
 
 func (s summary) nodeStats(ctx context.Context) statsapi.NodeStats {
@@ -90,12 +110,19 @@ func (s summary) nodeStats(ctx context.Context) statsapi.NodeStats {
 	if u.memError == nil {
 		ws := u.workingSetBytes
 		n.Memory = &statsapi.MemoryStats{Time: now, WorkingSetBytes: &ws}
-		if capacity, err := s.memCapacity(); err == nil && uint64(capacity) > ws {
-			avail := uint64(capacity) - ws
+		if capacity, err := s.memCapacity(); err == nil {
+			// cAdvisor's: the capacity less the working set, never below 0.
+			var avail uint64
+			if uint64(capacity) > ws {
+				avail = uint64(capacity) - ws
+			}
 			n.Memory.AvailableBytes = &avail
 		}
 	}
 	n.Fs = statfs(s.rootDir, now)
+	if s.rlimit != nil {
+		n.Rlimit = s.rlimit(now)
+	}
 	if info, err := s.imageFs(ctx); err == nil && len(info.GetImageFilesystems()) > 0 {
 		img := info.GetImageFilesystems()[0]
 		fs := statfs(img.GetFsId().GetMountpoint(), now)

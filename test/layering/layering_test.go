@@ -24,6 +24,10 @@ func layer(pkg string) int {
 		return 0
 	case p == "internal/testutil", p == "internal/incluster":
 		return 9
+	// The node's measures, under the node API and the eviction manager (the
+	// kubelet's server/stats, which its eviction manager reads too).
+	case p == "nodeapi/stats":
+		return 2
 	case strings.HasPrefix(p, "internal/"), hasRoot(p, "provider", "podstatus", "nodestatus", "nodeapi", "metrics", "eviction", "images"):
 		return 1
 	case hasRoot(p, "lifecycle", "cm"):

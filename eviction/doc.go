@@ -1,0 +1,89 @@
+// Package eviction is crivk's eviction manager, the kubelet's
+// pkg/kubelet/eviction: it watches the node's resources, reports the
+// pressure conditions, refuses new pods under pressure and, when a
+// threshold is met, evicts one pod at a time so that the node, not the
+// kernel's OOM killer or a full disk, decides what goes.
+//
+// # Signals
+//
+// Every round reads the node's statistics (nodeapi/stats's Summarize, the
+// kubelet's summary; nothing is measured twice) and derives:
+//
+//	memory.available     MemTotal - working set of the root cgroup (cgroup v1:
+//	                     memory.usage_in_bytes - total_inactive_file of /sys/fs/cgroup/memory)
+//	nodefs.available     statfs of --root-dir: available bytes and free inodes
+//	nodefs.inodesFree
+//	imagefs.available    the runtime's image filesystem (CRI ImageFsInfo, statfs of its
+//	imagefs.inodesFree   mountpoint)
+//	pid.available        min(kernel.pid_max, kernel.threads-max) - tasks (/proc/loadavg)
+//
+// # Thresholds (ParseThresholds, the kubelet's flags and formats)
+//
+// --eviction-hard (default DefaultHard, also taken off the allocatable by
+// nodestatus), --eviction-soft with --eviction-soft-grace-period,
+// --eviction-minimum-reclaim, --eviction-max-pod-grace-period,
+// --eviction-pressure-transition-period (5m). A threshold is met when the
+// available amount is below its value (a quantity or a percentage of the
+// capacity); once met and acted on it stays met until the available amount
+// is above value + minimum reclaim.
+//
+// # The caller's loop
+//
+// cmd/crivk makes one Manager (New) before the engine, hands it to the
+// engine as its first admission check (lifecycle.Config.Pressure, the
+// kubelet's eviction admit handler) and to the node status loop as its
+// PressureSource (nodestatus), then runs Run(ctx, engine). Each round
+// (synchronize, every MonitoringPeriod, 10 s):
+//
+//  1. observe the signals; the met thresholds, with those met before whose
+//     minimum reclaim is not reached;
+//  2. the conditions (MemoryPressure, DiskPressure, PIDPressure) of every
+//     met threshold, grace period or not, reported until the transition
+//     period has passed since it was last met;
+//  3. pods past an emptyDir sizeLimit, their ephemeral-storage limit or a
+//     container's limit are evicted first, pressure or not (the kubelet's
+//     localStorageEviction), with grace 1 s;
+//  4. of the thresholds past their grace period and measured anew since the
+//     last round, memory first: under disk pressure the node's own reclaim
+//     runs first (ContainerGC, then ImageGC: dead containers, unused
+//     images); if measured again nothing is met, no pod goes;
+//  5. otherwise the active pods are ranked for the signal (rank.go: usage
+//     above requests, then priority, then usage above requests) and the
+//     first that is not critical is evicted: lifecycle.Engine.Evict stops
+//     its containers (grace 1 s for a hard threshold, the shorter of
+//     --eviction-max-pod-grace-period and the pod's for a soft one), then
+//     publishes it Failed, reason Evicted, with the kubelet's message
+//     ("The node was low on resource: memory. Threshold quantity: ...,
+//     available: .... Container c was using ..., request is ..., has larger
+//     consumption of memory. ") and the DisruptionTarget condition; the
+//     Evicted event carries the offending containers;
+//  6. after an eviction, wait (up to 30 s) for the pod to be cleaned up
+//     before the next round, so the next decision sees what it freed.
+//
+// Admission under pressure (Admit): under MemoryPressure alone, BestEffort
+// pods are refused unless they tolerate the memory-pressure taint; under
+// any other pressure every pod; critical pods (static, mirror, priority
+// >= system-cluster-critical's) never. Reason Evicted, message "The node
+// had condition: [DiskPressure]. ".
+//
+// Metrics: kubelet_evictions{eviction_signal} and
+// kubelet_eviction_stats_age_seconds{eviction_signal} (Config.Observe*,
+// package metrics).
+//
+// # What it must never do
+//
+//   - Never evict more than one pod per round, nor a critical pod.
+//   - Never stop a container or write a status itself: the engine does
+//     (Evict), so a pod is never shown Failed while its containers run,
+//     and never deleted: an evicted pod stays Failed in the API.
+//   - Never write the Node: nodestatus reads the pressure through
+//     PressureSource.
+//   - Never import nodestatus, provider or cmd: it sits beside them, above
+//     lifecycle.
+//
+// Not done: the memcg threshold notification (--kernel-memcg-notification;
+// memory is polled every round, as the kubelet's default), the
+// allocatableMemory.available signal (accepted, never observed: crivk has
+// no allocatable cgroup statistics), per-pod process counts (pid.available
+// ranks by priority alone) and a separate container filesystem.
+package eviction

@@ -1,0 +1,101 @@
+package eviction
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+)
+
+// observation is one signal's measure: what is available of what capacity,
+// and when it was measured.
+type observation struct {
+	available *resource.Quantity
+	capacity  *resource.Quantity
+	at        time.Time
+}
+
+// observations maps each signal the summary measures to its measure.
+type observations map[Signal]observation
+
+// observe derives the signals from a summary as the kubelet's
+// makeSignalObservations:
+//
+//	memory.available    node memory AvailableBytes (capacity - working set of the root
+//	                    cgroup; capacity = available + working set)
+//	nodefs.*            the node filesystem (statfs of --root-dir): AvailableBytes of
+//	                    CapacityBytes, InodesFree of Inodes
+//	imagefs.*           the runtime's image filesystem (CRI ImageFsInfo, statfs of its
+//	                    mountpoint), likewise
+//	pid.available       Rlimit: MaxPID - NumOfRunningProcesses of MaxPID
+//
+// A signal whose figures are missing has no observation, and its
+// thresholds are never met.
+func observe(s *statsapi.Summary) observations {
+	out := observations{}
+	if m := s.Node.Memory; m != nil && m.AvailableBytes != nil && m.WorkingSetBytes != nil {
+		out[SignalMemoryAvailable] = observation{
+			available: resource.NewQuantity(int64(*m.AvailableBytes), resource.BinarySI),
+			capacity:  resource.NewQuantity(int64(*m.AvailableBytes+*m.WorkingSetBytes), resource.BinarySI),
+			at:        m.Time.Time,
+		}
+	}
+	fs := func(f *statsapi.FsStats, bytes, inodes Signal) {
+		if f == nil {
+			return
+		}
+		if f.AvailableBytes != nil && f.CapacityBytes != nil {
+			out[bytes] = observation{
+				available: resource.NewQuantity(int64(*f.AvailableBytes), resource.BinarySI),
+				capacity:  resource.NewQuantity(int64(*f.CapacityBytes), resource.BinarySI),
+				at:        f.Time.Time,
+			}
+		}
+		if f.InodesFree != nil && f.Inodes != nil {
+			out[inodes] = observation{
+				available: resource.NewQuantity(int64(*f.InodesFree), resource.DecimalSI),
+				capacity:  resource.NewQuantity(int64(*f.Inodes), resource.DecimalSI),
+				at:        f.Time.Time,
+			}
+		}
+	}
+	fs(s.Node.Fs, SignalNodeFsAvailable, SignalNodeFsInodesFree)
+	if s.Node.Runtime != nil {
+		fs(s.Node.Runtime.ImageFs, SignalImageFsAvailable, SignalImageFsInodesFree)
+	}
+	if r := s.Node.Rlimit; r != nil && r.MaxPID != nil && r.NumOfRunningProcesses != nil {
+		out[SignalPIDAvailable] = observation{
+			available: resource.NewQuantity(*r.MaxPID-*r.NumOfRunningProcesses, resource.DecimalSI),
+			capacity:  resource.NewQuantity(*r.MaxPID, resource.DecimalSI),
+			at:        r.Time.Time,
+		}
+	}
+	return out
+}
+
+// podStatsFunc returns a pod's stats from the summary, by UID.
+type podStatsFunc func(uid string) (statsapi.PodStats, bool)
+
+func podStatsOf(s *statsapi.Summary) podStatsFunc {
+	byUID := make(map[string]statsapi.PodStats, len(s.Pods))
+	for _, p := range s.Pods {
+		byUID[p.PodRef.UID] = p
+	}
+	return func(uid string) (statsapi.PodStats, bool) {
+		p, ok := byUID[uid]
+		return p, ok
+	}
+}
+
+// dedicatedImageFs reports whether the image filesystem is another
+// filesystem than the node's (the kubelet's HasDedicatedImageFs, by
+// capacity and inodes since the summary names no device).
+func dedicatedImageFs(s *statsapi.Summary) bool {
+	n, r := s.Node.Fs, s.Node.Runtime
+	if n == nil || r == nil || r.ImageFs == nil {
+		return false
+	}
+	i := r.ImageFs
+	eq := func(a, b *uint64) bool { return a != nil && b != nil && *a == *b }
+	return !(eq(n.CapacityBytes, i.CapacityBytes) && eq(n.Inodes, i.Inodes))
+}

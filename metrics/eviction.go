@@ -1,0 +1,46 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The eviction manager's metrics, the kubelet's (pkg/kubelet/metrics):
+// kubelet_evictions{eviction_signal} counts the pods evicted by signal
+// (memory.available, nodefs.available, ..., and the local storage limits
+// ephemeralpodfs.limit, ephemeralcontainerfs.limit, emptydirfs.limit);
+// kubelet_eviction_stats_age_seconds{eviction_signal} is how old the stats
+// of each met threshold were when a pod was evicted. The kubelet's counter
+// is named without _total (component-base metrics), so is this one.
+type evictionMetrics struct {
+	evictions *prometheus.CounterVec
+	statsAge  *prometheus.HistogramVec
+}
+
+func newEvictionMetrics(reg prometheus.Registerer) evictionMetrics {
+	m := evictionMetrics{
+		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: "kubelet", Name: "evictions",
+			Help: "Cumulative number of pod evictions by eviction signal",
+		}, []string{"eviction_signal"}),
+		statsAge: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: "kubelet", Name: "eviction_stats_age_seconds",
+			Help:    "Time between when stats are collected, and when pod is evicted based on those stats by eviction signal",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"eviction_signal"}),
+	}
+	reg.MustRegister(m.evictions, m.statsAge)
+	return m
+}
+
+// ObserveEviction counts a pod evicted for signal (eviction.Config.ObserveEviction).
+func (m *Agent) ObserveEviction(signal string) {
+	m.eviction.evictions.WithLabelValues(signal).Inc()
+}
+
+// ObserveEvictionStatsAge records the age of a met threshold's stats at an
+// eviction (eviction.Config.ObserveStatsAge).
+func (m *Agent) ObserveEvictionStatsAge(signal string, age time.Duration) {
+	m.eviction.statsAge.WithLabelValues(signal).Observe(age.Seconds())
+}

@@ -1,0 +1,244 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	"k8s.io/utils/ptr"
+)
+
+// nodeSummary reads the node's /stats/summary through the API server's
+// node proxy.
+func nodeSummary(t *testing.T) *statsapi.Summary {
+	t.Helper()
+	var raw []byte
+	// The node may be registering still (the first test after crivk starts).
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		raw, err = client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy/stats/summary").DoRaw(ctx)
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("reading /stats/summary: %v", err)
+	}
+	var s statsapi.Summary
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatalf("decoding /stats/summary: %v", err)
+	}
+	return &s
+}
+
+// nodeCondition is the node's condition of type c as the API has it.
+func nodeCondition(ctx context.Context, c v1.NodeConditionType) v1.NodeCondition {
+	n, err := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	if err != nil {
+		return v1.NodeCondition{}
+	}
+	for _, x := range n.Status.Conditions {
+		if x.Type == c {
+			return x
+		}
+	}
+	return v1.NodeCondition{}
+}
+
+// waitNodeCondition waits until the node's condition c has status s and
+// returns how long that took.
+func waitNodeCondition(t *testing.T, c v1.NodeConditionType, s v1.ConditionStatus, timeout time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var last v1.NodeCondition
+	err := wait.PollUntilContextTimeout(context.Background(), poll, timeout, true, func(ctx context.Context) (bool, error) {
+		last = nodeCondition(ctx, c)
+		return last.Status == s, nil
+	})
+	if err != nil {
+		t.Fatalf("node %s: %s never became %s within %s (last %+v)", nodeName, c, s, timeout, last)
+	}
+	return time.Since(start)
+}
+
+// evictedEvent returns the message of the pod's Evicted event ("" if none).
+func evictedEvent(t *testing.T, ns, pod string) string {
+	t.Helper()
+	evs, err := client.CoreV1().Events(ns).List(testContext(t, 10*time.Second), metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod + ",reason=Evicted"})
+	if err != nil || len(evs.Items) == 0 {
+		return ""
+	}
+	return evs.Items[0].Message
+}
+
+func disruptionTarget(p *v1.Pod) *v1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == v1.DisruptionTarget {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// evictionsMetric reads kubelet_evictions{eviction_signal=signal} from
+// the node's /metrics.
+func evictionsMetric(t *testing.T, signal string) float64 {
+	t.Helper()
+	raw, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy/metrics").DoRaw(testContext(t, 10*time.Second))
+	if err != nil {
+		t.Fatalf("reading /metrics: %v", err)
+	}
+	re := regexp.MustCompile(`(?m)^kubelet_evictions\{eviction_signal="` + regexp.QuoteMeta(signal) + `"\} (\S+)$`)
+	m := re.FindSubmatch(raw)
+	if m == nil {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	return v
+}
+
+// TestEvictionMemory: with --eviction-hard=memory.available<X, X a few
+// hundred MiB below what the node has available, a Burstable pod filling
+// a memory-backed emptyDir past X makes MemoryPressure and is evicted with
+// the kubelet's reason, message, event and condition; a Guaranteed pod
+// beside it is untouched; a BestEffort pod created under the pressure is
+// refused; the pressure clears after the transition period (30 s here).
+func TestEvictionMemory(t *testing.T) {
+	const (
+		margin     = 400 // MiB between what is available and the threshold
+		fill       = 900 // MiB the hog writes
+		transition = 30 * time.Second
+	)
+	waitNodeReady(t, v1.ConditionTrue, 60*time.Second)
+	s := nodeSummary(t)
+	if s.Node.Memory == nil || s.Node.Memory.AvailableBytes == nil {
+		t.Fatal("the node reports no available memory")
+	}
+	availMi := int64(*s.Node.Memory.AvailableBytes >> 20)
+	threshold := availMi - margin
+	if threshold < 200 {
+		t.Skipf("only %d MiB available: too little to run the memory test", availMi)
+	}
+	t.Logf("node memory available %d MiB: --eviction-hard=memory.available<%dMi", availMi, threshold)
+	withCrivkFlags(t, nil, nil, fmt.Sprintf("--eviction-hard=memory.available<%dMi", threshold),
+		"--eviction-pressure-transition-period="+transition.String())
+	waitNodeReady(t, v1.ConditionTrue, 60*time.Second)
+	ns := newNamespace(t)
+
+	guaranteed := busyboxPod("guaranteed", v1.RestartPolicyAlways, "sleep 3600")
+	q := v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("64Mi")}
+	guaranteed.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: q, Limits: q}
+	createPod(t, ns, guaranteed)
+	waitPod(t, ns, "guaranteed", 60*time.Second, "Running", isRunningReady)
+
+	hog := busyboxPod("hog", v1.RestartPolicyAlways, fmt.Sprintf("sleep 2; dd if=/dev/zero of=/scratch/fill bs=1M count=%d; sleep 3600", fill))
+	hog.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceMemory: resource.MustParse("32Mi")}
+	hog.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+	hog.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}}}
+	createPod(t, ns, hog)
+	waitPod(t, ns, "hog", 60*time.Second, "Running", isRunningReady)
+	filling := time.Now().Add(2 * time.Second)
+
+	toPressure := waitNodeCondition(t, v1.NodeMemoryPressure, v1.ConditionTrue, 60*time.Second)
+	pressureAt := time.Now()
+	c := nodeCondition(testContext(t, 10*time.Second), v1.NodeMemoryPressure)
+	if c.Reason != "KubeletHasInsufficientMemory" || c.Message != "kubelet has insufficient memory available" {
+		t.Errorf("MemoryPressure %q %q, want the kubelet's", c.Reason, c.Message)
+	}
+
+	// Under the pressure a BestEffort pod is refused (bound directly: the
+	// scheduler keeps it off the tainted node).
+	be := busyboxPod("besteffort", v1.RestartPolicyAlways, "sleep 3600")
+	be.Spec.NodeSelector = nil
+	be.Spec.NodeName = nodeName
+	createPod(t, ns, be)
+	refused := waitPod(t, ns, "besteffort", 30*time.Second, "refused", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	if refused.Status.Reason != "Evicted" || refused.Status.Message != "Pod was rejected: The node had condition: [MemoryPressure]. " {
+		t.Errorf("BestEffort pod under memory pressure: %q %q", refused.Status.Reason, refused.Status.Message)
+	}
+
+	evicted := waitPod(t, ns, "hog", 60*time.Second, "evicted", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	evictedAt := time.Now()
+	msg := evicted.Status.Message
+	if evicted.Status.Reason != "Evicted" ||
+		!regexp.MustCompile(`^The node was low on resource: memory\. Threshold quantity: \d+Mi, available: \d+(Ki|Mi|Gi)?\. Container c was using \d+(Ki|Mi|Gi)?, request is 32Mi, has larger consumption of memory\. $`).MatchString(msg) {
+		t.Errorf("evicted hog: reason %q message %q", evicted.Status.Reason, msg)
+	}
+	if dt := disruptionTarget(evicted); dt == nil || dt.Status != v1.ConditionTrue || dt.Reason != "TerminationByKubelet" || dt.Message != msg {
+		t.Errorf("DisruptionTarget %+v, want True TerminationByKubelet with the message", dt)
+	}
+	for _, cs := range evicted.Status.ContainerStatuses {
+		if cs.State.Terminated == nil {
+			t.Errorf("evicted pod's container %s not terminated: %+v", cs.Name, cs.State)
+		}
+	}
+	if ev := evictedEvent(t, ns, "hog"); ev != msg {
+		t.Errorf("Evicted event %q, want the status message", ev)
+	}
+	if n := evictionsMetric(t, "memory.available"); n < 1 {
+		t.Errorf("kubelet_evictions{eviction_signal=memory.available} = %v", n)
+	}
+
+	g, err := client.CoreV1().Pods(ns).Get(testContext(t, 10*time.Second), "guaranteed", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !isRunningReady(g) || g.Status.ContainerStatuses[0].RestartCount != 0 || disruptionTarget(g) != nil {
+		t.Errorf("the Guaranteed pod was touched: %+v", g.Status)
+	}
+
+	toClear := waitNodeCondition(t, v1.NodeMemoryPressure, v1.ConditionFalse, transition+60*time.Second)
+	clearedAt := time.Now()
+	if clearedAt.Sub(evictedAt) < transition-5*time.Second {
+		t.Errorf("MemoryPressure cleared %s after the eviction, before the %s transition period", clearedAt.Sub(evictedAt), transition)
+	}
+	// The hog is not deleted: it stays Failed.
+	if p, err := client.CoreV1().Pods(ns).Get(testContext(t, 10*time.Second), "hog", metav1.GetOptions{}); err != nil || p.Status.Phase != v1.PodFailed {
+		t.Errorf("the evicted pod: %v, phase %v; want it kept Failed", err, p.Status.Phase)
+	}
+	t.Logf("figures: dd started -> MemoryPressure=True in the API %.1fs (waited %.1fs); -> hog Failed/Evicted %.1fs after the pressure; "+
+		"-> MemoryPressure=False %.1fs after the eviction (waited %.1fs; transition period %s)",
+		pressureAt.Sub(filling).Seconds(), toPressure.Seconds(), evictedAt.Sub(pressureAt).Seconds(), clearedAt.Sub(evictedAt).Seconds(), toClear.Seconds(), transition)
+}
+
+// TestEvictionEmptyDirSizeLimit: a pod writing past its emptyDir sizeLimit
+// is evicted without any node pressure, with the kubelet's message and no
+// DisruptionTarget condition (the kubelet sets none for a local storage
+// limit).
+func TestEvictionEmptyDirSizeLimit(t *testing.T) {
+	ns := newNamespace(t)
+	p := busyboxPod("filler", v1.RestartPolicyAlways, "dd if=/dev/zero of=/scratch/fill bs=1M count=20; sleep 3600")
+	p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+	p.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("10Mi"))}}}}
+	createPod(t, ns, p)
+	waitPod(t, ns, "filler", 60*time.Second, "Running", isRunningReady)
+	start := time.Now()
+	// Volumes are measured at most once a minute (the kubelet's
+	// --volume-stats-agg-period), the eviction manager looks every 10 s.
+	got := waitPod(t, ns, "filler", 100*time.Second, "evicted", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	took := time.Since(start)
+	want := `Usage of EmptyDir volume "scratch" exceeds the limit "10Mi". `
+	if got.Status.Reason != "Evicted" || got.Status.Message != want {
+		t.Errorf("status %q %q, want Evicted %q", got.Status.Reason, got.Status.Message, want)
+	}
+	if dt := disruptionTarget(got); dt != nil {
+		t.Errorf("DisruptionTarget %+v on a local storage eviction", dt)
+	}
+	if ev := evictedEvent(t, ns, "filler"); ev != want {
+		t.Errorf("Evicted event %q", ev)
+	}
+	if c := nodeCondition(testContext(t, 10*time.Second), v1.NodeDiskPressure); c.Status != v1.ConditionFalse {
+		t.Errorf("DiskPressure %s: the eviction was not for node pressure", c.Status)
+	}
+	if n := evictionsMetric(t, "emptydirfs.limit"); n < 1 {
+		t.Errorf("kubelet_evictions{eviction_signal=emptydirfs.limit} = %v", n)
+	}
+	t.Logf("figures: running -> Failed/Evicted %.1fs", took.Seconds())
+}
