@@ -22,12 +22,21 @@ func (e *Engine) admitNew(pod *v1.Pod) bool {
 	if pod.DeletionTimestamp != nil || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
 		return true
 	}
-	// The kubelet's order: the sysctl allowlist, then the predicates.
+	// The kubelet's order: the sysctl allowlist, the predicates, then
+	// AppArmor (a pod asking for a profile the host cannot enforce never
+	// starts).
 	r := e.cfg.Sysctls.Admit(pod)
 	if r.Admit && e.cfg.Node != nil {
 		if node := e.cfg.Node(); node != nil {
 			r = admission.Admit(pod, node, e.activePods(pod.UID))
 		}
+	}
+	if r.Admit {
+		aa := e.cfg.AppArmor
+		if aa == nil {
+			aa = admission.HostAppArmor()
+		}
+		r = aa.Admit(pod)
 	}
 	if r.Admit {
 		return true

@@ -23,5 +23,19 @@
 //  6. host ports in use                                     NodePorts
 //  7. NoExecute taints not tolerated                        TaintToleration
 //
-// It is pure: no I/O, no clock, no state.
+// The sysctl allowlist (Sysctls.Admit, reason SysctlForbidden) runs before
+// them and AppArmor (AppArmor.Admit) after them, as the kubelet orders its
+// admit handlers: a pending pod asking for an AppArmor profile other than
+// Unconfined (pod or container securityContext.appArmorProfile, or the
+// deprecated container.apparmor.security.beta.kubernetes.io/<container>
+// annotations) on a host whose kernel does not enforce AppArmor is
+// rejected with reason AppArmor and "Cannot enforce AppArmor: AppArmor is
+// not enabled on the host". This is one of the places that keep the
+// promise "a pod that asks for confinement never runs without it"
+// (docs/security.md lists them all); TestAppArmorAdmit and the engine's
+// TestEngineRejectsUnenforceableAppArmor prove it. The host is probed once
+// per process (HostAppArmor); the rule itself takes the fact injected.
+//
+// The rules are pure: no I/O, no clock, no state (the host probes,
+// NewSysctls and AppArmorEnabled, are apart from them).
 package admission
