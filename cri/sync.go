@@ -186,7 +186,23 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 			}
 		}
 	}
-	sbCfg, warn, err := r.SandboxConfig(pod, attempt)
+	// The RuntimeClass's handler and the user namespace are decided
+	// before anything of the pod is created, as part of the sandbox's
+	// config (the kubelet's generatePodSandboxConfig): an unknown
+	// RuntimeClass or a user namespace the runtime cannot give fails the
+	// sandbox (FailedCreatePodSandBox, in the kubelet's words: the error
+	// is not wrapped) and nothing runs.
+	handler, err := r.runtimeHandler(pod)
+	if err != nil {
+		res.SandboxErr = err
+		return res
+	}
+	userns, err := r.userNamespace(ctx, pod, handler)
+	if err != nil {
+		res.SandboxErr = err
+		return res
+	}
+	sbCfg, warn, err := r.sandboxConfig(pod, attempt, userns)
 	res.DNSWarning = warn
 	if err != nil {
 		res.SandboxErr = err
@@ -198,9 +214,11 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 			res.SandboxErr = fmt.Errorf("creating log directory of pod %s: %w", RefOf(pod), err)
 			return res
 		}
-		id, err := r.runPodSandbox(ctx, sbCfg)
+		id, err := r.runPodSandbox(ctx, sbCfg, handler)
 		if err != nil {
-			res.SandboxErr = fmt.Errorf("failed to create pod sandbox: %w", err)
+			// The runtime's error as it is: the event says "Failed to
+			// create pod sandbox: <it>", as the kubelet's.
+			res.SandboxErr = err
 			return res
 		}
 		sandboxID = id
@@ -296,6 +314,8 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		opts = &RunContainerOptions{}
 	}
 	opts.MemoryCapacity = r.cfg.MemoryCapacity
+	opts.SeccompProfileRoot = r.cfg.SeccompProfileRoot
+	opts.UserNamespace = sbCfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions()
 	cfg, err := ContainerConfig(pod, c, typ, attempt, imageRef, opts)
 	if err != nil {
 		res.Waiting[c.Name] = Waiting{Reason: ReasonCreateConfigError, Message: err.Error()}
