@@ -9,6 +9,7 @@ import (
 	authzv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	nodev1client "k8s.io/client-go/kubernetes/typed/node/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 )
@@ -35,6 +36,9 @@ type apiClients struct {
 	// csrs requests the node API's serving certificate
 	// (--rotate-server-certificates), on the pods client's limits.
 	csrs      kubernetes.Interface
+	// runtimeClasses reads RuntimeClasses (internal/runtimeclass), on the
+	// pods client's limits.
+	runtimeClasses nodev1client.NodeV1Interface
 	heartbeat time.Duration
 }
 
@@ -80,6 +84,9 @@ func newAPIClients(base *rest.Config, l apiLimits) (*apiClients, error) {
 	}
 	if c.csrs, err = newCSRClientset(coreCfg); err != nil {
 		return nil, fmt.Errorf("building the certificates client: %w", err)
+	}
+	if c.runtimeClasses, err = nodev1client.NewForConfig(coreCfg); err != nil {
+		return nil, fmt.Errorf("building the RuntimeClass client: %w", err)
 	}
 	if c.events, err = corev1client.NewForConfig(build(l.EventQPS, l.EventBurst, 0)); err != nil {
 		return nil, fmt.Errorf("building the event client: %w", err)

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/internal/runtimeclass"
 	"github.com/crivk/crivk/lifecycle"
 	"github.com/crivk/crivk/lifecycle/admission"
 	"github.com/crivk/crivk/lifecycle/cm"
@@ -362,6 +363,7 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	defer rt.Close()
+	rt.SetRuntimeClasses(runtimeclass.Start(ctx, clients.runtimeClasses))
 	nodeCfg.RuntimeVersion = ver
 	nodeObj, err := provider.BuildNode(nodeCfg, rd, time.Now())
 	if err != nil {
@@ -514,6 +516,7 @@ func connectRuntime(ctx context.Context, o *options, recorder record.EventRecord
 	if pods != nil {
 		cfg.CgroupParent = pods.PodCgroup
 	}
+	cfg.SeccompProfileRoot = filepath.Join(o.rootDir, "seccomp")
 	if strings.HasPrefix(o.criEndpoint, "unix://") {
 		reaper, err := newTaskReaper(o.criEndpoint, "k8s.io")
 		if err != nil {
