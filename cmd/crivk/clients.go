@@ -36,10 +36,11 @@ type apiClients struct {
 	// csrs requests the node API's serving certificate
 	// (--rotate-server-certificates), on the pods client's limits.
 	csrs      kubernetes.Interface
+	heartbeat time.Duration
+
 	// runtimeClasses reads RuntimeClasses (internal/runtimeclass), on the
 	// pods client's limits.
 	runtimeClasses nodev1client.NodeV1Interface
-	heartbeat time.Duration
 }
 
 // apiLimits are the client-side limits of apiClients.

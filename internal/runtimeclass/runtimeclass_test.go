@@ -69,6 +69,8 @@ var _ cri.RuntimeClasses = (*Manager)(nil)
 
 // noWatchList is the fake's RuntimeClass client, marked as the fake
 // clientset is: it cannot stream a watch list.
-type noWatchList struct{ nodev1client.RuntimeClassesGetter }
+type noWatchList struct {
+	nodev1client.RuntimeClassesGetter
+}
 
 func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
