@@ -79,7 +79,9 @@ func TestConfinementRuntimeClass(t *testing.T) {
 	if err != nil {
 		t.Fatalf("creating RuntimeClass: %v", err)
 	}
-	t.Cleanup(func() { _ = client.NodeV1().RuntimeClasses().Delete(context.Background(), rc.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = client.NodeV1().RuntimeClasses().Delete(context.Background(), rc.Name, metav1.DeleteOptions{})
+	})
 	ns := newNamespace(t)
 	pod := busyboxPod("rtclass", v1.RestartPolicyAlways, "sleep 3600")
 	pod.Spec.RuntimeClassName = ptr.To(rc.Name)
