@@ -15,13 +15,16 @@
 //
 //  1. the pod's kubernetes.io/os label and the node's OS   PodOSSelectorNodeLabelDoesNotMatch
 //  2. spec.os.name and the node's OS                        PodOSNotSupported
-//  3. resources against allocatable minus the requests of
-//     the pods holding resources: pods, cpu, memory,
-//     ephemeral-storage, extended resources                 OutOfpods, OutOfcpu, OutOfmemory, ...
-//  4. nodeSelector and required node affinity               NodeAffinity
-//  5. spec.nodeName                                         NodeName
-//  6. host ports in use                                     NodePorts
-//  7. NoExecute taints not tolerated                        TaintToleration
+//  3. supplementalGroupsPolicy Strict on a node whose
+//     status.features does not support it (crivk's never
+//     does: containerd 1.6 reports no features)             SupplementalGroupsPolicyNotSupported
+//  4. resources against allocatable minus the requests of
+//     the pods holding resources (overhead included): pods,
+//     cpu, memory, ephemeral-storage, extended resources    OutOfpods, OutOfcpu, OutOfmemory, ...
+//  5. nodeSelector and required node affinity               NodeAffinity
+//  6. spec.nodeName                                         NodeName
+//  7. host ports in use                                     NodePorts
+//  8. NoExecute taints not tolerated                        TaintToleration
 //
 // The sysctl allowlist (Sysctls.Admit, reason SysctlForbidden) runs before
 // them and AppArmor (AppArmor.Admit) after them, as the kubelet orders its
