@@ -278,3 +278,23 @@ func TestSyncPodRestartsChangedContainer(t *testing.T) {
 		t.Fatalf("the new container is replaced again: %s", plan)
 	}
 }
+
+// TestSyncPodRunningSandboxKeepsItsHandler: once the sandbox runs, its
+// RuntimeClass is not looked up again: a class that disappeared (or a
+// cache not yet synced after a restart) does not stop the pod's
+// containers from being replaced.
+func TestSyncPodRunningSandboxKeepsItsHandler(t *testing.T) {
+	f := newSyncFixture(t)
+	f.is.SetFakeImages([]string{"busybox:1.36", "busybox:1.37"})
+	f.rt.SetRuntimeClasses(fakeClasses{"gvisor": "runsc"})
+	pod := syncPod(v1.RestartPolicyAlways, image("a", "busybox:1.36"))
+	pod.Spec.RuntimeClassName = ptr.To("gvisor")
+	if res, _ := f.sync(t, pod); res.Error() != nil {
+		t.Fatal(res.Error())
+	}
+	f.rt.SetRuntimeClasses(fakeClasses{})
+	pod.Spec.Containers[0].Image = "busybox:1.37"
+	if res, plan := f.sync(t, pod); res.Error() != nil || len(res.Started) != 1 {
+		t.Fatalf("plan %s: started %v, err %v", plan, res.Started, res.Error())
+	}
+}

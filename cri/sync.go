@@ -191,11 +191,16 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 	// config (the kubelet's generatePodSandboxConfig): an unknown
 	// RuntimeClass or a user namespace the runtime cannot give fails the
 	// sandbox (FailedCreatePodSandBox, in the kubelet's words: the error
-	// is not wrapped) and nothing runs.
-	handler, err := r.runtimeHandler(pod)
-	if err != nil {
-		res.SandboxErr = err
-		return res
+	// is not wrapped) and nothing runs. The handler is looked up only
+	// when it matters: a running sandbox keeps the one it was made with.
+	handler := ""
+	if plan.CreateSandbox || (pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers) {
+		h, err := r.runtimeHandler(pod)
+		if err != nil {
+			res.SandboxErr = err
+			return res
+		}
+		handler = h
 	}
 	userns, err := r.userNamespace(ctx, pod, handler)
 	if err != nil {
