@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -109,11 +111,12 @@ func TestSyncPodRuntimeErrorIsTheEventText(t *testing.T) {
 	f := newSyncFixture(t)
 	f.rt.SetRuntimeClasses(fakeClasses{"bogus": "no-such-handler"})
 	runtimeErr := errors.New(`rpc error: code = Unknown desc = failed to get sandbox runtime: no runtime for "no-such-handler" is configured`)
-	f.rs.InjectError("RunPodSandbox", runtimeErr)
+	// As crivk's CRI client returns it: the call and the sandbox in front.
+	f.rs.InjectError("RunPodSandbox", &callError{call: "RunPodSandbox prod/web uid-1", err: runtimeErr})
 	pod := syncPod(v1.RestartPolicyAlways, image("a", "busybox:1.36"))
 	pod.Spec.RuntimeClassName = ptr.To("bogus")
 	res, _ := f.sync(t, pod)
-	if res.SandboxErr == nil || res.SandboxErr.Error() != runtimeErr.Error() {
+	if res.SandboxErr == nil || res.SandboxErr.Error() != runtimeErr.Error() || !errors.Is(res.SandboxErr, runtimeErr) {
 		t.Fatalf("sandbox error %v", res.SandboxErr)
 	}
 }
@@ -296,5 +299,23 @@ func TestSyncPodRunningSandboxKeepsItsHandler(t *testing.T) {
 	pod.Spec.Containers[0].Image = "busybox:1.37"
 	if res, plan := f.sync(t, pod); res.Error() != nil || len(res.Started) != 1 {
 		t.Fatalf("plan %s: started %v, err %v", plan, res.Started, res.Error())
+	}
+}
+
+// TestSyncPodMissingSeccompProfile: the runtime's refusal of a Localhost
+// profile that does not exist is the container's CreateContainerError with
+// the runtime's gRPC message, as the kubelet reports it (the sandbox runs).
+func TestSyncPodMissingSeccompProfile(t *testing.T) {
+	f := newSyncFixture(t)
+	f.is.SetFakeImages([]string{"busybox:1.36"})
+	const msg = `failed to generate seccomp spec opts: cannot load seccomp profile "/var/lib/crivk/seccomp/missing.json": open /var/lib/crivk/seccomp/missing.json: no such file or directory`
+	f.rs.InjectError("CreateContainer", &callError{call: "CreateContainer a", err: grpcstatus.Error(codes.Unknown, msg)})
+	pod := syncPod(v1.RestartPolicyAlways, image("a", "busybox:1.36"))
+	res, _ := f.sync(t, pod)
+	if res.SandboxErr != nil {
+		t.Fatalf("sandbox error %v", res.SandboxErr)
+	}
+	if w := res.Waiting["a"]; w.Reason != ReasonCreateContainerErr || w.Message != msg {
+		t.Fatalf("waiting %+v", w)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	grpcstatus "google.golang.org/grpc/status"
 	"os"
 	"sync"
 	"time"
@@ -223,7 +224,7 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 		if err != nil {
 			// The runtime's error as it is: the event says "Failed to
 			// create pod sandbox: <it>", as the kubelet's.
-			res.SandboxErr = err
+			res.SandboxErr = runtimeWords(err)
 			return res
 		}
 		sandboxID = id
@@ -341,13 +342,16 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	}
 	id, err := r.rs.CreateContainer(ctx, sandboxID, cfg, sbCfg)
 	if err != nil {
-		res.Waiting[c.Name] = Waiting{Reason: ReasonCreateContainerErr, Message: err.Error()}
+		// The kubelet's message: the runtime's gRPC status message (a
+		// missing seccomp profile: containerd's "failed to generate
+		// seccomp spec opts: ...").
+		res.Waiting[c.Name] = Waiting{Reason: ReasonCreateContainerErr, Message: runtimeMessage(err)}
 		res.Errs = append(res.Errs, fmt.Errorf("creating container %q of pod %s: %w", c.Name, ref, err))
 		return
 	}
 	r.containerEvent(pod, c, v1.EventTypeNormal, "Created", "Created container: "+c.Name)
 	if err := r.rs.StartContainer(ctx, id); err != nil {
-		res.Waiting[c.Name] = Waiting{Reason: ReasonRunContainerError, Message: err.Error()}
+		res.Waiting[c.Name] = Waiting{Reason: ReasonRunContainerError, Message: runtimeMessage(err)}
 		res.Errs = append(res.Errs, fmt.Errorf("starting container %q of pod %s: %w", c.Name, ref, err))
 		return
 	}
@@ -617,4 +621,35 @@ func (r *Runtime) RemovePod(ctx context.Context, status *PodStatus) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// runtimeWords is err worded as the runtime worded it (the gRPC status,
+// "rpc error: code = ... desc = ..."), without the call and object crivk's
+// client puts in front, for the events that quote it as the kubelet does.
+// It still wraps err: errors.Is and status codes work on it.
+func runtimeWords(err error) error {
+	var ce *callError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	return &runtimeError{err: err, text: ce.err.Error()}
+}
+
+type runtimeError struct {
+	err  error
+	text string
+}
+
+func (e *runtimeError) Error() string { return e.text }
+func (e *runtimeError) Unwrap() error { return e.err }
+
+// runtimeMessage is what the kubelet reports of a failed CreateContainer
+// or StartContainer (grpcstatus.FromError(err).Message()): the message of
+// the runtime's gRPC status, else the error's text.
+func runtimeMessage(err error) string {
+	var gs interface{ GRPCStatus() *grpcstatus.Status }
+	if errors.As(err, &gs) && gs.GRPCStatus() != nil {
+		return gs.GRPCStatus().Message()
+	}
+	return err.Error()
 }
