@@ -86,11 +86,35 @@ func TestConfinementRuntimeClass(t *testing.T) {
 	pod := busyboxPod("rtclass", v1.RestartPolicyAlways, "sleep 3600")
 	pod.Spec.RuntimeClassName = ptr.To(rc.Name)
 	created := createPod(t, ns, pod)
-	ev := waitEvent(t, ns, pod.Name, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: ")
+	// The runtime's gRPC error as it is, as the kubelet quotes it.
+	ev := waitEvent(t, ns, pod.Name, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: rpc error: ")
 	if !strings.Contains(ev.Message, handler) {
 		t.Errorf("event %q does not name the handler %q", ev.Message, handler)
 	}
 	stillPending(t, ns, pod.Name, created.UID)
+}
+
+// TestConfinementSeccompLocalhostMissing: a Localhost seccomp profile is
+// looked for under <root-dir>/seccomp; one that does not exist fails the
+// container (CreateContainerError, the runtime's message naming the
+// resolved path), not the sandbox, and the container never runs.
+func TestConfinementSeccompLocalhostMissing(t *testing.T) {
+	ns := newNamespace(t)
+	profile := "crivk-e2e-missing-" + rand.String(5) + ".json"
+	pod := busyboxPod("seccomp", v1.RestartPolicyAlways, "sleep 3600")
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{SeccompProfile: &v1.SeccompProfile{
+		Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To(profile)}}
+	createPod(t, ns, pod)
+	p := waitPod(t, ns, pod.Name, time.Minute, "CreateContainerError", func(p *v1.Pod) bool {
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Waiting != nil &&
+			p.Status.ContainerStatuses[0].State.Waiting.Reason == "CreateContainerError"
+	})
+	if msg := p.Status.ContainerStatuses[0].State.Waiting.Message; !strings.Contains(msg, "/seccomp/"+profile) || strings.HasPrefix(msg, "CreateContainer") {
+		t.Errorf("waiting message %q does not name <root-dir>/seccomp/%s in the runtime's words", msg, profile)
+	}
+	if p.Status.Phase != v1.PodPending {
+		t.Errorf("phase %s", p.Status.Phase)
+	}
 }
 
 // stillPending checks that the pod is Pending with no container running
