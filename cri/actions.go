@@ -238,9 +238,14 @@ func ComputePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 		spec := &pod.Spec.InitContainers[i]
 		c := status.Latest(spec.Name, ContainerTypeInit)
 		if podutil.IsSidecar(spec) {
-			// A sidecar that failed its liveness or startup probe is
-			// stopped and, as any sidecar, started again.
-			unhealthy := c != nil && c.State == StateRunning && p.killUnhealthy(spec, c, true)
+			// A running sidecar whose spec changed (its image), or that
+			// failed its liveness or startup probe, is stopped and, as
+			// any sidecar, started again. A change counts once its
+			// startup probe (if any) succeeded, as on the kubelet.
+			changed := c != nil && c.State == StateRunning &&
+				(spec.StartupProbe == nil || in.Started == nil || in.Started(c.ID)) &&
+				p.killChanged(spec, c, fmt.Sprintf("Init container %s definition changed", spec.Name))
+			unhealthy := changed || c != nil && c.State == StateRunning && p.killUnhealthy(spec, c, true)
 			if initialized {
 				switch {
 				case c == nil || c.State == StateExited || unhealthy:
@@ -321,6 +326,10 @@ func ComputePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 		switch {
 		case c == nil:
 			restart = true
+		case c.State == StateRunning && p.killChanged(spec, c, fmt.Sprintf("Container %s definition changed, will be restarted", spec.Name)):
+			// Its spec changed (the image): stopped and started again
+			// whatever the restart policy (the kubelet's computePodActions).
+			restart = true
 		case c.State == StateRunning:
 			// A container that failed its liveness or startup probe is
 			// stopped, and started again unless the policy is Never (the
@@ -381,6 +390,20 @@ type planner struct {
 // kill stops c with the pod's grace period.
 func (p *planner) kill(c *ContainerStatus, reason string) {
 	p.a.ContainersToKill[c.ID] = Kill{Name: c.Name, Type: c.Type, Reason: reason, Grace: gracePeriod(p.pod, nil)}
+}
+
+// killChanged plans the kill of the running container c if the spec it
+// was created from is not spec any more (HashContainer: the kubelet's
+// containerChanged), with the kubelet's Killing message, and reports
+// whether it did. A container created without the hash annotation is
+// never taken for changed: restarting every container an older crivk
+// started would be worse than missing an image change made meanwhile.
+func (p *planner) killChanged(spec *v1.Container, c *ContainerStatus, msg string) bool {
+	if !c.HasHash || c.Hash == HashContainer(spec) {
+		return false
+	}
+	p.a.ContainersToKill[c.ID] = Kill{Name: c.Name, Type: c.Type, Reason: "definition changed", Message: msg, Grace: gracePeriod(p.pod, nil)}
+	return true
 }
 
 // killUnhealthy plans the kill of the running container c if it failed

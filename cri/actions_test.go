@@ -547,3 +547,90 @@ func TestComputePodActionsBackOff(t *testing.T) {
 		t.Errorf("ImagePullBackOff message %q, want %q", got.Waiting["a"].Message, want)
 	}
 }
+
+// TestComputePodActionsDefinitionChanged: a running container whose spec
+// hash is not its spec's any more (the image was changed) is killed with
+// the kubelet's Killing message and started again in the same plan,
+// whatever the restart policy; the restart back-off of an earlier exit
+// still holds it back; a container without a hash is left alone; a
+// running sidecar is restarted with the kubelet's init-container message.
+func TestComputePodActionsDefinitionChanged(t *testing.T) {
+	hashed := func(cs ContainerStatus, image string) ContainerStatus {
+		cs.Hash, cs.HasHash = HashContainer(&v1.Container{Name: cs.Name, Image: image}), true
+		return cs
+	}
+	now := time.Unix(1000, 0)
+	olderExit := ctr("a", ContainerTypeRegular, 0, StateExited, 1)
+	olderExit.FinishedAt = now.Add(-time.Second)
+	for name, tc := range map[string]struct {
+		policy    v1.RestartPolicy
+		status    *PodStatus
+		backOff   BackOffView
+		wantKill  *Kill
+		wantStart []int
+		wantWait  string
+	}{
+		"image changed: killed and restarted": {policy: v1.RestartPolicyAlways,
+			status:    readyStatus(hashed(running("a"), "busybox:0")),
+			wantKill:  &Kill{Name: "a", Type: ContainerTypeRegular, Message: "Container a definition changed, will be restarted", Grace: 17},
+			wantStart: []int{0}},
+		"image changed, Never: restarted all the same": {policy: v1.RestartPolicyNever,
+			status:    readyStatus(hashed(running("a"), "busybox:0")),
+			wantKill:  &Kill{Name: "a", Type: ContainerTypeRegular, Message: "Container a definition changed, will be restarted", Grace: 17},
+			wantStart: []int{0}},
+		"same image: kept": {policy: v1.RestartPolicyAlways, status: readyStatus(hashed(running("a"), testutil.Image))},
+		"no hash (made before hashes were written): kept": {policy: v1.RestartPolicyAlways, status: readyStatus(running("a"))},
+		"an exited container's hash does not matter": {policy: v1.RestartPolicyNever,
+			status: readyStatus(hashed(exited("a", 0), "busybox:0"))},
+		"restart back-off of an earlier exit holds the new one back": {policy: v1.RestartPolicyAlways,
+			status:   readyStatus(hashed(ctr("a", ContainerTypeRegular, 1, StateRunning, 0), "busybox:0"), olderExit),
+			backOff:  fakeBackOffView{restart: map[string]time.Time{"uid-1/a": now.Add(-time.Second)}},
+			wantKill: &Kill{Name: "a", Type: ContainerTypeRegular, Message: "Container a definition changed, will be restarted", Grace: 17},
+			wantWait: ReasonCrashLoopBackOff},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pod := testutil.Pod(tc.policy, nil, "a")
+			pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](17)
+			got := ComputePodActions(pod, tc.status, PlanInputs{BackOff: tc.backOff})
+			if fmt.Sprint(got.ContainersToStart) != fmt.Sprint(tc.wantStart) {
+				t.Errorf("start %v, want %v (plan %s)", got.ContainersToStart, tc.wantStart, got)
+			}
+			if w := got.Waiting["a"]; w.Reason != tc.wantWait {
+				t.Errorf("waiting %+v, want reason %q", w, tc.wantWait)
+			}
+			if tc.wantKill == nil {
+				if len(got.ContainersToKill) != 0 {
+					t.Errorf("kills %+v, want none", got.ContainersToKill)
+				}
+				return
+			}
+			var k Kill
+			for _, kk := range got.ContainersToKill {
+				k = kk
+			}
+			if len(got.ContainersToKill) != 1 {
+				t.Fatalf("kills %+v, want one", got.ContainersToKill)
+			}
+			k.Reason = ""
+			if k != *tc.wantKill {
+				t.Errorf("kill %+v, want %+v", k, *tc.wantKill)
+			}
+		})
+	}
+
+	always := v1.ContainerRestartPolicyAlways
+	pod := testutil.Pod(v1.RestartPolicyAlways, []string{"sc"}, "a")
+	pod.Spec.InitContainers[0].RestartPolicy = &always
+	sidecar := hashed(initCtr("sc", StateRunning, 0), "busybox:0")
+	for name, status := range map[string]*PodStatus{
+		"initialized":  readyStatus(sidecar, hashed(running("a"), testutil.Image)),
+		"initializing": readyStatus(sidecar),
+	} {
+		got := ComputePodActions(pod, status, PlanInputs{})
+		k := got.ContainersToKill["sc-0"]
+		started := fmt.Sprint(got.SidecarsToStart) == "[0]" || got.NextInit == 0
+		if k.Message != "Init container sc definition changed" || !started || len(got.ContainersToKill) != 1 {
+			t.Errorf("sidecar %s: kills %+v, sidecars %v, next init %d", name, got.ContainersToKill, got.SidecarsToStart, got.NextInit)
+		}
+	}
+}

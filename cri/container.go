@@ -53,13 +53,14 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, typ ContainerType, attempt ui
 	for i, s := range c.Args {
 		args[i] = expand(s, vars)
 	}
-	lc, err := linuxContainerConfig(pod, c)
+	lc, err := linuxContainerConfig(pod, c, opts)
 	if err != nil {
 		return nil, err
 	}
 	lc.Resources = containerResources(pod, c, typ, opts.MemoryCapacity)
 	restarts := int(attempt)
 	a := containerAnnotations(pod, c, restarts)
+	a[AnnotationContainerHash] = strconv.FormatUint(HashContainer(c), 16)
 	a[AnnotationContainerType] = string(typ)
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: attempt},
@@ -79,9 +80,9 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, typ ContainerType, attempt ui
 	}, nil
 }
 
-func linuxContainerConfig(pod *v1.Pod, c *v1.Container) (*runtimeapi.LinuxContainerConfig, error) {
+func linuxContainerConfig(pod *v1.Pod, c *v1.Container, opts *RunContainerOptions) (*runtimeapi.LinuxContainerConfig, error) {
 	sc := &runtimeapi.LinuxContainerSecurityContext{
-		NamespaceOptions: namespaceOptions(pod),
+		NamespaceOptions: namespaceOptions(pod, opts.UserNamespace),
 	}
 	psc := pod.Spec.SecurityContext
 	if psc == nil {
@@ -138,29 +139,24 @@ func linuxContainerConfig(pod *v1.Pod, c *v1.Container) (*runtimeapi.LinuxContai
 	if sp == nil {
 		sp = psc.SeccompProfile
 	}
-	sc.Seccomp = seccompProfile(sp)
+	var err error
+	if sc.Seccomp, err = seccompProfile(sp, opts.SeccompProfileRoot); err != nil {
+		return nil, &ConfigError{Msg: err.Error()}
+	}
+	if sc.Apparmor, sc.ApparmorProfile, err = appArmorProfile(pod, c); err != nil {
+		return nil, &ConfigError{Msg: err.Error()}
+	}
 	if o := csc.SELinuxOptions; o != nil {
 		sc.SelinuxOptions = &runtimeapi.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
 	}
 	if !sc.Privileged {
-		sc.MaskedPaths = defaultMaskedPaths
-		sc.ReadonlyPaths = defaultReadonlyPaths
+		// The kubelet sets them for privileged containers too and the
+		// runtime clears them; crivk leaves them out for those.
+		sc.MaskedPaths, sc.ReadonlyPaths = procPaths(csc.ProcMount)
 	}
 	// ContainerConfig adds the resources (resources.go).
 	return &runtimeapi.LinuxContainerConfig{SecurityContext: sc}, nil
 }
-
-// The kubelet's default masked and read-only paths (pkg/securitycontext).
-var (
-	defaultMaskedPaths = []string{
-		"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
-		"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
-		"/sys/firmware", "/sys/devices/virtual/powercap",
-	}
-	defaultReadonlyPaths = []string{
-		"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
-	}
-)
 
 func podID(pod *v1.Pod) string {
 	return fmt.Sprintf("%s/%s", pod.Namespace, pod.Name)

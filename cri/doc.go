@@ -38,6 +38,20 @@
 // resources (resources.go) are the kubelet's per QoS class. Container logs
 // are read by the subpackage crilog.
 //
+// Confinement (confinement.go) is passed to the runtime as the kubelet
+// passes it, or the pod is refused; no field is dropped (docs/security.md
+// lists every field, where it is enforced and the test that proves it):
+// the RuntimeClass's handler goes to RunPodSandbox (a pod naming a class
+// that cannot be resolved gets no sandbox, never the default handler);
+// hostUsers: false fails the sandbox with the kubelet's message where the
+// runtime has no user namespaces (and, until crivk allocates ID mappings,
+// everywhere); AppArmor and seccomp profiles go to each container (the
+// sandbox always runs RuntimeDefault seccomp), a Localhost seccomp profile
+// resolved under Config.SeccompProfileRoot; procMount decides the masked
+// /proc paths. Every container carries the kubelet's spec hash
+// (HashContainer); ComputePodActions kills and restarts a running
+// container whose image changed.
+//
 // What this package must never do: talk to the Kubernetes API, keep a map of
 // pods, or block on anything but the runtime.
 package cri

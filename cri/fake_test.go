@@ -36,6 +36,12 @@ type fakeRuntimeService struct {
 	exec  func(id string, cmd []string) (stdout, stderr []byte, err error)
 	execs [][]string
 	seq   int64 // keeps CreatedAt strictly increasing
+	// handlers are the runtime handlers Status reports (none: an old
+	// runtime); sandboxHandlers records RunPodSandbox's handler by
+	// sandbox ID, created the container configs by container ID.
+	handlers        []*runtimeapi.RuntimeHandler
+	sandboxHandlers map[string]string
+	created         map[string]*runtimeapi.ContainerConfig
 }
 
 type fakeContainer struct {
@@ -104,7 +110,7 @@ func (r *fakeRuntimeService) stopTimeouts() map[string]int64 {
 	return out
 }
 
-func (r *fakeRuntimeService) RunPodSandbox(_ context.Context, cfg *runtimeapi.PodSandboxConfig, _ string) (string, error) {
+func (r *fakeRuntimeService) RunPodSandbox(_ context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.enter("RunPodSandbox"); err != nil {
@@ -112,6 +118,10 @@ func (r *fakeRuntimeService) RunPodSandbox(_ context.Context, cfg *runtimeapi.Po
 	}
 	m := cfg.Metadata
 	id := fmt.Sprintf("%s_%s_%s_%d", m.Name, m.Namespace, m.Uid, m.Attempt)
+	if r.sandboxHandlers == nil {
+		r.sandboxHandlers = map[string]string{}
+	}
+	r.sandboxHandlers[id] = handler
 	r.sandboxes[id] = &runtimeapi.PodSandboxStatus{
 		Id: id, Metadata: m, State: runtimeapi.PodSandboxState_SANDBOX_READY, CreatedAt: r.now(),
 		Network: &runtimeapi.PodSandboxNetworkStatus{Ip: fakePodIP},
@@ -192,6 +202,10 @@ func (r *fakeRuntimeService) CreateContainer(_ context.Context, sandboxID string
 		return "", fmt.Errorf("pod sandbox %s not found", sandboxID)
 	}
 	id := fmt.Sprintf("%s_%s_%d", sandboxID, cfg.Metadata.Name, cfg.Metadata.Attempt)
+	if r.created == nil {
+		r.created = map[string]*runtimeapi.ContainerConfig{}
+	}
+	r.created[id] = cfg
 	r.containers[id] = &fakeContainer{SandboxID: sandboxID, ContainerStatus: runtimeapi.ContainerStatus{
 		Id: id, Metadata: cfg.Metadata, Image: cfg.Image, ImageRef: cfg.Image.Image, CreatedAt: r.now(),
 		State: runtimeapi.ContainerState_CONTAINER_CREATED, Labels: cfg.Labels, Annotations: cfg.Annotations,
@@ -470,7 +484,8 @@ func (r *fakeRuntimeService) Status(context.Context, bool) (*runtimeapi.StatusRe
 		return nil, err
 	}
 	return &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
-		{Type: runtimeapi.RuntimeReady, Status: true}, {Type: runtimeapi.NetworkReady, Status: true}}}}, nil
+		{Type: runtimeapi.RuntimeReady, Status: true}, {Type: runtimeapi.NetworkReady, Status: true}}},
+		RuntimeHandlers: r.handlers}, nil
 }
 
 func (r *fakeRuntimeService) Exec(context.Context, *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {

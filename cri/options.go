@@ -23,6 +23,12 @@ type RunContainerOptions struct {
 	// container's OOM score is relative to; SyncPod sets it from
 	// Config.MemoryCapacity.
 	MemoryCapacity int64
+	// SeccompProfileRoot is where Localhost seccomp profiles are resolved
+	// (<root-dir>/seccomp); SyncPod sets it from Config.SeccompProfileRoot.
+	SeccompProfileRoot string
+	// UserNamespace is the pod's user namespace, the sandbox's; SyncPod
+	// sets it (userNamespace). nil: the runtime's default.
+	UserNamespace *runtimeapi.UserNamespace
 }
 
 // RuntimeHelper is what SyncPod needs of its caller to start a container.

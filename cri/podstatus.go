@@ -53,6 +53,11 @@ type ContainerStatus struct {
 	Image           string // as the user specified it
 	ImageRef        string // the image ID
 	LogPath         string
+	// Hash is the HashContainer of the spec the container was created
+	// from (its io.kubernetes.container.hash annotation); HasHash is false
+	// for a container created without one (by crivk before it wrote it).
+	Hash    uint64
+	HasHash bool
 }
 
 // SandboxStatus is one sandbox (one attempt) of a pod.
@@ -229,6 +234,9 @@ func toContainerStatus(s *runtimeapi.ContainerStatus, labels, annotations map[st
 	}
 	if cs.State == StateExited {
 		cs.FinishedAt = nsTime(s.GetFinishedAt())
+	}
+	if h, err := strconv.ParseUint(annotations[AnnotationContainerHash], 16, 64); err == nil {
+		cs.Hash, cs.HasHash = h, true
 	}
 	if n, err := strconv.Atoi(annotations[AnnotationRestartCount]); err == nil && uint32(n) > cs.Attempt {
 		cs.Attempt = uint32(n)

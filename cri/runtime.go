@@ -33,8 +33,14 @@ type Config struct {
 	PodLogDir string
 	// DNS holds the cluster DNS settings used for dnsPolicy ClusterFirst.
 	DNS DNSConfig
-	// RuntimeHandler is the CRI runtime handler (empty: the default).
+	// RuntimeHandler is the CRI runtime handler of pods without a
+	// RuntimeClass (empty: the runtime's default). A pod's RuntimeClass
+	// names its own (SetRuntimeClasses).
 	RuntimeHandler string
+	// SeccompProfileRoot is where Localhost seccomp profiles are
+	// resolved: <root-dir>/seccomp, the kubelet's. Empty: the profile name
+	// is passed to the runtime as given.
+	SeccompProfileRoot string
 	// CgroupParent returns the cgroup parent of a pod's sandbox: its pod
 	// cgroup (package cm), under which containerd puts the sandbox and
 	// every container of the pod. nil means the runtime's default.
@@ -89,6 +95,9 @@ type Runtime struct {
 	// helper is set once by SetRuntimeHelper before the first SyncPod and
 	// only read after that.
 	helper RuntimeHelper
+	// classes is set once by SetRuntimeClasses before the first SyncPod
+	// and only read after that.
+	classes RuntimeClasses
 	// recorder is Config.Recorder; nil drops events.
 	recorder EventRecorder
 	clock    clock.WithTicker
@@ -250,8 +259,9 @@ func joinComma(s []string) string {
 	return out
 }
 
-// runPodSandbox is RunPodSandbox within Config.MaxParallelSandboxes.
-func (r *Runtime) runPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig) (string, error) {
+// runPodSandbox is RunPodSandbox with the runtime handler within
+// Config.MaxParallelSandboxes.
+func (r *Runtime) runPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (string, error) {
 	if r.sandboxes != nil {
 		select {
 		case r.sandboxes <- struct{}{}:
@@ -260,5 +270,5 @@ func (r *Runtime) runPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxC
 			return "", fmt.Errorf("waiting for a turn to create the sandbox: %w", ctx.Err())
 		}
 	}
-	return r.rs.RunPodSandbox(ctx, cfg, r.cfg.RuntimeHandler)
+	return r.rs.RunPodSandbox(ctx, cfg, handler)
 }

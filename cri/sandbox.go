@@ -15,9 +15,14 @@ func (r *Runtime) PodLogDir(ref PodRef) string {
 	return filepath.Join(r.cfg.PodLogDir, ref.Namespace+"_"+ref.Name+"_"+string(ref.UID))
 }
 
-// SandboxConfig builds the CRI sandbox config of pod for the given attempt.
+// SandboxConfig builds the CRI sandbox config of pod for the given attempt,
+// in the node's user namespace (SyncPod decides the pod's, userNamespace).
 // The DNS warning, if any, is for the caller to report as an event.
 func (r *Runtime) SandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, DNSWarning, error) {
+	return r.sandboxConfig(pod, attempt, nil)
+}
+
+func (r *Runtime) sandboxConfig(pod *v1.Pod, attempt uint32, userns *runtimeapi.UserNamespace) (*runtimeapi.PodSandboxConfig, DNSWarning, error) {
 	dns, warn := r.dnsConfigFor(pod)
 	hostname, _, err := podutil.HostnameAndDomain(pod, "")
 	if err != nil {
@@ -36,7 +41,7 @@ func (r *Runtime) SandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 		PortMappings: portMappings(pod),
 		Labels:       sandboxLabels(pod),
 		Annotations:  copyMap(pod.Annotations),
-		Linux:        r.sandboxLinuxConfig(pod),
+		Linux:        r.sandboxLinuxConfig(pod, userns),
 	}
 	if pod.Spec.HostNetwork {
 		// The host's name, as the kubelet does for host-network pods.
@@ -70,11 +75,15 @@ func portMappings(pod *v1.Pod) []*runtimeapi.PortMapping {
 	return out
 }
 
-func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
+// namespaceOptions are the namespaces of pod's sandbox and containers;
+// userns is the user namespace (userNamespace), nil when not decided (the
+// runtime's default: the node's).
+func namespaceOptions(pod *v1.Pod, userns *runtimeapi.UserNamespace) *runtimeapi.NamespaceOption {
 	o := &runtimeapi.NamespaceOption{
-		Network: runtimeapi.NamespaceMode_POD,
-		Pid:     runtimeapi.NamespaceMode_CONTAINER,
-		Ipc:     runtimeapi.NamespaceMode_POD,
+		Network:       runtimeapi.NamespaceMode_POD,
+		Pid:           runtimeapi.NamespaceMode_CONTAINER,
+		Ipc:           runtimeapi.NamespaceMode_POD,
+		UsernsOptions: userns,
 	}
 	if pod.Spec.HostNetwork {
 		o.Network = runtimeapi.NamespaceMode_NODE
@@ -90,11 +99,17 @@ func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
 	return o
 }
 
-func (r *Runtime) sandboxLinuxConfig(pod *v1.Pod) *runtimeapi.LinuxPodSandboxConfig {
+func (r *Runtime) sandboxLinuxConfig(pod *v1.Pod, userns *runtimeapi.UserNamespace) *runtimeapi.LinuxPodSandboxConfig {
 	lc := &runtimeapi.LinuxPodSandboxConfig{
 		SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-			NamespaceOptions: namespaceOptions(pod),
+			NamespaceOptions: namespaceOptions(pod, userns),
 			Privileged:       podHasPrivilegedContainer(pod),
+			// The sandbox (pause) always runs with the runtime's default
+			// seccomp profile, whatever the pod's: the pod's profile is
+			// its containers' (the kubelet's, issue #84623). A missing
+			// Localhost profile thus fails the container
+			// (CreateContainerError), not the sandbox.
+			Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
 		},
 	}
 	if r.cfg.CgroupParent != nil {
@@ -123,7 +138,6 @@ func (r *Runtime) sandboxLinuxConfig(pod *v1.Pod) *runtimeapi.LinuxPodSandboxCon
 		if o := sc.SELinuxOptions; o != nil {
 			ssc.SelinuxOptions = &runtimeapi.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
 		}
-		ssc.Seccomp = seccompProfile(sc.SeccompProfile)
 	}
 	return lc
 }
@@ -137,25 +151,6 @@ func podHasPrivilegedContainer(pod *v1.Pod) bool {
 		}
 	}
 	return false
-}
-
-func seccompProfile(p *v1.SeccompProfile) *runtimeapi.SecurityProfile {
-	if p == nil {
-		// The kubelet's default is Unconfined unless SeccompDefault is on.
-		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
-	}
-	switch p.Type {
-	case v1.SeccompProfileTypeRuntimeDefault:
-		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
-	case v1.SeccompProfileTypeLocalhost:
-		lp := ""
-		if p.LocalhostProfile != nil {
-			lp = *p.LocalhostProfile
-		}
-		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: lp}
-	default:
-		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
-	}
 }
 
 func copyMap(in map[string]string) map[string]string {

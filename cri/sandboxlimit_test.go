@@ -54,7 +54,7 @@ func TestMaxParallelSandboxes(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				cfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "p", Namespace: "ns", Uid: string(rune('a' + i))}}
-				if _, err := rt.runPodSandbox(context.Background(), cfg); err != nil {
+				if _, err := rt.runPodSandbox(context.Background(), cfg, ""); err != nil {
 					t.Error(err)
 				}
 			}()
@@ -80,12 +80,12 @@ func TestMaxParallelSandboxes(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = rt.runPodSandbox(context.Background(), &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Uid: "first"}})
+		_, _ = rt.runPodSandbox(context.Background(), &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Uid: "first"}}, "")
 	}()
 	waitFor(t, "the first caller in RunPodSandbox", func() bool { return g.running() == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, err := rt.runPodSandbox(ctx, &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Uid: "second"}}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := rt.runPodSandbox(ctx, &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Uid: "second"}}, ""); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("waiting caller: %v, want its context's deadline", err)
 	}
 	close(g.release)

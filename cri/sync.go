@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	grpcstatus "google.golang.org/grpc/status"
 	"os"
 	"sync"
 	"time"
@@ -186,7 +187,28 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 			}
 		}
 	}
-	sbCfg, warn, err := r.SandboxConfig(pod, attempt)
+	// The RuntimeClass's handler and the user namespace are decided
+	// before anything of the pod is created, as part of the sandbox's
+	// config (the kubelet's generatePodSandboxConfig): an unknown
+	// RuntimeClass or a user namespace the runtime cannot give fails the
+	// sandbox (FailedCreatePodSandBox, in the kubelet's words: the error
+	// is not wrapped) and nothing runs. The handler is looked up only
+	// when it matters: a running sandbox keeps the one it was made with.
+	handler := ""
+	if plan.CreateSandbox || (pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers) {
+		h, err := r.runtimeHandler(pod)
+		if err != nil {
+			res.SandboxErr = err
+			return res
+		}
+		handler = h
+	}
+	userns, err := r.userNamespace(ctx, pod, handler)
+	if err != nil {
+		res.SandboxErr = err
+		return res
+	}
+	sbCfg, warn, err := r.sandboxConfig(pod, attempt, userns)
 	res.DNSWarning = warn
 	if err != nil {
 		res.SandboxErr = err
@@ -198,9 +220,11 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 			res.SandboxErr = fmt.Errorf("creating log directory of pod %s: %w", RefOf(pod), err)
 			return res
 		}
-		id, err := r.runPodSandbox(ctx, sbCfg)
+		id, err := r.runPodSandbox(ctx, sbCfg, handler)
 		if err != nil {
-			res.SandboxErr = fmt.Errorf("failed to create pod sandbox: %w", err)
+			// The runtime's error as it is: the event says "Failed to
+			// create pod sandbox: <it>", as the kubelet's.
+			res.SandboxErr = runtimeWords(err)
 			return res
 		}
 		sandboxID = id
@@ -296,6 +320,8 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		opts = &RunContainerOptions{}
 	}
 	opts.MemoryCapacity = r.cfg.MemoryCapacity
+	opts.SeccompProfileRoot = r.cfg.SeccompProfileRoot
+	opts.UserNamespace = sbCfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions()
 	cfg, err := ContainerConfig(pod, c, typ, attempt, imageRef, opts)
 	if err != nil {
 		res.Waiting[c.Name] = Waiting{Reason: ReasonCreateConfigError, Message: err.Error()}
@@ -316,13 +342,16 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	}
 	id, err := r.rs.CreateContainer(ctx, sandboxID, cfg, sbCfg)
 	if err != nil {
-		res.Waiting[c.Name] = Waiting{Reason: ReasonCreateContainerErr, Message: err.Error()}
+		// The kubelet's message: the runtime's gRPC status message (a
+		// missing seccomp profile: containerd's "failed to generate
+		// seccomp spec opts: ...").
+		res.Waiting[c.Name] = Waiting{Reason: ReasonCreateContainerErr, Message: runtimeMessage(err)}
 		res.Errs = append(res.Errs, fmt.Errorf("creating container %q of pod %s: %w", c.Name, ref, err))
 		return
 	}
 	r.containerEvent(pod, c, v1.EventTypeNormal, "Created", "Created container: "+c.Name)
 	if err := r.rs.StartContainer(ctx, id); err != nil {
-		res.Waiting[c.Name] = Waiting{Reason: ReasonRunContainerError, Message: err.Error()}
+		res.Waiting[c.Name] = Waiting{Reason: ReasonRunContainerError, Message: runtimeMessage(err)}
 		res.Errs = append(res.Errs, fmt.Errorf("starting container %q of pod %s: %w", c.Name, ref, err))
 		return
 	}
@@ -592,4 +621,35 @@ func (r *Runtime) RemovePod(ctx context.Context, status *PodStatus) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// runtimeWords is err worded as the runtime worded it (the gRPC status,
+// "rpc error: code = ... desc = ..."), without the call and object crivk's
+// client puts in front, for the events that quote it as the kubelet does.
+// It still wraps err: errors.Is and status codes work on it.
+func runtimeWords(err error) error {
+	var ce *callError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	return &runtimeError{err: err, text: ce.err.Error()}
+}
+
+type runtimeError struct {
+	err  error
+	text string
+}
+
+func (e *runtimeError) Error() string { return e.text }
+func (e *runtimeError) Unwrap() error { return e.err }
+
+// runtimeMessage is what the kubelet reports of a failed CreateContainer
+// or StartContainer (grpcstatus.FromError(err).Message()): the message of
+// the runtime's gRPC status, else the error's text.
+func runtimeMessage(err error) string {
+	var gs interface{ GRPCStatus() *grpcstatus.Status }
+	if errors.As(err, &gs) && gs.GRPCStatus() != nil {
+		return gs.GRPCStatus().Message()
+	}
+	return err.Error()
 }

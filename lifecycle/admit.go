@@ -23,7 +23,8 @@ func (e *Engine) admitNew(pod *v1.Pod) bool {
 		return true
 	}
 	// The kubelet's order: node pressure (evict.go), the sysctl allowlist,
-	// then the predicates.
+	// the predicates, then AppArmor (a pod asking for a profile the host
+	// cannot enforce never starts).
 	r := e.admitPressure(pod)
 	if r.Admit {
 		r = e.cfg.Sysctls.Admit(pod)
@@ -32,6 +33,13 @@ func (e *Engine) admitNew(pod *v1.Pod) bool {
 		if node := e.cfg.Node(); node != nil {
 			r = admission.Admit(pod, node, e.activePods(pod.UID))
 		}
+	}
+	if r.Admit {
+		aa := e.cfg.AppArmor
+		if aa == nil {
+			aa = admission.HostAppArmor()
+		}
+		r = aa.Admit(pod)
 	}
 	if r.Admit {
 		return true

@@ -4,9 +4,11 @@ import (
 	"context"
 	"testing"
 
+	"github.com/crivk/crivk/lifecycle/admission"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 )
 
@@ -48,4 +50,61 @@ func TestEngineRejectsWhatDoesNotFit(t *testing.T) {
 		t.Fatal("Kill of a rejected pod returned false")
 	}
 	f.eventually(t, "the rejected pod's object deleted", func() bool { return f.rt.count("uid-big", "OnTerminated") == 1 })
+}
+
+// TestEngineRejectsUnenforceableAppArmor: on a node without AppArmor a pod
+// asking for a profile is published Failed with the kubelet's reason and
+// message and never reaches the runtime; with AppArmor it runs. The check
+// comes after the predicates, as the kubelet's handlers are ordered.
+func TestEngineRejectsUnenforceableAppArmor(t *testing.T) {
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: v1.NodeStatus{Allocatable: v1.ResourceList{
+		v1.ResourceMemory: resource.MustParse("1Gi"), v1.ResourceCPU: resource.MustParse("2"), v1.ResourcePods: resource.MustParse("110"),
+	}}}
+	profile := func(uid types.UID, name string) *v1.Pod {
+		p := enginePod(uid, name, v1.RestartPolicyAlways)
+		p.Status.Phase = v1.PodPending
+		p.Spec.SecurityContext = &v1.PodSecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}}
+		return p
+	}
+	for name, tc := range map[string]struct {
+		enabled bool
+		mutate  func(*v1.Pod)
+		reason  string
+		message string
+	}{
+		"no AppArmor on the host": {reason: "AppArmor", message: "Cannot enforce AppArmor: AppArmor is not enabled on the host"},
+		"predicates first": {mutate: func(p *v1.Pod) {
+			p.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceMemory: resource.MustParse("10Ti")}
+		}, reason: "OutOfmemory", message: "Node didn't have enough resource: memory, requested: 10995116277760, used: 0, capacity: 1073741824"},
+		"AppArmor on the host": {enabled: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rec := record.NewFakeRecorder(10)
+			f := newEngineFixture(t, func(c *Config) {
+				c.Node = func() *v1.Node { return node }
+				c.Recorder = rec
+				c.AppArmor = admission.NewAppArmor(tc.enabled)
+			})
+			p := profile("uid-aa", "aa")
+			if tc.mutate != nil {
+				tc.mutate(p)
+			}
+			if tc.reason == "" {
+				f.startRunning(t, p)
+				return
+			}
+			f.e.UpdatePod(context.Background(), p)
+			f.eventually(t, "the rejection to be published", func() bool { return f.lastPhase("uid-aa") == v1.PodFailed })
+			got := f.lastPublished("uid-aa")
+			if got.Status.Reason != tc.reason || got.Status.Message != "Pod was rejected: "+tc.message {
+				t.Errorf("rejected status reason %q message %q", got.Status.Reason, got.Status.Message)
+			}
+			if ev := <-rec.Events; ev != "Warning "+tc.reason+" "+tc.message {
+				t.Errorf("event %q", ev)
+			}
+			if n := len(f.rt.ops("uid-aa", "SyncPod", "KillPod")); n != 0 {
+				t.Errorf("the rejected pod reached the runtime %d times", n)
+			}
+		})
+	}
 }

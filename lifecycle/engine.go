@@ -113,6 +113,9 @@ type Config struct {
 	// Sysctls is the node's sysctl allowlist for admission; nil: pod
 	// sysctls are not checked (the runtime decides).
 	Sysctls *admission.Sysctls
+	// AppArmor is the node's AppArmor admission; nil: this machine's,
+	// probed once (admission.HostAppArmor).
+	AppArmor *admission.AppArmor
 	// ProbeRuntime runs liveness, readiness and startup probes (probes.go);
 	// nil: nothing is probed. ProbeMetrics counts probe runs (may be nil).
 	ProbeRuntime ProbeRuntime

@@ -10,6 +10,7 @@ import (
 	authzv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	nodev1client "k8s.io/client-go/kubernetes/typed/node/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 )
@@ -37,6 +38,10 @@ type apiClients struct {
 	// (--rotate-server-certificates), on the pods client's limits.
 	csrs      kubernetes.Interface
 	heartbeat time.Duration
+
+	// runtimeClasses reads RuntimeClasses (internal/runtimeclass), on the
+	// pods client's limits.
+	runtimeClasses nodev1client.NodeV1Interface
 }
 
 // apiLimits are the client-side limits of apiClients.
@@ -81,6 +86,9 @@ func newAPIClients(base *rest.Config, l apiLimits) (*apiClients, error) {
 	}
 	if c.csrs, err = certificate.NewCSRClientset(coreCfg); err != nil {
 		return nil, fmt.Errorf("building the certificates client: %w", err)
+	}
+	if c.runtimeClasses, err = nodev1client.NewForConfig(coreCfg); err != nil {
+		return nil, fmt.Errorf("building the RuntimeClass client: %w", err)
 	}
 	if c.events, err = corev1client.NewForConfig(build(l.EventQPS, l.EventBurst, 0)); err != nil {
 		return nil, fmt.Errorf("building the event client: %w", err)

@@ -29,6 +29,7 @@ import (
 	"github.com/crivk/crivk/internal/healthz"
 	"github.com/crivk/crivk/internal/hostruntime"
 	"github.com/crivk/crivk/internal/incluster"
+	"github.com/crivk/crivk/internal/runtimeclass"
 	"github.com/crivk/crivk/internal/uninstall"
 	"github.com/crivk/crivk/internal/vknode"
 	"github.com/crivk/crivk/lifecycle"
@@ -488,6 +489,7 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	defer rt.Close()
+	rt.SetRuntimeClasses(runtimeclass.Start(ctx, clients.runtimeClasses))
 	nodeCfg.RuntimeVersion = ver
 	nodeObj, err := nodestatus.BuildNode(nodeCfg, rd, time.Now())
 	if err != nil {
@@ -651,6 +653,7 @@ func connectRuntime(ctx context.Context, o *options, recorder record.EventRecord
 	if pods != nil {
 		cfg.CgroupParent = pods.PodCgroup
 	}
+	cfg.SeccompProfileRoot = filepath.Join(o.rootDir, "seccomp")
 	if strings.HasPrefix(o.criEndpoint, "unix://") {
 		reaper, err := taskevents.NewReaper(o.criEndpoint, "k8s.io")
 		if err != nil {

@@ -51,6 +51,9 @@ func Admit(pod *v1.Pod, node *v1.Node, active []*v1.Pod) Result {
 	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != runtime.GOOS {
 		return Result{Reason: ReasonOSField, Message: msgOSField}
 	}
+	if r := supplementalGroupsPolicy(pod, node); !r.Admit {
+		return r
+	}
 	if r := fits(pod, node, active); !r.Admit {
 		return r
 	}

@@ -15,13 +15,30 @@
 //
 //  1. the pod's kubernetes.io/os label and the node's OS   PodOSSelectorNodeLabelDoesNotMatch
 //  2. spec.os.name and the node's OS                        PodOSNotSupported
-//  3. resources against allocatable minus the requests of
-//     the pods holding resources: pods, cpu, memory,
-//     ephemeral-storage, extended resources                 OutOfpods, OutOfcpu, OutOfmemory, ...
-//  4. nodeSelector and required node affinity               NodeAffinity
-//  5. spec.nodeName                                         NodeName
-//  6. host ports in use                                     NodePorts
-//  7. NoExecute taints not tolerated                        TaintToleration
+//  3. supplementalGroupsPolicy Strict on a node whose
+//     status.features does not support it (crivk's never
+//     does: containerd 1.6 reports no features)             SupplementalGroupsPolicyNotSupported
+//  4. resources against allocatable minus the requests of
+//     the pods holding resources (overhead included): pods,
+//     cpu, memory, ephemeral-storage, extended resources    OutOfpods, OutOfcpu, OutOfmemory, ...
+//  5. nodeSelector and required node affinity               NodeAffinity
+//  6. spec.nodeName                                         NodeName
+//  7. host ports in use                                     NodePorts
+//  8. NoExecute taints not tolerated                        TaintToleration
 //
-// It is pure: no I/O, no clock, no state.
+// The sysctl allowlist (Sysctls.Admit, reason SysctlForbidden) runs before
+// them and AppArmor (AppArmor.Admit) after them, as the kubelet orders its
+// admit handlers: a pending pod asking for an AppArmor profile other than
+// Unconfined (pod or container securityContext.appArmorProfile, or the
+// deprecated container.apparmor.security.beta.kubernetes.io/<container>
+// annotations) on a host whose kernel does not enforce AppArmor is
+// rejected with reason AppArmor and "Cannot enforce AppArmor: AppArmor is
+// not enabled on the host". This is one of the places that keep the
+// promise "a pod that asks for confinement never runs without it"
+// (docs/security.md lists them all); TestAppArmorAdmit and the engine's
+// TestEngineRejectsUnenforceableAppArmor prove it. The host is probed once
+// per process (HostAppArmor); the rule itself takes the fact injected.
+//
+// The rules are pure: no I/O, no clock, no state (the host probes,
+// NewSysctls and AppArmorEnabled, are apart from them).
 package admission

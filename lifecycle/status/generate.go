@@ -196,6 +196,12 @@ func containerStatus(in Input, c *v1.Container, typ cri.ContainerType, initDone 
 		return cs
 	}
 	cs.ContainerID = containerID(in.RuntimeName, latest.ID)
+	// The image of the container that exists, as the kubelet reports it:
+	// after the spec's image changed, the old container shows its own image
+	// until it is replaced.
+	if latest.Image != "" {
+		cs.Image = latest.Image
+	}
 	cs.ImageID = latest.ImageRef
 	cs.RestartCount = int32(latest.Attempt)
 	started := latest.State == cri.StateRunning

@@ -637,3 +637,20 @@ func TestGenerateStatusPodScheduled(t *testing.T) {
 		t.Errorf("%d PodScheduled conditions, want 1", n)
 	}
 }
+
+// TestGenerateStatusImageOfTheRunningContainer: after the spec's image
+// changed, the container status shows the image of the container that
+// exists until the new one replaces it (the kubelet reports the runtime's
+// image), and the spec's image while none exists yet.
+func TestGenerateStatusImageOfTheRunningContainer(t *testing.T) {
+	pod := testutil.Pod(v1.RestartPolicyAlways, nil, "a")
+	pod.Spec.Containers[0].Image = "busybox:2"
+	s := Generate(Input{Pod: pod, Runtime: rtStatus(true, reg("a", 0, cri.StateRunning, 0)), RuntimeName: "containerd", Now: now})
+	if got := s.ContainerStatuses[0].Image; got != "busybox:1.36" {
+		t.Errorf("running old container: image %q, want the running one's busybox:1.36", got)
+	}
+	s = Generate(Input{Pod: pod, Runtime: rtStatus(true), RuntimeName: "containerd", Now: now})
+	if got := s.ContainerStatuses[0].Image; got != "busybox:2" {
+		t.Errorf("no container yet: image %q, want the spec's busybox:2", got)
+	}
+}

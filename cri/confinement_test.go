@@ -1,0 +1,321 @@
+package cri
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
+)
+
+// fakeClasses is a RuntimeClass lookup over a map of class -> handler; an
+// unknown class is the API's NotFound, as from the kubelet's lister.
+type fakeClasses map[string]string
+
+func (f fakeClasses) LookupRuntimeHandler(name string) (string, error) {
+	if h, ok := f[name]; ok {
+		return h, nil
+	}
+	return "", apierrors.NewNotFound(schema.GroupResource{Group: "node.k8s.io", Resource: "runtimeclass"}, name)
+}
+
+// TestSyncPodRuntimeClassAndUserNamespace: a pod's RuntimeClass becomes
+// the sandbox's runtime handler; an unknown class, a lookup that is not
+// configured, and hostUsers: false on a runtime without user namespaces
+// fail the sandbox with the kubelet's error text (the syncer's
+// FailedCreatePodSandBox event is "Failed to create pod sandbox: <it>"),
+// and nothing is created.
+func TestSyncPodRuntimeClassAndUserNamespace(t *testing.T) {
+	userns := func(name string, supported bool) *runtimeapi.RuntimeHandler {
+		return &runtimeapi.RuntimeHandler{Name: name, Features: &runtimeapi.RuntimeHandlerFeatures{UserNamespaces: supported}}
+	}
+	for name, tc := range map[string]struct {
+		class       *string
+		hostUsers   *bool
+		classes     RuntimeClasses
+		handlers    []*runtimeapi.RuntimeHandler
+		wantHandler string
+		wantErr     string
+	}{
+		"no RuntimeClass: the default handler": {classes: fakeClasses{}},
+		"empty RuntimeClass name: the default": {class: ptr.To(""), classes: fakeClasses{}},
+		"RuntimeClass: its handler":            {class: ptr.To("gvisor"), classes: fakeClasses{"gvisor": "runsc"}, wantHandler: "runsc"},
+		"unknown RuntimeClass": {class: ptr.To("nope"), classes: fakeClasses{},
+			wantErr: `runtimeclass.node.k8s.io "nope" not found`},
+		"no lookup configured: refused, not the default handler": {class: ptr.To("gvisor"),
+			wantErr: `RuntimeClass "gvisor": no RuntimeClass lookup configured`},
+		"hostUsers true: the node's": {hostUsers: ptr.To(true)},
+		"hostUsers false, runtime reports no handlers (containerd 1.6)": {hostUsers: ptr.To(false),
+			wantErr: "can't set `spec.hostUsers: false`, runtime does not support user namespaces"},
+		"hostUsers false, handler without user namespaces": {hostUsers: ptr.To(false), class: ptr.To("kata"),
+			classes: fakeClasses{"kata": "kata"}, handlers: []*runtimeapi.RuntimeHandler{userns("", true), userns("kata", false)},
+			wantErr: "can't set `spec.hostUsers: false`, RuntimeClass handler \"kata\" does not support user namespaces"},
+		"hostUsers false, handler unknown to the runtime": {hostUsers: ptr.To(false),
+			handlers: []*runtimeapi.RuntimeHandler{userns("runc", true)},
+			wantErr:  "can't set `spec.hostUsers: false`, runtime does not support user namespaces: the handler \"\" is not known"},
+		"hostUsers false, supported: still refused (no ID mappings)": {hostUsers: ptr.To(false),
+			handlers: []*runtimeapi.RuntimeHandler{userns("", true)},
+			wantErr:  "can't set `spec.hostUsers: false`, crivk does not allocate user namespace ID mappings yet"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newSyncFixture(t)
+			f.is.SetFakeImages([]string{"busybox:1.36"})
+			if tc.classes != nil {
+				f.rt.SetRuntimeClasses(tc.classes)
+			}
+			f.rs.handlers = tc.handlers
+			pod := syncPod(v1.RestartPolicyAlways, image("a", "busybox:1.36"))
+			pod.Spec.RuntimeClassName = tc.class
+			pod.Spec.HostUsers = tc.hostUsers
+			res, _ := f.sync(t, pod)
+			if tc.wantErr != "" {
+				if res.SandboxErr == nil || res.SandboxErr.Error() != tc.wantErr {
+					t.Fatalf("sandbox error %v, want %q", res.SandboxErr, tc.wantErr)
+				}
+				if n := f.rs.count("RunPodSandbox") + f.rs.count("CreateContainer"); n != 0 {
+					t.Fatalf("%d sandboxes and containers created for a refused pod", n)
+				}
+				return
+			}
+			if err := res.Error(); err != nil {
+				t.Fatalf("SyncPod: %v", err)
+			}
+			if len(f.rs.sandboxHandlers) != 1 {
+				t.Fatalf("sandboxes %v", f.rs.sandboxHandlers)
+			}
+			for _, h := range f.rs.sandboxHandlers {
+				if h != tc.wantHandler {
+					t.Errorf("runtime handler %q, want %q", h, tc.wantHandler)
+				}
+			}
+			for id, cfg := range f.rs.created {
+				if m := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions().GetMode(); m != runtimeapi.NamespaceMode_NODE {
+					t.Errorf("container %s user namespace %s, want NODE", id, m)
+				}
+			}
+		})
+	}
+}
+
+// TestSyncPodRuntimeErrorIsTheEventText: the runtime's RunPodSandbox error
+// (containerd's for an unknown handler) is the sandbox error as it is.
+func TestSyncPodRuntimeErrorIsTheEventText(t *testing.T) {
+	f := newSyncFixture(t)
+	f.rt.SetRuntimeClasses(fakeClasses{"bogus": "no-such-handler"})
+	runtimeErr := errors.New(`rpc error: code = Unknown desc = failed to get sandbox runtime: no runtime for "no-such-handler" is configured`)
+	// As crivk's CRI client returns it: the call and the sandbox in front.
+	f.rs.InjectError("RunPodSandbox", &callError{call: "RunPodSandbox prod/web uid-1", err: runtimeErr})
+	pod := syncPod(v1.RestartPolicyAlways, image("a", "busybox:1.36"))
+	pod.Spec.RuntimeClassName = ptr.To("bogus")
+	res, _ := f.sync(t, pod)
+	if res.SandboxErr == nil || res.SandboxErr.Error() != runtimeErr.Error() || !errors.Is(res.SandboxErr, runtimeErr) {
+		t.Fatalf("sandbox error %v", res.SandboxErr)
+	}
+}
+
+// TestContainerConfinement: what the container's CRI config carries of
+// its confinement fields, as the kubelet passes them.
+func TestContainerConfinement(t *testing.T) {
+	unmasked, dflt := v1.UnmaskedProcMount, v1.DefaultProcMount
+	for name, tc := range map[string]struct {
+		pod     func(*v1.Pod)
+		root    string
+		check   func(t *testing.T, sc *runtimeapi.LinuxContainerSecurityContext)
+		wantErr string
+	}{
+		"seccomp Localhost resolved under <root-dir>/seccomp": {root: "/var/lib/crivk/seccomp",
+			pod: func(p *v1.Pod) {
+				p.Spec.SecurityContext = &v1.PodSecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("profiles/audit.json")}}
+			},
+			check: func(t *testing.T, sc *runtimeapi.LinuxContainerSecurityContext) {
+				want := &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: "/var/lib/crivk/seccomp/profiles/audit.json"}
+				if !reflect.DeepEqual(sc.Seccomp, want) {
+					t.Errorf("seccomp %v, want %v", sc.Seccomp, want)
+				}
+			}},
+		"seccomp: the container's beats the pod's": {root: "/r",
+			pod: func(p *v1.Pod) {
+				p.Spec.SecurityContext = &v1.PodSecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("x")}}
+				p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault}}
+			},
+			check: func(t *testing.T, sc *runtimeapi.LinuxContainerSecurityContext) {
+				if sc.Seccomp.ProfileType != runtimeapi.SecurityProfile_RuntimeDefault {
+					t.Errorf("seccomp %v", sc.Seccomp)
+				}
+			}},
+		"seccomp: none is Unconfined": {
+			check: func(t *testing.T, sc *runtimeapi.LinuxContainerSecurityContext) {
+				if sc.Seccomp.ProfileType != runtimeapi.SecurityProfile_Unconfined {
+					t.Errorf("seccomp %v", sc.Seccomp)
+				}
+			}},
+		"seccomp Localhost without a name: the kubelet's config error": {
+			pod: func(p *v1.Pod) {
+				p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost}}
+			},
+			wantErr: "localhostProfile must be set if seccompProfile type is Localhost."},
+		"AppArmor Localhost from the pod": {
+			pod: func(p *v1.Pod) {
+				p.Spec.SecurityContext = &v1.PodSecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr.To("k8s-deny")}}
+			},
+			check: func(t *testing.T, sc *runtimeapi.LinuxContainerSecurityContext) {
+				want := &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: "k8s-deny"}
+				if !reflect.DeepEqual(sc.Apparmor, want) || sc.ApparmorProfile != "localhost/k8s-deny" {
+					t.Errorf("apparmor %v %q", sc.Apparmor, sc.ApparmorProfile)
+				}
+			}},
+		"AppArmor from the deprecated annotation": {
+			pod: func(p *v1.Pod) {
+				p.Annotations = map[string]string{v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix + "a": "runtime/default"}
+			},
+			check: func(t *testing.T, sc *runtimeapi.LinuxContainerSecurityContext) {
+				if sc.Apparmor.GetProfileType() != runtimeapi.SecurityProfile_RuntimeDefault || sc.ApparmorProfile != "runtime/default" {
+					t.Errorf("apparmor %v %q", sc.Apparmor, sc.ApparmorProfile)
+				}
+			}},
+		"AppArmor: the container's field beats the annotation and the pod's": {
+			pod: func(p *v1.Pod) {
+				p.Annotations = map[string]string{v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix + "a": "runtime/default"}
+				p.Spec.SecurityContext = &v1.PodSecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}}
+				p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeUnconfined}}
+			},
+			check: func(t *testing.T, sc *runtimeapi.LinuxContainerSecurityContext) {
+				if sc.Apparmor.GetProfileType() != runtimeapi.SecurityProfile_Unconfined || sc.ApparmorProfile != "unconfined" {
+					t.Errorf("apparmor %v %q", sc.Apparmor, sc.ApparmorProfile)
+				}
+			}},
+		"no AppArmor profile: none passed": {
+			check: func(t *testing.T, sc *runtimeapi.LinuxContainerSecurityContext) {
+				if sc.Apparmor != nil || sc.ApparmorProfile != "" {
+					t.Errorf("apparmor %v %q", sc.Apparmor, sc.ApparmorProfile)
+				}
+			}},
+		"procMount Unmasked: nothing masked or read-only": {
+			pod: func(p *v1.Pod) {
+				p.Spec.HostUsers = ptr.To(false)
+				p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{ProcMount: &unmasked}
+			},
+			check: func(t *testing.T, sc *runtimeapi.LinuxContainerSecurityContext) {
+				if sc.MaskedPaths == nil || len(sc.MaskedPaths) != 0 || sc.ReadonlyPaths == nil || len(sc.ReadonlyPaths) != 0 {
+					t.Errorf("masked %v readonly %v, want both empty (not nil)", sc.MaskedPaths, sc.ReadonlyPaths)
+				}
+			}},
+		"procMount Default: the kubelet's masked paths": {
+			pod: func(p *v1.Pod) { p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{ProcMount: &dflt} },
+			check: func(t *testing.T, sc *runtimeapi.LinuxContainerSecurityContext) {
+				if !strings.Contains(fmt.Sprint(sc.MaskedPaths), "/proc/interrupts") || len(sc.ReadonlyPaths) != 5 {
+					t.Errorf("masked %v readonly %v", sc.MaskedPaths, sc.ReadonlyPaths)
+				}
+			}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pod := syncPod(v1.RestartPolicyAlways, image("a", "busybox:1.36"))
+			if tc.pod != nil {
+				tc.pod(pod)
+			}
+			cfg, err := ContainerConfig(pod, &pod.Spec.Containers[0], ContainerTypeRegular, 0, "sha256:x", &RunContainerOptions{SeccompProfileRoot: tc.root})
+			if tc.wantErr != "" {
+				var ce *ConfigError
+				if !errors.As(err, &ce) || err.Error() != tc.wantErr {
+					t.Fatalf("err %v, want ConfigError %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, cfg.Linux.SecurityContext)
+		})
+	}
+}
+
+// TestSandboxSeccompIsRuntimeDefault: the sandbox runs with the runtime's
+// default seccomp profile whatever the pod asks (its containers get the
+// pod's), so a missing Localhost profile fails the container, not the
+// sandbox, as on the kubelet.
+func TestSandboxSeccompIsRuntimeDefault(t *testing.T) {
+	f := newSyncFixture(t)
+	pod := syncPod(v1.RestartPolicyAlways, image("a", "busybox:1.36"))
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("missing.json")}}
+	cfg, _, err := f.rt.SandboxConfig(pod, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Linux.SecurityContext.Seccomp.GetProfileType(); got != runtimeapi.SecurityProfile_RuntimeDefault {
+		t.Fatalf("sandbox seccomp %s", got)
+	}
+}
+
+// TestSyncPodRestartsChangedContainer: a running container whose image
+// was changed is killed with the kubelet's Killing event and created again
+// with the new image as the next attempt (restartCount 1).
+func TestSyncPodRestartsChangedContainer(t *testing.T) {
+	f, rec := hookFixture(t)
+	f.is.SetFakeImages([]string{"busybox:1.36", "busybox:1.37"})
+	pod := syncPod(v1.RestartPolicyAlways, image("a", "busybox:1.36"))
+	if res, _ := f.sync(t, pod); res.Error() != nil {
+		t.Fatal(res.Error())
+	}
+	pod.Spec.Containers[0].Image = "busybox:1.37"
+	res, plan := f.sync(t, pod)
+	if res.Error() != nil || len(plan.ContainersToKill) != 1 || fmt.Sprint(plan.ContainersToStart) != "[0]" {
+		t.Fatalf("plan %s, err %v", plan, res.Error())
+	}
+	if !rec.has("Normal Killing Container a definition changed, will be restarted") {
+		t.Errorf("events %v", rec.events)
+	}
+	st := f.status(t, pod)
+	c := st.Latest("a", ContainerTypeRegular)
+	if c == nil || c.State != StateRunning || c.Attempt != 1 || c.Image != "busybox:1.37" {
+		t.Fatalf("latest %+v", c)
+	}
+	if plan := ComputePodActions(pod, st, PlanInputs{}); len(plan.ContainersToKill) != 0 || len(plan.ContainersToStart) != 0 {
+		t.Fatalf("the new container is replaced again: %s", plan)
+	}
+}
+
+// TestSyncPodRunningSandboxKeepsItsHandler: once the sandbox runs, its
+// RuntimeClass is not looked up again: a class that disappeared (or a
+// cache not yet synced after a restart) does not stop the pod's
+// containers from being replaced.
+func TestSyncPodRunningSandboxKeepsItsHandler(t *testing.T) {
+	f := newSyncFixture(t)
+	f.is.SetFakeImages([]string{"busybox:1.36", "busybox:1.37"})
+	f.rt.SetRuntimeClasses(fakeClasses{"gvisor": "runsc"})
+	pod := syncPod(v1.RestartPolicyAlways, image("a", "busybox:1.36"))
+	pod.Spec.RuntimeClassName = ptr.To("gvisor")
+	if res, _ := f.sync(t, pod); res.Error() != nil {
+		t.Fatal(res.Error())
+	}
+	f.rt.SetRuntimeClasses(fakeClasses{})
+	pod.Spec.Containers[0].Image = "busybox:1.37"
+	if res, plan := f.sync(t, pod); res.Error() != nil || len(res.Started) != 1 {
+		t.Fatalf("plan %s: started %v, err %v", plan, res.Started, res.Error())
+	}
+}
+
+// TestSyncPodMissingSeccompProfile: the runtime's refusal of a Localhost
+// profile that does not exist is the container's CreateContainerError with
+// the runtime's gRPC message, as the kubelet reports it (the sandbox runs).
+func TestSyncPodMissingSeccompProfile(t *testing.T) {
+	f := newSyncFixture(t)
+	f.is.SetFakeImages([]string{"busybox:1.36"})
+	const msg = `failed to generate seccomp spec opts: cannot load seccomp profile "/var/lib/crivk/seccomp/missing.json": open /var/lib/crivk/seccomp/missing.json: no such file or directory`
+	f.rs.InjectError("CreateContainer", &callError{call: "CreateContainer a", err: grpcstatus.Error(codes.Unknown, msg)})
+	pod := syncPod(v1.RestartPolicyAlways, image("a", "busybox:1.36"))
+	res, _ := f.sync(t, pod)
+	if res.SandboxErr != nil {
+		t.Fatalf("sandbox error %v", res.SandboxErr)
+	}
+	if w := res.Waiting["a"]; w.Reason != ReasonCreateContainerErr || w.Message != msg {
+		t.Fatalf("waiting %+v", w)
+	}
+}

@@ -1,0 +1,178 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crivk/crivk/lifecycle/admission"
+	v1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+)
+
+// A pod that asks for confinement never runs without it
+// (docs/security.md): each field is honoured or the pod is refused the
+// way the kubelet v1.35 refuses it on this machine (ENVIRONMENT.md).
+
+// TestConfinementAppArmor: on a host without AppArmor, a pod asking for a
+// profile (field or deprecated annotation) is rejected at admission:
+// Failed, reason AppArmor, the kubelet's message and Warning event, and
+// nothing of it reaches the runtime.
+func TestConfinementAppArmor(t *testing.T) {
+	if admission.AppArmorEnabled() {
+		t.Skip("AppArmor is enabled on this host: the pod would run confined")
+	}
+	const msg = "Cannot enforce AppArmor: AppArmor is not enabled on the host"
+	for name, mutate := range map[string]func(*v1.Pod){
+		"field": func(p *v1.Pod) {
+			p.Spec.SecurityContext = &v1.PodSecurityContext{AppArmorProfile: &v1.AppArmorProfile{
+				Type: v1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr.To("k8s-apparmor-example-deny-write")}}
+		},
+		"annotation": func(p *v1.Pod) {
+			p.Annotations = map[string]string{v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix + "c": "runtime/default"}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ns := newNamespace(t)
+			pod := busyboxPod("apparmor", v1.RestartPolicyAlways, "sleep 3600")
+			mutate(pod)
+			created := createPod(t, ns, pod)
+			p := waitPod(t, ns, pod.Name, time.Minute, "Failed", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+			if p.Status.Reason != "AppArmor" || p.Status.Message != "Pod was rejected: "+msg {
+				t.Errorf("status reason %q message %q", p.Status.Reason, p.Status.Message)
+			}
+			waitEvent(t, ns, pod.Name, v1.EventTypeWarning, "AppArmor", msg)
+			if sb, cs := runtimeObjects(t, created.UID); sb+cs != 0 {
+				t.Errorf("the rejected pod has %d sandboxes and %d containers", sb, cs)
+			}
+		})
+	}
+}
+
+// TestConfinementHostUsers: hostUsers: false on a runtime without user
+// namespaces (containerd 1.6) never runs: the sandbox is refused with the
+// kubelet's FailedCreatePodSandBox event and the pod stays Pending.
+func TestConfinementHostUsers(t *testing.T) {
+	ns := newNamespace(t)
+	pod := busyboxPod("userns", v1.RestartPolicyAlways, "sleep 3600")
+	pod.Spec.HostUsers = ptr.To(false)
+	created := createPod(t, ns, pod)
+	waitEvent(t, ns, pod.Name, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: can't set `spec.hostUsers: false`")
+	stillPending(t, ns, pod.Name, created.UID)
+}
+
+// TestConfinementRuntimeClass: a RuntimeClass whose handler the runtime
+// does not have fails the sandbox with FailedCreatePodSandBox naming the
+// handler; the pod stays Pending and never runs on the default handler.
+func TestConfinementRuntimeClass(t *testing.T) {
+	ctx := testContext(t, time.Minute)
+	handler := "crivk-e2e-no-such-handler-" + rand.String(5)
+	rc, err := client.NodeV1().RuntimeClasses().Create(ctx, &nodev1.RuntimeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: handler}, Handler: handler}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating RuntimeClass: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = client.NodeV1().RuntimeClasses().Delete(context.Background(), rc.Name, metav1.DeleteOptions{})
+	})
+	ns := newNamespace(t)
+	pod := busyboxPod("rtclass", v1.RestartPolicyAlways, "sleep 3600")
+	pod.Spec.RuntimeClassName = ptr.To(rc.Name)
+	created := createPod(t, ns, pod)
+	// The runtime's gRPC error as it is, as the kubelet quotes it.
+	ev := waitEvent(t, ns, pod.Name, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: rpc error: ")
+	if !strings.Contains(ev.Message, handler) {
+		t.Errorf("event %q does not name the handler %q", ev.Message, handler)
+	}
+	stillPending(t, ns, pod.Name, created.UID)
+}
+
+// TestConfinementSeccompLocalhostMissing: a Localhost seccomp profile is
+// looked for under <root-dir>/seccomp; one that does not exist fails the
+// container (CreateContainerError, the runtime's message naming the
+// resolved path), not the sandbox, and the container never runs.
+func TestConfinementSeccompLocalhostMissing(t *testing.T) {
+	ns := newNamespace(t)
+	profile := "crivk-e2e-missing-" + rand.String(5) + ".json"
+	pod := busyboxPod("seccomp", v1.RestartPolicyAlways, "sleep 3600")
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{SeccompProfile: &v1.SeccompProfile{
+		Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To(profile)}}
+	createPod(t, ns, pod)
+	p := waitPod(t, ns, pod.Name, time.Minute, "CreateContainerError", func(p *v1.Pod) bool {
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Waiting != nil &&
+			p.Status.ContainerStatuses[0].State.Waiting.Reason == "CreateContainerError"
+	})
+	if msg := p.Status.ContainerStatuses[0].State.Waiting.Message; !strings.Contains(msg, "/seccomp/"+profile) || strings.HasPrefix(msg, "CreateContainer") {
+		t.Errorf("waiting message %q does not name <root-dir>/seccomp/%s in the runtime's words", msg, profile)
+	}
+	if p.Status.Phase != v1.PodPending {
+		t.Errorf("phase %s", p.Status.Phase)
+	}
+}
+
+// stillPending checks that the pod is Pending with no container running
+// and that the runtime holds no container of it.
+func stillPending(t *testing.T, ns, name string, uid types.UID) {
+	t.Helper()
+	p, err := client.CoreV1().Pods(ns).Get(testContext(t, 10*time.Second), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status.Phase != v1.PodPending {
+		t.Errorf("phase %s, want Pending", p.Status.Phase)
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Running != nil {
+			t.Errorf("container %s runs", cs.Name)
+		}
+	}
+	if _, cs := runtimeObjects(t, uid); cs != 0 {
+		t.Errorf("the runtime holds %d containers of the refused pod", cs)
+	}
+}
+
+// TestImageChange: patching a running container's image to another image
+// present on the node kills the container (the kubelet's Killing event,
+// "definition changed") and starts the new image: restartCount 1, a new
+// container ID, the new image in the status.
+func TestImageChange(t *testing.T) {
+	const other = "docker.io/library/busybox:latest" // same content, second name (hack/images.sh)
+	if busybox == other {
+		t.Fatalf("BUSYBOX_IMAGE is %s already", other)
+	}
+	ns := newNamespace(t)
+	pod := busyboxPod("image", v1.RestartPolicyAlways, "trap 'exit 0' TERM; while true; do sleep 1; done")
+	createPod(t, ns, pod)
+	p := waitPod(t, ns, pod.Name, time.Minute, "running", isRunningReady)
+	oldID := p.Status.ContainerStatuses[0].ContainerID
+	patch := fmt.Sprintf(`{"spec":{"containers":[{"name":"c","image":%q}]}}`, other)
+	if _, err := client.CoreV1().Pods(ns).Patch(testContext(t, 10*time.Second), pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patching the image: %v", err)
+	}
+	p = waitPod(t, ns, pod.Name, time.Minute, "the new image running", func(p *v1.Pod) bool {
+		if len(p.Status.ContainerStatuses) == 0 {
+			return false
+		}
+		cs := p.Status.ContainerStatuses[0]
+		return cs.RestartCount == 1 && cs.State.Running != nil && cs.ContainerID != oldID
+	})
+	if img := p.Status.ContainerStatuses[0].Image; img != other {
+		t.Errorf("status image %q, want %q", img, other)
+	}
+	waitEvent(t, ns, pod.Name, v1.EventTypeNormal, "Killing", "Container c definition changed, will be restarted")
+	// It stays: the new container is not taken for changed.
+	err := wait.PollUntilContextTimeout(testContext(t, time.Minute), poll, 5*time.Second, true, func(ctx context.Context) (bool, error) {
+		p, err := client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		return err == nil && p.Status.ContainerStatuses[0].RestartCount > 1, nil
+	})
+	if err == nil {
+		t.Errorf("the container was restarted again")
+	}
+}
