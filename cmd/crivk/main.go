@@ -26,6 +26,7 @@ import (
 	"github.com/crivk/crivk/cri/taskevents"
 	"github.com/crivk/crivk/internal/certificate"
 	"github.com/crivk/crivk/internal/hostruntime"
+	"github.com/crivk/crivk/internal/kubeletconfig"
 	"github.com/crivk/crivk/internal/uninstall"
 	"github.com/crivk/crivk/internal/vknode"
 	"github.com/crivk/crivk/lifecycle"
@@ -127,6 +128,13 @@ type options struct {
 	// oomScoreAdj is crivk's own OOM score adjustment (the kubelet's
 	// --oom-score-adj).
 	oomScoreAdj int
+
+	// config is --config and --config-dir (internal/kubeletconfig).
+	config *kubeletconfig.Files
+	// podManifestPath is the static pods' directory or file (the kubelet's
+	// staticPodPath), read every fileCheckFrequency (internal/staticpods).
+	podManifestPath    string
+	fileCheckFrequency time.Duration
 }
 
 // It is long because it declares every flag; the checks of their values
@@ -143,6 +151,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.nodeIP, "node-ip", "", "the node's InternalIP (default: the source address of the default route)")
 	fs.StringVar(&o.rootDir, "root-dir", "/var/lib/crivk", "directory for crivk's state")
 	fs.StringVar(&o.podLogDir, "pod-log-dir", "/var/log/pods", "directory of pod container logs")
+	o.config = kubeletconfig.AddFlags(fs)
+	fs.StringVar(&o.podManifestPath, "pod-manifest-path", "", "directory of static pod manifests (files starting with a dot are ignored), or a single manifest file, as the kubelet's; their pods run with mirror pods in the API (internal/staticpods)")
+	fs.DurationVar(&o.fileCheckFrequency, "file-check-frequency", 20*time.Second, "how often --pod-manifest-path is read again besides its change notifications, as the kubelet's")
 	fs.StringVar(&o.tlsCert, "tls-cert-file", "", "serving certificate of the node API (default: self-signed under <root-dir>/pki)")
 	fs.StringVar(&o.tlsKey, "tls-private-key-file", "", "key of --tls-cert-file")
 	fs.BoolVar(&o.rotateServerCerts, "rotate-server-certificates", false, "obtain the node API's serving certificate from the cluster (a CSR with signer kubernetes.io/kubelet-serving, which the cluster must approve) and renew it before it expires, as the kubelet's serverTLSBootstrap; excludes --tls-cert-file")
@@ -193,6 +204,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.showVersion {
 		return o, nil
+	}
+	if err := o.config.Apply(); err != nil {
+		return nil, err
 	}
 	if o.kubeconfig == "" {
 		return nil, errors.New("--kubeconfig (or $KUBECONFIG) is required")
