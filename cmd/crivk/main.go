@@ -740,7 +740,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	nodeAPI, err := nodeapi.New(nodeapi.Config{NodeName: o.nodeName, RootDir: o.rootDir, Engine: a.engine,
 		APIPods:   func() ([]*v1.Pod, error) { return apiPods.List(labels.Everything()) },
 		PodStatus: rt, Streams: rt.Services(), LogFollow: rt.Services(), Stats: rt.Services(), ImageFs: rt,
-		MemoryCapacity: nodestatus.MemoryCapacity})
+		MemoryCapacity: nodestatus.MemoryCapacity, KubeletConfig: o.config.Effective})
 	if err != nil {
 		return nil, err
 	}
