@@ -27,6 +27,7 @@ import (
 	"github.com/crivk/crivk/internal/certificate"
 	"github.com/crivk/crivk/internal/hostruntime"
 	"github.com/crivk/crivk/internal/kubeletconfig"
+	"github.com/crivk/crivk/internal/staticpods"
 	"github.com/crivk/crivk/internal/uninstall"
 	"github.com/crivk/crivk/internal/vknode"
 	"github.com/crivk/crivk/lifecycle"
@@ -45,6 +46,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -674,6 +676,22 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	if pods != nil {
 		podCgroups = pods
 	}
+	// Static pods and their mirror pods, kept apart from virtual-kubelet's
+	// pods (internal/staticpods). The mirror client runs without
+	// --pod-manifest-path too: it deletes mirror pods of no static pod.
+	static := staticpods.NewSource(staticpods.SourceConfig{Path: o.podManifestPath, NodeName: o.nodeName, Period: o.fileCheckFrequency})
+	mirrors, err := staticpods.NewMirrors(staticpods.MirrorConfig{Client: clients.core, Pods: apiPods, NodeName: o.nodeName, Static: static,
+		// The engine is made below, before the mirror client runs.
+		PodStatus: func(uid types.UID) *v1.Pod { return a.engine.Pod(uid) },
+		NodeUID: func() (types.UID, error) {
+			if n, ok := nodes.Watched(); ok {
+				return n.UID, nil
+			}
+			return "", nodestatus.ErrNodeNotSeen
+		}})
+	if err != nil {
+		return nil, err
+	}
 	a.engine, err = lifecycle.NewEngine(ctx, lifecycle.Config{
 		PodCgroups: podCgroups,
 		Node:       nodes.Node,
@@ -690,15 +708,15 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		},
 		// Runtime pods of no API pod are cleaned up once the informer
 		// synced (the kubelet's sourcesReady).
-		APIPods:       func() ([]*v1.Pod, error) { return apiPods.List(labels.Everything()) },
-		APIPodsSynced: podInf.Informer().HasSynced,
+		APIPods:       staticpods.WithStatic(func() ([]*v1.Pod, error) { return apiPods.List(labels.Everything()) }, static),
+		APIPodsSynced: func() bool { return podInf.Informer().HasSynced() && static.HasSynced() },
 		Runtime:       rt,
 		Cache:         cache,
 		RuntimeName:   ver.RuntimeName,
 		NodeIP:        o.nodeIP,
 		SyncInterval:  o.syncInterval,
-		OnTerminated: podstatus.DeleteOnTerminated(clients.core, apiPods,
-			a.statusWrites),
+		OnTerminated: staticpods.OnTerminated(podstatus.DeleteOnTerminated(clients.core, apiPods,
+			a.statusWrites), static, mirrors),
 		Recorder:           recorder,
 		RootDir:            o.rootDir,
 		Objects:            a.objects,
@@ -734,9 +752,11 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	logMax := resource.MustParse(o.logMaxSize)
 	go rt.RunLogRotation(ctx, cri.LogRotation{MaxSize: logMax.Value(), MaxFiles: o.logMaxFiles}, 10*time.Second)
 	go a.engine.Run(ctx)
+	go static.Run(ctx, a.engine)
+	go mirrors.Run(ctx)
 	a.mux.Handle("/metrics/probes", probeMetrics.Handler())
 	a.mux.Handle("GET /metrics", agentMetrics.Handler())
-	a.provider = provider.New(a.engine, rt, o.nodeName, o.rootDir, apiPods)
+	a.provider = provider.New(staticpods.Apart(a.engine, mirrors), rt, o.nodeName, o.rootDir, apiPods)
 	nodeAPI, err := nodeapi.New(nodeapi.Config{NodeName: o.nodeName, RootDir: o.rootDir, Engine: a.engine,
 		APIPods:   func() ([]*v1.Pod, error) { return apiPods.List(labels.Everything()) },
 		PodStatus: rt, Streams: rt.Services(), LogFollow: rt.Services(), Stats: rt.Services(), ImageFs: rt,
@@ -753,6 +773,9 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		log.L.WithError(err).Warn("readiness gates are seen at each pod's resync only")
 	}
 	if _, err := podInf.Informer().AddEventHandler(podstatus.ForgetDeleted(a.statusWrites)); err != nil {
+		return nil, err
+	}
+	if _, err := podInf.Informer().AddEventHandler(mirrors.Handler()); err != nil {
 		return nil, err
 	}
 	return a, nil
