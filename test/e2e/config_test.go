@@ -41,6 +41,8 @@ func configz(ctx context.Context) (map[string]any, error) {
 // crivk's settings, and /configz serves them; a field crivk does not
 // support stops crivk at start, by name, with exit code 2.
 func TestConfigFile(t *testing.T) {
+	// crivk up first: a crivk stopped while it starts dies of the signal.
+	waitNodeReady(t, v1.ConditionTrue, 90*time.Second)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "kubelet.yaml")
 	cfg := "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: 57\ncontainerLogMaxFiles: 4\n"
@@ -100,10 +102,14 @@ func TestConfigFile(t *testing.T) {
 // deleted through the API, comes back; removing the manifest stops the
 // containers and deletes the mirror pod.
 func TestStaticPod(t *testing.T) {
+	waitNodeReady(t, v1.ConditionTrue, 90*time.Second)
 	ns := newNamespace(t)
 	manifests := os.Getenv("CRIVK_POD_MANIFEST_PATH")
 	if manifests == "" {
 		manifests = filepath.Join(mustEnv("LOCAL_DIR"), "manifests")
+	}
+	if err := os.MkdirAll(manifests, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	pod := busyboxPod("static-web", v1.RestartPolicyAlways, "sleep 3600")
 	pod.APIVersion, pod.Kind = "v1", "Pod"
