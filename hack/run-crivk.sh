@@ -8,7 +8,9 @@
 # <root-dir>/kubeconfig; the API server runs Node,RBAC and NodeRestriction.
 # CRIVK_ADMIN_KUBECONFIG=1 runs it with the admin kubeconfig instead.
 # Its pod cgroups live under /crivk (CRIVK_CGROUP_ROOT), apart from a
-# kubelet's /kubepods.
+# kubelet's /kubepods. Its static pod manifests are read from
+# _output/local/manifests (CRIVK_POD_MANIFEST_PATH), as the node e2e suite
+# runs a kubelet with a manifest directory.
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,6 +30,9 @@ for a in "$@"; do
   case "${a}" in --rotate-server-certificates | --rotate-server-certificates=true) serving=() ;; esac
 done
 
+manifests="${CRIVK_POD_MANIFEST_PATH:-${LOCAL_DIR}/manifests}"
+mkdir -p "${manifests}"
+
 exec "${ROOT}/_output/bin/crivk" \
   "${credentials[@]}" \
   --node-name="${NODE_NAME}" \
@@ -38,4 +43,5 @@ exec "${ROOT}/_output/bin/crivk" \
   "${serving[@]}" \
   --client-ca-file="${CA_CERT}" \
   --cgroup-root="${CRIVK_CGROUP_ROOT:-/crivk}" \
+  --pod-manifest-path="${manifests}" \
   "$@"

@@ -162,6 +162,8 @@ func TestNodeRequestAttributes(t *testing.T) {
 		{"GET", "/pods", "get", "pods,proxy"},
 		{"GET", "/runningpods/", "get", "pods,proxy"},
 		{"GET", "/healthz", "get", "healthz,proxy"},
+		{"GET", "/configz", "get", "configz,proxy"},
+		{"GET", "/flagz", "get", "configz"},
 		{"GET", "/stats/summary", "get", "stats"},
 		{"GET", "/metrics/resource", "get", "metrics"},
 		{"GET", "/metrics", "get", "metrics"},

@@ -18,6 +18,7 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
 )
 
@@ -47,6 +48,9 @@ type Config struct {
 	MemoryCapacity func() (int64, error)
 	// Clock dates the answers; nil: the real clock.
 	Clock clock.PassiveClock
+	// KubeletConfig is the effective configuration /configz serves
+	// (configz.go); nil: /configz is not served.
+	KubeletConfig func() *kubeletv1beta1.KubeletConfiguration
 }
 
 // Engine is what the node API reads of the pod engine.
@@ -97,6 +101,9 @@ func New(cfg Config) (http.Handler, error) {
 	h := nodeAPI(logs.write, cfg.APIPods, func() ([]*v1.Pod, error) { return cfg.Engine.Pods(), nil }, streams, st.ResourceMetrics)
 	mux := http.NewServeMux()
 	mux.Handle("GET /stats/summary", st.Summary)
+	if cfg.KubeletConfig != nil {
+		mux.Handle("/configz", configz{config: cfg.KubeletConfig})
+	}
 	mux.Handle("/", h)
 	return logRequests(mux), nil
 }

@@ -29,7 +29,9 @@ import (
 	"github.com/crivk/crivk/internal/healthz"
 	"github.com/crivk/crivk/internal/hostruntime"
 	"github.com/crivk/crivk/internal/incluster"
+	"github.com/crivk/crivk/internal/kubeletconfig"
 	"github.com/crivk/crivk/internal/runtimeclass"
+	"github.com/crivk/crivk/internal/staticpods"
 	"github.com/crivk/crivk/internal/uninstall"
 	"github.com/crivk/crivk/internal/vknode"
 	"github.com/crivk/crivk/lifecycle"
@@ -49,6 +51,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -141,6 +144,13 @@ type options struct {
 	evictionMaxPodGracePeriod  int64
 	evictionPressureTransition time.Duration
 	evictionMonitoringPeriod   time.Duration
+
+	// config is --config and --config-dir (internal/kubeletconfig).
+	config *kubeletconfig.Files
+	// podManifestPath is the static pods' directory or file (the kubelet's
+	// staticPodPath), read every fileCheckFrequency (internal/staticpods).
+	podManifestPath    string
+	fileCheckFrequency time.Duration
 }
 
 // errHelp is returned by parseFlags for -h, -help and --help; it holds
@@ -186,6 +196,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.nodeIP, "node-ip", "", "the node's InternalIP (default: the source address of the default route)")
 	fs.StringVar(&o.rootDir, "root-dir", "/var/lib/crivk", "directory for crivk's state")
 	fs.StringVar(&o.podLogDir, "pod-log-dir", "/var/log/pods", "directory of pod container logs")
+	o.config = kubeletconfig.AddFlags(fs)
+	fs.StringVar(&o.podManifestPath, "pod-manifest-path", "", "directory of static pod manifests (files starting with a dot are ignored), or a single manifest file, as the kubelet's; their pods run with mirror pods in the API (internal/staticpods)")
+	fs.DurationVar(&o.fileCheckFrequency, "file-check-frequency", 20*time.Second, "how often --pod-manifest-path is read again besides its change notifications, as the kubelet's")
 	fs.StringVar(&o.tlsCert, "tls-cert-file", "", "serving certificate of the node API (default: self-signed under <root-dir>/pki)")
 	fs.StringVar(&o.tlsKey, "tls-private-key-file", "", "key of --tls-cert-file")
 	fs.BoolVar(&o.rotateServerCerts, "rotate-server-certificates", false, "obtain the node API's serving certificate from the cluster (a CSR with signer kubernetes.io/kubelet-serving, which the cluster must approve) and renew it before it expires, as the kubelet's serverTLSBootstrap; excludes --tls-cert-file")
@@ -249,6 +262,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.showVersion {
 		return o, nil
+	}
+	if err := o.config.Apply(); err != nil {
+		return nil, err
 	}
 	if o.kubeconfig == "" && o.bootstrapKubeconfig != "" {
 		return nil, errors.New("--bootstrap-kubeconfig needs --kubeconfig, where the node's kubeconfig is written")
@@ -792,6 +808,19 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		podCgroups = pods
 	}
 	evictions, err := newEvictionManager(o, rt, recorder, agentMetrics)
+	// Static pods and their mirror pods, kept apart from virtual-kubelet's
+	// pods (internal/staticpods). The mirror client runs without
+	// --pod-manifest-path too: it deletes mirror pods of no static pod.
+	static := staticpods.NewSource(staticpods.SourceConfig{Path: o.podManifestPath, NodeName: o.nodeName, Period: o.fileCheckFrequency})
+	mirrors, err := staticpods.NewMirrors(staticpods.MirrorConfig{Client: clients.core, Pods: apiPods, NodeName: o.nodeName, Static: static,
+		// The engine is made below, before the mirror client runs.
+		PodStatus: func(uid types.UID) *v1.Pod { return a.engine.Pod(uid) },
+		NodeUID: func() (types.UID, error) {
+			if n, ok := nodes.Watched(); ok {
+				return n.UID, nil
+			}
+			return "", nodestatus.ErrNodeNotSeen
+		}})
 	if err != nil {
 		return nil, err
 	}
@@ -812,15 +841,15 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		},
 		// Runtime pods of no API pod are cleaned up once the informer
 		// synced (the kubelet's sourcesReady).
-		APIPods:       func() ([]*v1.Pod, error) { return apiPods.List(labels.Everything()) },
-		APIPodsSynced: podInf.Informer().HasSynced,
+		APIPods:       staticpods.WithStatic(func() ([]*v1.Pod, error) { return apiPods.List(labels.Everything()) }, static),
+		APIPodsSynced: func() bool { return podInf.Informer().HasSynced() && static.HasSynced() },
 		Runtime:       rt,
 		Cache:         cache,
 		RuntimeName:   ver.RuntimeName,
 		NodeIP:        o.nodeIP,
 		SyncInterval:  o.syncInterval,
-		OnTerminated: podstatus.DeleteOnTerminated(clients.core, apiPods,
-			a.statusWrites),
+		OnTerminated: staticpods.OnTerminated(podstatus.DeleteOnTerminated(clients.core, apiPods,
+			a.statusWrites), static, mirrors),
 		Recorder:           recorder,
 		RootDir:            o.rootDir,
 		Objects:            a.objects,
@@ -858,13 +887,15 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	go rt.RunLogRotation(ctx, cri.LogRotation{MaxSize: logMax.Value(), MaxFiles: o.logMaxFiles}, 10*time.Second)
 	go a.engine.Run(ctx)
 	go evictions.Run(ctx, a.engine)
+	go static.Run(ctx, a.engine)
+	go mirrors.Run(ctx)
 	a.mux.Handle("/metrics/probes", probeMetrics.Handler())
 	a.mux.Handle("GET /metrics", agentMetrics.Handler())
-	a.provider = provider.New(a.engine, apiPods)
+	a.provider = provider.New(staticpods.Apart(a.engine, mirrors), apiPods)
 	nodeAPI, err := nodeapi.New(nodeapi.Config{NodeName: o.nodeName, RootDir: o.rootDir, Engine: a.engine,
 		APIPods:   func() ([]*v1.Pod, error) { return apiPods.List(labels.Everything()) },
 		PodStatus: rt, Streams: rt.Services(), LogFollow: rt.Services(), Stats: rt.Services(), ImageFs: rt,
-		MemoryCapacity: nodestatus.MemoryCapacity})
+		MemoryCapacity: nodestatus.MemoryCapacity, KubeletConfig: o.config.Effective})
 	if err != nil {
 		return nil, err
 	}
@@ -877,6 +908,9 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		log.L.WithError(err).Warn("readiness gates are seen at each pod's resync only")
 	}
 	if _, err := podInf.Informer().AddEventHandler(podstatus.ForgetDeleted(a.statusWrites)); err != nil {
+		return nil, err
+	}
+	if _, err := podInf.Informer().AddEventHandler(mirrors.Handler()); err != nil {
 		return nil, err
 	}
 	return a, nil

@@ -296,3 +296,25 @@ func TestMainExits(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigFileSetsHealthAndEvictionFlags: the KubeletConfiguration fields
+// of the health endpoint and the eviction manager reach their flags (the
+// file's mapping names the kubelet's flags; crivk's must exist under them).
+func TestConfigFileSetsHealthAndEvictionFlags(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "kubelet.yaml")
+	cfg := "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nhealthzPort: 10300\n" +
+		"evictionSoft:\n  memory.available: 1Gi\nevictionSoftGracePeriod:\n  memory.available: 1m\nevictionPressureTransitionPeriod: 30s\n"
+	if err := os.WriteFile(f, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, err := parseFlags([]string{"--config", f, "--kubeconfig", "/dev/null", "--healthz-port", "10301"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.healthzPort != 10301 {
+		t.Errorf("--healthz-port %d, want the command line's 10301 over the file's", o.healthzPort)
+	}
+	if o.evictionFlags.Soft != "memory.available<1Gi" || o.evictionFlags.SoftGracePeriod != "memory.available=1m" || o.evictionPressureTransition.String() != "30s" {
+		t.Errorf("eviction from the file: soft %q, grace %q, transition %s", o.evictionFlags.Soft, o.evictionFlags.SoftGracePeriod, o.evictionPressureTransition)
+	}
+}

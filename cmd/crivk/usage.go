@@ -14,6 +14,9 @@ var flagGroups = []struct {
 	title string
 	flags []string
 }{
+	{"Configuration file and static pods", []string{
+		"config", "config-dir", "pod-manifest-path", "file-check-frequency",
+	}},
 	{"Cluster and node identity", []string{
 		"kubeconfig", "bootstrap-kubeconfig", "node-name", "node-ip", "node-labels", "register-with-taints", "max-pods",
 	}},

@@ -1,0 +1,198 @@
+package kubeletconfig
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+)
+
+// Files are --config and --config-dir, and the flag set they configure.
+type Files struct {
+	// Config and ConfigDir are the flags' values once parsed.
+	Config, ConfigDir string
+	// fs is the flag set AddFlags registered on; Apply sets its flags and
+	// Effective reads them back.
+	fs *flag.FlagSet
+}
+
+// AddFlags registers --config and --config-dir on fs (before fs.Parse).
+func AddFlags(fs *flag.FlagSet) *Files {
+	f := &Files{fs: fs}
+	fs.StringVar(&f.Config, "config", "", "a kubelet.config.k8s.io/v1beta1 KubeletConfiguration file, as the kubelet's: each field crivk supports sets its flag (flags given on the command line win); a field crivk does not support is refused by name (docs/configuration.md)")
+	fs.StringVar(&f.ConfigDir, "config-dir", "", "a directory of KubeletConfiguration drop-ins (*.conf, in lexical order) merged over --config, as the kubelet's")
+	return f
+}
+
+// Apply loads the file and the drop-ins, if given, and sets each flag a
+// supported field maps to, unless the command line set it. It must run
+// after fs.Parse and before the flags are validated. The error names the
+// first unsupported field set (fields sorted by path).
+func (f *Files) Apply() error {
+	if f.Config == "" && f.ConfigDir == "" {
+		return nil
+	}
+	c, err := Load(f.Config, f.ConfigDir)
+	if err != nil {
+		return err
+	}
+	onCommandLine := map[string]bool{}
+	f.fs.Visit(func(fl *flag.Flag) { onCommandLine[fl.Name] = true })
+	return applyTo(c, f.fs, onCommandLine)
+}
+
+// applyTo checks c and writes its set fields to fs's flags but those in
+// skip.
+func applyTo(c *KC, fs *flag.FlagSet, skip map[string]bool) error {
+	if bad := unsupported(c, func(name string) bool { return fs.Lookup(name) != nil }); len(bad) > 0 {
+		return refusal(bad[0])
+	}
+	if c.SerializeImagePulls != nil && *c.SerializeImagePulls && c.MaxParallelImagePulls != nil && *c.MaxParallelImagePulls > 1 {
+		return fmt.Errorf("KubeletConfiguration: maxParallelImagePulls %d needs serializeImagePulls false, as the kubelet's", *c.MaxParallelImagePulls)
+	}
+	for _, m := range mappings {
+		v, set := m.get(c)
+		if !set || skip[m.flag] || fs.Lookup(m.flag) == nil {
+			continue
+		}
+		if err := fs.Set(m.flag, v); err != nil {
+			return fmt.Errorf("KubeletConfiguration field %s: --%s=%q: %w", m.path, m.flag, v, err)
+		}
+	}
+	return nil
+}
+
+// Effective is the configuration crivk runs with, in the kubelet's
+// v1beta1 shape (as /configz serves it): every mapped field whose flag
+// exists, read from the flag's final value, and crivk's fixed behaviour
+// (setFixed: the accepted fields say what crivk does, whatever the file
+// held). Fields crivk does not support are left out (zero).
+func (f *Files) Effective() *KC {
+	c := &KC{}
+	rotating := false
+	if fl := f.fs.Lookup("bootstrap-kubeconfig"); fl != nil && fl.Value.String() != "" {
+		rotating = true
+	}
+	setFixed(c, rotating)
+	for _, m := range mappings {
+		fl := f.fs.Lookup(m.flag)
+		if fl == nil {
+			continue
+		}
+		// A flag value the mapping cannot read back (cannot happen for a
+		// validated flag) leaves the field as put left it.
+		_ = m.put(c, fl.Value.String())
+	}
+	return c
+}
+
+// unsupported returns the JSON paths of the fields c sets that crivk does
+// not support, sorted: neither zero nor the kubelet's default, and not
+// mapped to a flag hasFlag knows nor accepted.
+func unsupported(c *KC, hasFlag func(string) bool) []string {
+	ok := map[string]bool{}
+	for p := range accepted {
+		ok[p] = true
+	}
+	for p := range handledElsewhere {
+		ok[p] = true
+	}
+	for _, m := range mappings {
+		if hasFlag(m.flag) {
+			ok[m.path] = true
+			if m.path == "maxParallelImagePulls" {
+				ok["serializeImagePulls"] = true
+			}
+		}
+	}
+	if !ok["maxParallelImagePulls"] {
+		delete(ok, "serializeImagePulls")
+	}
+	var bad []string
+	walk(reflect.ValueOf(*c), reflect.ValueOf(kubeletDefaults()), "", func(path string, v, def reflect.Value) {
+		if ok[path] || isZeroOrEqual(v, def) {
+			return
+		}
+		bad = append(bad, path)
+	})
+	sort.Strings(bad)
+	return bad
+}
+
+// walk calls leaf for every field of v (a struct), with its default def,
+// descending into structs that do not encode themselves (metav1.Duration
+// and resource quantities do) and into non-nil pointers to such structs.
+// TypeMeta (apiVersion, kind) is not a setting and is skipped.
+func walk(v, def reflect.Value, prefix string, leaf func(path string, v, def reflect.Value)) {
+	t := v.Type()
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue // inline TypeMeta
+		}
+		path := name
+		if prefix != "" {
+			path = prefix + "." + name
+		}
+		fv, fd := v.Field(i), def.Field(i)
+		if descend(fv.Type()) {
+			walk(fv, fd, path, leaf)
+			continue
+		}
+		if fv.Kind() == reflect.Pointer && descend(fv.Type().Elem()) {
+			if fv.IsNil() {
+				continue
+			}
+			if fd.IsNil() {
+				fd = reflect.New(fv.Type().Elem())
+			}
+			walk(fv.Elem(), fd.Elem(), path, leaf)
+			continue
+		}
+		leaf(path, fv, fd)
+	}
+}
+
+var marshaler = reflect.TypeFor[json.Marshaler]()
+
+func descend(t reflect.Type) bool {
+	return t.Kind() == reflect.Struct && !t.Implements(marshaler) && !reflect.PointerTo(t).Implements(marshaler)
+}
+
+// isZeroOrEqual: v encodes as its type's zero value or as def does. JSON is
+// compared, not the Go values: quantities keep caches DeepEqual would see.
+func isZeroOrEqual(v, def reflect.Value) bool {
+	enc := func(x reflect.Value) string {
+		b, err := json.Marshal(x.Interface())
+		if err != nil {
+			return fmt.Sprintf("unencodable %v", err)
+		}
+		return string(b)
+	}
+	got := enc(v)
+	if v.IsZero() || got == enc(reflect.Zero(v.Type())) {
+		return true
+	}
+	return got == enc(def)
+}
+
+// refusal is the error for an unsupported field set at path, with the
+// reason where there is one to give.
+func refusal(path string) error {
+	msg := fmt.Sprintf("KubeletConfiguration field %s is not supported by crivk", path)
+	if why, ok := fixed[path]; ok {
+		msg += ": " + why
+	}
+	for _, m := range mappings {
+		if m.path == path || (path == "serializeImagePulls" && m.path == "maxParallelImagePulls") {
+			msg += fmt.Sprintf(" (this crivk has no --%s flag)", m.flag)
+		}
+	}
+	return fmt.Errorf("%s", msg)
+}

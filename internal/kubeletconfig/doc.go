@@ -1,0 +1,59 @@
+// Package kubeletconfig is crivk's reading of the kubelet's configuration
+// file: `--config` takes a kubelet.config.k8s.io/v1beta1
+// KubeletConfiguration and `--config-dir` a directory of drop-ins, in the
+// upstream types (k8s.io/kubelet/config/v1beta1), and the settings they
+// hold become crivk's flags. The kubelet v1.35 is the specification
+// (cmd/kubelet/app/server.go: loadConfigFile, mergeKubeletConfigurations,
+// kubeletConfigFlagPrecedence; pkg/kubelet/kubeletconfig/configfiles).
+//
+// The caller (cmd/crivk's parseFlags) runs it between parsing the flags and
+// validating them:
+//
+//  1. AddFlags(fs) registers --config and --config-dir on crivk's flag set,
+//     before fs.Parse.
+//  2. After fs.Parse, Files.Apply(fs) loads the file and the drop-ins
+//     (Load), refuses every field crivk does not support, and sets each
+//     flag that a field of the file maps to, unless that flag was given on
+//     the command line: flags override the file, as in the kubelet.
+//  3. crivk validates its flags as always: a value from the file is checked
+//     exactly as the same value on the command line.
+//  4. Files.Effective() is the configuration crivk runs with, as the
+//     kubelet serves it on /configz (nodeapi): every supported field read
+//     back from the flag set's final values.
+//
+// Loading, as the kubelet's:
+//   - the file is decoded strictly (an unknown or duplicate field is an
+//     error; the kubelet falls back to a lenient decoding with a warning,
+//     crivk refuses: a misspelt field would otherwise be silently ignored),
+//     and must be kubelet.config.k8s.io/v1beta1 KubeletConfiguration; an
+//     empty file is an error;
+//   - its relative paths (staticPodPath, tlsCertFile, tlsPrivateKeyFile,
+//     authentication.x509.clientCAFile, resolvConf, volumePluginDir,
+//     podLogsDir) are resolved against the file's directory;
+//   - when it sets no evictionHard, the kubelet's default thresholds are its
+//     evictionHard (with mergeDefaultEvictionSettings, the defaults fill the
+//     signals the file leaves out);
+//   - the drop-ins are the files ending in ".conf" under --config-dir, in the
+//     lexical order of filepath.WalkDir (subdirectories included), each a
+//     KubeletConfiguration of its own (also decoded strictly here), merged
+//     over the result so far as a JSON merge patch (RFC 7386): a later
+//     drop-in wins field by field, maps are merged key by key, lists are
+//     replaced.
+//
+// What a field of the file does (fields.go has the table):
+//   - mapped to a flag: the field is "set" when it is not its type's zero
+//     value (an omitted field is zero), and is then written to the flag
+//     unless the command line gave it. A field whose flag is not registered
+//     in this crivk (a feature another part adds) is refused like an
+//     unsupported one, unless it holds the kubelet's default;
+//   - accepted: fields crivk behaves as whatever they hold (cgroupDriver
+//     cgroupfs, failSwapOn, failCgroupV1, rotateCertificates: see fields.go);
+//   - anything else set to a value that is neither zero nor the kubelet's
+//     default is refused by name at start: "KubeletConfiguration field X is
+//     not supported by crivk". Default values are not errors, so a file
+//     written for the kubelet with its defaults spelt out loads.
+//
+// The package never reads the network, never writes a file and holds no
+// state but the flag set it was given: it must never decide anything about
+// pods, and never keep a setting of its own that a flag does not also have.
+package kubeletconfig

@@ -1,0 +1,351 @@
+package kubeletconfig
+
+import (
+	"encoding/json"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const header = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestLoad(t *testing.T) {
+	tests := map[string]struct {
+		files   map[string]string
+		config  string // relative to the temporary directory; "" none
+		dropins string // likewise
+		wantErr string
+		check   func(t *testing.T, c *KC, dir string)
+	}{
+		"strict: an unknown field is an error": {
+			files:   map[string]string{"k.yaml": header + "maxPod: 10\n"},
+			config:  "k.yaml",
+			wantErr: `unknown field "maxPod"`,
+		},
+		"strict: a duplicate field is an error": {
+			files:   map[string]string{"k.yaml": header + "maxPods: 10\nmaxPods: 11\n"},
+			config:  "k.yaml",
+			wantErr: "maxPods",
+		},
+		"another kind is refused": {
+			files:   map[string]string{"k.yaml": "apiVersion: v1\nkind: Pod\n"},
+			config:  "k.yaml",
+			wantErr: "no kind",
+		},
+		"an empty file is an error": {
+			files:   map[string]string{"k.yaml": ""},
+			config:  "k.yaml",
+			wantErr: "was empty",
+		},
+		"relative paths are resolved against the file's directory": {
+			files:  map[string]string{"etc/k.yaml": header + "staticPodPath: manifests\ntlsCertFile: /abs/cert\nresolvConf: ''\n"},
+			config: "etc/k.yaml",
+			check: func(t *testing.T, c *KC, dir string) {
+				if want := filepath.Join(dir, "etc", "manifests"); c.StaticPodPath != want {
+					t.Errorf("staticPodPath = %q, want %q", c.StaticPodPath, want)
+				}
+				if c.TLSCertFile != "/abs/cert" || c.ResolverConfig == nil || *c.ResolverConfig != "" {
+					t.Errorf("tlsCertFile %q, resolvConf %v: absolute and empty paths must stay", c.TLSCertFile, c.ResolverConfig)
+				}
+			},
+		},
+		"no evictionHard: the kubelet's defaults; mergeDefaultEvictionSettings fills the rest": {
+			files:  map[string]string{"a.yaml": header, "b.yaml": header + "mergeDefaultEvictionSettings: true\nevictionHard: {memory.available: 1Gi}\n"},
+			config: "a.yaml",
+			check: func(t *testing.T, c *KC, dir string) {
+				if diff := cmp.Diff(defaultEvictionHard(), c.EvictionHard); diff != "" {
+					t.Errorf("evictionHard (-want +got):\n%s", diff)
+				}
+				c2, err := Load(filepath.Join(dir, "b.yaml"), "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := defaultEvictionHard()
+				want["memory.available"] = "1Gi"
+				if diff := cmp.Diff(want, c2.EvictionHard); diff != "" {
+					t.Errorf("merged evictionHard (-want +got):\n%s", diff)
+				}
+			},
+		},
+		"drop-ins merge in lexical order, maps key by key, lists replaced, only *.conf": {
+			files: map[string]string{
+				"k.yaml":           header + "maxPods: 10\nsystemReserved: {cpu: 100m, memory: 1Gi}\nclusterDNS: [10.0.0.10, 10.0.0.11]\n",
+				"d/20-b.conf":      header + "maxPods: 30\nclusterDNS: [10.0.0.12]\n",
+				"d/10-a.conf":      header + "maxPods: 20\nsystemReserved: {memory: 2Gi}\nclusterDomain: a.local\n",
+				"d/30-c.yaml":      header + "maxPods: 99\n",
+				"d/sub/40-d.conf":  header + "clusterDomain: d.local\n",
+				"d/05-first.conf":  header + "syncFrequency: 5s\n",
+				"d/99-strict.txt":  "not even yaml: [",
+				"d/sub/README.md":  "ignored",
+				"d/sub/50-e.conf~": "ignored: backup",
+			},
+			config:  "k.yaml",
+			dropins: "d",
+			check: func(t *testing.T, c *KC, dir string) {
+				if c.MaxPods != 30 || c.ClusterDomain != "d.local" || c.SyncFrequency.Duration != 5*time.Second {
+					t.Errorf("maxPods %d clusterDomain %q syncFrequency %s: want 30, d.local, 5s", c.MaxPods, c.ClusterDomain, c.SyncFrequency.Duration)
+				}
+				if diff := cmp.Diff(map[string]string{"cpu": "100m", "memory": "2Gi"}, c.SystemReserved); diff != "" {
+					t.Errorf("systemReserved (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff([]string{"10.0.0.12"}, c.ClusterDNS); diff != "" {
+					t.Errorf("clusterDNS (-want +got):\n%s", diff)
+				}
+			},
+		},
+		"drop-ins alone": {
+			files:   map[string]string{"d/10.conf": header + "maxPods: 7\n"},
+			dropins: "d",
+			check: func(t *testing.T, c *KC, dir string) {
+				if c.MaxPods != 7 {
+					t.Errorf("maxPods = %d, want 7", c.MaxPods)
+				}
+			},
+		},
+		"a drop-in is strict too": {
+			files:   map[string]string{"k.yaml": header, "d/10.conf": header + "maxpods: 7\n"},
+			config:  "k.yaml",
+			dropins: "d",
+			wantErr: `unknown field "maxpods"`,
+		},
+		"a drop-in without kind is refused": {
+			files:   map[string]string{"d/10.conf": "maxPods: 7\n"},
+			dropins: "d",
+			wantErr: "10.conf",
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := writeFiles(t, tt.files)
+			var cfg, dropins string
+			if tt.config != "" {
+				cfg = filepath.Join(dir, tt.config)
+			}
+			if tt.dropins != "" {
+				dropins = filepath.Join(dir, tt.dropins)
+			}
+			c, err := Load(cfg, dropins)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Load error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, c, dir)
+		})
+	}
+}
+
+// testFlags is a flag set with a few of crivk's flags, as cmd/crivk
+// registers them.
+type testFlags struct {
+	fs                         *flag.FlagSet
+	files                      *Files
+	maxPods                    int64
+	qps                        float64
+	sync                       time.Duration
+	evictionHard, taints, dns  string
+	pulls                      int
+	webhook, anonymous, perQOS bool
+	manifests, bootstrap       string
+}
+
+func newTestFlags() *testFlags {
+	f := &testFlags{fs: flag.NewFlagSet("crivk", flag.ContinueOnError)}
+	f.fs.SetOutput(io.Discard)
+	f.fs.Int64Var(&f.maxPods, "max-pods", 110, "")
+	f.fs.Float64Var(&f.qps, "kube-api-qps", 50, "")
+	f.fs.DurationVar(&f.sync, "sync-interval", 10*time.Second, "")
+	f.fs.StringVar(&f.evictionHard, "eviction-hard", "memory.available<100Mi", "")
+	f.fs.StringVar(&f.taints, "register-with-taints", "", "")
+	f.fs.StringVar(&f.dns, "cluster-dns", "", "")
+	f.fs.IntVar(&f.pulls, "max-parallel-image-pulls", 1, "")
+	f.fs.BoolVar(&f.webhook, "authentication-token-webhook", true, "")
+	f.fs.BoolVar(&f.anonymous, "anonymous-auth", false, "")
+	f.fs.BoolVar(&f.perQOS, "cgroups-per-qos", true, "")
+	f.fs.StringVar(&f.manifests, "pod-manifest-path", "", "")
+	f.fs.StringVar(&f.bootstrap, "bootstrap-kubeconfig", "", "")
+	f.files = AddFlags(f.fs)
+	return f
+}
+
+func TestApply(t *testing.T) {
+	tests := map[string]struct {
+		file    string
+		args    []string
+		wantErr string
+		check   func(t *testing.T, f *testFlags)
+	}{
+		"fields set their flags": {
+			file: "maxPods: 20\nkubeAPIQPS: 7\nsyncFrequency: 1m\nclusterDNS: [10.0.0.10, 10.0.0.11]\n" +
+				"registerWithTaints: [{key: a, value: b, effect: NoSchedule}, {key: c, effect: NoExecute}]\n" +
+				"authentication: {webhook: {enabled: false}, anonymous: {enabled: true}}\ncgroupsPerQOS: false\n" +
+				"evictionHard: {memory.available: 1Gi, nodefs.available: 5%}\nserializeImagePulls: false\nstaticPodPath: /etc/m\n",
+			check: func(t *testing.T, f *testFlags) {
+				if f.maxPods != 20 || f.qps != 7 || f.sync != time.Minute || f.dns != "10.0.0.10,10.0.0.11" ||
+					f.taints != "a=b:NoSchedule,c:NoExecute" || f.webhook || !f.anonymous || f.perQOS ||
+					f.evictionHard != "memory.available<1Gi,nodefs.available<5%" || f.pulls != 0 || f.manifests != "/etc/m" {
+					t.Errorf("flags after Apply: %+v", *f)
+				}
+			},
+		},
+		"flags given on the command line win": {
+			file: "maxPods: 20\nsyncFrequency: 1m\n",
+			args: []string{"--max-pods=30"},
+			check: func(t *testing.T, f *testFlags) {
+				if f.maxPods != 30 || f.sync != time.Minute {
+					t.Errorf("max-pods %d sync-interval %s, want 30 (command line) and 1m (file)", f.maxPods, f.sync)
+				}
+			},
+		},
+		"omitted fields leave crivk's defaults": {
+			file: "maxPods: 20\n",
+			check: func(t *testing.T, f *testFlags) {
+				if f.sync != 10*time.Second || f.qps != 50 || f.pulls != 1 {
+					t.Errorf("sync-interval %s kube-api-qps %v pulls %d: want crivk's defaults", f.sync, f.qps, f.pulls)
+				}
+			},
+		},
+		"an unsupported field is refused by name": {
+			file:    "maxPods: 20\ncpuManagerPolicy: static\n",
+			wantErr: "KubeletConfiguration field cpuManagerPolicy is not supported by crivk",
+		},
+		"a nested unsupported field is refused by its path": {
+			file:    "authentication: {webhook: {cacheTTL: 10s}}\n",
+			wantErr: "KubeletConfiguration field authentication.webhook.cacheTTL is not supported by crivk",
+		},
+		"unsupported fields at the kubelet's defaults are not errors": {
+			file: "cgroupDriver: cgroupfs\ncpuManagerPolicy: none\nenableServer: true\nauthentication: {webhook: {cacheTTL: 2m}}\n" +
+				"healthzPort: 10248\nlogging: {format: text}\nfileCheckFrequency: 20s\nreadOnlyPort: 0\nfailSwapOn: false\nfailCgroupV1: false\n",
+		},
+		"a field whose flag this crivk lacks is refused unless default": {
+			file:    "imageGCHighThresholdPercent: 90\n",
+			wantErr: "KubeletConfiguration field imageGCHighThresholdPercent is not supported by crivk (this crivk has no --image-gc-high-threshold flag)",
+		},
+		"readOnlyPort is refused with the reason": {
+			file:    "readOnlyPort: 10255\n",
+			wantErr: "KubeletConfiguration field readOnlyPort is not supported by crivk: crivk serves no read-only port (0)",
+		},
+		"the systemd cgroup driver is refused": {
+			file:    "cgroupDriver: systemd\n",
+			wantErr: "field cgroupDriver is not supported by crivk: crivk uses the cgroupfs driver only",
+		},
+		"feature gates are refused": {
+			file:    "featureGates: {InPlacePodVerticalScaling: true}\n",
+			wantErr: "field featureGates is not supported",
+		},
+		"serializeImagePulls with maxParallelImagePulls above 1 is refused": {
+			file:    "serializeImagePulls: true\nmaxParallelImagePulls: 3\n",
+			wantErr: "needs serializeImagePulls false",
+		},
+		"maxParallelImagePulls": {
+			file: "serializeImagePulls: false\nmaxParallelImagePulls: 3\n",
+			check: func(t *testing.T, f *testFlags) {
+				if f.pulls != 3 {
+					t.Errorf("max-parallel-image-pulls = %d, want 3", f.pulls)
+				}
+			},
+		},
+		"a mapped field whose flag is absent names the flag": {
+			file:    "syncFrequency: 1m\nmaxPods: 20\nkubeAPIQPS: 5\ncgroupsPerQOS: true\nauthorization: {mode: AlwaysAllow}\n",
+			wantErr: "KubeletConfiguration field authorization.mode is not supported by crivk (this crivk has no --authorization-mode flag)",
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := writeFiles(t, map[string]string{"k.yaml": header + tt.file})
+			f := newTestFlags()
+			if err := f.fs.Parse(append([]string{"--config", filepath.Join(dir, "k.yaml")}, tt.args...)); err != nil {
+				t.Fatal(err)
+			}
+			err := f.files.Apply()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Apply error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.check != nil {
+				tt.check(t, f)
+			}
+		})
+	}
+}
+
+func TestApplyWithoutFilesDoesNothing(t *testing.T) {
+	f := newTestFlags()
+	if err := f.fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.files.Apply(); err != nil {
+		t.Fatal(err)
+	}
+	if f.maxPods != 110 || f.evictionHard != "memory.available<100Mi" {
+		t.Errorf("flags changed without a file: %+v", *f)
+	}
+}
+
+// TestEffective: /configz's view is the flags' final values in the
+// kubelet's field names, with crivk's fixed behaviour.
+func TestEffective(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"k.yaml": header + "maxPods: 20\nfailSwapOn: true\nregisterWithTaints: [{key: a, value: b, effect: NoSchedule}]\n"})
+	f := newTestFlags()
+	if err := f.fs.Parse([]string{"--config", filepath.Join(dir, "k.yaml"), "--sync-interval=3s", "--kube-api-qps=12.5", "--bootstrap-kubeconfig=/b"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.files.Apply(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(f.files.Effective())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"maxPods":             float64(20),
+		"syncFrequency":       "3s",
+		"kubeAPIQPS":          float64(12),
+		"cgroupDriver":        "cgroupfs",
+		"failSwapOn":          false, // accepted, reported as what crivk does
+		"rotateCertificates":  true,
+		"serializeImagePulls": true,
+		"staticPodPath":       nil,
+		"registerWithTaints":  []any{map[string]any{"key": "a", "value": "b", "effect": "NoSchedule"}},
+		"evictionHard":        map[string]any{"imagefs.available": "15%", "imagefs.inodesFree": "5%", "memory.available": "100Mi", "nodefs.available": "10%", "nodefs.inodesFree": "5%"},
+	}
+	for k, w := range want {
+		if diff := cmp.Diff(w, got[k]); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", k, diff)
+		}
+	}
+}

@@ -1,0 +1,49 @@
+package nodeapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+)
+
+// TestConfigz: /configz is the kubelet's shape, {"kubeletconfig": {...}}
+// in the v1beta1 field names without apiVersion and kind, and is served
+// only when the configuration is given.
+func TestConfigz(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.KubeletConfig = func() *kubeletv1beta1.KubeletConfiguration {
+		c := &kubeletv1beta1.KubeletConfiguration{MaxPods: 42, StaticPodPath: "/etc/m"}
+		c.Kind, c.APIVersion = "KubeletConfiguration", "kubelet.config.k8s.io/v1beta1"
+		return c
+	}
+	h, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/configz", nil))
+	if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("GET /configz: %d %s %q", w.Code, w.Header().Get("Content-Type"), w.Body.String())
+	}
+	var got map[string]map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	kc := got["kubeletconfig"]
+	if kc["maxPods"] != float64(42) || kc["staticPodPath"] != "/etc/m" || kc["kind"] != nil || kc["apiVersion"] != nil {
+		t.Errorf("kubeletconfig = %v: want maxPods 42, staticPodPath /etc/m, no kind nor apiVersion", kc)
+	}
+
+	h, err = New(testConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/configz", nil))
+	if w.Code != http.StatusNotFound {
+		t.Errorf("GET /configz without a configuration: %d, want 404", w.Code)
+	}
+}
