@@ -50,7 +50,8 @@ type Collector struct {
 	client kubernetes.Interface
 	dir    string
 
-	mu    sync.Mutex // guards errs and files
+	mu     sync.Mutex // guards errs and files
+	treeMu sync.Mutex // serialises CopyTree (a log keeper and a final collection)
 	errs  []string
 	files map[string]string // relative name -> what it holds
 }
@@ -407,6 +408,8 @@ func (c *Collector) CopyFrom(name, what, src string, offset, maxBytes int64) {
 // keeping their relative paths; a file whose copy already has the same
 // size is skipped, so calling it again (a log keeper's sync) is cheap.
 func (c *Collector) CopyTree(name, what, src string) {
+	c.treeMu.Lock()
+	defer c.treeMu.Unlock()
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil // a directory removed while walking: keep what is there
@@ -438,7 +441,8 @@ func (c *Collector) CopyTree(name, what, src string) {
 
 // Close writes index.txt (every file with its size and what it holds) and,
 // when something could not be collected, errors.txt; it returns the files'
-// relative names, sorted.
+// relative names, sorted. It may be called again after more files were
+// written: the index is rewritten.
 func (c *Collector) Close() []string {
 	c.mu.Lock()
 	if len(c.errs) > 0 {

@@ -73,7 +73,9 @@ func (e *env) startEvidence(t *testing.T) {
 		if t.Failed() {
 			e.collect(t, "the test failed")
 		}
-		if !e.collected {
+		if e.collected {
+			e.ev.Close() // the index again: the log keeper copied more since
+		} else {
 			_ = os.RemoveAll(dir)
 		}
 	})
