@@ -52,8 +52,8 @@ type Collector struct {
 
 	mu     sync.Mutex // guards errs and files
 	treeMu sync.Mutex // serialises CopyTree (a log keeper and a final collection)
-	errs  []string
-	files map[string]string // relative name -> what it holds
+	errs   []string
+	files  map[string]string // relative name -> what it holds
 }
 
 // New returns a Collector writing into dir (created; files already there
