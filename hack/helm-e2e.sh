@@ -25,6 +25,9 @@
 # Logs: _output/test-logs/helm/{setup,release,local-up,kubelet,go-test,
 # cleanup}.log. Output ends with go test's summary (and the evidence lines).
 # Usage: hack/helm-e2e.sh   (make test-helm; root)
+# Environment: HELM_E2E_RUN=regexp limits the tests to those go test -run
+# selects; HELM_E2E_SET=k=v[,k=v] adds chart values over the test's (to
+# force a failure: HELM_E2E_SET=apiServer=https://192.0.2.1:6443).
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -238,7 +241,7 @@ rc=0
 CRIVK_HELM_E2E=1 VERSION=${VERSION} CRIVK_HELM_CHART=${CHART} CRIVK_IMAGE=${IMAGE_NAME} \
   CRIVK_RUNTIME_SOCK=${RUNTIME_SOCK} CRIVK_RUNTIME_DIR=${ROOT}/_output/runtime-b \
   KUBELET_POD_LOG_DIR=${LOCAL_DIR}/pods HELM_KUBELET_LOG=${LOGS}/kubelet.log \
-  go test -count=1 -timeout 20m -v ./test/helm/ 2>&1 | tee "${LOGS}/go-test.log" || rc=$?
+  go test -count=1 -timeout 20m -v -run "${HELM_E2E_RUN:-.}" ./test/helm/ 2>&1 | tee "${LOGS}/go-test.log" || rc=$?
 
 if [ "${rc}" -ne 0 ]; then
   if [ -z "$(evidence_dirs "${LOGS}")" ]; then

@@ -175,6 +175,12 @@ func setup(t *testing.T) *env {
 		repo, tag := splitImage(e.image)
 		e.values = append(e.values, "--set", "image.repository="+repo, "--set", "image.tag="+tag)
 	}
+	// HELM_E2E_SET: more values (helm --set syntax) over the test's, to
+	// try a setting or force a failure (a wrong apiServer, say).
+	if extra := os.Getenv("HELM_E2E_SET"); extra != "" {
+		t.Logf("HELM_E2E_SET: --set %s", extra)
+		e.values = append(e.values, "--set", extra)
+	}
 	e.startEvidence(t)
 	return e
 }
