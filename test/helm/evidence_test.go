@@ -52,6 +52,14 @@ func (e *env) startEvidence(t *testing.T) {
 	_ = os.RemoveAll(dir) // an earlier run's
 	e.ev = evidence.New(e.client, dir)
 	e.collected = false
+	// The pods of an earlier test are not this test's.
+	e.earlierPodLogs = map[string]bool{}
+	if e.kubeletPodLogDir != "" {
+		dirs, _ := filepath.Glob(filepath.Join(e.kubeletPodLogDir, namespace+"_*"))
+		for _, d := range dirs {
+			e.earlierPodLogs[d] = true
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -82,13 +90,17 @@ func (e *env) startEvidence(t *testing.T) {
 }
 
 // keepPodLogs copies the kubelet's log directories of the release's pods
-// (<podLogsDir>/<namespace>_<pod>_<uid>/<container>/<restart>.log).
+// (<podLogsDir>/<namespace>_<pod>_<uid>/<container>/<restart>.log) but
+// those of pods that existed before the test started.
 func (e *env) keepPodLogs() {
 	if e.kubeletPodLogDir == "" {
 		return
 	}
 	dirs, _ := filepath.Glob(filepath.Join(e.kubeletPodLogDir, namespace+"_*"))
 	for _, d := range dirs {
+		if e.earlierPodLogs[d] {
+			continue
+		}
 		e.ev.CopyTree(filepath.Join("kubelet-pod-logs", filepath.Base(d)), "the kubelet's log files of a pod of the release", d)
 	}
 }

@@ -100,6 +100,9 @@ type env struct {
 	ev                           *evidence.Collector
 	collected                    bool
 	kubeletPodLogDir, kubeletLog string
+	// earlierPodLogs are the kubelet's pod log dirs of the release that
+	// existed when the test started (an earlier test's pods).
+	earlierPodLogs map[string]bool
 }
 
 func need(t *testing.T, k string) string {
@@ -289,8 +292,18 @@ func lastExit(s v1.ContainerStatus) string {
 }
 
 // logTail is the last lines of a container's log (previous: of its
-// previous instance), indented, or why there is none.
+// previous instance), indented, or why there is none: from the kubelet's
+// log file of that instance when it is still on disk (the API answers
+// "unable to retrieve container logs" once the kubelet has removed a dead
+// container), else through the API.
 func (e *env) logTail(ctx context.Context, p *v1.Pod, container string, previous bool, lines int64) string {
+	if text, ok := e.kubeletLogFile(p, container, previous); ok {
+		l := strings.Split(strings.TrimRight(text, "\n"), "\n")
+		if int64(len(l)) > lines {
+			l = l[int64(len(l))-lines:]
+		}
+		return "    " + strings.Join(l, "\n    ")
+	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	b, err := e.client.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &v1.PodLogOptions{Container: container, Previous: previous, TailLines: &lines}).DoRaw(rctx)
@@ -298,6 +311,41 @@ func (e *env) logTail(ctx context.Context, p *v1.Pod, container string, previous
 		return "    (no log: " + err.Error() + ")"
 	}
 	return "    " + strings.ReplaceAll(strings.TrimRight(string(b), "\n"), "\n", "\n    ")
+}
+
+// kubeletLogFile reads the kubelet's log file of a container instance
+// (<podLogsDir>/<ns>_<pod>_<uid>/<container>/<restartCount>.log; the
+// previous instance's is the one before), keeping each CRI log line's
+// message.
+func (e *env) kubeletLogFile(p *v1.Pod, container string, previous bool) (string, bool) {
+	if e.kubeletPodLogDir == "" {
+		return "", false
+	}
+	n := int32(-1)
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == container {
+			n = s.RestartCount
+		}
+	}
+	if previous {
+		n--
+	}
+	if n < 0 {
+		return "", false
+	}
+	b, err := os.ReadFile(filepath.Join(e.kubeletPodLogDir, fmt.Sprintf("%s_%s_%s", p.Namespace, p.Name, p.UID), container, fmt.Sprintf("%d.log", n)))
+	if err != nil {
+		return "", false
+	}
+	var out []string
+	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		// "<time> <stream> <P|F> <message>"
+		if f := strings.SplitN(l, " ", 4); len(f) == 4 {
+			l = f[3]
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n"), true
 }
 
 func (e *env) waitPod(t *testing.T, ns, name string, timeout time.Duration, cond func(*v1.Pod) bool) *v1.Pod {

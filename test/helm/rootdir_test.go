@@ -152,7 +152,7 @@ func TestHelmRootDirOfAnotherCluster(t *testing.T) {
 	if err != nil {
 		p := e.daemonSetPod(t)
 		t.Fatalf("crivk over a root dir of another cluster: neither its node %s Ready nor an exit naming the conflict within 2m (%s); the last lines of its log:\n%s",
-			e.crivkNode, last, e.logTail(ctx, p, "crivk", false, 20))
+			e.crivkNode, last, e.logTail(ctx, p, "crivk", false, 10))
 	}
 	t.Logf("crivk over a root dir of another cluster, after %s: %s", time.Since(start).Round(time.Millisecond), outcome)
 	e.uninstall(t, "--wait", "--timeout", "5m")
