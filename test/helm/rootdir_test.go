@@ -87,8 +87,24 @@ func TestHelmReinstallOtherNodeName(t *testing.T) {
 }
 
 // conflictLine matches a line of crivk's log that names a root dir of
-// another cluster or node as the reason it exits.
-var conflictLine = regexp.MustCompile(`(?i)(another|different|other|foreign|stale)[^\n]*(cluster|CA\b|certificate|root[- ]?dir)|conflict|does not verify|not signed by`)
+// another cluster or node as the reason it exits: a word of conflict and
+// what conflicts, in either order, on one line (not a TLS error alone).
+var conflictLine = regexp.MustCompile(`(?i)\b(another|different|other|foreign|stale|conflict\w*|does not verify|not signed by)\b[^\n]*\b(cluster|CA|root[- ]?dir|certificate|kubeconfig)\b|\b(cluster|CA|root[- ]?dir|certificate|kubeconfig)\b[^\n]*\b(another|different|foreign|stale|conflict\w*|does not verify|not signed by)\b`)
+
+func TestConflictLine(t *testing.T) {
+	for line, want := range map[string]bool{
+		`level=fatal msg="the client certificate /var/lib/crivk/pki/crivk-client-current.pem is another cluster's (a certificate for system:node:n issued by CN=x, which the API server refuses)"`: true,
+		`error: --root-dir /var/lib/crivk holds the identity of a different cluster`:                                                                                                               true,
+		`the certificate under the root dir conflicts with this cluster's CA`:                                                                                                                      true,
+		`"Failed to watch" err="failed to list *v1.Node: Get \"https://192.0.2.2:6443/api/v1/nodes\": tls: failed to verify certificate: x509: certificate signed by unknown authority"`:           false,
+		`Operation cannot be fulfilled on leases.coordination.k8s.io "n": the object has been modified; please apply your changes to the latest version and try again`:                             false,
+		`node API: unauthenticated request error=Unauthorized path=/healthz`:                                                                                                                       false,
+	} {
+		if got := conflictLine.MatchString(line); got != want {
+			t.Errorf("conflictLine on %q: %v, want %v", line, got, want)
+		}
+	}
+}
 
 // TestHelmRootDirOfAnotherCluster (issue #34): the chart installed on a
 // machine whose root dir holds another cluster's node identity (a
