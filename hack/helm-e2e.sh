@@ -183,11 +183,10 @@ if [ -f hack/release.sh ]; then
   if ! (cd "${RELEASE}" && sha256sum --quiet -c SHA256SUMS) >>"${LOGS}/release.log" 2>&1; then
     log "ERROR: ${RELEASE}/SHA256SUMS does not match the artifacts:"; tail -n 10 "${LOGS}/release.log"; exit 1
   fi
-  charts=("${RELEASE}"/crivk-*.tgz)
-  if [ "${#charts[@]}" -ne 1 ] || [ ! -f "${charts[0]}" ]; then
-    log "ERROR: want one packaged chart ${RELEASE}/crivk-*.tgz, found: ${charts[*]}"; exit 1
-  fi
-  CHART=${charts[0]}
+  # The newest packaged chart (an earlier release's may be beside it).
+  CHART=$(ls -t "${RELEASE}"/crivk-*.tgz 2>/dev/null | head -n 1)
+  [ -n "${CHART}" ] || { log "ERROR: the release has no packaged chart ${RELEASE}/crivk-*.tgz"; exit 1; }
+  [ "$(ls "${RELEASE}"/crivk-*.tgz | wc -l)" -eq 1 ] || log "several packaged charts in ${RELEASE}: the newest, $(basename "${CHART}")"
   IMAGE_TAR=${RELEASE}/crivk-image-${VERSION}.oci.tar
   DIGEST_FILE=${RELEASE}/crivk-image-${VERSION}.digest
   [ -f "${IMAGE_TAR}" ] || { log "ERROR: the release has no image tarball ${IMAGE_TAR}"; exit 1; }
