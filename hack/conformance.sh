@@ -22,8 +22,11 @@
 #                             Serial still run alone, as upstream's CI does)
 #   E2E_ARGS                  extra e2e.test arguments (word-split)
 # Results: _output/conformance/<agent>-<UTC timestamp>/: e2e.log, junit.xml,
-# agent.log, setup.log, local-down.log, summary.txt. Exit status 0 only when
-# no spec failed. Run as root.
+# agent.log, setup.log, local-down.log, summary.txt. On failure, before the
+# agent stops, the evidence (the node with its Lease and events, every
+# namespace's events, the CSRs, the agent's, containerd's and e2e.test's
+# logs) goes to _output/test-logs/conformance/<agent>-<UTC timestamp>/ and
+# the output names it. Exit status 0 only when no spec failed. Run as root.
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -40,8 +43,23 @@ esac
 RESULTS=${ROOT}/_output/conformance/${NODE_AGENT}-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "${RESULTS}"
 cd "${ROOT}"
+# shellcheck source=hack/lib/evidence.sh
+source "${ROOT}/hack/lib/evidence.sh"
+# An earlier run's evidence would be taken for this run's.
+rm -rf "${ROOT}/_output/test-logs/conformance"
+EVIDENCE=${ROOT}/_output/test-logs/conformance/$(basename "${RESULTS}")
 
 log() { echo "conformance: $*"; }
+
+# collect_evidence WHY: the failure's evidence, while the agent still runs
+# (issue #34); then names it.
+collect_evidence() {
+  log "collecting the evidence of the failure into ${EVIDENCE#"${ROOT}/"}/"
+  dump_evidence "${EVIDENCE}" -kubeconfig "${KUBECONFIG}" -node "${NODE_NAME}" \
+    -copy agent.log="${RESULTS}/agent.log" -copy containerd.log="${LOCAL_DIR}/logs/containerd.log" \
+    -copy e2e.log="${RESULTS}/e2e.log" -note "$1" -note "results: ${RESULTS}"
+  print_evidence conformance conformance
+}
 
 # ---------------------------------------------------------------- set-up
 
@@ -102,11 +120,13 @@ until node_ready; do
   if ! kill -0 "${agent_pid}" 2>/dev/null; then
     log "${NODE_AGENT} exited before node ${NODE_NAME} was Ready; last lines of its log:"
     tail -n 30 "${RESULTS}/agent.log"
+    collect_evidence "${NODE_AGENT} exited before node ${NODE_NAME} was Ready"
     exit 1
   fi
   if [ "$(date +%s)" -ge "${deadline}" ]; then
     log "node ${NODE_NAME} not Ready after 120 s; last lines of ${NODE_AGENT}'s log:"
     tail -n 30 "${RESULTS}/agent.log"
+    collect_evidence "node ${NODE_NAME} not Ready 120 s after ${NODE_AGENT} started"
     exit 1
   fi
   sleep 1
@@ -126,6 +146,7 @@ _output/bin/ginkgo --procs="${PROCS}" --focus="${FOCUS}" --skip="${SKIP}" \
   "${extra_args[@]}" >"${RESULTS}/e2e.log" 2>&1 || rc=$?
 elapsed=$(($(date +%s) - started))
 
+[ "${rc}" -eq 0 ] || collect_evidence "e2e.test (ginkgo) exited ${rc}: a spec failed or the run did not complete"
 stop_agent
 hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 || log "local-down failed, see ${RESULTS}/local-down.log"
 trap - EXIT

@@ -1,68 +1,259 @@
 #!/usr/bin/env bash
-# The Helm end-to-end test (issue #19, docs/coexistence.md): the local
-# control plane (hack/local-up.sh) with the real kubelet v1.35.4 as node
-# NODE_NAME on the cluster's containerd, the crivk image
-# imported into the kubelet's containerd (hack/image-crivk.sh, under its
-# version and the tag e2e-upgrade), then `go test ./test/helm`: helm install
-# / upgrade / uninstall / install of charts/crivk, whose DaemonSet pod
-# starts crivk's own containerd (runtime.managed) with the paths, bridge and
-# subnet of hack/crivk-runtime.sh, whose stop cleans it up if the test left
-# it. Everything started is stopped at the end. Output ends with go test's summary.
+# The Helm end-to-end test (issues #19, #32, #34; docs/coexistence.md):
+#
+#   1. removes what an earlier run left on the host, and says what: a
+#      kubelet of run-kubelet.sh, the chart's runtime (any containerd on its
+#      socket, hack/crivk-runtime.sh stop: shims, runc containers, mounts,
+#      bridge crivk1), the chart's root dir /var/lib/crivk and pod log dir;
+#   2. makes the release (hack/release.sh: _output/release/, checked against
+#      its SHA256SUMS), or, where the script does not exist yet, falls back
+#      to charts/crivk and hack/image-crivk.sh's image, saying so;
+#   3. brings up the local control plane (hack/local-up.sh) with the real
+#      kubelet v1.35.4 as node NODE_NAME on the cluster's containerd, into
+#      which the release's image tarball is imported (also tagged
+#      e2e-upgrade);
+#   4. runs `go test ./test/helm` (its tests remove the cluster's
+#      left-overs first: release, nodes, pods), which installs the
+#      packaged chart; the DaemonSet pod starts crivk's own containerd
+#      (runtime.managed) with the paths, bridge and subnet of
+#      hack/crivk-runtime.sh;
+#   5. on failure, names the evidence each failed test left in
+#      _output/test-logs/helm/<test>/ (collected before any clean-up; a go
+#      test that died without collecting gets _output/test-logs/helm/script/);
+#   6. stops everything it started.
+#
+# Logs: _output/test-logs/helm/{setup,release,local-up,kubelet,go-test,
+# cleanup}.log. Output ends with go test's summary (and the evidence lines).
 # Usage: hack/helm-e2e.sh   (make test-helm; root)
+# Environment: HELM_E2E_RUN=regexp limits the tests to those go test -run
+# selects; HELM_E2E_SET=k=v[,k=v] adds chart values over the test's (to
+# force a failure: HELM_E2E_SET=apiServer=https://192.0.2.1:6443).
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VERSION=${VERSION:-v1.35.4-crivk.0}
-LOGS=${ROOT}/_output/test-logs
+LOG_PREFIX=helm-e2e
+# shellcheck source=hack/lib/local.sh
+source "${ROOT}/hack/lib/local.sh"
+# shellcheck source=hack/lib/evidence.sh
+source "${ROOT}/hack/lib/evidence.sh"
+LOGS=${ROOT}/_output/test-logs/helm
+# An earlier run's evidence would be taken for this run's.
+rm -rf "${LOGS}"
 mkdir -p "${LOGS}"
 cd "${ROOT}"
-log() { echo "helm-e2e: $*"; }
 
 # The chart's root dir gets Bidirectional mount propagation: its host path
 # must be a shared mount (systemd makes / shared; this machine's is not).
 CRIVK_ROOT=/var/lib/crivk
+CRIVK_POD_LOGS=/var/log/crivk-pods
+# The chart runtime's socket and bridge (hack/crivk-runtime.sh's): fixed
+# paths, whichever checkout ran it.
+RUNTIME_SOCK=/run/crivk-b/containerd.sock
+RUNTIME_BRIDGE=crivk1
+
+# ---------------------------------------------------------- clean start
+
+# config_of PID: the --config argument of a containerd's command line.
+config_of() {
+  local prev= arg
+  while IFS= read -r -d '' arg; do
+    if [ "${prev}" = --config ]; then echo "${arg}"; return 0; fi
+    case "${arg}" in --config=*) echo "${arg#--config=}"; return 0 ;; esac
+    prev=${arg}
+  done <"/proc/$1/cmdline" 2>/dev/null
+  return 0
+}
+
+# leftover_kubelets: kubelets of hack/run-kubelet.sh (any checkout).
+leftover_kubelets() {
+  local f p
+  for f in /proc/[0-9]*/cmdline; do
+    p=${f#/proc/}
+    p=${p%/cmdline}
+    [ "${p}" != $$ ] || continue
+    case "$(tr '\0' ' ' <"${f}" 2>/dev/null)" in
+      *kubelet\ *--config=*/_output/local/kubelet/config.yaml*) echo "${p}" ;;
+    esac
+  done
+  return 0
+}
+
+# leftover_runtimes: containerds whose config serves the chart runtime's
+# socket (an earlier run's, of any checkout).
+leftover_runtimes() {
+  local p cfg
+  for p in $(pids_running "$(readlink -f "$(command -v containerd)")"); do
+    cfg=$(config_of "${p}")
+    [ -n "${cfg}" ] && grep -qF "address = \"${RUNTIME_SOCK}\"" "${cfg}" 2>/dev/null && echo "${p}"
+  done
+  return 0
+}
+
+# clean_start: removes the host's left-overs of an earlier run, one line
+# each; the cluster's (release, nodes, pods) are the go test's (cleanStart).
+clean_start() {
+  local pids n=0 out
+  pids=$(leftover_kubelets)
+  if [ -n "${pids}" ]; then
+    # shellcheck disable=SC2086 # word splitting intended
+    stop_pids "left-over kubelet" ${pids} >>"${LOGS}/cleanup.log" 2>&1
+    log "clean start: removed a left-over kubelet of hack/run-kubelet.sh (pid ${pids//$'\n'/ })"
+    n=$((n + 1))
+  fi
+  pids=$(leftover_runtimes)
+  if [ -n "${pids}" ]; then
+    # shellcheck disable=SC2086
+    stop_pids "left-over chart runtime" ${pids} >>"${LOGS}/cleanup.log" 2>&1
+    log "clean start: removed a left-over chart runtime: containerd on ${RUNTIME_SOCK} (pid ${pids//$'\n'/ })"
+    n=$((n + 1))
+  fi
+  local bridge=false
+  ! ip link show "${RUNTIME_BRIDGE}" >/dev/null 2>&1 || bridge=true
+  if ! out=$(hack/crivk-runtime.sh stop 2>&1); then
+    echo "${out}" >>"${LOGS}/cleanup.log"
+    log "ERROR: cleaning up the chart runtime's left-overs failed (hack/crivk-runtime.sh stop):"
+    echo "${out}" | tail -n 20
+    return 1
+  fi
+  echo "${out}" >>"${LOGS}/cleanup.log"
+  # What crivk-runtime.sh stop found (shims, runc containers, mounts, iptables rules).
+  while IFS= read -r line; do
+    case "${line}" in
+      *"stopping "* | *"removed "* | *unmounted*) log "clean start: ${line#crivk-runtime: }"; n=$((n + 1)) ;;
+    esac
+  done <<<"${out}"
+  if [ "${bridge}" = true ]; then
+    log "clean start: removed the left-over bridge ${RUNTIME_BRIDGE}"
+    n=$((n + 1))
+  fi
+  if [ -d "${CRIVK_ROOT}" ]; then
+    local what
+    what=$(find "${CRIVK_ROOT}" -mindepth 1 -maxdepth 2 -printf '%P ' 2>/dev/null | head -c 300)
+    if mountpoint -q "${CRIVK_ROOT}"; then umount -R "${CRIVK_ROOT}" || umount -R -l "${CRIVK_ROOT}"; fi
+    rm -rf "${CRIVK_ROOT}"
+    if [ -n "${what}" ]; then
+      log "clean start: removed the left-over root dir ${CRIVK_ROOT} (${what% })"
+      n=$((n + 1))
+    fi
+  fi
+  if [ -d "${CRIVK_POD_LOGS}" ]; then
+    rm -rf "${CRIVK_POD_LOGS}"
+    log "clean start: removed the left-over pod log dir ${CRIVK_POD_LOGS}"
+    n=$((n + 1))
+  fi
+  [ "${n}" -gt 0 ] || log "clean start: nothing left on the host by an earlier run"
+}
+
 kubelet_pid=
 cleanup() {
   set +o errexit
-  [ -x _output/bin/helm ] && _output/bin/helm uninstall crivk --namespace crivk-system --wait >/dev/null 2>&1
-  if [ -n "${kubelet_pid}" ]; then
-    kill -TERM "${kubelet_pid}" 2>/dev/null
-    for _ in $(seq 1 100); do kill -0 "${kubelet_pid}" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "${kubelet_pid}" 2>/dev/null
-    wait "${kubelet_pid}" 2>/dev/null
-  fi
-  hack/crivk-runtime.sh stop >"${LOGS}/crivk-runtime-stop.log" 2>&1 || log "stopping crivk's runtime failed, see ${LOGS}/crivk-runtime-stop.log"
-  if mountpoint -q "${CRIVK_ROOT}"; then umount -R "${CRIVK_ROOT}" || umount -R -l "${CRIVK_ROOT}"; fi
-  rm -rf "${CRIVK_ROOT}" /var/log/crivk-pods
-  hack/local-down.sh >"${LOGS}/local-down.log" 2>&1 || log "local-down failed, see ${LOGS}/local-down.log"
+  {
+    [ -x _output/bin/helm ] && [ -n "${KUBECONFIG:-}" ] && _output/bin/helm uninstall crivk --namespace crivk-system --wait
+    if [ -n "${kubelet_pid}" ]; then
+      kill -TERM "${kubelet_pid}" 2>/dev/null
+      for _ in $(seq 1 100); do kill -0 "${kubelet_pid}" 2>/dev/null || break; sleep 0.1; done
+      kill -KILL "${kubelet_pid}" 2>/dev/null
+      wait "${kubelet_pid}" 2>/dev/null
+    fi
+    hack/crivk-runtime.sh stop || log "stopping crivk's runtime failed"
+    if mountpoint -q "${CRIVK_ROOT}"; then umount -R "${CRIVK_ROOT}" || umount -R -l "${CRIVK_ROOT}"; fi
+    rm -rf "${CRIVK_ROOT}" "${CRIVK_POD_LOGS}"
+    hack/local-down.sh || log "local-down failed"
+  } >>"${LOGS}/cleanup.log" 2>&1
 }
 trap cleanup EXIT
 
-log "installing dependencies and building (log: ${LOGS}/helm-setup.log)"
-if ! { hack/install-deps.sh && hack/build.sh && hack/build-kube.sh kubelet helm; } >"${LOGS}/helm-setup.log" 2>&1; then
-  tail -n 30 "${LOGS}/helm-setup.log"; exit 1
+log "clean start (log: ${LOGS#"${ROOT}/"}/cleanup.log)"
+clean_start
+
+log "installing dependencies and building (log: ${LOGS#"${ROOT}/"}/setup.log)"
+if ! { hack/install-deps.sh && hack/build.sh && hack/build-kube.sh kubelet helm; } >"${LOGS}/setup.log" 2>&1; then
+  tail -n 30 "${LOGS}/setup.log"; exit 1
 fi
-log "bringing up the local cluster (log: ${LOGS}/helm-local-up.log)"
-if ! hack/local-up.sh >"${LOGS}/helm-local-up.log" 2>&1; then
-  tail -n 30 "${LOGS}/helm-local-up.log"; exit 1
+
+# ---------------------------------------------------------- the release
+
+RELEASE=${ROOT}/_output/release
+if [ -f hack/release.sh ]; then
+  log "making the release ${VERSION} (hack/release.sh; log: ${LOGS#"${ROOT}/"}/release.log)"
+  if ! VERSION=${VERSION} bash hack/release.sh >"${LOGS}/release.log" 2>&1; then
+    tail -n 30 "${LOGS}/release.log"; exit 1
+  fi
+  if ! (cd "${RELEASE}" && sha256sum --quiet -c SHA256SUMS) >>"${LOGS}/release.log" 2>&1; then
+    log "ERROR: ${RELEASE}/SHA256SUMS does not match the artifacts:"; tail -n 10 "${LOGS}/release.log"; exit 1
+  fi
+  # The newest packaged chart (an earlier release's may be beside it).
+  CHART=$(ls -t "${RELEASE}"/crivk-*.tgz 2>/dev/null | head -n 1)
+  [ -n "${CHART}" ] || { log "ERROR: the release has no packaged chart ${RELEASE}/crivk-*.tgz"; exit 1; }
+  [ "$(ls "${RELEASE}"/crivk-*.tgz | wc -l)" -eq 1 ] || log "several packaged charts in ${RELEASE}: the newest, $(basename "${CHART}")"
+  IMAGE_TAR=${RELEASE}/crivk-image-${VERSION}.oci.tar
+  DIGEST_FILE=${RELEASE}/crivk-image-${VERSION}.digest
+  [ -f "${IMAGE_TAR}" ] || { log "ERROR: the release has no image tarball ${IMAGE_TAR}"; exit 1; }
+  if [ -f "${DIGEST_FILE}" ]; then
+    digest=$(tr -d ' \n' <"${DIGEST_FILE}")
+    if ! { tar -tf "${IMAGE_TAR}" | grep -qF "blobs/sha256/${digest#sha256:}" ||
+      tar -xOf "${IMAGE_TAR}" index.json | grep -qF "${digest}"; }; then
+      log "ERROR: ${DIGEST_FILE} says ${digest}, which the image tarball ${IMAGE_TAR} does not hold"; exit 1
+    fi
+  fi
+  log "release: chart ${CHART#"${ROOT}/"}, image ${IMAGE_TAR#"${ROOT}/"}${digest:+ (${digest})}, SHA256SUMS verified"
+else
+  CHART=${ROOT}/charts/crivk
+  IMAGE_TAR=${ROOT}/_output/images/crivk.tar
+  log "FALLBACK: hack/release.sh does not exist in this checkout: installing the SOURCE chart charts/crivk and hack/image-crivk.sh's image, not a release's artifacts"
+  IMAGE=docker.io/library/crivk VERSION=${VERSION} hack/image-crivk.sh >>"${LOGS}/setup.log" 2>&1 ||
+    { tail -n 30 "${LOGS}/setup.log"; exit 1; }
+fi
+
+# ---------------------------------------------------------- the cluster
+
+log "bringing up the local cluster (log: ${LOGS#"${ROOT}/"}/local-up.log)"
+if ! hack/local-up.sh >"${LOGS}/local-up.log" 2>&1; then
+  tail -n 30 "${LOGS}/local-up.log"; exit 1
 fi
 # shellcheck source=/dev/null
 source _output/local/env
 mkdir -p "${CRIVK_ROOT}"
 mountpoint -q "${CRIVK_ROOT}" || mount --bind "${CRIVK_ROOT}" "${CRIVK_ROOT}"
 mount --make-rshared "${CRIVK_ROOT}"
-IMAGE=docker.io/library/crivk VERSION=${VERSION} hack/image-crivk.sh "${CONTAINERD_ADDRESS}" >>"${LOGS}/helm-local-up.log" 2>&1
-ctr --address "${CONTAINERD_ADDRESS}" -n k8s.io images tag --force "docker.io/library/crivk:${VERSION}" docker.io/library/crivk:e2e-upgrade >/dev/null
 
-log "starting the kubelet as node ${NODE_NAME} (log: ${LOGS}/helm-kubelet.log)"
-hack/run-kubelet.sh >"${LOGS}/helm-kubelet.log" 2>&1 &
+# The image's name is the tarball's (its io.containerd.image.name): ctr
+# prints "unpacking NAME (DIGEST)...".
+if ! out=$(ctr --address "${CONTAINERD_ADDRESS}" -n k8s.io images import --no-unpack=false "${IMAGE_TAR}" 2>&1); then
+  log "ERROR: importing ${IMAGE_TAR}: ${out}"; exit 1
+fi
+echo "${out}" >>"${LOGS}/local-up.log"
+IMAGE_NAME=$(awk '$1 == "unpacking" {print $2; exit}' <<<"${out}")
+[ -n "${IMAGE_NAME}" ] || { log "ERROR: ${IMAGE_TAR} names no image (ctr import: ${out})"; exit 1; }
+ctr --address "${CONTAINERD_ADDRESS}" -n k8s.io images tag --force "${IMAGE_NAME}" "${IMAGE_NAME%:*}:e2e-upgrade" >/dev/null
+log "imported ${IMAGE_NAME} (and ${IMAGE_NAME%:*}:e2e-upgrade) into the kubelet's containerd"
+
+log "starting the kubelet as node ${NODE_NAME} (log: ${LOGS#"${ROOT}/"}/kubelet.log)"
+hack/run-kubelet.sh >"${LOGS}/kubelet.log" 2>&1 &
 kubelet_pid=$!
 
-log "go test ./test/helm"
+# ---------------------------------------------------------- the tests
+
+log "go test ./test/helm (log: ${LOGS#"${ROOT}/"}/go-test.log)"
 rc=0
-CRIVK_HELM_E2E=1 VERSION=${VERSION} CRIVK_RUNTIME_SOCK=/run/crivk-b/containerd.sock \
-  CRIVK_RUNTIME_DIR=${ROOT}/_output/runtime-b \
-  go test -count=1 -timeout 20m -v ./test/helm/ 2>&1 | tee "${LOGS}/helm-e2e.log" || rc=$?
-cleanup >/dev/null 2>&1
+CRIVK_HELM_E2E=1 VERSION=${VERSION} CRIVK_HELM_CHART=${CHART} CRIVK_IMAGE=${IMAGE_NAME} \
+  CRIVK_RUNTIME_SOCK=${RUNTIME_SOCK} CRIVK_RUNTIME_DIR=${ROOT}/_output/runtime-b \
+  KUBELET_POD_LOG_DIR=${LOCAL_DIR}/pods HELM_KUBELET_LOG=${LOGS}/kubelet.log \
+  go test -count=1 -timeout 20m -v -run "${HELM_E2E_RUN:-.}" ./test/helm/ 2>&1 | tee "${LOGS}/go-test.log" || rc=$?
+
+if [ "${rc}" -ne 0 ]; then
+  if [ -z "$(evidence_dirs "${LOGS}")" ]; then
+    # The go test died before its tests collected (a panic, its timeout):
+    # what the cluster and host show now.
+    log "go test left no evidence: collecting the cluster's into ${LOGS#"${ROOT}/"}/script/"
+    dump_evidence "${LOGS}/script" -kubeconfig "${KUBECONFIG}" -node "crivk-${NODE_NAME}" -node "${NODE_NAME}" \
+      -pods crivk-system -pods helm-e2e -copy runtime/containerd.log="${ROOT}/_output/runtime-b/containerd.log" \
+      -copy kubelet.log="${LOGS}/kubelet.log" -note "go test ./test/helm exited ${rc} without collecting evidence"
+  fi
+  print_evidence "${LOG_PREFIX}" helm
+  log "the tier's own logs: ${LOGS#"${ROOT}/"}/{setup,local-up,kubelet,go-test,cleanup}.log"
+fi
+cleanup
 trap - EXIT
 exit "${rc}"

@@ -204,7 +204,9 @@ make_kubeconfigs() {
 # is ours, still runs the binary on disk and was started with the same command
 # line and FINGERPRINT (a hash of the files it reads at start); otherwise stops
 # every process of NAME and starts CMD in its own session, logging to
-# LOG_DIR/NAME.log. Sets STARTED to true or false.
+# LOG_DIR/NAME.log, its PID in PID_DIR/NAME.pid. Sets STARTED to true or
+# false. The caller then waits for NAME's health (wait_until), which also
+# fails when that process exits.
 ensure_running() {
   local name=$1 fingerprint=$2 pid want
   shift 2
@@ -225,31 +227,31 @@ ensure_running() {
   fi
   log "starting ${name}"
   echo "===== $(date -u +%Y-%m-%dT%H:%M:%SZ) hack/local-up.sh: starting ${name}" >>"${LOG_DIR}/${name}.log"
-  setsid "$@" >>"${LOG_DIR}/${name}.log" 2>&1 </dev/null &
-  pid=$!
-  for _ in $(seq 1 50); do
-    [ "$(readlink "/proc/${pid}/exe" 2>/dev/null)" = "$(component_bin "${name}")" ] && break
-    pid_alive "${pid}" || break
-    sleep 0.1
-  done
-  is_ours "${name}" "${pid}" || fail "${name}" "${name} did not start"
-  echo "${pid}" >"${PID_DIR}/${name}.pid"
+  # The PID is the one the component's process wrote itself (start_detached):
+  # whether it started is for the caller's health check (wait_until) to say,
+  # within the component's own timeout, not for its executable link now.
+  start_detached "${PID_DIR}/${name}.pid" "${LOG_DIR}/${name}.log" "$@" ||
+    fail "${name}" "${name}'s process did not write its PID within 30 s"
   echo "${want}" >"${PID_DIR}/${name}.args"
   STARTED=true
 }
 
-# wait_until NAME TIMEOUT WHAT CMD...: polls CMD until it succeeds; fails with
-# NAME's log when NAME's process exits or TIMEOUT seconds pass.
+# wait_until NAME TIMEOUT WHAT CMD...: polls CMD (NAME's health) until it
+# succeeds; fails with NAME's log when NAME's recorded process exits or
+# TIMEOUT seconds pass, or when CMD succeeds while that process is not
+# NAME's (another process answering on its port).
 wait_until() {
   local name=$1 timeout=$2 what=$3 deadline pid
   shift 3
   deadline=$(($(date +%s) + timeout))
   pid=$(cat "${PID_DIR}/${name}.pid")
   until "$@" >/dev/null 2>&1; do
-    pid_alive "${pid}" || fail "${name}" "${name} exited while waiting for ${what}"
-    [ "$(date +%s)" -lt "${deadline}" ] || fail "${name}" "timed out after ${timeout}s waiting for ${what}"
+    pid_alive "${pid}" || fail "${name}" "${name} (pid ${pid}) exited while waiting for ${what}"
+    [ "$(date +%s)" -lt "${deadline}" ] || fail "${name}" "timed out after ${timeout}s waiting for ${what} (pid ${pid} $(pid_alive "${pid}" && echo running || echo exited))"
     sleep 0.2
   done
+  is_ours "${name}" "${pid}" ||
+    fail "${name}" "${what} answered, but pid ${pid} is not ${name} of ${LOCAL_DIR} (exe $(readlink "/proc/${pid}/exe" 2>/dev/null || echo gone)): another process on its port?"
 }
 
 fingerprint() { cat "$@" | sha256sum | cut -c1-16; }

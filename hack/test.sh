@@ -8,7 +8,10 @@
 # Usage: hack/test.sh [unit|chart|conformance|e2e|helm|all]   (default all)
 # E2E_RUN=regexp limits the end-to-end tests to those go test -run selects.
 # The output ends with go test's own summary lines; the environment's set-up
-# and tear-down logs go to _output/test-logs/.
+# and tear-down logs go to _output/test-logs/. A failed tier keeps its
+# evidence (collected before its clean-up) in _output/test-logs/<tier>/
+# and the output names it: "test: evidence of the failed <tier> tier: DIR/"
+# (each DIR's index.txt lists its files).
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -16,6 +19,8 @@ WHAT=${1:-all}
 LOGS=${ROOT}/_output/test-logs
 mkdir -p "${LOGS}"
 cd "${ROOT}"
+# shellcheck source=hack/lib/evidence.sh
+source "${ROOT}/hack/lib/evidence.sh"
 
 unit() {
   echo "test: unit tests"
@@ -47,10 +52,19 @@ e2e() {
   export CRIVK_E2E_ROTATION=1
   echo "test: end-to-end tests (crivk log: _output/local/logs/crivk-e2e.log)"
   local rc=0
+  # An earlier run's evidence would be taken for this run's.
+  rm -rf "${LOGS}/e2e"
   CRIVK_E2E=1 go test -count=1 -timeout 20m -v -run "${E2E_RUN:-.}" ./test/e2e/ 2>&1 | tee "${LOGS}/e2e.log" || rc=$?
+  if [ "${rc}" -ne 0 ] && [ -z "$(evidence_dirs "${LOGS}/e2e")" ]; then
+    # go test died before TestMain collected (a panic, its timeout).
+    dump_evidence "${LOGS}/e2e/script" -kubeconfig "${KUBECONFIG}" -node "${NODE_NAME}" \
+      -copy crivk.log="${LOCAL_DIR}/logs/crivk-e2e.log" -copy containerd.log="${LOCAL_DIR}/logs/containerd.log" \
+      -note "go test ./test/e2e exited ${rc} without collecting evidence"
+  fi
   # Tear down quietly so that go test's summary stays the last output.
   hack/local-down.sh >"${LOGS}/local-down.log" 2>&1 || { echo "test: local-down failed, see ${LOGS}/local-down.log"; rc=1; }
   trap - EXIT
+  [ "${rc}" -eq 0 ] || print_evidence test e2e
   return "${rc}"
 }
 
@@ -66,14 +80,21 @@ chart() {
 # helm_e2e: charts/crivk installed beside a real kubelet (hack/helm-e2e.sh).
 helm_e2e() {
   echo "test: Helm chart beside a kubelet (hack/helm-e2e.sh)"
-  hack/helm-e2e.sh
+  local rc=0
+  hack/helm-e2e.sh || rc=$?
+  # helm-e2e.sh listed the files; here the directories, for the summary.
+  [ "${rc}" -eq 0 ] || print_evidence test helm 0
+  return "${rc}"
 }
 
 conformance() {
   echo "test: conformance quick subset (hack/conformance-quick.txt) against crivk"
   local focus
   focus=$(grep -v '^\s*\(#\|$\)' hack/conformance-quick.txt | sed 's/[][\.*^$()+?{}|]/\\&/g' | paste -sd'|')
-  CONFORMANCE_FOCUS="${focus}" NODE_AGENT=crivk hack/conformance.sh
+  local rc=0
+  CONFORMANCE_FOCUS="${focus}" NODE_AGENT=crivk hack/conformance.sh || rc=$?
+  [ "${rc}" -eq 0 ] || print_evidence test conformance 0
+  return "${rc}"
 }
 
 case "${WHAT}" in

@@ -122,6 +122,27 @@ all_pids() {
   return 0
 }
 
+# start_detached PIDFILE LOGFILE CMD...: starts CMD in a session of its own
+# (setsid), stdout and stderr appended to LOGFILE, and writes CMD's PID to
+# PIDFILE. The child writes its own PID before it execs CMD, so the PID is
+# CMD's whether or not setsid forked (it does when its caller leads a
+# process group; $! is then setsid's, which exits at once) and however slow
+# the exec. Returns 1 when no PID was written within 30 s.
+start_detached() {
+  local pidfile=$1 logfile=$2 tmp
+  shift 2
+  tmp=${pidfile}.starting
+  rm -f "${tmp}" "${tmp}.w"
+  # shellcheck disable=SC2016 # $$, $0 and $@ are the child's
+  setsid sh -c 'echo $$ >"$0.w" && mv -f "$0.w" "$0" && exec "$@"' "${tmp}" "$@" >>"${logfile}" 2>&1 </dev/null &
+  for _ in $(seq 1 300); do
+    [ -s "${tmp}" ] && break
+    sleep 0.1
+  done
+  [ -s "${tmp}" ] || return 1
+  mv -f "${tmp}" "${pidfile}"
+}
+
 # stop_pids LABEL PID...: SIGTERM, then SIGKILL whatever is left after 10s.
 stop_pids() {
   local label=$1 p alive

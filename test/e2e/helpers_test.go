@@ -35,6 +35,7 @@ func newNamespace(t *testing.T) string {
 	t.Cleanup(func() {
 		_ = client.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
+	keepTestEvidence(t, name) // runs before the deletion
 	err = wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
 		_, err := client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, nil

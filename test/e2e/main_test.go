@@ -79,6 +79,9 @@ func run(m *testing.M) int {
 		return 2
 	}
 	code := m.Run()
+	if code != 0 {
+		collectSuiteEvidence(code)
+	}
 	if err := stopCrivk(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: stopping crivk:", err)
 		if code == 0 {

@@ -1,13 +1,28 @@
-// Package helm is the end-to-end test of charts/crivk beside a real
-// kubelet (hack/helm-e2e.sh brings up the local control plane, the kubelet
-// v1.35.4 as node NODE_NAME on the cluster's containerd, crivk's own
-// containerd (hack/crivk-runtime.sh) and the crivk image, then runs it with
-// CRIVK_HELM_E2E=1).
+// Package helm is the end-to-end test of crivk's chart beside a real
+// kubelet: hack/helm-e2e.sh removes what an earlier run left, makes the
+// release (hack/release.sh: the packaged chart and the image tarball), brings
+// up the local control plane and the kubelet v1.35.4 as node NODE_NAME on
+// the cluster's containerd, imports the image there, then runs it with
+// CRIVK_HELM_E2E=1, CRIVK_HELM_CHART (the packaged chart, or charts/crivk
+// where the release script does not exist yet) and CRIVK_IMAGE (the
+// imported image).
+//
+// The tests, in order: TestHelmBesideKubelet (install with identity
+// bootstrap, a 3-minute soak without a restart of crivk's containers and
+// with the node's Lease never older than 40 s, upgrade, kill -9 of the
+// runtime, uninstall and adoption), TestHelmIdentityRBAC (identity rbac),
+// TestHelmReinstallOtherNodeName (a left-over root dir of another node
+// name), TestHelmRootDirOfAnotherCluster (a root dir holding another
+// cluster's certificate). Each starts by removing what an earlier test or
+// run left in the cluster (cleanStart, which logs what it removed), and a
+// failed one leaves its evidence in _output/test-logs/helm/<test>/
+// (evidence_test.go).
 package helm
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,6 +36,7 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/test/evidence"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +62,15 @@ const (
 	// profilingPort is the chart's profiling.port default, on the host's
 	// loopback (the chart's profiling.address).
 	profilingPort = "10261"
+	// crivkRootDir is the chart's rootDir default, which the test keeps:
+	// hack/helm-e2e.sh makes it a shared mount (its Bidirectional mount
+	// propagation needs one) after removing an earlier run's.
+	crivkRootDir = "/var/lib/crivk"
+	// soakTime and maxLeaseAge: the install must run this long without a
+	// restart of crivk's containers, its node's Lease never older (issue
+	// #32; the node lease duration is 40 s).
+	soakTime    = 3 * time.Minute
+	maxLeaseAge = 40 * time.Second
 )
 
 type env struct {
@@ -55,12 +80,29 @@ type env struct {
 	connectCrivk         func()
 	machine, crivkNode   string
 	helm, chart, version string
-	values               []string
-	busybox              string
+	// image is the crivk image imported into the kubelet's containerd,
+	// imageRepo its repository; packaged: chart is a packaged chart (a
+	// release's), whose default image must be image.
+	image, imageRepo string
+	packaged         bool
+	values           []string
+	busybox          string
 	// runtimeDir is the chart's runtime.configDir (the containerd's
 	// config, pid file and log); runtimeSock its socket.
 	runtimeDir, runtimeSock string
 	root                    string
+	// testNS is the namespace of the test's own pods.
+	testNS string
+
+	// Evidence (evidence_test.go): ev writes this test's; collected is
+	// set once it has been collected. The kubelet's pod log dir and log
+	// file are copied from.
+	ev                           *evidence.Collector
+	collected                    bool
+	kubeletPodLogDir, kubeletLog string
+	// earlierPodLogs are the kubelet's pod log dirs of the release that
+	// existed when the test started (an earlier test's pods).
+	earlierPodLogs map[string]bool
 }
 
 func need(t *testing.T, k string) string {
@@ -82,14 +124,20 @@ func setup(t *testing.T) *env {
 	}
 	root, _ := filepath.Abs("../..")
 	e := &env{
-		cfg:     cfg,
-		client:  kubernetes.NewForConfigOrDie(cfg),
-		machine: need(t, "NODE_NAME"),
-		helm:    filepath.Join(root, "_output/bin/helm"),
-		chart:   filepath.Join(root, "charts/crivk"),
-		version: need(t, "VERSION"),
-		busybox: need(t, "BUSYBOX_IMAGE"),
+		cfg:              cfg,
+		client:           kubernetes.NewForConfigOrDie(cfg),
+		machine:          need(t, "NODE_NAME"),
+		helm:             filepath.Join(root, "_output/bin/helm"),
+		chart:            need(t, "CRIVK_HELM_CHART"),
+		image:            need(t, "CRIVK_IMAGE"),
+		version:          need(t, "VERSION"),
+		busybox:          need(t, "BUSYBOX_IMAGE"),
+		testNS:           "helm-e2e",
+		kubeletPodLogDir: os.Getenv("KUBELET_POD_LOG_DIR"),
+		kubeletLog:       os.Getenv("HELM_KUBELET_LOG"),
 	}
+	e.packaged = strings.HasSuffix(e.chart, ".tgz")
+	e.imageRepo, _ = splitImage(e.image)
 	e.crivkNode = "crivk-" + e.machine
 	connect := func(endpoint string) cri.RuntimeService {
 		// The pod log dir is not read here.
@@ -115,14 +163,46 @@ func setup(t *testing.T) *env {
 		"--set", "runtime.logFile=" + e.runtimeDir + "/containerd.log", "--set", "runtime.cniBinDir=/usr/lib/cni",
 		"--set", "runtime.cniBridge=crivk1", "--set", "runtime.podCIDR=10.89.0.0/16",
 		"--set", "runtime.restrictOOMScoreAdj=true", "--set", "runtime.sandboxImage=" + need(t, "PAUSE_IMAGE"),
-		"--set", "image.repository=crivk", "--set", "image.pullPolicy=Never",
+		"--set", "image.pullPolicy=Never",
 		"--set", "apiServer=https://" + need(t, "NODE_IP") + ":6443",
 		"--set", "criEndpoint=unix://" + e.runtimeSock,
 		"--set", "nodeSelector.kubernetes\\.io/hostname=" + e.machine,
 		"--set", "logLevel=debug",
 		"--set", "profiling.enabled=true", "--set", "profiling.port=" + profilingPort,
 	}
+	if e.packaged {
+		// A release's chart runs the release's image by default: nothing
+		// to set, only to check.
+		e.checkPackagedImage(t)
+	} else {
+		repo, tag := splitImage(e.image)
+		e.values = append(e.values, "--set", "image.repository="+repo, "--set", "image.tag="+tag)
+	}
+	// HELM_E2E_SET: more values (helm --set syntax) over the test's, to
+	// try a setting or force a failure (a wrong apiServer, say).
+	if extra := os.Getenv("HELM_E2E_SET"); extra != "" {
+		t.Logf("HELM_E2E_SET: --set %s", extra)
+		e.values = append(e.values, "--set", extra)
+	}
+	e.startEvidence(t)
 	return e
+}
+
+// install runs helm install of the chart with the test's values and extra.
+func (e *env) install(t *testing.T, extra ...string) {
+	t.Helper()
+	e.run(t, append(append([]string{"install", release, e.chart, "--namespace", namespace, "--create-namespace"}, e.values...), extra...)...)
+}
+
+// uninstall runs helm uninstall with args after release and namespace;
+// the evidence of a failure is collected first (the uninstall deletes
+// crivk's pods, and the kubelet their log files).
+func (e *env) uninstall(t *testing.T, args ...string) {
+	t.Helper()
+	if t.Failed() {
+		e.collect(t, "the test had failed before this helm uninstall "+strings.Join(args, " "))
+	}
+	e.run(t, append([]string{"uninstall", release, "--namespace", namespace}, args...)...)
 }
 
 func (e *env) run(t *testing.T, args ...string) string {
@@ -142,11 +222,16 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
+// waitNodeReady waits for crivk's node to be Ready; it fails early when
+// crivk's pod crash-loops (crashLoop), with the reason.
 func (e *env) waitNodeReady(t *testing.T, timeout time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	var last string
+	var last, crash string
 	err := wait.PollUntilContextTimeout(context.Background(), poll, timeout, true, func(ctx context.Context) (bool, error) {
+		if crash = e.crashLoop(ctx); crash != "" {
+			return false, errors.New(crash)
+		}
 		n, err := e.client.CoreV1().Nodes().Get(ctx, e.crivkNode, metav1.GetOptions{})
 		if err != nil {
 			last = err.Error()
@@ -160,10 +245,107 @@ func (e *env) waitNodeReady(t *testing.T, timeout time.Duration) time.Duration {
 		}
 		return false, nil
 	})
+	if crash != "" {
+		t.Fatalf("node %s not Ready after %s (last: %s): %s", e.crivkNode, time.Since(start).Round(time.Second), last, crash)
+	}
 	if err != nil {
 		t.Fatalf("node %s never Ready within %s (last: %s)", e.crivkNode, timeout, last)
 	}
 	return time.Since(start)
+}
+
+// crashLoopRestarts is how many restarts of one of crivk's containers
+// make waitNodeReady give up.
+const crashLoopRestarts = 3
+
+// crashLoop describes the first container of crivk's pod that restarted
+// crashLoopRestarts times or more, with its last exit and the last lines of
+// its previous instance; "" when none.
+func (e *env) crashLoop(ctx context.Context) string {
+	pods, err := e.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=crivk"})
+	if err != nil {
+		return ""
+	}
+	for _, p := range pods.Items {
+		for _, s := range p.Status.ContainerStatuses {
+			if s.RestartCount < crashLoopRestarts {
+				continue
+			}
+			return fmt.Sprintf("container %s of crivk's pod %s restarted %d times (%s); the last lines of its previous instance:\n%s",
+				s.Name, p.Name, s.RestartCount, lastExit(s), e.logTail(ctx, &p, s.Name, true, 15))
+		}
+	}
+	return ""
+}
+
+// lastExit describes a container's last termination.
+func lastExit(s v1.ContainerStatus) string {
+	term := s.LastTerminationState.Terminated
+	if term == nil {
+		return "no last termination recorded"
+	}
+	msg := fmt.Sprintf("last exit code %d, reason %s, at %s", term.ExitCode, term.Reason, term.FinishedAt.UTC().Format(time.RFC3339))
+	if term.Message != "" {
+		msg += ", message " + strconv.Quote(strings.TrimSpace(term.Message))
+	}
+	return msg
+}
+
+// logTail is the last lines of a container's log (previous: of its
+// previous instance), indented, or why there is none: from the kubelet's
+// log file of that instance when it is still on disk (the API answers
+// "unable to retrieve container logs" once the kubelet has removed a dead
+// container), else through the API.
+func (e *env) logTail(ctx context.Context, p *v1.Pod, container string, previous bool, lines int64) string {
+	if text, ok := e.kubeletLogFile(p, container, previous); ok {
+		l := strings.Split(strings.TrimRight(text, "\n"), "\n")
+		if int64(len(l)) > lines {
+			l = l[int64(len(l))-lines:]
+		}
+		return "    " + strings.Join(l, "\n    ")
+	}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	b, err := e.client.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &v1.PodLogOptions{Container: container, Previous: previous, TailLines: &lines}).DoRaw(rctx)
+	if err != nil {
+		return "    (no log: " + err.Error() + ")"
+	}
+	return "    " + strings.ReplaceAll(strings.TrimRight(string(b), "\n"), "\n", "\n    ")
+}
+
+// kubeletLogFile reads the kubelet's log file of a container instance
+// (<podLogsDir>/<ns>_<pod>_<uid>/<container>/<restartCount>.log; the
+// previous instance's is the one before), keeping each CRI log line's
+// message.
+func (e *env) kubeletLogFile(p *v1.Pod, container string, previous bool) (string, bool) {
+	if e.kubeletPodLogDir == "" {
+		return "", false
+	}
+	n := int32(-1)
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == container {
+			n = s.RestartCount
+		}
+	}
+	if previous {
+		n--
+	}
+	if n < 0 {
+		return "", false
+	}
+	b, err := os.ReadFile(filepath.Join(e.kubeletPodLogDir, fmt.Sprintf("%s_%s_%s", p.Namespace, p.Name, p.UID), container, fmt.Sprintf("%d.log", n)))
+	if err != nil {
+		return "", false
+	}
+	var out []string
+	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		// "<time> <stream> <P|F> <message>"
+		if f := strings.SplitN(l, " ", 4); len(f) == 4 {
+			l = f[3]
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n"), true
 }
 
 func (e *env) waitPod(t *testing.T, ns, name string, timeout time.Duration, cond func(*v1.Pod) bool) *v1.Pod {
@@ -282,30 +464,91 @@ func (e *env) checkMetricsAndProfiling(t *testing.T, ctx context.Context) {
 	}
 }
 
-// cleanStart removes what an earlier, failed run left in the cluster
-// (local-down keeps etcd's data): the release without its hooks, crivk's
-// node, the test's pods.
-func (e *env) cleanStart(t *testing.T, ctx context.Context, ns string) {
+// cleanStart removes what an earlier test or run left in the cluster
+// (local-down keeps etcd's data) and says what it removed: the release
+// (without its hooks: a drain needs a running crivk), the pods of the
+// release's namespace, crivk's nodes (the chart's agent label, or this
+// test's node name), the test's pods, and waits for a terminating test
+// namespace to go. hack/helm-e2e.sh removed the host's left-overs (root
+// dir, runtime, bridge) before the cluster came up.
+func (e *env) cleanStart(t *testing.T, ctx context.Context) {
 	t.Helper()
-	_ = exec.Command(e.helm, "uninstall", release, "--namespace", namespace, "--no-hooks", "--wait").Run()
-	_ = e.client.CoreV1().Nodes().Delete(ctx, e.crivkNode, metav1.DeleteOptions{})
-	zero := int64(0)
-	_ = e.client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
-	err := wait.PollUntilContextTimeout(ctx, poll, time.Minute, true, func(ctx context.Context) (bool, error) {
-		l, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		return err == nil && len(l.Items) == 0, nil
-	})
-	if err != nil {
-		t.Fatalf("pods of an earlier run still in %s after a minute", ns)
+	ns := e.testNS
+	if out, err := exec.CommandContext(ctx, e.helm, "status", release, "--namespace", namespace).CombinedOutput(); err == nil {
+		status := "status unknown"
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(l, "STATUS:") {
+				status = strings.TrimSpace(l)
+			}
+		}
+		if out, err := exec.CommandContext(ctx, e.helm, "uninstall", release, "--namespace", namespace, "--no-hooks", "--wait").CombinedOutput(); err != nil {
+			t.Fatalf("removing the left-over release %s/%s: %v\n%s", namespace, release, err, out)
+		}
+		e.removed(t, "the release %s/%s (%s), without its hooks", namespace, release, status)
+	}
+	// The pods of an uninstalled release go once the kubelet has stopped
+	// them (grace period 30 s).
+	if l, err := e.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{}); err == nil && len(l.Items) > 0 {
+		var names []string
+		for _, p := range l.Items {
+			names = append(names, p.Name)
+		}
+		zero := int64(0)
+		_ = e.client.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+		err := wait.PollUntilContextTimeout(ctx, poll, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+			l, err := e.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+			return err == nil && len(l.Items) == 0, nil
+		})
+		if err != nil {
+			t.Fatalf("pods of an earlier release %v still in %s after 90 s", names, namespace)
+		}
+		e.removed(t, "the pods %v of namespace %s", names, namespace)
+	}
+	nodes := map[string]bool{}
+	if l, err := e.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "node.kubernetes.io/agent=crivk"}); err == nil {
+		for _, n := range l.Items {
+			nodes[n.Name] = true
+		}
+	}
+	if _, err := e.client.CoreV1().Nodes().Get(ctx, e.crivkNode, metav1.GetOptions{}); err == nil {
+		nodes[e.crivkNode] = true
+	}
+	for n := range nodes {
+		if err := e.client.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{}); err == nil {
+			e.removed(t, "the node %s", n)
+		}
+	}
+	if l, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil && len(l.Items) > 0 {
+		zero := int64(0)
+		_ = e.client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+		err := wait.PollUntilContextTimeout(ctx, poll, time.Minute, true, func(ctx context.Context) (bool, error) {
+			l, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			return err == nil && len(l.Items) == 0, nil
+		})
+		if err != nil {
+			t.Fatalf("pods of an earlier run still in %s after a minute", ns)
+		}
+		e.removed(t, "%d pod(s) of namespace %s", len(l.Items), ns)
 	}
 	// The namespace of an earlier run may still be terminating.
-	err = wait.PollUntilContextTimeout(ctx, poll, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, poll, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		n, err := e.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err) || (err == nil && n.DeletionTimestamp == nil), nil
 	})
 	if err != nil {
 		t.Fatalf("namespace %s of an earlier run still terminating after 2 minutes", ns)
 	}
+	if _, err := e.client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// removed logs (and notes in the evidence) what cleanStart removed.
+func (e *env) removed(t *testing.T, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	t.Logf("clean start: removed %s, left by an earlier test or run", msg)
+	e.ev.Note("clean start: removed %s", msg)
 }
 
 // keeps checks, every poll for soakWindow after the pod runs again, that
@@ -445,11 +688,12 @@ func (e *env) watchDeletion(t *testing.T, ctx context.Context, ns, name string) 
 // TestHelmBesideKubelet installs the chart on a cluster whose machine runs
 // a kubelet: the DaemonSet pod starts crivk's own containerd on the host
 // (runtime.managed) in <cgroupRoot>/runtime, the node crivk-<machine>
-// registers Ready through TLS bootstrap and serves its metrics through the
-// node proxy and pprof on profiling.port, a pod scheduled to it runs on
-// crivk's runtime and serves its logs and exec; the kubelet's pod keeps
-// running, unrestarted, and neither runtime ever holds a sandbox of the
-// other's pods; `helm upgrade` to a new image tag keeps crivk's runtime and
+// registers Ready through TLS bootstrap (identity bootstrap) and serves its
+// metrics through the node proxy and pprof on profiling.port, a pod
+// scheduled to it runs on crivk's runtime and serves its logs and exec; the
+// kubelet's pod keeps running, unrestarted, and neither runtime ever holds
+// a sandbox of the other's pods; for soakTime none of crivk's containers
+// restarts and the node's Lease is never older than maxLeaseAge; `helm upgrade` to a new image tag keeps crivk's runtime and
 // pod running (adopted, not restarted); `helm uninstall` drains the node
 // (the pod's containers stop before its object goes), deletes the node and
 // stops crivk's runtime; with uninstall.drain=false it leaves the pod and
@@ -457,11 +701,8 @@ func (e *env) watchDeletion(t *testing.T, ctx context.Context, ns, name string) 
 func TestHelmBesideKubelet(t *testing.T) {
 	e := setup(t)
 	ctx := ctxT(t, 15*time.Minute)
-	ns := "helm-e2e"
-	e.cleanStart(t, ctx, ns)
-	if _, err := e.client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	ns := e.testNS
+	e.cleanStart(t, ctx)
 	// The kubelet's own pod, before crivk exists.
 	if _, err := e.client.CoreV1().Pods(ns).Create(ctx, e.pod("on-kubelet", e.machine, false), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -470,7 +711,7 @@ func TestHelmBesideKubelet(t *testing.T) {
 	before := containerIDs(kubeletPod)
 	install := func(extra ...string) {
 		t.Helper()
-		e.run(t, append(append([]string{"install", release, e.chart, "--namespace", namespace, "--create-namespace", "--set", "image.tag=" + e.version}, e.values...), extra...)...)
+		e.install(t, extra...)
 	}
 
 	install()
@@ -507,10 +748,15 @@ func TestHelmBesideKubelet(t *testing.T) {
 	}
 	crivkBefore := containerIDs(crivkPod)
 
+	// The soak (issue #32): the install as a user leaves it, with a pod
+	// running on crivk's node.
+	e.soak(t, soakTime)
+	e.keeps(t, ns, "on-crivk", crivkBefore, "during the soak; want it untouched")
+
 	// helm upgrade to another image tag: the DaemonSet pod is replaced,
 	// crivk's runtime stays (its pod runs) and crivk's pod is adopted, not
 	// restarted.
-	e.run(t, append([]string{"upgrade", release, e.chart, "--namespace", namespace, "--set", "image.tag=e2e-upgrade"}, e.values...)...)
+	e.run(t, append(append([]string{"upgrade", release, e.chart, "--namespace", namespace}, e.values...), "--set", "image.repository="+e.imageRepo, "--set", "image.tag=e2e-upgrade")...)
 	err = wait.PollUntilContextTimeout(ctx, poll, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		pods, err := e.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=crivk"})
 		if err != nil || len(pods.Items) != 1 {
@@ -556,7 +802,7 @@ func TestHelmBesideKubelet(t *testing.T) {
 	// node goes and crivk's runtime stops, having no pod left.
 	deleted := e.watchDeletion(t, ctx, ns, "on-crivk")
 	start = time.Now()
-	e.run(t, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "5m")
+	e.uninstall(t, "--wait", "--timeout", "5m")
 	t.Logf("helm uninstall (drain): %s", time.Since(start).Round(time.Millisecond))
 	select {
 	case msg := <-deleted:
@@ -600,7 +846,7 @@ func TestHelmBesideKubelet(t *testing.T) {
 	}
 	left := e.waitPod(t, ns, "left", 2*time.Minute, running)
 	leftBefore := containerIDs(left)
-	e.run(t, "uninstall", release, "--namespace", namespace, "--wait")
+	e.uninstall(t, "--wait")
 	st, err := e.crivk.ListContainers(ctxT(t, 10*time.Second), &runtimeapi.ContainerFilter{
 		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
 		LabelSelector: map[string]string{cri.LabelPodUID: string(left.UID)},
@@ -625,7 +871,7 @@ func TestHelmBesideKubelet(t *testing.T) {
 	}
 
 	// Clean up: helm uninstall drains the pod left and removes the node.
-	e.run(t, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "5m")
+	e.uninstall(t, "--wait", "--timeout", "5m")
 	if _, err := e.client.CoreV1().Pods(ns).Get(ctx, "left", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("pod left after the last helm uninstall: %v, want it drained", err)
 	}
