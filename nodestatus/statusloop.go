@@ -12,6 +12,7 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/client-go/tools/record"
 )
 
@@ -46,6 +47,9 @@ type NodeProvider struct {
 	// recorder receives the kubelet's node events (Starting, NodeReady,
 	// NodeNotReady, ...); nil drops them.
 	recorder record.EventRecorder
+	// images lists the node's images for status.images (images.go); nil:
+	// none reported. Guarded by mu.
+	images func() []*runtimeapi.Image
 }
 
 // Node event reasons, the kubelet's (pkg/kubelet/events).
@@ -194,8 +198,12 @@ func (p *NodeProvider) check(ctx context.Context) (*v1.Node, bool) {
 	changed := !sameConditionStatus(p.node.Status.Conditions, conds)
 	p.conditionChangeEvents(p.node.Name, p.node.Status.Conditions, conds)
 	p.node.Status.Conditions = conds
+	imagesChanged := p.updateImages()
 	n := p.node.DeepCopy()
 	p.mu.Unlock()
+	if imagesChanged && !changed {
+		return n, true
+	}
 	if changed {
 		log.G(ctx).WithField("ready", rd.RuntimeReady && rd.NetworkReady).WithField("message", rd.Message).Info("node conditions changed")
 		return n, true
