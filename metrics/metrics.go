@@ -55,6 +55,7 @@ type Agent struct {
 	restRequests *prometheus.CounterVec
 	runningPods  prometheus.Gauge
 	runningCtrs  *prometheus.GaugeVec
+	gc           gcMetrics // gc.go
 }
 
 // NewAgent returns the agent's metrics, crivk_build_info labelled with
@@ -121,6 +122,7 @@ func NewAgent(version string) *Agent {
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), build,
 		m.runtimeOps, m.runtimeErrs, m.runtimeDur, m.plegDur, m.plegInterval, m.workerDur, m.podStart, m.podStartSLI, m.restRequests,
 		m.runningPods, m.runningCtrs)
+	m.gc = newGCMetrics(m.reg)
 	return m
 }
 
