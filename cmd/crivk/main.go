@@ -127,6 +127,8 @@ type options struct {
 	// oomScoreAdj is crivk's own OOM score adjustment (the kubelet's
 	// --oom-score-adj).
 	oomScoreAdj int
+	// gc: the image and container garbage collectors' flags (gc.go).
+	gc gcOptions
 }
 
 // It is long because it declares every flag; the checks of their values
@@ -185,6 +187,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.systemReserved, "system-reserved", "", "resources reserved for the system, e.g. cpu=100m,memory=500Mi,ephemeral-storage=1Gi (the kubelet's format)")
 	fs.StringVar(&o.kubeReserved, "kube-reserved", "", "resources reserved for Kubernetes daemons, in --system-reserved's format")
 	fs.StringVar(&o.evictionHard, "eviction-hard", nodestatus.DefaultEvictionHard, "hard eviction thresholds taken off the allocatable (the kubelet's format and default; crivk does not evict)")
+	addGCFlags(fs, &o.gc)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -257,6 +260,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.reservations.EvictionHard, err = nodestatus.ParseEvictionHard(o.evictionHard); err != nil {
 		return nil, fmt.Errorf("--eviction-hard: %w", err)
+	}
+	if err := o.gc.validate(); err != nil {
+		return nil, err
 	}
 	if o.oomScoreAdj < -1000 || o.oomScoreAdj > 1000 {
 		return nil, fmt.Errorf("--oom-score-adj %d is not in [-1000, 1000]", o.oomScoreAdj)
@@ -696,6 +702,8 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		ObserveSync:        agentMetrics.ObserveSync,
 		ObservePodStart:    agentMetrics.ObservePodStart,
 		ObservePodStartSLI: agentMetrics.ObservePodStartSLI,
+		// The container GC's per-container limit, kept by every sync too.
+		MaxDeadPerContainer: o.gc.container.MaxPerPodContainer,
 	})
 	if err != nil {
 		return nil, err
@@ -716,6 +724,9 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	// watched node, not a GET: the kubelet's tryUpdateNodeStatus reads
 	// its first try from the node lister too.
 	a.nodeProvider = nodestatus.NewNodeProvider(rt, nodeObj, o.nodeStatusUpdateFrequency, nodes.APINode, recorder, relist.Healthy)
+	if _, _, err := startGC(ctx, o, rt, a.engine, a.nodeProvider, recorder, agentMetrics); err != nil {
+		return nil, err
+	}
 	go relist.Run(ctx)
 	logMax := resource.MustParse(o.logMaxSize)
 	go rt.RunLogRotation(ctx, cri.LogRotation{MaxSize: logMax.Value(), MaxFiles: o.logMaxFiles}, 10*time.Second)
