@@ -38,6 +38,12 @@
 // resources (resources.go) are the kubelet's per QoS class. Container logs
 // are read by the subpackage crilog.
 //
+// The container and sandbox garbage collector (gc.go, ContainerGC, the
+// kubelet's kuberuntime_gc) shares its dead-instance rule with the plan's
+// ContainersToRemove; it learns which pods are gone through PodState
+// (lifecycle.Engine). images.go reads the images for package images' image
+// collector (ListImages, RemoveImage, ContainerImages, SandboxImage).
+//
 // What this package must never do: talk to the Kubernetes API, keep a map of
 // pods, or block on anything but the runtime.
 package cri

@@ -17,7 +17,9 @@
 //   - lifecycle.Config.ObserveSync, ObservePodStart and ObservePodStartSLI:
 //     the pod workers' syncs and each new pod's start;
 //   - WatchPods with lifecycle.Engine.PodCounts: the desired and working
-//     pods, read at each scrape.
+//     pods, read at each scrape;
+//   - images.Config.ObserveRemoved and ObserveCollection, and
+//     cri.ContainerGCConfig.Observe: the garbage collectors (gc.go).
 //
 // The node API serves Handler at GET /metrics, authorised as nodes/metrics.
 // The probe metrics (/metrics/probes) are not here: they live beside the

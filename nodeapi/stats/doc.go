@@ -20,7 +20,9 @@
 //	                             measured as the kubelet's du-based metrics at most once a
 //	                             minute (volumestats.go)
 //
-// New returns both handlers; package nodeapi mounts them. The only state
+// New returns both handlers; package nodeapi mounts them. ImageFsStats is
+// the summary's image filesystem on its own: the image garbage collector
+// (package images) reads its capacity and available bytes. The only state
 // is the volume measures' cache, pruned of the pods that no longer run at
 // every summary.
 //
