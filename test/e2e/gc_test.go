@@ -31,6 +31,9 @@ import (
 // starts 80 s after that) four instances have died; exactly two of them
 // remain in the runtime, the newest, and the pod keeps one sandbox.
 func TestGCDeadContainers(t *testing.T) {
+	// crivk may have just been started (this test may run first): a
+	// SIGTERM before its signal handler is set would kill it uncleanly.
+	waitNodeReady(t, v1.ConditionTrue, 60*time.Second)
 	withCrivkFlags(t, nil, nil, "--maximum-dead-containers-per-container=2")
 	waitNodeReady(t, v1.ConditionTrue, 60*time.Second)
 	ns := newNamespace(t)
