@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,15 +26,17 @@ import (
 )
 
 // TestGCDeadContainers: a container that crashes again and again, under
-// the kubelet's restart back-off (10 s doubling), on a crivk with
-// --maximum-dead-containers-per-container=2. After four restarts (about
-// 150 s: exits at 0, 10, 30 and 70 s after the first, the fifth instance
-// starts 80 s after that) four instances have died; exactly two of them
-// remain in the runtime, the newest, and the pod keeps one sandbox.
+// the kubelet's restart back-off, on a crivk with
+// --maximum-dead-containers-per-container=2. The first restart is at once,
+// the next ones 10, 20 and 40 s after an exit: four restarts take about
+// 75 s, and four instances have died by then; exactly two of them, the
+// newest, remain in the runtime, and the pod keeps one sandbox. (50
+// restarts would take over three hours under the back-off's 5-minute cap.)
 func TestGCDeadContainers(t *testing.T) {
 	// crivk may have just been started (this test may run first): a
 	// SIGTERM before its signal handler is set would kill it uncleanly.
-	waitNodeReady(t, v1.ConditionTrue, 60*time.Second)
+	waitCrivkServing(t)
+	t.Cleanup(func() { waitCrivkServing(t) })
 	withCrivkFlags(t, nil, nil, "--maximum-dead-containers-per-container=2")
 	waitNodeReady(t, v1.ConditionTrue, 60*time.Second)
 	ns := newNamespace(t)
@@ -133,8 +136,8 @@ func TestGCImages(t *testing.T) {
 	}
 	var aside []string
 	for _, img := range imgs {
-		if img.Id == throwaway || img.Id == inUse {
-			continue
+		if img.Id == throwaway || img.Id == inUse || hasTagPrefix(img, "crivk.test/gc-throwaway:") {
+			continue // throw-away images of earlier runs go for good
 		}
 		// By tag: a repo digest is not always a name containerd stores.
 		if len(img.RepoTags) == 0 {
@@ -156,6 +159,7 @@ func TestGCImages(t *testing.T) {
 	t.Logf("images kept aside: %v", aside)
 
 	start := time.Now()
+	t.Cleanup(func() { waitCrivkServing(t) })
 	withCrivkFlags(t, nil, restore, "--image-gc-high-threshold=0", "--image-gc-low-threshold=0", "--image-minimum-gc-age=0s")
 	err = wait.PollUntilContextCancel(testContext(t, 90*time.Second), poll, true, func(context.Context) (bool, error) {
 		return imageID(t, rt, name) == "", nil
@@ -219,6 +223,34 @@ func TestGCImages(t *testing.T) {
 	if err != nil {
 		t.Errorf("the node's status.images does not list %s (or still lists the removed image)", busybox)
 	}
+}
+
+// waitCrivkServing waits until the crivk just started serves its profiling
+// address: its signal handler is set from then on (withCrivkFlags's and
+// TestMain's stop would otherwise kill a crivk still starting).
+func waitCrivkServing(t *testing.T) {
+	t.Helper()
+	err := wait.PollUntilContextCancel(testContext(t, 60*time.Second), poll, true, func(ctx context.Context) (bool, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+crivkProfilingAddr+"/debug/pprof/", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Errorf("crivk does not serve %s", crivkProfilingAddr)
+	}
+}
+
+func hasTagPrefix(img *runtimeapi.Image, prefix string) bool {
+	for _, tag := range img.RepoTags {
+		if strings.HasPrefix(tag, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // imageID is the ID of the image named name in the runtime, "" if absent.
