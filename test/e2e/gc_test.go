@@ -225,11 +225,13 @@ func TestGCImages(t *testing.T) {
 	}
 }
 
-// waitCrivkServing waits until the crivk just started serves its profiling
-// address: its signal handler is set from then on (withCrivkFlags's and
-// TestMain's stop would otherwise kill a crivk still starting).
+// waitCrivkServing waits until the running crivk is past its start: it
+// serves its profiling address (its signal handler is set) and renews the
+// node's Lease after the call (its TLS bootstrap is done). A crivk stopped
+// before that exits uncleanly, failing withCrivkFlags's or TestMain's stop.
 func waitCrivkServing(t *testing.T) {
 	t.Helper()
+	since := time.Now()
 	err := wait.PollUntilContextCancel(testContext(t, 60*time.Second), poll, true, func(ctx context.Context) (bool, error) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+crivkProfilingAddr+"/debug/pprof/", nil)
 		resp, err := http.DefaultClient.Do(req)
@@ -237,10 +239,14 @@ func waitCrivkServing(t *testing.T) {
 			return false, nil
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		if resp.StatusCode != http.StatusOK {
+			return false, nil
+		}
+		l, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, nodeName, metav1.GetOptions{})
+		return err == nil && l.Spec.RenewTime != nil && l.Spec.RenewTime.After(since), nil
 	})
 	if err != nil {
-		t.Errorf("crivk does not serve %s", crivkProfilingAddr)
+		t.Errorf("crivk does not serve %s or renew its Lease", crivkProfilingAddr)
 	}
 }
 
