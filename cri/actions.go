@@ -31,9 +31,9 @@ type PodActions struct {
 	// stopped (before being replaced, or for good), each with its reason.
 	ContainersToKill map[string]Kill
 	// ContainersToRemove are dead instances removed before new ones are
-	// created: per container started, every dead instance but the newest
-	// (the kubelet's container GC with its defaults: one dead instance kept
-	// per container, what logs --previous reads), with their log files.
+	// created: of each container, those beyond the newest
+	// max(PlanInputs.MaxDeadPerContainer, 1), with their log files (the
+	// container GC's rule, gc.go; the kubelet's podContainerDeletor).
 	ContainersToRemove []string
 	// Waiting holds the containers the plan would start but holds back,
 	// by name, with the kubelet's reason (CrashLoopBackOff while the
@@ -144,6 +144,10 @@ type PlanInputs struct {
 	// BackOff is the state of the restart and pull back-offs now; nil:
 	// nothing is held back.
 	BackOff BackOffView
+	// MaxDeadPerContainer is the container GC's MaxPerPodContainer
+	// (--maximum-dead-containers-per-container): a sync leaves at most
+	// max(it, 1) dead instances of each container, the newest.
+	MaxDeadPerContainer int
 }
 
 // BackOffView is what a plan reads of the back-offs (BackOffs.View).
@@ -170,6 +174,12 @@ func BackOffKey(pod *v1.Pod, name string) string {
 // kills) read top to bottom and share what is computed on the way; it is
 // pure and covered step by step by TestComputePodActions's table.
 func ComputePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions {
+	a := computePodActions(pod, status, in)
+	a.ContainersToRemove = excessDead(status, in.MaxDeadPerContainer)
+	return a
+}
+
+func computePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions {
 	a := PodActions{NextInit: -1, ContainersToKill: map[string]Kill{}}
 	p := planner{pod: pod, status: status, in: in, a: &a}
 	policy := pod.Spec.RestartPolicy
@@ -382,9 +392,6 @@ type planner struct {
 	status *PodStatus
 	in     PlanInputs
 	a      *PodActions
-	// removeFor: the dead instances removed for each container started,
-	// by name, so that a start taken back takes its removals back.
-	removeFor map[string][]string
 }
 
 // kill stops c with the pod's grace period.
@@ -437,8 +444,8 @@ func (p *planner) killUnhealthy(spec *v1.Container, c *ContainerStatus, willRest
 // start reports whether the named container may start now: not while its
 // restart back-off runs (measured from the exit of its newest dead
 // instance, as the kubelet's doBackOff) or its pull back-off does; those
-// are held back in Waiting. For a container that starts, its dead
-// instances but the newest are removed first, and a restart is recorded.
+// are held back in Waiting. For a container that starts, a restart is
+// recorded.
 func (p *planner) start(name string, typ ContainerType) bool {
 	key := BackOffKey(p.pod, name)
 	var lastExit *ContainerStatus
@@ -468,21 +475,6 @@ func (p *planner) start(name string, typ ContainerType) bool {
 		}
 		p.a.Restarts[name] = lastExit.FinishedAt
 	}
-	kept := false
-	for _, c := range p.status.Containers { // newest first
-		if c.Name != name || c.Type != typ || c.State == StateRunning {
-			continue
-		}
-		if !kept {
-			kept = true
-			continue
-		}
-		p.a.ContainersToRemove = append(p.a.ContainersToRemove, c.ID)
-		if p.removeFor == nil {
-			p.removeFor = map[string][]string{}
-		}
-		p.removeFor[name] = append(p.removeFor[name], c.ID)
-	}
 	return true
 }
 
@@ -490,18 +482,6 @@ func (p *planner) start(name string, typ ContainerType) bool {
 // longer starts.
 func (p *planner) unstart(name string) {
 	delete(p.a.Restarts, name)
-	drop := map[string]bool{}
-	for _, id := range p.removeFor[name] {
-		drop[id] = true
-	}
-	kept := p.a.ContainersToRemove[:0]
-	for _, id := range p.a.ContainersToRemove {
-		if !drop[id] {
-			kept = append(kept, id)
-		}
-	}
-	p.a.ContainersToRemove = kept
-	delete(p.removeFor, name)
 }
 
 func (p *planner) hold(name string, w Waiting) {

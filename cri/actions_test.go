@@ -45,13 +45,14 @@ type want struct {
 	start        []int
 	killIDs      []string
 	initFailed   bool
+	remove       []string
 }
 
 func intp(i int) *int { return &i }
 
 func (w want) plan() PodActions {
 	p := PodActions{KillPod: w.kill, CreateSandbox: w.create, Attempt: w.attempt, SandboxID: w.sandboxID,
-		NextInit: -1, ContainersToStart: w.start, InitFailed: w.initFailed}
+		NextInit: -1, ContainersToStart: w.start, InitFailed: w.initFailed, ContainersToRemove: w.remove}
 	if w.nextInit != nil {
 		p.NextInit = *w.nextInit
 	}
@@ -181,11 +182,11 @@ func TestComputePodActions(t *testing.T) {
 			status: readyStatus(initCtr("i2", StateExited, 2), initCtr("i1", StateExited, 0)),
 			want:   want{sandboxID: "sb-1", nextInit: intp(1)},
 		},
-		"init: newest attempt decides (older failure, newer success)": {
+		"init: newest attempt decides (older failure, newer success); the older is removed": {
 			pod: testutil.Pod(never, []string{"i1"}, "a"),
 			status: readyStatus(ctr("i1", ContainerTypeInit, 1, StateExited, 0),
 				ctr("i1", ContainerTypeInit, 0, StateExited, 1)),
-			want: want{sandboxID: "sb-1", start: []int{0}},
+			want: want{sandboxID: "sb-1", start: []int{0}, remove: []string{"i1-0"}},
 		},
 		"init: created but not started: kill and replace": {
 			pod:    testutil.Pod(always, inits, "a"),
@@ -478,11 +479,11 @@ func TestComputePodActionsBackOff(t *testing.T) {
 		wantRemove   []string
 		wantKill     []string
 	}{
-		"in restart back-off: held in CrashLoopBackOff": {
+		"in restart back-off: held in CrashLoopBackOff, dead instances beyond the newest removed": {
 			pod:          testutil.Pod(v1.RestartPolicyAlways, nil, "a"),
 			status:       readyStatus(dead("a", ContainerTypeRegular, 1, t0), dead("a", ContainerTypeRegular, 0, t0.Add(-time.Minute))),
 			bo:           fakeBackOffView{restart: map[string]time.Time{"uid-1/a": t0}},
-			wantNextInit: -1, wantWaiting: map[string]string{"a": ReasonCrashLoopBackOff}},
+			wantNextInit: -1, wantWaiting: map[string]string{"a": ReasonCrashLoopBackOff}, wantRemove: []string{"a-0"}},
 		"back-off over: restarted, back-off moves on from the last exit, older dead removed": {
 			pod:          testutil.Pod(v1.RestartPolicyAlways, nil, "a"),
 			status:       readyStatus(dead("a", ContainerTypeRegular, 2, t0), dead("a", ContainerTypeRegular, 1, t0.Add(-time.Minute)), dead("a", ContainerTypeRegular, 0, t0.Add(-2*time.Minute))),

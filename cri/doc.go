@@ -52,6 +52,12 @@
 // (HashContainer); ComputePodActions kills and restarts a running
 // container whose image changed.
 //
+// The container and sandbox garbage collector (gc.go, ContainerGC, the
+// kubelet's kuberuntime_gc) shares its dead-instance rule with the plan's
+// ContainersToRemove; it learns which pods are gone through PodState
+// (lifecycle.Engine). images.go reads the images for package images' image
+// collector (ListImages, RemoveImage, ContainerImages, SandboxImage).
+//
 // What this package must never do: talk to the Kubernetes API, keep a map of
 // pods, or block on anything but the runtime.
 package cri

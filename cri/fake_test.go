@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -510,4 +511,27 @@ func (r *fakeRuntimeService) ListPodSandboxStats(context.Context, *runtimeapi.Po
 
 func (s *fakeImageService) ImageFsInfo(context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
 	return &runtimeapi.ImageFsInfoResponse{}, nil
+}
+
+func (s *fakeImageService) ListImages(context.Context, *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.enter("ListImages"); err != nil {
+		return nil, err
+	}
+	var out []*runtimeapi.Image
+	for name := range s.images {
+		out = append(out, &runtimeapi.Image{Id: "sha256:" + name, RepoTags: []string{name}, Size: 1})
+	}
+	return out, nil
+}
+
+func (s *fakeImageService) RemoveImage(_ context.Context, img *runtimeapi.ImageSpec) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.enter("RemoveImage"); err != nil {
+		return err
+	}
+	delete(s.images, strings.TrimPrefix(img.Image, "sha256:"))
+	return nil
 }

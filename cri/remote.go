@@ -543,3 +543,28 @@ func (c *remoteService) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInf
 		return c.img.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
 	})
 }
+
+// ListImages returns every image the runtime holds; each must have an ID.
+func (c *remoteService) ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
+	resp, err := unary(ctx, c.timeout, "ListImages", "", func(ctx context.Context) (*runtimeapi.ListImagesResponse, error) {
+		return c.img.ListImages(ctx, &runtimeapi.ListImagesRequest{Filter: filter})
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, img := range resp.Images {
+		if img.GetId() == "" {
+			return nil, invalid("ListImages", "", "an image without Id: %v", img.GetRepoTags())
+		}
+	}
+	return resp.Images, nil
+}
+
+// RemoveImage removes image (an ID or a name); removing an image that is
+// not there is not an error (CRI's contract).
+func (c *remoteService) RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) error {
+	_, err := unary(ctx, c.timeout, "RemoveImage", image.GetImage(), func(ctx context.Context) (*runtimeapi.RemoveImageResponse, error) {
+		return c.img.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: image})
+	})
+	return err
+}

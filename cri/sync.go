@@ -432,7 +432,7 @@ func (r *Runtime) removeContainer(ctx context.Context, id string) error {
 }
 
 // removeDead removes the dead container instances ids of status (the
-// plan's ContainersToRemove) with their log files.
+// plan's ContainersToRemove) with their log files (gc.go's rule).
 func (r *Runtime) removeDead(ctx context.Context, status *PodStatus, ids []string) []error {
 	var errs []error
 	for _, id := range ids {
@@ -440,14 +440,8 @@ func (r *Runtime) removeDead(ctx context.Context, status *PodStatus, ids []strin
 			if c.ID != id {
 				continue
 			}
-			if err := r.removeContainer(ctx, c.ID); err != nil {
+			if err := r.removeDeadContainer(ctx, c.ID, c.LogPath); err != nil {
 				errs = append(errs, fmt.Errorf("removing dead container %q (%s) of pod %s: %w", c.Name, c.ID, status.Ref, err))
-				continue
-			}
-			if c.LogPath != "" {
-				if err := os.Remove(c.LogPath); err != nil && !os.IsNotExist(err) {
-					errs = append(errs, fmt.Errorf("removing log of dead container %q (%s) of pod %s: %w", c.Name, c.ID, status.Ref, err))
-				}
 			}
 		}
 	}

@@ -123,6 +123,11 @@ type Config struct {
 	// PodCgroups keeps the pod cgroups (package cm); nil: pods get
 	// none (the runtime's default cgroup parent).
 	PodCgroups PodCgroups
+	// MaxDeadPerContainer is the container GC's
+	// --maximum-dead-containers-per-container: every sync leaves at most
+	// max(it, 1) dead instances of each container
+	// (cri.PlanInputs.MaxDeadPerContainer).
+	MaxDeadPerContainer int
 }
 
 // PodCgroups is the pod cgroup tree as the engine uses it (package cm's

@@ -54,6 +54,7 @@ type syncer struct {
 	rootDir         string
 	clusterDomain   string
 	nodeAllocatable v1.ResourceList
+	maxDead         int // cri.PlanInputs.MaxDeadPerContainer
 	// pods is the desired-pod store (read only here, but for forgetting
 	// a pod whose API object is gone).
 	pods *podManager
@@ -95,6 +96,7 @@ func newSyncer(cfg Config, pods *podManager, status *status.Manager, backoff *cr
 		rootDir:         cfg.RootDir,
 		clusterDomain:   cfg.ClusterDomain,
 		nodeAllocatable: cfg.NodeAllocatable,
+		maxDead:         cfg.MaxDeadPerContainer,
 		pods:            pods,
 		waiting:         map[types.UID]map[string]cri.Waiting{},
 		podIPs:          map[types.UID][]string{},
@@ -290,7 +292,8 @@ func (s *syncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, st *cri
 		}
 	}
 	now := s.clock.Now()
-	plan := cri.ComputePodActions(pod, st, cri.PlanInputs{Started: s.startupPassed, Failed: s.failedProbe, BackOff: s.backoff.View(now)})
+	plan := cri.ComputePodActions(pod, st, cri.PlanInputs{Started: s.startupPassed, Failed: s.failedProbe, BackOff: s.backoff.View(now),
+		MaxDeadPerContainer: s.maxDead})
 	if plan.Empty() {
 		s.mu.Lock()
 		delete(s.waiting, pod.UID)

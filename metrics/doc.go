@@ -20,6 +20,8 @@
 //     pods, read at each scrape;
 //   - eviction.Config.ObserveEviction and ObserveStatsAge: the eviction
 //     manager's evictions by signal and the age of the stats behind them.
+//   - images.Config.ObserveRemoved and ObserveCollection, and
+//     cri.ContainerGCConfig.Observe: the garbage collectors (gc.go).
 //
 // The node API serves Handler at GET /metrics, authorised as nodes/metrics.
 // The probe metrics (/metrics/probes) are not here: they live beside the

@@ -60,6 +60,7 @@ type Agent struct {
 	runningCtrs  *prometheus.GaugeVec
 	// eviction: the eviction manager's (eviction.go).
 	eviction evictionMetrics
+	gc       gcMetrics // gc.go
 }
 
 // NewAgent returns the agent's metrics, crivk_build_info labelled with
@@ -127,6 +128,7 @@ func NewAgent(version string) *Agent {
 		m.runtimeOps, m.runtimeErrs, m.runtimeDur, m.plegDur, m.plegInterval, m.workerDur, m.podStart, m.podStartSLI, m.restRequests,
 		m.runningPods, m.runningCtrs)
 	m.eviction = newEvictionMetrics(m.reg)
+	m.gc = newGCMetrics(m.reg)
 	return m
 }
 

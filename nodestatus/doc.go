@@ -14,7 +14,10 @@
 //   - the NotReady registration while crivk waits for a runtime that is not
 //     up yet (NotReadyReporter);
 //   - the node as the API has it (View), kept by a watch of the node's own
-//     object, as the kubelet's node informer.
+//     object, as the kubelet's node informer;
+//   - status.images (images.go, the kubelet's Images setter): the 50
+//     biggest images from the image collector's list
+//     (NodeProvider.SetImages), written when they change.
 //
 // # The caller's loop
 //

@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // ReadinessChecker is what the node provider needs of the runtime.
@@ -49,6 +50,9 @@ type NodeProvider struct {
 	// pressure decides the pressure conditions (the eviction manager);
 	// nil: never under pressure.
 	pressure PressureSource
+	// images lists the node's images for status.images (images.go); nil:
+	// none reported. Guarded by mu.
+	images func() []*runtimeapi.Image
 }
 
 // Node event reasons, the kubelet's (pkg/kubelet/events).
@@ -198,8 +202,12 @@ func (p *NodeProvider) check(ctx context.Context) (*v1.Node, bool) {
 	changed := !sameConditionStatus(p.node.Status.Conditions, conds)
 	p.conditionChangeEvents(p.node.Name, p.node.Status.Conditions, conds)
 	p.node.Status.Conditions = conds
+	imagesChanged := p.updateImages()
 	n := p.node.DeepCopy()
 	p.mu.Unlock()
+	if imagesChanged && !changed {
+		return n, true
+	}
 	if changed {
 		log.G(ctx).WithField("ready", rd.RuntimeReady && rd.NetworkReady).WithField("message", rd.Message).Info("node conditions changed")
 		return n, true

@@ -151,6 +151,8 @@ type options struct {
 	// staticPodPath), read every fileCheckFrequency (internal/staticpods).
 	podManifestPath    string
 	fileCheckFrequency time.Duration
+	// gc: the image and container garbage collectors' flags (gc.go).
+	gc gcOptions
 }
 
 // errHelp is returned by parseFlags for -h, -help and --help; it holds
@@ -249,6 +251,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.evictionMonitoringPeriod, "eviction-monitoring-period", eviction.DefaultMonitoringPeriod, "how often the eviction manager observes the node (the kubelet's fixed 10s)")
 	fs.IntVar(&o.healthzPort, "healthz-port", 10248, "port of the plain-HTTP /healthz endpoint (the API connection, the runtime, the sync loop; internal/healthz), as the kubelet's; 0 disables it")
 	fs.StringVar(&o.healthzBindAddress, "healthz-bind-address", "127.0.0.1", "IP address the /healthz endpoint listens on")
+	addGCFlags(fs, &o.gc)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			var b strings.Builder
@@ -365,6 +368,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.reservations.EvictionHard, err = nodestatus.ParseEvictionHard(o.evictionHard); err != nil {
 		return nil, fmt.Errorf("--eviction-hard: %w", err)
+	}
+	if err := o.gc.validate(); err != nil {
+		return nil, err
 	}
 	o.evictionFlags.Hard = o.evictionHard
 	if o.evictionThresholds, err = eviction.ParseThresholds(o.evictionFlags); err != nil {
@@ -807,7 +813,8 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	if pods != nil {
 		podCgroups = pods
 	}
-	evictions, err := newEvictionManager(o, rt, recorder, agentMetrics)
+	gcs := &reclaim{}
+	evictions, err := newEvictionManager(o, rt, recorder, agentMetrics, gcs)
 	// Static pods and their mirror pods, kept apart from virtual-kubelet's
 	// pods (internal/staticpods). The mirror client runs without
 	// --pod-manifest-path too: it deletes mirror pods of no static pod.
@@ -861,6 +868,8 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		ObserveSync:        agentMetrics.ObserveSync,
 		ObservePodStart:    agentMetrics.ObservePodStart,
 		ObservePodStartSLI: agentMetrics.ObservePodStartSLI,
+		// The container GC's per-container limit, kept by every sync too.
+		MaxDeadPerContainer: o.gc.container.MaxPerPodContainer,
 	})
 	if err != nil {
 		return nil, err
@@ -882,6 +891,9 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	// its first try from the node lister too.
 	a.nodeProvider = nodestatus.NewNodeProvider(rt, nodeObj, o.nodeStatusUpdateFrequency, nodes.APINode, recorder, evictions, relist.Healthy)
 	a.relist = relist
+	if gcs.containers, gcs.images, err = startGC(ctx, o, rt, a.engine, a.nodeProvider, recorder, agentMetrics); err != nil {
+		return nil, err
+	}
 	go relist.Run(ctx)
 	logMax := resource.MustParse(o.logMaxSize)
 	go rt.RunLogRotation(ctx, cri.LogRotation{MaxSize: logMax.Value(), MaxFiles: o.logMaxFiles}, 10*time.Second)
@@ -920,7 +932,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 // node through its own nodeapi/stats summary (with the containers' logs).
 // Image and container GC (package images) are not wired yet: disk
 // pressure evicts pods at once.
-func newEvictionManager(o *options, rt *cri.Runtime, recorder record.EventRecorder, agentMetrics *metrics.Agent) (*eviction.Manager, error) {
+func newEvictionManager(o *options, rt *cri.Runtime, recorder record.EventRecorder, agentMetrics *metrics.Agent, gcs *reclaim) (*eviction.Manager, error) {
 	st, err := stats.New(stats.Config{NodeName: o.nodeName, RootDir: o.rootDir, PodLogDir: o.podLogDir, Runtime: rt.Services(), ImageFs: rt,
 		MemoryCapacity: nodestatus.MemoryCapacity})
 	if err != nil {
@@ -931,6 +943,7 @@ func newEvictionManager(o *options, rt *cri.Runtime, recorder record.EventRecord
 		MaxPodGracePeriodSeconds: o.evictionMaxPodGracePeriod, MonitoringPeriod: o.evictionMonitoringPeriod,
 		LocalStorageCapacityIsolation: true, Summary: st.Summarize, Recorder: recorder, NodeName: o.nodeName,
 		ObserveEviction: agentMetrics.ObserveEviction, ObserveStatsAge: agentMetrics.ObserveEvictionStatsAge,
+		ImageGC: gcs, ContainerGC: gcs,
 	})
 }
 

@@ -35,6 +35,10 @@ var flagGroups = []struct {
 		"eviction-hard", "eviction-soft", "eviction-soft-grace-period", "eviction-max-pod-grace-period",
 		"eviction-minimum-reclaim", "eviction-pressure-transition-period", "eviction-monitoring-period",
 	}},
+	{"Garbage collection", []string{
+		"image-gc-high-threshold", "image-gc-low-threshold", "image-minimum-gc-age", "image-maximum-gc-age",
+		"minimum-container-ttl-duration", "maximum-dead-containers-per-container", "maximum-dead-containers",
+	}},
 	{"Node API: serving, authentication, authorization", []string{
 		"address", "port", "tls-cert-file", "tls-private-key-file", "rotate-server-certificates",
 		"client-ca-file", "anonymous-auth", "authentication-token-webhook", "authorization-mode",

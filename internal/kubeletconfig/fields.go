@@ -73,7 +73,7 @@ var mappings = []mapping{
 	i32("evictionMaxPodGracePeriod", "eviction-max-pod-grace-period", func(c *KC) *int32 { return &c.EvictionMaxPodGracePeriod }),
 	i32Ptr("imageGCHighThresholdPercent", "image-gc-high-threshold", func(c *KC) **int32 { return &c.ImageGCHighThresholdPercent }),
 	i32Ptr("imageGCLowThresholdPercent", "image-gc-low-threshold", func(c *KC) **int32 { return &c.ImageGCLowThresholdPercent }),
-	duration("imageMinimumGCAge", "minimum-image-ttl-duration", func(c *KC) *metav1.Duration { return &c.ImageMinimumGCAge }),
+	duration("imageMinimumGCAge", "image-minimum-gc-age", func(c *KC) *metav1.Duration { return &c.ImageMinimumGCAge }),
 	duration("imageMaximumGCAge", "image-maximum-gc-age", func(c *KC) *metav1.Duration { return &c.ImageMaximumGCAge }),
 	list("allowedUnsafeSysctls", "allowed-unsafe-sysctls", func(c *KC) *[]string { return &c.AllowedUnsafeSysctls }),
 	str("containerLogMaxSize", "container-log-max-size", func(c *KC) *string { return &c.ContainerLogMaxSize }),

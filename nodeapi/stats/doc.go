@@ -27,7 +27,10 @@
 //	                             of /proc/loadavg, as the kubelet's pidlimit
 //
 // New returns both handlers, and Summarize, the summary as a value: package
-// nodeapi mounts the handlers, the eviction manager observes Summarize. The only state
+// nodeapi mounts the handlers, the eviction manager observes Summarize.
+// ImageFsStats is the summary's image filesystem on its own: the image
+// garbage collector (package images) reads its capacity and available
+// bytes. The only state
 // is the volume measures' cache, pruned of the pods that no longer run at
 // every summary.
 //

@@ -3,6 +3,7 @@ package stats
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -123,23 +124,44 @@ func (s summary) nodeStats(ctx context.Context) statsapi.NodeStats {
 	if s.rlimit != nil {
 		n.Rlimit = s.rlimit(now)
 	}
-	if info, err := s.imageFs(ctx); err == nil && len(info.GetImageFilesystems()) > 0 {
-		img := info.GetImageFilesystems()[0]
-		fs := statfs(img.GetFsId().GetMountpoint(), now)
-		if fs == nil {
-			fs = &statsapi.FsStats{Time: now}
-		}
-		if v := img.GetUsedBytes(); v != nil {
-			used := v.GetValue()
-			fs.UsedBytes = &used
-		}
-		if v := img.GetInodesUsed(); v != nil {
-			used := v.GetValue()
-			fs.InodesUsed = &used
-		}
+	if fs, err := imageFsStats(ctx, s.imageFs, now); err == nil {
 		n.Runtime = &statsapi.RuntimeStats{ImageFs: fs}
 	}
 	return n
+}
+
+// ImageFsStats is the runtime's image filesystem as /stats/summary
+// reports it: capacity and available bytes and inodes from statfs of the
+// mountpoint the runtime names (CRI ImageFsInfo), used bytes and inodes as
+// the runtime counts them. The image garbage collector reads its capacity
+// and available bytes, as the kubelet's reads its stats provider's
+// ImageFsStats.
+func ImageFsStats(ctx context.Context, fs ImageFs) (*statsapi.FsStats, error) {
+	return imageFsStats(ctx, fs.ImageFsInfo, metav1.Now())
+}
+
+func imageFsStats(ctx context.Context, imageFs func(context.Context) (*runtimeapi.ImageFsInfoResponse, error), now metav1.Time) (*statsapi.FsStats, error) {
+	info, err := imageFs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(info.GetImageFilesystems()) == 0 {
+		return nil, errors.New("the runtime reports no image filesystem")
+	}
+	img := info.GetImageFilesystems()[0]
+	fs := statfs(img.GetFsId().GetMountpoint(), now)
+	if fs == nil {
+		fs = &statsapi.FsStats{Time: now}
+	}
+	if v := img.GetUsedBytes(); v != nil {
+		used := v.GetValue()
+		fs.UsedBytes = &used
+	}
+	if v := img.GetInodesUsed(); v != nil {
+		used := v.GetValue()
+		fs.InodesUsed = &used
+	}
+	return fs, nil
 }
 
 // statfs is the filesystem holding path; nil if it cannot be read.

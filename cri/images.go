@@ -1,0 +1,79 @@
+package cri
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// The runtime's images as the image garbage collector (package images)
+// and the node's status.images read them. These calls decide nothing:
+// which image goes is the collector's decision.
+
+// ListImages returns every image the runtime holds.
+func (r *Runtime) ListImages(ctx context.Context) ([]*runtimeapi.Image, error) {
+	imgs, err := r.is.ListImages(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("listing images: %w", err)
+	}
+	return imgs, nil
+}
+
+// RemoveImage removes the image id (with all its names). An image already
+// gone is not an error.
+func (r *Runtime) RemoveImage(ctx context.Context, id string) error {
+	if err := r.is.RemoveImage(ctx, &runtimeapi.ImageSpec{Image: id}); err != nil && !isNotFound(err) {
+		return fmt.Errorf("removing image %s: %w", id, err)
+	}
+	return nil
+}
+
+// ContainerImages returns the image references (the image ID the runtime
+// resolved, and the image as the container was created with) of every
+// container the runtime holds, running or not. Every container counts, not
+// only crivk's: an image another client's container uses is in use too.
+func (r *Runtime) ContainerImages(ctx context.Context) ([]string, error) {
+	cs, err := r.rs.ListContainers(ctx, &runtimeapi.ContainerFilter{})
+	if err != nil {
+		return nil, fmt.Errorf("listing containers: %w", err)
+	}
+	refs := make([]string, 0, 2*len(cs))
+	for _, c := range cs {
+		if c.GetImageRef() != "" {
+			refs = append(refs, c.GetImageRef())
+		}
+		if img := c.GetImage().GetImage(); img != "" {
+			refs = append(refs, img)
+		}
+	}
+	return refs, nil
+}
+
+// SandboxImage returns the image the runtime makes pod sandboxes from
+// (containerd's CRI config sandbox_image, in the verbose Status's "config"
+// entry), or "" if the runtime does not say.
+func (r *Runtime) SandboxImage(ctx context.Context) (string, error) {
+	resp, err := r.rs.Status(ctx, true)
+	if err != nil {
+		return "", fmt.Errorf("CRI Status on %s: %w", r.cfg.Endpoint, err)
+	}
+	return sandboxImageOf(resp.GetInfo()), nil
+}
+
+// sandboxImageOf reads containerd's sandboxImage from a verbose Status's
+// info; "" when it is not there.
+func sandboxImageOf(info map[string]string) string {
+	raw, ok := info["config"]
+	if !ok {
+		return ""
+	}
+	var cfg struct {
+		SandboxImage string `json:"sandboxImage"`
+	}
+	if json.Unmarshal([]byte(raw), &cfg) != nil {
+		return ""
+	}
+	return cfg.SandboxImage
+}
