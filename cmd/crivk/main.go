@@ -333,10 +333,10 @@ func parseFlags(args []string) (*options, error) {
 		}
 	}
 	var err error
-	if o.nodeLabels, err = parseNodeLabels(o.nodeLabelsFlag); err != nil {
+	if o.nodeLabels, err = nodestatus.ParseNodeLabels(o.nodeLabelsFlag); err != nil {
 		return nil, err
 	}
-	if o.taints, err = parseTaints(o.taintsFlag); err != nil {
+	if o.taints, err = nodestatus.ParseTaints(o.taintsFlag); err != nil {
 		return nil, fmt.Errorf("--register-with-taints: %w", err)
 	}
 	if o.tracing && o.profilingAddress == "" && o.traceFile == "" {
@@ -566,7 +566,7 @@ func setupLogging(ctx context.Context, o *options) context.Context {
 func prepareHost(ctx context.Context, o *options) error {
 	setOOMScoreAdj(ctx, o.oomScoreAdj)
 	if o.nodeIP == "" {
-		ip, err := defaultNodeIP()
+		ip, err := nodestatus.DefaultNodeIP()
 		if err != nil {
 			return fmt.Errorf("--node-ip not given and none could be found: %w", err)
 		}
@@ -963,31 +963,6 @@ func serveNode(ctx context.Context, o *options, n *vknode.Node, a *agent) error 
 		return nil
 	}
 	return err
-}
-
-// defaultNodeIP is the first global unicast IPv4 address of an interface
-// that is up and not a loopback or a container bridge/veth.
-func defaultNodeIP() (string, error) {
-	ifaces, err := net.Interfaces()
-	if err != nil {
-		return "", err
-	}
-	for _, ifc := range ifaces {
-		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 ||
-			strings.HasPrefix(ifc.Name, "veth") || strings.HasPrefix(ifc.Name, "cni") || strings.HasPrefix(ifc.Name, "crivk") {
-			continue
-		}
-		addrs, err := ifc.Addrs()
-		if err != nil {
-			continue
-		}
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && ipn.IP.IsGlobalUnicast() {
-				return ipn.IP.String(), nil
-			}
-		}
-	}
-	return "", errors.New("no interface has a global IPv4 address")
 }
 
 // newNodeAPIAuth is the node API's authentication and authorization

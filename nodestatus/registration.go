@@ -1,7 +1,13 @@
-package main
+package nodestatus
+
+// What a node registers with, from the flags, under the kubelet's rules:
+// its labels (--node-labels), its taints (--register-with-taints) and its
+// InternalIP when --node-ip is not given.
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"strings"
 
@@ -10,13 +16,13 @@ import (
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 )
 
-// parseNodeLabels parses --node-labels (key=value,...) with the kubelet's
+// ParseNodeLabels parses --node-labels (key=value,...) with the kubelet's
 // rules (cmd/kubelet/app/options): keys are qualified names, values label
 // values, and a key in the kubernetes.io or k8s.io namespaces must be one
 // a node may set itself (kubelet.kubernetes.io/, node.kubernetes.io/ or a
 // well-known label), which is also what the NodeRestriction admission
 // plugin lets through.
-func parseNodeLabels(s string) (map[string]string, error) {
+func ParseNodeLabels(s string) (map[string]string, error) {
 	labels := map[string]string{}
 	if strings.TrimSpace(s) == "" {
 		return labels, nil
@@ -57,10 +63,10 @@ func isKubernetesLabel(key string) bool {
 	return ns == "kubernetes.io" || strings.HasSuffix(ns, ".kubernetes.io") || ns == "k8s.io" || strings.HasSuffix(ns, ".k8s.io")
 }
 
-// parseTaints parses --register-with-taints: comma-separated
+// ParseTaints parses --register-with-taints: comma-separated
 // <key>=<value>:<effect> or <key>:<effect>, effect NoSchedule,
 // PreferNoSchedule or NoExecute (the kubelet's flag format).
-func parseTaints(s string) ([]v1.Taint, error) {
+func ParseTaints(s string) ([]v1.Taint, error) {
 	var taints []v1.Taint
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
@@ -92,4 +98,30 @@ func parseTaints(s string) ([]v1.Taint, error) {
 		taints = append(taints, v1.Taint{Key: k, Value: v, Effect: v1.TaintEffect(effect)})
 	}
 	return taints, nil
+}
+
+// DefaultNodeIP is the node's InternalIP when --node-ip is not given: the
+// first global unicast IPv4 address of an interface that is up and not a
+// loopback or a container bridge/veth.
+func DefaultNodeIP() (string, error) {
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return "", err
+	}
+	for _, ifc := range ifaces {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 ||
+			strings.HasPrefix(ifc.Name, "veth") || strings.HasPrefix(ifc.Name, "cni") || strings.HasPrefix(ifc.Name, "crivk") {
+			continue
+		}
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && ipn.IP.IsGlobalUnicast() {
+				return ipn.IP.String(), nil
+			}
+		}
+	}
+	return "", errors.New("no interface has a global IPv4 address")
 }

@@ -1,4 +1,4 @@
-package main
+package nodestatus
 
 import (
 	"reflect"
@@ -9,7 +9,7 @@ import (
 )
 
 func TestParseNodeLabels(t *testing.T) {
-	got, err := parseNodeLabels("team=infra, node.kubernetes.io/pool=crivk,topology.kubernetes.io/zone=a")
+	got, err := ParseNodeLabels("team=infra, node.kubernetes.io/pool=crivk,topology.kubernetes.io/zone=a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,14 +23,14 @@ func TestParseNodeLabels(t *testing.T) {
 		"team=a b":                        "invalid node labels: 'a b'",
 		"-bad=x":                          "invalid node labels: '-bad'",
 	} {
-		if _, err := parseNodeLabels(in); err == nil || !strings.Contains(err.Error(), msg) {
+		if _, err := ParseNodeLabels(in); err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("%q: error %v, want one containing %q", in, err, msg)
 		}
 	}
 }
 
 func TestParseTaints(t *testing.T) {
-	got, err := parseTaints("node.crivk.io/agent=crivk:NoSchedule,dedicated:PreferNoSchedule")
+	got, err := ParseTaints("node.crivk.io/agent=crivk:NoSchedule,dedicated:PreferNoSchedule")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestParseTaints(t *testing.T) {
 		"a=b c:NoExecute":               `invalid taint value "b c"`,
 		"a=1:NoSchedule,a=2:NoSchedule": "duplicated taint a:NoSchedule",
 	} {
-		if _, err := parseTaints(in); err == nil || !strings.Contains(err.Error(), msg) {
+		if _, err := ParseTaints(in); err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("%q: error %v, want one containing %q", in, err, msg)
 		}
 	}
