@@ -77,7 +77,7 @@ type options struct {
 	tlsCert             string
 	tlsKey              string
 	clientCA            string
-	// The node API's authentication and authorization (provider.Auth).
+	// The node API's authentication and authorization (nodeapi.Auth).
 	anonymousAuth     bool
 	tokenWebhook      bool
 	authorizationMode string
