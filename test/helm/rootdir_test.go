@@ -145,20 +145,21 @@ func TestHelmRootDirOfAnotherCluster(t *testing.T) {
 				if s.Name != "crivk" {
 					continue
 				}
-				exited := s.RestartCount > 0 || s.State.Terminated != nil
 				last = fmt.Sprintf("container crivk restartCount %d, %s", s.RestartCount, lastExit(s))
-				if !exited {
+				// An exit of crivk's own: non-zero (the kubelet's liveness
+				// kill ends in a clean exit, or 137), the conflict named in
+				// the last lines of that instance's log.
+				term, previous := s.State.Terminated, false
+				if term == nil {
+					term, previous = s.LastTerminationState.Terminated, true
+				}
+				if term == nil || term.ExitCode == 0 || term.ExitCode == 137 {
 					continue
 				}
-				for _, previous := range []bool{true, false} {
-					logs := e.logTail(ctx, p, "crivk", previous, 50)
-					if m := conflictLine.FindString(logs); m != "" {
-						for _, l := range strings.Split(logs, "\n") {
-							if strings.Contains(l, m) {
-								outcome = "exited naming the conflict: " + strings.TrimSpace(l)
-								return true, nil
-							}
-						}
+				for _, l := range strings.Split(e.logTail(ctx, p, "crivk", previous, 5), "\n") {
+					if conflictLine.MatchString(l) {
+						outcome = fmt.Sprintf("exited (code %d) naming the conflict: %s", term.ExitCode, strings.TrimSpace(l))
+						return true, nil
 					}
 				}
 			}
