@@ -195,8 +195,8 @@ func emptyDir(dir string) error {
 // writeAnotherClustersIdentity writes under root what crivk's TLS
 // bootstrap leaves, but of another cluster at the same server: a throw-away
 // CA, a client certificate of system:node:<node> it signed (with its key)
-// in pki/crivk-client-current.pem, and the kubeconfig using it. It returns
-// the CA's subject.
+// in pki/crivk-client-<date>.pem with the crivk-client-current.pem symlink,
+// and the kubeconfig using it. It returns the CA's subject.
 func writeAnotherClustersIdentity(t *testing.T, root, node, server string) string {
 	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -239,8 +239,14 @@ func writeAnotherClustersIdentity(t *testing.T, root, node, server string) strin
 		t.Fatal(err)
 	}
 	pair := append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})...)
+	// As client-go's certificate store leaves it: a dated file and the
+	// crivk-client-current.pem symlink to it.
+	dated := filepath.Join(pki, "crivk-client-"+now.Add(-time.Hour).UTC().Format("2006-01-02-15-04-05")+".pem")
+	if err := os.WriteFile(dated, pair, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	certFile := filepath.Join(pki, "crivk-client-current.pem")
-	if err := os.WriteFile(certFile, pair, 0o600); err != nil {
+	if err := os.Symlink(dated, certFile); err != nil {
 		t.Fatal(err)
 	}
 	kc := clientcmdapi.NewConfig()
