@@ -234,7 +234,9 @@ func (e *env) waitNodeReady(t *testing.T, timeout time.Duration) time.Duration {
 		}
 		n, err := e.client.CoreV1().Nodes().Get(ctx, e.crivkNode, metav1.GetOptions{})
 		if err != nil {
-			last = err.Error()
+			if ctx.Err() == nil { // not the poll's own deadline
+				last = err.Error()
+			}
 			return false, nil
 		}
 		for _, c := range n.Status.Conditions {

@@ -145,20 +145,21 @@ func TestHelmRootDirOfAnotherCluster(t *testing.T) {
 				if s.Name != "crivk" {
 					continue
 				}
-				exited := s.RestartCount > 0 || s.State.Terminated != nil
 				last = fmt.Sprintf("container crivk restartCount %d, %s", s.RestartCount, lastExit(s))
-				if !exited {
+				// An exit of crivk's own: non-zero (the kubelet's liveness
+				// kill ends in a clean exit, or 137), the conflict named in
+				// the last lines of that instance's log.
+				term, previous := s.State.Terminated, false
+				if term == nil {
+					term, previous = s.LastTerminationState.Terminated, true
+				}
+				if term == nil || term.ExitCode == 0 || term.ExitCode == 137 {
 					continue
 				}
-				for _, previous := range []bool{true, false} {
-					logs := e.logTail(ctx, p, "crivk", previous, 50)
-					if m := conflictLine.FindString(logs); m != "" {
-						for _, l := range strings.Split(logs, "\n") {
-							if strings.Contains(l, m) {
-								outcome = "exited naming the conflict: " + strings.TrimSpace(l)
-								return true, nil
-							}
-						}
+				for _, l := range strings.Split(e.logTail(ctx, p, "crivk", previous, 5), "\n") {
+					if conflictLine.MatchString(l) {
+						outcome = fmt.Sprintf("exited (code %d) naming the conflict: %s", term.ExitCode, strings.TrimSpace(l))
+						return true, nil
 					}
 				}
 			}
@@ -194,8 +195,8 @@ func emptyDir(dir string) error {
 // writeAnotherClustersIdentity writes under root what crivk's TLS
 // bootstrap leaves, but of another cluster at the same server: a throw-away
 // CA, a client certificate of system:node:<node> it signed (with its key)
-// in pki/crivk-client-current.pem, and the kubeconfig using it. It returns
-// the CA's subject.
+// in pki/crivk-client-<date>.pem with the crivk-client-current.pem symlink,
+// and the kubeconfig using it. It returns the CA's subject.
 func writeAnotherClustersIdentity(t *testing.T, root, node, server string) string {
 	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -238,8 +239,14 @@ func writeAnotherClustersIdentity(t *testing.T, root, node, server string) strin
 		t.Fatal(err)
 	}
 	pair := append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})...)
+	// As client-go's certificate store leaves it: a dated file and the
+	// crivk-client-current.pem symlink to it.
+	dated := filepath.Join(pki, "crivk-client-"+now.Add(-time.Hour).UTC().Format("2006-01-02-15-04-05")+".pem")
+	if err := os.WriteFile(dated, pair, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	certFile := filepath.Join(pki, "crivk-client-current.pem")
-	if err := os.WriteFile(certFile, pair, 0o600); err != nil {
+	if err := os.Symlink(dated, certFile); err != nil {
 		t.Fatal(err)
 	}
 	kc := clientcmdapi.NewConfig()
