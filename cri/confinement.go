@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -215,4 +216,59 @@ func possibleCPUs() int {
 		return runtime.NumCPU()
 	}
 	return last + 1
+}
+
+// kubeletPod is how the kubelet names a pod in its messages (format.Pod).
+func kubeletPod(pod *v1.Pod) string {
+	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+}
+
+// verifyRunAsNonRoot is the kubelet's rule (verifyRunAsNonRoot): a
+// container whose effective runAsNonRoot is true must not run as UID 0,
+// whether runAsUser says so or, without runAsUser, its image does; an image
+// that names a user by name cannot be checked and is refused, one that
+// names no user runs as root. The error is the kubelet's
+// CreateContainerConfigError message.
+func verifyRunAsNonRoot(pod *v1.Pod, c *v1.Container, runAsNonRoot *bool, runAsUser *int64, image *ImageUser) error {
+	if runAsNonRoot == nil || !*runAsNonRoot {
+		return nil
+	}
+	if runAsUser != nil {
+		if *runAsUser == 0 {
+			return fmt.Errorf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", kubeletPod(pod), c.Name)
+		}
+		return nil
+	}
+	switch {
+	case image == nil || (image.UID == nil && image.Username == ""):
+		return fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", kubeletPod(pod), c.Name)
+	case image.UID == nil:
+		return fmt.Errorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", image.Username, kubeletPod(pod), c.Name)
+	case *image.UID == 0:
+		return fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", kubeletPod(pod), c.Name)
+	case *image.UID < 0 || *image.UID > math.MaxInt32:
+		return fmt.Errorf("container has runAsNonRoot and image has an invalid user id (%d). (Must be 1-(%d)) (pod: %q, container: %s)", *image.UID, math.MaxInt32, kubeletPod(pod), c.Name)
+	}
+	return nil
+}
+
+// needsImageUser reports whether verifyRunAsNonRoot will look at the
+// image's user: runAsNonRoot without runAsUser (container over pod).
+func needsImageUser(pod *v1.Pod, c *v1.Container) bool {
+	var psc v1.PodSecurityContext
+	if pod.Spec.SecurityContext != nil {
+		psc = *pod.Spec.SecurityContext
+	}
+	var csc v1.SecurityContext
+	if c.SecurityContext != nil {
+		csc = *c.SecurityContext
+	}
+	nonRoot, user := csc.RunAsNonRoot, csc.RunAsUser
+	if nonRoot == nil {
+		nonRoot = psc.RunAsNonRoot
+	}
+	if user == nil {
+		user = psc.RunAsUser
+	}
+	return nonRoot != nil && *nonRoot && user == nil
 }

@@ -11,6 +11,7 @@ import (
 	grpcstatus "google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
@@ -317,5 +318,41 @@ func TestSyncPodMissingSeccompProfile(t *testing.T) {
 	}
 	if w := res.Waiting["a"]; w.Reason != ReasonCreateContainerErr || w.Message != msg {
 		t.Fatalf("waiting %+v", w)
+	}
+}
+
+// TestVerifyRunAsNonRoot: the kubelet's verifyRunAsNonRoot, case by case,
+// with its messages (kuberuntime/security_context_others.go).
+func TestVerifyRunAsNonRoot(t *testing.T) {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1"}}
+	c := &v1.Container{Name: "app"}
+	uid := func(v int64) *int64 { return &v }
+	yes, no := ptr.To(true), ptr.To(false)
+	for name, tc := range map[string]struct {
+		nonRoot *bool
+		user    *int64
+		image   *ImageUser
+		want    string // "" : allowed
+	}{
+		"not asked":                             {nonRoot: nil, image: nil},
+		"runAsNonRoot false":                    {nonRoot: no, image: nil},
+		"runAsUser 0":                           {nonRoot: yes, user: uid(0), want: `container's runAsUser breaks non-root policy (pod: "p_ns(u1)", container: app)`},
+		"runAsUser 1000: the image is not read": {nonRoot: yes, user: uid(1000), image: nil},
+		"image names no user: root":             {nonRoot: yes, image: &ImageUser{}, want: `container has runAsNonRoot and image will run as root (pod: "p_ns(u1)", container: app)`},
+		"image unknown: root":                   {nonRoot: yes, image: nil, want: "image will run as root"},
+		"image UID 0":                           {nonRoot: yes, image: &ImageUser{UID: uid(0)}, want: "image will run as root"},
+		"image UID 1234":                        {nonRoot: yes, image: &ImageUser{UID: uid(1234)}},
+		"image user by name cannot be checked":  {nonRoot: yes, image: &ImageUser{Username: "app"}, want: "container has runAsNonRoot and image has non-numeric user (app), cannot verify user is non-root"},
+		"image UID out of range":                {nonRoot: yes, image: &ImageUser{UID: uid(1 << 33)}, want: "image has an invalid user id"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := verifyRunAsNonRoot(pod, c, tc.nonRoot, tc.user, tc.image)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want it to contain %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -1,7 +1,6 @@
 package cri
 
 import (
-	"fmt"
 	"path/filepath"
 	"strconv"
 
@@ -104,11 +103,11 @@ func linuxContainerConfig(pod *v1.Pod, c *v1.Container, opts *RunContainerOption
 	if runAsNonRoot == nil {
 		runAsNonRoot = psc.RunAsNonRoot
 	}
+	if err := verifyRunAsNonRoot(pod, c, runAsNonRoot, runAsUser, opts.ImageUser); err != nil {
+		return nil, &ConfigError{Msg: err.Error()}
+	}
 	if runAsUser != nil {
 		sc.RunAsUser = &runtimeapi.Int64Value{Value: *runAsUser}
-		if runAsNonRoot != nil && *runAsNonRoot && *runAsUser == 0 {
-			return nil, &ConfigError{Msg: "container's runAsUser breaks non-root policy (pod: " + podID(pod) + ", container: " + c.Name + ")"}
-		}
 	}
 	if runAsGroup != nil {
 		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *runAsGroup}
@@ -156,10 +155,6 @@ func linuxContainerConfig(pod *v1.Pod, c *v1.Container, opts *RunContainerOption
 	}
 	// ContainerConfig adds the resources (resources.go).
 	return &runtimeapi.LinuxContainerConfig{SecurityContext: sc}, nil
-}
-
-func podID(pod *v1.Pod) string {
-	return fmt.Sprintf("%s/%s", pod.Namespace, pod.Name)
 }
 
 // expand is Expand over a map of variables.

@@ -48,6 +48,26 @@ func (r *Runtime) ImagePresent(ctx context.Context, image string) (string, bool,
 	return resp.GetImage().GetId(), true, nil
 }
 
+// imageUser is the user image ref runs as (CRI ImageStatus: its UID, or
+// else its user name); an image that names none gets an empty ImageUser,
+// which verifyRunAsNonRoot takes as root, as the kubelet's getImageUser.
+func (r *Runtime) imageUser(ctx context.Context, ref string) (*ImageUser, error) {
+	resp, err := r.is.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: ref}, false)
+	if err != nil {
+		return nil, fmt.Errorf("reading the user of image %s: %w", ref, err)
+	}
+	img := resp.GetImage()
+	if img == nil {
+		return nil, fmt.Errorf("reading the user of image %s: the runtime does not have it", ref)
+	}
+	u := &ImageUser{Username: img.GetUsername()}
+	if img.GetUid() != nil {
+		uid := img.GetUid().GetValue()
+		u.UID, u.Username = &uid, ""
+	}
+	return u, nil
+}
+
 // PullSpan is when one image pull started and ended.
 type PullSpan struct {
 	Start, End time.Time

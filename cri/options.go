@@ -29,6 +29,18 @@ type RunContainerOptions struct {
 	// UserNamespace is the pod's user namespace, the sandbox's; SyncPod
 	// sets it (userNamespace). nil: the runtime's default.
 	UserNamespace *runtimeapi.UserNamespace
+	// ImageUser is the user the container's image runs as (CRI
+	// ImageStatus), which SyncPod reads when runAsNonRoot must be checked
+	// against it (no runAsUser). nil there: unknown, taken as root, as the
+	// kubelet takes an image that names no user.
+	ImageUser *ImageUser
+}
+
+// ImageUser is an image's configured user: a numeric UID, or a user name
+// that cannot be checked without the image's files.
+type ImageUser struct {
+	UID      *int64
+	Username string
 }
 
 // RuntimeHelper is what SyncPod needs of its caller to start a container.

@@ -322,6 +322,16 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	opts.MemoryCapacity = r.cfg.MemoryCapacity
 	opts.SeccompProfileRoot = r.cfg.SeccompProfileRoot
 	opts.UserNamespace = sbCfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions()
+	if needsImageUser(pod, c) {
+		// runAsNonRoot without runAsUser: the image's user decides, as the
+		// kubelet reads it (getImageUser); unreadable, the start fails and
+		// is retried rather than run unchecked.
+		if opts.ImageUser, err = r.imageUser(ctx, c.Image); err != nil {
+			res.Waiting[c.Name] = Waiting{Reason: ReasonCreateConfigError, Message: err.Error()}
+			res.Errs = append(res.Errs, fmt.Errorf("image user of container %q of pod %s: %w", c.Name, ref, err))
+			return
+		}
+	}
 	cfg, err := ContainerConfig(pod, c, typ, attempt, imageRef, opts)
 	if err != nil {
 		res.Waiting[c.Name] = Waiting{Reason: ReasonCreateConfigError, Message: err.Error()}

@@ -234,6 +234,14 @@ func TestSyncPodFailures(t *testing.T) {
 			wantMessage: "container's runAsUser breaks non-root policy",
 			wantCalls:   map[string]int{"CreateContainer": 0},
 		},
+		"runAsNonRoot without runAsUser, image names no user: refused as root": {
+			container: v1.Container{Name: "a", Image: "busybox:1.36",
+				SecurityContext: &v1.SecurityContext{RunAsNonRoot: ptr.To(true)}},
+			setup:       func(f *syncFixture) { f.is.SetFakeImages([]string{"busybox:1.36"}) },
+			wantReason:  ReasonCreateConfigError,
+			wantMessage: "container has runAsNonRoot and image will run as root",
+			wantCalls:   map[string]int{"CreateContainer": 0},
+		},
 		"create fails": {
 			container: image("a", "busybox:1.36"),
 			setup: func(f *syncFixture) {
