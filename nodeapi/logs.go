@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/crivk/crivk/cri"
@@ -20,6 +21,38 @@ import (
 
 // containerLogs finds a container's log file through the engine's pod and
 // the runtime's view of it.
+// previousInstance is the container "previous" means, as the kubelet's
+// validateContainerLogStatus: the one the pod status' lastState.terminated
+// names. That is the newest instance while it waits to be restarted (a
+// CrashLoopBackOff), and the one before it while the newest runs or is
+// final, so the newest instance's logs are not lost when the instances
+// before it were garbage-collected. Before the engine generated a status
+// of the container, the instance before the newest.
+func previousInstance(pod *v1.Pod, name string, typ cri.ContainerType, st *cri.PodStatus) *cri.ContainerStatus {
+	for _, statuses := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses, pod.Status.EphemeralContainerStatuses} {
+		for _, cs := range statuses {
+			if cs.Name != name {
+				continue
+			}
+			t := cs.LastTerminationState.Terminated
+			if t == nil || t.ContainerID == "" {
+				return nil
+			}
+			id := t.ContainerID
+			if i := strings.Index(id, "://"); i >= 0 {
+				id = id[i+len("://"):]
+			}
+			for i := range st.Containers {
+				if st.Containers[i].ID == id {
+					return &st.Containers[i]
+				}
+			}
+			return nil
+		}
+	}
+	return st.Previous(name, typ)
+}
+
 type containerLogs struct {
 	pods   func(namespace, name string) *v1.Pod
 	status func(ctx context.Context, ref cri.PodRef) (*cri.PodStatus, error)
@@ -51,7 +84,7 @@ func (l containerLogs) write(ctx context.Context, namespace, podName, containerN
 	}
 	c := st.Latest(containerName, typ)
 	if opts.Previous {
-		c = st.Previous(containerName, typ)
+		c = previousInstance(pod, containerName, typ, st)
 		if c == nil {
 			return errdefs.InvalidInputf("previous terminated container %q in pod %q not found", containerName, podName)
 		}

@@ -136,6 +136,18 @@ func TestContainerLogs(t *testing.T) {
 	running := &cri.PodStatus{Containers: []cri.ContainerStatus{
 		{ID: "c1", Name: "c", Type: cri.ContainerTypeRegular, State: cri.StateExited, LogPath: logPath},
 	}}
+	// In CrashLoopBackOff: the newest instance, c1, is the status'
+	// lastState (the one before it was garbage-collected).
+	crashing := pod.DeepCopy()
+	crashing.Name = "crash"
+	crashing.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "c",
+		State:                v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		LastTerminationState: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 3, ContainerID: "containerd://c1"}}}}
+	// Running again: lastState names an instance the runtime no longer has.
+	gone := pod.DeepCopy()
+	gone.Name = "gone"
+	gone.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "c",
+		LastTerminationState: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 3, ContainerID: "containerd://c0"}}}}
 	for _, tc := range []struct {
 		name, pod, container string
 		previous             bool
@@ -151,9 +163,13 @@ func TestContainerLogs(t *testing.T) {
 			check: func(err error) bool { return err != nil && !errdefs.IsNotFound(err) }},
 		{name: "the file", pod: "p", container: "c", status: fakePodStatus{st: running}, check: func(err error) bool { return err == nil },
 			stdout: "hello\n", stderr: "oops\n"},
+		{name: "previous in CrashLoopBackOff: the newest instance, as lastState names it", pod: "crash", container: "c", previous: true,
+			status: fakePodStatus{st: running}, check: func(err error) bool { return err == nil }, stdout: "hello\n", stderr: "oops\n"},
+		{name: "previous gone from the runtime", pod: "gone", container: "c", previous: true,
+			status: fakePodStatus{st: running}, check: errdefs.IsInvalidInput},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := containerLogs{pods: fakeEngine{"ns/p": pod}.PodByName, status: tc.status.GetPodStatus, follow: fakeRuntime{},
+			l := containerLogs{pods: fakeEngine{"ns/p": pod, "ns/crash": crashing, "ns/gone": gone}.PodByName, status: tc.status.GetPodStatus, follow: fakeRuntime{},
 				clock: clocktesting.NewFakePassiveClock(time.Date(2026, 11, 27, 11, 0, 0, 0, time.UTC))}
 			var stdout, stderr strings.Builder
 			err := l.write(context.Background(), "ns", tc.pod, tc.container, &v1.PodLogOptions{Previous: tc.previous}, &stdout, &stderr)
