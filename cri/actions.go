@@ -179,6 +179,10 @@ func ComputePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 	return a
 }
 
+// computePodActions is the plan but for the dead instances to remove. It is
+// long because it is the one decision point, read top to bottom in the
+// kubelet's order (sandbox, init containers, sidecars, regular and
+// ephemeral containers); its helpers hold each rule.
 func computePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions {
 	a := PodActions{NextInit: -1, ContainersToKill: map[string]Kill{}}
 	p := planner{pod: pod, status: status, in: in, a: &a}

@@ -784,8 +784,11 @@ type agent struct {
 }
 
 // startEngine builds the engine with its volumes, probes, PLEG (woken by
-// containerd's task events), node provider and log rotation, and starts
-// their loops.
+// containerd's task events), node provider, eviction manager, garbage
+// collectors, static pods and log rotation, and starts their loops. It is
+// long because construction has one order (the eviction manager before the
+// engine that asks it, the engine before the PLEG, the collectors and the
+// mirror client that ask the engine); each step is a call into its package.
 func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.Runtime, ver cri.VersionInfo, nodeObj *v1.Node, recorder record.EventRecorder, pods *cm.Manager, agentMetrics *metrics.Agent, podInf vknode.PodInformer) (*agent, error) {
 	a := &agent{mux: http.NewServeMux(), statusWrites: podstatus.NewStatusWrites()}
 	apiPods := podInf.Lister()

@@ -449,6 +449,8 @@ func (h *hostRuntime) watch(ctx context.Context) error {
 // (crivk's pods keep running across a restart or upgrade of the pod);
 // otherwise the sandboxes left are removed and containerd is stopped.
 func (h *hostRuntime) stop() error {
+	// A deadline of its own, not the run's context: stop runs after
+	// SIGTERM cancelled that one, within the pod's termination grace.
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
 	rs, done, err := criAnswers(ctx, h.o.socket(), 5*time.Second)

@@ -23,13 +23,17 @@ const dropinExtension = ".conf"
 var ErrNoConfig = errors.New("no configuration file nor drop-in directory given")
 
 // codecs decode strictly: an unknown or duplicate field is an error.
-var codecs = func() serializer.CodecFactory {
+// codecsErr is the registration's error, which decode returns rather than
+// the package panicking at start.
+var codecs, codecsErr = newCodecs()
+
+func newCodecs() (serializer.CodecFactory, error) {
 	s := runtime.NewScheme()
 	if err := kubeletv1beta1.AddToScheme(s); err != nil {
-		panic(err) // a static registration; fails only if the types are broken
+		return serializer.CodecFactory{}, fmt.Errorf("registering the KubeletConfiguration types: %w", err)
 	}
-	return serializer.NewCodecFactory(s, serializer.EnableStrict)
-}()
+	return serializer.NewCodecFactory(s, serializer.EnableStrict), nil
+}
 
 // Load reads the configuration file (may be empty: none) and merges the
 // drop-ins of dropinDir (may be empty: none) over it, as the kubelet
@@ -126,6 +130,9 @@ func decodeFile(path string) (*kubeletv1beta1.KubeletConfiguration, error) {
 // decode decodes YAML or JSON strictly into a v1beta1
 // KubeletConfiguration; the apiVersion and kind must say so.
 func decode(data []byte) (*kubeletv1beta1.KubeletConfiguration, error) {
+	if codecsErr != nil {
+		return nil, codecsErr
+	}
 	obj, gvk, err := codecs.UniversalDeserializer().Decode(data, nil, nil)
 	if err != nil {
 		return nil, err
