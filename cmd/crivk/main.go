@@ -17,7 +17,6 @@ import (
 	goruntime "runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -26,6 +25,7 @@ import (
 	"github.com/crivk/crivk/cri/taskevents"
 	"github.com/crivk/crivk/eviction"
 	"github.com/crivk/crivk/internal/certificate"
+	"github.com/crivk/crivk/internal/debugserver"
 	"github.com/crivk/crivk/internal/healthz"
 	"github.com/crivk/crivk/internal/hostruntime"
 	"github.com/crivk/crivk/internal/incluster"
@@ -447,7 +447,7 @@ func main() {
 // node and pod controllers until ctx ends (serveNode).
 func run(ctx context.Context, o *options) error {
 	if o.tracing {
-		closeTraces, err := enableTracing(o.traceFile)
+		closeTraces, err := debugserver.EnableTracing(o.traceFile)
 		if err != nil {
 			return err
 		}
@@ -458,7 +458,7 @@ func run(ctx context.Context, o *options) error {
 		}()
 	}
 	if o.profilingAddress != "" {
-		if err := serveProfiling(ctx, o.profilingAddress, o.tracing); err != nil {
+		if err := debugserver.ServeProfiling(ctx, o.profilingAddress, o.tracing); err != nil {
 			return err
 		}
 	}
@@ -652,9 +652,8 @@ func connectAPI(ctx context.Context, o *options, wrap func(http.RoundTripper) ht
 	})
 }
 
-// connectRuntime dials the CRI runtime and reads its version and status.
-// While it waits for a runtime that is not up, whileWaiting runs (until
-// the runtime answers).
+// connectRuntime is the runtime of the flags, waited for while it is not
+// up (cri.Await; whileWaiting runs meanwhile).
 func connectRuntime(ctx context.Context, o *options, recorder record.EventRecorder, pods *cm.Manager, agentMetrics *metrics.Agent, whileWaiting func(context.Context)) (*cri.Runtime, cri.VersionInfo, cri.Readiness, error) {
 	var ver cri.VersionInfo
 	var rd cri.Readiness
@@ -683,53 +682,7 @@ func connectRuntime(ctx context.Context, o *options, recorder record.EventRecord
 		}
 		cfg.DeleteTask = reaper.DeleteTask
 	}
-	// A runtime that is not up yet is waited for, with back-off, rather
-	// than a reason to exit (a crash loop of the agent helps nobody).
-	var rt *cri.Runtime
-	backoff := time.Second
-	// The reporter is stopped, and waited for, before the node
-	// controller reports: a late NotReady must not follow its Ready.
-	waitCtx, stopWaiting := context.WithCancel(ctx)
-	var reporter sync.WaitGroup
-	defer reporter.Wait()
-	defer stopWaiting()
-	waiting := false
-	for {
-		connectCtx, cancelConnect := context.WithTimeout(ctx, 10*time.Second)
-		rt, err = cri.Connect(connectCtx, cfg)
-		cancelConnect()
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil || !errors.Is(err, cri.ErrUnreachable) {
-			return nil, ver, rd, err
-		}
-		log.G(ctx).WithError(err).WithField("retry", backoff).Warn("waiting for the container runtime")
-		if !waiting && whileWaiting != nil {
-			waiting = true
-			reporter.Add(1)
-			go func() {
-				defer reporter.Done()
-				whileWaiting(waitCtx)
-			}()
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ver, rd, ctx.Err()
-		case <-time.After(backoff):
-		}
-		// At most 5 s apart: the kubelet checks its runtime every 5 s.
-		backoff = min(2*backoff, 5*time.Second)
-	}
-	if ver, err = rt.Version(ctx); err == nil {
-		rd, err = rt.Status(ctx)
-	}
-	if err != nil {
-		rt.Close()
-		return nil, ver, rd, err
-	}
-	log.G(ctx).WithField("runtime", ver.RuntimeName+" "+ver.RuntimeVersion).WithField("ready", rd.RuntimeReady && rd.NetworkReady).Info("connected to CRI runtime")
-	return rt, ver, rd, nil
+	return cri.Await(ctx, cfg, whileWaiting)
 }
 
 // nodeAPISecurity returns the node API's TLS options (serving

@@ -3,7 +3,10 @@
 // beside crivk's, privileged, hostPID and hostNetwork; docs/coexistence.md).
 // cmd/crivk dispatches `crivk runtime ...` to Run and nothing else; the
 // package shares no state with the node agent, which reaches this
-// containerd only through its CRI socket.
+// containerd only through its CRI socket. Its config.toml and CNI conflist
+// come from one template (files.go, Files), which `crivk runtime render`
+// also prints for the project's scripts (hack/lib/local.sh): the
+// containerd the tests run is the one the chart installs.
 //
 //	start ──> the socket answers? ──yes──> adopt it (a previous pod started it)
 //	              │ no

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"text/template"
 	"time"
 
 	"github.com/crivk/crivk/cm"
@@ -141,106 +140,27 @@ func (o *hostRuntimeOptions) resolveHost() error {
 // onHost is a host path as this process reaches it.
 func (o *hostRuntimeOptions) onHost(p string) string { return filepath.Join(o.hostRoot, p) }
 
-// containerdConfig is the containerd's config: the same as hack/lib/local.sh
-// writes for the project's own containerds (nothing shared with another
-// containerd on the machine; debug and metrics listeners off).
-var containerdConfig = template.Must(template.New("config.toml").Parse(`# Written by crivk runtime (charts/crivk): crivk's own containerd, apart
-# from the kubelet's (docs/coexistence.md).
-version = 2
-root = "{{.Root}}"
-state = "{{.State}}"
-required_plugins = ["io.containerd.grpc.v1.cri"]
-disabled_plugins = [
-  "io.containerd.snapshotter.v1.aufs",
-  "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.devmapper",
-  "io.containerd.snapshotter.v1.zfs",
-]
-
-[grpc]
-  address = "{{.Socket}}"
-
-[ttrpc]
-  address = "{{.Socket}}.ttrpc"
-
-[debug]
-  address = ""
-
-[metrics]
-  address = ""
-
-[plugins]
-  [plugins."io.containerd.internal.v1.opt"]
-    path = "{{.Root}}/opt"
-
-  [plugins."io.containerd.grpc.v1.cri"]
-    sandbox_image = "{{.SandboxImage}}"
-    restrict_oom_score_adj = {{.RestrictOOMScoreAdj}}
-    netns_mounts_under_state_dir = true
-    disable_tcp_service = true
-    stream_server_address = "127.0.0.1"
-    stream_server_port = "0"
-
-    [plugins."io.containerd.grpc.v1.cri".containerd]
-      snapshotter = "overlayfs"
-      default_runtime_name = "runc"
-
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-        runtime_type = "io.containerd.runc.v2"
-
-        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-          SystemdCgroup = false
-          Root = "{{.RuncRoot}}"
-
-    [plugins."io.containerd.grpc.v1.cri".cni]
-      bin_dir = "{{.CNIBinDir}}"
-      conf_dir = "{{.CNIConfDir}}"
-      max_conf_num = 1
-`))
-
-// cniConflist is the pod network: a bridge with host-local IPAM, and
-// portmap (hack/lib/local.sh's cni_conflist).
-var cniConflist = template.Must(template.New("conflist").Parse(`{
-  "cniVersion": "1.0.0",
-  "name": "crivk",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "{{.Bridge}}",
-      "isGateway": true,
-      "ipMasq": true,
-      "hairpinMode": true,
-      "ipam": {
-        "type": "host-local",
-        "dataDir": "{{.CNIDataDir}}",
-        "ranges": [[{"subnet": "{{.PodCIDR}}"}]],
-        "routes": [{"dst": "0.0.0.0/0"}]
-      }
-    },
-    {
-      "type": "portmap",
-      "capabilities": {"portMappings": true}
-    }
-  ]
+// files are the runtime's files of the flags: the chart's network is
+// "crivk", its IPAM state beside the containerd's state.
+func (o *hostRuntimeOptions) files() Files {
+	return Files{
+		WrittenBy: "crivk runtime (charts/crivk)", Root: o.rootDir, State: o.stateDir, Socket: o.socket(),
+		SandboxImage: o.sandboxImage, RestrictOOMScoreAdj: o.restrictOOMScoreAdj, RuncRoot: o.runcRoot,
+		CNIBinDir: o.cniBinDir, CNIConfDir: filepath.Join(o.configDir, "net.d"),
+		CNIDataDir: filepath.Join(filepath.Dir(o.stateDir), "cni"), Network: "crivk", Bridge: o.cniBridge, PodCIDR: o.podCIDR,
+	}
 }
-`))
 
 // renderRuntimeFiles returns the config.toml and the CNI conflist.
 func (o *hostRuntimeOptions) renderRuntimeFiles() (config, conflist []byte, err error) {
-	v := map[string]any{
-		"Root": o.rootDir, "State": o.stateDir, "Socket": o.socket(), "SandboxImage": o.sandboxImage,
-		"RestrictOOMScoreAdj": o.restrictOOMScoreAdj, "RuncRoot": o.runcRoot, "CNIBinDir": o.cniBinDir,
-		"CNIConfDir": filepath.Join(o.configDir, "net.d"), "Bridge": o.cniBridge, "PodCIDR": o.podCIDR,
-		"CNIDataDir": filepath.Join(filepath.Dir(o.stateDir), "cni"),
-	}
-	var c, n bytes.Buffer
-	if err := containerdConfig.Execute(&c, v); err != nil {
+	f := o.files()
+	if config, err = f.ContainerdConfig(); err != nil {
 		return nil, nil, err
 	}
-	if err := cniConflist.Execute(&n, v); err != nil {
+	if conflist, err = f.CNIConflist(); err != nil {
 		return nil, nil, err
 	}
-	return c.Bytes(), n.Bytes(), nil
+	return config, conflist, nil
 }
 
 // writeRuntimeFiles writes the config and the conflist on the host.
@@ -304,6 +224,9 @@ type hostRuntime struct {
 // when containerd fails (an error: the kubelet restarts the container) or
 // after ctx ends and the runtime was left or stopped (doc.go).
 func Run(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "render" {
+		return Render(args[1:], os.Stdout)
+	}
 	o, err := parseHostRuntimeFlags(args)
 	if err != nil {
 		return err

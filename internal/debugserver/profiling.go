@@ -1,4 +1,4 @@
-package main
+package debugserver
 
 import (
 	"context"
@@ -11,11 +11,11 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 )
 
-// serveProfiling serves the net/http/pprof endpoints on addr until ctx ends
+// ServeProfiling serves the net/http/pprof endpoints on addr until ctx ends
 // (--profiling-address; off by default: the profiles show internals and
 // cost CPU while taken). The listener is opened here so that a bad address
 // fails the start.
-func serveProfiling(ctx context.Context, addr string, tracing bool) error {
+func ServeProfiling(ctx context.Context, addr string, tracing bool) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("--profiling-address: %w", err)

@@ -1,4 +1,4 @@
-package main
+package debugserver
 
 import (
 	"encoding/hex"
@@ -15,7 +15,7 @@ import (
 	"go.opencensus.io/zpages"
 )
 
-// enableTracing (--tracing) installs OpenCensus as virtual-kubelet's
+// EnableTracing (--tracing) installs OpenCensus as virtual-kubelet's
 // tracer and samples every span. Each pod sync is a span
 // "podWorker.<create|update|sync|kill|terminated>" with the pod as
 // attributes, its CRI calls children "cri.<operation>"; a sync asked for
@@ -27,7 +27,7 @@ import (
 // With traceFile set, every ended span is also appended there as one
 // JSON line (spanLine); the returned close flushes it. Off by default: the
 // no-op tracer costs nothing.
-func enableTracing(traceFile string) (closeFn func() error, err error) {
+func EnableTracing(traceFile string) (closeFn func() error, err error) {
 	closeFn = func() error { return nil }
 	if traceFile != "" {
 		f, err := os.OpenFile(traceFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
