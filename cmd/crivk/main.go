@@ -688,24 +688,12 @@ func connectRuntime(ctx context.Context, o *options, recorder record.EventRecord
 // nodeAPISecurity returns the node API's TLS options (serving
 // certificate, client CAs) and its authentication and authorisation.
 func nodeAPISecurity(ctx context.Context, o *options, clients *apiClients) ([]func(*tls.Config) error, *nodeapi.Auth, error) {
-	var tlsOpts []func(*tls.Config) error
-	if o.rotateServerCerts {
-		var ips []net.IP
-		if ip := net.ParseIP(o.nodeIP); ip != nil {
-			ips = append(ips, ip)
-		}
-		mgr, err := certificate.ServingCertManager(ctx, clients.csrs, o.nodeName, ips, []string{o.nodeName}, filepath.Join(o.rootDir, "pki"))
-		if err != nil {
-			return nil, nil, err
-		}
-		tlsOpts = append(tlsOpts, certificate.WithCertificateManager(mgr))
-	} else {
-		certFile, keyFile, err := certificate.EnsureServingCert(o.tlsCert, o.tlsKey, filepath.Join(o.rootDir, "pki"), o.nodeName, o.nodeIP)
-		if err != nil {
-			return nil, nil, fmt.Errorf("serving certificate: %w", err)
-		}
-		tlsOpts = append(tlsOpts, certificate.WithKeyPair(certFile, keyFile))
+	serving, err := certificate.ServingTLS(ctx, certificate.ServingConfig{Rotate: o.rotateServerCerts, CSRs: clients.csrs,
+		CertFile: o.tlsCert, KeyFile: o.tlsKey, Dir: filepath.Join(o.rootDir, "pki"), NodeName: o.nodeName, NodeIP: o.nodeIP})
+	if err != nil {
+		return nil, nil, err
 	}
+	tlsOpts := []func(*tls.Config) error{serving}
 	nodeAuth, err := newNodeAPIAuth(o, clients)
 	if err != nil {
 		return nil, nil, err
@@ -771,6 +759,9 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	}
 	gcs := &reclaim{}
 	evictions, err := newEvictionManager(o, rt, recorder, agentMetrics, gcs)
+	if err != nil {
+		return nil, err
+	}
 	// Static pods and their mirror pods, kept apart from virtual-kubelet's
 	// pods (internal/staticpods). The mirror client runs without
 	// --pod-manifest-path too: it deletes mirror pods of no static pod.

@@ -71,3 +71,40 @@ func WithCertificateManager(mgr certmgr.Manager) func(*tls.Config) error {
 		return nil
 	}
 }
+
+// ServingConfig is where the node API's serving certificate comes from.
+type ServingConfig struct {
+	// Rotate: from the cluster (a kubelet-serving CSR through CSRs),
+	// renewed before it expires (--rotate-server-certificates).
+	Rotate bool
+	CSRs   kubernetes.Interface
+	// CertFile and KeyFile, if given, are served as they are; else a
+	// self-signed pair under Dir (EnsureServingCert).
+	CertFile, KeyFile string
+	// Dir is the node's certificate directory (<root-dir>/pki).
+	Dir              string
+	NodeName, NodeIP string
+}
+
+// ServingTLS is the TLS option that serves the node API's certificate of
+// cfg: the rotating manager's, the given files or a self-signed pair, as
+// the kubelet chooses among serverTLSBootstrap, --tls-cert-file and its
+// self-signed fallback.
+func ServingTLS(ctx context.Context, cfg ServingConfig) (func(*tls.Config) error, error) {
+	if cfg.Rotate {
+		var ips []net.IP
+		if ip := net.ParseIP(cfg.NodeIP); ip != nil {
+			ips = append(ips, ip)
+		}
+		mgr, err := ServingCertManager(ctx, cfg.CSRs, cfg.NodeName, ips, []string{cfg.NodeName}, cfg.Dir)
+		if err != nil {
+			return nil, err
+		}
+		return WithCertificateManager(mgr), nil
+	}
+	certFile, keyFile, err := EnsureServingCert(cfg.CertFile, cfg.KeyFile, cfg.Dir, cfg.NodeName, cfg.NodeIP)
+	if err != nil {
+		return nil, fmt.Errorf("serving certificate: %w", err)
+	}
+	return WithKeyPair(certFile, keyFile), nil
+}

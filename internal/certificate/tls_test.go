@@ -1,7 +1,9 @@
 package certificate
 
 import (
+	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"os"
 	"testing"
 )
@@ -28,5 +30,40 @@ func TestEnsureServingCertGeneratesOnce(t *testing.T) {
 	}
 	if _, _, err := EnsureServingCert("/only/cert", "", dir, "n", ""); err == nil {
 		t.Error("a cert without a key must be refused")
+	}
+}
+
+// TestServingTLSSelfSigned: without --rotate-server-certificates and
+// without files, the node API serves a self-signed pair for the node's
+// name and IP; a certificate file without its key is an error.
+func TestServingTLSSelfSigned(t *testing.T) {
+	opt, err := ServingTLS(context.Background(), ServingConfig{Dir: t.TempDir(), NodeName: "node-a", NodeIP: "192.0.2.10"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c tls.Config
+	if err := opt(&c); err != nil {
+		t.Fatal(err)
+	}
+	var leaf *x509.Certificate
+	switch {
+	case len(c.Certificates) == 1:
+		leaf, err = x509.ParseCertificate(c.Certificates[0].Certificate[0])
+	case c.GetCertificate != nil:
+		var cert *tls.Certificate
+		if cert, err = c.GetCertificate(&tls.ClientHelloInfo{}); err == nil {
+			leaf, err = x509.ParseCertificate(cert.Certificate[0])
+		}
+	default:
+		t.Fatal("the TLS option set no certificate")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := leaf.VerifyHostname("192.0.2.10"); err != nil {
+		t.Errorf("certificate not for the node IP: %v", err)
+	}
+	if _, err := ServingTLS(context.Background(), ServingConfig{Dir: t.TempDir(), CertFile: "/only/cert", NodeName: "n"}); err == nil {
+		t.Error("a certificate without its key was accepted")
 	}
 }
