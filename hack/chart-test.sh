@@ -141,20 +141,20 @@ fi
 # ---- crivk's configuration file (the ConfigMap's kubelet.yaml, --config)
 
 # kubelet_yaml ARGS: the kubelet.yaml of the rendered ConfigMap (a literal
-# block under data).
+# block under data); empty when the render fails (the checks then fail).
 kubelet_yaml() {
-  "${HELM}" template t "${CHART}" --namespace crivk-system --show-only templates/configmap.yaml "$@" |
+  { "${HELM}" template t "${CHART}" --namespace crivk-system --show-only templates/configmap.yaml "$@" || true; } |
     awk '/^  kubelet.yaml: \|-?$/ { on = 1; next } on && /^    / { print substr($0, 5); next } on && !/^ *$/ { exit } on { print "" }'
 }
 # crivk_args ARGS: the crivk container's args, one a line.
 crivk_args() {
-  "${HELM}" template t "${CHART}" --namespace crivk-system --show-only templates/daemonset.yaml "$@" |
+  { "${HELM}" template t "${CHART}" --namespace crivk-system --show-only templates/daemonset.yaml "$@" || true; } |
     awk '/^        - name: crivk$/ { c = 1; next } /^        - name: / { c = 0 } c && /^          args:$/ { a = 1; next }
       a && /^            - / { sub(/^            - /, ""); print; next } a { exit }'
 }
 # checksum ARGS: the pod template's checksum of the ConfigMap.
 checksum() {
-  "${HELM}" template t "${CHART}" --namespace crivk-system --show-only templates/daemonset.yaml "$@" |
+  { "${HELM}" template t "${CHART}" --namespace crivk-system --show-only templates/daemonset.yaml "$@" || true; } |
     awk '$1 == "checksum/config:" { print $2 }'
 }
 
@@ -164,7 +164,7 @@ if [ "$(sed -n 1,2p <<<"${out}")" = $'apiVersion: kubelet.config.k8s.io/v1beta1\
 else
   bad "the ConfigMap's kubelet.yaml does not start with the KubeletConfiguration's apiVersion and kind: ${out}"
 fi
-out=$("${HELM}" template t "${CHART}" --namespace crivk-system --show-only templates/daemonset.yaml)
+out=$("${HELM}" template t "${CHART}" --namespace crivk-system --show-only templates/daemonset.yaml 2>&1 || true)
 missing=()
 for w in "- --config=/etc/crivk/kubelet.yaml" "- name: config" "mountPath: /etc/crivk" "readOnly: true" "configMap:" "name: t-config"; do
   grep -qF -- "${w}" <<<"${out}" || missing+=("${w}")
