@@ -2,17 +2,25 @@
 # Checks charts/crivk with helm v3 built from hack/tools/helm: `helm lint
 # --strict`, `helm template` of the default values and of the other modes
 # (plain RBAC, serving certificate by CSR, node labels, profiling) with the
-# flags crivk must get, the probes on crivk's own /healthz, each identity's
-# RBAC, and values that must be refused with a clear message
+# flags and the KubeletConfiguration file (the ConfigMap's kubelet.yaml,
+# --config) crivk must get, the file and flag list accepted by crivk itself
+# (`crivk config check`, built by hack/build.sh), no setting left as a flag
+# that has a field in the file, the probes on crivk's own /healthz, each
+# identity's RBAC, and values that must be refused with a clear message
 # (the kubelet's ports, runtime, directories or cgroups; node labels a node
 # may not set; taints that would split the flag; a profiling port on the
-# node API's; out-of-range ports; bad enums). Prints one line per check and
+# node API's; out-of-range ports; bad enums; config: keys the chart
+# writes from other values). Prints one line per check and
 # "N passed, N failed"; exits non-zero on a failure.
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "${ROOT}/hack/build-kube.sh" helm >/dev/null
+"${ROOT}/hack/build.sh" >/dev/null
 HELM=${ROOT}/_output/bin/helm
+CRIVK=${ROOT}/_output/bin/crivk
+TMP=$(mktemp -d)
+trap 'rm -rf "${TMP}"' EXIT
 CHART=${ROOT}/charts/crivk
 passed=0
 failed=0
@@ -36,13 +44,15 @@ render() {
   if [ ${#missing[@]} -eq 0 ]; then ok "${name}"; else bad "${name}: missing ${missing[*]}"; fi
 }
 render "default values" \
-  "--node-name=crivk-\$(MACHINE)" "--bootstrap-kubeconfig=in-cluster" "--cri-endpoint=unix:///run/crivk/containerd/containerd.sock" \
-  "--port=10260" "--cgroup-root=/crivk" "--register-with-taints=node.crivk.io/agent=crivk:NoSchedule" \
+  "--node-name=crivk-\$(MACHINE)" "--bootstrap-kubeconfig=in-cluster" "--config=/etc/crivk/kubelet.yaml" \
+  "containerRuntimeEndpoint: unix:///run/crivk/containerd/containerd.sock" \
+  "    port: 10260" "cgroupRoot: /crivk" "podLogsDir: /var/log/crivk-pods" \
+  "    registerWithTaints:" "    - effect: NoSchedule" "      key: node.crivk.io/agent" "      value: crivk" \
   "--node-labels=node.kubernetes.io/agent=crivk" "name: system:node-bootstrapper" \
-  "--client-ca-file=/var/run/secrets/kubernetes.io/serviceaccount/ca.crt" \
+  "        clientCAFile: /var/run/secrets/kubernetes.io/serviceaccount/ca.crt" \
   "name: system:certificates.k8s.io:certificatesigningrequests:nodeclient" "mountPropagation: Bidirectional" --
 render "plain RBAC, serving certificate by CSR" \
-  "kind: ClusterRole" "resources: [tokenreviews]" "--rotate-server-certificates" \
+  "kind: ClusterRole" "resources: [tokenreviews]" "    serverTLSBootstrap: true" \
   "resources: [certificatesigningrequests]" "verbs: [create, get, list, watch]" -- \
   --set identity=rbac,servingCert=csr
 # Plain RBAC: crivk gets no kubeconfig at all and takes the pod's service
@@ -86,8 +96,8 @@ check_probe "liveness probe on crivk's /healthz" livenessProbe 10262
 check_probe "readiness probe on crivk's /healthz" readinessProbe 10262
 check_probe "probes follow healthzPort" livenessProbe 10300 --set healthzPort=10300
 render "crivk serves /healthz on the loopback at healthzPort" \
-  "--healthz-port=10262" "--healthz-bind-address=127.0.0.1" "name: healthz" "containerPort: 10262" --
-render "another healthzPort" "--healthz-port=10300" "containerPort: 10300" -- --set healthzPort=10300
+  "    healthzPort: 10262" "    healthzBindAddress: 127.0.0.1" "name: healthz" "containerPort: 10262" --
+render "another healthzPort" "    healthzPort: 10300" "containerPort: 10300" -- --set healthzPort=10300
 if probe livenessProbe | grep -qE -- "HTTPS|port: 10260"; then
   bad "the liveness probe still asks the node API"
 else
@@ -126,6 +136,123 @@ if "${HELM}" template t "${CHART}" --set uninstall.drain=false 2>/dev/null | gre
   bad "uninstall.drain=false: hooks rendered anyway"
 else
   ok "uninstall.drain=false: no uninstall hooks"
+fi
+
+# ---- crivk's configuration file (the ConfigMap's kubelet.yaml, --config)
+
+# kubelet_yaml ARGS: the kubelet.yaml of the rendered ConfigMap (a literal
+# block under data); empty when the render fails (the checks then fail).
+kubelet_yaml() {
+  { "${HELM}" template t "${CHART}" --namespace crivk-system --show-only templates/configmap.yaml "$@" || true; } |
+    awk '/^  kubelet.yaml: \|-?$/ { on = 1; next } on && /^    / { print substr($0, 5); next } on && !/^ *$/ { exit } on { print "" }'
+}
+# crivk_args ARGS: the crivk container's args, one a line.
+crivk_args() {
+  { "${HELM}" template t "${CHART}" --namespace crivk-system --show-only templates/daemonset.yaml "$@" || true; } |
+    awk '/^        - name: crivk$/ { c = 1; next } /^        - name: / { c = 0 } c && /^          args:$/ { a = 1; next }
+      a && /^            - / { sub(/^            - /, ""); print; next } a { exit }'
+}
+# checksum ARGS: the pod template's checksum of the ConfigMap.
+checksum() {
+  { "${HELM}" template t "${CHART}" --namespace crivk-system --show-only templates/daemonset.yaml "$@" || true; } |
+    awk '$1 == "checksum/config:" { print $2 }'
+}
+
+out=$(kubelet_yaml)
+if [ "$(sed -n 1,2p <<<"${out}")" = $'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration' ]; then
+  ok "the ConfigMap's kubelet.yaml is a kubelet.config.k8s.io/v1beta1 KubeletConfiguration"
+else
+  bad "the ConfigMap's kubelet.yaml does not start with the KubeletConfiguration's apiVersion and kind: ${out}"
+fi
+out=$("${HELM}" template t "${CHART}" --namespace crivk-system --show-only templates/daemonset.yaml 2>&1 || true)
+missing=()
+for w in "- --config=/etc/crivk/kubelet.yaml" "- name: config" "mountPath: /etc/crivk" "readOnly: true" "configMap:" "name: t-config"; do
+  grep -qF -- "${w}" <<<"${out}" || missing+=("${w}")
+done
+if [ ${#missing[@]} -eq 0 ] && crivk_args | grep -qxF -- "--config=/etc/crivk/kubelet.yaml"; then
+  ok "the DaemonSet mounts the ConfigMap t-config at /etc/crivk and passes crivk --config"
+else
+  bad "the DaemonSet's ConfigMap mount or crivk's --config: missing ${missing[*]:-} or --config not in crivk's args: $(crivk_args | tr '\n' ' ')"
+fi
+a=$(checksum) b=$(checksum) c=$(checksum --set config.maxPods=50)
+if [ -n "${a}" ] && [ "${a}" = "${b}" ] && [ "${a}" != "${c}" ]; then
+  ok "a changed configuration file changes the pod template's checksum/config (the DaemonSet rolls)"
+else
+  bad "checksum/config: ${a:-none}, again ${b:-none}, with config.maxPods=50 ${c:-none}; want it stable and changed by the file"
+fi
+out=$(kubelet_yaml --set config.maxPods=57,config.authentication.anonymous.enabled=false --set 'config.clusterDNS={10.96.0.10}')
+missing=()
+for w in "maxPods: 57" "  anonymous:" "    enabled: false" "    clientCAFile: /var/run/secrets/kubernetes.io/serviceaccount/ca.crt" "- 10.96.0.10" "port: 10260"; do
+  grep -qxF -- "${w}" <<<"${out}" || missing+=("${w}")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  ok "config: values land in kubelet.yaml, merged with the chart's fields"
+else
+  bad "config: values in kubelet.yaml: missing ${missing[*]} in: ${out}"
+fi
+
+# No setting that has a KubeletConfiguration field stays a flag of crivk's:
+# the flags the file's fields map to are internal/kubeletconfig's table.
+mapped=$(grep -oE '^\s+[a-zA-Z0-9]+\("[^"]+", "[^"]+"|flag: "[^"]+"' "${ROOT}/internal/kubeletconfig/fields.go" | grep -oE '"[^"]+"$' | tr -d '"')
+if [ "$(wc -l <<<"${mapped}")" -lt 40 ]; then
+  bad "read only $(wc -l <<<"${mapped}") field -> flag mappings from internal/kubeletconfig/fields.go (its table changed shape?)"
+else
+  for set in "" "identity=rbac,servingCert=csr" "profiling.enabled=true,profiling.tracing=true" "clientCAFile=,registerWithTaints=null"; do
+    moved=()
+    while IFS= read -r arg; do
+      name=${arg#--}
+      name=${name%%=*}
+      if grep -qxF -- "${name}" <<<"${mapped}"; then moved+=("${arg}"); fi
+    done < <(crivk_args ${set:+--set "${set}"})
+    if [ ${#moved[@]} -eq 0 ]; then
+      ok "crivk's flags${set:+ with ${set}} hold no setting of a KubeletConfiguration field ($(crivk_args ${set:+--set "${set}"} | sed 's/=.*//' | tr '\n' ' '))"
+    else
+      bad "crivk's flags${set:+ with ${set}} still hold settings of KubeletConfiguration fields: ${moved[*]}"
+    fi
+  done
+fi
+
+# crivk itself: the DaemonSet's flag list with the rendered kubelet.yaml,
+# through `crivk config check` (the checks crivk makes at start, nothing
+# started). The pod's $(MACHINE) and $(NODE_IP) are given values, and the
+# service-account CA the file names, absent here, a CA of the test's on the
+# command line (flags override the file).
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "${TMP}/ca.key" -out "${TMP}/ca.crt" \
+  -subj /CN=chart-test -days 1 >/dev/null 2>&1
+# config_check NAME WANT... -- ARGS: crivk accepts the file and flags of
+# the render with ARGS and its effective configuration holds every WANT line.
+config_check() {
+  local name=$1 out w missing=() args=()
+  shift
+  local wants=()
+  while [ "$1" != -- ]; do wants+=("$1"); shift; done
+  shift
+  kubelet_yaml "$@" >"${TMP}/kubelet.yaml"
+  while IFS= read -r w; do
+    w=${w//\$(MACHINE)/m1}
+    w=${w//\$(NODE_IP)/192.0.2.10}
+    args+=("${w/#--config=*/--config=${TMP}/kubelet.yaml}")
+  done < <(crivk_args "$@")
+  if ! out=$("${CRIVK}" config check "${args[@]}" --client-ca-file="${TMP}/ca.crt" 2>&1); then
+    bad "${name}: crivk config check ${args[*]}: ${out}"; return
+  fi
+  for w in "${wants[@]}"; do grep -qxF -- "${w}" <<<"${out}" || missing+=("${w}"); done
+  if [ ${#missing[@]} -eq 0 ]; then ok "${name}"; else bad "${name}: the effective configuration lacks ${missing[*]}: ${out}"; fi
+}
+config_check "crivk accepts the default values' file and flags" \
+  "containerRuntimeEndpoint: unix:///run/crivk/containerd/containerd.sock" "port: 10260" "healthzPort: 10262" \
+  "cgroupRoot: /crivk" "podLogsDir: /var/log/crivk-pods" "  key: node.crivk.io/agent" "rotateCertificates: true" --
+config_check "crivk accepts plain RBAC, CSR serving certificate, profiling" "serverTLSBootstrap: true" -- \
+  --set identity=rbac,servingCert=csr,profiling.enabled=true,profiling.tracing=true
+config_check "crivk takes config: values from the file" "maxPods: 57" "- 10.96.0.10" "imageGCHighThresholdPercent: 90" "  memory.available: 200Mi" -- \
+  --set config.maxPods=57,config.imageGCHighThresholdPercent=90,config.evictionHard.memory\\.available=200Mi --set 'config.clusterDNS={10.96.0.10}'
+kubelet_yaml --set config.cpuManagerPolicy=static >"${TMP}/refused.yaml"
+if out=$("${CRIVK}" config check --config="${TMP}/refused.yaml" --client-ca-file="${TMP}/ca.crt" 2>&1); then
+  bad "config.cpuManagerPolicy=static: crivk config check accepted it"
+elif grep -qF "KubeletConfiguration field cpuManagerPolicy is not supported by crivk" <<<"${out}"; then
+  ok "a config: field crivk does not support is refused by crivk config check, by name"
+else
+  bad "config.cpuManagerPolicy=static: refused without its name: ${out}"
 fi
 
 # refuse NAME MESSAGE -- ARGS: helm template fails and says MESSAGE.
@@ -170,6 +297,13 @@ refuse "a relative runtime root" "at '/runtime/root'" -- --set runtime.root=var/
 refuse "the kubelet's containerd root" "runtime.root: /var/lib/containerd is the kubelet's containerd's" -- --set runtime.root=/var/lib/containerd
 refuse "the release label in nodeLabels" "nodeLabels: crivk.io/release is the chart's own" -- --set 'nodeLabels.crivk\.io/release=x'
 refuse "an unknown value" "additional properties 'bogus' not allowed" -- --set bogus=1
+refuse "the node API port in config:" "config.port: written by the chart from the value port" -- --set config.port=10270
+refuse "the runtime endpoint in config:" "config.containerRuntimeEndpoint: written by the chart from the value criEndpoint" -- --set config.containerRuntimeEndpoint=unix:///x.sock
+refuse "taints in config:" "config.registerWithTaints: written by the chart from the value registerWithTaints" -- --set 'config.registerWithTaints[0].key=a,config.registerWithTaints[0].effect=NoSchedule'
+refuse "the client CA in config:" "config.authentication.x509.clientCAFile: written by the chart from the value clientCAFile" -- --set config.authentication.x509.clientCAFile=/x
+refuse "the healthz address in config:" "config.healthzBindAddress: the chart binds crivk's /healthz to 127.0.0.1" -- --set config.healthzBindAddress=0.0.0.0
+refuse "the kind in config:" "config.kind: config holds the KubeletConfiguration's fields only" -- --set config.kind=Other
+refuse "config: not a map" "at '/config': got string, want object" -- --set config=x
 
 echo "${passed} passed, ${failed} failed"
 [ "${failed}" -eq 0 ]

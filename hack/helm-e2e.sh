@@ -16,7 +16,9 @@
 #      left-overs first: release, nodes, pods), which installs the
 #      packaged chart; the DaemonSet pod starts crivk's own containerd
 #      (runtime.managed) with the paths, bridge and subnet of
-#      hack/crivk-runtime.sh;
+#      hack/crivk-runtime.sh, and crivk reads the chart's configuration
+#      file (its ConfigMap, --config): the tests read the running crivk's
+#      /configz through the node proxy for a config: value they set;
 #   5. on failure, names the evidence each failed test left in
 #      _output/test-logs/helm/<test>/ (collected before any clean-up; a go
 #      test that died without collecting gets _output/test-logs/helm/script/);

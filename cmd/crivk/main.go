@@ -416,6 +416,9 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "config" {
+		os.Exit(configCommand(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	o, err := parseFlags(os.Args[1:])
 	var help *errHelp
 	if errors.As(err, &help) {

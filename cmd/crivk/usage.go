@@ -61,6 +61,8 @@ pods on this machine through a CRI runtime (containerd).
 Usage:
   crivk [flags]              run the node agent
   crivk version              print the version (also --version)
+  crivk config check [flags] check the flags and --config/--config-dir as at start, start
+                             nothing, print the effective KubeletConfiguration
   crivk runtime [flags]      start crivk's own containerd (charts/crivk's runtime container)
   crivk uninstall [flags]    the chart's uninstall hooks (drain, remove)
   crivk --help               this text

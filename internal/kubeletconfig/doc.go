@@ -20,6 +20,8 @@
 //  4. Files.Effective() is the configuration crivk runs with, as the
 //     kubelet serves it on /configz (nodeapi): every supported field read
 //     back from the flag set's final values.
+//  5. Marshal(Files.Effective()) writes it as a file --config accepts:
+//     `crivk config check` (cmd/crivk) prints it and starts nothing.
 //
 // Loading, as the kubelet's:
 //   - the file is decoded strictly (an unknown or duplicate field is an

@@ -349,3 +349,36 @@ func TestEffective(t *testing.T) {
 		}
 	}
 }
+
+// TestMarshalEffectiveRoundTrip: the effective configuration, marshalled
+// (crivk config check prints it), is a file crivk loads and applies to the
+// same effective configuration.
+func TestMarshalEffectiveRoundTrip(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"k.yaml": header + "maxPods: 20\nfailSwapOn: true\nsyncFrequency: 3s\nregisterWithTaints: [{key: a, value: b, effect: NoSchedule}]\n"})
+	effective := func(args ...string) []byte {
+		t.Helper()
+		f := newTestFlags()
+		if err := f.fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.files.Apply(); err != nil {
+			t.Fatal(err)
+		}
+		b, err := Marshal(f.files.Effective())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	first := effective("--config", filepath.Join(dir, "k.yaml"), "--kube-api-qps=12")
+	if !strings.HasPrefix(string(first), "apiVersion: kubelet.config.k8s.io/v1beta1\n") || !strings.Contains(string(first), "\nkind: KubeletConfiguration\n") || !strings.Contains(string(first), "\nmaxPods: 20\n") {
+		t.Fatalf("Marshal:\n%s", first)
+	}
+	again := filepath.Join(dir, "effective.yaml")
+	if err := os.WriteFile(again, first, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(first), string(effective("--config", again))); diff != "" {
+		t.Errorf("the effective configuration loaded again (-first +again):\n%s", diff)
+	}
+}

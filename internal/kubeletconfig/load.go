@@ -189,3 +189,16 @@ func defaultEvictionHard() map[string]string {
 		"imagefs.inodesFree": "5%",
 	}
 }
+
+// Marshal writes c as a file --config reads: YAML, with the apiVersion and
+// kind (kubelet.config.k8s.io/v1beta1 KubeletConfiguration) whatever c's
+// TypeMeta holds. Effective's result marshalled is a file Apply accepts.
+func Marshal(c *kubeletv1beta1.KubeletConfiguration) ([]byte, error) {
+	out := *c
+	out.APIVersion, out.Kind = kubeletv1beta1.SchemeGroupVersion.String(), "KubeletConfiguration"
+	b, err := yaml.Marshal(&out)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the KubeletConfiguration: %w", err)
+	}
+	return b, nil
+}

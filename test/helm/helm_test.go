@@ -8,7 +8,7 @@
 // imported image).
 //
 // The tests, in order: TestHelmBesideKubelet (install with identity
-// bootstrap, a 3-minute soak without a restart of crivk's containers and
+// bootstrap, /configz showing the chart's configuration file, a 3-minute soak without a restart of crivk's containers and
 // with the node's Lease never older than 40 s, upgrade, kill -9 of the
 // runtime, uninstall and adoption), TestHelmIdentityRBAC (identity rbac),
 // TestHelmReinstallOtherNodeName (a left-over root dir of another node
@@ -169,6 +169,8 @@ func setup(t *testing.T) *env {
 		"--set", "nodeSelector.kubernetes\\.io/hostname=" + e.machine,
 		"--set", "logLevel=debug",
 		"--set", "profiling.enabled=true", "--set", "profiling.port=" + profilingPort,
+		// A field only the configuration file carries (checkConfigz).
+		"--set", "config.maxPods=" + strconv.Itoa(installMaxPods),
 	}
 	if e.packaged {
 		// A release's chart runs the release's image by default: nothing
@@ -691,12 +693,15 @@ func (e *env) watchDeletion(t *testing.T, ctx context.Context, ns, name string) 
 // a kubelet: the DaemonSet pod starts crivk's own containerd on the host
 // (runtime.managed) in <cgroupRoot>/runtime, the node crivk-<machine>
 // registers Ready through TLS bootstrap (identity bootstrap) and serves its
-// metrics through the node proxy and pprof on profiling.port, a pod
+// metrics through the node proxy and pprof on profiling.port, its /configz
+// (through the node proxy) shows the chart's configuration file, config:'s
+// maxPods included, and the node that many pods' capacity, a pod
 // scheduled to it runs on crivk's runtime and serves its logs and exec; the
 // kubelet's pod keeps running, unrestarted, and neither runtime ever holds
 // a sandbox of the other's pods; for soakTime none of crivk's containers
-// restarts and the node's Lease is never older than maxLeaseAge; `helm upgrade` to a new image tag keeps crivk's runtime and
-// pod running (adopted, not restarted); `helm uninstall` drains the node
+// restarts and the node's Lease is never older than maxLeaseAge; `helm upgrade` to a new image tag and
+// another config.maxPods keeps crivk's runtime and pod running (adopted, not
+// restarted) and the new crivk runs with the new file; `helm uninstall` drains the node
 // (the pod's containers stop before its object goes), deletes the node and
 // stops crivk's runtime; with uninstall.drain=false it leaves the pod and
 // node, and the next install adopts them.
@@ -729,6 +734,7 @@ func TestHelmBesideKubelet(t *testing.T) {
 		t.Errorf("node %s labels %v taints %v, want the chart's labels and taint", e.crivkNode, n.Labels, n.Spec.Taints)
 	}
 	e.checkMetricsAndProfiling(t, ctx)
+	e.checkConfigz(t, ctx, installMaxPods)
 
 	if _, err := e.client.CoreV1().Pods(ns).Create(ctx, e.pod("on-crivk", e.crivkNode, true), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -755,10 +761,12 @@ func TestHelmBesideKubelet(t *testing.T) {
 	e.soak(t, soakTime)
 	e.keeps(t, ns, "on-crivk", crivkBefore, "during the soak; want it untouched")
 
-	// helm upgrade to another image tag: the DaemonSet pod is replaced,
-	// crivk's runtime stays (its pod runs) and crivk's pod is adopted, not
-	// restarted.
-	e.run(t, append(append([]string{"upgrade", release, e.chart, "--namespace", namespace}, e.values...), "--set", "image.repository="+e.imageRepo, "--set", "image.tag=e2e-upgrade")...)
+	// helm upgrade to another image tag and another configuration file:
+	// the DaemonSet pod is replaced, crivk's runtime stays (its pod runs)
+	// and crivk's pod is adopted, not restarted; the new crivk runs with
+	// the new file.
+	e.run(t, append(append([]string{"upgrade", release, e.chart, "--namespace", namespace}, e.values...), "--set", "image.repository="+e.imageRepo, "--set", "image.tag=e2e-upgrade",
+		"--set", "config.maxPods="+strconv.Itoa(upgradeMaxPods))...)
 	err = wait.PollUntilContextTimeout(ctx, poll, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		pods, err := e.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=crivk"})
 		if err != nil || len(pods.Items) != 1 {
@@ -777,6 +785,7 @@ func TestHelmBesideKubelet(t *testing.T) {
 	if pid := e.runtimePID(t); pid != runtimePID {
 		t.Errorf("crivk's containerd across helm upgrade: pid %d, then %d; want it kept", runtimePID, pid)
 	}
+	e.checkConfigz(t, ctx, upgradeMaxPods)
 
 	// kill -9 of crivk's containerd: the runtime container notices, exits
 	// and is restarted by the kubelet, starting containerd again, which

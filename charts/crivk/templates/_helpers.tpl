@@ -33,16 +33,40 @@ labels crivk.nodeLabels adds).
 crivk.io/release={{ .Release.Name }},crivk.io/release-namespace={{ .Release.Namespace }}
 {{- end -}}
 
-{{- define "crivk.taints" -}}
-{{- $out := list -}}
-{{- range .Values.registerWithTaints -}}
-{{- if .value -}}
-{{- $out = append $out (printf "%s=%s:%s" .key .value .effect) -}}
-{{- else -}}
-{{- $out = append $out (printf "%s:%s" .key .effect) -}}
+{{- define "crivk.configName" -}}
+{{- printf "%s-config" (include "crivk.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
+
+{{/*
+crivk.kubeletConfig: crivk's KubeletConfiguration file. Every value that
+has a field of the kubelet's file is written there, not as a flag; config:
+is merged over them (crivk.validate refuses the keys the chart writes).
+Only fields crivk maps to a flag (internal/kubeletconfig's fields.go) are
+written: crivk refuses any other field set to a value not the kubelet's
+default.
+*/}}
+{{- define "crivk.kubeletConfig" -}}
+{{- $c := dict
+  "containerRuntimeEndpoint" .Values.criEndpoint
+  "podLogsDir" .Values.podLogDir
+  "cgroupRoot" .Values.cgroupRoot
+  "port" (int .Values.port)
+  "healthzPort" (int .Values.healthzPort)
+  "healthzBindAddress" "127.0.0.1"
+-}}
+{{- with .Values.clientCAFile -}}
+{{- $_ := set $c "authentication" (dict "x509" (dict "clientCAFile" .)) -}}
 {{- end -}}
-{{- join "," $out -}}
+{{- if eq .Values.servingCert "csr" -}}
+{{- $_ := set $c "serverTLSBootstrap" true -}}
+{{- end -}}
+{{- with .Values.registerWithTaints -}}
+{{- $_ := set $c "registerWithTaints" . -}}
+{{- end -}}
+{{- $c = mergeOverwrite $c (deepCopy (.Values.config | default dict)) -}}
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+{{ toYaml $c }}
 {{- end -}}
 
 {{/*
@@ -146,5 +170,27 @@ start (the kubelet's rule; the label list is k8s.io/kubelet's KubeletLabels).
 {{- end -}}
 {{- if hasPrefix "/kubepods" .Values.cgroupRoot -}}
 {{- fail (printf "cgroupRoot: %s is inside the kubelet's cgroup tree; the kubelet destroys pod cgroups it does not know (default /crivk)" .Values.cgroupRoot) -}}
+{{- end -}}
+{{- $config := .Values.config | default dict -}}
+{{- range (list "apiVersion" "kind") -}}
+{{- if hasKey $config . -}}
+{{- fail (printf "config.%s: config holds the KubeletConfiguration's fields only; the chart writes apiVersion and kind" .) -}}
+{{- end -}}
+{{- end -}}
+{{- if hasKey $config "healthzBindAddress" -}}
+{{- fail "config.healthzBindAddress: the chart binds crivk's /healthz to 127.0.0.1, where the DaemonSet's probes ask; its port is the value healthzPort" -}}
+{{- end -}}
+{{- $own := dict "containerRuntimeEndpoint" "criEndpoint" "podLogsDir" "podLogDir" "cgroupRoot" "cgroupRoot" "port" "port" "healthzPort" "healthzPort" "serverTLSBootstrap" "servingCert" "registerWithTaints" "registerWithTaints" -}}
+{{- range $k, $v := $own -}}
+{{- if hasKey $config $k -}}
+{{- fail (printf "config.%s: written by the chart from the value %s; set that instead (the chart's checks, ports, probes and mounts follow it)" $k $v) -}}
+{{- end -}}
+{{- end -}}
+{{- if hasKey $config "authentication" -}}
+{{- if and (kindIs "map" $config.authentication) (hasKey $config.authentication "x509") -}}
+{{- if and (kindIs "map" $config.authentication.x509) (hasKey $config.authentication.x509 "clientCAFile") -}}
+{{- fail "config.authentication.x509.clientCAFile: written by the chart from the value clientCAFile; set that instead" -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}

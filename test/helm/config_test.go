@@ -1,0 +1,80 @@
+package helm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// installMaxPods and upgradeMaxPods are the test's maxPods, not the
+// kubelet's default 110, set through the chart's config: value at install
+// and at helm upgrade: they reach crivk only through its configuration
+// file (the chart's ConfigMap, --config).
+const installMaxPods, upgradeMaxPods = 57, 58
+
+// configz reads the running crivk's /configz as the node e2e suite reads a
+// kubelet's (getCurrentKubeletConfig): through the API server's node proxy,
+// kubectl get --raw /api/v1/nodes/<node>/proxy/configz.
+func (e *env) configz(ctx context.Context) (map[string]any, error) {
+	raw, err := e.client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", e.crivkNode, "proxy", "configz").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("decoding /configz %q: %w", raw, err)
+	}
+	kc, ok := out["kubeletconfig"]
+	if !ok {
+		return nil, fmt.Errorf("/configz %q has no kubeletconfig", raw)
+	}
+	return kc, nil
+}
+
+// checkConfigz: crivk runs with the chart's configuration file. Its
+// /configz shows config:'s maxPods and the fields the chart writes into the
+// file rather than as flags (the node API and /healthz ports, the cgroup
+// root, the runtime's endpoint, the pod log dir, the taints), and the node
+// reports that maxPods as its pod capacity. A crivk of the previous
+// configuration may still answer just after a rollout: the check waits up
+// to 30 s for maxPods, then reports what /configz last said.
+func (e *env) checkConfigz(t *testing.T, ctx context.Context, maxPods int) {
+	t.Helper()
+	var kc map[string]any
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, poll, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		kc, last = e.configz(ctx)
+		return last == nil && kc["maxPods"] == float64(maxPods), nil
+	})
+	if err != nil {
+		t.Errorf("/configz of node %s: maxPods %v (error %v), want the chart's config.maxPods %d", e.crivkNode, kc["maxPods"], last, maxPods)
+		return
+	}
+	for field, want := range map[string]any{
+		"port":                     float64(10260),
+		"healthzPort":              float64(10262),
+		"healthzBindAddress":       "127.0.0.1",
+		"cgroupRoot":               "/crivk",
+		"containerRuntimeEndpoint": "unix://" + e.runtimeSock,
+		"podLogsDir":               "/var/log/crivk-pods",
+		"registerWithTaints":       []any{map[string]any{"key": "node.crivk.io/agent", "value": "crivk", "effect": "NoSchedule"}},
+	} {
+		if !reflect.DeepEqual(kc[field], want) {
+			t.Errorf("/configz of node %s: %s = %v, want the chart's file's %v", e.crivkNode, field, kc[field], want)
+		}
+	}
+	n, err := e.client.CoreV1().Nodes().Get(ctx, e.crivkNode, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Status.Capacity.Pods().Value(); got != int64(maxPods) {
+		t.Errorf("node %s pod capacity %d, want the chart's config.maxPods %d", e.crivkNode, got, maxPods)
+	}
+	t.Logf("/configz of node %s: maxPods %d from the chart's config:, port, healthzPort, cgroupRoot, containerRuntimeEndpoint, podLogsDir and registerWithTaints from its file", e.crivkNode, maxPods)
+}
