@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -86,5 +87,60 @@ func TestFieldsFileKeyRefMissingKey(t *testing.T) {
 	suffix := "/pods/" + string(created.UID) + `/volumes/kubernetes.io~empty-dir/data/config.env"`
 	if !strings.HasPrefix(msg, want) || !strings.HasSuffix(msg, suffix) {
 		t.Errorf("waiting message %q, want %s<root-dir>%s", msg, want, suffix)
+	}
+}
+
+// TestFieldsContainerRestartRules: a container's restartPolicy and
+// restartPolicyRules (ContainerRestartRules) decide over the pod's
+// restartPolicy whether it runs again, and the phase follows: the counts
+// and phases a user sees.
+func TestFieldsContainerRestartRules(t *testing.T) {
+	ns := newNamespace(t)
+	// Each container exits with first on its first run and 0 after.
+	onceThen := func(name string, pod v1.RestartPolicy, own v1.ContainerRestartPolicy, first int, rules ...v1.ContainerRestartRule) *v1.Pod {
+		p := busyboxPod(name, pod, fmt.Sprintf("if [ -f /m/ran ]; then exit 0; fi; touch /m/ran; exit %d", first))
+		p.Spec.Volumes = []v1.Volume{{Name: "m", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+		c := &p.Spec.Containers[0]
+		c.VolumeMounts = []v1.VolumeMount{{Name: "m", MountPath: "/m"}}
+		c.RestartPolicy, c.RestartPolicyRules = ptr.To(own), rules
+		return p
+	}
+	retry42 := v1.ContainerRestartRule{Action: v1.ContainerRestartRuleActionRestart,
+		ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}
+	tests := []struct {
+		pod          *v1.Pod
+		wantPhase    v1.PodPhase
+		wantRestarts int32
+		wantExit     int32
+	}{
+		// Never pod, Never container, rule "exit 42: restart": run again
+		// once, then the 0 ends it.
+		{onceThen("rule-match", v1.RestartPolicyNever, v1.ContainerRestartPolicyNever, 42, retry42), v1.PodSucceeded, 1, 0},
+		// The rule does not match exit 3: the container's Never stands,
+		// over the pod's Always.
+		{onceThen("rule-nomatch", v1.RestartPolicyAlways, v1.ContainerRestartPolicyNever, 3, retry42), v1.PodFailed, 0, 3},
+		// Never pod, OnFailure container: the failure runs it again.
+		{onceThen("onfailure", v1.RestartPolicyNever, v1.ContainerRestartPolicyOnFailure, 1), v1.PodSucceeded, 1, 0},
+	}
+	for _, tc := range tests {
+		createPod(t, ns, tc.pod)
+	}
+	for _, tc := range tests {
+		t.Run(tc.pod.Name, func(t *testing.T) {
+			p := waitPod(t, ns, tc.pod.Name, 2*time.Minute, string(tc.wantPhase), func(p *v1.Pod) bool { return isTerminal(p) })
+			if p.Status.Phase != tc.wantPhase {
+				t.Errorf("phase %s, want %s", p.Status.Phase, tc.wantPhase)
+			}
+			if len(p.Status.ContainerStatuses) != 1 {
+				t.Fatalf("container statuses %+v", p.Status.ContainerStatuses)
+			}
+			cs := p.Status.ContainerStatuses[0]
+			if cs.RestartCount != tc.wantRestarts {
+				t.Errorf("restartCount %d, want %d", cs.RestartCount, tc.wantRestarts)
+			}
+			if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != tc.wantExit {
+				t.Errorf("state %+v, want terminated with exit code %d", cs.State, tc.wantExit)
+			}
+		})
 	}
 }
