@@ -144,3 +144,60 @@ func TestFieldsContainerRestartRules(t *testing.T) {
 		})
 	}
 }
+
+// TestFieldsHostname: setHostnameAsFQDN makes the container's hostname the
+// pod's FQDN; hostnameOverride replaces the hostname and the /etc/hosts
+// entry (no FQDN); an FQDN over 64 characters fails the sandbox with the
+// kubelet's FailedCreatePodSandBox message and the pod never runs.
+func TestFieldsHostname(t *testing.T) {
+	ns := newNamespace(t)
+	const script = "hostname; echo ---; cat /etc/hosts"
+
+	fqdn := busyboxPod("fqdn", v1.RestartPolicyNever, script)
+	fqdn.Spec.Subdomain, fqdn.Spec.SetHostnameAsFQDN = "sub", ptr.To(true)
+	createPod(t, ns, fqdn)
+
+	override := busyboxPod("override", v1.RestartPolicyNever, script)
+	override.Spec.Subdomain, override.Spec.HostnameOverride = "sub", ptr.To("my-host.example.internal")
+	createPod(t, ns, override)
+
+	long := strings.Repeat("h", 40)
+	tooLong := busyboxPod("toolong", v1.RestartPolicyNever, script)
+	tooLong.Spec.Hostname, tooLong.Spec.Subdomain, tooLong.Spec.SetHostnameAsFQDN = long, "sub", ptr.To(true)
+	createdTooLong := createPod(t, ns, tooLong)
+
+	wantFQDN := "fqdn.sub." + ns + ".svc.cluster.local"
+	t.Run("setHostnameAsFQDN", func(t *testing.T) {
+		p, logs := finishedLogs(t, ns, "fqdn")
+		if p.Status.Phase != v1.PodSucceeded {
+			t.Fatalf("phase %s, logs %q", p.Status.Phase, logs)
+		}
+		if !strings.HasPrefix(logs, wantFQDN+"\n---\n") {
+			t.Errorf("hostname is not %s:\n%s", wantFQDN, logs)
+		}
+		if want := "\t" + wantFQDN + "\tfqdn\n"; !strings.Contains(logs, want) {
+			t.Errorf("/etc/hosts lacks %q:\n%s", want, logs)
+		}
+	})
+	t.Run("hostnameOverride", func(t *testing.T) {
+		p, logs := finishedLogs(t, ns, "override")
+		if p.Status.Phase != v1.PodSucceeded {
+			t.Fatalf("phase %s, logs %q", p.Status.Phase, logs)
+		}
+		if !strings.HasPrefix(logs, "my-host.example.internal\n---\n") {
+			t.Errorf("hostname is not the override:\n%s", logs)
+		}
+		if want := p.Status.PodIP + "\tmy-host.example.internal\n"; !strings.Contains(logs, want) {
+			t.Errorf("/etc/hosts lacks %q:\n%s", want, logs)
+		}
+		if strings.Contains(logs, ".svc.cluster.local") {
+			t.Errorf("/etc/hosts has an FQDN despite the override:\n%s", logs)
+		}
+	})
+	t.Run("FQDN too long", func(t *testing.T) {
+		full := long + ".sub." + ns + ".svc.cluster.local"
+		msg := fmt.Sprintf("Failed to create pod sandbox: failed to construct FQDN from pod hostname and cluster domain, FQDN %s is too long (64 characters is the max, %d characters requested)", full, len(full))
+		waitEvent(t, ns, "toolong", v1.EventTypeWarning, "FailedCreatePodSandBox", msg)
+		stillPending(t, ns, "toolong", createdTooLong.UID)
+	})
+}
