@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -199,5 +200,45 @@ func TestFieldsHostname(t *testing.T) {
 		msg := fmt.Sprintf("Failed to create pod sandbox: failed to construct FQDN from pod hostname and cluster domain, FQDN %s is too long (64 characters is the max, %d characters requested)", full, len(full))
 		waitEvent(t, ns, "toolong", v1.EventTypeWarning, "FailedCreatePodSandBox", msg)
 		stillPending(t, ns, "toolong", createdTooLong.UID)
+	})
+}
+
+// TestFieldsRecursiveReadOnly: containerd here reports no runtime handler
+// features in CRI Status, so a mount asking for recursiveReadOnly: Enabled
+// is refused as the kubelet refuses it (CreateContainerConfigError, its
+// message) and the container never runs; IfPossible runs with a plain
+// read-only mount.
+func TestFieldsRecursiveReadOnly(t *testing.T) {
+	ns := newNamespace(t)
+	rroPod := func(name string, mode v1.RecursiveReadOnlyMode) *v1.Pod {
+		p := busyboxPod(name, v1.RestartPolicyNever, "touch /data/x 2>&1; echo done")
+		p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+		p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data", ReadOnly: true, RecursiveReadOnly: ptr.To(mode)}}
+		return p
+	}
+	createPod(t, ns, rroPod("enabled", v1.RecursiveReadOnlyEnabled))
+	createPod(t, ns, rroPod("ifpossible", v1.RecursiveReadOnlyIfPossible))
+
+	t.Run("Enabled", func(t *testing.T) {
+		msg := waitingReason(t, ns, "enabled", "c", "CreateContainerConfigError")
+		if want := `failed to resolve recursive read-only mode: volume "data" requested recursive read-only mode, but it is not supported by the runtime`; msg != want {
+			t.Errorf("waiting message %q, want %q", msg, want)
+		}
+		p, err := client.CoreV1().Pods(ns).Get(testContext(t, 10*time.Second), "enabled", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Status.Phase != v1.PodPending {
+			t.Errorf("phase %s, want Pending", p.Status.Phase)
+		}
+	})
+	t.Run("IfPossible", func(t *testing.T) {
+		p, logs := finishedLogs(t, ns, "ifpossible")
+		if p.Status.Phase != v1.PodSucceeded {
+			t.Fatalf("phase %s, logs %q", p.Status.Phase, logs)
+		}
+		if !strings.Contains(logs, "Read-only file system") {
+			t.Errorf("the mount is writable:\n%s", logs)
+		}
 	})
 }
