@@ -38,7 +38,7 @@ func TestSyncPodRecursiveReadOnly(t *testing.T) {
 		wantRRO  bool
 		wantErr  string
 	}{
-		"unset": {mount: v1.VolumeMount{ReadOnly: true}},
+		"unset":                     {mount: v1.VolumeMount{ReadOnly: true}},
 		"Disabled on a plain mount": {mount: v1.VolumeMount{RecursiveReadOnly: mode(v1.RecursiveReadOnlyDisabled)}},
 		"Enabled, no handlers reported (containerd 1.6)": {mount: v1.VolumeMount{ReadOnly: true, RecursiveReadOnly: mode(v1.RecursiveReadOnlyEnabled)},
 			wantErr: `failed to resolve recursive read-only mode: volume "data" requested recursive read-only mode, but it is not supported by the runtime`},

@@ -29,14 +29,14 @@ func TestHostnameTruncation(t *testing.T) {
 		want           string
 		wantErr        bool
 	}{
-		"pod name":                         {name: "web-0", want: "web-0"},
-		"spec.hostname wins":               {name: "web-0", hostname: "db", want: "db"},
-		"63 characters kept":               {name: long[:63], want: long[:63]},
-		"64 characters cut to 63":          {name: long[:64], want: long[:63]},
+		"pod name":                          {name: "web-0", want: "web-0"},
+		"spec.hostname wins":                {name: "web-0", hostname: "db", want: "db"},
+		"63 characters kept":                {name: long[:63], want: long[:63]},
+		"64 characters cut to 63":           {name: long[:64], want: long[:63]},
 		"long spec.hostname is not a label": {name: "web", hostname: long, wantErr: true},
-		"no trailing dash after the cut":   {name: strings.Repeat("a", 61) + "--bbb", want: strings.Repeat("a", 61)},
-		"no trailing dot after the cut":    {name: strings.Repeat("a", 60) + ".-.bbb", want: strings.Repeat("a", 60)},
-		"nothing left after the cut fails": {name: strings.Repeat("-", 64), wantErr: true},
+		"no trailing dash after the cut":    {name: strings.Repeat("a", 61) + "--bbb", want: strings.Repeat("a", 61)},
+		"no trailing dot after the cut":     {name: strings.Repeat("a", 60) + ".-.bbb", want: strings.Repeat("a", 60)},
+		"nothing left after the cut fails":  {name: strings.Repeat("-", 64), wantErr: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -241,4 +243,58 @@ func TestFieldsRecursiveReadOnly(t *testing.T) {
 			t.Errorf("the mount is writable:\n%s", logs)
 		}
 	})
+}
+
+// TestFieldsSELinuxInherited: a container without SELinux options of its
+// own is created with the pod's, one with its own with those, as the
+// runtime received them (its verbose CRI status carries the container's
+// config; this host has no SELinux to enforce the label with).
+func TestFieldsSELinuxInherited(t *testing.T) {
+	ns := newNamespace(t)
+	pod := busyboxPod("selinux", v1.RestartPolicyAlways, "sleep 3600")
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{SELinuxOptions: &v1.SELinuxOptions{Level: "s0:c123,c456"}}
+	own := pod.Spec.Containers[0]
+	own.Name = "own"
+	own.SecurityContext = &v1.SecurityContext{SELinuxOptions: &v1.SELinuxOptions{Level: "s0:c7,c8"}}
+	pod.Spec.Containers = append(pod.Spec.Containers, own)
+	created := createPod(t, ns, pod)
+	waitPod(t, ns, pod.Name, time.Minute, "Running and Ready", isRunningReady)
+
+	ctx := testContext(t, 30*time.Second)
+	cs, err := runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		LabelSelector: map[string]string{"io.kubernetes.pod.uid": string(created.UID)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"c": "s0:c123,c456", "own": "s0:c7,c8"}
+	seen := 0
+	for _, c := range cs {
+		level, ok := want[c.GetMetadata().GetName()]
+		if !ok || c.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			continue
+		}
+		seen++
+		st, err := runtime.ContainerStatus(ctx, c.Id, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var info struct {
+			Config json.RawMessage `json:"config"`
+		}
+		if err := json.Unmarshal([]byte(st.GetInfo()["info"]), &info); err != nil || len(info.Config) == 0 {
+			t.Fatalf("container %s: no config in the runtime's verbose status (%v)", c.GetMetadata().GetName(), err)
+		}
+		cfg := string(info.Config)
+		if !strings.Contains(cfg, `"level":"`+level+`"`) {
+			t.Errorf("container %s: config has no SELinux level %s: %s", c.GetMetadata().GetName(), level, cfg)
+		}
+		for name, other := range want {
+			if name != c.GetMetadata().GetName() && strings.Contains(cfg, other) {
+				t.Errorf("container %s: config has %s's level %s", c.GetMetadata().GetName(), name, other)
+			}
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("found %d running containers of the pod in the runtime, want %d", seen, len(want))
+	}
 }
