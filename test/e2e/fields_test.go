@@ -37,7 +37,7 @@ func waitingReason(t *testing.T, ns, pod, name, reason string) string {
 // envFilePod writes /data/config.env from an init container into an
 // emptyDir, for the main container's fileKeyRef variables env.
 func envFilePod(name string, env ...v1.EnvVar) *v1.Pod {
-	pod := busyboxPod(name, v1.RestartPolicyNever, "env | sort")
+	pod := busyboxPod(name, v1.RestartPolicyNever, "env")
 	pod.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
 	mount := []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
 	pod.Spec.InitContainers = []v1.Container{{
