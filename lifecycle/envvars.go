@@ -78,6 +78,8 @@ type volumePaths interface {
 	VolumePath(pod *v1.Pod, name string) (string, bool)
 }
 
+var _ volumePaths = (*volume.Manager)(nil)
+
 // orderedEnv is a map that remembers the order names were first set in.
 type orderedEnv struct {
 	names []string
