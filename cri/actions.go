@@ -118,18 +118,6 @@ func (a PodActions) String() string {
 	return strings.Join(parts, ",")
 }
 
-// shouldRestart applies restartPolicy to a container that exited with code.
-func shouldRestart(policy v1.RestartPolicy, exitCode int32) bool {
-	switch policy {
-	case v1.RestartPolicyNever:
-		return false
-	case v1.RestartPolicyOnFailure:
-		return exitCode != 0
-	default:
-		return true
-	}
-}
-
 // PlanInputs are what a plan needs besides the spec and the runtime's
 // state: the probes' verdicts and the back-offs, read-only.
 type PlanInputs struct {
@@ -213,7 +201,9 @@ func computePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 		for i := range pod.Spec.Containers {
 			c := status.Latest(pod.Spec.Containers[i].Name, ContainerTypeRegular)
 			ranBefore = ranBefore || c != nil
-			if c != nil && c.State == StateExited && c.ExitCode == 0 && policy != v1.RestartPolicyAlways {
+			// A container that runs once (OnFailure, its own policy or
+			// else the pod's) and succeeded is not run again.
+			if c != nil && c.State == StateExited && c.ExitCode == 0 && podutil.RunsOnce(&pod.Spec.Containers[i], &pod.Spec) {
 				continue
 			}
 			if p.start(pod.Spec.Containers[i].Name, ContainerTypeRegular) {
@@ -311,7 +301,8 @@ func computePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 		case c.State == StateExited && c.ExitCode == 0:
 			continue
 		case c.State == StateExited:
-			if policy == v1.RestartPolicyNever {
+			// Its restartPolicyRules and restartPolicy, else the pod's.
+			if !podutil.ContainerShouldRestart(spec, &pod.Spec, c.ExitCode) {
 				a.InitFailed = true
 				return a
 			}
@@ -320,7 +311,7 @@ func computePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 			}
 			return a
 		default: // created but never started, or unknown: replace it
-			if policy == v1.RestartPolicyNever && c.State == StateUnknown {
+			if c.State == StateUnknown && !podutil.RestartableWithoutExitCode(spec, &pod.Spec) {
 				// The pod failed; its sandbox is stopped as a finished pod's.
 				a.InitFailed = true
 				return a
@@ -346,11 +337,13 @@ func computePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 			restart = true
 		case c.State == StateRunning:
 			// A container that failed its liveness or startup probe is
-			// stopped, and started again unless the policy is Never (the
-			// exit code of a kill is 137).
-			restart = p.killUnhealthy(spec, c, shouldRestart(policy, 137)) && shouldRestart(policy, 137)
+			// stopped, and started again unless its restartPolicy (else
+			// the pod's) is Never: the rules need an exit code.
+			again := podutil.RestartableWithoutExitCode(spec, &pod.Spec)
+			restart = p.killUnhealthy(spec, c, again) && again
 		case c.State == StateExited:
-			restart = shouldRestart(policy, c.ExitCode)
+			// Its restartPolicyRules and restartPolicy, else the pod's.
+			restart = podutil.ContainerShouldRestart(spec, &pod.Spec, c.ExitCode)
 		default:
 			// Created-but-not-started and unknown containers are always
 			// replaced, whatever the policy (kubelet ShouldContainerBeRestarted).
@@ -363,9 +356,10 @@ func computePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 	}
 
 	// Sidecars do not keep a pod alive: once no regular container runs or
-	// is to start again (a pod that does not restart has finished), they
-	// are stopped rather than restarted (the kubelet's computePodActions).
-	if policy != v1.RestartPolicyAlways && len(pod.Spec.Containers) > 0 && len(a.ContainersToStart) == 0 && !p.waitingRegular() {
+	// is to start again (a pod that does not restart has finished, or its
+	// containers' own restartPolicy keeps them exited), they are stopped
+	// rather than restarted (the kubelet's computePodActions).
+	if len(pod.Spec.Containers) > 0 && len(a.ContainersToStart) == 0 && !p.waitingRegular() {
 		anyRunning := false
 		for i := range pod.Spec.Containers {
 			// A container killed by this plan still counts: the sidecars

@@ -262,29 +262,6 @@ func TestComputePodActions(t *testing.T) {
 	}
 }
 
-func TestShouldRestart(t *testing.T) {
-	tests := map[string]struct {
-		policy v1.RestartPolicy
-		exit   int32
-		want   bool
-	}{
-		"Always 0":    {v1.RestartPolicyAlways, 0, true},
-		"Always 1":    {v1.RestartPolicyAlways, 1, true},
-		"OnFailure 0": {v1.RestartPolicyOnFailure, 0, false},
-		"OnFailure 1": {v1.RestartPolicyOnFailure, 1, true},
-		"Never 0":     {v1.RestartPolicyNever, 0, false},
-		"Never 137":   {v1.RestartPolicyNever, 137, false},
-		"empty 0":     {"", 0, true},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			if got := shouldRestart(tc.policy, tc.exit); got != tc.want {
-				t.Errorf("shouldRestart(%q, %d) = %v, want %v", tc.policy, tc.exit, got, tc.want)
-			}
-		})
-	}
-}
-
 func TestPodActionsString(t *testing.T) {
 	tests := map[string]struct {
 		plan PodActions

@@ -145,7 +145,13 @@ func linuxContainerConfig(pod *v1.Pod, c *v1.Container, opts *RunContainerOption
 	if sc.Apparmor, sc.ApparmorProfile, err = appArmorProfile(pod, c); err != nil {
 		return nil, &ConfigError{Msg: err.Error()}
 	}
-	if o := csc.SELinuxOptions; o != nil {
+	// The container's SELinux options as a whole, else the pod's (the
+	// kubelet's DetermineEffectiveSecurityContext: no field-by-field merge).
+	selinux := csc.SELinuxOptions
+	if selinux == nil {
+		selinux = psc.SELinuxOptions
+	}
+	if o := selinux; o != nil {
 		sc.SelinuxOptions = &runtimeapi.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
 	}
 	if !sc.Privileged {

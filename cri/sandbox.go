@@ -24,9 +24,18 @@ func (r *Runtime) SandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 
 func (r *Runtime) sandboxConfig(pod *v1.Pod, attempt uint32, userns *runtimeapi.UserNamespace) (*runtimeapi.PodSandboxConfig, DNSWarning, error) {
 	dns, warn := r.dnsConfigFor(pod)
-	hostname, _, err := podutil.HostnameAndDomain(pod, "")
-	if err != nil {
-		return nil, warn, err
+	// The pod's hostname (hostnameOverride, hostname or its name), or its
+	// FQDN with setHostnameAsFQDN; a host-network pod has the host's name
+	// and none of this is checked (the kubelet's generatePodSandboxConfig).
+	hostname := ""
+	if !pod.Spec.HostNetwork {
+		h, domain, err := podutil.HostnameAndDomain(pod, r.cfg.DNS.ClusterDomain)
+		if err != nil {
+			return nil, warn, err
+		}
+		if hostname, err = podutil.NodenameForKernel(h, domain, pod.Spec.SetHostnameAsFQDN); err != nil {
+			return nil, warn, err
+		}
 	}
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
@@ -42,10 +51,6 @@ func (r *Runtime) sandboxConfig(pod *v1.Pod, attempt uint32, userns *runtimeapi.
 		Labels:       sandboxLabels(pod),
 		Annotations:  copyMap(pod.Annotations),
 		Linux:        r.sandboxLinuxConfig(pod, userns),
-	}
-	if pod.Spec.HostNetwork {
-		// The host's name, as the kubelet does for host-network pods.
-		cfg.Hostname = ""
 	}
 	return cfg, warn, nil
 }

@@ -319,6 +319,11 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if opts == nil {
 		opts = &RunContainerOptions{}
 	}
+	if err := r.applyRecursiveReadOnly(ctx, pod, c, opts.Mounts); err != nil {
+		res.Waiting[c.Name] = Waiting{Reason: ReasonCreateConfigError, Message: err.Error()}
+		res.Errs = append(res.Errs, fmt.Errorf("options of container %q of pod %s: %w", c.Name, ref, err))
+		return
+	}
 	opts.MemoryCapacity = r.cfg.MemoryCapacity
 	opts.SeccompProfileRoot = r.cfg.SeccompProfileRoot
 	opts.UserNamespace = sbCfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions()

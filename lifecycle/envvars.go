@@ -29,7 +29,7 @@ import (
 //  2. env, in order: a literal value has its $(VAR) references expanded
 //     against what is defined so far and the service variables; valueFrom
 //     is resolved (fieldRef, resourceFieldRef, configMapKeyRef,
-//     secretKeyRef);
+//     secretKeyRef, fileKeyRef: envfile.go);
 //  3. the service-link variables not already defined.
 //
 // The kubelet appends from a map (random order); crivk keeps a stable
@@ -51,6 +51,9 @@ func (s *syncer) makeEnvironment(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		configMaps:  map[string]*v1.ConfigMap{},
 		secrets:     map[string]*v1.Secret{},
 	}
+	if vp, ok := s.volumes.(volumePaths); ok {
+		r.volumePath = func(name string) (string, bool) { return vp.VolumePath(pod, name) }
+	}
 	return r.resolve(ctx, pod, c, podIPs)
 }
 
@@ -63,7 +66,19 @@ type envResolver struct {
 	allocatable v1.ResourceList
 	configMaps  map[string]*v1.ConfigMap
 	secrets     map[string]*v1.Secret
+	// volumePath returns the host directory of one of the pod's volumes
+	// (false: none set up); nil when the engine has no volume manager.
+	volumePath func(name string) (string, bool)
 }
+
+// volumePaths is implemented by volume managers that can name the host
+// directory of a pod's volume (volume.Manager): fileKeyRef variables read
+// their file there.
+type volumePaths interface {
+	VolumePath(pod *v1.Pod, name string) (string, bool)
+}
+
+var _ volumePaths = (*volume.Manager)(nil)
 
 // orderedEnv is a map that remembers the order names were first set in.
 type orderedEnv struct {
@@ -211,6 +226,8 @@ func (r *envResolver) valueFrom(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	case src.SecretKeyRef != nil:
 		ref := src.SecretKeyRef
 		return r.keyValue(ctx, kindSecret, pod.Namespace, ref.Name, ref.Key, ref.Optional)
+	case src.FileKeyRef != nil:
+		return r.fileKeyValue(ctx, pod, src.FileKeyRef)
 	}
 	return "", false, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 func TestNodeMounts(t *testing.T) {
@@ -40,6 +41,11 @@ func TestNodeMounts(t *testing.T) {
 			name: "hostname and subdomain give the FQDN", podIPs: []string{"10.88.0.7"},
 			spec:      v1.PodSpec{Hostname: "h", Subdomain: "sub"},
 			wantHosts: localhost + "10.88.0.7\th.sub.ns.svc.cluster.local\th\n",
+		},
+		{
+			name: "hostnameOverride: its name alone, no FQDN", podIPs: []string{"10.88.0.7"},
+			spec:      v1.PodSpec{Hostname: "h", Subdomain: "sub", HostnameOverride: ptr.To("db.example.com")},
+			wantHosts: localhost + "10.88.0.7\tdb.example.com\n",
 		},
 		{
 			name: "host network: the node's file with its own header", spec: v1.PodSpec{HostNetwork: true, HostAliases: aliases},

@@ -1,8 +1,10 @@
 // Package podutil holds rules the kubelet derives from a pod's spec alone
 // and that more than one of crivk's packages need: the QoS class, the
 // container resources and CPU conversions, sidecars (restartable init
-// containers), the pod's hostname and domain, the downward API's resource
-// values, $(VAR) expansion and the resolution of a probe's or hook's port.
+// containers), whether an exited container restarts (its restartPolicy
+// and restartPolicyRules over the pod's), the pod's hostname and domain,
+// the downward API's resource values, $(VAR) expansion and the resolution
+// of a probe's or hook's port.
 // It also holds ErrExecTimedOut, the one error the runtime (cri) returns and
 // the prober tests for, so that the prober needs no import of cri.
 // It is a leaf: it imports only k8s.io/api and apimachinery, never another

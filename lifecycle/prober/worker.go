@@ -163,9 +163,11 @@ func (w *worker) doProbe(ctx context.Context) bool {
 	}
 	if cs.State.Running == nil {
 		w.m.results.set(w.update(Failure))
-		// A container that terminated and is never restarted is done; a
-		// sidecar is always restarted.
-		return cs.State.Terminated == nil || w.sidecar || w.pod.Spec.RestartPolicy != v1.RestartPolicyNever
+		// A container that terminated and is never restarted (its own
+		// restartPolicy and rules, else the pod's) is done; a sidecar is
+		// always restarted.
+		return cs.State.Terminated == nil || w.sidecar ||
+			podutil.ContainerShouldRestart(&w.container, &w.pod.Spec, cs.State.Terminated.ExitCode)
 	}
 	started := cs.Started != nil && *cs.Started
 	if w.typ == Startup && started {

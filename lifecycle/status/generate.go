@@ -302,9 +302,14 @@ func terminated(runtime string, c *cri.ContainerStatus) *v1.ContainerStateTermin
 	}
 }
 
-// podPhase is the kubelet's getPhase.
+// podPhase is the kubelet's getPhase (ContainerRestartRules on): whether a
+// terminated container restarts is podutil.ContainerShouldRestart, its own
+// restartPolicy and rules over the pod's.
 func podPhase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, deleted bool) v1.PodPhase {
-	policy := pod.Spec.RestartPolicy
+	restarts := func(specs []v1.Container, s v1.ContainerStatus, t *v1.ContainerStateTerminated) bool {
+		c := findContainer(specs, s.Name)
+		return c == nil || podutil.ContainerShouldRestart(c, &pod.Spec, t.ExitCode)
+	}
 	pendingInit := 0
 	sidecarsRunning := 0
 	for i, s := range initStatuses {
@@ -313,27 +318,34 @@ func podPhase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, deleted 
 		}
 		switch {
 		case s.State.Terminated != nil && s.State.Terminated.ExitCode == 0:
-		case s.State.Terminated != nil && policy == v1.RestartPolicyNever:
+		case s.State.Terminated != nil && !restarts(pod.Spec.InitContainers, s, s.State.Terminated):
 			return v1.PodFailed
-		case s.State.Waiting != nil && s.LastTerminationState.Terminated != nil && s.LastTerminationState.Terminated.ExitCode != 0 && policy == v1.RestartPolicyNever:
+		case s.State.Waiting != nil && s.LastTerminationState.Terminated != nil && s.LastTerminationState.Terminated.ExitCode != 0 &&
+			!restarts(pod.Spec.InitContainers, s, s.LastTerminationState.Terminated):
 			return v1.PodFailed
 		default:
 			pendingInit++
 		}
 	}
-	var waiting, running, stopped, succeeded int
+	var waiting, running, stopped, stoppedForGood, succeeded int
 	for _, s := range statuses {
 		switch {
 		case s.State.Running != nil:
 			running++
 		case s.State.Terminated != nil:
 			stopped++
+			if !restarts(pod.Spec.Containers, s, s.State.Terminated) {
+				stoppedForGood++
+			}
 			if s.State.Terminated.ExitCode == 0 {
 				succeeded++
 			}
 		case s.State.Waiting != nil:
 			if s.LastTerminationState.Terminated != nil {
 				stopped++
+				if !restarts(pod.Spec.Containers, s, s.LastTerminationState.Terminated) {
+					stoppedForGood++
+				}
 			} else {
 				waiting++
 			}
@@ -355,16 +367,14 @@ func podPhase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, deleted 
 	case running > 0:
 		return v1.PodRunning
 	case stopped > 0:
-		if policy == v1.RestartPolicyAlways {
+		if stopped != stoppedForGood {
+			// At least one is restarting.
 			return v1.PodRunning
 		}
 		if stopped == succeeded {
 			return v1.PodSucceeded
 		}
-		if policy == v1.RestartPolicyNever {
-			return v1.PodFailed
-		}
-		return v1.PodRunning
+		return v1.PodFailed
 	default:
 		return v1.PodPending
 	}

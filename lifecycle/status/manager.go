@@ -397,27 +397,32 @@ func finalPhase(old, api *v1.PodStatus) v1.PodPhase {
 
 // checkContainerStateTransition refuses a status in which a container that
 // was terminated in old is no longer terminated although it will not be
-// restarted: the pod's restartPolicy is Never, or OnFailure and it exited
-// with 0. Under restartPolicy Always (or none, which the API defaults to
-// Always) every container may restart, and so may a restartable init
-// container (sidecar) under any policy. Such a transition would mean the
-// engine resurrected a finished container, a bug; the kubelet refuses it
-// the same way.
-//
-// Container-level restart policies and rules for regular containers
-// (ContainerRestartRules) are not considered: the engine does not restart
-// by them either.
+// restarted: by its own restartPolicy and restartPolicyRules
+// (ContainerRestartRules), else the pod's restartPolicy Never, or OnFailure
+// and it exited with 0 (podutil.ContainerShouldRestart). Under the pod's
+// restartPolicy Always (or none, which the API defaults to Always) every
+// container may restart, and so may a restartable init container (sidecar)
+// under any policy. Such a transition would mean the engine resurrected a
+// finished container, a bug; the kubelet refuses it the same way.
 func checkContainerStateTransition(old, cur *v1.PodStatus, spec *v1.PodSpec) error {
 	policy := spec.RestartPolicy
 	if policy == v1.RestartPolicyAlways || policy == "" {
 		return nil
 	}
-	mayRestart := func(t *v1.ContainerStateTerminated) bool {
-		return policy == v1.RestartPolicyOnFailure && t.ExitCode != 0
-	}
 	check := func(kind string, olds, news []v1.ContainerStatus, sidecar func(string) bool) error {
+		specs := spec.Containers
+		if kind != "container" {
+			specs = spec.InitContainers
+		}
+		mayRestart := func(name string, t *v1.ContainerStateTerminated) bool {
+			if policy == v1.RestartPolicyOnFailure && t.ExitCode != 0 {
+				return true
+			}
+			c := findContainer(specs, name)
+			return c != nil && podutil.ContainerShouldRestart(c, spec, t.ExitCode)
+		}
 		for _, o := range olds {
-			if o.State.Terminated == nil || mayRestart(o.State.Terminated) || sidecar(o.Name) {
+			if o.State.Terminated == nil || mayRestart(o.Name, o.State.Terminated) || sidecar(o.Name) {
 				continue
 			}
 			for _, n := range news {

@@ -227,6 +227,29 @@ func (m *Manager) makeDir(dir string, memory bool, sizeBytes int64) (fresh bool,
 	return true, os.Chmod(dir, 0o777)
 }
 
+// VolumePath returns the host directory of pod's volume name, the
+// kubelet's volumeutil.GetPath of its mounter. ok is false when the pod
+// has no such volume or it is not set up on the node (the kubelet's "no
+// mounter"): fileKeyRef environment variables read their file from there.
+func (m *Manager) VolumePath(pod *v1.Pod, name string) (path string, ok bool) {
+	for i := range pod.Spec.Volumes {
+		vol := &pod.Spec.Volumes[i]
+		if vol.Name != name {
+			continue
+		}
+		plugin, err := pluginOf(vol)
+		if err != nil {
+			return "", false
+		}
+		if plugin == "" {
+			return vol.HostPath.Path, true
+		}
+		dir := m.volumeDir(pod.UID, plugin, vol.Name)
+		return dir, fileExists(dir)
+	}
+	return "", false
+}
+
 // Mounts returns the CRI mounts of container c's volumeMounts; env is the
 // container's resolved environment, for subPathExpr.
 func (m *Manager) Mounts(pod *v1.Pod, c *v1.Container, env map[string]string) ([]*runtimeapi.Mount, error) {

@@ -593,3 +593,29 @@ func TestEmptyDirModes(t *testing.T) {
 		})
 	}
 }
+
+func TestVolumePath(t *testing.T) {
+	f := newFixture(t)
+	pod := testPod(
+		v1.Volume{Name: "ed", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+		v1.Volume{Name: "hp", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/srv"}}},
+		v1.Volume{Name: "nfs", VolumeSource: v1.VolumeSource{NFS: &v1.NFSVolumeSource{Server: "s", Path: "/"}}},
+	)
+	check := func(when, name, want string, wantOK bool) {
+		t.Helper()
+		if got, ok := f.m.VolumePath(pod, name); got != want || ok != wantOK {
+			t.Errorf("%s: VolumePath(%q) = %q, %v; want %q, %v", when, name, got, ok, want, wantOK)
+		}
+	}
+	dir := f.m.volumeDir("uid-1", pluginEmptyDir, "ed")
+	check("before set-up", "ed", dir, false)
+	pod.Spec.Volumes = pod.Spec.Volumes[:2] // MountPod refuses nfs
+	if err := f.m.MountPod(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Spec.Volumes = append(pod.Spec.Volumes, v1.Volume{Name: "nfs", VolumeSource: v1.VolumeSource{NFS: &v1.NFSVolumeSource{Server: "s", Path: "/"}}})
+	check("set up", "ed", dir, true)
+	check("set up", "hp", "/srv", true)
+	check("set up", "nfs", "", false)
+	check("set up", "none", "", false)
+}
