@@ -21,11 +21,17 @@ import (
 // node proxy.
 func nodeSummary(t *testing.T) *statsapi.Summary {
 	t.Helper()
+	return nodeSummaryOf(t, nodeName)
+}
+
+// nodeSummaryOf is nodeSummary of the node named node.
+func nodeSummaryOf(t *testing.T, node string) *statsapi.Summary {
+	t.Helper()
 	var raw []byte
 	// The node may be registering still (the first test after crivk starts).
 	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		var err error
-		raw, err = client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy/stats/summary").DoRaw(ctx)
+		raw, err = client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy/stats/summary").DoRaw(ctx)
 		return err == nil, nil
 	})
 	if err != nil {
@@ -40,7 +46,12 @@ func nodeSummary(t *testing.T) *statsapi.Summary {
 
 // nodeCondition is the node's condition of type c as the API has it.
 func nodeCondition(ctx context.Context, c v1.NodeConditionType) v1.NodeCondition {
-	n, err := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	return nodeConditionOf(ctx, nodeName, c)
+}
+
+// nodeConditionOf is nodeCondition of the node named node.
+func nodeConditionOf(ctx context.Context, node string, c v1.NodeConditionType) v1.NodeCondition {
+	n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
 		return v1.NodeCondition{}
 	}
@@ -56,14 +67,20 @@ func nodeCondition(ctx context.Context, c v1.NodeConditionType) v1.NodeCondition
 // returns how long that took.
 func waitNodeCondition(t *testing.T, c v1.NodeConditionType, s v1.ConditionStatus, timeout time.Duration) time.Duration {
 	t.Helper()
+	return waitNodeConditionOf(t, nodeName, c, s, timeout)
+}
+
+// waitNodeConditionOf is waitNodeCondition of the node named node.
+func waitNodeConditionOf(t *testing.T, node string, c v1.NodeConditionType, s v1.ConditionStatus, timeout time.Duration) time.Duration {
+	t.Helper()
 	start := time.Now()
 	var last v1.NodeCondition
 	err := wait.PollUntilContextTimeout(context.Background(), poll, timeout, true, func(ctx context.Context) (bool, error) {
-		last = nodeCondition(ctx, c)
+		last = nodeConditionOf(ctx, node, c)
 		return last.Status == s, nil
 	})
 	if err != nil {
-		t.Fatalf("node %s: %s never became %s within %s (last %+v)", nodeName, c, s, timeout, last)
+		t.Fatalf("node %s: %s never became %s within %s (last %+v)", node, c, s, timeout, last)
 	}
 	return time.Since(start)
 }
@@ -91,7 +108,13 @@ func disruptionTarget(p *v1.Pod) *v1.PodCondition {
 // the node's /metrics.
 func evictionsMetric(t *testing.T, signal string) float64 {
 	t.Helper()
-	raw, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy/metrics").DoRaw(testContext(t, 10*time.Second))
+	return evictionsMetricOf(t, nodeName, signal)
+}
+
+// evictionsMetricOf is evictionsMetric of the node named node.
+func evictionsMetricOf(t *testing.T, node, signal string) float64 {
+	t.Helper()
+	raw, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy/metrics").DoRaw(testContext(t, 10*time.Second))
 	if err != nil {
 		t.Fatalf("reading /metrics: %v", err)
 	}

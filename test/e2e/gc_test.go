@@ -114,7 +114,7 @@ func TestGCImages(t *testing.T) {
 	// ID is new at every run.
 	name := fmt.Sprintf("crivk.test/gc-throwaway:%d", time.Now().Unix())
 	tarPath := filepath.Join(dir, "throwaway.tar")
-	if err := writeOCIImage(tarPath, name); err != nil {
+	if err := writeOCIImage(tarPath, name, 1<<20); err != nil {
 		t.Fatal(err)
 	}
 	ctr("images", "import", tarPath)
@@ -281,15 +281,15 @@ func imageID(t *testing.T, rt *cri.Runtime, name string) string {
 }
 
 // writeOCIImage writes an OCI image layout tarball of one image named name
-// (containerd's io.containerd.image.name annotation) whose only layer is
-// a file of 1 MiB of random bytes.
-func writeOCIImage(path, name string) error {
+// (containerd's io.containerd.image.name annotation) whose only layer, not
+// compressed, is a file of size random bytes.
+func writeOCIImage(path, name string, size int) error {
 	blob := func(b []byte) (string, []byte) {
 		sum := sha256.Sum256(b)
 		return "sha256:" + hex.EncodeToString(sum[:]), b
 	}
 	var layer bytes.Buffer
-	data := make([]byte, 1<<20)
+	data := make([]byte, size)
 	if _, err := rand.Read(data); err != nil {
 		return err
 	}
