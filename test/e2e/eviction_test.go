@@ -265,3 +265,53 @@ func TestEvictionEmptyDirSizeLimit(t *testing.T) {
 	}
 	t.Logf("figures: running -> Failed/Evicted %.1fs", took.Seconds())
 }
+
+// TestEvictionContainerEphemeralStorageLimit: a container writing past its
+// resources.limits.ephemeral-storage into its writable layer is evicted
+// without any node pressure, with the kubelet's message ("Container writer
+// exceeded its local ephemeral storage limit "10Mi". "), the Evicted event
+// and no DisruptionTarget condition. A second container with a larger
+// limit keeps the pod's total limit (the sum, 110Mi) above the pod's use,
+// so that the container's limit, not the pod's, is what is exceeded (the
+// kubelet checks the pod's total first). The node and image filesystems
+// are one here, so the writable layer counts (the kubelet's
+// containerEphemeralStorageLimitEviction).
+func TestEvictionContainerEphemeralStorageLimit(t *testing.T) {
+	ns := newNamespace(t)
+	p := busyboxPod("writer", v1.RestartPolicyAlways, "dd if=/dev/zero of=/fill bs=1M count=20; sleep 3600")
+	p.Spec.Containers[0].Name = "writer"
+	p.Spec.Containers[0].Resources.Limits = v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("10Mi")}
+	idle := p.Spec.Containers[0]
+	idle.Name, idle.Command = "idle", []string{"sleep", "3600"}
+	idle.Resources.Limits = v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("100Mi")}
+	p.Spec.Containers = append(p.Spec.Containers, idle)
+	createPod(t, ns, p)
+	waitPod(t, ns, "writer", 60*time.Second, "Running", isRunningReady)
+	start := time.Now()
+	// The writable layer's usage is measured by containerd every 10 s or
+	// so, the eviction manager looks every 10 s.
+	got := waitPod(t, ns, "writer", 90*time.Second, "evicted", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	took := time.Since(start)
+	want := `Container writer exceeded its local ephemeral storage limit "10Mi". `
+	if got.Status.Reason != "Evicted" || got.Status.Message != want {
+		t.Errorf("status %q %q, want Evicted %q", got.Status.Reason, got.Status.Message, want)
+	}
+	if dt := disruptionTarget(got); dt != nil {
+		t.Errorf("DisruptionTarget %+v on a local storage eviction", dt)
+	}
+	for _, cs := range got.Status.ContainerStatuses {
+		if cs.State.Terminated == nil {
+			t.Errorf("evicted pod's container %s not terminated: %+v", cs.Name, cs.State)
+		}
+	}
+	if ev := evictedEvent(t, ns, "writer"); ev != want {
+		t.Errorf("Evicted event %q", ev)
+	}
+	if c := nodeCondition(testContext(t, 10*time.Second), v1.NodeDiskPressure); c.Status != v1.ConditionFalse {
+		t.Errorf("DiskPressure %s: the eviction was not for node pressure", c.Status)
+	}
+	if n := evictionsMetric(t, "ephemeralcontainerfs.limit"); n < 1 {
+		t.Errorf("kubelet_evictions{eviction_signal=ephemeralcontainerfs.limit} = %v", n)
+	}
+	t.Logf("figures: running -> Failed/Evicted %.1fs", took.Seconds())
+}
