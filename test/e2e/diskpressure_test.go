@@ -33,7 +33,9 @@ import (
 //	_output/local/disk-nodefs tmpfs of diskNodeFsSize: that node's --root-dir (nodefs: emptyDirs,
 //	                          logs, crivk's state)
 //	crivk-disk                a second crivk (hack/run-crivk.sh, admin kubeconfig) on them, its
-//	                          node API on diskNodePort, its cgroups under /crivk-disk
+//	                          node API on diskNodePort, its cgroups under /crivk-disk; or, with
+//	                          CRIVK_E2E_DISK_KUBELET=1, the kubelet (hack/run-kubelet.sh) in its
+//	                          place with the same settings, for docs/reliability.md's comparison
 //
 // The two sizes differ: crivk (as the kubelet) tells an image filesystem
 // of its own by its capacity.
@@ -74,6 +76,29 @@ const (
 // Everything it made (the node, its pods, the second containerd, the
 // mounts, the cgroups) is removed when it ends, passed or failed.
 func TestEvictionDiskPressure(t *testing.T) {
+	testDiskPressure(t, agentCrivk)
+}
+
+// TestEvictionDiskPressureKubelet runs TestEvictionDiskPressure's
+// scenario against the kubelet v1.35 (hack/run-kubelet.sh) in crivk's
+// place, for the figures docs/reliability.md compares; only with
+// CRIVK_E2E_DISK_KUBELET=1 (not in make test).
+func TestEvictionDiskPressureKubelet(t *testing.T) {
+	if os.Getenv("CRIVK_E2E_DISK_KUBELET") != "1" {
+		t.Skip("the kubelet's run of the disk pressure scenario: CRIVK_E2E_DISK_KUBELET=1")
+	}
+	testDiskPressure(t, agentKubelet)
+}
+
+// diskAgent is the node agent the disk pressure scenario runs.
+type diskAgent string
+
+const (
+	agentCrivk   diskAgent = "crivk"
+	agentKubelet diskAgent = "kubelet"
+)
+
+func testDiskPressure(t *testing.T, agent diskAgent) {
 	ctrBin, err := exec.LookPath("ctr")
 	if err != nil {
 		t.Skip("ctr is not installed")
@@ -91,6 +116,9 @@ func TestEvictionDiskPressure(t *testing.T) {
 	// node's pods and crivk, the containerd, nodefs, the cgroups, imagefs.
 	mountTmpfs(t, imageFs, diskImageFsSize)
 	t.Cleanup(func() { removeCgroupTree(t, diskCgroupRoot) })
+	if agent == agentKubelet {
+		makeCgroup(t, diskCgroupRoot) // the kubelet wants its --cgroup-root to exist
+	}
 	mountTmpfs(t, nodeFs, diskNodeFsSize)
 	t.Cleanup(func() {
 		if out, err := exec.Command(filepath.Join(root, "hack", "crivk-runtime.sh"), "stop").CombinedOutput(); err != nil {
@@ -114,18 +142,22 @@ func TestEvictionDiskPressure(t *testing.T) {
 		t.Fatalf("imagefs has %d MiB available after the images: too little", imageFsAvail>>20)
 	}
 	evictionHard := fmt.Sprintf("--eviction-hard=nodefs.available<%dMi,imagefs.available<%dMi", diskNodeFsThreshold>>20, imageFsThreshold>>20)
-	startDiskNode(t, nodeFs, sock, evictionHard,
-		"--eviction-pressure-transition-period="+diskTransition.String(),
-		// Image GC off (the kubelet's 100 and maximum age 0): only the
-		// eviction manager's reclaim removes images.
-		"--image-gc-high-threshold=100", "--image-maximum-gc-age=0s", "--image-minimum-gc-age=0s")
+	// Image GC off (high threshold 100, maximum age 0): only the eviction
+	// manager's reclaim removes images; no minimum age, the image to
+	// remove is imported during the test.
+	startDiskNode(t, agent, nodeFs, sock, evictionHard,
+		"--eviction-pressure-transition-period="+diskTransition.String(), "--image-gc-high-threshold=100")
 
 	s := nodeSummaryOf(t, diskNode)
 	if s.Node.Fs == nil || s.Node.Runtime == nil || s.Node.Runtime.ImageFs == nil || s.Node.Fs.CapacityBytes == nil || s.Node.Runtime.ImageFs.CapacityBytes == nil {
 		t.Fatalf("the node's summary lacks nodefs or imagefs: %+v", s.Node)
 	}
 	if n, i := *s.Node.Fs.CapacityBytes, *s.Node.Runtime.ImageFs.CapacityBytes; n != diskNodeFsSize || i != diskImageFsSize {
-		t.Fatalf("summary: nodefs capacity %d, imagefs %d; want the test's tmpfs, %d and %d", n, i, diskNodeFsSize, diskImageFsSize)
+		if agent == agentKubelet {
+			t.Logf("the kubelet's summary: nodefs capacity %d, imagefs %d; the test's tmpfs are %d and %d", n, i, diskNodeFsSize, diskImageFsSize)
+		} else {
+			t.Fatalf("summary: nodefs capacity %d, imagefs %d; want the test's tmpfs, %d and %d", n, i, diskNodeFsSize, diskImageFsSize)
+		}
 	}
 
 	ns := newNamespace(t)
@@ -199,8 +231,8 @@ func TestEvictionDiskPressure(t *testing.T) {
 	if n := evictionsMetricOf(t, diskNode, "imagefs.available"); n != 0 {
 		t.Errorf("kubelet_evictions{eviction_signal=imagefs.available} = %v after a reclaim that sufficed", n)
 	}
-	t.Logf("figures (imagefs): import -> DiskPressure=True in the API %.1fs; -> image removed %.1fs (%d MiB -> %d MiB available); "+
-		"no pod evicted; DiskPressure=False %.1fs later", toPressure1.Seconds(), toReclaim.Seconds(), afterImport>>20, reclaimed>>20, toClear1.Seconds())
+	t.Logf("figures (%s, imagefs): import -> DiskPressure=True in the API %.1fs; -> image removed %.1fs (%d MiB -> %d MiB available); "+
+		"no pod evicted; DiskPressure=False %.1fs later", agent, toPressure1.Seconds(), toReclaim.Seconds(), afterImport>>20, reclaimed>>20, toClear1.Seconds())
 
 	// 2. nodefs: the filler writes into its emptyDir and is evicted.
 	scratch := filepath.Join(nodeFs, "pods", string(fillerPod.UID), "volumes", "kubernetes.io~empty-dir", "scratch")
@@ -247,41 +279,50 @@ func TestEvictionDiskPressure(t *testing.T) {
 	if !isRunningReady(b) || b.Status.ContainerStatuses[0].RestartCount != 0 || disruptionTarget(b) != nil {
 		t.Errorf("the bystander was touched: %+v", b.Status)
 	}
-	t.Logf("figures (nodefs): emptyDir fill started -> DiskPressure=True in the API %.1fs; -> filler Failed/Evicted %.1fs after the pressure; "+
+	t.Logf("figures (%s, nodefs): emptyDir fill started -> DiskPressure=True in the API %.1fs; -> filler Failed/Evicted %.1fs after the pressure; "+
 		"-> DiskPressure=False %.1fs after the eviction (transition period %s); message %q",
-		toPressure2.Seconds(), evictedAt.Sub(pressureAt).Seconds(), toClear2.Seconds(), diskTransition, msg)
+		agent, toPressure2.Seconds(), evictedAt.Sub(pressureAt).Seconds(), toClear2.Seconds(), diskTransition, msg)
 }
 
-// startDiskNode runs a second crivk as the node diskNode, on rootDir and
-// the containerd at sock, with extraArgs, its log in
-// _output/local/logs/crivk-disk.log, and waits for it to be Ready. When
-// the test ends its pods are deleted (forced if it cannot), it is stopped,
-// and its Node and Lease are deleted.
-func startDiskNode(t *testing.T, rootDir, sock string, extraArgs ...string) {
+// startDiskNode runs the agent (a second crivk, or the kubelet) as the
+// node diskNode, on rootDir and the containerd at sock, with extraArgs
+// (flags both take), its log in _output/local/logs/<agent>-disk.log, and
+// waits for it to be Ready. When the test ends its pods are deleted
+// (forced if it cannot), it is stopped, and its Node and Lease are deleted.
+func startDiskNode(t *testing.T, agent diskAgent, rootDir, sock string, extraArgs ...string) {
 	t.Helper()
 	for _, d := range []string{"logs", "manifests"} {
 		if err := os.MkdirAll(filepath.Join(rootDir, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	logPath := filepath.Join(mustEnv("LOCAL_DIR"), "logs", "crivk-disk.log")
+	logPath := filepath.Join(mustEnv("LOCAL_DIR"), "logs", string(agent)+"-disk.log")
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Later flags win over run-crivk.sh's.
-	args := append([]string{"--log-level=debug", "--node-name=" + diskNode, "--cri-endpoint=unix://" + sock,
-		"--root-dir=" + rootDir, "--pod-log-dir=" + filepath.Join(rootDir, "logs"),
-		"--pod-manifest-path=" + filepath.Join(rootDir, "manifests"), "--port=" + diskNodePort, "--healthz-port=0",
-		"--cgroup-root=/" + diskCgroupRoot}, extraArgs...)
-	cmd := exec.Command(filepath.Join(repoRoot(), "hack", "run-crivk.sh"), args...)
-	cmd.Env = append(os.Environ(), "CRIVK_ADMIN_KUBECONFIG=1")
+	// Later flags win over the scripts'.
+	common := []string{"--root-dir=" + rootDir, "--port=" + diskNodePort, "--healthz-port=0", "--cgroup-root=/" + diskCgroupRoot}
+	var cmd *exec.Cmd
+	switch agent {
+	case agentKubelet:
+		args := append(append(common, "--hostname-override="+diskNode, "--container-runtime-endpoint=unix://"+sock,
+			"--minimum-image-ttl-duration=0s", "--v=2"), extraArgs...)
+		cmd = exec.Command(filepath.Join(repoRoot(), "hack", "run-kubelet.sh"), args...)
+		cmd.Env = append(os.Environ(), "KUBELET_KUBECONFIG="+mustEnv("KUBECONFIG"))
+	default:
+		args := append(append(common, "--log-level=debug", "--node-name="+diskNode, "--cri-endpoint=unix://"+sock,
+			"--pod-log-dir="+filepath.Join(rootDir, "logs"), "--pod-manifest-path="+filepath.Join(rootDir, "manifests"),
+			"--image-maximum-gc-age=0s", "--image-minimum-gc-age=0s"), extraArgs...)
+		cmd = exec.Command(filepath.Join(repoRoot(), "hack", "run-crivk.sh"), args...)
+		cmd.Env = append(os.Environ(), "CRIVK_ADMIN_KUBECONFIG=1")
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		t.Fatal(err)
 	}
-	t.Logf("crivk node %s started (pid %d): %v, log %s", diskNode, cmd.Process.Pid, extraArgs, logPath)
+	t.Logf("%s node %s started (pid %d): %v, log %s", agent, diskNode, cmd.Process.Pid, cmd.Args[1:], logPath)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	t.Cleanup(func() {
@@ -290,13 +331,13 @@ func startDiskNode(t *testing.T, rootDir, sock string, extraArgs ...string) {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case err := <-done:
-			if err != nil {
+			if err != nil && agent == agentCrivk {
 				t.Errorf("crivk node %s exited: %v", diskNode, err)
 			}
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
 			<-done
-			t.Errorf("crivk node %s did not exit within 10s of SIGTERM", diskNode)
+			t.Errorf("%s node %s did not exit within 10s of SIGTERM", agent, diskNode)
 		}
 		forceDeleteNodePods(t, diskNode)
 		ctx := testContext(t, 10*time.Second)
@@ -312,7 +353,7 @@ func startDiskNode(t *testing.T, rootDir, sock string, extraArgs ...string) {
 		select {
 		case err := <-done:
 			done <- err
-			return false, fmt.Errorf("crivk exited: %v", err)
+			return false, fmt.Errorf("%s exited: %v", agent, err)
 		default:
 		}
 		last = nodeConditionOf(ctx, diskNode, v1.NodeReady)
@@ -469,6 +510,30 @@ func removeCgroupTree(t *testing.T, name string) {
 			if err := os.Remove(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("removing cgroup %s: %v", d, err)
 			}
+		}
+	}
+}
+
+// makeCgroup makes the cgroup /name in every hierarchy (each cgroup v1
+// controller, or the v2 unified one).
+func makeCgroup(t *testing.T, name string) {
+	t.Helper()
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		if err := os.MkdirAll(filepath.Join("/sys/fs/cgroup", name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	hs, err := os.ReadDir("/sys/fs/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hs {
+		if !h.IsDir() { // cpu -> cpu,cpuacct and the like
+			continue
+		}
+		if err := os.MkdirAll(filepath.Join("/sys/fs/cgroup", h.Name(), name), 0o755); err != nil {
+			t.Fatalf("making cgroup %s: %v", name, err)
 		}
 	}
 }
