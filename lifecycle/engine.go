@@ -53,6 +53,12 @@ type Config struct {
 	// HousekeepingInterval is how often finished and orphaned pods are
 	// cleaned up (default 2s, the kubelet's).
 	HousekeepingInterval time.Duration
+	// MaxContainerRestartPeriod caps the crash-loop back-off (0: 300s), the
+	// KubeletConfiguration's crashLoopBackOff.maxContainerRestartPeriod
+	// (feature KubeletCrashLoopBackOffMax, beta and on in v1.35): the
+	// first delay is 10s, or this when it is shorter, as the kubelet's
+	// newCrashLoopBackOff. The image pull back-off keeps 10s to 300s.
+	MaxContainerRestartPeriod time.Duration
 	// OnTerminated is called once a deleted pod's containers are stopped,
 	// its volumes are gone and its final status was handed on (before its
 	// stopped containers and sandbox are removed, as the kubelet). The
@@ -214,8 +220,9 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 	if e.status, err = status.NewManager(status.ManagerConfig{Clock: cfg.Clock, Notify: e.publish}); err != nil {
 		return nil, err
 	}
+	restartInitial, restartMax := crashLoopBackOff(cfg.MaxContainerRestartPeriod)
 	e.sync = newSyncer(cfg, e.pods, e.status, &cri.BackOffs{
-		Restart: flowcontrol.NewBackOff(backOffInitial, backOffMax),
+		Restart: flowcontrol.NewBackOff(restartInitial, restartMax),
 		Pull:    flowcontrol.NewBackOff(backOffInitial, backOffMax),
 	})
 	e.workers, err = NewPodWorkers(ctx, PodWorkersConfig{
@@ -233,6 +240,16 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// crashLoopBackOff returns the restart back-off's first and longest delay
+// for a configured longest (0: the default 300s), as the kubelet's
+// newCrashLoopBackOff: a longest delay below 10s is also the first.
+func crashLoopBackOff(maxPeriod time.Duration) (initial, longest time.Duration) {
+	if maxPeriod <= 0 {
+		return backOffInitial, backOffMax
+	}
+	return min(backOffInitial, maxPeriod), maxPeriod
 }
 
 // Run delivers statuses and runs the sync loop until ctx ends: every

@@ -144,6 +144,8 @@ type options struct {
 	evictionMaxPodGracePeriod  int64
 	evictionPressureTransition time.Duration
 	evictionMonitoringPeriod   time.Duration
+	// maxContainerRestartPeriod caps the crash-loop back-off.
+	maxContainerRestartPeriod time.Duration
 
 	// config is --config and --config-dir (internal/kubeletconfig).
 	config *kubeletconfig.Files
@@ -251,6 +253,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.evictionMonitoringPeriod, "eviction-monitoring-period", eviction.DefaultMonitoringPeriod, "how often the eviction manager observes the node (the kubelet's fixed 10s)")
 	fs.IntVar(&o.healthzPort, "healthz-port", 10248, "port of the plain-HTTP /healthz endpoint (the API connection, the runtime, the sync loop; internal/healthz), as the kubelet's; 0 disables it")
 	fs.StringVar(&o.healthzBindAddress, "healthz-bind-address", "127.0.0.1", "IP address the /healthz endpoint listens on")
+	fs.DurationVar(&o.maxContainerRestartPeriod, "max-container-restart-period", 300*time.Second, "the longest crash-loop back-off delay between restarts of a container, in [1s, 300s]; the first delay is 10s or this if shorter (the KubeletConfiguration's crashLoopBackOff.maxContainerRestartPeriod, which the kubelet has no flag for)")
 	addGCFlags(fs, &o.gc)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -280,6 +283,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.port <= 0 || o.port > 65535 {
 		return nil, fmt.Errorf("--port %d is not a port number", o.port)
+	}
+	if o.maxContainerRestartPeriod < time.Second || o.maxContainerRestartPeriod > 300*time.Second {
+		return nil, fmt.Errorf("--max-container-restart-period %s must be between 1s and 300s", o.maxContainerRestartPeriod)
 	}
 	if o.runtimeRequestTimeout <= 0 {
 		return nil, fmt.Errorf("--runtime-request-timeout must be positive")
@@ -819,7 +825,8 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		ObservePodStart:    agentMetrics.ObservePodStart,
 		ObservePodStartSLI: agentMetrics.ObservePodStartSLI,
 		// The container GC's per-container limit, kept by every sync too.
-		MaxDeadPerContainer: o.gc.container.MaxPerPodContainer,
+		MaxDeadPerContainer:       o.gc.container.MaxPerPodContainer,
+		MaxContainerRestartPeriod: o.maxContainerRestartPeriod,
 	})
 	if err != nil {
 		return nil, err

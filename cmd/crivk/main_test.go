@@ -132,6 +132,9 @@ func TestParseFlagsChecksBeforeWaiting(t *testing.T) {
 		{"healthz on the node API port", []string{"--healthz-port=10250"}, "--healthz-port 10250 is the node API's --port"},
 		{"healthz bind address", []string{"--healthz-bind-address=localhost"}, `--healthz-bind-address "localhost" is not an IP address`},
 		{"bootstrap without kubeconfig", []string{"--kubeconfig=", "--bootstrap-kubeconfig=in-cluster"}, "--bootstrap-kubeconfig needs --kubeconfig"},
+		{"restart period of 1s", []string{"--max-container-restart-period=1s"}, ""},
+		{"restart period below 1s", []string{"--max-container-restart-period=500ms"}, "--max-container-restart-period 500ms must be between 1s and 300s"},
+		{"restart period above 300s", []string{"--max-container-restart-period=6m"}, "--max-container-restart-period 6m0s must be between 1s and 300s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, err := parseFlags(append([]string{"--kubeconfig=/k"}, tc.args...))

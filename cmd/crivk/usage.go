@@ -22,7 +22,7 @@ var flagGroups = []struct {
 	}},
 	{"Container runtime", []string{
 		"cri-endpoint", "runtime-request-timeout", "runtime-events", "pleg-relist-period", "pleg-wake-spacing",
-		"sync-interval", "max-parallel-sandboxes", "max-parallel-image-pulls",
+		"sync-interval", "max-parallel-sandboxes", "max-parallel-image-pulls", "max-container-restart-period",
 	}},
 	{"Pods: directories, logs, DNS, sysctls", []string{
 		"root-dir", "pod-log-dir", "container-log-max-size", "container-log-max-files",

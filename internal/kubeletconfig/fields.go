@@ -87,6 +87,16 @@ var mappings = []mapping{
 	str("containerRuntimeEndpoint", "cri-endpoint", func(c *KC) *string { return &c.ContainerRuntimeEndpoint }),
 	str("podLogsDir", "pod-log-dir", func(c *KC) *string { return &c.PodLogsDir }),
 	i32Ptr("healthzPort", "healthz-port", func(c *KC) **int32 { return &c.HealthzPort }),
+	{path: "crashLoopBackOff.maxContainerRestartPeriod", flag: "max-container-restart-period",
+		get: func(c *KC) (string, bool) {
+			p := c.CrashLoopBackOff.MaxContainerRestartPeriod
+			return ptr.Deref(p, metav1.Duration{}).Duration.String(), p != nil && p.Duration != 0
+		},
+		put: func(c *KC, v string) error {
+			d, err := time.ParseDuration(v)
+			c.CrashLoopBackOff.MaxContainerRestartPeriod = &metav1.Duration{Duration: d}
+			return err
+		}},
 	str("healthzBindAddress", "healthz-bind-address", func(c *KC) *string { return &c.HealthzBindAddress }),
 }
 

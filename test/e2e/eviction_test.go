@@ -21,11 +21,17 @@ import (
 // node proxy.
 func nodeSummary(t *testing.T) *statsapi.Summary {
 	t.Helper()
+	return nodeSummaryOf(t, nodeName)
+}
+
+// nodeSummaryOf is nodeSummary of the node named node.
+func nodeSummaryOf(t *testing.T, node string) *statsapi.Summary {
+	t.Helper()
 	var raw []byte
 	// The node may be registering still (the first test after crivk starts).
 	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		var err error
-		raw, err = client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy/stats/summary").DoRaw(ctx)
+		raw, err = client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy/stats/summary").DoRaw(ctx)
 		return err == nil, nil
 	})
 	if err != nil {
@@ -40,7 +46,12 @@ func nodeSummary(t *testing.T) *statsapi.Summary {
 
 // nodeCondition is the node's condition of type c as the API has it.
 func nodeCondition(ctx context.Context, c v1.NodeConditionType) v1.NodeCondition {
-	n, err := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	return nodeConditionOf(ctx, nodeName, c)
+}
+
+// nodeConditionOf is nodeCondition of the node named node.
+func nodeConditionOf(ctx context.Context, node string, c v1.NodeConditionType) v1.NodeCondition {
+	n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
 		return v1.NodeCondition{}
 	}
@@ -56,14 +67,20 @@ func nodeCondition(ctx context.Context, c v1.NodeConditionType) v1.NodeCondition
 // returns how long that took.
 func waitNodeCondition(t *testing.T, c v1.NodeConditionType, s v1.ConditionStatus, timeout time.Duration) time.Duration {
 	t.Helper()
+	return waitNodeConditionOf(t, nodeName, c, s, timeout)
+}
+
+// waitNodeConditionOf is waitNodeCondition of the node named node.
+func waitNodeConditionOf(t *testing.T, node string, c v1.NodeConditionType, s v1.ConditionStatus, timeout time.Duration) time.Duration {
+	t.Helper()
 	start := time.Now()
 	var last v1.NodeCondition
 	err := wait.PollUntilContextTimeout(context.Background(), poll, timeout, true, func(ctx context.Context) (bool, error) {
-		last = nodeCondition(ctx, c)
+		last = nodeConditionOf(ctx, node, c)
 		return last.Status == s, nil
 	})
 	if err != nil {
-		t.Fatalf("node %s: %s never became %s within %s (last %+v)", nodeName, c, s, timeout, last)
+		t.Fatalf("node %s: %s never became %s within %s (last %+v)", node, c, s, timeout, last)
 	}
 	return time.Since(start)
 }
@@ -91,7 +108,13 @@ func disruptionTarget(p *v1.Pod) *v1.PodCondition {
 // the node's /metrics.
 func evictionsMetric(t *testing.T, signal string) float64 {
 	t.Helper()
-	raw, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy/metrics").DoRaw(testContext(t, 10*time.Second))
+	return evictionsMetricOf(t, nodeName, signal)
+}
+
+// evictionsMetricOf is evictionsMetric of the node named node.
+func evictionsMetricOf(t *testing.T, node, signal string) float64 {
+	t.Helper()
+	raw, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy/metrics").DoRaw(testContext(t, 10*time.Second))
 	if err != nil {
 		t.Fatalf("reading /metrics: %v", err)
 	}
@@ -239,6 +262,56 @@ func TestEvictionEmptyDirSizeLimit(t *testing.T) {
 	}
 	if n := evictionsMetric(t, "emptydirfs.limit"); n < 1 {
 		t.Errorf("kubelet_evictions{eviction_signal=emptydirfs.limit} = %v", n)
+	}
+	t.Logf("figures: running -> Failed/Evicted %.1fs", took.Seconds())
+}
+
+// TestEvictionContainerEphemeralStorageLimit: a container writing past its
+// resources.limits.ephemeral-storage into its writable layer is evicted
+// without any node pressure, with the kubelet's message ("Container writer
+// exceeded its local ephemeral storage limit "10Mi". "), the Evicted event
+// and no DisruptionTarget condition. A second container with a larger
+// limit keeps the pod's total limit (the sum, 110Mi) above the pod's use,
+// so that the container's limit, not the pod's, is what is exceeded (the
+// kubelet checks the pod's total first). The node and image filesystems
+// are one here, so the writable layer counts (the kubelet's
+// containerEphemeralStorageLimitEviction).
+func TestEvictionContainerEphemeralStorageLimit(t *testing.T) {
+	ns := newNamespace(t)
+	p := busyboxPod("writer", v1.RestartPolicyAlways, "dd if=/dev/zero of=/fill bs=1M count=20; sleep 3600")
+	p.Spec.Containers[0].Name = "writer"
+	p.Spec.Containers[0].Resources.Limits = v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("10Mi")}
+	idle := p.Spec.Containers[0]
+	idle.Name, idle.Command = "idle", []string{"sleep", "3600"}
+	idle.Resources.Limits = v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("100Mi")}
+	p.Spec.Containers = append(p.Spec.Containers, idle)
+	createPod(t, ns, p)
+	waitPod(t, ns, "writer", 60*time.Second, "Running", isRunningReady)
+	start := time.Now()
+	// The writable layer's usage is measured by containerd every 10 s or
+	// so, the eviction manager looks every 10 s.
+	got := waitPod(t, ns, "writer", 90*time.Second, "evicted", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	took := time.Since(start)
+	want := `Container writer exceeded its local ephemeral storage limit "10Mi". `
+	if got.Status.Reason != "Evicted" || got.Status.Message != want {
+		t.Errorf("status %q %q, want Evicted %q", got.Status.Reason, got.Status.Message, want)
+	}
+	if dt := disruptionTarget(got); dt != nil {
+		t.Errorf("DisruptionTarget %+v on a local storage eviction", dt)
+	}
+	for _, cs := range got.Status.ContainerStatuses {
+		if cs.State.Terminated == nil {
+			t.Errorf("evicted pod's container %s not terminated: %+v", cs.Name, cs.State)
+		}
+	}
+	if ev := evictedEvent(t, ns, "writer"); ev != want {
+		t.Errorf("Evicted event %q", ev)
+	}
+	if c := nodeCondition(testContext(t, 10*time.Second), v1.NodeDiskPressure); c.Status != v1.ConditionFalse {
+		t.Errorf("DiskPressure %s: the eviction was not for node pressure", c.Status)
+	}
+	if n := evictionsMetric(t, "ephemeralcontainerfs.limit"); n < 1 {
+		t.Errorf("kubelet_evictions{eviction_signal=ephemeralcontainerfs.limit} = %v", n)
 	}
 	t.Logf("figures: running -> Failed/Evicted %.1fs", took.Seconds())
 }

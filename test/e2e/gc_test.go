@@ -25,27 +25,35 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// TestGCDeadContainers: a container that crashes again and again, under
-// the kubelet's restart back-off, on a crivk with
-// --maximum-dead-containers-per-container=2. The first restart is at once,
-// the next ones 10, 20 and 40 s after an exit: four restarts take about
-// 75 s, and four instances have died by then; exactly two of them, the
-// newest, remain in the runtime, and the pod keeps one sandbox. (50
-// restarts would take over three hours under the back-off's 5-minute cap.)
+// TestGCDeadContainers: a container that crashes again and again, on a
+// crivk with --maximum-dead-containers-per-container=2 and the crash-loop
+// back-off capped at 1 s (--max-container-restart-period, the
+// KubeletConfiguration's crashLoopBackOff.maxContainerRestartPeriod): after
+// 50 restarts (51 instances have run), exactly two dead ones, the newest,
+// remain in the runtime, and the pod keeps one sandbox. (Under the default
+// cap, 10 s doubling to 5 minutes, 50 restarts would take over three hours.)
 func TestGCDeadContainers(t *testing.T) {
+	const restarts = 50
 	// crivk may have just been started (this test may run first): a
 	// SIGTERM before its signal handler is set would kill it uncleanly.
 	waitCrivkServing(t)
 	t.Cleanup(func() { waitCrivkServing(t) })
-	withCrivkFlags(t, nil, nil, "--maximum-dead-containers-per-container=2")
+	withCrivkFlags(t, nil, nil, "--maximum-dead-containers-per-container=2", "--max-container-restart-period=1s")
 	waitNodeReady(t, v1.ConditionTrue, 60*time.Second)
 	ns := newNamespace(t)
 	pod := createPod(t, ns, busyboxPod("crasher", v1.RestartPolicyAlways, "exit 1"))
 	start := time.Now()
-	p := waitPod(t, ns, pod.Name, 240*time.Second, "4 restarts", func(p *v1.Pod) bool {
-		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 4
+	p := waitPod(t, ns, pod.Name, 300*time.Second, fmt.Sprintf("%d restarts", restarts), func(p *v1.Pod) bool {
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= restarts
 	})
-	t.Logf("4 restarts after %s", time.Since(start).Round(time.Second))
+	took := time.Since(start)
+	// The back-off is honoured: 1 s at most between an exit and the next
+	// start, so 50 restarts take well under the 10 s a restart of the
+	// default back-off would wait at least (500 s).
+	if took > 200*time.Second {
+		t.Errorf("%d restarts took %s: the 1 s back-off cap is not honoured", restarts, took.Round(time.Second))
+	}
+	t.Logf("figures: %d restarts after %s", p.Status.ContainerStatuses[0].RestartCount, took.Round(time.Second))
 	dead := func() (ids []string) {
 		cs, err := runtime.ListContainers(testContext(t, 10*time.Second), &runtimeapi.ContainerFilter{
 			LabelSelector: map[string]string{cri.LabelPodUID: string(p.UID), cri.LabelContainerName: "c"}})
@@ -106,7 +114,7 @@ func TestGCImages(t *testing.T) {
 	// ID is new at every run.
 	name := fmt.Sprintf("crivk.test/gc-throwaway:%d", time.Now().Unix())
 	tarPath := filepath.Join(dir, "throwaway.tar")
-	if err := writeOCIImage(tarPath, name); err != nil {
+	if err := writeOCIImage(tarPath, name, 1<<20); err != nil {
 		t.Fatal(err)
 	}
 	ctr("images", "import", tarPath)
@@ -273,15 +281,15 @@ func imageID(t *testing.T, rt *cri.Runtime, name string) string {
 }
 
 // writeOCIImage writes an OCI image layout tarball of one image named name
-// (containerd's io.containerd.image.name annotation) whose only layer is
-// a file of 1 MiB of random bytes.
-func writeOCIImage(path, name string) error {
+// (containerd's io.containerd.image.name annotation) whose only layer, not
+// compressed, is a file of size random bytes.
+func writeOCIImage(path, name string, size int) error {
 	blob := func(b []byte) (string, []byte) {
 		sum := sha256.Sum256(b)
 		return "sha256:" + hex.EncodeToString(sum[:]), b
 	}
 	var layer bytes.Buffer
-	data := make([]byte, 1<<20)
+	data := make([]byte, size)
 	if _, err := rand.Read(data); err != nil {
 		return err
 	}
