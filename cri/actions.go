@@ -55,6 +55,12 @@ type PodActions struct {
 	// never ran: started once in the running sandbox, before the init and
 	// regular containers, never restarted.
 	EphemeralToStart []int
+	// ContainersToUpdate are the running containers resized in place,
+	// per resource (cpu, memory), decreases first (resize.go).
+	ContainersToUpdate map[v1.ResourceName][]ContainerUpdate
+	// UpdatePodResources is set when a container is restarted for a
+	// resize (its resizePolicy): the pod cgroup is resized as well.
+	UpdatePodResources bool
 }
 
 // Kill is one container the plan stops, with why.
@@ -76,7 +82,7 @@ type Kill struct {
 func (a PodActions) Empty() bool {
 	return !a.KillPod && !a.CreateSandbox && a.NextInit < 0 && len(a.ContainersToStart) == 0 &&
 		len(a.SidecarsToStart) == 0 && len(a.ContainersToKill) == 0 && len(a.EphemeralToStart) == 0 &&
-		len(a.ContainersToRemove) == 0 && len(a.Waiting) == 0
+		len(a.ContainersToRemove) == 0 && len(a.Waiting) == 0 && len(a.ContainersToUpdate) == 0 && !a.UpdatePodResources
 }
 
 // String summarises the plan for logs.
@@ -111,6 +117,9 @@ func (a PodActions) String() string {
 	}
 	if a.InitFailed {
 		parts = append(parts, "init-failed")
+	}
+	if n := len(a.ContainersToUpdate[v1.ResourceCPU]) + len(a.ContainersToUpdate[v1.ResourceMemory]); n > 0 || a.UpdatePodResources {
+		parts = append(parts, fmt.Sprintf("resize(%d)", n))
 	}
 	if len(parts) == 0 {
 		return "none"
@@ -260,6 +269,9 @@ func computePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 				(spec.StartupProbe == nil || in.Started == nil || in.Started(c.ID)) &&
 				p.killChanged(spec, c, fmt.Sprintf("Init container %s definition changed", spec.Name))
 			unhealthy := changed || c != nil && c.State == StateRunning && p.killUnhealthy(spec, c, true)
+			// A running sidecar is resized in place, or restarted when
+			// its resizePolicy says so (resize.go).
+			unhealthy = unhealthy || c != nil && c.State == StateRunning && p.resize(spec, c)
 			if initialized {
 				switch {
 				case c == nil || c.State == StateExited || unhealthy:
@@ -344,11 +356,16 @@ func computePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 			// Its spec changed (the image): stopped and started again
 			// whatever the restart policy (the kubelet's computePodActions).
 			restart = true
-		case c.State == StateRunning:
+		case c.State == StateRunning && p.killUnhealthy(spec, c, shouldRestart(policy, 137)):
 			// A container that failed its liveness or startup probe is
 			// stopped, and started again unless the policy is Never (the
 			// exit code of a kill is 137).
-			restart = p.killUnhealthy(spec, c, shouldRestart(policy, 137)) && shouldRestart(policy, 137)
+			restart = shouldRestart(policy, 137)
+		case c.State == StateRunning:
+			// A running container is resized in place to its allocated
+			// resources, or restarted when its resizePolicy says so
+			// (resize.go).
+			restart = p.resize(spec, c)
 		case c.State == StateExited:
 			restart = shouldRestart(policy, c.ExitCode)
 		default:
