@@ -213,6 +213,7 @@ func (r *Runtime) resizePod(ctx context.Context, pod *v1.Pod, plan PodActions) e
 	if err := r.validateMemoryResize(ctx, pod, plan, pc); err != nil {
 		return err
 	}
+	sent := map[string]ResizeValues{}
 	for _, res := range []v1.ResourceName{v1.ResourceMemory, v1.ResourceCPU} {
 		if len(plan.ContainersToUpdate[res]) == 0 && !plan.UpdatePodResources {
 			continue
@@ -243,9 +244,16 @@ func (r *Runtime) resizePod(ctx context.Context, pod *v1.Pod, plan PodActions) e
 			}
 		}
 		for _, u := range plan.ContainersToUpdate[res] {
-			if err := r.updateContainer(ctx, pod, res, u); err != nil {
+			// What an earlier update of the container set is its
+			// current value now (the kubelet's shared current values).
+			if v, ok := sent[u.ID]; ok {
+				u.Current = v
+			}
+			v, err := r.updateContainer(ctx, pod, res, u)
+			if err != nil {
 				return err
 			}
+			sent[u.ID] = v
 		}
 		if pc != nil && res == v1.ResourceCPU && wantReq < curReq {
 			if err := set(false); err != nil {
@@ -264,8 +272,8 @@ func (r *Runtime) resizePod(ctx context.Context, pod *v1.Pod, plan PodActions) e
 // updateContainer sends the container its desired values of res and its
 // current ones of the other resource (the kubelet's
 // updatePodContainerResources), on top of what else the runtime has
-// (OOM score, cpuset, ...), which stays.
-func (r *Runtime) updateContainer(ctx context.Context, pod *v1.Pod, res v1.ResourceName, u ContainerUpdate) error {
+// (OOM score, cpuset, ...), which stays. It returns the values sent.
+func (r *Runtime) updateContainer(ctx context.Context, pod *v1.Pod, res v1.ResourceName, u ContainerUpdate) (ResizeValues, error) {
 	l := &runtimeapi.LinuxContainerResources{}
 	if st, err := r.rs.ContainerStatus(ctx, u.ID, false); err == nil && st.GetStatus().GetResources().GetLinux() != nil {
 		l = proto.Clone(st.GetStatus().GetResources().GetLinux()).(*runtimeapi.LinuxContainerResources)
@@ -279,9 +287,9 @@ func (r *Runtime) updateContainer(ctx context.Context, pod *v1.Pod, res v1.Resou
 	}
 	l.CpuShares, l.CpuQuota, l.CpuPeriod, l.MemoryLimitInBytes = v.CPUShares, v.CPUQuota, quotaPeriod, v.MemoryLimit
 	if err := r.rs.UpdateContainerResources(ctx, u.ID, &runtimeapi.ContainerResources{Linux: l}); err != nil {
-		return fmt.Errorf("updating the %s of container %q (%s) of pod %s: %w", res, u.Name, u.ID, RefOf(pod), err)
+		return v, fmt.Errorf("updating the %s of container %q (%s) of pod %s: %w", res, u.Name, u.ID, RefOf(pod), err)
 	}
-	return nil
+	return v, nil
 }
 
 // validateMemoryResize refuses a memory limit decrease, of the pod cgroup
