@@ -70,4 +70,3 @@ func containerResources(in Input, spec *v1.Container, rc *cri.ContainerStatus, a
 	}
 	return res
 }
-
