@@ -14,6 +14,9 @@ import (
 // Decisions are serialised with the admission of new pods (admitMu), so a
 // resize and a new pod cannot both take the last of a resource.
 func (e *Engine) handleResize(pod *v1.Pod) (*v1.Pod, error) {
+	if a, ok := e.alloc.Allocated(pod); ok && a == pod && len(e.alloc.Conditions(pod.UID)) == 0 {
+		return pod, nil // the spec is the allocation, nothing pending
+	}
 	e.admitMu.Lock()
 	defer e.admitMu.Unlock()
 	allocatable := e.cfg.NodeAllocatable
@@ -30,5 +33,6 @@ func (e *Engine) handleResize(pod *v1.Pod) (*v1.Pod, error) {
 	if e.cfg.Recorder != nil {
 		rec = e.cfg.Recorder
 	}
-	return e.alloc.HandleResize(pod, e.activePods(pod.UID), allocatable, admit, rec)
+	active := func() []*v1.Pod { return e.activePods(pod.UID) }
+	return e.alloc.HandleResize(pod, active, allocatable, admit, rec)
 }

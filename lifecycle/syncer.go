@@ -376,6 +376,9 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, _ *cri.Pod
 		return err
 	}
 	deleted := pod.DeletionTimestamp != nil
+	if s.alloc != nil {
+		pod, _ = s.alloc.Allocated(pod)
+	}
 	status := s.generate(pod, st, deleted)
 	if statusFn != nil {
 		statusFn(&status)

@@ -73,6 +73,7 @@ func TestHandleResize(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &recorder{}
+	none := func() []*v1.Pod { return nil }
 	allocatable := testutil.Resources("2", "4Gi")
 	p := pod("p", 1, ctr("a", "500m", "1Gi"))
 	if err := m.Allocate(p); err != nil {
@@ -89,7 +90,7 @@ func TestHandleResize(t *testing.T) {
 
 	// Too much CPU: the allocated pod is run, Infeasible.
 	huge := pod("p", 2, ctr("a", "3", "1Gi"))
-	got, err := m.HandleResize(huge, nil, allocatable, nil, rec)
+	got, err := m.HandleResize(huge, none, allocatable, nil, rec)
 	if err != nil || !reflect.DeepEqual(got.Spec.Containers[0].Resources, p.Spec.Containers[0].Resources) {
 		t.Fatalf("infeasible resize: ran %v (%v), want the allocation", got.Spec.Containers[0].Resources, err)
 	}
@@ -103,13 +104,13 @@ func TestHandleResize(t *testing.T) {
 	}
 	// Again, same generation: no second event.
 	clk.Step(time.Second)
-	if _, err := m.HandleResize(huge, nil, allocatable, nil, rec); err != nil || len(rec.events) != 1 {
+	if _, err := m.HandleResize(huge, none, allocatable, nil, rec); err != nil || len(rec.events) != 1 {
 		t.Fatalf("retry of the same generation: %v, %d events", err, len(rec.events))
 	}
 
 	// A resize that fits: allocated, in progress, ResizeStarted.
 	fits := pod("p", 3, ctr("a", "1", "1Gi"))
-	got, err = m.HandleResize(fits, []*v1.Pod{pod("o", 1, ctr("x", "500m", "1Gi"))}, allocatable,
+	got, err = m.HandleResize(fits, func() []*v1.Pod { return []*v1.Pod{pod("o", 1, ctr("x", "500m", "1Gi"))} }, allocatable,
 		func(*v1.Pod, []*v1.Pod) (bool, string, string) { return true, "", "" }, rec)
 	if err != nil || got != fits {
 		t.Fatalf("fitting resize: ran %v (%v), want the spec", got.Spec.Containers[0].Resources, err)

@@ -90,10 +90,11 @@ func request(pod *v1.Pod, name v1.ResourceName) int64 {
 // HandleResize decides a resize of pod (its spec as the API has it), the
 // kubelet's handlePodResourcesResize, and returns the pod to run: with
 // the resources allocated to it, which are the spec's once the resize is
-// allocated. active are the other pods holding resources on the node as
-// the engine has them; HandleResize counts their allocations. Decisions
-// are serialised. A pod without an allocation yet is allocated its spec.
-func (m *Manager) HandleResize(pod *v1.Pod, active []*v1.Pod, allocatable v1.ResourceList, admit Admitter, rec EventRecorder) (*v1.Pod, error) {
+// allocated. active lists the other pods holding resources on the node
+// as the engine has them (called only when there is a resize to decide);
+// HandleResize counts their allocations. Decisions are serialised. A pod
+// without an allocation yet is allocated its spec.
+func (m *Manager) HandleResize(pod *v1.Pod, active func() []*v1.Pod, allocatable v1.ResourceList, admit Admitter, rec EventRecorder) (*v1.Pod, error) {
 	m.decide.Lock()
 	defer m.decide.Unlock()
 	allocated, ok := m.Allocated(pod)
@@ -109,8 +110,8 @@ func (m *Manager) HandleResize(pod *v1.Pod, active []*v1.Pod, allocatable v1.Res
 		m.SetPending(pod.UID, v1.PodReasonInfeasible, msgStaticPod, pod.Generation)
 		return allocated, nil
 	}
-	others := make([]*v1.Pod, 0, len(active))
-	for _, p := range active {
+	var others []*v1.Pod
+	for _, p := range active() {
 		a, _ := m.Allocated(p)
 		others = append(others, a)
 	}
