@@ -11,8 +11,9 @@ import (
 
 // PodActions is the plan ComputePodActions makes for one sync of a pod and
 // SyncPod carries out, in this order: kill, create sandbox, kill containers,
-// remove dead instances, start the ephemeral containers, the sidecars, then
-// the next init container or the regular containers. Every decision is in
+// remove dead instances, start the ephemeral containers, the sidecars,
+// resize running containers in place, then the next init container or the
+// regular containers. Every decision is in
 // it, with its reason: SyncPod only executes it.
 type PodActions struct {
 	// KillPod stops every container and sandbox of the pod first (the
