@@ -215,9 +215,22 @@ func (r *fakeRuntimeService) CreateContainer(_ context.Context, sandboxID string
 	r.containers[id] = &fakeContainer{SandboxID: sandboxID, ContainerStatus: runtimeapi.ContainerStatus{
 		Id: id, Metadata: cfg.Metadata, Image: cfg.Image, ImageRef: cfg.Image.Image, CreatedAt: r.now(),
 		State: runtimeapi.ContainerState_CONTAINER_CREATED, Labels: cfg.Labels, Annotations: cfg.Annotations,
-		LogPath: cfg.LogPath, Resources: &runtimeapi.ContainerResources{Linux: cfg.GetLinux().GetResources()},
+		LogPath: cfg.LogPath, Resources: &runtimeapi.ContainerResources{Linux: withSwap(cfg.GetLinux().GetResources())},
 	}}
 	return id, nil
+}
+
+// withSwap is the resources as containerd reports them: without a swap
+// limit given, the swap limit is the memory limit (no swap).
+func withSwap(l *runtimeapi.LinuxContainerResources) *runtimeapi.LinuxContainerResources {
+	if l == nil {
+		return nil
+	}
+	l = proto.Clone(l).(*runtimeapi.LinuxContainerResources)
+	if l.MemorySwapLimitInBytes == 0 {
+		l.MemorySwapLimitInBytes = l.MemoryLimitInBytes
+	}
+	return l
 }
 
 func (r *fakeRuntimeService) StartContainer(_ context.Context, id string) error {
@@ -546,8 +559,12 @@ func (r *fakeRuntimeService) UpdateContainerResources(_ context.Context, id stri
 		return fmt.Errorf("container %q not found", id)
 	}
 	l := res.GetLinux()
+	if sw := l.GetMemorySwapLimitInBytes(); sw != 0 && sw < l.GetMemoryLimitInBytes() {
+		// cgroup v1 refuses a memory limit above the memory+swap limit.
+		return fmt.Errorf("failed to write %q: memory.limit_in_bytes: invalid argument", fmt.Sprint(l.GetMemoryLimitInBytes()))
+	}
 	r.updates = append(r.updates, fmt.Sprintf("%s cpu=%d/%d mem=%d", c.Metadata.Name, l.GetCpuShares(), l.GetCpuQuota(), l.GetMemoryLimitInBytes()))
-	c.Resources = proto.Clone(res).(*runtimeapi.ContainerResources)
+	c.Resources = &runtimeapi.ContainerResources{Linux: withSwap(l)}
 	return nil
 }
 

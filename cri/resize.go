@@ -286,8 +286,15 @@ func (r *Runtime) updateContainer(ctx context.Context, pod *v1.Pod, res v1.Resou
 		v.CPUShares, v.CPUQuota = u.Desired.CPUShares, u.Desired.CPUQuota
 	}
 	l.CpuShares, l.CpuQuota, l.CpuPeriod, l.MemoryLimitInBytes = v.CPUShares, v.CPUQuota, quotaPeriod, v.MemoryLimit
+	// crivk never sets a swap limit: the runtime makes it the memory
+	// limit (no swap), as at the container's creation and as the
+	// kubelet's update leaves it on cgroup v1. The one the runtime reports
+	// is the old memory limit, below a grown one, which cgroup v1 refuses.
+	l.MemorySwapLimitInBytes = 0
 	if err := r.rs.UpdateContainerResources(ctx, u.ID, &runtimeapi.ContainerResources{Linux: l}); err != nil {
-		return v, fmt.Errorf("updating the %s of container %q (%s) of pod %s: %w", res, u.Name, u.ID, RefOf(pod), err)
+		// The runtime's words, as the kubelet reports them in the
+		// PodResizeInProgress condition; SyncPod names the pod.
+		return v, runtimeWords(err)
 	}
 	return v, nil
 }

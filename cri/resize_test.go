@@ -1,6 +1,7 @@
 package cri
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -275,6 +276,17 @@ func TestSyncPodResize(t *testing.T) {
 	}
 	if !strings.Contains(fmt.Sprint(res.Errs), "cannot decrease memory limits") {
 		t.Errorf("the resize failure is not among the sync's errors: %v", res.Errs)
+	}
+
+	// The runtime refuses the update: its words are the failure's.
+	f.rs.memUsage = nil
+	f.rs.errors["UpdateContainerResources"] = []error{errors.New("rpc error: code = Unknown desc = failed to update resources")}
+	cpuUp := shrunk.DeepCopy()
+	cpuUp.Spec.Containers[0] = sized("a", "100m", "500m", "128Mi")
+	pc.cur = map[v1.ResourceName][2]int64{v1.ResourceMemory: {192 * mi, 0}, v1.ResourceCPU: {50000, 153}}
+	pc.want = map[v1.ResourceName][2]int64{v1.ResourceMemory: {192 * mi, 0}, v1.ResourceCPU: {60000, 153}}
+	if res, _ := f.sync(t, cpuUp); res.ResizeErr == nil || res.ResizeErr.Error() != "rpc error: code = Unknown desc = failed to update resources" {
+		t.Errorf("runtime refusal: ResizeErr %v", res.ResizeErr)
 	}
 }
 

@@ -275,7 +275,7 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 	if len(plan.ContainersToUpdate) > 0 || plan.UpdatePodResources {
 		if err := r.resizePod(ctx, pod, plan); err != nil {
 			res.ResizeErr = err
-			res.Errs = append(res.Errs, err)
+			res.Errs = append(res.Errs, fmt.Errorf("resizing pod %s in place: %w", RefOf(pod), err))
 		}
 	}
 	if plan.NextInit >= 0 {
