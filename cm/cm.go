@@ -222,13 +222,19 @@ func PodResources(pod *v1.Pod) *cgroups.Resources {
 // EnsurePod creates the pod's cgroup with the values of its class, or sets
 // them again; the Burstable QoS cgroup follows.
 //
-// A pod whose cgroup this Manager made with the same values, and whose
-// directories all still exist, is left as it is.
+// A pod whose cgroup this Manager made, and whose directories all still
+// exist, is left as it is, even when the pod's values changed: an
+// in-place resize changes them through ResizePodCgroup, in the kubelet's
+// order around its containers' (package cri's resize). After a restart
+// (nothing made by this Manager yet) the pod's values are written.
 func (m *Manager) EnsurePod(pod *v1.Pod) error {
 	name, res := m.PodCgroup(pod), PodResources(pod)
 	m.mu.Lock()
 	prev, ok := m.applied[pod.UID]
 	m.mu.Unlock()
+	if ok && prev.name == name && allExist(prev.paths) {
+		return nil
+	}
 	if !ok || prev.name != name || !reflect.DeepEqual(prev.res, *res) || !allExist(prev.paths) {
 		want := *res
 		mgr, err := m.ensure(name, res)
@@ -256,6 +262,71 @@ func (m *Manager) EnsurePod(pod *v1.Pod) error {
 		return nil
 	}
 	return m.updateBurstable()
+}
+
+// PodCgroupValues returns, for an in-place resize, the limit and request
+// of resource the pod cgroup has (as this Manager last wrote them) and
+// those of pod (its allocated spec): the CFS quota and the CPU shares, or
+// the memory limit (request 0); a limit of 0 is none. The pod's cgroup
+// must have been made (EnsurePod).
+func (m *Manager) PodCgroupValues(pod *v1.Pod, resource v1.ResourceName) (curLimit, curRequest, wantLimit, wantRequest int64, err error) {
+	m.mu.Lock()
+	prev, ok := m.applied[pod.UID]
+	m.mu.Unlock()
+	if !ok {
+		return 0, 0, 0, 0, fmt.Errorf("pod cgroup %s was not made by this agent", m.PodCgroup(pod))
+	}
+	want := PodResources(pod)
+	switch resource {
+	case v1.ResourceCPU:
+		return prev.res.CpuQuota, int64(prev.res.CpuShares), want.CpuQuota, int64(want.CpuShares), nil
+	case v1.ResourceMemory:
+		return prev.res.Memory, 0, want.Memory, 0, nil
+	}
+	return 0, 0, 0, 0, fmt.Errorf("resource %q is not resizable", resource)
+}
+
+// ResizePodCgroup writes pod's CPU limit (quota and period) or request
+// (shares, and the Burstable QoS cgroup's sum), or its memory limit, on
+// its existing cgroup, and nothing else: one step of an in-place resize.
+func (m *Manager) ResizePodCgroup(pod *v1.Pod, resource v1.ResourceName, limit bool) error {
+	name, want := m.PodCgroup(pod), PodResources(pod)
+	m.mu.Lock()
+	prev, ok := m.applied[pod.UID]
+	m.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("pod cgroup %s was not made by this agent", name)
+	}
+	part := &cgroups.Resources{SkipDevices: true}
+	next := prev.res
+	switch {
+	case resource == v1.ResourceCPU && limit:
+		part.CpuQuota, part.CpuPeriod = want.CpuQuota, want.CpuPeriod
+		next.CpuQuota, next.CpuPeriod = want.CpuQuota, want.CpuPeriod
+	case resource == v1.ResourceCPU:
+		part.CpuShares = want.CpuShares
+		next.CpuShares = want.CpuShares
+	case resource == v1.ResourceMemory && limit:
+		part.Memory = want.Memory
+		next.Memory = want.Memory
+	default:
+		return nil // a memory request is no cgroup value
+	}
+	if _, err := m.ensure(name, part); err != nil {
+		return fmt.Errorf("resizing pod cgroup %s: %w", name, err)
+	}
+	m.mu.Lock()
+	m.applied[pod.UID] = appliedCgroup{name: name, res: next, paths: prev.paths}
+	_, burstable := m.burstable[pod.UID]
+	if burstable {
+		reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+		m.burstable[pod.UID] = reqs.Cpu().MilliValue()
+	}
+	m.mu.Unlock()
+	if burstable && resource == v1.ResourceCPU && !limit {
+		return m.updateBurstable()
+	}
+	return nil
 }
 
 // RemovePod kills what still runs in the pod's cgroup and removes it, in

@@ -257,10 +257,11 @@ func TestJoin(t *testing.T) {
 	}
 }
 
-// EnsurePod writes a pod's cgroup once: a second call with the same values
-// leaves it alone (a value changed behind its back stays, as with the
-// kubelet's EnsureExists); a missing directory or new values make it write
-// again, and RemovePod forgets it.
+// EnsurePod writes a pod's cgroup once: a second call leaves it alone (a
+// value changed behind its back stays, as with the kubelet's EnsureExists);
+// a missing directory makes it write again; new values (an in-place
+// resize) are written by ResizePodCgroup, one at a time; RemovePod forgets
+// it.
 func TestEnsurePodWritesOnce(t *testing.T) {
 	mounts, m := v1Tree(t)
 	if err := m.Start(); err != nil {
@@ -293,14 +294,40 @@ func TestEnsurePodWritesOnce(t *testing.T) {
 	if got := read(t, cpu, "cpu.shares"); got != "768" {
 		t.Errorf("cpu.shares %s, want 768 written again with the rest", got)
 	}
-	// New values (a resize): written.
+	// New values (an in-place resize): left to ResizePodCgroup, which
+	// writes one value at a time.
 	resized := guaranteed.DeepCopy()
-	resized.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: testutil.Resources("750m", "64Mi"), Limits: testutil.Resources("750m", "64Mi")}
+	resized.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: testutil.Resources("750m", "128Mi"), Limits: testutil.Resources("750m", "128Mi")}
 	if err := m.EnsurePod(resized); err != nil {
 		t.Fatal(err)
 	}
+	if got := read(t, cpu, "cpu.shares"); got != "768" {
+		t.Errorf("cpu.shares %s after EnsurePod of a resized pod, want 768 (unchanged)", got)
+	}
+	curLim, curReq, wantLim, wantReq, err := m.PodCgroupValues(resized, v1.ResourceCPU)
+	if err != nil || curLim != 75000 || curReq != 768 || wantLim != 100000 || wantReq != 1024 {
+		t.Errorf("PodCgroupValues(cpu) = %d %d %d %d %v, want 75000 768 100000 1024", curLim, curReq, wantLim, wantReq, err)
+	}
+	if err := m.ResizePodCgroup(resized, v1.ResourceCPU, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, shares := read(t, cpu, "cpu.cfs_quota_us"), read(t, cpu, "cpu.shares"); got != "100000" || shares != "768" {
+		t.Errorf("after resizing the CPU limit: quota %s shares %s, want 100000 and 768 (the request is a step of its own)", got, shares)
+	}
+	if err := m.ResizePodCgroup(resized, v1.ResourceCPU, false); err != nil {
+		t.Fatal(err)
+	}
 	if got := read(t, cpu, "cpu.shares"); got != "1024" {
-		t.Errorf("cpu.shares %s after a resize to 1 CPU, want 1024", got)
+		t.Errorf("cpu.shares %s after resizing the request to 1 CPU, want 1024", got)
+	}
+	if err := m.ResizePodCgroup(resized, v1.ResourceMemory, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, filepath.Join(mounts["memory"], "crivk/kubepods/podg"), "memory.limit_in_bytes"); got != "167772160" {
+		t.Errorf("memory.limit_in_bytes %s after the resize, want 167772160 (160Mi)", got)
+	}
+	if curLim, _, wantLim, _, _ := m.PodCgroupValues(resized, v1.ResourceMemory); curLim != wantLim {
+		t.Errorf("PodCgroupValues(memory) after the resize: current %d, want %d", curLim, wantLim)
 	}
 	// On this fake tree (plain directories holding files) rmdir fails;
 	// the record goes all the same.

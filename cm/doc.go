@@ -56,6 +56,13 @@
 // EnsurePod from SyncPod, RemovePod from SyncTerminatedPod and
 // SyncTerminatingRuntimePod, and PodUIDs from housekeeping's orphan sweep.
 //
+// An in-place resize changes an existing pod cgroup only through
+// ResizePodCgroup, one value at a time, which package cri's resize calls
+// in the kubelet's order around its containers' updates (through
+// cri.Config.PodCgroups, wired by cmd/crivk); PodCgroupValues tells it
+// what grows and what shrinks. EnsurePod leaves an existing pod cgroup
+// it made alone.
+//
 // The package sits beside lifecycle, not under it, as the kubelet keeps cm
 // beside its pod logic: the engine knows it only through the PodCgroups
 // interface it declares itself, and no lifecycle file imports it. It must

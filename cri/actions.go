@@ -11,8 +11,9 @@ import (
 
 // PodActions is the plan ComputePodActions makes for one sync of a pod and
 // SyncPod carries out, in this order: kill, create sandbox, kill containers,
-// remove dead instances, start the ephemeral containers, the sidecars, then
-// the next init container or the regular containers. Every decision is in
+// remove dead instances, start the ephemeral containers, the sidecars,
+// resize running containers in place, then the next init container or the
+// regular containers. Every decision is in
 // it, with its reason: SyncPod only executes it.
 type PodActions struct {
 	// KillPod stops every container and sandbox of the pod first (the
@@ -55,6 +56,12 @@ type PodActions struct {
 	// never ran: started once in the running sandbox, before the init and
 	// regular containers, never restarted.
 	EphemeralToStart []int
+	// ContainersToUpdate are the running containers resized in place,
+	// per resource (cpu, memory), decreases first (resize.go).
+	ContainersToUpdate map[v1.ResourceName][]ContainerUpdate
+	// UpdatePodResources is set when a container is restarted for a
+	// resize (its resizePolicy): the pod cgroup is resized as well.
+	UpdatePodResources bool
 }
 
 // Kill is one container the plan stops, with why.
@@ -76,7 +83,7 @@ type Kill struct {
 func (a PodActions) Empty() bool {
 	return !a.KillPod && !a.CreateSandbox && a.NextInit < 0 && len(a.ContainersToStart) == 0 &&
 		len(a.SidecarsToStart) == 0 && len(a.ContainersToKill) == 0 && len(a.EphemeralToStart) == 0 &&
-		len(a.ContainersToRemove) == 0 && len(a.Waiting) == 0
+		len(a.ContainersToRemove) == 0 && len(a.Waiting) == 0 && len(a.ContainersToUpdate) == 0 && !a.UpdatePodResources
 }
 
 // String summarises the plan for logs.
@@ -111,6 +118,9 @@ func (a PodActions) String() string {
 	}
 	if a.InitFailed {
 		parts = append(parts, "init-failed")
+	}
+	if n := len(a.ContainersToUpdate[v1.ResourceCPU]) + len(a.ContainersToUpdate[v1.ResourceMemory]); n > 0 || a.UpdatePodResources {
+		parts = append(parts, fmt.Sprintf("resize(%d)", n))
 	}
 	if len(parts) == 0 {
 		return "none"
@@ -250,6 +260,9 @@ func computePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 				(spec.StartupProbe == nil || in.Started == nil || in.Started(c.ID)) &&
 				p.killChanged(spec, c, fmt.Sprintf("Init container %s definition changed", spec.Name))
 			unhealthy := changed || c != nil && c.State == StateRunning && p.killUnhealthy(spec, c, true)
+			// A running sidecar is resized in place, or restarted when
+			// its resizePolicy says so (resize.go).
+			unhealthy = unhealthy || c != nil && c.State == StateRunning && p.resize(spec, c)
 			if initialized {
 				switch {
 				case c == nil || c.State == StateExited || unhealthy:
@@ -335,12 +348,16 @@ func computePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 			// Its spec changed (the image): stopped and started again
 			// whatever the restart policy (the kubelet's computePodActions).
 			restart = true
-		case c.State == StateRunning:
+		case c.State == StateRunning && p.killUnhealthy(spec, c, podutil.RestartableWithoutExitCode(spec, &pod.Spec)):
 			// A container that failed its liveness or startup probe is
 			// stopped, and started again unless its restartPolicy (else
 			// the pod's) is Never: the rules need an exit code.
-			again := podutil.RestartableWithoutExitCode(spec, &pod.Spec)
-			restart = p.killUnhealthy(spec, c, again) && again
+			restart = podutil.RestartableWithoutExitCode(spec, &pod.Spec)
+		case c.State == StateRunning:
+			// A running container is resized in place to its allocated
+			// resources, or restarted when its resizePolicy says so
+			// (resize.go).
+			restart = p.resize(spec, c)
 		case c.State == StateExited:
 			// Its restartPolicyRules and restartPolicy, else the pod's.
 			restart = podutil.ContainerShouldRestart(spec, &pod.Spec, c.ExitCode)

@@ -52,6 +52,19 @@
 // (HashContainer); ComputePodActions kills and restarts a running
 // container whose image changed.
 //
+// In-place resize (resize.go, InPlacePodVerticalScaling): the pod a plan
+// is made for carries its allocated resources (package lifecycle decides
+// whether a resize fits); a running container whose runtime-reported
+// values (the CRI status' resources) differ from them is resized in
+// place, ContainersToUpdate per resource with decreases first, or killed
+// and started again when its resizePolicy says RestartContainer. SyncPod
+// applies it after the init containers, before the regular ones start:
+// per resource, memory then CPU, the pod cgroup (Config.PodCgroups)
+// grows first, then the containers are updated (UpdateContainerResources),
+// then the pod cgroup shrinks; a memory limit decrease to below usage is
+// refused first (SyncResult.ResizeErr). ResizeInProgress and
+// ActualResources read the runtime's side for the pod status.
+//
 // The container and sandbox garbage collector (gc.go, ContainerGC, the
 // kubelet's kuberuntime_gc) shares its dead-instance rule with the plan's
 // ContainersToRemove; it learns which pods are gone through PodState

@@ -43,6 +43,11 @@ type fakeRuntimeService struct {
 	handlers        []*runtimeapi.RuntimeHandler
 	sandboxHandlers map[string]string
 	created         map[string]*runtimeapi.ContainerConfig
+	// updates records UpdateContainerResources calls ("<id> cpu=<shares>/<quota>
+	// mem=<bytes>") in order; memUsage answers the stats calls' memory
+	// usage by container ID ("" for the pod's sandbox).
+	updates  []string
+	memUsage map[string]uint64
 }
 
 type fakeContainer struct {
@@ -210,9 +215,22 @@ func (r *fakeRuntimeService) CreateContainer(_ context.Context, sandboxID string
 	r.containers[id] = &fakeContainer{SandboxID: sandboxID, ContainerStatus: runtimeapi.ContainerStatus{
 		Id: id, Metadata: cfg.Metadata, Image: cfg.Image, ImageRef: cfg.Image.Image, CreatedAt: r.now(),
 		State: runtimeapi.ContainerState_CONTAINER_CREATED, Labels: cfg.Labels, Annotations: cfg.Annotations,
-		LogPath: cfg.LogPath,
+		LogPath: cfg.LogPath, Resources: &runtimeapi.ContainerResources{Linux: withSwap(cfg.GetLinux().GetResources())},
 	}}
 	return id, nil
+}
+
+// withSwap is the resources as containerd reports them: without a swap
+// limit given, the swap limit is the memory limit (no swap).
+func withSwap(l *runtimeapi.LinuxContainerResources) *runtimeapi.LinuxContainerResources {
+	if l == nil {
+		return nil
+	}
+	l = proto.Clone(l).(*runtimeapi.LinuxContainerResources)
+	if l.MemorySwapLimitInBytes == 0 {
+		l.MemorySwapLimitInBytes = l.MemoryLimitInBytes
+	}
+	return l
 }
 
 func (r *fakeRuntimeService) StartContainer(_ context.Context, id string) error {
@@ -501,12 +519,53 @@ func (r *fakeRuntimeService) PortForward(context.Context, *runtimeapi.PortForwar
 	return nil, errNotInFake
 }
 
-func (r *fakeRuntimeService) ListContainerStats(context.Context, *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {
-	return nil, errNotInFake
+func (r *fakeRuntimeService) ListContainerStats(_ context.Context, f *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.memUsage == nil {
+		return nil, errNotInFake
+	}
+	var out []*runtimeapi.ContainerStats
+	for id, c := range r.containers {
+		u, ok := r.memUsage[id]
+		if !ok || (f.GetPodSandboxId() != "" && c.SandboxID != f.GetPodSandboxId()) {
+			continue
+		}
+		out = append(out, &runtimeapi.ContainerStats{Attributes: &runtimeapi.ContainerAttributes{Id: id, Metadata: c.Metadata, Labels: c.Labels},
+			Memory: &runtimeapi.MemoryUsage{UsageBytes: &runtimeapi.UInt64Value{Value: u}}})
+	}
+	return out, nil
 }
 
-func (r *fakeRuntimeService) ListPodSandboxStats(context.Context, *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
-	return nil, errNotInFake
+func (r *fakeRuntimeService) ListPodSandboxStats(_ context.Context, f *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	u, ok := r.memUsage[""]
+	if !ok {
+		return nil, errNotInFake
+	}
+	return []*runtimeapi.PodSandboxStats{{Attributes: &runtimeapi.PodSandboxAttributes{Id: f.GetId()},
+		Linux: &runtimeapi.LinuxPodSandboxStats{Memory: &runtimeapi.MemoryUsage{UsageBytes: &runtimeapi.UInt64Value{Value: u}}}}}, nil
+}
+
+func (r *fakeRuntimeService) UpdateContainerResources(_ context.Context, id string, res *runtimeapi.ContainerResources) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.enter("UpdateContainerResources"); err != nil {
+		return err
+	}
+	c, ok := r.containers[id]
+	if !ok {
+		return fmt.Errorf("container %q not found", id)
+	}
+	l := res.GetLinux()
+	if sw := l.GetMemorySwapLimitInBytes(); sw != 0 && sw < l.GetMemoryLimitInBytes() {
+		// cgroup v1 refuses a memory limit above the memory+swap limit.
+		return fmt.Errorf("failed to write %q: memory.limit_in_bytes: invalid argument", fmt.Sprint(l.GetMemoryLimitInBytes()))
+	}
+	r.updates = append(r.updates, fmt.Sprintf("%s cpu=%d/%d mem=%d", c.Metadata.Name, l.GetCpuShares(), l.GetCpuQuota(), l.GetMemoryLimitInBytes()))
+	c.Resources = &runtimeapi.ContainerResources{Linux: withSwap(l)}
+	return nil
 }
 
 func (s *fakeImageService) ImageFsInfo(context.Context) (*runtimeapi.ImageFsInfoResponse, error) {

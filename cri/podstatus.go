@@ -58,6 +58,10 @@ type ContainerStatus struct {
 	// for a container created without one (by crivk before it wrote it).
 	Hash    uint64
 	HasHash bool
+	// Resources are the CPU and memory values the runtime reports the
+	// container has now (the CRI status' resources): the actual side of an
+	// in-place resize (resize.go). nil: the runtime reports none.
+	Resources *runtimeapi.LinuxContainerResources
 }
 
 // SandboxStatus is one sandbox (one attempt) of a pod.
@@ -222,6 +226,7 @@ func toContainerStatus(s *runtimeapi.ContainerStatus, labels, annotations map[st
 		LogPath:   s.GetLogPath(),
 		CreatedAt: nsTime(s.GetCreatedAt()),
 		StartedAt: nsTime(s.GetStartedAt()),
+		Resources: s.GetResources().GetLinux(),
 	}
 	if cs.Name == "" {
 		cs.Name = s.GetMetadata().GetName()

@@ -340,6 +340,14 @@ func (c *remoteService) StartContainer(ctx context.Context, id string) error {
 	return err
 }
 
+func (c *remoteService) UpdateContainerResources(ctx context.Context, id string, resources *runtimeapi.ContainerResources) error {
+	_, err := unary(ctx, c.timeout, "UpdateContainerResources", id, func(ctx context.Context) (*runtimeapi.UpdateContainerResourcesResponse, error) {
+		return c.rt.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{
+			ContainerId: id, Linux: resources.GetLinux(), Windows: resources.GetWindows()})
+	})
+	return err
+}
+
 // StopContainer gets the request timeout on top of the grace period, for
 // the SIGKILL and the call itself.
 func (c *remoteService) StopContainer(ctx context.Context, id string, grace int64) error {

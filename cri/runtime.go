@@ -45,6 +45,9 @@ type Config struct {
 	// cgroup (package cm), under which containerd puts the sandbox and
 	// every container of the pod. nil means the runtime's default.
 	CgroupParent func(pod *v1.Pod) string
+	// PodCgroups resizes the pod cgroup around an in-place resize of its
+	// containers (resize.go); nil: only the containers are resized.
+	PodCgroups PodCgroupResizer
 	// DeleteTask kills and deletes a container's task behind the CRI's
 	// back (containerd's task API): used only when RemoveContainer fails
 	// because containerd still holds a task its CRI plugin lost track of.

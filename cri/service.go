@@ -29,6 +29,9 @@ type RuntimeService interface {
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
 	ContainerStatus(ctx context.Context, containerID string, verbose bool) (*runtimeapi.ContainerStatusResponse, error)
 	ReopenContainerLog(ctx context.Context, containerID string) error
+	// UpdateContainerResources resizes a running container in place
+	// (resize.go).
+	UpdateContainerResources(ctx context.Context, containerID string, resources *runtimeapi.ContainerResources) error
 
 	// Probes, hooks and the node API's streaming endpoints.
 	ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (stdout []byte, stderr []byte, err error)

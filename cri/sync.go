@@ -143,6 +143,10 @@ type SyncResult struct {
 	// end (the kubelet's pod startup latency tracker leaves them out of
 	// the pod start SLI).
 	Pulls []PullSpan
+	// ResizeErr is set when the in-place resize failed (the kubelet's
+	// ResizePodInPlace result); its text is the PodResizeInProgress
+	// condition's Error message. It is also among Errs.
+	ResizeErr error
 	// Errs are the errors of individual steps, for logs.
 	Errs []error
 }
@@ -264,6 +268,15 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 	for _, i := range plan.SidecarsToStart {
 		c := &pod.Spec.InitContainers[i]
 		r.startContainer(ctx, pod, c, ContainerTypeInit, status, sandboxID, sbCfg, podIPs, backoff, now, res)
+	}
+	// The in-place resize (resize.go), the kubelet's step 7: after the init
+	// containers, before the regular containers start, so that one
+	// restarted for its resizePolicy starts in the resized pod cgroup.
+	if len(plan.ContainersToUpdate) > 0 || plan.UpdatePodResources {
+		if err := r.resizePod(ctx, pod, plan); err != nil {
+			res.ResizeErr = err
+			res.Errs = append(res.Errs, fmt.Errorf("resizing pod %s in place: %w", RefOf(pod), err))
+		}
 	}
 	if plan.NextInit >= 0 {
 		c := &pod.Spec.InitContainers[plan.NextInit]

@@ -22,16 +22,39 @@ func (e *Engine) admitNew(pod *v1.Pod) bool {
 	if pod.DeletionTimestamp != nil || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
 		return true
 	}
-	// The kubelet's order: node pressure (evict.go), the sysctl allowlist,
-	// the predicates, then AppArmor (a pod asking for a profile the host
-	// cannot enforce never starts).
+	// Admission counts what was allocated (lifecycle/allocation), not what
+	// the specs ask: after a restart, a resize still pending is not taken
+	// for granted, for this pod or the others (the kubelet's AddPod).
+	alloc := pod
+	if e.alloc != nil {
+		alloc, _ = e.alloc.Allocated(pod)
+	}
+	r := e.admit(alloc, e.allocatedPods(e.activePods(pod.UID)))
+	if r.Admit {
+		if e.alloc != nil {
+			if err := e.alloc.Allocate(alloc); err != nil {
+				log.L.WithError(err).WithField("pod", pod.Namespace+"/"+pod.Name).Error("recording the pod's allocation")
+			}
+		}
+		return true
+	}
+	e.reject(pod, r)
+	return false
+}
+
+// admit is the admission chain, in the kubelet's order: node pressure
+// (evict.go), the sysctl allowlist, the predicates against active (the
+// other pods holding resources, with their allocations), then AppArmor (a
+// pod asking for a profile the host cannot enforce never starts). A
+// resize is checked by it too (admit_resize.go).
+func (e *Engine) admit(pod *v1.Pod, active []*v1.Pod) admission.Result {
 	r := e.admitPressure(pod)
 	if r.Admit {
 		r = e.cfg.Sysctls.Admit(pod)
 	}
 	if r.Admit && e.cfg.Node != nil {
 		if node := e.cfg.Node(); node != nil {
-			r = admission.Admit(pod, node, e.activePods(pod.UID))
+			r = admission.Admit(pod, node, active)
 		}
 	}
 	if r.Admit {
@@ -41,11 +64,19 @@ func (e *Engine) admitNew(pod *v1.Pod) bool {
 		}
 		r = aa.Admit(pod)
 	}
-	if r.Admit {
-		return true
+	return r
+}
+
+// allocatedPods are pods with the resources allocated to them.
+func (e *Engine) allocatedPods(pods []*v1.Pod) []*v1.Pod {
+	if e.alloc == nil {
+		return pods
 	}
-	e.reject(pod, r)
-	return false
+	out := make([]*v1.Pod, len(pods))
+	for i, p := range pods {
+		out[i], _ = e.alloc.Allocated(p)
+	}
+	return out
 }
 
 // activePods are the pods that hold resources on the node: every pod the

@@ -42,6 +42,14 @@
 // by package cm, beside this one: the engine reaches them only through its
 // PodCgroups interface and imports no cm.
 //
+// Allocations (package allocation, the kubelet's allocation manager) hold
+// the resources each pod was admitted with: admission counts them, and the
+// syncer runs the allocated pod. An in-place resize the spec asks for is
+// decided at the pod's sync (admit_resize.go, under the admission lock;
+// resize.go: PodResizePending Infeasible or Deferred, or allocated), then
+// the plan resizes the containers and PodResizeInProgress follows the
+// runtime's values.
+//
 // The PLEG (package pleg) relists every period and also at once when woken
 // through its Wake channel (cmd/crivk feeds it containerd's task events);
 // the period is the safety net. It reads a changed pod unless nothing of

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/lifecycle/admission"
+	"github.com/crivk/crivk/lifecycle/allocation"
 	"github.com/crivk/crivk/lifecycle/pleg"
 	"github.com/crivk/crivk/lifecycle/prober"
 	"github.com/crivk/crivk/lifecycle/status"
@@ -160,6 +162,9 @@ type Engine struct {
 	queue   *WorkQueue
 	workers *PodWorkers
 	status  *status.Manager
+	// alloc keeps the pods' allocated resources and decides in-place
+	// resizes (admit.go, admit_resize.go).
+	alloc *allocation.Manager
 	// housekeeping serialises Housekeeping runs.
 	housekeeping sync.Mutex
 	// admitMu serialises admission decisions with the insertion of the
@@ -221,10 +226,19 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	restartInitial, restartMax := crashLoopBackOff(cfg.MaxContainerRestartPeriod)
+	checkpoint := ""
+	if cfg.RootDir != "" {
+		checkpoint = filepath.Join(cfg.RootDir, allocation.CheckpointFile)
+	}
+	if e.alloc, err = allocation.New(allocation.Config{Path: checkpoint, Clock: cfg.Clock}); err != nil {
+		return nil, err
+	}
 	e.sync = newSyncer(cfg, e.pods, e.status, &cri.BackOffs{
 		Restart: flowcontrol.NewBackOff(restartInitial, restartMax),
 		Pull:    flowcontrol.NewBackOff(backOffInitial, backOffMax),
 	})
+	e.sync.alloc = e.alloc
+	e.sync.resize = e.handleResize
 	e.workers, err = NewPodWorkers(ctx, PodWorkersConfig{
 		Syncer:         e.sync,
 		Cache:          e.cache,

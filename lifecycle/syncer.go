@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/lifecycle/allocation"
 	"github.com/crivk/crivk/lifecycle/pleg"
 	"github.com/crivk/crivk/lifecycle/status"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
@@ -60,6 +61,11 @@ type syncer struct {
 	pods *podManager
 	// mountEvents throttles FailedMount events (volumes.go).
 	mountEvents mountEvents
+	// alloc holds the pods' allocated resources and resize conditions;
+	// resize decides a pod's resize (Engine.handleResize). Both are set by
+	// NewEngine; nil: pods run with their spec's resources.
+	alloc  *allocation.Manager
+	resize func(pod *v1.Pod) (*v1.Pod, error)
 
 	mu sync.Mutex
 	// waiting: per pod, why containers the last sync wanted started are
@@ -153,6 +159,11 @@ func (s *syncer) forget(pod *v1.Pod) {
 	delete(s.pulling, pod.UID)
 	s.mu.Unlock()
 	s.status.RemovePod(pod.UID)
+	if s.alloc != nil {
+		if err := s.alloc.Remove(pod.UID); err != nil {
+			log.L.WithError(err).WithField("pod", cri.RefOf(pod).String()).Warn("forgetting the pod's allocation")
+		}
+	}
 	s.removeProbes(pod.UID)
 	s.cache.Delete(pod.UID)
 	var names []string
@@ -199,17 +210,22 @@ func (s *syncer) generate(pod *v1.Pod, st *cri.PodStatus, deleted bool) v1.PodSt
 	}
 	waiting := s.waiting[pod.UID]
 	s.mu.Unlock()
+	var resize []v1.PodCondition
+	if s.alloc != nil {
+		resize = s.alloc.Conditions(pod.UID)
+	}
 	out := status.Generate(status.Input{
-		Pod:         pod,
-		Previous:    prev,
-		Runtime:     st,
-		Waiting:     waiting,
-		RuntimeName: s.runtimeName,
-		NodeIP:      s.nodeIP,
-		PodIPs:      ips,
-		Deleted:     deleted,
-		Now:         s.clock.Now(),
-		Probes:      s.probeResultsOrNil(),
+		ResizeConditions: resize,
+		Pod:              pod,
+		Previous:         prev,
+		Runtime:          st,
+		Waiting:          waiting,
+		RuntimeName:      s.runtimeName,
+		NodeIP:           s.nodeIP,
+		PodIPs:           ips,
+		Deleted:          deleted,
+		Now:              s.clock.Now(),
+		Probes:           s.probeResultsOrNil(),
 	})
 	if pastActiveDeadline(pod, out.StartTime, s.clock.Now()) {
 		// The kubelet's active deadline handler: the pod fails, its
@@ -252,6 +268,10 @@ func (s *syncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, st *cri
 			pod = p
 		}
 	}
+	// From here on the pod is the allocated one: its containers are sized,
+	// created and reported with the resources allocated to them, which a
+	// resize the node accepts makes the spec's (resize.go).
+	pod = s.allocated(ctx, pod, st)
 	status := s.generate(pod, st, false)
 	s.setRunningStatus(pod, status)
 	if isTerminalPhase(status.Phase) {
@@ -303,8 +323,10 @@ func (s *syncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, st *cri
 	log.G(ctx).WithField("plan", plan.String()).Debug("syncing pod")
 	res := s.runtime.SyncPod(ctx, pod, st, plan, s.backoff, now)
 	backingOff := s.recordSync(pod, res)
+	s.resizeFailed(pod, res.ResizeErr)
 	syncErr := res.Error()
 	if after, err := s.refresh(ctx, cri.RefOf(pod)); err == nil {
+		s.resizeProgress(pod, after)
 		s.setRunningStatus(pod, s.generate(pod, after, false))
 		s.addProbes(pod) // the new containers' workers probe now
 	} else {
@@ -354,6 +376,9 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, _ *cri.Pod
 		return err
 	}
 	deleted := pod.DeletionTimestamp != nil
+	if s.alloc != nil {
+		pod, _ = s.alloc.Allocated(pod)
+	}
 	status := s.generate(pod, st, deleted)
 	if statusFn != nil {
 		statusFn(&status)

@@ -29,3 +29,22 @@ func MilliCPUToQuota(milliCPU, period int64) int64 {
 	}
 	return max(milliCPU*period/milliCPUToCPU, minQuotaPeriod)
 }
+
+// SharesToMilliCPU is the kubelet's sharesToMilliCPU, the inverse of
+// MilliCPUToShares as a CPU request the runtime's shares stand for: 0
+// below MinShares, rounded up.
+func SharesToMilliCPU(shares int64) int64 {
+	if shares < MinShares {
+		return 0
+	}
+	return (shares*milliCPUToCPU + sharesPerCPU - 1) / sharesPerCPU
+}
+
+// QuotaToMilliCPU is the kubelet's quotaToMilliCPU: the CPU limit a CFS
+// quota over period stands for (0 for no quota, -1).
+func QuotaToMilliCPU(quota, period int64) int64 {
+	if quota == -1 || period <= 0 {
+		return 0
+	}
+	return quota * milliCPUToCPU / period
+}

@@ -682,6 +682,7 @@ func connectRuntime(ctx context.Context, o *options, recorder record.EventRecord
 		ObserveCall: agentMetrics.ObserveCall}
 	if pods != nil {
 		cfg.CgroupParent = pods.PodCgroup
+		cfg.PodCgroups = pods
 	}
 	cfg.SeccompProfileRoot = filepath.Join(o.rootDir, "seccomp")
 	if strings.HasPrefix(o.criEndpoint, "unix://") {

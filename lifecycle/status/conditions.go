@@ -22,6 +22,10 @@ var ownedConditions = map[v1.PodConditionType]bool{
 	v1.PodInitialized:            true,
 	v1.ContainersReady:           true,
 	v1.PodReady:                  true,
+	// The in-place resize's (package allocation): gone from the status
+	// once cleared.
+	v1.PodResizePending:    true,
+	v1.PodResizeInProgress: true,
 }
 
 // mergeConditions returns the node's freshly generated conditions (owned)
@@ -60,9 +64,13 @@ func withTransitionTimes(old, ours []v1.PodCondition, now metav1.Time) []v1.PodC
 			continue // a duplicate; the first one wins
 		}
 		seen[c.Type] = true
-		if p, ok := prev[c.Type]; ok && p.Status == c.Status && !p.LastTransitionTime.IsZero() {
+		switch p, ok := prev[c.Type]; {
+		case (c.Type == v1.PodResizePending || c.Type == v1.PodResizeInProgress) && !c.LastTransitionTime.IsZero():
+			// Stamped by package allocation: the transition of a resize
+			// condition follows its reason, its status is always True.
+		case ok && p.Status == c.Status && !p.LastTransitionTime.IsZero():
 			c.LastTransitionTime = p.LastTransitionTime
-		} else if c.LastTransitionTime.IsZero() {
+		case c.LastTransitionTime.IsZero():
 			c.LastTransitionTime = now
 		}
 		out = append(out, c)

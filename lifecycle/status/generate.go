@@ -40,6 +40,11 @@ type Input struct {
 	// Probes holds the probes' settled results; nil: nothing is probed (a
 	// container with a readiness probe is then never ready).
 	Probes ProbeResults
+	// ResizeConditions are the pod's PodResizePending and
+	// PodResizeInProgress conditions (package allocation), published
+	// while the pod is not terminal. Pod is then the allocated pod: its
+	// containers' resources are those allocated to them.
+	ResizeConditions []v1.PodCondition
 }
 
 // ProbeResults is what status generation needs of the prober
@@ -148,6 +153,11 @@ func Generate(in Input) v1.PodStatus {
 	// bound by spec.nodeName without the scheduler gets only from the node
 	// (a scheduler's condition, when there is one, is kept as it is).
 	conds = append(conds, condition(v1.PodScheduled, true, "", ""))
+	if _, terminal := terminalReason(s.Phase); !terminal {
+		// The resize conditions, with their own times (the kubelet's
+		// determinePodResizeStatus: none once the pod is terminal).
+		conds = append(conds, in.ResizeConditions...)
+	}
 	s.Conditions = mergeConditions(in.Previous.Conditions, conds, now)
 	return s
 }
@@ -204,6 +214,11 @@ func containerStatus(in Input, c *v1.Container, typ cri.ContainerType, initDone 
 	}
 	cs.ImageID = latest.ImageRef
 	cs.RestartCount = int32(latest.Attempt)
+	// The allocated resources and those the container has (resources.go);
+	// the API server accepts a resize only of a pod whose running
+	// containers report the latter.
+	cs.Resources = containerResources(in, c, latest, cs.ContainerID)
+	cs.AllocatedResources = c.Resources.Requests
 	started := latest.State == cri.StateRunning
 	cs.Started = &started
 	switch latest.State {

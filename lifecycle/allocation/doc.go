@@ -1,0 +1,45 @@
+// Package allocation keeps the resources the node has allocated to each
+// pod and decides in-place resizes, as the kubelet's allocation manager
+// (pkg/kubelet/allocation) and the resize conditions of its status manager.
+//
+// A pod's allocation is what its containers (and sidecars) were admitted
+// with. Once a pod runs, the spec's resources (which the API's resize
+// subresource changes) are only a request: the engine syncs the allocated
+// pod (Allocated), and a spec that differs from the allocation is a resize
+// to decide (Manager.HandleResize, the kubelet's handlePodResourcesResize):
+//
+//	spec == allocation ───────────────────────> PodResizePending cleared
+//	resize not allowed (a static pod) ────────> PodResizePending Infeasible
+//	requests above the node's allocatable ────> PodResizePending Infeasible
+//	                                            "Node didn't have enough capacity: ..."
+//	admission refuses it beside the others'
+//	allocations (OutOfcpu, ...) ──────────────> PodResizePending Deferred, with
+//	                                            admission's message (retried at
+//	                                            every sync of the pod)
+//	fits ──> allocation := spec; PodResizePending cleared; PodResizeInProgress
+//	         (new generation); Normal ResizeStarted
+//
+// A Deferred or Infeasible decision is a Warning event (ResizeDeferred,
+// ResizeInfeasible) when the reason or the generation changes. The engine
+// then sets PodResizeInProgress while the runtime's values differ from the
+// allocation (cri.ResizeInProgress), clears it when they match (Normal
+// ResizeCompleted) and sets its reason Error with the runtime manager's
+// message when applying the resize failed (Warning ResizeError). The
+// messages are the kubelet's, with its JSON summary of the resources.
+//
+// # Where allocations live
+//
+// In memory, and in a checkpoint file (Config.Path,
+// <root-dir>/allocated_pods_state, written whole and renamed into place at
+// every change), read back at start: after a restart, a resize that was
+// pending stays pending, and admission counts what was allocated, not
+// what the specs ask. The runtime cannot hold it: a container's labels and
+// annotations are fixed at its creation, and the values it reports are the
+// actuated ones, which differ from the allocation while a resize is in
+// progress (and leave the memory request out). The conditions are kept in
+// memory only and taken back from the API's pod status after a restart
+// (Backfill), as the kubelet's BackfillPodResizeConditions.
+//
+// What this package must never do: talk to the runtime or the API, or
+// decide anything but allocations (admission's checks are given to it).
+package allocation

@@ -1,0 +1,81 @@
+package lifecycle
+
+import (
+	"context"
+
+	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/lifecycle/allocation"
+	"github.com/virtual-kubelet/virtual-kubelet/log"
+	v1 "k8s.io/api/core/v1"
+)
+
+// In-place resize in a pod's sync, the kubelet's SyncPod steps for it:
+//
+//  1. allocated: the resize the spec asks for is decided (Engine.handleResize,
+//     package allocation: PodResizePending Infeasible or Deferred, or
+//     allocated with PodResizeInProgress and ResizeStarted) and the sync
+//     goes on with the allocated pod;
+//  2. resizeProgress: PodResizeInProgress is set while a running
+//     container's runtime values differ from its allocation
+//     (cri.ResizeInProgress) and cleared, with ResizeCompleted, once they
+//     match;
+//  3. the plan resizes the containers (cri's resize.go) and SyncPod
+//     applies it with the pod cgroup; resizeFailed sets the condition's
+//     reason Error with the failure's message (ResizeError);
+//  4. after the runtime is read back, resizeProgress again, so the status
+//     published shows the resize done.
+
+// allocated returns the pod to sync, with its allocated resources, after
+// deciding a resize its spec asks for, and brings PodResizeInProgress up
+// to date with the runtime state st.
+func (s *syncer) allocated(ctx context.Context, pod *v1.Pod, st *cri.PodStatus) *v1.Pod {
+	if s.alloc == nil {
+		return pod
+	}
+	s.alloc.Backfill(pod)
+	if isTerminalPhase(pod.Status.Phase) || pod.DeletionTimestamp != nil {
+		p, _ := s.alloc.Allocated(pod)
+		return p
+	}
+	out := pod
+	if s.resize != nil {
+		p, err := s.resize(pod)
+		if err != nil {
+			log.G(ctx).WithError(err).WithField("pod", cri.RefOf(pod).String()).Error("deciding the pod's resize")
+		}
+		out = p
+	} else {
+		out, _ = s.alloc.Allocated(pod)
+	}
+	s.resizeProgress(out, st)
+	return out
+}
+
+// resizeProgress sets PodResizeInProgress while the runtime's values of
+// a running container of pod (allocated) differ from its allocation, and
+// clears it with the kubelet's ResizeCompleted event once they match.
+func (s *syncer) resizeProgress(pod *v1.Pod, st *cri.PodStatus) {
+	if s.alloc == nil || st == nil {
+		return
+	}
+	if cri.ResizeInProgress(pod, st) {
+		s.alloc.SetInProgress(pod.UID, "", "", pod.Generation)
+		return
+	}
+	if g, cleared := s.alloc.ClearInProgress(pod.UID); cleared && s.recorder != nil {
+		s.recorder.Eventf(pod, v1.EventTypeNormal, allocation.EventResizeCompleted, "%s", allocation.CompletedMessage(pod, g))
+	}
+}
+
+// resizeFailed records a failed resize of pod (allocated): the
+// PodResizeInProgress condition's reason Error with the failure's message,
+// and a ResizeError Warning when that changed the condition.
+func (s *syncer) resizeFailed(pod *v1.Pod, err error) {
+	if s.alloc == nil || err == nil {
+		return
+	}
+	g, updated := s.alloc.SetInProgress(pod.UID, v1.PodReasonError, err.Error(), pod.Generation)
+	if updated && s.recorder != nil {
+		s.recorder.Eventf(pod, v1.EventTypeWarning, allocation.EventResizeError, "%s", allocation.ErrorMessage(pod, g, err.Error()))
+	}
+}
