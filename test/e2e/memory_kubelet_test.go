@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -39,8 +40,17 @@ func startMemoryKubelet(t *testing.T, flags ...string) string {
 	}
 	rootDir := filepath.Join(mustEnv("LOCAL_DIR"), "memory-kubelet")
 	t.Cleanup(func() {
+		// The kubelet bind-mounts its root dir onto itself (shared
+		// propagation) and leaves it mounted.
+		for _, m := range mountsAt(t, rootDir) {
+			if err := syscall.Unmount(m, 0); err != nil {
+				if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil {
+					t.Errorf("unmounting %s: %v", m, err)
+				}
+			}
+		}
 		if err := os.RemoveAll(rootDir); err != nil {
-			t.Logf("removing %s: %v", rootDir, err)
+			t.Errorf("removing %s: %v", rootDir, err)
 		}
 	})
 	t.Cleanup(func() { removeCgroupTree(t, diskCgroupRoot) })
