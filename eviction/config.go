@@ -334,6 +334,15 @@ type Config struct {
 	// LocalStorageCapacityIsolation enforces ephemeral-storage limits and
 	// emptyDir sizeLimit by eviction (the kubelet's default: true).
 	LocalStorageCapacityIsolation bool
+	// KernelMemcgNotification arms the kernel's memcg threshold
+	// notification on each memory.available threshold (memcg.go): a round
+	// runs as soon as the root memory cgroup crosses it, not at the next
+	// MonitoringPeriod (--kernel-memcg-notification, default false). cgroup
+	// v1 only; on cgroup v2 it is logged as not supported and ignored.
+	KernelMemcgNotification bool
+	// MemoryCgroup is the memory cgroup the notification watches; "":
+	// DefaultMemoryCgroup.
+	MemoryCgroup string
 	// Summary reads the node's statistics; required.
 	Summary SummaryProvider
 	// ImageGC and ContainerGC reclaim disk before pods are evicted; nil:
@@ -376,6 +385,9 @@ func (cfg *Config) validate() error {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.MemoryCgroup == "" {
+		cfg.MemoryCgroup = DefaultMemoryCgroup
 	}
 	seen := map[key]bool{}
 	for _, t := range cfg.Thresholds {

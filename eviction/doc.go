@@ -81,9 +81,21 @@
 //   - Never import nodestatus, provider or cmd: it sits beside them, above
 //     lifecycle.
 //
-// Not done: the memcg threshold notification (--kernel-memcg-notification;
-// memory is polled every round, as the kubelet's default), the
-// allocatableMemory.available signal (accepted, never observed: crivk has
+// # The memcg threshold notification (memcg.go)
+//
+// With Config.KernelMemcgNotification (--kernel-memcg-notification), Run
+// makes one notifier per memory.available threshold on the root memory
+// cgroup (cgroup v1; on cgroup v2 it logs that it is not supported and
+// polls alone, as the kubelet). Each round, at most every 10 s, re-arms it
+// at capacity - threshold + inactive_file of memory.usage_in_bytes
+// (cgroup.event_control with an eventfd); when the kernel signals, Run
+// runs a round at once instead of waiting for the monitoring period. Only
+// Run's goroutine touches the notifiers; the eventfd readers only send on
+// a channel of one. The kernel part sits behind the memcg interface
+// (cgroupV1 is the real one), so the arithmetic and the re-arming are
+// tested without root.
+//
+// Not done: the allocatableMemory.available signal (accepted, never observed: crivk has
 // no allocatable cgroup statistics), per-pod process counts (pid.available
 // ranks by priority alone) and a separate container filesystem.
 package eviction

@@ -3,6 +3,7 @@ package eviction
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,6 +71,15 @@ type Manager struct {
 	lastObservations observations
 	// dedicatedImageFs is decided at the first synchronize with stats.
 	dedicatedImageFs *bool
+
+	// The memcg threshold notification (memcg.go), used only by Run's
+	// goroutine: memcgOf opens the memory cgroup (newMemcg; tests replace
+	// it); notifiers, one per memory.available threshold, signal
+	// memcgEvents; thresholdsLastUpdated is when they were last re-armed.
+	memcgOf               func(dir string) (memcg, error)
+	notifiers             []*memoryNotifier
+	memcgEvents           chan struct{}
+	thresholdsLastUpdated time.Time
 }
 
 // New returns a manager for cfg (validated, defaults filled).
@@ -77,7 +87,8 @@ func New(cfg Config) (*Manager, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Manager{cfg: cfg, conditionsLastObservedAt: map[v1.NodeConditionType]time.Time{}, thresholdsFirstObservedAt: map[key]time.Time{}}, nil
+	return &Manager{cfg: cfg, conditionsLastObservedAt: map[v1.NodeConditionType]time.Time{}, thresholdsFirstObservedAt: map[key]time.Time{},
+		memcgOf: newMemcg, memcgEvents: make(chan struct{}, 1)}, nil
 }
 
 // IsUnderMemoryPressure, IsUnderDiskPressure and IsUnderPIDPressure report
@@ -121,6 +132,8 @@ func (m *Manager) Admit(pod *v1.Pod) admission.Result {
 // that the next decision sees what the eviction freed.
 func (m *Manager) Run(ctx context.Context, pods Pods) {
 	log.G(ctx).WithField("thresholds", fmt.Sprint(m.cfg.Thresholds)).Info("eviction manager: starting control loop")
+	m.startNotifiers(ctx)
+	defer m.stopNotifiers()
 	for {
 		evicted, err := m.synchronize(ctx, pods)
 		if err != nil {
@@ -132,12 +145,71 @@ func (m *Manager) Run(ctx context.Context, pods Pods) {
 			select {
 			case <-ctx.Done():
 			case <-m.cfg.Clock.After(m.cfg.MonitoringPeriod):
+			case <-m.memcgEvents:
+				log.G(ctx).WithField("notifiers", m.notifierDescriptions()).Info("eviction manager: memcg threshold notification: memory eviction threshold crossed")
 			}
 		}
 		if ctx.Err() != nil {
 			return
 		}
 	}
+}
+
+// startNotifiers arms, with --kernel-memcg-notification, one notifier per
+// memory.available threshold (the kubelet's Start); the first synchronize
+// sets their thresholds. allocatableMemory.available has no observation
+// here, so no notifier either.
+func (m *Manager) startNotifiers(ctx context.Context) {
+	if !m.cfg.KernelMemcgNotification {
+		return
+	}
+	var mem []Threshold
+	for _, t := range m.cfg.Thresholds {
+		if t.Signal == SignalMemoryAvailable {
+			mem = append(mem, t)
+		}
+	}
+	if len(mem) == 0 {
+		return
+	}
+	cg, err := m.memcgOf(m.cfg.MemoryCgroup)
+	if err != nil {
+		log.G(ctx).WithError(err).Info("eviction manager: failed to create memory threshold notifier")
+		return
+	}
+	for _, t := range mem {
+		n := &memoryNotifier{threshold: t, cgroup: cg, events: m.memcgEvents}
+		m.notifiers = append(m.notifiers, n)
+		log.G(ctx).WithField("notifier", n.Description()).WithField("cgroup", m.cfg.MemoryCgroup).Info("eviction manager: created memoryThresholdNotifier")
+	}
+}
+
+// updateNotifiers re-arms the notifiers from summary, at most every
+// notifierRefreshInterval (the threshold moves with inactive_file).
+func (m *Manager) updateNotifiers(ctx context.Context, summary *statsapi.Summary, now time.Time) {
+	if len(m.notifiers) == 0 || (!m.thresholdsLastUpdated.IsZero() && now.Sub(m.thresholdsLastUpdated) <= notifierRefreshInterval) {
+		return
+	}
+	m.thresholdsLastUpdated = now
+	for _, n := range m.notifiers {
+		if err := n.UpdateThreshold(ctx, summary); err != nil {
+			log.G(ctx).WithError(err).WithField("notifier", n.Description()).Info("eviction manager: failed to update notifier")
+		}
+	}
+}
+
+func (m *Manager) stopNotifiers() {
+	for _, n := range m.notifiers {
+		n.Stop()
+	}
+}
+
+func (m *Manager) notifierDescriptions() string {
+	d := make([]string, len(m.notifiers))
+	for i, n := range m.notifiers {
+		d[i] = n.Description()
+	}
+	return strings.Join(d, ", ")
 }
 
 func (m *Manager) waitCleanup(ctx context.Context, pods Pods, pod *v1.Pod) {
@@ -180,6 +252,7 @@ func (m *Manager) synchronize(ctx context.Context, pods Pods) (*v1.Pod, error) {
 	obs := observe(summary)
 	stats := podStatsOf(summary)
 	now := m.cfg.Clock.Now()
+	m.updateNotifiers(ctx, summary, now)
 
 	m.mu.RLock()
 	prevMet, prevFirst, prevLast, prevObs := m.thresholdsMet, m.thresholdsFirstObservedAt, m.conditionsLastObservedAt, m.lastObservations

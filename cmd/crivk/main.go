@@ -144,6 +144,7 @@ type options struct {
 	evictionMaxPodGracePeriod  int64
 	evictionPressureTransition time.Duration
 	evictionMonitoringPeriod   time.Duration
+	kernelMemcgNotification    bool
 	// maxContainerRestartPeriod caps the crash-loop back-off.
 	maxContainerRestartPeriod time.Duration
 
@@ -251,6 +252,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.evictionFlags.MinimumReclaim, "eviction-minimum-reclaim", "", "minimum reclaims (e.g. imagefs.available=2Gi): a met threshold stays met until this much more is available")
 	fs.DurationVar(&o.evictionPressureTransition, "eviction-pressure-transition-period", eviction.DefaultPressureTransitionPeriod, "how long a pressure condition stays after its threshold was last met")
 	fs.DurationVar(&o.evictionMonitoringPeriod, "eviction-monitoring-period", eviction.DefaultMonitoringPeriod, "how often the eviction manager observes the node (the kubelet's fixed 10s)")
+	fs.BoolVar(&o.kernelMemcgNotification, "kernel-memcg-notification", false, "be told by the kernel (memcg threshold notification, cgroup v1) when memory.available crosses an eviction threshold, rather than only polling")
 	fs.IntVar(&o.healthzPort, "healthz-port", 10248, "port of the plain-HTTP /healthz endpoint (the API connection, the runtime, the sync loop; internal/healthz), as the kubelet's; 0 disables it")
 	fs.StringVar(&o.healthzBindAddress, "healthz-bind-address", "127.0.0.1", "IP address the /healthz endpoint listens on")
 	fs.DurationVar(&o.maxContainerRestartPeriod, "max-container-restart-period", 300*time.Second, "the longest crash-loop back-off delay between restarts of a container, in [1s, 300s]; the first delay is 10s or this if shorter (the KubeletConfiguration's crashLoopBackOff.maxContainerRestartPeriod, which the kubelet has no flag for)")
@@ -901,7 +903,7 @@ func newEvictionManager(o *options, rt *cri.Runtime, recorder record.EventRecord
 		MaxPodGracePeriodSeconds: o.evictionMaxPodGracePeriod, MonitoringPeriod: o.evictionMonitoringPeriod,
 		LocalStorageCapacityIsolation: true, Summary: st.Summarize, Recorder: recorder, NodeName: o.nodeName,
 		ObserveEviction: agentMetrics.ObserveEviction, ObserveStatsAge: agentMetrics.ObserveEvictionStatsAge,
-		ImageGC: gcs, ContainerGC: gcs,
+		ImageGC: gcs, ContainerGC: gcs, KernelMemcgNotification: o.kernelMemcgNotification,
 	})
 }
 

@@ -34,6 +34,7 @@ var flagGroups = []struct {
 	{"Eviction", []string{
 		"eviction-hard", "eviction-soft", "eviction-soft-grace-period", "eviction-max-pod-grace-period",
 		"eviction-minimum-reclaim", "eviction-pressure-transition-period", "eviction-monitoring-period",
+		"kernel-memcg-notification",
 	}},
 	{"Garbage collection", []string{
 		"image-gc-high-threshold", "image-gc-low-threshold", "image-minimum-gc-age", "image-maximum-gc-age",

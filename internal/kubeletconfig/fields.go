@@ -71,6 +71,7 @@ var mappings = []mapping{
 	stringMap("evictionMinimumReclaim", "eviction-minimum-reclaim", "=", func(c *KC) *map[string]string { return &c.EvictionMinimumReclaim }),
 	duration("evictionPressureTransitionPeriod", "eviction-pressure-transition-period", func(c *KC) *metav1.Duration { return &c.EvictionPressureTransitionPeriod }),
 	i32("evictionMaxPodGracePeriod", "eviction-max-pod-grace-period", func(c *KC) *int32 { return &c.EvictionMaxPodGracePeriod }),
+	boolean("kernelMemcgNotification", "kernel-memcg-notification", func(c *KC) *bool { return &c.KernelMemcgNotification }),
 	i32Ptr("imageGCHighThresholdPercent", "image-gc-high-threshold", func(c *KC) **int32 { return &c.ImageGCHighThresholdPercent }),
 	i32Ptr("imageGCLowThresholdPercent", "image-gc-low-threshold", func(c *KC) **int32 { return &c.ImageGCLowThresholdPercent }),
 	duration("imageMinimumGCAge", "image-minimum-gc-age", func(c *KC) *metav1.Duration { return &c.ImageMinimumGCAge }),

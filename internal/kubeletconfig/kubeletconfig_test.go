@@ -171,6 +171,7 @@ type testFlags struct {
 	evictionHard, taints, dns  string
 	pulls                      int
 	webhook, anonymous, perQOS bool
+	memcg                      bool
 	manifests, bootstrap       string
 }
 
@@ -187,6 +188,7 @@ func newTestFlags() *testFlags {
 	f.fs.BoolVar(&f.webhook, "authentication-token-webhook", true, "")
 	f.fs.BoolVar(&f.anonymous, "anonymous-auth", false, "")
 	f.fs.BoolVar(&f.perQOS, "cgroups-per-qos", true, "")
+	f.fs.BoolVar(&f.memcg, "kernel-memcg-notification", false, "")
 	f.fs.StringVar(&f.manifests, "pod-manifest-path", "", "")
 	f.fs.StringVar(&f.bootstrap, "bootstrap-kubeconfig", "", "")
 	f.files = AddFlags(f.fs)
@@ -210,6 +212,22 @@ func TestApply(t *testing.T) {
 					f.taints != "a=b:NoSchedule,c:NoExecute" || f.webhook || !f.anonymous || f.perQOS ||
 					f.evictionHard != "memory.available<1Gi,nodefs.available<5%" || f.pulls != 0 || f.manifests != "/etc/m" {
 					t.Errorf("flags after Apply: %+v", *f)
+				}
+			},
+		},
+		"kernelMemcgNotification sets --kernel-memcg-notification": {
+			file: "kernelMemcgNotification: true\n",
+			check: func(t *testing.T, f *testFlags) {
+				if !f.memcg {
+					t.Errorf("kernel-memcg-notification false after kernelMemcgNotification: true")
+				}
+			},
+		},
+		"kernelMemcgNotification false (the default) is accepted": {
+			file: "kernelMemcgNotification: false\n",
+			check: func(t *testing.T, f *testFlags) {
+				if f.memcg {
+					t.Errorf("kernel-memcg-notification true after kernelMemcgNotification: false")
 				}
 			},
 		},

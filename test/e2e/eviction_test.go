@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,6 +137,31 @@ func evictionsMetricOf(t *testing.T, node, signal string) float64 {
 // beside it is untouched; a BestEffort pod created under the pressure is
 // refused; the pressure clears after the transition period (30 s here).
 func TestEvictionMemory(t *testing.T) {
+	testEvictionMemory(t, memoryCrivk)
+}
+
+// TestEvictionMemoryMemcg is TestEvictionMemory's scenario with
+// --kernel-memcg-notification: the kernel's memcg threshold event is
+// logged when the hog crosses the threshold, and the round that evicts
+// the hog is the one that event ran (it starts within a second of the
+// event, not at the next 10 s poll).
+func TestEvictionMemoryMemcg(t *testing.T) {
+	testEvictionMemory(t, memoryCrivkMemcg)
+}
+
+// memoryAgent is the node agent (and its setting) the memory scenario runs
+// against.
+type memoryAgent string
+
+const (
+	memoryCrivk      memoryAgent = "crivk"
+	memoryCrivkMemcg memoryAgent = "crivk --kernel-memcg-notification"
+	// memoryKubelet: the kubelet v1.35 on a node of its own
+	// (memory_kubelet_test.go).
+	memoryKubelet memoryAgent = "kubelet"
+)
+
+func testEvictionMemory(t *testing.T, agent memoryAgent) {
 	const (
 		margin     = 400 // MiB between what is available and the threshold
 		fill       = 900 // MiB the hog writes
@@ -149,19 +177,35 @@ func TestEvictionMemory(t *testing.T) {
 	if threshold < 200 {
 		t.Skipf("only %d MiB available: too little to run the memory test", availMi)
 	}
-	t.Logf("node memory available %d MiB: --eviction-hard=memory.available<%dMi", availMi, threshold)
-	withCrivkFlags(t, nil, nil, fmt.Sprintf("--eviction-hard=memory.available<%dMi", threshold),
-		"--eviction-pressure-transition-period="+transition.String())
-	waitNodeReady(t, v1.ConditionTrue, 60*time.Second)
+	t.Logf("%s: node memory available %d MiB: --eviction-hard=memory.available<%dMi", agent, availMi, threshold)
+	flags := []string{fmt.Sprintf("--eviction-hard=memory.available<%dMi", threshold), "--eviction-pressure-transition-period=" + transition.String()}
+	node := nodeName
+	var logFrom int64
+	switch agent {
+	case memoryKubelet:
+		node = startMemoryKubelet(t, flags...)
+	case memoryCrivkMemcg:
+		logFrom = crivkLogSize(t)
+		flags = append(flags, "--kernel-memcg-notification")
+		fallthrough
+	default:
+		withCrivkFlags(t, nil, nil, flags...)
+		waitNodeReady(t, v1.ConditionTrue, 60*time.Second)
+	}
+	onNode := func(p *v1.Pod) *v1.Pod {
+		p.Spec.NodeSelector = nil
+		p.Spec.NodeName = node
+		return p
+	}
 	ns := newNamespace(t)
 
-	guaranteed := busyboxPod("guaranteed", v1.RestartPolicyAlways, "sleep 3600")
+	guaranteed := onNode(busyboxPod("guaranteed", v1.RestartPolicyAlways, "sleep 3600"))
 	q := v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("64Mi")}
 	guaranteed.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: q, Limits: q}
 	createPod(t, ns, guaranteed)
 	waitPod(t, ns, "guaranteed", 60*time.Second, "Running", isRunningReady)
 
-	hog := busyboxPod("hog", v1.RestartPolicyAlways, fmt.Sprintf("sleep 2; dd if=/dev/zero of=/scratch/fill bs=1M count=%d; sleep 3600", fill))
+	hog := onNode(busyboxPod("hog", v1.RestartPolicyAlways, fmt.Sprintf("sleep 2; dd if=/dev/zero of=/scratch/fill bs=1M count=%d; sleep 3600", fill)))
 	hog.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceMemory: resource.MustParse("32Mi")}
 	hog.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
 	hog.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}}}
@@ -169,18 +213,16 @@ func TestEvictionMemory(t *testing.T) {
 	waitPod(t, ns, "hog", 60*time.Second, "Running", isRunningReady)
 	filling := time.Now().Add(2 * time.Second)
 
-	toPressure := waitNodeCondition(t, v1.NodeMemoryPressure, v1.ConditionTrue, 60*time.Second)
+	toPressure := waitNodeConditionOf(t, node, v1.NodeMemoryPressure, v1.ConditionTrue, 60*time.Second)
 	pressureAt := time.Now()
-	c := nodeCondition(testContext(t, 10*time.Second), v1.NodeMemoryPressure)
+	c := nodeConditionOf(testContext(t, 10*time.Second), node, v1.NodeMemoryPressure)
 	if c.Reason != "KubeletHasInsufficientMemory" || c.Message != "kubelet has insufficient memory available" {
 		t.Errorf("MemoryPressure %q %q, want the kubelet's", c.Reason, c.Message)
 	}
 
 	// Under the pressure a BestEffort pod is refused (bound directly: the
 	// scheduler keeps it off the tainted node).
-	be := busyboxPod("besteffort", v1.RestartPolicyAlways, "sleep 3600")
-	be.Spec.NodeSelector = nil
-	be.Spec.NodeName = nodeName
+	be := onNode(busyboxPod("besteffort", v1.RestartPolicyAlways, "sleep 3600"))
 	createPod(t, ns, be)
 	refused := waitPod(t, ns, "besteffort", 30*time.Second, "refused", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
 	if refused.Status.Reason != "Evicted" || refused.Status.Message != "Pod was rejected: The node had condition: [MemoryPressure]. " {
@@ -205,7 +247,7 @@ func TestEvictionMemory(t *testing.T) {
 	if ev := evictedEvent(t, ns, "hog"); ev != msg {
 		t.Errorf("Evicted event %q, want the status message", ev)
 	}
-	if n := evictionsMetric(t, "memory.available"); n < 1 {
+	if n := evictionsMetricOf(t, node, "memory.available"); n < 1 {
 		t.Errorf("kubelet_evictions{eviction_signal=memory.available} = %v", n)
 	}
 
@@ -216,8 +258,11 @@ func TestEvictionMemory(t *testing.T) {
 	if !isRunningReady(g) || g.Status.ContainerStatuses[0].RestartCount != 0 || disruptionTarget(g) != nil {
 		t.Errorf("the Guaranteed pod was touched: %+v", g.Status)
 	}
+	if agent == memoryCrivkMemcg {
+		checkMemcgRound(t, logFrom)
+	}
 
-	toClear := waitNodeCondition(t, v1.NodeMemoryPressure, v1.ConditionFalse, transition+60*time.Second)
+	toClear := waitNodeConditionOf(t, node, v1.NodeMemoryPressure, v1.ConditionFalse, transition+60*time.Second)
 	clearedAt := time.Now()
 	if clearedAt.Sub(evictedAt) < transition-5*time.Second {
 		t.Errorf("MemoryPressure cleared %s after the eviction, before the %s transition period", clearedAt.Sub(evictedAt), transition)
@@ -226,9 +271,79 @@ func TestEvictionMemory(t *testing.T) {
 	if p, err := client.CoreV1().Pods(ns).Get(testContext(t, 10*time.Second), "hog", metav1.GetOptions{}); err != nil || p.Status.Phase != v1.PodFailed {
 		t.Errorf("the evicted pod: %v, phase %v; want it kept Failed", err, p.Status.Phase)
 	}
-	t.Logf("figures: dd started -> MemoryPressure=True in the API %.1fs (waited %.1fs); -> hog Failed/Evicted %.1fs after the pressure; "+
-		"-> MemoryPressure=False %.1fs after the eviction (waited %.1fs; transition period %s)",
-		pressureAt.Sub(filling).Seconds(), toPressure.Seconds(), evictedAt.Sub(pressureAt).Seconds(), clearedAt.Sub(evictedAt).Seconds(), toClear.Seconds(), transition)
+	t.Logf("figures (%s): dd started -> MemoryPressure=True in the API %.1fs (waited %.1fs); -> hog Failed/Evicted %.1fs after the pressure (%.1fs after dd started); "+
+		"-> MemoryPressure=False %.1fs after the eviction (waited %.1fs; transition period %s); message %q; Guaranteed pod Running, 0 restarts",
+		agent, pressureAt.Sub(filling).Seconds(), toPressure.Seconds(), evictedAt.Sub(pressureAt).Seconds(), evictedAt.Sub(filling).Seconds(),
+		clearedAt.Sub(evictedAt).Seconds(), toClear.Seconds(), transition, msg)
+}
+
+// crivkLogPath is the shared node's crivk log (main_test.go appends to it).
+func crivkLogPath() string { return filepath.Join(mustEnv("LOCAL_DIR"), "logs", "crivk-e2e.log") }
+
+// crivkLogSize is the crivk log's size now: what a test reads after it.
+func crivkLogSize(t *testing.T) int64 {
+	t.Helper()
+	fi, err := os.Stat(crivkLogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// checkMemcgRound: crivk's log since from shows the notifier created, the
+// kernel's event logged, and the memory reclaim (the hog's eviction) begun
+// within 2 s of an event: the round was the event's, not the 10 s poll's.
+func checkMemcgRound(t *testing.T, from int64) {
+	t.Helper()
+	raw, err := os.ReadFile(crivkLogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from > int64(len(raw)) {
+		from = 0
+	}
+	var created bool
+	var events []time.Time
+	var reclaim time.Time
+	timeRE := regexp.MustCompile(`^time="([^"]+)"`)
+	for _, line := range strings.Split(string(raw[from:]), "\n") {
+		m := timeRE.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, m[1])
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.Contains(line, "created memoryThresholdNotifier"):
+			created = true
+		case strings.Contains(line, "memcg threshold notification: memory eviction threshold crossed"):
+			events = append(events, at)
+		case strings.Contains(line, "attempting to reclaim") && strings.Contains(line, "resource=memory") && reclaim.IsZero():
+			reclaim = at
+		}
+	}
+	if !created {
+		t.Fatalf("crivk logged no memoryThresholdNotifier (see %s)", crivkLogPath())
+	}
+	if len(events) == 0 {
+		t.Fatalf("crivk logged no memcg threshold event (see %s)", crivkLogPath())
+	}
+	if reclaim.IsZero() {
+		t.Fatalf("crivk logged no memory reclaim (see %s)", crivkLogPath())
+	}
+	var lead time.Duration = -1
+	for _, e := range events {
+		if d := reclaim.Sub(e); d >= 0 && (lead < 0 || d < lead) {
+			lead = d
+		}
+	}
+	if lead < 0 || lead > 2*time.Second {
+		t.Errorf("the memory reclaim at %s did not follow a memcg event within 2s (events %v)", reclaim.Format(time.RFC3339Nano), events)
+	}
+	t.Logf("memcg: %d threshold event(s), the first at %s; the reclaim round began %s after the nearest event before it",
+		len(events), events[0].Format(time.RFC3339Nano), lead)
 }
 
 // TestEvictionEmptyDirSizeLimit: a pod writing past its emptyDir sizeLimit
