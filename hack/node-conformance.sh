@@ -60,7 +60,10 @@
 # what crivk lacks: readOnlyPort 10255 (the Summary API specs read
 # /stats/summary there, util.go getNodeSummary) and volumeStatsAggPeriod 10s.
 # crivk's pod cgroups go under / (CRIVK_CGROUP_ROOT=/), as the kubelet's:
-# pods_container_manager_test.go looks for /kubepods.
+# pods_container_manager_test.go looks for /kubepods. Both agents run with
+# --root-dir=/var/lib/kubelet, the suite's KubeletRootDirectory, which its
+# specs read directly (pods/<uid>/volumes, device-plugins/kubelet.sock,
+# pod-resources); the project's scripts otherwise keep it under _output.
 #
 # Restarting the agent: the specs that restart or reconfigure the kubelet
 # (util.go restartKubelet, mustStopKubelet, updateKubeletConfig) do it with
@@ -235,7 +238,7 @@ fi
 
 MANIFESTS=${LOCAL_DIR}/manifests
 rm -rf "${MANIFESTS}"
-mkdir -p "${MANIFESTS}" /var/log/pods
+mkdir -p "${MANIFESTS}" /var/log/pods /var/lib/kubelet "${LOCAL_DIR}/crivk"
 cat >"${RESULTS}/agent-config.d/10-node-e2e.conf" <<CFG
 # Both agents (hack/node-conformance.sh explains each field).
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -268,7 +271,7 @@ clusterDomain: cluster.local
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 CFG
-agent_args=(--config-dir="${RESULTS}/agent-config.d")
+agent_args=(--config-dir="${RESULTS}/agent-config.d" --root-dir=/var/lib/kubelet)
 if [ "${NODE_AGENT}" = kubelet ]; then
   cat >"${RESULTS}/agent-config.d/20-kubelet-only.conf" <<CFG
 # The kubelet only: crivk refuses these fields at start (what it lacks for the suite).
