@@ -158,15 +158,29 @@ fi
 cd "${ROOT}"
 log() { echo "node-conformance: $*"; }
 
+# suite_args HOST TOKEN NODE CRI REPORT_DIR: sets suite_args, the arguments
+# of e2e_node.test (see the top); the dry run passes the same, so that it
+# also checks them.
+suite_args() {
+  suite_args=(--start-services=false --stop-services=false
+    --host="$1" --bearer-token="$2" --node-name="$3"
+    --container-runtime-endpoint="$4" --image-service-endpoint="$4"
+    --prepull-images=false --dns-domain=cluster.local
+    --report-dir="$5" "${extra_args[@]}")
+}
+
 if [ "${DRY_RUN}" = 1 ]; then
   hack/build-kube.sh e2e_node.test ginkgo >/dev/null
   dir=$(mktemp -d)
-  # --dry-run runs no BeforeSuite: nothing is contacted.
+  suite_args https://127.0.0.1:6443 dry-run dry-run unix:///dry-run.sock "${dir}"
+  # --dry-run runs no BeforeSuite: nothing is contacted. An unknown argument
+  # fails it.
+  rc=0
   (cd "${dir}" && "${ROOT}/_output/bin/ginkgo" --dry-run --no-color "${ginkgo_select[@]}" \
-    "${ROOT}/_output/bin/e2e_node.test" -- --start-services=false --prepull-images=false) |
-    grep -E '^Will run [0-9]+ of [0-9]+ specs'
+    "${ROOT}/_output/bin/e2e_node.test" -- "${suite_args[@]}") >"${dir}/dry-run.log" 2>&1 || rc=$?
+  grep -E '^Will run [0-9]+ of [0-9]+ specs' "${dir}/dry-run.log" || tail -n 20 "${dir}/dry-run.log"
   rm -rf "${dir}"
-  exit 0
+  exit "${rc}"
 fi
 
 RESULTS=${ROOT}/_output/node-conformance/${NODE_AGENT}-$(date -u +%Y%m%dT%H%M%SZ)
@@ -342,15 +356,10 @@ log "  focus: ${FOCUS}; skip: ${SKIP}${LABEL_FILTER:+; label filter: ${LABEL_FIL
 started=$(date +%s)
 rc=0
 # The suite writes into its working directory (kubelet.conf.d, kubelet-config).
+suite_args "${APISERVER_URL}" "${token}" "${NODE_NAME}" "${CRI_ENDPOINT}" "${RESULTS}"
 (cd "${RESULTS}/work" && "${ROOT}/_output/bin/ginkgo" --procs="${PROCS}" "${ginkgo_select[@]}" \
   --timeout="${TIMEOUT}" --no-color --output-dir="${RESULTS}" --junit-report=junit.xml \
-  "${ROOT}/_output/bin/e2e_node.test" -- \
-  --start-services=false --stop-services=false \
-  --host="${APISERVER_URL}" --bearer-token="${token}" --kubeconfig="${KUBECONFIG}" \
-  --node-name="${NODE_NAME}" \
-  --container-runtime-endpoint="${CRI_ENDPOINT}" --image-service-endpoint="${CRI_ENDPOINT}" \
-  --prepull-images=false --dns-domain=cluster.local \
-  --report-dir="${RESULTS}" "${extra_args[@]}") >"${RESULTS}/e2e.log" 2>&1 || rc=$?
+  "${ROOT}/_output/bin/e2e_node.test" -- "${suite_args[@]}") >"${RESULTS}/e2e.log" 2>&1 || rc=$?
 elapsed=$(($(date +%s) - started))
 
 [ "${rc}" -eq 0 ] || collect_evidence "e2e_node.test (ginkgo) exited ${rc}: a spec failed or the run did not complete"
