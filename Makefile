@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 VERSION ?= v1.35.4-crivk.0
 NODE_AGENT ?= crivk
 
-.PHONY: all build run test test-unit test-conformance test-e2e test-helm conformance bench chaos release local-up local-down deps clean
+.PHONY: all build run test test-unit test-conformance test-e2e test-helm conformance node-conformance bench chaos release local-up local-down deps clean
 
 all: build
 
@@ -38,6 +38,10 @@ test-helm:
 ## conformance: upstream node conformance specs against NODE_AGENT=crivk|kubelet (CONFORMANCE_FOCUS/CONFORMANCE_SKIP override)
 conformance:
 	NODE_AGENT=$(NODE_AGENT) hack/conformance.sh
+
+## node-conformance: the node e2e suite (test/e2e_node, e2e_node.test) against NODE_AGENT=crivk|kubelet (NODE_CONFORMANCE_SELECTION=1|2, docs/conformance.md)
+node-conformance:
+	NODE_AGENT=$(NODE_AGENT) hack/node-conformance.sh
 
 ## bench: crivk against the kubelet and raw CRI calls (docs/benchmarks.md); BENCH_QUICK=1 for the < 5 minute plan
 bench:

@@ -8,6 +8,8 @@
 #   on request also:    kubectl    the client of the same version (hack/run.sh builds it for the
 #                                  README's quick start)
 #                       e2e.test   the conformance suite (go test -c k8s.io/kubernetes/test/e2e)
+#                       e2e_node.test  the node e2e suite (go test -c k8s.io/kubernetes/test/e2e_node),
+#                                  for hack/node-conformance.sh
 #                       agnhost    the e2e test image program (static), for hack/images.sh
 #                       ginkgo     the Ginkgo CLI of the same go.mod, to run e2e.test in parallel
 #                       metrics-server  sigs.k8s.io/metrics-server ${METRICS_SERVER_VERSION}, built in
@@ -43,6 +45,9 @@ for c in "${components[@]}"; do
     # A test binary: hack/tools/tools_e2e.go keeps its imports in go.mod/go.sum.
     e2e.test)
       CGO_ENABLED=0 go test -c -trimpath -ldflags "${ldflags}" -o "${BIN}/${c}" k8s.io/kubernetes/test/e2e ;;
+    # The node e2e suite; hack/tools/tools_e2e_node.go keeps its imports.
+    e2e_node.test)
+      CGO_ENABLED=0 go test -c -trimpath -ldflags "${ldflags}" -o "${BIN}/${c}" k8s.io/kubernetes/test/e2e_node ;;
     # Its version (2.59) is test/images/agnhost/VERSION of the same module.
     agnhost)
       CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${BIN}/${c}" k8s.io/kubernetes/test/images/agnhost ;;
