@@ -45,6 +45,8 @@ mkdir -p "${RESULTS}"
 cd "${ROOT}"
 # shellcheck source=hack/lib/evidence.sh
 source "${ROOT}/hack/lib/evidence.sh"
+# shellcheck source=hack/lib/ginkgo.sh
+source "${ROOT}/hack/lib/ginkgo.sh"
 # An earlier run's evidence would be taken for this run's.
 rm -rf "${ROOT}/_output/test-logs/conformance"
 EVIDENCE=${ROOT}/_output/test-logs/conformance/$(basename "${RESULTS}")
@@ -153,23 +155,4 @@ trap - EXIT
 
 # ---------------------------------------------------------------- summary
 
-# Ginkgo's last lines: "Ran R of T Specs in S seconds" and
-# "SUCCESS!|FAIL! -- P Passed | F Failed | N Pending | K Skipped"; the failed
-# specs are listed under "Summarizing N Failures:" as "[FAIL] ..." (or
-# [TIMEDOUT], [PANICKED], [INTERRUPTED]) lines.
-tally=$(grep -Eo '[0-9]+ Passed \| [0-9]+ Failed \| [0-9]+ Pending \| [0-9]+ Skipped' "${RESULTS}/e2e.log" | tail -n 1) || true
-if [ -z "${tally}" ]; then
-  log "e2e.test exited with ${rc} and no summary; last lines of ${RESULTS}/e2e.log:"
-  tail -n 30 "${RESULTS}/e2e.log"
-  exit 1
-fi
-read -r passed _ _ failed _ _ pending _ _ skipped _ <<<"${tally}"
-ran=$(grep -Eo 'Ran [0-9]+ of [0-9]+ Specs' "${RESULTS}/e2e.log" | tail -n 1) || true
-{
-  echo "agent ${NODE_AGENT}; e2e.test ran ${elapsed}s (exit ${rc}); results in ${RESULTS}"
-  echo "${ran:-Ran ? specs}; skipped ${skipped} (not selected by the focus, or skipped by the spec), pending ${pending}"
-  echo "${passed} passed, ${failed} failed"
-  sed -n '/^Summarizing [0-9]* Failure/,/^Ran [0-9]* of/p' "${RESULTS}/e2e.log" |
-    sed -nE 's/^[[:space:]]*\[(FAIL|TIMEDOUT|PANICKED|INTERRUPTED)\][[:space:]]*//p'
-} | tee "${RESULTS}/summary.txt"
-[ "${failed}" -eq 0 ] && [ "${rc}" -eq 0 ]
+ginkgo_summary "${RESULTS}/e2e.log" e2e.test "agent ${NODE_AGENT}; e2e.test ran ${elapsed}s (exit ${rc}); results in ${RESULTS}" "not selected by the focus, or skipped by the spec" "${rc}"

@@ -456,6 +456,9 @@ func main() {
 // node IP, the API clients, the runtime, the node object, the node API's
 // security, the engine and its loops (startEngine), then virtual-kubelet's
 // node and pod controllers until ctx ends (serveNode).
+// It stays one function: the phases share what each made (clients,
+// runtime, node object, health checks) and their order is the start-up
+// contract; each phase is a call into its package or a named function.
 func run(ctx context.Context, o *options) error {
 	if o.tracing {
 		closeTraces, err := debugserver.EnableTracing(o.traceFile)

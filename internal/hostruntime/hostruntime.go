@@ -249,7 +249,7 @@ func Run(ctx context.Context, args []string) error {
 	if ctx.Err() == nil {
 		return err
 	}
-	return h.stop()
+	return h.stop(ctx)
 }
 
 // start writes the files, joins the runtime cgroup and starts containerd
@@ -371,10 +371,10 @@ func (h *hostRuntime) watch(ctx context.Context) error {
 // stop is the SIGTERM path: containerd stays while a sandbox is ready
 // (crivk's pods keep running across a restart or upgrade of the pod);
 // otherwise the sandboxes left are removed and containerd is stopped.
-func (h *hostRuntime) stop() error {
-	// A deadline of its own, not the run's context: stop runs after
-	// SIGTERM cancelled that one, within the pod's termination grace.
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+func (h *hostRuntime) stop(runCtx context.Context) error {
+	// A deadline of its own, not the run's cancellation: stop runs after
+	// SIGTERM cancelled runCtx, within the pod's termination grace.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(runCtx), 25*time.Second)
 	defer cancel()
 	rs, done, err := criAnswers(ctx, h.o.socket(), 5*time.Second)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,30 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crivk/crivk/internal/testutil"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
-
-// configz reads the node's /configz through the API server's node proxy,
-// as the node e2e suite does (getCurrentKubeletConfig).
-func configz(ctx context.Context) (map[string]any, error) {
-	raw, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy", "configz").DoRaw(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out map[string]map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, fmt.Errorf("decoding /configz %q: %w", raw, err)
-	}
-	kc, ok := out["kubeletconfig"]
-	if !ok {
-		return nil, fmt.Errorf("/configz %q has no kubeletconfig", raw)
-	}
-	return kc, nil
-}
 
 // TestConfigFile: a KubeletConfiguration file given with --config sets
 // crivk's settings, and /configz serves them; a field crivk does not
@@ -63,7 +45,7 @@ func TestConfigFile(t *testing.T) {
 	var kc map[string]any
 	err := wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
 		var err error
-		kc, err = configz(ctx)
+		kc, err = testutil.Configz(ctx, client, nodeName)
 		return err == nil, nil
 	})
 	if err != nil {

@@ -2,12 +2,11 @@ package helm
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"reflect"
 	"testing"
 	"time"
 
+	"github.com/crivk/crivk/internal/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
@@ -17,25 +16,6 @@ import (
 // and at helm upgrade: they reach crivk only through its configuration
 // file (the chart's ConfigMap, --config).
 const installMaxPods, upgradeMaxPods = 57, 58
-
-// configz reads the running crivk's /configz as the node e2e suite reads a
-// kubelet's (getCurrentKubeletConfig): through the API server's node proxy,
-// kubectl get --raw /api/v1/nodes/<node>/proxy/configz.
-func (e *env) configz(ctx context.Context) (map[string]any, error) {
-	raw, err := e.client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", e.crivkNode, "proxy", "configz").DoRaw(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out map[string]map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, fmt.Errorf("decoding /configz %q: %w", raw, err)
-	}
-	kc, ok := out["kubeletconfig"]
-	if !ok {
-		return nil, fmt.Errorf("/configz %q has no kubeletconfig", raw)
-	}
-	return kc, nil
-}
 
 // checkConfigz: crivk runs with the chart's configuration file. Its
 // /configz shows config:'s maxPods and the fields the chart writes into the
@@ -49,7 +29,7 @@ func (e *env) checkConfigz(t *testing.T, ctx context.Context, maxPods int) {
 	var kc map[string]any
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, poll, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		kc, last = e.configz(ctx)
+		kc, last = testutil.Configz(ctx, e.client, e.crivkNode)
 		return last == nil && kc["maxPods"] == float64(maxPods), nil
 	})
 	if err != nil {
