@@ -30,6 +30,13 @@ for a in "$@"; do
   case "${a}" in --rotate-server-certificates | --rotate-server-certificates=true) serving=() ;; esac
 done
 
+# The host's one disk holds the builds, the Go caches and this cluster: a
+# share of it says nothing of this node's pods (at the default 85% image GC
+# and imagefs.available<15%, a 252 GiB disk with 37 GiB free already has
+# DiskPressure). So, as hack/run-kubelet.sh: image GC is off (the local
+# images cannot be pulled again) and the disk thresholds are absolute.
+# The GC and DiskPressure tests pass their own, on filesystems of their own
+# (test/e2e/gc_test.go, diskpressure_test.go); later flags win.
 manifests="${CRIVK_POD_MANIFEST_PATH:-${LOCAL_DIR}/manifests}"
 mkdir -p "${manifests}"
 
@@ -44,4 +51,6 @@ exec "${ROOT}/_output/bin/crivk" \
   --client-ca-file="${CA_CERT}" \
   --cgroup-root="${CRIVK_CGROUP_ROOT:-/crivk}" \
   --pod-manifest-path="${manifests}" \
+  --image-gc-high-threshold=100 --image-gc-low-threshold=99 \
+  --eviction-hard='memory.available<100Mi,nodefs.available<2Gi,nodefs.inodesFree<5%,imagefs.available<2Gi' \
   "$@"

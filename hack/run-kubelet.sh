@@ -25,6 +25,8 @@ mkdir -p "${DIR}/root" "${LOCAL_DIR}/pods"
 # v1 layout, swap, no systemd), the project's CRI endpoint, the API server's
 # client CA and webhook authn/authz for port 10250, the serving certificate
 # local-up made for the node. Image GC is off: nothing can be pulled again.
+# The disk thresholds are absolute: the host's one disk also holds the
+# builds and caches (hack/run-crivk.sh says why; the same for both agents).
 cat >"${DIR}/config.yaml" <<CFG
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -46,6 +48,11 @@ tlsCertFile: ${NODE_SERVING_CERT}
 tlsPrivateKeyFile: ${NODE_SERVING_KEY}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: 2Gi
+  nodefs.inodesFree: 5%
+  imagefs.available: 2Gi
 resolvConf: /etc/resolv.conf
 CFG
 

@@ -93,7 +93,7 @@ func waitPod(t *testing.T, ns, name string, timeout time.Duration, what string, 
 		if last != nil {
 			status = fmt.Sprintf("%+v", last.Status)
 		}
-		t.Fatalf("pod %s/%s: waiting for %s: %v; last status: %s", ns, name, what, err, status)
+		t.Fatalf("pod %s/%s: waiting for %s: %v; last status: %s; %s", ns, name, what, err, status, nodeDigest(context.Background()))
 	}
 	return last
 }

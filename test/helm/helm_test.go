@@ -171,6 +171,12 @@ func setup(t *testing.T) *env {
 		"--set", "profiling.enabled=true", "--set", "profiling.port=" + profilingPort,
 		// A field only the configuration file carries (checkConfigz).
 		"--set", "config.maxPods=" + strconv.Itoa(installMaxPods),
+		// The host's one disk is shared with the builds: image GC off and
+		// absolute disk thresholds, as hack/run-crivk.sh and
+		// hack/run-kubelet.sh run both agents.
+		"--set", "config.imageGCHighThresholdPercent=100", "--set", "config.imageGCLowThresholdPercent=99",
+		"--set", "config.evictionHard.memory\\.available=100Mi", "--set", "config.evictionHard.nodefs\\.available=2Gi",
+		"--set", "config.evictionHard.nodefs\\.inodesFree=5%", "--set", "config.evictionHard.imagefs\\.available=2Gi",
 	}
 	if e.packaged {
 		// A release's chart runs the release's image by default: nothing
