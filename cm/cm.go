@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,6 +66,9 @@ type Manager struct {
 	cfg  Config
 	root string // cleaned, absolute
 	v2   bool
+	// pids tells whether the pids controller is there: without it no
+	// pids.max is written (kubepods), and --pod-max-pids is refused.
+	pids bool
 
 	mu sync.Mutex
 	// burstable holds the CPU request (millicores) of every Burstable pod
@@ -103,7 +107,30 @@ func New(cfg Config) (*Manager, error) {
 	default:
 		m.v2 = cgroups.IsCgroup2UnifiedMode()
 	}
+	m.pids = m.hasPids()
+	if cfg.PodPidsLimit > 0 && !m.pids {
+		return nil, errors.New("--pod-max-pids needs the pids cgroup controller, which this node does not have")
+	}
 	return m, nil
+}
+
+// hasPids reports whether the pids controller is mounted (v1) or
+// available at the root (v2).
+func (m *Manager) hasPids() bool {
+	if m.v2 {
+		mount := m.cfg.V2Mount
+		if mount == "" {
+			mount = unifiedMount
+		}
+		b, err := os.ReadFile(filepath.Join(mount, "cgroup.controllers"))
+		return err == nil && slices.Contains(strings.Fields(string(b)), "pids")
+	}
+	if m.cfg.V1Mounts != nil {
+		_, ok := m.cfg.V1Mounts["pids"]
+		return ok
+	}
+	_, err := cgroups.FindCgroupMountpoint("", "pids")
+	return err == nil
 }
 
 // Version is 1 or 2, the cgroup version in use.
@@ -139,6 +166,9 @@ func (m *Manager) PodCgroup(pod *v1.Pod) string {
 func (m *Manager) Start() error {
 	pods := &cgroups.Resources{SkipDevices: true, CpuShares: uint64(podutil.MilliCPUToShares(m.cfg.PodsCPUMilli)), Memory: m.cfg.PodsMemory,
 		PidsLimit: max(m.cfg.PodsPIDs, 0)}
+	if !m.pids {
+		pods.PidsLimit = 0
+	}
 	if m.cfg.PodsCPUMilli == 0 {
 		pods.CpuShares = 0
 	}

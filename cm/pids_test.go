@@ -147,3 +147,20 @@ func TestMaxPID(t *testing.T) {
 		t.Errorf("MaxPID = %d, %v; want 63488", got, err)
 	}
 }
+
+// TestNoPidsController: without the pids controller --pod-max-pids is
+// refused at start, and kubepods is made without pids.max.
+func TestNoPidsController(t *testing.T) {
+	base := t.TempDir()
+	mounts := map[string]string{"cpu": filepath.Join(base, "cpu"), "memory": filepath.Join(base, "memory")}
+	if _, err := New(Config{Root: "/crivk", PodPidsLimit: 10, V1Mounts: mounts}); err == nil {
+		t.Error("New with --pod-max-pids and no pids controller: no error")
+	}
+	m, err := New(Config{Root: "/crivk", PodsPIDs: 32768, V1Mounts: mounts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(); err != nil {
+		t.Errorf("Start without the pids controller: %v", err)
+	}
+}
