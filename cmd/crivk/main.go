@@ -777,11 +777,9 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	go nodes.Run(ctx, nodes.ListWatch(clients.core, o.nodeName))
 	a.nodes = nodes
 	var podCgroups lifecycle.PodCgroups
-	if pods != nil {
-		podCgroups = pods
-	}
 	var processes stats.Processes
 	if pods != nil {
+		podCgroups = pods
 		processes = pods
 	}
 	gcs := &reclaim{}
