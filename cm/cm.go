@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +43,14 @@ type Config struct {
 	// system and kube reservations). 0: no bound.
 	PodsCPUMilli int64
 	PodsMemory   int64
+	// PodsPIDs bounds the processes of every pod together: the kubepods
+	// cgroup's pids.max (the node's pid capacity, MaxPID, minus the pid
+	// reservations), as the kubelet's node allocatable cgroup. 0: no bound.
+	PodsPIDs int64
+	// PodPidsLimit is each pod cgroup's pids.max (--pod-max-pids, the
+	// kubelet's podPidsLimit); 0 or less: none, the pod is bounded by
+	// kubepods only.
+	PodPidsLimit int64
 
 	// V1Mounts, when set, replaces the machine's cgroup v1 mounts
 	// (controller -> directory): unit tests run on a temporary tree.
@@ -57,6 +66,9 @@ type Manager struct {
 	cfg  Config
 	root string // cleaned, absolute
 	v2   bool
+	// pids tells whether the pids controller is there: without it no
+	// pids.max is written (kubepods), and --pod-max-pids is refused.
+	pids bool
 
 	mu sync.Mutex
 	// burstable holds the CPU request (millicores) of every Burstable pod
@@ -95,7 +107,30 @@ func New(cfg Config) (*Manager, error) {
 	default:
 		m.v2 = cgroups.IsCgroup2UnifiedMode()
 	}
+	m.pids = m.hasPids()
+	if cfg.PodPidsLimit > 0 && !m.pids {
+		return nil, errors.New("--pod-max-pids needs the pids cgroup controller, which this node does not have")
+	}
 	return m, nil
+}
+
+// hasPids reports whether the pids controller is mounted (v1) or
+// available at the root (v2).
+func (m *Manager) hasPids() bool {
+	if m.v2 {
+		mount := m.cfg.V2Mount
+		if mount == "" {
+			mount = unifiedMount
+		}
+		b, err := os.ReadFile(filepath.Join(mount, "cgroup.controllers"))
+		return err == nil && slices.Contains(strings.Fields(string(b)), "pids")
+	}
+	if m.cfg.V1Mounts != nil {
+		_, ok := m.cfg.V1Mounts["pids"]
+		return ok
+	}
+	_, err := cgroups.FindCgroupMountpoint("", "pids")
+	return err == nil
 }
 
 // Version is 1 or 2, the cgroup version in use.
@@ -129,7 +164,11 @@ func (m *Manager) PodCgroup(pod *v1.Pod) string {
 
 // Start creates kubepods and the two QoS cgroups with their values.
 func (m *Manager) Start() error {
-	pods := &cgroups.Resources{SkipDevices: true, CpuShares: uint64(podutil.MilliCPUToShares(m.cfg.PodsCPUMilli)), Memory: m.cfg.PodsMemory}
+	pods := &cgroups.Resources{SkipDevices: true, CpuShares: uint64(podutil.MilliCPUToShares(m.cfg.PodsCPUMilli)), Memory: m.cfg.PodsMemory,
+		PidsLimit: max(m.cfg.PodsPIDs, 0)}
+	if !m.pids {
+		pods.PidsLimit = 0
+	}
 	if m.cfg.PodsCPUMilli == 0 {
 		pods.CpuShares = 0
 	}
@@ -219,6 +258,17 @@ func PodResources(pod *v1.Pod) *cgroups.Resources {
 	return r
 }
 
+// podResources are the values EnsurePod writes on the pod's cgroup:
+// PodResources and, when --pod-max-pids is positive, its pids.max (the
+// kubelet's podContainerManager.EnsureExists).
+func (m *Manager) podResources(pod *v1.Pod) *cgroups.Resources {
+	r := PodResources(pod)
+	if m.cfg.PodPidsLimit > 0 {
+		r.PidsLimit = m.cfg.PodPidsLimit
+	}
+	return r
+}
+
 // EnsurePod creates the pod's cgroup with the values of its class, or sets
 // them again; the Burstable QoS cgroup follows.
 //
@@ -226,9 +276,12 @@ func PodResources(pod *v1.Pod) *cgroups.Resources {
 // exist, is left as it is, even when the pod's values changed: an
 // in-place resize changes them through ResizePodCgroup, in the kubelet's
 // order around its containers' (package cri's resize). After a restart
-// (nothing made by this Manager yet) the pod's values are written.
+// (nothing made by this Manager yet) the pod's values are written, but
+// for pids.max: a pod cgroup that exists keeps the one it was made with,
+// as the kubelet writes podPidsLimit only when it creates the cgroup
+// (EnsureExists leaves an existing one alone).
 func (m *Manager) EnsurePod(pod *v1.Pod) error {
-	name, res := m.PodCgroup(pod), PodResources(pod)
+	name, res := m.PodCgroup(pod), m.podResources(pod)
 	m.mu.Lock()
 	prev, ok := m.applied[pod.UID]
 	m.mu.Unlock()
@@ -236,6 +289,11 @@ func (m *Manager) EnsurePod(pod *v1.Pod) error {
 		return nil
 	}
 	if !ok || prev.name != name || !reflect.DeepEqual(prev.res, *res) || !allExist(prev.paths) {
+		if !ok && res.PidsLimit != 0 {
+			if mgr, err := m.manager(name, &cgroups.Resources{SkipDevices: true}); err == nil && m.exists(mgr) {
+				res.PidsLimit = 0
+			}
+		}
 		want := *res
 		mgr, err := m.ensure(name, res)
 		if err != nil {
@@ -385,6 +443,47 @@ func (m *Manager) PodUIDs() ([]types.UID, error) {
 		}
 	}
 	return uids, nil
+}
+
+// ContainerProcesses counts the processes in a container's cgroup, below
+// its pod's: cAdvisor's ProcessCount, the lines of the cgroup.procs of the
+// container's cpu cgroup (v1) or of its unified cgroup (v2), which the
+// kubelet sums per pod into /stats/summary's process_stats. containerd
+// names a container's cgroup <pod cgroup>/<container ID> (cgroupfs
+// driver). A pod with no cgroup, or a container with none, is an error
+// wrapping os.ErrNotExist.
+func (m *Manager) ContainerProcesses(podUID types.UID, containerID string) (uint64, error) {
+	m.mu.Lock()
+	prev, ok := m.applied[podUID]
+	m.mu.Unlock()
+	names := []string{prev.name}
+	if !ok {
+		// Not synced since crivk started: the pod's cgroup is in one of
+		// the QoS classes.
+		names = names[:0]
+		for _, q := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
+			names = append(names, path.Join(m.qosCgroup(q), podPrefix+string(podUID)))
+		}
+	}
+	for _, pod := range names {
+		mgr, err := m.manager(path.Join(pod, containerID), &cgroups.Resources{SkipDevices: true})
+		if err != nil {
+			return 0, err
+		}
+		dir := mgr.Path("")
+		if !m.v2 {
+			dir = mgr.Path("cpu")
+		}
+		pids, err := cgroups.GetPids(dir)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("processes of container %s of pod %s: %w", containerID, podUID, err)
+		}
+		return uint64(len(pids)), nil
+	}
+	return 0, fmt.Errorf("container %s of pod %s has no cgroup: %w", containerID, podUID, os.ErrNotExist)
 }
 
 // PodDir is the directory of the pod's cgroup in the memory hierarchy (v1)

@@ -9,7 +9,8 @@
 // live beside a kubelet on one machine):
 //
 //	<root>/kubepods                     cpu.shares = allocatable CPU, memory limit =
-//	                                    capacity - system-reserved - kube-reserved
+//	                                    capacity - system-reserved - kube-reserved,
+//	                                    pids.max = MaxPID - the pid reservations
 //	<root>/kubepods/pod<uid>            Guaranteed pods
 //	<root>/kubepods/burstable           cpu.shares = sum of the Burstable pods' CPU requests
 //	<root>/kubepods/burstable/pod<uid>  Burstable pods
@@ -21,7 +22,11 @@
 // sidecars, pod-level resources and overhead into account): CPU shares from
 // the requests; CFS quota and period when every container has a CPU limit;
 // the memory limit when every container has a memory limit; a BestEffort pod
-// only gets the minimum shares. The pod's sandbox is created with the pod
+// only gets the minimum shares. With --pod-max-pids N > 0 (the kubelet's
+// podPidsLimit) every pod cgroup gets pids.max N when it is made, whatever
+// its class: a pod cgroup that already exists (crivk restarted with
+// another N) keeps its own, as the kubelet writes it only at creation.
+// The pod's sandbox is created with the pod
 // cgroup as its cgroup parent, so containerd puts the sandbox and every
 // container of the pod below it, where the container's own limits apply.
 //
@@ -62,6 +67,10 @@
 // cri.Config.PodCgroups, wired by cmd/crivk); PodCgroupValues tells it
 // what grows and what shrinks. EnsurePod leaves an existing pod cgroup
 // it made alone.
+//
+// ContainerProcesses counts a container's processes in its cgroup below
+// the pod's, for /stats/summary's process_stats (package nodeapi/stats,
+// through the Processes interface it declares; wired by cmd/crivk).
 //
 // The package sits beside lifecycle, not under it, as the kubelet keeps cm
 // beside its pod logic: the engine knows it only through the PodCgroups

@@ -46,6 +46,9 @@ type Config struct {
 	// MemoryCapacity is the machine's memory in bytes (/stats/summary's
 	// available memory).
 	MemoryCapacity func() (int64, error)
+	// Processes counts the containers' processes (/stats/summary's
+	// process_stats); nil: none reported.
+	Processes stats.Processes
 	// Clock dates the answers; nil: the real clock.
 	Clock clock.PassiveClock
 	// KubeletConfig is the effective configuration /configz serves
@@ -88,7 +91,7 @@ func New(cfg Config) (http.Handler, error) {
 		cfg.Clock = clock.RealClock{}
 	}
 	st, err := stats.New(stats.Config{NodeName: cfg.NodeName, RootDir: cfg.RootDir, Runtime: cfg.Stats, ImageFs: cfg.ImageFs,
-		MemoryCapacity: cfg.MemoryCapacity, Clock: cfg.Clock})
+		MemoryCapacity: cfg.MemoryCapacity, Clock: cfg.Clock, Processes: cfg.Processes})
 	if err != nil {
 		return nil, fmt.Errorf("node API: %w", err)
 	}

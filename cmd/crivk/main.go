@@ -132,6 +132,8 @@ type options struct {
 	kubeReserved   string
 	evictionHard   string
 	reservations   nodestatus.Reservations
+	// podMaxPids is each pod cgroup's pids.max (-1: none).
+	podMaxPids int64
 	// oomScoreAdj is crivk's own OOM score adjustment (the kubelet's
 	// --oom-score-adj).
 	oomScoreAdj int
@@ -245,6 +247,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.cgroupsPerQOS, "cgroups-per-qos", true, "make the QoS and pod cgroups and create sandboxes in them, as the kubelet (false: the runtime's default cgroup, container limits only)")
 	fs.StringVar(&o.systemReserved, "system-reserved", "", "resources reserved for the system, e.g. cpu=100m,memory=500Mi,ephemeral-storage=1Gi (the kubelet's format)")
 	fs.StringVar(&o.kubeReserved, "kube-reserved", "", "resources reserved for Kubernetes daemons, in --system-reserved's format")
+	fs.Int64Var(&o.podMaxPids, "pod-max-pids", -1, "Set the maximum number of processes per pod.  If -1, the kubelet defaults to the node allocatable pid capacity.")
 	fs.StringVar(&o.evictionHard, "eviction-hard", nodestatus.DefaultEvictionHard, "hard eviction thresholds (e.g. memory.available<1Gi): met, a pod is evicted; taken off the allocatable too (the kubelet's format and default)")
 	fs.StringVar(&o.evictionFlags.Soft, "eviction-soft", "", "soft eviction thresholds (e.g. memory.available<1.5Gi): met for their --eviction-soft-grace-period, a pod is evicted")
 	fs.StringVar(&o.evictionFlags.SoftGracePeriod, "eviction-soft-grace-period", "", "grace periods of the soft eviction thresholds (e.g. memory.available=1m30s)")
@@ -607,11 +610,16 @@ func setupCgroups(ctx context.Context, o *options) (*cm.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the machine's memory: %w", err)
 	}
-	bound := o.reservations.PodsBound(v1.ResourceList{
+	capacity := v1.ResourceList{
 		v1.ResourceCPU:    *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
 		v1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI),
-	})
-	m, err := cm.New(cm.Config{Root: o.cgroupRoot, PodsCPUMilli: bound.Cpu().MilliValue(), PodsMemory: bound.Memory().Value()})
+	}
+	if maxPID, err := cm.MaxPID("/proc"); err == nil {
+		capacity["pid"] = *resource.NewQuantity(maxPID, resource.DecimalSI)
+	}
+	bound := o.reservations.PodsBound(capacity)
+	m, err := cm.New(cm.Config{Root: o.cgroupRoot, PodsCPUMilli: bound.Cpu().MilliValue(), PodsMemory: bound.Memory().Value(),
+		PodsPIDs: bound.Name("pid", resource.DecimalSI).Value(), PodPidsLimit: o.podMaxPids})
 	if err != nil {
 		return nil, err
 	}
@@ -769,11 +777,13 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	go nodes.Run(ctx, nodes.ListWatch(clients.core, o.nodeName))
 	a.nodes = nodes
 	var podCgroups lifecycle.PodCgroups
+	var processes stats.Processes
 	if pods != nil {
 		podCgroups = pods
+		processes = pods
 	}
 	gcs := &reclaim{}
-	evictions, err := newEvictionManager(o, rt, recorder, agentMetrics, gcs)
+	evictions, err := newEvictionManager(o, rt, recorder, agentMetrics, gcs, processes)
 	if err != nil {
 		return nil, err
 	}
@@ -870,7 +880,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	nodeAPI, err := nodeapi.New(nodeapi.Config{NodeName: o.nodeName, RootDir: o.rootDir, Engine: a.engine,
 		APIPods:   func() ([]*v1.Pod, error) { return apiPods.List(labels.Everything()) },
 		PodStatus: rt, Streams: rt.Services(), LogFollow: rt.Services(), Stats: rt.Services(), ImageFs: rt,
-		MemoryCapacity: nodestatus.MemoryCapacity, KubeletConfig: o.config.Effective})
+		MemoryCapacity: nodestatus.MemoryCapacity, KubeletConfig: o.config.Effective, Processes: processes})
 	if err != nil {
 		return nil, err
 	}
@@ -895,9 +905,9 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 // node through its own nodeapi/stats summary (with the containers' logs).
 // Image and container GC (package images) are not wired yet: disk
 // pressure evicts pods at once.
-func newEvictionManager(o *options, rt *cri.Runtime, recorder record.EventRecorder, agentMetrics *metrics.Agent, gcs *reclaim) (*eviction.Manager, error) {
+func newEvictionManager(o *options, rt *cri.Runtime, recorder record.EventRecorder, agentMetrics *metrics.Agent, gcs *reclaim, processes stats.Processes) (*eviction.Manager, error) {
 	st, err := stats.New(stats.Config{NodeName: o.nodeName, RootDir: o.rootDir, PodLogDir: o.podLogDir, Runtime: rt.Services(), ImageFs: rt,
-		MemoryCapacity: nodestatus.MemoryCapacity})
+		MemoryCapacity: nodestatus.MemoryCapacity, Processes: processes})
 	if err != nil {
 		return nil, err
 	}

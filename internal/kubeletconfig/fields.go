@@ -63,6 +63,7 @@ var mappings = []mapping{
 	duration("nodeStatusReportFrequency", "node-status-report-frequency", func(c *KC) *metav1.Duration { return &c.NodeStatusReportFrequency }),
 	str("cgroupRoot", "cgroup-root", func(c *KC) *string { return &c.CgroupRoot }),
 	boolPtr("cgroupsPerQOS", "cgroups-per-qos", func(c *KC) **bool { return &c.CgroupsPerQOS }),
+	i64Ptr("podPidsLimit", "pod-max-pids", func(c *KC) **int64 { return &c.PodPidsLimit }),
 	stringMap("systemReserved", "system-reserved", "=", func(c *KC) *map[string]string { return &c.SystemReserved }),
 	stringMap("kubeReserved", "kube-reserved", "=", func(c *KC) *map[string]string { return &c.KubeReserved }),
 	stringMap("evictionHard", "eviction-hard", "<", func(c *KC) *map[string]string { return &c.EvictionHard }),
@@ -165,6 +166,22 @@ func i32Ptr(path, flag string, f func(*KC) **int32) mapping {
 		},
 		put: func(c *KC, v string) error {
 			n, err := parseInt32(v)
+			*f(c) = &n
+			return err
+		}}
+}
+
+func i64Ptr(path, flag string, f func(*KC) **int64) mapping {
+	return mapping{path: path, flag: flag,
+		get: func(c *KC) (string, bool) {
+			p := *f(c)
+			if p == nil {
+				return "", false
+			}
+			return strconv.FormatInt(*p, 10), true
+		},
+		put: func(c *KC, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
 			*f(c) = &n
 			return err
 		}}

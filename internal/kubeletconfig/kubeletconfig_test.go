@@ -173,6 +173,7 @@ type testFlags struct {
 	webhook, anonymous, perQOS bool
 	memcg                      bool
 	manifests, bootstrap       string
+	podMaxPids                 int64
 }
 
 func newTestFlags() *testFlags {
@@ -191,6 +192,7 @@ func newTestFlags() *testFlags {
 	f.fs.BoolVar(&f.memcg, "kernel-memcg-notification", false, "")
 	f.fs.StringVar(&f.manifests, "pod-manifest-path", "", "")
 	f.fs.StringVar(&f.bootstrap, "bootstrap-kubeconfig", "", "")
+	f.fs.Int64Var(&f.podMaxPids, "pod-max-pids", -1, "")
 	f.files = AddFlags(f.fs)
 	return f
 }
@@ -228,6 +230,31 @@ func TestApply(t *testing.T) {
 			check: func(t *testing.T, f *testFlags) {
 				if f.memcg {
 					t.Errorf("kernel-memcg-notification true after kernelMemcgNotification: false")
+				}
+			},
+		},
+		"podPidsLimit sets --pod-max-pids": {
+			file: "podPidsLimit: 1024\n",
+			check: func(t *testing.T, f *testFlags) {
+				if f.podMaxPids != 1024 {
+					t.Errorf("pod-max-pids %d after podPidsLimit: 1024", f.podMaxPids)
+				}
+			},
+		},
+		"podPidsLimit -1 (the kubelet's default) is accepted": {
+			file: "podPidsLimit: -1\n",
+			check: func(t *testing.T, f *testFlags) {
+				if f.podMaxPids != -1 {
+					t.Errorf("pod-max-pids %d after podPidsLimit: -1", f.podMaxPids)
+				}
+			},
+		},
+		"--pod-max-pids on the command line wins over podPidsLimit": {
+			file: "podPidsLimit: 1024\n",
+			args: []string{"--pod-max-pids=64"},
+			check: func(t *testing.T, f *testFlags) {
+				if f.podMaxPids != 64 {
+					t.Errorf("pod-max-pids %d, want the command line's 64 over the file's 1024", f.podMaxPids)
 				}
 			},
 		},
@@ -351,6 +378,7 @@ func TestEffective(t *testing.T) {
 	}
 	want := map[string]any{
 		"maxPods":             float64(20),
+		"podPidsLimit":        float64(-1),
 		"syncFrequency":       "3s",
 		"kubeAPIQPS":          float64(12),
 		"cgroupDriver":        "cgroupfs",

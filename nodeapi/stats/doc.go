@@ -25,6 +25,10 @@
 //	                             on disk, configMap, downwardAPI), as the kubelet (ephemeral.go)
 //	node processes (Rlimit)      min(kernel.pid_max, kernel.threads-max) and the task count
 //	                             of /proc/loadavg, as the kubelet's pidlimit
+//	pod processes                the lines of cgroup.procs of each running container's cgroup
+//	  (process_stats)            below the pod cgroup (Config.Processes: package cm), summed
+//	                             for the pod, as cAdvisor's ProcessCount; none without pod
+//	                             cgroups
 //
 // New returns both handlers, and Summarize, the summary as a value: package
 // nodeapi mounts the handlers, the eviction manager observes Summarize.

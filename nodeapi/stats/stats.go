@@ -7,6 +7,7 @@ import (
 
 	"github.com/crivk/crivk/cri"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
@@ -24,6 +25,13 @@ type Runtime interface {
 // it).
 type ImageFs interface {
 	ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error)
+}
+
+// Processes counts the processes of a running container, in its cgroup
+// below its pod's (cm.Manager implements it): cAdvisor's ProcessCount,
+// which the kubelet sums per pod into the summary's process_stats.
+type Processes interface {
+	ContainerProcesses(podUID types.UID, containerID string) (uint64, error)
 }
 
 var (
@@ -56,6 +64,9 @@ type Config struct {
 	// ProcRoot is where /proc is read (the node's process limit and
 	// count); "": /proc.
 	ProcRoot string
+	// Processes counts the containers' processes (the pods'
+	// process_stats); nil: none reported (--cgroups-per-qos=false).
+	Processes Processes
 }
 
 // Handlers are the node API's statistics endpoints.
@@ -88,7 +99,7 @@ func New(cfg Config) (Handlers, error) {
 	volumes.now = cfg.Clock.Now
 	s := summary{runtime: cfg.Runtime, sandboxes: cfg.Runtime.ListPodSandboxStats, imageFs: cfg.ImageFs.ImageFsInfo, node: node,
 		nodeName: cfg.NodeName, rootDir: cfg.RootDir, memCapacity: cfg.MemoryCapacity, started: cfg.Clock.Now(), volumes: volumes,
-		podLogDir: cfg.PodLogDir, rlimit: func(at metav1.Time) *statsapi.RlimitStats { return readRlimit(cfg.ProcRoot, at) }}
+		podLogDir: cfg.PodLogDir, processes: cfg.Processes, rlimit: func(at metav1.Time) *statsapi.RlimitStats { return readRlimit(cfg.ProcRoot, at) }}
 	return Handlers{
 		Summary:         s,
 		ResourceMetrics: resourceMetrics{runtime: cfg.Runtime, node: node},

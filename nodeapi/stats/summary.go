@@ -13,6 +13,7 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
@@ -30,7 +31,10 @@ import (
 // metrics, at most once a minute (volumestats.go); the containers' log
 // files and the pod's ephemeral storage as the kubelet counts it
 // (ephemeral.go); the node's process limit and count (Rlimit, the
-// pid.available signal). Per-pod process stats are not reported yet.
+// pid.available signal); per pod, the processes of its running
+// containers (process_stats, the sum of each container cgroup's
+// cgroup.procs lines, as cAdvisor counts them for the kubelet: the
+// sandbox's pause process is not counted).
 
 type summary struct {
 	runtime     containerStatsSource
@@ -45,6 +49,8 @@ type summary struct {
 	// podLogDir holds the pods' log directories (the containers' Logs);
 	// "": no log stats.
 	podLogDir string
+	// processes counts a container's processes (nil: no process stats).
+	processes Processes
 	// rlimit reads the node's process limit and count (nil: none).
 	rlimit func(at metav1.Time) *statsapi.RlimitStats
 	// sandboxes lists the pods' sandbox stats (nil: no network stats).
@@ -87,6 +93,7 @@ func (s summary) get(ctx context.Context) (*statsapi.Summary, error) {
 		}
 	}
 	out := statsapi.Summary{Node: s.nodeStats(ctx), Pods: podStats(stats, containers)}
+	s.addProcesses(ctx, out.Pods, stats, containers)
 	addNetwork(out.Pods, sandboxes)
 	live := map[string]bool{}
 	for i := range out.Pods {
@@ -246,6 +253,42 @@ func podStats(stats []*runtimeapi.ContainerStats, running []*runtimeapi.Containe
 		return out[i].PodRef.Namespace+"/"+out[i].PodRef.Name < out[j].PodRef.Namespace+"/"+out[j].PodRef.Name
 	})
 	return out
+}
+
+// addProcesses sets each pod's process_stats: the sum of its running
+// containers' process counts, as the kubelet's CRI stats provider sums
+// cAdvisor's (mergeProcessStats). A container whose count cannot be read
+// adds nothing; a pod with none read has no process_stats.
+func (s summary) addProcesses(ctx context.Context, pods []statsapi.PodStats, stats []*runtimeapi.ContainerStats, running []*runtimeapi.Container) {
+	if s.processes == nil {
+		return
+	}
+	isRunning := map[string]bool{}
+	for _, c := range running {
+		isRunning[c.GetId()] = true
+	}
+	counts := map[string]uint64{}
+	counted := map[string]bool{}
+	for _, st := range stats {
+		a := st.GetAttributes()
+		if !isRunning[a.GetId()] {
+			continue
+		}
+		uid := a.GetLabels()[cri.LabelPodUID]
+		n, err := s.processes.ContainerProcesses(types.UID(uid), a.GetId())
+		if err != nil {
+			log.G(ctx).WithError(err).WithField("container", a.GetId()).Debug("node API: no process count for /stats/summary")
+			continue
+		}
+		counts[uid] += n
+		counted[uid] = true
+	}
+	for i := range pods {
+		if uid := pods[i].PodRef.UID; counted[uid] {
+			n := counts[uid]
+			pods[i].ProcessStats = &statsapi.ProcessStats{ProcessCount: &n}
+		}
+	}
 }
 
 // addNetwork sets each pod's network stats from its sandbox's.
