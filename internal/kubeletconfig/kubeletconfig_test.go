@@ -173,6 +173,7 @@ type testFlags struct {
 	webhook, anonymous, perQOS bool
 	memcg                      bool
 	manifests, bootstrap       string
+	readOnlyPort               int
 }
 
 func newTestFlags() *testFlags {
@@ -191,6 +192,7 @@ func newTestFlags() *testFlags {
 	f.fs.BoolVar(&f.memcg, "kernel-memcg-notification", false, "")
 	f.fs.StringVar(&f.manifests, "pod-manifest-path", "", "")
 	f.fs.StringVar(&f.bootstrap, "bootstrap-kubeconfig", "", "")
+	f.fs.IntVar(&f.readOnlyPort, "read-only-port", 0, "")
 	f.files = AddFlags(f.fs)
 	return f
 }
@@ -264,9 +266,13 @@ func TestApply(t *testing.T) {
 			file:    "imageGCHighThresholdPercent: 90\n",
 			wantErr: "KubeletConfiguration field imageGCHighThresholdPercent is not supported by crivk (this crivk has no --image-gc-high-threshold flag)",
 		},
-		"readOnlyPort is refused with the reason": {
-			file:    "readOnlyPort: 10255\n",
-			wantErr: "KubeletConfiguration field readOnlyPort is not supported by crivk: crivk serves no read-only port (0)",
+		"readOnlyPort sets --read-only-port": {
+			file: "readOnlyPort: 10255\n",
+			check: func(t *testing.T, f *testFlags) {
+				if f.readOnlyPort != 10255 {
+					t.Errorf("--read-only-port %d, want 10255", f.readOnlyPort)
+				}
+			},
 		},
 		"the systemd cgroup driver is refused": {
 			file:    "cgroupDriver: systemd\n",
