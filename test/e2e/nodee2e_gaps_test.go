@@ -17,6 +17,7 @@ import (
 	"github.com/crivk/crivk/cri"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -189,4 +190,102 @@ func TestReadOnlyPort(t *testing.T) {
 	if code, body := get(insecure, fmt.Sprintf("https://%s:10250/pods", nodeIP)); code != http.StatusUnauthorized {
 		t.Errorf("GET /pods on 10250 without credentials: %d %.200q, want 401", code, body)
 	}
+}
+
+// TestStaticPodUpdateKeepsMirrorDuringGrace: the manifest of a running
+// static pod changes; the old static pod uses its grace period (its TERM
+// trap takes 12 s), and during it the mirror pod stays the old one,
+// Running with its UID, and no second pod of the name has a sandbox (the
+// new one waits for the name, as the kubelet's pod workers make it wait);
+// then the mirror pod is replaced by the new version's, Running. The node
+// e2e suite's MirrorPodWithGracePeriod "mirror pod termination should
+// satisfy grace period when static pod is updated" checks the same for
+// 19 s of a 20 s grace.
+func TestStaticPodUpdateKeepsMirrorDuringGrace(t *testing.T) {
+	waitNodeReady(t, v1.ConditionTrue, 90*time.Second)
+	ns := newNamespace(t)
+	manifests := os.Getenv("CRIVK_POD_MANIFEST_PATH")
+	if manifests == "" {
+		manifests = filepath.Join(mustEnv("LOCAL_DIR"), "manifests")
+	}
+	if err := os.MkdirAll(manifests, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(manifests, ns+".json")
+	write := func(version string) {
+		t.Helper()
+		pod := busyboxPod("graceful", v1.RestartPolicyAlways, "trap 'echo TERM; sleep 12; exit 0' TERM; echo "+version+"; while true; do sleep 1; done")
+		pod.APIVersion, pod.Kind = "v1", "Pod"
+		pod.Namespace = ns
+		pod.Spec.NodeSelector = nil
+		grace := int64(20)
+		pod.Spec.TerminationGracePeriodSeconds = &grace
+		data, err := json.Marshal(pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmp := filepath.Join(manifests, "."+ns+".json.tmp")
+		if err := os.WriteFile(tmp, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, file); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("v1")
+	t.Cleanup(func() { _ = os.Remove(file) })
+	name := "graceful-" + strings.ToLower(nodeName)
+	mirror := waitPod(t, ns, name, 90*time.Second, "the mirror pod Running and Ready", isRunningReady)
+	oldHash := mirror.Annotations["kubernetes.io/config.hash"]
+
+	write("v2")
+	changed := time.Now()
+	// For 8 s of the old pod's 12 s termination: the same mirror pod,
+	// Running, and at most one pod of the name with a ready sandbox.
+	sandboxUIDs := func(ctx context.Context) map[types.UID]bool {
+		sbs, err := runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{cri.LabelPodName: name, cri.LabelPodNamespace: ns},
+			State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}})
+		if err != nil {
+			t.Fatalf("listing sandboxes: %v", err)
+		}
+		uids := map[types.UID]bool{}
+		for _, sb := range sbs {
+			uids[types.UID(sb.GetMetadata().GetUid())] = true
+		}
+		return uids
+	}
+	checks := 0
+	err := wait.PollUntilContextTimeout(context.Background(), poll, 8*time.Second, true, func(ctx context.Context) (bool, error) {
+		checks++
+		p, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil || p.UID != mirror.UID || p.Status.Phase != v1.PodRunning {
+			return false, fmt.Errorf("%s after the manifest changed (check %d): mirror %s (err %v), want the old one (uid %s) Running for the old pod's grace period",
+				time.Since(changed).Round(100*time.Millisecond), checks, podSummary(p), err, mirror.UID)
+		}
+		if uids := sandboxUIDs(ctx); len(uids) > 1 {
+			return false, fmt.Errorf("two pods of the name %s/%s have ready sandboxes at once: %v", ns, name, uids)
+		}
+		return false, nil // held until the 8 s are over
+	})
+	if !wait.Interrupted(err) {
+		t.Fatal(err)
+	}
+	t.Logf("the old mirror pod held for %d checks over 8 s", checks)
+	again := waitPod(t, ns, name, 90*time.Second, "the new version's mirror pod, Running", func(p *v1.Pod) bool {
+		return p.UID != mirror.UID && p.Annotations["kubernetes.io/config.mirror"] != oldHash && isRunningReady(p)
+	})
+	t.Logf("mirror pod replaced %s after the manifest changed", time.Since(changed).Round(time.Second))
+	if sb, cs := runtimeObjects(t, types.UID(oldHash)); sb != 0 || cs != 0 {
+		t.Errorf("the old static pod (uid %s) still has %d sandboxes and %d containers after its mirror was replaced", oldHash, sb, cs)
+	}
+	if again.Annotations["kubernetes.io/config.mirror"] != again.Annotations["kubernetes.io/config.hash"] {
+		t.Errorf("new mirror annotations %v", again.Annotations)
+	}
+}
+
+func podSummary(p *v1.Pod) string {
+	if p == nil {
+		return "<none>"
+	}
+	return fmt.Sprintf("uid %s phase %s deleting %v", p.UID, p.Status.Phase, p.DeletionTimestamp != nil)
 }
