@@ -31,6 +31,14 @@
 // prober_probe_total) and /metrics (the agent's kubelet-named metrics).
 // Every request is logged at debug level with its answer's code.
 //
+// # The read-only port
+//
+// ReadOnly (readonly.go) is the kubelet's read-only server
+// (readOnlyPort, --read-only-port): the same mux, without Auth.Wrap, over
+// plain HTTP (ServeReadOnly), limited to /healthz, /pods, /stats/ and the
+// /metrics paths; the debugging paths answer 405 "Debug endpoints are
+// disabled.", everything else 404. It is off unless the port is set.
+//
 // # Authentication and authorisation
 //
 // Auth (auth.go) is the kubelet's filter without k8s.io/apiserver: a
