@@ -78,7 +78,8 @@
 //     status pass between the client and the runtime's stream server
 //     untouched (k8s.io/apimachinery's UpgradeAwareHandler).
 //   - Never serve a request the filter did not authorise (the caller's
-//     duty, step 3 above).
+//     duty, step 3 above), but on the read-only port the operator turned
+//     on, and there only its read-only paths (ReadOnly), as the kubelet.
 //   - Never import package provider (virtual-kubelet's pod interface) or
 //     virtual-kubelet's node/api: crivk serves its own node API, so the
 //     provider needs no GetContainerLogs or RunInContainer, and node/api's
