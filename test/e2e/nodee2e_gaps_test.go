@@ -245,6 +245,9 @@ func TestStaticPodUpdateKeepsMirrorDuringGrace(t *testing.T) {
 	sandboxUIDs := func(ctx context.Context) map[types.UID]bool {
 		sbs, err := runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{cri.LabelPodName: name, cri.LabelPodNamespace: ns},
 			State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}})
+		if err != nil && ctx.Err() != nil {
+			return nil
+		}
 		if err != nil {
 			t.Fatalf("listing sandboxes: %v", err)
 		}
@@ -258,11 +261,15 @@ func TestStaticPodUpdateKeepsMirrorDuringGrace(t *testing.T) {
 	err := wait.PollUntilContextTimeout(context.Background(), poll, 8*time.Second, true, func(ctx context.Context) (bool, error) {
 		checks++
 		p, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if ctx.Err() != nil {
+			// The 8 s ended during the request (its client waits on ctx).
+			return false, nil
+		}
 		if err != nil || p.UID != mirror.UID || p.Status.Phase != v1.PodRunning {
 			return false, fmt.Errorf("%s after the manifest changed (check %d): mirror %s (err %v), want the old one (uid %s) Running for the old pod's grace period",
 				time.Since(changed).Round(100*time.Millisecond), checks, podSummary(p), err, mirror.UID)
 		}
-		if uids := sandboxUIDs(ctx); len(uids) > 1 {
+		if uids := sandboxUIDs(ctx); ctx.Err() == nil && len(uids) > 1 {
 			return false, fmt.Errorf("two pods of the name %s/%s have ready sandboxes at once: %v", ns, name, uids)
 		}
 		return false, nil // held until the 8 s are over
