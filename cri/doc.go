@@ -68,7 +68,11 @@
 // The container and sandbox garbage collector (gc.go, ContainerGC, the
 // kubelet's kuberuntime_gc) shares its dead-instance rule with the plan's
 // ContainersToRemove; it learns which pods are gone through PodState
-// (lifecycle.Engine). images.go reads the images for package images' image
+// (lifecycle.Engine). Each started container's log is linked from
+// Config.ContainerLogsDir (logsymlink.go, the kubelet's
+// /var/log/containers/<pod>_<ns>_<container>-<id>.log); the link goes
+// before its container, and the collector sweeps links left dangling.
+// images.go reads the images for package images' image
 // collector (ListImages, RemoveImage, ContainerImages, SandboxImage).
 //
 // What this package must never do: talk to the Kubernetes API, keep a map of

@@ -250,6 +250,9 @@ type ContainerGCConfig struct {
 // GCResult counts what one collection removed.
 type GCResult struct {
 	Containers, Sandboxes, LogDirs int
+	// LogSymlinks counts the dead container log links removed
+	// (logsymlink.go).
+	LogSymlinks int
 }
 
 // ContainerGC is the container and sandbox garbage collector of crivk's
@@ -332,6 +335,8 @@ func (g *ContainerGC) collect(ctx context.Context, evictNonDeletedPods bool) err
 			errs = append(errs, err)
 		}
 	}
+	// Whether or not the sources are ready, as the kubelet's.
+	res.LogSymlinks = g.r.removeDeadLogSymlinks(ctx)
 	if g.cfg.Observe != nil {
 		g.cfg.Observe(res, g.r.clock.Since(start))
 	}
@@ -362,7 +367,7 @@ func (g *ContainerGC) removeContainers(ctx context.Context, gone func(types.UID)
 				continue
 			}
 		}
-		if err := g.r.removeDeadContainer(ctx, c.id, ""); err != nil {
+		if err := g.r.removeDeadContainer(ctx, c.id, "", ""); err != nil {
 			log.G(ctx).WithError(err).WithField("container", c.id).WithField("uid", c.uid).Warn("container GC: removing a dead container failed")
 			continue
 		}
@@ -444,18 +449,22 @@ func podUIDOfLogDir(name string) (types.UID, bool) {
 }
 
 // removeDeadContainer removes a container that does not run, with its log
-// file and the log's rotated files: logPath, or the runtime's when "".
+// link, its log file and the log's rotated files: logPath and link, or
+// the runtime's (its status' log path and labels) when logPath is "".
 // Both the per-sync prune (SyncPod) and the collector remove dead
 // containers through it.
-func (r *Runtime) removeDeadContainer(ctx context.Context, id, logPath string) error {
+func (r *Runtime) removeDeadContainer(ctx context.Context, id, logPath, link string) error {
 	if logPath == "" {
 		if st, err := r.rs.ContainerStatus(ctx, id, false); err == nil {
 			logPath = st.GetStatus().GetLogPath()
+			if link == "" {
+				link = r.linkOfStatus(st.GetStatus())
+			}
 		} else if isNotFound(err) {
 			return nil
 		}
 	}
-	if err := r.removeContainer(ctx, id); err != nil {
+	if err := r.removeContainer(ctx, id, link); err != nil {
 		return err
 	}
 	if logPath == "" {

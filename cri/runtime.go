@@ -31,6 +31,11 @@ type Config struct {
 	// PodLogDir is where pod log directories are created
 	// (<PodLogDir>/<ns>_<name>_<uid>/<container>/<attempt>.log).
 	PodLogDir string
+	// ContainerLogsDir is where each started container's log is linked
+	// from (<pod>_<namespace>_<container>-<id>.log, logsymlink.go): the
+	// kubelet's /var/log/containers. Empty: no links. The directory must
+	// exist.
+	ContainerLogsDir string
 	// DNS holds the cluster DNS settings used for dnsPolicy ClusterFirst.
 	DNS DNSConfig
 	// RuntimeHandler is the CRI runtime handler of pods without a
@@ -138,6 +143,9 @@ func Connect(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	if !filepath.IsAbs(cfg.PodLogDir) {
 		return nil, fmt.Errorf("pod log directory %q is not an absolute path", cfg.PodLogDir)
+	}
+	if cfg.ContainerLogsDir != "" && !filepath.IsAbs(cfg.ContainerLogsDir) {
+		return nil, fmt.Errorf("container logs directory %q is not an absolute path", cfg.ContainerLogsDir)
 	}
 	if err := cfg.DNS.validate(); err != nil {
 		return nil, err

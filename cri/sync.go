@@ -384,6 +384,7 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		return
 	}
 	r.containerEvent(pod, c, v1.EventTypeNormal, "Started", "Started container "+c.Name)
+	r.linkContainerLog(ctx, sbCfg, cfg, id)
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		if msg, err := r.runHook(ctx, pod, c, id, podIPs, c.Lifecycle.PostStart); err != nil {
 			r.containerEvent(pod, c, v1.EventTypeWarning, "FailedPostStartHook", msg)
@@ -426,7 +427,7 @@ func (r *Runtime) RemoveInterrupted(ctx context.Context, status *PodStatus) (boo
 		if !interrupted {
 			continue
 		}
-		if err := r.removeContainer(ctx, c.ID); err != nil {
+		if err := r.removeContainer(ctx, c.ID, r.containerLogSymlink(status.Ref, c.Name, c.ID)); err != nil {
 			return removed, fmt.Errorf("removing container %q (%s) of pod %s, created but never started by a previous agent: %w", c.Name, c.ID, status.Ref, err)
 		}
 		if c.LogPath != "" {
@@ -437,12 +438,18 @@ func (r *Runtime) RemoveInterrupted(ctx context.Context, status *PodStatus) (boo
 	return removed, nil
 }
 
-// removeContainer removes a container; not found is done. A container
+// removeContainer removes a container and, first, its log link (link, ""
+// for none: logsymlink.go), as the kubelet's removeContainer: a link that
+// cannot be removed keeps the container, so that the removal is tried
+// again and no link outlives its container. Not found is done. A container
 // whose removal containerd refuses because it still holds a task
 // (FailedPrecondition: "cannot delete running task", a task its CRI plugin
 // lost track of after an interrupted start) has that task killed and
 // deleted through Config.DeleteTask, then is removed again.
-func (r *Runtime) removeContainer(ctx context.Context, id string) error {
+func (r *Runtime) removeContainer(ctx context.Context, id, link string) error {
+	if err := unlinkContainerLog(id, link); err != nil {
+		return err
+	}
 	err := r.rs.RemoveContainer(ctx, id)
 	if err == nil || isNotFound(err) {
 		return nil
@@ -468,7 +475,7 @@ func (r *Runtime) removeDead(ctx context.Context, status *PodStatus, ids []strin
 			if c.ID != id {
 				continue
 			}
-			if err := r.removeDeadContainer(ctx, c.ID, c.LogPath); err != nil {
+			if err := r.removeDeadContainer(ctx, c.ID, c.LogPath, r.containerLogSymlink(status.Ref, c.Name, c.ID)); err != nil {
 				errs = append(errs, fmt.Errorf("removing dead container %q (%s) of pod %s: %w", c.Name, c.ID, status.Ref, err))
 			}
 		}
@@ -628,7 +635,7 @@ func sidecarIndex(pod *v1.Pod, c ContainerStatus) int {
 func (r *Runtime) RemovePod(ctx context.Context, status *PodStatus) error {
 	var errs []error
 	for _, c := range status.Containers {
-		if err := r.removeContainer(ctx, c.ID); err != nil {
+		if err := r.removeContainer(ctx, c.ID, r.containerLogSymlink(status.Ref, c.Name, c.ID)); err != nil {
 			errs = append(errs, fmt.Errorf("removing container %q (%s) of pod %s: %w", c.Name, c.ID, status.Ref, err))
 		}
 	}

@@ -990,3 +990,33 @@ func TestLatestLoopEntryTime(t *testing.T) {
 	f.clock.Step(workQueuePoll)
 	entered(start.Add(workQueuePoll))
 }
+
+// TestEngineWaitingPodKilled: a pod waiting for its name (a static pod
+// whose manifest changed again during the old pod's grace period) that is
+// killed before it started is finished with OnTerminated (the static pod
+// source counts on it to release the name's mirror pod) and never takes
+// the name from the pod that holds it.
+func TestEngineWaitingPodKilled(t *testing.T) {
+	f := newEngineFixture(t)
+	old := enginePod("uid-1", "web", v1.RestartPolicyAlways)
+	old.CreationTimestamp = metav1.NewTime(f.clock.Now())
+	f.startRunning(t, old)
+
+	waiting := enginePod("uid-2", "web", v1.RestartPolicyAlways)
+	waiting.CreationTimestamp = metav1.NewTime(f.clock.Now().Add(time.Minute))
+	f.e.UpdatePod(context.Background(), waiting)
+	f.eventually(t, "uid-2 idle", func() bool { return !f.e.workers.isWorking("uid-2") })
+	f.e.Kill(context.Background(), deleted(waiting, f.clock.Now(), nil))
+	f.eventually(t, "uid-2 terminated", func() bool { return f.rt.count("uid-2", "OnTerminated") == 1 })
+	if n := f.rt.count("uid-2", "SyncPod"); n != 0 {
+		t.Errorf("uid-2 was synced %d times before it was killed: it never had the name", n)
+	}
+
+	next := enginePod("uid-3", "web", v1.RestartPolicyAlways)
+	next.CreationTimestamp = metav1.NewTime(f.clock.Now().Add(2 * time.Minute))
+	f.e.UpdatePod(context.Background(), next)
+	f.eventually(t, "uid-3 idle", func() bool { return !f.e.workers.isWorking("uid-3") })
+	if n := f.rt.count("uid-3", "SyncPod"); n != 0 {
+		t.Fatalf("uid-3 started while uid-1 still runs under the same name")
+	}
+}

@@ -591,7 +591,14 @@ func (p *PodWorkers) startPodSync(uid types.UID) (ctx context.Context, work podW
 			return ctx, work, false, true
 		}
 	}
-	p.startedByFullname[status.fullname] = uid
+	if _, held := p.startedByFullname[status.fullname]; !held {
+		p.startedByFullname[status.fullname] = uid
+	}
+	// else: killed before it started (a static pod whose manifest changed
+	// again while the old pod still terminates): nothing of it ever ran,
+	// it terminates without taking the name from the pod that holds it,
+	// so that the next pod of the name still waits for that one (the
+	// kubelet's cleanupUnstartedPod never holds the name either).
 	status.startedAt = p.cfg.Clock.Now()
 	status.activeUpdate = &work.Options
 	return ctx, work, true, true

@@ -31,6 +31,14 @@
 // prober_probe_total) and /metrics (the agent's kubelet-named metrics).
 // Every request is logged at debug level with its answer's code.
 //
+// # The read-only port
+//
+// ReadOnly (readonly.go) is the kubelet's read-only server
+// (readOnlyPort, --read-only-port): the same mux, without Auth.Wrap, over
+// plain HTTP (ServeReadOnly), limited to /healthz, /pods, /stats/ and the
+// /metrics paths; the debugging paths answer 405 "Debug endpoints are
+// disabled.", everything else 404. It is off unless the port is set.
+//
 // # Authentication and authorisation
 //
 // Auth (auth.go) is the kubelet's filter without k8s.io/apiserver: a
@@ -70,7 +78,8 @@
 //     status pass between the client and the runtime's stream server
 //     untouched (k8s.io/apimachinery's UpgradeAwareHandler).
 //   - Never serve a request the filter did not authorise (the caller's
-//     duty, step 3 above).
+//     duty, step 3 above), but on the read-only port the operator turned
+//     on, and there only its read-only paths (ReadOnly), as the kubelet.
 //   - Never import package provider (virtual-kubelet's pod interface) or
 //     virtual-kubelet's node/api: crivk serves its own node API, so the
 //     provider needs no GetContainerLogs or RunInContainer, and node/api's

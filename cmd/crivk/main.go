@@ -140,6 +140,12 @@ type options struct {
 	// The health endpoint (internal/healthz): plain HTTP, port 0 off.
 	healthzPort        int
 	healthzBindAddress string
+	// readOnlyPort is the kubelet's read-only port (nodeapi.ReadOnly):
+	// plain HTTP, no authentication, 0 off.
+	readOnlyPort int
+	// containerLogsDir is where containers' logs are linked from (the
+	// kubelet's /var/log/containers); empty: no links.
+	containerLogsDir string
 	// The eviction manager's flags (package eviction), the kubelet's.
 	evictionFlags              eviction.Flags
 	evictionThresholds         []eviction.Threshold
@@ -258,6 +264,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.kernelMemcgNotification, "kernel-memcg-notification", false, "be told by the kernel (memcg threshold notification, cgroup v1) when memory.available crosses an eviction threshold, rather than only polling")
 	fs.IntVar(&o.healthzPort, "healthz-port", 10248, "port of the plain-HTTP /healthz endpoint (the API connection, the runtime, the sync loop; internal/healthz), as the kubelet's; 0 disables it")
 	fs.StringVar(&o.healthzBindAddress, "healthz-bind-address", "127.0.0.1", "IP address the /healthz endpoint listens on")
+	fs.IntVar(&o.readOnlyPort, "read-only-port", 0, "port of the kubelet's read-only node API on --address: /healthz, /pods, /stats/, /metrics... over plain HTTP without authentication (nodeapi.ReadOnly); 0 disables it")
+	fs.StringVar(&o.containerLogsDir, "container-logs-dir", "/var/log/containers", "directory of the links <pod>_<namespace>_<container>-<container ID>.log to each container's log, the kubelet's /var/log/containers (which the kubelet has no flag for); empty: no links")
 	fs.DurationVar(&o.maxContainerRestartPeriod, "max-container-restart-period", 300*time.Second, "the longest crash-loop back-off delay between restarts of a container, in [1s, 300s]; the first delay is 10s or this if shorter (the KubeletConfiguration's crashLoopBackOff.maxContainerRestartPeriod, which the kubelet has no flag for)")
 	addGCFlags(fs, &o.gc)
 	if err := fs.Parse(args); err != nil {
@@ -318,6 +326,15 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.healthzPort == o.port {
 		return nil, fmt.Errorf("--healthz-port %d is the node API's --port", o.healthzPort)
+	}
+	if o.readOnlyPort < 0 || o.readOnlyPort > 65535 {
+		return nil, fmt.Errorf("--read-only-port %d is not a port number (0 disables it)", o.readOnlyPort)
+	}
+	if o.readOnlyPort > 0 && (o.readOnlyPort == o.port || o.readOnlyPort == o.healthzPort) {
+		return nil, fmt.Errorf("--read-only-port %d is the node API's --port or the --healthz-port", o.readOnlyPort)
+	}
+	if o.containerLogsDir != "" && !filepath.IsAbs(o.containerLogsDir) {
+		return nil, fmt.Errorf("--container-logs-dir %q is not an absolute path", o.containerLogsDir)
 	}
 	if o.apiQPS <= 0 || o.apiBurst <= 0 {
 		return nil, fmt.Errorf("--kube-api-qps %v and --kube-api-burst %d must be positive", o.apiQPS, o.apiBurst)
@@ -548,6 +565,12 @@ func run(ctx context.Context, o *options) error {
 	}
 	health.Set(healthz.CheckRuntime, a.relist.Healthy)
 	health.Set(healthz.CheckSyncLoop, healthz.SyncLoopCheck(nil, a.engine.LatestLoopEntryTime, o.syncInterval))
+	if o.readOnlyPort > 0 {
+		ro := nodeapi.ReadOnly(a.mux, health.Handler(func(err error) { log.G(ctx).WithError(err).Warn("health check failed") }))
+		if _, err := nodeapi.ServeReadOnly(ctx, net.JoinHostPort(o.address, strconv.Itoa(o.readOnlyPort)), ro); err != nil {
+			return err
+		}
+	}
 	// Not nodeutil.NewNode: it lists and watches every ConfigMap, Secret
 	// and Service of the cluster (internal/vknode).
 	n, err := vknode.New(vknode.Config{
@@ -589,7 +612,10 @@ func prepareHost(ctx context.Context, o *options) error {
 		}
 		o.nodeIP = ip
 	}
-	for _, d := range []string{o.rootDir, o.podLogDir} {
+	for _, d := range []string{o.rootDir, o.podLogDir, o.containerLogsDir} {
+		if d == "" {
+			continue
+		}
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("creating %s: %w", d, err)
 		}
@@ -690,7 +716,7 @@ func connectRuntime(ctx context.Context, o *options, recorder record.EventRecord
 	if strings.Contains(o.criEndpoint, "://") && !strings.HasPrefix(o.criEndpoint, "unix://") {
 		return nil, ver, rd, fmt.Errorf("--cri-endpoint %q: only unix sockets are supported", o.criEndpoint)
 	}
-	cfg := cri.Config{Endpoint: o.criEndpoint, RequestTimeout: o.runtimeRequestTimeout, PodLogDir: o.podLogDir, DNS: dns,
+	cfg := cri.Config{Endpoint: o.criEndpoint, RequestTimeout: o.runtimeRequestTimeout, PodLogDir: o.podLogDir, ContainerLogsDir: o.containerLogsDir, DNS: dns,
 		MemoryCapacity: memCapacity, MaxParallelImagePulls: o.maxParallelPulls, MaxParallelSandboxes: o.maxParallelSandboxes, Recorder: recorder,
 		ObserveCall: agentMetrics.ObserveCall}
 	if pods != nil {

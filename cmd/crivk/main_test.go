@@ -43,6 +43,11 @@ func TestParseFlags(t *testing.T) {
 		{"relative cgroup root", []string{"--kubeconfig=/k", "--cgroup-root=crivk"}, `--cgroup-root "crivk" is not an absolute cgroup path`},
 		{"no wake spacing", []string{"--kubeconfig=/k", "--pleg-wake-spacing=0"}, ""},
 		{"wake spacing above the period", []string{"--kubeconfig=/k", "--pleg-wake-spacing=2s"}, "--pleg-wake-spacing 2s must be at least 0 and below --pleg-relist-period 1s"},
+		{"read-only port", []string{"--kubeconfig=/k", "--read-only-port=10255"}, ""},
+		{"bad read-only port", []string{"--kubeconfig=/k", "--read-only-port=-1"}, "--read-only-port -1 is not a port number (0 disables it)"},
+		{"read-only port on --port", []string{"--kubeconfig=/k", "--read-only-port=10250"}, "--read-only-port 10250 is the node API's --port or the --healthz-port"},
+		{"no container log links", []string{"--kubeconfig=/k", "--container-logs-dir="}, ""},
+		{"relative container logs dir", []string{"--kubeconfig=/k", "--container-logs-dir=logs"}, `--container-logs-dir "logs" is not an absolute path`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			notInPod(t)

@@ -25,7 +25,7 @@ var flagGroups = []struct {
 		"sync-interval", "max-parallel-sandboxes", "max-parallel-image-pulls", "max-container-restart-period",
 	}},
 	{"Pods: directories, logs, DNS, sysctls", []string{
-		"root-dir", "pod-log-dir", "container-log-max-size", "container-log-max-files",
+		"root-dir", "pod-log-dir", "container-logs-dir", "container-log-max-size", "container-log-max-files",
 		"cluster-dns", "cluster-domain", "resolv-conf", "allowed-unsafe-sysctls",
 	}},
 	{"Resources and cgroups", []string{
@@ -41,7 +41,7 @@ var flagGroups = []struct {
 		"minimum-container-ttl-duration", "maximum-dead-containers-per-container", "maximum-dead-containers",
 	}},
 	{"Node API: serving, authentication, authorization", []string{
-		"address", "port", "tls-cert-file", "tls-private-key-file", "rotate-server-certificates",
+		"address", "port", "read-only-port", "tls-cert-file", "tls-private-key-file", "rotate-server-certificates",
 		"client-ca-file", "anonymous-auth", "authentication-token-webhook", "authorization-mode",
 	}},
 	{"Node status and API traffic", []string{

@@ -100,6 +100,7 @@ var mappings = []mapping{
 			return err
 		}},
 	str("healthzBindAddress", "healthz-bind-address", func(c *KC) *string { return &c.HealthzBindAddress }),
+	i32("readOnlyPort", "read-only-port", func(c *KC) *int32 { return &c.ReadOnlyPort }),
 }
 
 // handledElsewhere are the fields a mapping reads besides its own path.
@@ -125,13 +126,11 @@ var accepted = map[string]string{
 // the refusal clearer.)
 var fixed = map[string]string{
 	"cgroupDriver": "crivk uses the cgroupfs driver only",
-	"readOnlyPort": "crivk serves no read-only port (0)",
 }
 
 // Effective values of the fields crivk does not take from a flag.
 func setFixed(c *KC, rotating bool) {
 	c.CgroupDriver = "cgroupfs"
-	c.ReadOnlyPort = 0
 	c.FailSwapOn = ptr.To(false)
 	c.FailCgroupV1 = ptr.To(false)
 	c.RotateCertificates = rotating

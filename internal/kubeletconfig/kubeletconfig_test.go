@@ -174,6 +174,7 @@ type testFlags struct {
 	memcg                      bool
 	manifests, bootstrap       string
 	podMaxPids                 int64
+	readOnlyPort               int
 }
 
 func newTestFlags() *testFlags {
@@ -193,6 +194,7 @@ func newTestFlags() *testFlags {
 	f.fs.StringVar(&f.manifests, "pod-manifest-path", "", "")
 	f.fs.StringVar(&f.bootstrap, "bootstrap-kubeconfig", "", "")
 	f.fs.Int64Var(&f.podMaxPids, "pod-max-pids", -1, "")
+	f.fs.IntVar(&f.readOnlyPort, "read-only-port", 0, "")
 	f.files = AddFlags(f.fs)
 	return f
 }
@@ -291,9 +293,13 @@ func TestApply(t *testing.T) {
 			file:    "imageGCHighThresholdPercent: 90\n",
 			wantErr: "KubeletConfiguration field imageGCHighThresholdPercent is not supported by crivk (this crivk has no --image-gc-high-threshold flag)",
 		},
-		"readOnlyPort is refused with the reason": {
-			file:    "readOnlyPort: 10255\n",
-			wantErr: "KubeletConfiguration field readOnlyPort is not supported by crivk: crivk serves no read-only port (0)",
+		"readOnlyPort sets --read-only-port": {
+			file: "readOnlyPort: 10255\n",
+			check: func(t *testing.T, f *testFlags) {
+				if f.readOnlyPort != 10255 {
+					t.Errorf("--read-only-port %d, want 10255", f.readOnlyPort)
+				}
+			},
 		},
 		"the systemd cgroup driver is refused": {
 			file:    "cgroupDriver: systemd\n",

@@ -33,7 +33,11 @@
 // NodeRestriction admits nothing else from a node). Mirrors keeps one per
 // static pod: created when missing; deleted with grace 0 and its UID as
 // precondition, then created again, when it is marked for deletion (a user
-// deleted it) or carries another hash; deleted when no static pod of its
+// deleted it) or carries another hash, but never while an older static
+// pod of its name terminates (the new one has not started: the old
+// mirror stays, with its UID and status, for the old pod's grace
+// period, as the kubelet's mirror checks run only in the new pod's
+// SyncPod); deleted when no static pod of its
 // name exists and none is terminating (removing the file: the containers
 // stop first, then the mirror goes, as the kubelet's HandlePodCleanups).
 //

@@ -176,8 +176,19 @@ func (m *Mirrors) Reconcile(ctx context.Context) error {
 }
 
 // syncMirror keeps s's mirror pod (SyncPod's mirror checks) and writes
-// s's status to it.
+// s's status to it. While an older static pod of s's name terminates
+// (its manifest changed), s has not started: the engine's pod workers
+// hold the name for the old pod, as the kubelet's hold a static pod's
+// full name (startedStaticPodsByFullname), and the kubelet's mirror
+// checks run in the new pod's SyncPod only. The old mirror pod is
+// therefore left as it is, Running with its UID, for the old pod's whole
+// grace period (MirrorPodWithGracePeriod "mirror pod termination should
+// satisfy grace period when static pod is updated"), and replaced once
+// the old pod's termination completed (Source.Terminated kicks Run).
 func (m *Mirrors) syncMirror(ctx context.Context, s *v1.Pod) error {
+	if m.cfg.Static.Terminating(s.Namespace, s.Name) {
+		return nil
+	}
 	hash := s.Annotations[AnnotationHash]
 	mirror, err := m.cfg.Pods.Pods(s.Namespace).Get(s.Name)
 	if err != nil && !apierrors.IsNotFound(err) {

@@ -50,12 +50,13 @@ type Source struct {
 
 	mu sync.Mutex
 	// pods are the current static pods by UID; synced is set after the
-	// first read; terminating holds the full names (namespace/name) of
-	// pods killed whose termination has not completed (Terminated). All
-	// guarded by mu.
+	// first read; terminating holds, by full name (namespace/name), the
+	// UIDs of the pods killed whose termination has not completed
+	// (Terminated): a manifest changed several times during one grace
+	// period leaves several. All guarded by mu.
 	pods        map[types.UID]*v1.Pod
 	synced      bool
-	terminating map[string]types.UID
+	terminating map[string]map[types.UID]bool
 }
 
 // NewSource returns a source of cfg.Path; Run reads it.
@@ -66,7 +67,7 @@ func NewSource(cfg SourceConfig) *Source {
 	if cfg.Period <= 0 {
 		cfg.Period = 20 * time.Second
 	}
-	return &Source{cfg: cfg, pods: map[types.UID]*v1.Pod{}, terminating: map[string]types.UID{}, synced: cfg.Path == ""}
+	return &Source{cfg: cfg, pods: map[types.UID]*v1.Pod{}, terminating: map[string]map[types.UID]bool{}, synced: cfg.Path == ""}
 }
 
 // Run reads the manifests and hands their pods to sink until ctx ends.
@@ -160,7 +161,10 @@ func (s *Source) Sync(ctx context.Context, sink PodSink) {
 	for uid, p := range s.pods {
 		if _, ok := want[uid]; !ok {
 			removed = append(removed, p)
-			s.terminating[fullName(p)] = uid
+			if s.terminating[fullName(p)] == nil {
+				s.terminating[fullName(p)] = map[types.UID]bool{}
+			}
+			s.terminating[fullName(p)][uid] = true
 		}
 	}
 	s.pods = want
@@ -200,13 +204,15 @@ func (s *Source) HasSynced() bool {
 }
 
 // Terminating: a static pod of this full name was removed from the
-// manifests and its termination has not completed; its mirror pod stays
-// until then (the kubelet's IsPodForMirrorPodTerminatingByFullName).
+// manifests (or replaced by a changed manifest) and its termination has
+// not completed; its mirror pod stays until then (the kubelet's
+// IsPodForMirrorPodTerminatingByFullName), and a new static pod of the
+// name waits (the engine's pod workers hold the name; the mirror client
+// leaves the old mirror alone).
 func (s *Source) Terminating(namespace, name string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.terminating[namespace+"/"+name]
-	return ok
+	return len(s.terminating[namespace+"/"+name]) > 0
 }
 
 // Terminated records that pod's termination completed (the engine's
@@ -214,7 +220,9 @@ func (s *Source) Terminating(namespace, name string) bool {
 func (s *Source) Terminated(pod *v1.Pod) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.terminating[fullName(pod)] == pod.UID {
+	uids := s.terminating[fullName(pod)]
+	delete(uids, pod.UID)
+	if len(uids) == 0 {
 		delete(s.terminating, fullName(pod))
 	}
 }

@@ -167,9 +167,20 @@ func TestSourceSync(t *testing.T) {
 		t.Error("the end of another UID's termination must not count")
 	}
 	s.mu.Lock()
-	uid := s.terminating["default/web-n1"]
+	var uids []types.UID
+	for uid := range s.terminating["default/web-n1"] {
+		uids = append(uids, uid)
+	}
 	s.mu.Unlock()
-	old.UID = uid
+	if len(uids) != 2 {
+		t.Fatalf("terminating UIDs %v, want the two removed versions of web", uids)
+	}
+	old.UID = uids[0]
+	s.Terminated(old)
+	if !s.Terminating("default", "web-n1") {
+		t.Error("not terminating while one removed version still terminates")
+	}
+	old.UID = uids[1]
 	s.Terminated(old)
 	if s.Terminating("default", "web-n1") {
 		t.Error("terminating after Terminated")
@@ -322,15 +333,27 @@ func TestMirrors(t *testing.T) {
 		t.Error("a deleted mirror pod must be created again")
 	}
 
-	// Another hash (the manifest changed): replaced.
+	// Another hash (the manifest changed): the old mirror stays, with its
+	// UID and status, while the old static pod terminates (the new one
+	// waits for the name); replaced once it terminated.
 	changed, err := decodeManifest([]byte(strings.Replace(manifest, "1.37", "1.36", 1)), "/etc/m/web.yaml", "n1", seen)
 	if err != nil {
 		t.Fatal(err)
 	}
+	before := e.get(t, "web-n1")
 	e.static.pods = []*v1.Pod{changed}
+	e.static.terminating["default/web-n1"] = true
+	pending := changed.DeepCopy()
+	pending.Status = v1.PodStatus{Phase: v1.PodPending}
+	e.m.SetStatus(pending)
 	e.reconcile(t)
-	if m := e.get(t, "web-n1"); m == nil || m.Annotations[AnnotationMirror] != string(changed.UID) {
-		t.Errorf("mirror after the manifest changed: %v", m)
+	if m := e.get(t, "web-n1"); m == nil || m.UID != before.UID || m.Annotations[AnnotationMirror] != string(static.UID) || m.Status.Phase != before.Status.Phase {
+		t.Errorf("mirror while the old static pod terminates: %v, want the old one (uid %s, phase %s) untouched", m, before.UID, before.Status.Phase)
+	}
+	delete(e.static.terminating, "default/web-n1")
+	e.reconcile(t)
+	if m := e.get(t, "web-n1"); m == nil || m.UID == before.UID || m.Annotations[AnnotationMirror] != string(changed.UID) {
+		t.Errorf("mirror after the old static pod terminated: %v, want a new one of hash %s", m, changed.UID)
 	}
 
 	// Removed from the manifests: kept while the pod terminates, then deleted.
@@ -430,7 +453,7 @@ func TestApart(t *testing.T) {
 func TestOnTerminated(t *testing.T) {
 	static, _ := decodeManifest([]byte(manifest), "/etc/m/web.yaml", "n1", seen)
 	src := NewSource(SourceConfig{Path: "/nonexistent", NodeName: "n1"})
-	src.terminating["default/web-n1"] = static.UID
+	src.terminating["default/web-n1"] = map[types.UID]bool{static.UID: true}
 	env := newMirrorEnv(t)
 	var next []string
 	hook := OnTerminated(func(_ context.Context, p *v1.Pod) error { next = append(next, p.Name); return nil }, src, env.m)

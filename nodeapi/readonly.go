@@ -1,0 +1,80 @@
+package nodeapi
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/virtual-kubelet/virtual-kubelet/log"
+)
+
+// readOnlyPaths are the paths of the kubelet's read-only server
+// (ListenAndServeKubeletReadOnlyServer: InstallAuthNotRequiredHandlers),
+// served from the node API's mux: exact paths, and prefixes ending in "/".
+var readOnlyPaths = []string{
+	"/pods", "/pods/",
+	"/stats/",
+	"/metrics", "/metrics/cadvisor", "/metrics/resource", "/metrics/probes",
+}
+
+// debugPaths are the kubelet's debugging handlers; its read-only server
+// has no configuration and so answers them as disabled
+// (InstallDebuggingDisabledHandlers).
+var debugPaths = []string{
+	"/run/", "/exec/", "/attach/", "/portForward/", "/containerLogs/",
+	"/runningpods/", "/debug/pprof/", "/logs/",
+}
+
+// ReadOnly is the kubelet's read-only port (readOnlyPort,
+// --read-only-port): node is the node API's mux, unwrapped (without
+// Auth.Wrap), healthz the node's health checks. Without authentication it
+// serves /healthz (and /healthz/<check>), /pods, /stats/ and the /metrics
+// paths from node; the debugging paths answer 405 "Debug endpoints are
+// disabled.", as the kubelet's, and anything else (/configz, /checkpoint)
+// 404. The kubelet's read-only /healthz runs its ping, log and syncloop
+// checks; crivk's runs the node's (internal/healthz: apiserver, runtime,
+// syncloop).
+func ReadOnly(node, healthz http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/healthz", healthz)
+	mux.Handle("/healthz/", healthz)
+	for _, p := range readOnlyPaths {
+		mux.Handle(p, node)
+	}
+	disabled := func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "Debug endpoints are disabled.", http.StatusMethodNotAllowed)
+	}
+	for _, p := range debugPaths {
+		mux.HandleFunc(p, disabled)
+		mux.HandleFunc(strings.TrimSuffix(p, "/"), disabled)
+	}
+	return mux
+}
+
+// ServeReadOnly serves h over plain HTTP on addr until ctx ends, with the
+// kubelet's read-only server's timeouts. The listener is bound before it
+// returns: an address in use is its error.
+func ServeReadOnly(ctx context.Context, addr string, h http.Handler) (net.Addr, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("read-only port: %w", err)
+	}
+	srv := &http.Server{Handler: h, IdleTimeout: 90 * time.Second, ReadTimeout: 4 * time.Hour, WriteTimeout: 4 * time.Hour,
+		MaxHeaderBytes: 1 << 20}
+	go func() {
+		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+			log.G(ctx).WithError(err).Error("read-only port stopped serving")
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	return ln.Addr(), nil
+}
