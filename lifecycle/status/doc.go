@@ -22,9 +22,8 @@
 //     container statuses (probedState: started and ready from the probes'
 //     settled results), then the phase (podPhase, the kubelet's getPhase),
 //     then the conditions, in that order from the same input;
-//   - volumemounts.go: what a container status says that the runtime's
-//     state does not decide alone: its volumeMounts (from the spec before
-//     the container exists, then kept, immutable) and its user (the
+//   - volumemounts.go: a container status' volumeMounts (from the spec
+//     before the container exists, then kept, immutable) and user (the
 //     runtime's, when it reports one);
 //   - sidecars.go: how restartable init containers count for
 //     initialization and for the phase;
