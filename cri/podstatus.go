@@ -62,6 +62,10 @@ type ContainerStatus struct {
 	// container has now (the CRI status' resources): the actual side of an
 	// in-place resize (resize.go). nil: the runtime reports none.
 	Resources *runtimeapi.LinuxContainerResources
+	// User is the identity of the container's process as the runtime
+	// reports it (the CRI status' user: uid, gid, supplementary groups);
+	// nil where the runtime reports none (containerd 1.6).
+	User *runtimeapi.ContainerUser
 }
 
 // SandboxStatus is one sandbox (one attempt) of a pod.
@@ -227,6 +231,7 @@ func toContainerStatus(s *runtimeapi.ContainerStatus, labels, annotations map[st
 		CreatedAt: nsTime(s.GetCreatedAt()),
 		StartedAt: nsTime(s.GetStartedAt()),
 		Resources: s.GetResources().GetLinux(),
+		User:      s.GetUser(),
 	}
 	if cs.Name == "" {
 		cs.Name = s.GetMetadata().GetName()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -41,7 +42,7 @@ func (r *Runtime) applyRecursiveReadOnly(ctx context.Context, pod *v1.Pod, c *v1
 	}
 	supported := r.handlerSupportsRRO(ctx, pod)
 	for _, vm := range c.VolumeMounts {
-		rro, err := resolveRecursiveReadOnly(vm, supported)
+		rro, err := podutil.ResolveRecursiveReadOnly(vm, supported)
 		if err != nil {
 			return fmt.Errorf("failed to resolve recursive read-only mode: %w", err)
 		}
@@ -79,29 +80,19 @@ func (r *Runtime) handlerSupportsRRO(ctx context.Context, pod *v1.Pod) bool {
 	return false
 }
 
-// resolveRecursiveReadOnly is the kubelet's: whether mount m is to be
-// recursively read-only on a runtime that does (supported) or does not
-// support it, or why it cannot be created.
-func resolveRecursiveReadOnly(m v1.VolumeMount, supported bool) (bool, error) {
-	if m.RecursiveReadOnly == nil || *m.RecursiveReadOnly == v1.RecursiveReadOnlyDisabled {
-		return false, nil
+// RecursiveReadOnlyMountsSupported reports whether the runtime handler pod
+// runs with supports recursive read-only mounts, as the last CRI Status
+// (the node status loop's) said: the kubelet's
+// runtimeClassSupportsRecursiveReadOnlyMounts, which reads its cached
+// runtime state rather than asking the runtime. The container status'
+// volumeMounts report by it. Before any Status, or for an unknown
+// RuntimeClass or handler: false.
+func (r *Runtime) RecursiveReadOnlyMountsSupported(pod *v1.Pod) bool {
+	handler, err := r.runtimeHandler(pod)
+	if err != nil {
+		return false
 	}
-	if !m.ReadOnly {
-		return false, fmt.Errorf("volume %q requested recursive read-only mode, but it is not read-only", m.Name)
-	}
-	if m.MountPropagation != nil && *m.MountPropagation != v1.MountPropagationNone {
-		return false, fmt.Errorf("volume %q requested recursive read-only mode, but it is not compatible with propagation %q",
-			m.Name, *m.MountPropagation)
-	}
-	switch mode := *m.RecursiveReadOnly; mode {
-	case v1.RecursiveReadOnlyIfPossible:
-		return supported, nil
-	case v1.RecursiveReadOnlyEnabled:
-		if !supported {
-			return false, fmt.Errorf("volume %q requested recursive read-only mode, but it is not supported by the runtime", m.Name)
-		}
-		return true, nil
-	default:
-		return false, fmt.Errorf("unknown recursive read-only mode %q", mode)
-	}
+	r.handlersMu.Lock()
+	defer r.handlersMu.Unlock()
+	return r.rroHandlers[handler]
 }

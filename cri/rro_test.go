@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
@@ -85,6 +86,83 @@ func TestSyncPodRecursiveReadOnly(t *testing.T) {
 				if ms := cfg.GetMounts(); len(ms) != 1 || ms[0].GetRecursiveReadOnly() != tc.wantRRO {
 					t.Errorf("mounts %v, want recursive read-only %v", ms, tc.wantRRO)
 				}
+			}
+		})
+	}
+}
+
+// TestRecursiveReadOnlyMountsSupported: what the container statuses'
+// volumeMounts are resolved against is the handler's feature as the last
+// CRI Status reported it (the node status loop's), without a call of its
+// own: nothing before a Status, the pod's RuntimeClass's handler after one,
+// and no for a class that cannot be looked up.
+func TestRecursiveReadOnlyMountsSupported(t *testing.T) {
+	handlers := []*runtimeapi.RuntimeHandler{
+		{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: true}},
+		{Name: "runc", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: true}},
+		{Name: "kata", Features: &runtimeapi.RuntimeHandlerFeatures{}},
+	}
+	withClass := func(class string) *v1.Pod {
+		p := syncPod(v1.RestartPolicyAlways, image("a", "busybox:1.36"))
+		if class != "" {
+			p.Spec.RuntimeClassName = ptr.To(class)
+		}
+		return p
+	}
+	for name, tc := range map[string]struct {
+		handlers []*runtimeapi.RuntimeHandler
+		noStatus bool
+		pod      *v1.Pod
+		want     bool
+	}{
+		"before any Status":                            {handlers: handlers, noStatus: true, pod: withClass("")},
+		"default handler with the feature":             {handlers: handlers, pod: withClass(""), want: true},
+		"class whose handler has it":                   {handlers: handlers, pod: withClass("fast"), want: true},
+		"class whose handler has not":                  {handlers: handlers, pod: withClass("vm")},
+		"unknown class":                                {handlers: handlers, pod: withClass("nope")},
+		"runtime reports no handlers (containerd 1.6)": {pod: withClass("")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newSyncFixture(t)
+			f.rt.SetRuntimeClasses(fakeClasses{"fast": "runc", "vm": "kata"})
+			f.rs.handlers = tc.handlers
+			if !tc.noStatus {
+				if _, err := f.rt.Status(context.Background()); err != nil {
+					t.Fatalf("Status: %v", err)
+				}
+			}
+			calls := f.rs.count("Status")
+			if got := f.rt.RecursiveReadOnlyMountsSupported(tc.pod); got != tc.want {
+				t.Errorf("= %v, want %v", got, tc.want)
+			}
+			if n := f.rs.count("Status"); n != calls {
+				t.Errorf("asked the runtime's Status %d more times, want none", n-calls)
+			}
+		})
+	}
+}
+
+// TestGetPodStatusUser: the CRI status' user reaches the pod status the
+// engine reads (the status' user field); a runtime that reports none
+// (containerd 1.6) gives none.
+func TestGetPodStatusUser(t *testing.T) {
+	user := &runtimeapi.ContainerUser{Linux: &runtimeapi.LinuxContainerUser{Uid: 1000, Gid: 3000, SupplementalGroups: []int64{3000, 4000}}}
+	for name, want := range map[string]*runtimeapi.ContainerUser{"reported": user, "not reported": nil} {
+		t.Run(name, func(t *testing.T) {
+			f := newSyncFixture(t)
+			f.is.SetFakeImages([]string{"busybox:1.36"})
+			pod := syncPod(v1.RestartPolicyAlways, image("a", "busybox:1.36"))
+			f.sync(t, pod)
+			c := f.status(t, pod).Latest("a", ContainerTypeRegular)
+			if c == nil {
+				t.Fatal("container a was not created")
+			}
+			if err := f.rs.setContainer(c.ID, func(fc *fakeContainer) { fc.User = want }); err != nil {
+				t.Fatal(err)
+			}
+			got := f.status(t, pod).Latest("a", ContainerTypeRegular).User
+			if !proto.Equal(got, want) {
+				t.Errorf("user = %v, want %v", got, want)
 			}
 		})
 	}

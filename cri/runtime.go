@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -116,6 +117,12 @@ type Runtime struct {
 	// but not started from before then was left by an agent that stopped
 	// between CreateContainer and StartContainer (RemoveInterrupted).
 	started time.Time
+
+	handlersMu sync.Mutex
+	// rroHandlers are the runtime handlers the last CRI Status said support
+	// recursive read-only mounts (the kubelet's runtimeState's handlers,
+	// refreshed by the node status loop's Status). Guarded by handlersMu.
+	rroHandlers map[string]bool
 }
 
 // ErrUnreachable is returned by Connect when the CRI endpoint does not answer.
@@ -238,6 +245,13 @@ func (r *Runtime) Status(ctx context.Context) (Readiness, error) {
 	if err != nil {
 		return Readiness{}, fmt.Errorf("CRI Status on %s: %w", r.cfg.Endpoint, err)
 	}
+	rro := map[string]bool{}
+	for _, h := range resp.GetRuntimeHandlers() {
+		rro[h.GetName()] = h.GetFeatures().GetRecursiveReadOnlyMounts()
+	}
+	r.handlersMu.Lock()
+	r.rroHandlers = rro
+	r.handlersMu.Unlock()
 	var rd Readiness
 	var msgs []string
 	for _, c := range resp.GetStatus().GetConditions() {

@@ -36,6 +36,10 @@ type Runtime interface {
 	// RemoveInterrupted removes containers a previous agent created but
 	// never started (cri.Runtime.RemoveInterrupted).
 	RemoveInterrupted(ctx context.Context, status *cri.PodStatus) (bool, error)
+	// RecursiveReadOnlyMountsSupported reports whether pod's runtime
+	// handler supports recursive read-only mounts, from the runtime state
+	// last read (no call): the container statuses' volumeMounts say it.
+	RecursiveReadOnlyMountsSupported(pod *v1.Pod) bool
 }
 
 var _ Runtime = (*cri.Runtime)(nil)

@@ -190,6 +190,10 @@ func (f *fakeRuntime) RemoveInterrupted(context.Context, *cri.PodStatus) (bool, 
 	return false, nil
 }
 
+// RecursiveReadOnlyMountsSupported: as containerd 1.6, which reports no
+// runtime handlers.
+func (f *fakeRuntime) RecursiveReadOnlyMountsSupported(*v1.Pod) bool { return false }
+
 func (f *fakeRuntime) RemovePod(_ context.Context, st *cri.PodStatus) error {
 	f.record(event{op: "RemovePod", uid: st.Ref.UID})
 	f.mu.Lock()

@@ -226,6 +226,8 @@ func (s *syncer) generate(pod *v1.Pod, st *cri.PodStatus, deleted bool) v1.PodSt
 		Deleted:          deleted,
 		Now:              s.clock.Now(),
 		Probes:           s.probeResultsOrNil(),
+
+		RecursiveReadOnlyMounts: s.runtime.RecursiveReadOnlyMountsSupported(pod),
 	})
 	if pastActiveDeadline(pod, out.StartTime, s.clock.Now()) {
 		// The kubelet's active deadline handler: the pod fails, its

@@ -22,6 +22,9 @@
 //     container statuses (probedState: started and ready from the probes'
 //     settled results), then the phase (podPhase, the kubelet's getPhase),
 //     then the conditions, in that order from the same input;
+//   - volumemounts.go: a container status' volumeMounts (from the spec
+//     before the container exists, then kept, immutable) and user (the
+//     runtime's, when it reports one);
 //   - sidecars.go: how restartable init containers count for
 //     initialization and for the phase;
 //   - conditions.go: the rules of the pod conditions, each written once:

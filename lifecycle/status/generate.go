@@ -45,6 +45,10 @@ type Input struct {
 	// while the pod is not terminal. Pod is then the allocated pod: its
 	// containers' resources are those allocated to them.
 	ResizeConditions []v1.PodCondition
+	// RecursiveReadOnlyMounts is whether the pod's runtime handler supports
+	// recursive read-only mounts: the recursiveReadOnly the container
+	// statuses' volumeMounts report (volumemounts.go).
+	RecursiveReadOnlyMounts bool
 }
 
 // ProbeResults is what status generation needs of the prober
@@ -203,9 +207,12 @@ func containerStatus(in Input, c *v1.Container, typ cri.ContainerType, initDone 
 		cs.State.Waiting = w
 		started := false
 		cs.Started = &started
+		cs.VolumeMounts = volumeMounts(in, c, typ, false)
 		return cs
 	}
 	cs.ContainerID = containerID(in.RuntimeName, latest.ID)
+	cs.VolumeMounts = volumeMounts(in, c, typ, true)
+	cs.User = containerUser(latest.User)
 	// The image of the container that exists, as the kubelet reports it:
 	// after the spec's image changed, the old container shows its own image
 	// until it is replaced.

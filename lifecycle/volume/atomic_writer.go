@@ -16,6 +16,9 @@ type FileProjection struct {
 	Mode int32
 	// FsGroup, when set, is the group the file belongs to (pod's fsGroup).
 	FsGroup *int64
+	// FsUser, when set, is the user the file belongs to (a projected
+	// token's, the kubelet's FileProjection.FsUser).
+	FsUser *int64
 }
 
 const (
@@ -33,6 +36,10 @@ type atomicWriter struct {
 	// step, when set, is called after each step of a write; an error stops
 	// the write there, as a crash would (tests).
 	step func(name string) error
+	// setPerms, when set, is called once a new version is written and
+	// before it becomes visible: the kubelet's setPerms, which gives the
+	// whole volume the pod's fsGroup (ownership.go).
+	setPerms func() error
 }
 
 // Write makes dir hold exactly payload (paths relative to dir). Nothing is
@@ -72,6 +79,12 @@ func (w *atomicWriter) Write(payload map[string]FileProjection) error {
 	if err := writePayload(tsDir, clean); err != nil {
 		_ = os.RemoveAll(tsDir)
 		return err
+	}
+	if w.setPerms != nil {
+		if err := w.setPerms(); err != nil {
+			_ = os.RemoveAll(tsDir)
+			return err
+		}
 	}
 	if err := w.hook("written"); err != nil {
 		return err
@@ -139,8 +152,15 @@ func writePayload(tsDir string, payload map[string]FileProjection) error {
 		if err := os.WriteFile(full, f.Data, 0o600); err != nil {
 			return fmt.Errorf("writing %s: %w", full, err)
 		}
-		if f.FsGroup != nil {
-			if err := os.Lchown(full, -1, int(*f.FsGroup)); err != nil {
+		if f.FsGroup != nil || f.FsUser != nil {
+			uid, gid := -1, -1
+			if f.FsUser != nil {
+				uid = int(*f.FsUser)
+			}
+			if f.FsGroup != nil {
+				gid = int(*f.FsGroup)
+			}
+			if err := os.Lchown(full, uid, gid); err != nil {
 				return err
 			}
 		}

@@ -46,6 +46,18 @@
 // crash at any step leaves the old set visible; the next write finishes
 // the job and removes the leftovers.
 //
+// # fsGroup
+//
+// With the pod's fsGroup, emptyDir volumes (when set up) and API-backed
+// volumes (at each new version, before it is visible) get the group and
+// the kubelet's mode bits on everything in them, root included
+// (ownership.go, the kubelet's SetVolumeOwnership); hostPath volumes are
+// never changed. fsGroupChangePolicy and seLinuxChangePolicy change nothing
+// here, as in the kubelet, whose plugins for these volume types pass no
+// policy (ownership.go says why). A projected token is 0600, owned by the
+// user every container runs as where they all run as one, 0640 with an
+// fsGroup (the kubelet's FsUser).
+//
 // # What it must never do
 //
 // Follow a symlink out of the pod directory when resolving a subPath or

@@ -1,8 +1,6 @@
 package volume
 
 import (
-	"os"
-
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -12,7 +10,8 @@ import (
 //
 // With the pod's fsGroup the directory belongs to that group and is
 // set-group-ID, so that files the containers create there belong to it too
-// (the kubelet's SetVolumeOwnership).
+// (the kubelet's SetVolumeOwnership, ownership.go), once: a later sync
+// leaves what the containers made of it.
 func (m *Manager) setUpEmptyDir(dir string, src *v1.EmptyDirVolumeSource, gid *int64) error {
 	var fresh bool
 	var err error
@@ -28,13 +27,10 @@ func (m *Manager) setUpEmptyDir(dir string, src *v1.EmptyDirVolumeSource, gid *i
 	default:
 		return errUnsupportedMedium(src.Medium)
 	}
-	if err != nil || !fresh || gid == nil {
+	if err != nil || !fresh {
 		return err
 	}
-	if err := os.Lchown(dir, -1, int(*gid)); err != nil {
-		return err
-	}
-	return os.Chmod(dir, 0o777|os.ModeSetgid)
+	return setVolumeOwnership(dir, gid, false)
 }
 
 type errUnsupportedMedium v1.StorageMedium

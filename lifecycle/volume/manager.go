@@ -194,7 +194,9 @@ func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (ready
 	if _, err := m.makeDir(dir, memory, 0); err != nil {
 		return ready, err
 	}
-	w := &atomicWriter{dir: dir, now: m.cfg.Clock.Now}
+	gid := fsGroup(pod)
+	w := &atomicWriter{dir: dir, now: m.cfg.Clock.Now,
+		setPerms: func() error { return setVolumeOwnership(dir, gid, true) }}
 	if err := w.Write(payload); err != nil {
 		return ready, fmt.Errorf("writing volume of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}

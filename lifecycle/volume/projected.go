@@ -65,12 +65,18 @@ func (m *Manager) projectedPayload(ctx context.Context, pod *v1.Pod, src *v1.Pro
 			if src.DefaultMode != nil {
 				mode = *src.DefaultMode
 			}
-			f := FileProjection{Data: []byte(tok), Mode: mode}
+			// The kubelet's: with an fsGroup, or when every container runs
+			// as the same user, the token is 0600 whatever defaultMode
+			// says, owned by that user; the fsGroup's ownership change
+			// makes it 0640.
+			uid := fsUser(pod)
+			if uid != nil || gid != nil {
+				mode = 0o600
+			}
+			f := FileProjection{Data: []byte(tok), Mode: mode, FsUser: uid}
 			if gid != nil {
-				// The kubelet: a token readable by the fsGroup only when
-				// every container runs as one user; else 0600 owned by it.
 				f.FsGroup = gid
-				f.Mode |= 0o440
+				f.Mode |= int32(ownershipRO)
 			}
 			out[s.ServiceAccountToken.Path] = f
 		case s.ClusterTrustBundle != nil:
@@ -114,4 +120,41 @@ func (m *Manager) token(ctx context.Context, pod *v1.Pod, src *v1.ServiceAccount
 		return "", fmt.Errorf("failed to fetch token: %w", err)
 	}
 	return tr.Status.Token, nil
+}
+
+// fsUser is the user every container of pod runs as (its runAsUser, else
+// the pod's), nil when one sets none or two differ: the kubelet's
+// FsUserFrom, the owner of a projected service account token.
+func fsUser(pod *v1.Pod) *int64 {
+	var uid *int64
+	psc := pod.Spec.SecurityContext
+	same := func(csc *v1.SecurityContext) bool {
+		var u *int64
+		if csc != nil && csc.RunAsUser != nil {
+			u = csc.RunAsUser
+		} else if psc != nil {
+			u = psc.RunAsUser
+		}
+		if u == nil || (uid != nil && *uid != *u) {
+			return false
+		}
+		uid = u
+		return true
+	}
+	for i := range pod.Spec.InitContainers {
+		if !same(pod.Spec.InitContainers[i].SecurityContext) {
+			return nil
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if !same(pod.Spec.Containers[i].SecurityContext) {
+			return nil
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if !same(pod.Spec.EphemeralContainers[i].SecurityContext) {
+			return nil
+		}
+	}
+	return uid
 }
