@@ -58,6 +58,9 @@ main() {
     exit 1
   }
   remove_pod_cgroups
+  # The kubelet's /var/log/containers links of our pods' logs that a killed
+  # agent left (both agents remove them with their containers otherwise).
+  find /var/log/containers -maxdepth 1 -type l -lname "${LOCAL_DIR}/pods/*" -delete 2>/dev/null || true
   rm -f "${PID_DIR}"/*.pid "${PID_DIR}"/*.args 2>/dev/null || true
 
   if [ "${CLEAN}" = 1 ]; then

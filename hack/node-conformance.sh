@@ -57,8 +57,9 @@
 # network), kubeletCgroups/systemCgroups/--runtime-cgroups (the suite's
 # non-systemd defaults; crivk refuses them). Given to the kubelet only,
 # because crivk refuses them at start (docs/configuration.md), and listed as
-# what crivk lacks: readOnlyPort 10255 (the Summary API specs read
-# /stats/summary there, util.go getNodeSummary) and volumeStatsAggPeriod 10s.
+# what crivk lacks: volumeStatsAggPeriod 10s. readOnlyPort 10255 is both
+# agents' (the Summary API specs read /stats/summary there, util.go
+# getNodeSummary).
 # crivk's pod cgroups go under / (CRIVK_CGROUP_ROOT=/), as the kubelet's:
 # pods_container_manager_test.go looks for /kubepods. Both agents run with
 # --root-dir=/var/lib/kubelet, the suite's KubeletRootDirectory, which its
@@ -286,6 +287,7 @@ podLogsDir: /var/log/pods
 clusterDomain: cluster.local
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
+readOnlyPort: 10255
 CFG
 agent_args=(--config-dir="${RESULTS}/agent-config.d" --root-dir=/var/lib/kubelet)
 if [ "${NODE_AGENT}" = kubelet ]; then
@@ -293,13 +295,13 @@ if [ "${NODE_AGENT}" = kubelet ]; then
 # The kubelet only: crivk refuses these fields at start (what it lacks for the suite).
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-readOnlyPort: 10255
 volumeStatsAggPeriod: 10s
 CFG
 else
   # run-crivk.sh's flags win over the drop-in: the same values again.
   export CRIVK_CGROUP_ROOT=/ CRIVK_POD_MANIFEST_PATH=${MANIFESTS}
-  agent_args+=(--pod-log-dir=/var/log/pods)
+  agent_args+=(--pod-log-dir=/var/log/pods --image-gc-high-threshold=100 --image-gc-low-threshold=99
+    --eviction-hard='memory.available<250Mi,nodefs.available<10%,nodefs.inodesFree<5%')
 fi
 
 # ---------------------------------------------------------------- agent
