@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/crivk/crivk/internal/testutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -186,20 +188,44 @@ func TestPodCgroupsCleanedAfterKill9(t *testing.T) {
 }
 
 // TestNodeAllocatable: the Node's allocatable is its capacity less the
-// kubelet's default hard eviction thresholds (memory.available<100Mi,
-// nodefs.available<10%), no reservation being configured here.
+// hard eviction thresholds of memory.available and nodefs.available, as
+// /configz reports them (hack/run-crivk.sh: 100Mi and 2Gi), no reservation
+// being configured here.
 func TestNodeAllocatable(t *testing.T) {
-	n, err := client.CoreV1().Nodes().Get(testContext(t, 10*time.Second), nodeName, metav1.GetOptions{})
+	ctx := testContext(t, 10*time.Second)
+	n, err := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	kc, err := testutil.Configz(ctx, client, nodeName)
+	if err != nil {
+		t.Fatalf("/configz: %v", err)
+	}
+	hard, _ := kc["evictionHard"].(map[string]any)
+	// threshold is a signal's hard threshold out of capacity: a quantity
+	// or a percentage of it.
+	threshold := func(signal string, capacity int64) int64 {
+		v, _ := hard[signal].(string)
+		if pct, ok := strings.CutSuffix(v, "%"); ok {
+			f, err := strconv.ParseFloat(pct, 64)
+			if err != nil {
+				t.Fatalf("/configz evictionHard %s = %q: %v", signal, v, err)
+			}
+			return int64(float64(capacity) * f / 100)
+		}
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			t.Fatalf("/configz evictionHard %s = %q: %v", signal, v, err)
+		}
+		return q.Value()
+	}
 	capMem, allocMem := n.Status.Capacity[v1.ResourceMemory], n.Status.Allocatable[v1.ResourceMemory]
-	if d := capMem.Value() - allocMem.Value(); d != 100<<20 {
-		t.Errorf("memory capacity %s allocatable %s: difference %d, want 100Mi", capMem.String(), allocMem.String(), d)
+	if d, want := capMem.Value()-allocMem.Value(), threshold("memory.available", capMem.Value()); d != want || want == 0 {
+		t.Errorf("memory capacity %s allocatable %s: difference %d, want memory.available's %q (%d)", capMem.String(), allocMem.String(), d, hard["memory.available"], want)
 	}
 	capFS, allocFS := n.Status.Capacity[v1.ResourceEphemeralStorage], n.Status.Allocatable[v1.ResourceEphemeralStorage]
-	if d, want := capFS.Value()-allocFS.Value(), capFS.Value()/10; d < want-1 || d > want+1 {
-		t.Errorf("ephemeral-storage capacity %d allocatable %d: difference %d, want 10%% (%d)", capFS.Value(), allocFS.Value(), d, want)
+	if d, want := capFS.Value()-allocFS.Value(), threshold("nodefs.available", capFS.Value()); d < want-1 || d > want+1 || want == 0 {
+		t.Errorf("ephemeral-storage capacity %d allocatable %d: difference %d, want nodefs.available's %q (%d)", capFS.Value(), allocFS.Value(), d, hard["nodefs.available"], want)
 	}
 	capCPU, allocCPU := n.Status.Capacity[v1.ResourceCPU], n.Status.Allocatable[v1.ResourceCPU]
 	if capCPU.Cmp(allocCPU) != 0 {
