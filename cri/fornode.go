@@ -1,9 +1,13 @@
 package cri
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sort"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -51,4 +55,23 @@ func (r *Runtime) ForNode(v NodeView) (*Runtime, error) {
 	cfg.Node, cfg.PodLogDir, cfg.CgroupParent, cfg.PodCgroups, cfg.Recorder = v.Node, v.PodLogDir, v.CgroupParent, v.PodCgroups, v.Recorder
 	return &Runtime{cfg: cfg, rs: r.rs, is: r.is, resolv: r.resolv, classes: r.classes, recorder: v.Recorder,
 		clock: r.clock, puller: r.puller, sandboxes: r.sandboxes, started: r.started}, nil
+}
+
+// UnlabelledSandboxes returns the IDs, sorted, of the crivk sandboxes that
+// carry no LabelNode: a single-node crivk's or an earlier version's. A
+// multi-node crivk refuses to start while there are any, rather than leave
+// them to nobody or guess their node (docs/scale.md).
+func (r *Runtime) UnlabelledSandboxes(ctx context.Context) ([]string, error) {
+	sbs, err := r.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: OwnedSelector("")})
+	if err != nil {
+		return nil, fmt.Errorf("listing sandboxes: %w", err)
+	}
+	var out []string
+	for _, sb := range sbs {
+		if _, ok := sb.Labels[LabelNode]; !ok {
+			out = append(out, sb.Id)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }

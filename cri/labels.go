@@ -64,6 +64,10 @@ func OwnedSelector(node string) map[string]string {
 // owned is OwnedSelector of r's node.
 func (r *Runtime) owned() map[string]string { return OwnedSelector(r.cfg.Node) }
 
+// Owned is the label selector of r's own objects, OwnedSelector of
+// Config.Node, for the readers of the raw services (nodeapi/stats).
+func (r *Runtime) Owned() map[string]string { return r.owned() }
+
 // ownsLabels reports whether an object with labels is r's: any crivk
 // object for a single-node crivk, the node's own for a node of many.
 func (r *Runtime) ownsLabels(labels map[string]string) bool {

@@ -242,3 +242,19 @@ func TestDeadLogSymlinkOfAnotherNode(t *testing.T) {
 		}
 	}
 }
+
+func TestUnlabelledSandboxes(t *testing.T) {
+	rs, logDir, clk := sharedRuntime(t)
+	rt, err := New(Config{PodLogDir: logDir, Clock: clk}, rs, newFakeImageService())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := rt.UnlabelledSandboxes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not a, b (labelled) nor foreign (not crivk's).
+	if want := []string{"sandboxold"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("UnlabelledSandboxes = %v, want %v", got, want)
+	}
+}
