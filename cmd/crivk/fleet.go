@@ -41,10 +41,11 @@ func (o *options) fleetSpecs() ([]fleet.Spec, error) {
 
 // nodeOptions is node s's copy of the process' options: its name, ports,
 // directories, cgroup root, kubeconfig, labels and taints (fleet.Spec's
-// own copies); every other field is only read after parseFlags.
+// own copies); every other field is only read after parseFlags. Its
+// nodeCount stays the process': setupCgroups bounds the node's kubepods
+// by its share of the machine.
 func nodeOptions(o *options, s fleet.Spec) *options {
 	n := *o
-	n.nodeCount = 1
 	n.nodeName, n.port, n.readOnlyPort = s.Name, s.Port, s.ReadOnlyPort
 	n.rootDir, n.podLogDir, n.cgroupRoot, n.kubeconfig = s.RootDir, s.PodLogDir, s.CgroupRoot, s.Kubeconfig
 	n.nodeLabels, n.taints = s.Labels, s.Taints
@@ -70,8 +71,10 @@ type fleetNode struct {
 // runtime connection for all (refused while it holds a single-node
 // crivk's sandboxes), then each node's stack over its share of the
 // runtime (cri.Runtime.ForNode) as run builds the one node's, until ctx
-// ends or a node fails. Not yet: one relist for all nodes, the
-// allocatable split, the host-wide port checks (docs/scale.md).
+// ends or a node fails. Each node gets an equal share of the machine
+// (nodestatus.Share: its Node's capacity and allocatable, its kubepods
+// bound). Not yet: one relist for all nodes, the host-wide port checks
+// (docs/scale.md).
 func runFleet(ctx context.Context, o *options, health *healthz.Checks, contact *healthz.Contact) error {
 	specs, err := o.fleetSpecs()
 	if err != nil {
@@ -104,7 +107,7 @@ func runFleet(ctx context.Context, o *options, health *healthz.Checks, contact *
 		n.nodeCfg = nodestatus.NodeConfig{
 			Name: s.Name, InternalIP: o.nodeIP, KubeletPort: int32(s.Port), MaxPods: o.maxPods,
 			RootDir: n.o.rootDir, AgentVersion: version, Reservations: o.reservations,
-			Labels: s.Labels, Taints: s.Taints,
+			Labels: s.Labels, Taints: s.Taints, Shares: len(specs),
 		}
 		cfg := n.nodeCfg
 		n.awaiting = &nodestatus.NotReadyReporter{

@@ -70,7 +70,7 @@ type options struct {
 	// node's client certificate is requested with (internal/certificate).
 	bootstrapKubeconfig string
 	nodeName            string
-	nodeCount           int // --node-count: nodes served by this process (fleet.go)
+	nodeCount           int // --node-count: nodes sharing the machine (fleet.go)
 	criEndpoint         string
 	nodeIP              string
 	rootDir             string
@@ -654,7 +654,7 @@ func setupCgroups(ctx context.Context, o *options) (*cm.Manager, error) {
 	if maxPID, err := cm.MaxPID("/proc"); err == nil {
 		capacity["pid"] = *resource.NewQuantity(maxPID, resource.DecimalSI)
 	}
-	bound := o.reservations.PodsBound(capacity)
+	bound := nodestatus.Share(o.reservations.PodsBound(capacity), o.nodeCount)
 	m, err := cm.New(cm.Config{Root: o.cgroupRoot, PodsCPUMilli: bound.Cpu().MilliValue(), PodsMemory: bound.Memory().Value(),
 		PodsPIDs: bound.Name("pid", resource.DecimalSI).Value(), PodPidsLimit: o.podMaxPids})
 	if err != nil {

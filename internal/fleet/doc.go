@@ -2,7 +2,7 @@
 // serving --node-count nodes over one containerd (docs/scale.md), from the
 // process' settings: each node's name, node API ports, root, pod log and
 // cgroup directories, kubeconfig and registration labels and taints
-// (Specs), and its share of the machine (Share).
+// (Specs). Its share of the machine is nodestatus.Share's.
 //
 // The caller (cmd/crivk) runs, once per process, what the nodes share
 // (logging, /healthz, profiling, the CRI connection as the base

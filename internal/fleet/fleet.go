@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -122,26 +121,6 @@ func portRanges(s Settings) error {
 		}
 	}
 	return nil
-}
-
-// Share is one node's equal share of rl among n nodes, rounded down: CPU
-// in millicores, the other resources in their units. The machine's
-// reservations are taken before the split (docs/scale.md#allocatable):
-// node allocatable = Share(capacity − reservations, n).
-func Share(rl v1.ResourceList, n int) v1.ResourceList {
-	out := make(v1.ResourceList, len(rl))
-	for name, q := range rl {
-		if n <= 1 {
-			out[name] = q.DeepCopy()
-			continue
-		}
-		if name == v1.ResourceCPU {
-			out[name] = *resource.NewMilliQuantity(q.MilliValue()/int64(n), q.Format)
-			continue
-		}
-		out[name] = *resource.NewQuantity(q.Value()/int64(n), q.Format)
-	}
-	return out
 }
 
 func copyLabels(in map[string]string) map[string]string {

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 func base() Settings {
@@ -107,35 +106,5 @@ func TestSpecsShareNoMutableState(t *testing.T) {
 		if other.labels["pool"] != "a" || len(other.taints) != 1 || other.taints[0].Value != "v" {
 			t.Errorf("%s saw node 0's change: labels %v, taints %v", other.name, other.labels, other.taints)
 		}
-	}
-}
-
-func TestShare(t *testing.T) {
-	rl := v1.ResourceList{
-		v1.ResourceCPU:              resource.MustParse("2"),
-		v1.ResourceMemory:           resource.MustParse("4Gi"),
-		v1.ResourceEphemeralStorage: resource.MustParse("100G"),
-	}
-	tests := map[string]struct {
-		n    int
-		want map[v1.ResourceName]string
-	}{
-		"one node: all of it": {n: 1, want: map[v1.ResourceName]string{v1.ResourceCPU: "2", v1.ResourceMemory: "4Gi", v1.ResourceEphemeralStorage: "100G"}},
-		"three nodes: rounded down": {n: 3, want: map[v1.ResourceName]string{
-			v1.ResourceCPU: "666m", v1.ResourceMemory: "1431655765", v1.ResourceEphemeralStorage: "33333333333"}},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got := Share(rl, tc.n)
-			for r, w := range tc.want {
-				q := got[r]
-				if want := resource.MustParse(w); q.Cmp(want) != 0 {
-					t.Errorf("%s: %s, want %s", r, q.String(), want.String())
-				}
-			}
-			if q := rl[v1.ResourceCPU]; q.Cmp(resource.MustParse("2")) != 0 {
-				t.Errorf("Share changed its input: cpu %s", q.String())
-			}
-		})
 	}
 }
