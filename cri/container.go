@@ -69,7 +69,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, typ ContainerType, attempt ui
 		WorkingDir:  c.WorkingDir,
 		Envs:        env,
 		Mounts:      opts.Mounts,
-		Labels:      containerLabels(pod, c.Name, typ),
+		Labels:      containerLabels(pod, c.Name, typ, opts.Node),
 		Annotations: a,
 		LogPath:     ContainerLogPath(c.Name, attempt),
 		Stdin:       c.Stdin,

@@ -75,6 +75,18 @@
 // images.go reads the images for package images' image
 // collector (ListImages, RemoveImage, ContainerImages, SandboxImage).
 //
+// Whose objects: a Runtime owns the sandboxes and containers that match
+// OwnedSelector(Config.Node). A single-node crivk (Node empty) owns every
+// object labelled io.crivk.managed-by=crivk, as before, those of earlier
+// versions included. A node of a multi-node crivk (docs/scale.md) writes
+// LabelNode on everything it creates and owns only what carries its name:
+// Snapshot and ListPods (the PLEG's relist and housekeeping's orphans),
+// GetPodStatus, ContainerGC, RotateLogs and the dead log link sweep
+// select it, so a node's housekeeping never sees nor touches another
+// node's sandbox (TestNodeScopedListings, TestDeadLogSymlinkOfAnotherNode).
+// ContainerImages alone lists the whole runtime: an image any container
+// uses is in use.
+//
 // What this package must never do: talk to the Kubernetes API, keep a map of
 // pods, or block on anything but the runtime.
 package cri

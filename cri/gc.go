@@ -343,8 +343,10 @@ func (g *ContainerGC) collect(ctx context.Context, evictNonDeletedPods bool) err
 	return errors.Join(errs...)
 }
 
+// managed selects the node's own objects: the collector never weighs
+// another node's containers or sandboxes (docs/scale.md).
 func (g *ContainerGC) managed() map[string]string {
-	return map[string]string{LabelManagedBy: managedByValue}
+	return g.r.owned()
 }
 
 func (g *ContainerGC) removeContainers(ctx context.Context, gone func(types.UID) bool, res *GCResult) error {

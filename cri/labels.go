@@ -22,6 +22,12 @@ const (
 	LabelManagedBy = "io.crivk.managed-by"
 	managedByValue = "crivk"
 
+	// LabelNode names the node of a multi-node crivk that created a
+	// sandbox or container (Config.Node, docs/scale.md): a node lists,
+	// syncs and collects only its own. A single-node crivk never writes
+	// it.
+	LabelNode = "io.crivk.node"
+
 	AnnotationContainerHash             = "io.kubernetes.container.hash"
 	AnnotationRestartCount              = "io.kubernetes.container.restartCount"
 	AnnotationTerminationMessagePath    = "io.kubernetes.container.terminationMessagePath"
@@ -41,8 +47,42 @@ const (
 	ContainerTypeEphemeral ContainerType = "ephemeral"
 )
 
-func sandboxLabels(pod *v1.Pod) map[string]string {
-	l := make(map[string]string, len(pod.Labels)+4)
+// OwnedSelector is the label selector of the sandboxes and containers that
+// node owns: crivk's (LabelManagedBy) and, when node is not empty (a node
+// of a multi-node crivk), that node's (LabelNode). With node empty (a
+// single-node crivk) it is every crivk object, with a node label or
+// without: a single-node crivk adopts what earlier versions made. Every
+// listing of "my" objects uses it; a new map each call.
+func OwnedSelector(node string) map[string]string {
+	sel := map[string]string{LabelManagedBy: managedByValue}
+	if node != "" {
+		sel[LabelNode] = node
+	}
+	return sel
+}
+
+// owned is OwnedSelector of r's node.
+func (r *Runtime) owned() map[string]string { return OwnedSelector(r.cfg.Node) }
+
+// Owned is the label selector of r's own objects, OwnedSelector of
+// Config.Node, for the readers of the raw services (nodeapi/stats).
+func (r *Runtime) Owned() map[string]string { return r.owned() }
+
+// ownsLabels reports whether an object with labels is r's: any crivk
+// object for a single-node crivk, the node's own for a node of many.
+func (r *Runtime) ownsLabels(labels map[string]string) bool {
+	for k, v := range r.owned() {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// sandboxLabels are the pod's labels and crivk's; node, when not empty,
+// is written as LabelNode over a pod label of that key.
+func sandboxLabels(pod *v1.Pod, node string) map[string]string {
+	l := make(map[string]string, len(pod.Labels)+5)
 	for k, v := range pod.Labels {
 		l[k] = v
 	}
@@ -50,11 +90,14 @@ func sandboxLabels(pod *v1.Pod) map[string]string {
 	l[LabelPodNamespace] = pod.Namespace
 	l[LabelPodUID] = string(pod.UID)
 	l[LabelManagedBy] = managedByValue
+	if node != "" {
+		l[LabelNode] = node
+	}
 	return l
 }
 
-func containerLabels(pod *v1.Pod, name string, typ ContainerType) map[string]string {
-	return map[string]string{
+func containerLabels(pod *v1.Pod, name string, typ ContainerType, node string) map[string]string {
+	l := map[string]string{
 		LabelPodName:       pod.Name,
 		LabelPodNamespace:  pod.Namespace,
 		LabelPodUID:        string(pod.UID),
@@ -62,6 +105,10 @@ func containerLabels(pod *v1.Pod, name string, typ ContainerType) map[string]str
 		LabelContainerType: string(typ),
 		LabelManagedBy:     managedByValue,
 	}
+	if node != "" {
+		l[LabelNode] = node
+	}
+	return l
 }
 
 func containerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int) map[string]string {

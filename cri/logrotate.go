@@ -68,7 +68,7 @@ func (r *Runtime) RotateLogs(ctx context.Context, cfg LogRotation) error {
 	cfg = cfg.withDefaults()
 	cs, err := r.rs.ListContainers(ctx, &runtimeapi.ContainerFilter{
 		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
-		LabelSelector: map[string]string{LabelManagedBy: managedByValue},
+		LabelSelector: r.owned(),
 	})
 	if err != nil {
 		return fmt.Errorf("listing running containers for log rotation: %w", err)

@@ -134,6 +134,9 @@ func (r *Runtime) removeDeadLogSymlinks(ctx context.Context) int {
 				continue
 			} else if st.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_EXITED {
 				continue
+			} else if r.cfg.Node != "" && !r.ownsLabels(st.GetStatus().GetLabels()) {
+				// Another node's container: its node sweeps the link.
+				continue
 			}
 		}
 		if err := os.Remove(link); err != nil {

@@ -26,6 +26,9 @@ type RunContainerOptions struct {
 	// SeccompProfileRoot is where Localhost seccomp profiles are resolved
 	// (<root-dir>/seccomp); SyncPod sets it from Config.SeccompProfileRoot.
 	SeccompProfileRoot string
+	// Node is written as the container's LabelNode when not empty; SyncPod
+	// sets it from Config.Node.
+	Node string
 	// UserNamespace is the pod's user namespace, the sandbox's; SyncPod
 	// sets it (userNamespace). nil: the runtime's default.
 	UserNamespace *runtimeapi.UserNamespace

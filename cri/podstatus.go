@@ -156,6 +156,13 @@ func (s *PodStatus) Running() bool {
 // GetPodStatus reads the sandboxes and containers of the pod from the runtime.
 func (r *Runtime) GetPodStatus(ctx context.Context, ref PodRef) (*PodStatus, error) {
 	sel := map[string]string{LabelPodUID: string(ref.UID)}
+	if r.cfg.Node != "" {
+		// A node of many reads only its own objects of the pod (pod UIDs
+		// are unique; this makes "never another node's" hold by
+		// construction).
+		sel = r.owned()
+		sel[LabelPodUID] = string(ref.UID)
+	}
 	sbs, err := r.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
 	if err != nil {
 		return nil, fmt.Errorf("listing sandboxes of pod %s: %w", ref, err)
@@ -299,10 +306,10 @@ const (
 	SandboxNotReady State = "sandbox-notready"
 )
 
-// Snapshot lists every crivk-managed sandbox and container, with two list
-// calls and no per-object status call.
+// Snapshot lists every sandbox and container of r's node (OwnedSelector),
+// with two list calls and no per-object status call.
 func (r *Runtime) Snapshot(ctx context.Context) (*Snapshot, error) {
-	sel := map[string]string{LabelManagedBy: managedByValue}
+	sel := r.owned()
 	sbs, err := r.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
 	if err != nil {
 		return nil, fmt.Errorf("listing sandboxes: %w", err)

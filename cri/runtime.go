@@ -82,6 +82,17 @@ type Config struct {
 	// finish the whole batch later than a bounded queue does. Pods waiting
 	// for their turn stay in ContainerCreating.
 	MaxParallelSandboxes int
+	// Node, when not empty, makes this Runtime one node's view of a
+	// runtime that several nodes of one crivk process share
+	// (docs/scale.md): every sandbox and container it creates carries
+	// LabelNode=Node, and every listing of its own objects (Snapshot and
+	// ListPods, GetPodStatus, the container GC, log rotation, the dead
+	// log link sweep) selects OwnedSelector(Node), so that it never
+	// sees, syncs or removes another node's. Empty, a single-node crivk:
+	// no node label is written and every crivk object (LabelManagedBy)
+	// is its own, those of earlier versions included. The images in use
+	// (ContainerImages) stay the whole runtime's either way.
+	Node string
 	// Clock times hooks (sleep, the preStop share of the grace period);
 	// nil is the real clock.
 	Clock clock.WithTicker

@@ -48,7 +48,7 @@ func (r *Runtime) sandboxConfig(pod *v1.Pod, attempt uint32, userns *runtimeapi.
 		LogDirectory: r.PodLogDir(RefOf(pod)),
 		DnsConfig:    dns,
 		PortMappings: portMappings(pod),
-		Labels:       sandboxLabels(pod),
+		Labels:       sandboxLabels(pod, r.cfg.Node),
 		Annotations:  copyMap(pod.Annotations),
 		Linux:        r.sandboxLinuxConfig(pod, userns),
 	}

@@ -339,6 +339,7 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	}
 	opts.MemoryCapacity = r.cfg.MemoryCapacity
 	opts.SeccompProfileRoot = r.cfg.SeccompProfileRoot
+	opts.Node = r.cfg.Node
 	opts.UserNamespace = sbCfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions()
 	if needsImageUser(pod, c) {
 		// runAsNonRoot without runAsUser: the image's user decides, as the

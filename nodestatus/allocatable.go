@@ -168,3 +168,23 @@ func (r Reservations) Allocatable(capacity v1.ResourceList) v1.ResourceList {
 	}
 	return out
 }
+
+// Share is one node's equal share of rl among n nodes of one crivk process
+// (docs/scale.md#allocatable), rounded down: CPU in millicores, the other
+// resources in their units; pods is not split (--max-pods is each
+// node's). n of 0 or 1: a copy of rl. The machine's reservations are taken
+// before the split: a node's allocatable is Share(capacity − reservations).
+func Share(rl v1.ResourceList, n int) v1.ResourceList {
+	out := make(v1.ResourceList, len(rl))
+	for name, q := range rl {
+		switch {
+		case n <= 1 || name == v1.ResourcePods:
+			out[name] = q.DeepCopy()
+		case name == v1.ResourceCPU:
+			out[name] = *resource.NewMilliQuantity(q.MilliValue()/int64(n), q.Format)
+		default:
+			out[name] = *resource.NewQuantity(q.Value()/int64(n), q.Format)
+		}
+	}
+	return out
+}

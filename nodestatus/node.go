@@ -30,6 +30,11 @@ type NodeConfig struct {
 	Taints []v1.Taint
 	// Reservations are taken off the capacity for the allocatable.
 	Reservations Reservations
+	// Shares splits the machine among the nodes of one crivk process
+	// (--node-count, docs/scale.md): capacity and allocatable are the
+	// machine's Share, the reservations taken once before the split.
+	// 0 or 1: the whole machine.
+	Shares int
 }
 
 // BuildNode returns the Node object crivk registers, with capacity read from
@@ -66,8 +71,8 @@ func BuildNode(cfg NodeConfig, rd cri.Readiness, now time.Time) (*v1.Node, error
 	n := &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: cfg.Name, Labels: labels},
 		Status: v1.NodeStatus{
-			Capacity:    capacity,
-			Allocatable: cfg.Reservations.Allocatable(capacity),
+			Capacity:    Share(capacity, cfg.Shares),
+			Allocatable: Share(cfg.Reservations.Allocatable(capacity), cfg.Shares),
 			Addresses: []v1.NodeAddress{
 				{Type: v1.NodeInternalIP, Address: cfg.InternalIP},
 				{Type: v1.NodeHostName, Address: cfg.Name},

@@ -70,6 +70,7 @@ type options struct {
 	// node's client certificate is requested with (internal/certificate).
 	bootstrapKubeconfig string
 	nodeName            string
+	nodeCount           int // --node-count: nodes sharing the machine (fleet.go)
 	criEndpoint         string
 	nodeIP              string
 	rootDir             string
@@ -205,6 +206,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to join (default $KUBECONFIG); empty in a pod: the pod's service account (rest.InClusterConfig), the API server $CRIVK_API_SERVER if set (charts/crivk's identity: rbac)")
 	fs.StringVar(&o.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig with a bootstrap token: when --kubeconfig has no valid client certificate, one for system:node:<node-name> is requested through a CertificateSigningRequest, written under <root-dir>/pki, rotated before expiry, and --kubeconfig is written to use it (the kubelet's TLS bootstrap); \"in-cluster\": the pod's service account is the bootstrap credential (charts/crivk), the API server $CRIVK_API_SERVER if set")
 	fs.StringVar(&o.nodeName, "node-name", strings.ToLower(host), "name of the Node object")
+	fs.IntVar(&o.nodeCount, "node-count", 1, "nodes served by this process over one runtime (docs/scale.md): above 1, <node-name>-0 ... <node-name>-<N-1>, each with the node API port --port+i and its own directories and cgroups under <root-dir>/nodes/<name>, <pod-log-dir>/<name> and <cgroup-root>/<name>")
 	fs.StringVar(&o.criEndpoint, "cri-endpoint", "unix:///run/containerd/containerd.sock", "CRI runtime endpoint")
 	fs.StringVar(&o.nodeIP, "node-ip", "", "the node's InternalIP (default: the source address of the default route)")
 	fs.StringVar(&o.rootDir, "root-dir", "/var/lib/crivk", "directory for crivk's state")
@@ -293,6 +295,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.nodeName == "" {
 		return nil, errors.New("--node-name is empty")
+	}
+	if o.nodeCount > 1 && o.podManifestPath != "" {
+		return nil, errors.New("--pod-manifest-path with --node-count above 1: every node would run the same static pods")
 	}
 	if o.port <= 0 || o.port > 65535 {
 		return nil, fmt.Errorf("--port %d is not a port number", o.port)
@@ -423,6 +428,9 @@ func parseFlags(args []string) (*options, error) {
 		}
 		*d = abs
 	}
+	if _, err := o.fleetSpecs(); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -511,6 +519,9 @@ func run(ctx context.Context, o *options) error {
 		})); err != nil {
 			return err
 		}
+	}
+	if o.nodeCount > 1 {
+		return runFleet(ctx, o, health, contact)
 	}
 	if err := prepareHost(ctx, o); err != nil {
 		return err
@@ -643,7 +654,7 @@ func setupCgroups(ctx context.Context, o *options) (*cm.Manager, error) {
 	if maxPID, err := cm.MaxPID("/proc"); err == nil {
 		capacity["pid"] = *resource.NewQuantity(maxPID, resource.DecimalSI)
 	}
-	bound := o.reservations.PodsBound(capacity)
+	bound := nodestatus.Share(o.reservations.PodsBound(capacity), o.nodeCount)
 	m, err := cm.New(cm.Config{Root: o.cgroupRoot, PodsCPUMilli: bound.Cpu().MilliValue(), PodsMemory: bound.Memory().Value(),
 		PodsPIDs: bound.Name("pid", resource.DecimalSI).Value(), PodPidsLimit: o.podMaxPids})
 	if err != nil {
@@ -906,7 +917,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	nodeAPI, err := nodeapi.New(nodeapi.Config{NodeName: o.nodeName, RootDir: o.rootDir, Engine: a.engine,
 		APIPods:   func() ([]*v1.Pod, error) { return apiPods.List(labels.Everything()) },
 		PodStatus: rt, Streams: rt.Services(), LogFollow: rt.Services(), Stats: rt.Services(), ImageFs: rt,
-		MemoryCapacity: nodestatus.MemoryCapacity, KubeletConfig: o.config.Effective, Processes: processes})
+		MemoryCapacity: nodestatus.MemoryCapacity, KubeletConfig: o.config.Effective, Processes: processes, Owned: rt.Owned()})
 	if err != nil {
 		return nil, err
 	}
@@ -933,7 +944,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 // pressure evicts pods at once.
 func newEvictionManager(o *options, rt *cri.Runtime, recorder record.EventRecorder, agentMetrics *metrics.Agent, gcs *reclaim, processes stats.Processes) (*eviction.Manager, error) {
 	st, err := stats.New(stats.Config{NodeName: o.nodeName, RootDir: o.rootDir, PodLogDir: o.podLogDir, Runtime: rt.Services(), ImageFs: rt,
-		MemoryCapacity: nodestatus.MemoryCapacity, Processes: processes})
+		MemoryCapacity: nodestatus.MemoryCapacity, Processes: processes, Owned: rt.Owned()})
 	if err != nil {
 		return nil, err
 	}

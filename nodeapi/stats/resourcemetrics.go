@@ -94,11 +94,16 @@ func statValue(path, key string) (uint64, error) {
 type resourceMetrics struct {
 	runtime containerStatsSource
 	node    func() nodeUsage
+	// owned selects the node's own containers (Config.Owned).
+	owned map[string]string
 }
 
 func (m resourceMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	managed := map[string]string{cri.LabelManagedBy: "crivk"}
+	managed := m.owned
+	if managed == nil {
+		managed = cri.OwnedSelector("")
+	}
 	stats, serr := m.runtime.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{LabelSelector: managed})
 	containers, cerr := m.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{
 		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}, LabelSelector: managed,

@@ -67,6 +67,11 @@ type Config struct {
 	// Processes counts the containers' processes (the pods'
 	// process_stats); nil: none reported (--cgroups-per-qos=false).
 	Processes Processes
+	// Owned is the label selector of the node's own containers and
+	// sandboxes, the runtime's (cri.OwnedSelector of cri.Config.Node): a
+	// node of a multi-node crivk reports and evicts only its own pods
+	// (docs/scale.md). nil: every crivk container (a single-node crivk).
+	Owned map[string]string
 }
 
 // Handlers are the node API's statistics endpoints.
@@ -99,10 +104,10 @@ func New(cfg Config) (Handlers, error) {
 	volumes.now = cfg.Clock.Now
 	s := summary{runtime: cfg.Runtime, sandboxes: cfg.Runtime.ListPodSandboxStats, imageFs: cfg.ImageFs.ImageFsInfo, node: node,
 		nodeName: cfg.NodeName, rootDir: cfg.RootDir, memCapacity: cfg.MemoryCapacity, started: cfg.Clock.Now(), volumes: volumes,
-		podLogDir: cfg.PodLogDir, processes: cfg.Processes, rlimit: func(at metav1.Time) *statsapi.RlimitStats { return readRlimit(cfg.ProcRoot, at) }}
+		podLogDir: cfg.PodLogDir, processes: cfg.Processes, owned: cfg.Owned, rlimit: func(at metav1.Time) *statsapi.RlimitStats { return readRlimit(cfg.ProcRoot, at) }}
 	return Handlers{
 		Summary:         s,
-		ResourceMetrics: resourceMetrics{runtime: cfg.Runtime, node: node},
+		ResourceMetrics: resourceMetrics{runtime: cfg.Runtime, node: node, owned: cfg.Owned},
 		Summarize:       s.get,
 	}, nil
 }

@@ -55,6 +55,9 @@ type summary struct {
 	rlimit func(at metav1.Time) *statsapi.RlimitStats
 	// sandboxes lists the pods' sandbox stats (nil: no network stats).
 	sandboxes func(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error)
+	// owned selects the node's own containers and sandboxes
+	// (Config.Owned; nil: every crivk container).
+	owned map[string]string
 }
 
 func (s summary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -73,7 +76,10 @@ func (s summary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // get computes the summary: what /stats/summary serves and what the
 // eviction manager observes (Handlers.Summarize).
 func (s summary) get(ctx context.Context) (*statsapi.Summary, error) {
-	managed := map[string]string{cri.LabelManagedBy: "crivk"}
+	managed := s.owned
+	if managed == nil {
+		managed = cri.OwnedSelector("")
+	}
 	stats, err := s.runtime.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{LabelSelector: managed})
 	if err != nil {
 		return nil, fmt.Errorf("failed to list container stats: %w", err)

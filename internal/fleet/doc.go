@@ -1,0 +1,31 @@
+// Package fleet derives the nodes of a multi-node crivk, one process
+// serving --node-count nodes over one containerd (docs/scale.md), from the
+// process' settings: each node's name, node API ports, root, pod log and
+// cgroup directories, kubeconfig and registration labels and taints
+// (Specs). Its share of the machine is nodestatus.Share's.
+//
+// The caller (cmd/crivk) runs, once per process, what the nodes share
+// (logging, /healthz, profiling, the CRI connection as the base
+// cri.Runtime) and then, for each Spec, one node's stack over
+// cri.Runtime.ForNode(Spec.Runtime()): API clients with the node's
+// identity, its pod cgroup tree, its Node object and Lease, its pod
+// informer, engine and node API. A count of 1 is a single-node crivk: its
+// one Spec is the settings unchanged and its runtime the base itself
+// (Spec.Multi false), so it behaves exactly as before.
+//
+// What each node owns and the rules that keep nodes apart:
+//
+//   - names <stem>-0 … <stem>-<N-1>, each a valid Node name;
+//   - node API port --port+i, read-only port --read-only-port+i (when on):
+//     the two ranges and the /healthz port never overlap, nor leave 1-65535;
+//   - root dir <root-dir>/nodes/<name> (pod directories, volumes,
+//     allocated_pods_state, pki/ and, with --bootstrap-kubeconfig, the
+//     node's kubeconfig), pod log dir <pod-log-dir>/<name>, cgroup root
+//     <cgroup-root>/<name>: no two nodes share a directory that one
+//     node's housekeeping cleans;
+//   - labels and taints deep-copied: nothing one node's stack changes is
+//     seen by another (TestSpecsShareNoMutableState).
+//
+// The package is pure: it reads and writes nothing and starts nothing. It
+// must never hold a node's loop or decide anything about pods.
+package fleet

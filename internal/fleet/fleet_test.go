@@ -1,0 +1,110 @@
+package fleet
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+func base() Settings {
+	return Settings{Count: 1, Name: "crivk", Port: 10260, HealthzPort: 10262, RootDir: "/var/lib/crivk",
+		PodLogDir: "/var/log/crivk-pods", CgroupRoot: "/crivk", Kubeconfig: "/etc/crivk/kubeconfig",
+		Labels: map[string]string{"pool": "a"}, Taints: []v1.Taint{{Key: "k", Value: "v", Effect: v1.TaintEffectNoSchedule}}}
+}
+
+func TestSpecs(t *testing.T) {
+	tests := map[string]struct {
+		change func(*Settings)
+		want   []Spec
+		err    string
+	}{
+		"one node: the settings unchanged, no node label": {
+			change: func(*Settings) {},
+			want: []Spec{{Name: "crivk", Port: 10260, RootDir: "/var/lib/crivk", PodLogDir: "/var/log/crivk-pods", CgroupRoot: "/crivk",
+				Kubeconfig: "/etc/crivk/kubeconfig", Labels: map[string]string{"pool": "a"}, Taints: base().Taints}},
+		},
+		"three nodes": {
+			change: func(s *Settings) { s.Count, s.ReadOnlyPort, s.HealthzPort = 3, 10270, 10248 },
+			want: []Spec{
+				{Index: 0, Multi: true, Name: "crivk-0", Port: 10260, ReadOnlyPort: 10270, RootDir: "/var/lib/crivk/nodes/crivk-0",
+					PodLogDir: "/var/log/crivk-pods/crivk-0", CgroupRoot: "/crivk/crivk-0", Kubeconfig: "/etc/crivk/kubeconfig",
+					Labels: map[string]string{"pool": "a"}, Taints: base().Taints},
+				{Index: 1, Multi: true, Name: "crivk-1", Port: 10261, ReadOnlyPort: 10271, RootDir: "/var/lib/crivk/nodes/crivk-1",
+					PodLogDir: "/var/log/crivk-pods/crivk-1", CgroupRoot: "/crivk/crivk-1", Kubeconfig: "/etc/crivk/kubeconfig",
+					Labels: map[string]string{"pool": "a"}, Taints: base().Taints},
+				{Index: 2, Multi: true, Name: "crivk-2", Port: 10262, ReadOnlyPort: 10272, RootDir: "/var/lib/crivk/nodes/crivk-2",
+					PodLogDir: "/var/log/crivk-pods/crivk-2", CgroupRoot: "/crivk/crivk-2", Kubeconfig: "/etc/crivk/kubeconfig",
+					Labels: map[string]string{"pool": "a"}, Taints: base().Taints},
+			},
+		},
+		"healthz in the API range": {change: func(s *Settings) { s.Count = 3 }, err: "--healthz-port 10262 is one of the nodes' API ports 10260-10262"},
+		"bootstrap: a kubeconfig per node": {
+			change: func(s *Settings) { s.Count, s.HealthzPort, s.Bootstrap, s.Labels, s.Taints = 2, 0, true, nil, nil },
+			want: []Spec{
+				{Index: 0, Multi: true, Name: "crivk-0", Port: 10260, RootDir: "/var/lib/crivk/nodes/crivk-0",
+					PodLogDir: "/var/log/crivk-pods/crivk-0", CgroupRoot: "/crivk/crivk-0", Kubeconfig: "/var/lib/crivk/nodes/crivk-0/kubeconfig"},
+				{Index: 1, Multi: true, Name: "crivk-1", Port: 10261, RootDir: "/var/lib/crivk/nodes/crivk-1",
+					PodLogDir: "/var/log/crivk-pods/crivk-1", CgroupRoot: "/crivk/crivk-1", Kubeconfig: "/var/lib/crivk/nodes/crivk-1/kubeconfig"},
+			},
+		},
+		"no node":                 {change: func(s *Settings) { s.Count = 0 }, err: "--node-count must be at least 1, got 0"},
+		"ports past 65535":        {change: func(s *Settings) { s.Count, s.Port = 3, 65534 }, err: "the last node's port 65536"},
+		"read-only ports overlap": {change: func(s *Settings) { s.Count, s.HealthzPort, s.ReadOnlyPort = 3, 0, 10258 }, err: "ranges of 3 ports overlap"},
+		"healthz in the read-only range": {change: func(s *Settings) { s.Count, s.ReadOnlyPort, s.HealthzPort = 2, 10300, 10301 },
+			err: "--healthz-port 10301 is one of the nodes' read-only ports"},
+		"names not valid": {change: func(s *Settings) { s.Count, s.Name = 2, "Crivk_" }, err: `node name "Crivk_-1"`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s := base()
+			tc.change(&s)
+			got, err := Specs(s)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("Specs: %v, want an error with %q", err, tc.err)
+				}
+				if s.Count < 1 && !errors.Is(err, ErrCount) {
+					t.Errorf("error %v is not ErrCount", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Specs: %v", err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Specs\n got %+v\nwant %+v", got, tc.want)
+			}
+			for _, sp := range got {
+				if (sp.RuntimeNode() == "") != !sp.Multi || sp.Multi && sp.RuntimeNode() != sp.Name {
+					t.Errorf("%s: RuntimeNode %q with Multi %v", sp.Name, sp.RuntimeNode(), sp.Multi)
+				}
+			}
+		})
+	}
+}
+
+// TestSpecsShareNoMutableState: what one node's stack changes in its
+// settings (labels, taints) is seen by no other node nor by the process.
+func TestSpecsShareNoMutableState(t *testing.T) {
+	s := base()
+	s.Count, s.HealthzPort = 2, 0
+	specs, err := Specs(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs[0].Labels["pool"] = "changed"
+	specs[0].Taints[0].Value = "changed"
+	specs[0].Taints = append(specs[0].Taints, v1.Taint{Key: "more"})
+	for _, other := range []struct {
+		name   string
+		labels map[string]string
+		taints []v1.Taint
+	}{{"node 1", specs[1].Labels, specs[1].Taints}, {"the settings", s.Labels, s.Taints}} {
+		if other.labels["pool"] != "a" || len(other.taints) != 1 || other.taints[0].Value != "v" {
+			t.Errorf("%s saw node 0's change: labels %v, taints %v", other.name, other.labels, other.taints)
+		}
+	}
+}
