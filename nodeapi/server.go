@@ -49,6 +49,9 @@ type Config struct {
 	// Processes counts the containers' processes (/stats/summary's
 	// process_stats); nil: none reported.
 	Processes stats.Processes
+	// PodsCgroup reads kubepods (/stats/summary's "pods" system
+	// container); nil: none reported.
+	PodsCgroup stats.PodsCgroup
 	// Clock dates the answers; nil: the real clock.
 	Clock clock.PassiveClock
 	// KubeletConfig is the effective configuration /configz serves
@@ -91,7 +94,7 @@ func New(cfg Config) (http.Handler, error) {
 		cfg.Clock = clock.RealClock{}
 	}
 	st, err := stats.New(stats.Config{NodeName: cfg.NodeName, RootDir: cfg.RootDir, Runtime: cfg.Stats, ImageFs: cfg.ImageFs,
-		MemoryCapacity: cfg.MemoryCapacity, Clock: cfg.Clock, Processes: cfg.Processes})
+		MemoryCapacity: cfg.MemoryCapacity, Clock: cfg.Clock, Processes: cfg.Processes, PodsCgroup: cfg.PodsCgroup})
 	if err != nil {
 		return nil, fmt.Errorf("node API: %w", err)
 	}
