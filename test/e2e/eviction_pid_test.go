@@ -305,8 +305,17 @@ func TestEvictionAllocatableMemory(t *testing.T) {
 		capMem.String(), wsMi, reserved, threshold)
 	withCrivkFlags(t, nil, nil, fmt.Sprintf("--system-reserved=memory=%d", reserved),
 		fmt.Sprintf("--eviction-hard=allocatableMemory.available<%dMi", threshold), "--eviction-pressure-transition-period=30s")
+	// The node stays Ready in the API across the restart: wait for the new
+	// crivk itself (its Lease renewed), which sets kubepods' limit first.
+	waitCrivkServing(t)
 	waitNodeReady(t, v1.ConditionTrue, 60*time.Second)
-	if got := readCgroup(t, kubepods, "memory.limit_in_bytes"); got != strconv.Itoa(podsLimit) {
+	var got string
+	err = wait.PollUntilContextTimeout(context.Background(), poll, 30*time.Second, true, func(context.Context) (bool, error) {
+		b, err := os.ReadFile(filepath.Join(kubepods, "memory.limit_in_bytes"))
+		got = strings.TrimSpace(string(b))
+		return err == nil && got == strconv.Itoa(podsLimit), nil
+	})
+	if err != nil {
 		t.Fatalf("kubepods memory.limit_in_bytes %s, want %d", got, podsLimit)
 	}
 	ns := newNamespace(t)
