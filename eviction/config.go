@@ -21,9 +21,10 @@ import (
 type Signal string
 
 // The kubelet's signals. containerfs.* is accepted and ignored, as the
-// kubelet does (it follows nodefs or imagefs); allocatableMemory.available
-// is accepted for the kubelet's flag compatibility but has no observation
-// here (crivk enforces no allocatable cgroup), so it never triggers.
+// kubelet does (it follows nodefs or imagefs). allocatableMemory.available
+// is observed on the node-allocatable cgroup, kubepods (the summary's
+// "pods" system container): without pod cgroups (--cgroups-per-qos=false)
+// it has no observation and never triggers.
 const (
 	SignalMemoryAvailable            Signal = "memory.available"
 	SignalNodeFsAvailable            Signal = "nodefs.available"
@@ -343,6 +344,21 @@ type Config struct {
 	// MemoryCgroup is the memory cgroup the notification watches; "":
 	// DefaultMemoryCgroup.
 	MemoryCgroup string
+	// PodsMemoryCgroup is the node-allocatable memory cgroup (kubepods'
+	// directory in the memory hierarchy) the notification of an
+	// allocatableMemory.available threshold watches, as the kubelet's
+	// (memory mount + PodCgroupRoot); "": no notifier for those
+	// thresholds (no pod cgroups), which are then polled.
+	PodsMemoryCgroup string
+	// EnforceNodeAllocatable tells that the pods are bounded together by
+	// the node-allocatable cgroup, kubepods (pod cgroups, package cm: the
+	// kubelet's --enforce-node-allocatable=pods). As the kubelet's
+	// ParseThresholdConfig (addAllocatableThresholds), each hard
+	// memory.available threshold then gets an allocatableMemory.available
+	// twin of the same value and minimum reclaim, unless a hard
+	// allocatableMemory.available threshold is given (the kubelet would keep
+	// both; crivk keeps one threshold per signal and kind).
+	EnforceNodeAllocatable bool
 	// Summary reads the node's statistics; required.
 	Summary SummaryProvider
 	// ImageGC and ContainerGC reclaim disk before pods are evicted; nil:
@@ -389,6 +405,9 @@ func (cfg *Config) validate() error {
 	if cfg.MemoryCgroup == "" {
 		cfg.MemoryCgroup = DefaultMemoryCgroup
 	}
+	if cfg.EnforceNodeAllocatable {
+		cfg.Thresholds = addAllocatableThresholds(cfg.Thresholds)
+	}
 	seen := map[key]bool{}
 	for _, t := range cfg.Thresholds {
 		if _, ok := signalResource[t.Signal]; !ok {
@@ -401,4 +420,23 @@ func (cfg *Config) validate() error {
 	}
 	sort.SliceStable(cfg.Thresholds, func(i, j int) bool { return cfg.Thresholds[i].hard() && !cfg.Thresholds[j].hard() })
 	return nil
+}
+
+// addAllocatableThresholds returns ts with an allocatableMemory.available
+// twin of each hard memory.available threshold (the kubelet's), none if ts
+// has a hard allocatableMemory.available threshold already. ts is not
+// modified.
+func addAllocatableThresholds(ts []Threshold) []Threshold {
+	out := append([]Threshold(nil), ts...)
+	for _, t := range ts {
+		if t.Signal == SignalAllocatableMemoryAvailable && t.hard() {
+			return out
+		}
+	}
+	for _, t := range ts {
+		if t.Signal == SignalMemoryAvailable && t.hard() {
+			out = append(out, Threshold{Signal: SignalAllocatableMemoryAvailable, Value: t.Value, MinReclaim: t.MinReclaim})
+		}
+	}
+	return out
 }

@@ -11,6 +11,10 @@
 //
 //	memory.available     MemTotal - working set of the root cgroup (cgroup v1:
 //	                     memory.usage_in_bytes - total_inactive_file of /sys/fs/cgroup/memory)
+//	allocatableMemory.available
+//	                     kubepods' memory limit - its working set: the summary's "pods"
+//	                     system container (package cm reads the cgroup); none without
+//	                     pod cgroups
 //	nodefs.available     statfs of --root-dir: available bytes and free inodes
 //	nodefs.inodesFree
 //	imagefs.available    the runtime's image filesystem (CRI ImageFsInfo, statfs of its
@@ -20,7 +24,10 @@
 // # Thresholds (ParseThresholds, the kubelet's flags and formats)
 //
 // --eviction-hard (default DefaultHard, also taken off the allocatable by
-// nodestatus), --eviction-soft with --eviction-soft-grace-period,
+// nodestatus; with pod cgroups, Config.EnforceNodeAllocatable, each hard
+// memory.available threshold gets an allocatableMemory.available twin, as
+// the kubelet's with --enforce-node-allocatable=pods), --eviction-soft
+// with --eviction-soft-grace-period,
 // --eviction-minimum-reclaim, --eviction-max-pod-grace-period,
 // --eviction-pressure-transition-period (5m). A threshold is met when the
 // available amount is below its value (a quantity or a percentage of the
@@ -85,8 +92,9 @@
 //
 // With Config.KernelMemcgNotification (--kernel-memcg-notification), Run
 // makes one notifier per memory.available threshold on the root memory
-// cgroup (cgroup v1; on cgroup v2 it logs that it is not supported and
-// polls alone, as the kubelet). Each round, at most every 10 s, re-arms it
+// cgroup, and one per allocatableMemory.available threshold on kubepods'
+// (Config.PodsMemoryCgroup), as the kubelet's (cgroup v1; on cgroup v2 it
+// logs that it is not supported and polls alone, as the kubelet). Each round, at most every 10 s, re-arms it
 // at capacity - threshold + inactive_file of memory.usage_in_bytes
 // (cgroup.event_control with an eventfd); when the kernel signals, Run
 // runs a round at once instead of waiting for the monitoring period. Only
@@ -95,7 +103,7 @@
 // (cgroupV1 is the real one), so the arithmetic and the re-arming are
 // tested without root.
 //
-// Not done: the allocatableMemory.available signal (accepted, never observed: crivk has
-// no allocatable cgroup statistics), per-pod process counts (pid.available
-// ranks by priority alone) and a separate container filesystem.
+// Not done: a separate container filesystem (containerfs.* thresholds are
+// accepted and follow nodefs), and a second hard allocatableMemory.available
+// threshold beside one given on the command line (the kubelet keeps both).
 package eviction

@@ -156,31 +156,39 @@ func (m *Manager) Run(ctx context.Context, pods Pods) {
 }
 
 // startNotifiers arms, with --kernel-memcg-notification, one notifier per
-// memory.available threshold (the kubelet's Start); the first synchronize
-// sets their thresholds. allocatableMemory.available has no observation
-// here, so no notifier either.
+// memory.available threshold on the root memory cgroup and one per
+// allocatableMemory.available threshold on kubepods' (the kubelet's
+// Start); the first synchronize sets their thresholds.
 func (m *Manager) startNotifiers(ctx context.Context) {
 	if !m.cfg.KernelMemcgNotification {
 		return
 	}
-	var mem []Threshold
+	cgroups := map[string]memcg{}
 	for _, t := range m.cfg.Thresholds {
-		if t.Signal == SignalMemoryAvailable {
-			mem = append(mem, t)
+		dir := m.cfg.MemoryCgroup
+		switch t.Signal {
+		case SignalMemoryAvailable:
+		case SignalAllocatableMemoryAvailable:
+			dir = m.cfg.PodsMemoryCgroup
+		default:
+			continue
 		}
-	}
-	if len(mem) == 0 {
-		return
-	}
-	cg, err := m.memcgOf(m.cfg.MemoryCgroup)
-	if err != nil {
-		log.G(ctx).WithError(err).Info("eviction manager: failed to create memory threshold notifier")
-		return
-	}
-	for _, t := range mem {
+		if dir == "" {
+			log.G(ctx).WithField("threshold", t.String()).Info("eviction manager: failed to create memory threshold notifier: no node-allocatable memory cgroup")
+			continue
+		}
+		cg, ok := cgroups[dir]
+		if !ok {
+			var err error
+			if cg, err = m.memcgOf(dir); err != nil {
+				log.G(ctx).WithError(err).Info("eviction manager: failed to create memory threshold notifier")
+				continue
+			}
+			cgroups[dir] = cg
+		}
 		n := &memoryNotifier{threshold: t, cgroup: cg, events: m.memcgEvents}
 		m.notifiers = append(m.notifiers, n)
-		log.G(ctx).WithField("notifier", n.Description()).WithField("cgroup", m.cfg.MemoryCgroup).Info("eviction manager: created memoryThresholdNotifier")
+		log.G(ctx).WithField("notifier", n.Description()).WithField("cgroup", dir).Info("eviction manager: created memoryThresholdNotifier")
 	}
 }
 

@@ -538,6 +538,6 @@ func TestSignalsFromFixtures(t *testing.T) {
 		t.Error("one directory taken for two filesystems")
 	}
 	if strings.Contains(fmt.Sprint(obs), "allocatable") {
-		t.Error("allocatableMemory.available observed; crivk has no allocatable cgroup stats")
+		t.Error("allocatableMemory.available observed without a pods system container (no Config.PodsCgroup)")
 	}
 }

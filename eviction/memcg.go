@@ -18,7 +18,8 @@ import (
 
 // The memcg threshold notification (--kernel-memcg-notification, the
 // kubelet's memory_threshold_notifier.go and threshold_notifier_linux.go):
-// the kernel signals an eventfd when the root memory cgroup's
+// the kernel signals an eventfd when the root memory cgroup's (for an
+// allocatableMemory.available threshold: kubepods')
 // memory.usage_in_bytes crosses capacity - threshold + inactive_file (the
 // usage at which the working set reaches capacity - threshold), and the
 // manager runs a round at once instead of at the next monitoring period.
@@ -77,20 +78,28 @@ type memoryNotifier struct {
 	armedAt int64
 }
 
-// Description is the kubelet's: "hard memory eviction threshold".
+// Description is the kubelet's: "hard memory eviction threshold", "soft
+// allocatable memory eviction threshold".
 func (n *memoryNotifier) Description() string {
 	kind := "hard "
 	if !n.threshold.hard() {
 		kind = "soft "
 	}
+	if n.threshold.Signal == SignalAllocatableMemoryAvailable {
+		kind += "allocatable "
+	}
 	return kind + "memory eviction threshold"
 }
 
-// UpdateThreshold arms the threshold anew from summary's node memory.
+// UpdateThreshold arms the threshold anew from summary's node memory, or,
+// for allocatableMemory.available, from its "pods" system container's.
 func (n *memoryNotifier) UpdateThreshold(ctx context.Context, summary *statsapi.Summary) error {
-	m := summary.Node.Memory
+	m, of := summary.Node.Memory, "node"
+	if n.threshold.Signal == SignalAllocatableMemoryAvailable {
+		m, of = podsMemory(summary), "pods system container"
+	}
 	if m == nil || m.WorkingSetBytes == nil || m.AvailableBytes == nil {
-		return fmt.Errorf("summary was incomplete: node memory stats without working set or available bytes: %+v", m)
+		return fmt.Errorf("summary was incomplete: %s memory stats without working set or available bytes: %+v", of, m)
 	}
 	usage := m.UsageBytes
 	if usage == nil {

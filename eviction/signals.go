@@ -23,6 +23,9 @@ type observations map[Signal]observation
 //
 //	memory.available    node memory AvailableBytes (capacity - working set of the root
 //	                    cgroup; capacity = available + working set)
+//	allocatableMemory.available
+//	                    the "pods" system container's memory AvailableBytes (kubepods'
+//	                    limit - its working set; capacity = available + working set)
 //	nodefs.*            the node filesystem (statfs of --root-dir): AvailableBytes of
 //	                    CapacityBytes, InodesFree of Inodes
 //	imagefs.*           the runtime's image filesystem (CRI ImageFsInfo, statfs of its
@@ -35,6 +38,13 @@ func observe(s *statsapi.Summary) observations {
 	out := observations{}
 	if m := s.Node.Memory; m != nil && m.AvailableBytes != nil && m.WorkingSetBytes != nil {
 		out[SignalMemoryAvailable] = observation{
+			available: resource.NewQuantity(int64(*m.AvailableBytes), resource.BinarySI),
+			capacity:  resource.NewQuantity(int64(*m.AvailableBytes+*m.WorkingSetBytes), resource.BinarySI),
+			at:        m.Time.Time,
+		}
+	}
+	if m := podsMemory(s); m != nil && m.AvailableBytes != nil && m.WorkingSetBytes != nil {
+		out[SignalAllocatableMemoryAvailable] = observation{
 			available: resource.NewQuantity(int64(*m.AvailableBytes), resource.BinarySI),
 			capacity:  resource.NewQuantity(int64(*m.AvailableBytes+*m.WorkingSetBytes), resource.BinarySI),
 			at:        m.Time.Time,
@@ -71,6 +81,17 @@ func observe(s *statsapi.Summary) observations {
 		}
 	}
 	return out
+}
+
+// podsMemory is the memory of the summary's "pods" system container (the
+// node-allocatable cgroup), nil when it has none.
+func podsMemory(s *statsapi.Summary) *statsapi.MemoryStats {
+	for i := range s.Node.SystemContainers {
+		if c := &s.Node.SystemContainers[i]; c.Name == statsapi.SystemContainerPods {
+			return c.Memory
+		}
+	}
+	return nil
 }
 
 // podStatsFunc returns a pod's stats from the summary, by UID.

@@ -52,6 +52,9 @@ type Config struct {
 	// Owned selects the node's own containers for /stats/summary and
 	// /metrics/resource (stats.Config.Owned; nil: every crivk container).
 	Owned map[string]string
+	// PodsCgroup reads kubepods (/stats/summary's "pods" system
+	// container); nil: none reported.
+	PodsCgroup stats.PodsCgroup
 	// Clock dates the answers; nil: the real clock.
 	Clock clock.PassiveClock
 	// KubeletConfig is the effective configuration /configz serves
@@ -94,7 +97,7 @@ func New(cfg Config) (http.Handler, error) {
 		cfg.Clock = clock.RealClock{}
 	}
 	st, err := stats.New(stats.Config{NodeName: cfg.NodeName, RootDir: cfg.RootDir, Runtime: cfg.Stats, ImageFs: cfg.ImageFs,
-		MemoryCapacity: cfg.MemoryCapacity, Clock: cfg.Clock, Processes: cfg.Processes, Owned: cfg.Owned})
+		MemoryCapacity: cfg.MemoryCapacity, Clock: cfg.Clock, Processes: cfg.Processes, Owned: cfg.Owned, PodsCgroup: cfg.PodsCgroup})
 	if err != nil {
 		return nil, fmt.Errorf("node API: %w", err)
 	}

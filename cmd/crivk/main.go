@@ -815,12 +815,14 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	a.nodes = nodes
 	var podCgroups lifecycle.PodCgroups
 	var processes stats.Processes
+	var podsCgroup stats.PodsCgroup
 	if pods != nil {
 		podCgroups = pods
 		processes = pods
+		podsCgroup = pods
 	}
 	gcs := &reclaim{}
-	evictions, err := newEvictionManager(o, rt, recorder, agentMetrics, gcs, processes)
+	evictions, err := newEvictionManager(o, rt, recorder, agentMetrics, gcs, processes, pods)
 	if err != nil {
 		return nil, err
 	}
@@ -917,7 +919,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	nodeAPI, err := nodeapi.New(nodeapi.Config{NodeName: o.nodeName, RootDir: o.rootDir, Engine: a.engine,
 		APIPods:   func() ([]*v1.Pod, error) { return apiPods.List(labels.Everything()) },
 		PodStatus: rt, Streams: rt.Services(), LogFollow: rt.Services(), Stats: rt.Services(), ImageFs: rt,
-		MemoryCapacity: nodestatus.MemoryCapacity, KubeletConfig: o.config.Effective, Processes: processes, Owned: rt.Owned()})
+		MemoryCapacity: nodestatus.MemoryCapacity, KubeletConfig: o.config.Effective, Processes: processes, Owned: rt.Owned(), PodsCgroup: podsCgroup})
 	if err != nil {
 		return nil, err
 	}
@@ -941,10 +943,19 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 // newEvictionManager is the eviction manager of the flags, observing the
 // node through its own nodeapi/stats summary (with the containers' logs).
 // Image and container GC (package images) are not wired yet: disk
-// pressure evicts pods at once.
-func newEvictionManager(o *options, rt *cri.Runtime, recorder record.EventRecorder, agentMetrics *metrics.Agent, gcs *reclaim, processes stats.Processes) (*eviction.Manager, error) {
+// pressure evicts pods at once. With pod cgroups (pods non-nil) kubepods
+// bounds the pods, as the kubelet's --enforce-node-allocatable=pods: the
+// summary has its "pods" system container, and allocatableMemory.available
+// is observed and twinned with each hard memory.available threshold.
+func newEvictionManager(o *options, rt *cri.Runtime, recorder record.EventRecorder, agentMetrics *metrics.Agent, gcs *reclaim, processes stats.Processes, pods *cm.Manager) (*eviction.Manager, error) {
+	var podsCgroup stats.PodsCgroup
+	var podsMemcg string
+	if pods != nil {
+		podsCgroup = pods
+		podsMemcg, _ = pods.PodsDir("memory")
+	}
 	st, err := stats.New(stats.Config{NodeName: o.nodeName, RootDir: o.rootDir, PodLogDir: o.podLogDir, Runtime: rt.Services(), ImageFs: rt,
-		MemoryCapacity: nodestatus.MemoryCapacity, Processes: processes, Owned: rt.Owned()})
+		MemoryCapacity: nodestatus.MemoryCapacity, Processes: processes, Owned: rt.Owned(), PodsCgroup: podsCgroup})
 	if err != nil {
 		return nil, err
 	}
@@ -954,6 +965,7 @@ func newEvictionManager(o *options, rt *cri.Runtime, recorder record.EventRecord
 		LocalStorageCapacityIsolation: true, Summary: st.Summarize, Recorder: recorder, NodeName: o.nodeName,
 		ObserveEviction: agentMetrics.ObserveEviction, ObserveStatsAge: agentMetrics.ObserveEvictionStatsAge,
 		ImageGC: gcs, ContainerGC: gcs, KernelMemcgNotification: o.kernelMemcgNotification,
+		EnforceNodeAllocatable: pods != nil, PodsMemoryCgroup: podsMemcg,
 	})
 }
 

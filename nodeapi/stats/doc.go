@@ -25,6 +25,10 @@
 //	                             on disk, configMap, downwardAPI), as the kubelet (ephemeral.go)
 //	node processes (Rlimit)      min(kernel.pid_max, kernel.threads-max) and the task count
 //	                             of /proc/loadavg, as the kubelet's pidlimit
+//	"pods" system container      the memory of the node-allocatable cgroup, kubepods
+//	                             (Config.PodsCgroup: package cm): usage, working set
+//	                             (usage - inactive file) and available = its limit - working
+//	                             set (only with a limit), as cAdvisor; none without pod cgroups
 //	pod processes                the lines of cgroup.procs of each running container's cgroup
 //	  (process_stats)            below the pod cgroup (Config.Processes: package cm), summed
 //	                             for the pod, as cAdvisor's ProcessCount; none without pod

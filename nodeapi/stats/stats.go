@@ -34,6 +34,15 @@ type Processes interface {
 	ContainerProcesses(podUID types.UID, containerID string) (uint64, error)
 }
 
+// PodsCgroup reads the node-allocatable cgroup, kubepods (cm.Manager
+// implements it): the summary's "pods" system container, from which the
+// eviction manager observes allocatableMemory.available.
+type PodsCgroup interface {
+	// PodsMemory is the cgroup's memory usage, its working set (usage
+	// less inactive file pages) and its limit in bytes (0: none).
+	PodsMemory() (usage, workingSet, limit uint64, err error)
+}
+
 var (
 	_ Runtime = cri.RuntimeService(nil)
 	_ ImageFs = (*cri.Runtime)(nil)
@@ -72,6 +81,9 @@ type Config struct {
 	// node of a multi-node crivk reports and evicts only its own pods
 	// (docs/scale.md). nil: every crivk container (a single-node crivk).
 	Owned map[string]string
+	// PodsCgroup reads kubepods (the "pods" system container); nil: no
+	// system container reported (--cgroups-per-qos=false).
+	PodsCgroup PodsCgroup
 }
 
 // Handlers are the node API's statistics endpoints.
@@ -104,7 +116,7 @@ func New(cfg Config) (Handlers, error) {
 	volumes.now = cfg.Clock.Now
 	s := summary{runtime: cfg.Runtime, sandboxes: cfg.Runtime.ListPodSandboxStats, imageFs: cfg.ImageFs.ImageFsInfo, node: node,
 		nodeName: cfg.NodeName, rootDir: cfg.RootDir, memCapacity: cfg.MemoryCapacity, started: cfg.Clock.Now(), volumes: volumes,
-		podLogDir: cfg.PodLogDir, processes: cfg.Processes, owned: cfg.Owned, rlimit: func(at metav1.Time) *statsapi.RlimitStats { return readRlimit(cfg.ProcRoot, at) }}
+		podLogDir: cfg.PodLogDir, processes: cfg.Processes, owned: cfg.Owned, podsCgroup: cfg.PodsCgroup, rlimit: func(at metav1.Time) *statsapi.RlimitStats { return readRlimit(cfg.ProcRoot, at) }}
 	return Handlers{
 		Summary:         s,
 		ResourceMetrics: resourceMetrics{runtime: cfg.Runtime, node: node, owned: cfg.Owned},

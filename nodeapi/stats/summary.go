@@ -31,7 +31,8 @@ import (
 // metrics, at most once a minute (volumestats.go); the containers' log
 // files and the pod's ephemeral storage as the kubelet counts it
 // (ephemeral.go); the node's process limit and count (Rlimit, the
-// pid.available signal); per pod, the processes of its running
+// pid.available signal); the "pods" system container, kubepods' memory
+// (the allocatableMemory.available signal); per pod, the processes of its running
 // containers (process_stats, the sum of each container cgroup's
 // cgroup.procs lines, as cAdvisor counts them for the kubelet: the
 // sandbox's pause process is not counted).
@@ -51,6 +52,8 @@ type summary struct {
 	podLogDir string
 	// processes counts a container's processes (nil: no process stats).
 	processes Processes
+	// podsCgroup reads kubepods, the "pods" system container (nil: none).
+	podsCgroup PodsCgroup
 	// rlimit reads the node's process limit and count (nil: none).
 	rlimit func(at metav1.Time) *statsapi.RlimitStats
 	// sandboxes lists the pods' sandbox stats (nil: no network stats).
@@ -140,7 +143,36 @@ func (s summary) nodeStats(ctx context.Context) statsapi.NodeStats {
 	if fs, err := imageFsStats(ctx, s.imageFs, now); err == nil {
 		n.Runtime = &statsapi.RuntimeStats{ImageFs: fs}
 	}
+	if s.podsCgroup != nil {
+		if c, err := podsContainer(s.podsCgroup, now, metav1.NewTime(s.started)); err == nil {
+			n.SystemContainers = append(n.SystemContainers, c)
+		} else {
+			// As the kubelet: a system container it cannot read is left out.
+			log.G(ctx).WithError(err).Warn("node API: failed to get system container stats of pods")
+		}
+	}
 	return n
+}
+
+// podsContainer is the summary's "pods" system container: the memory of
+// the node-allocatable cgroup (kubepods) as the kubelet's cAdvisor stats
+// give it (usage; working set; available = limit - working set, only when
+// the cgroup has a limit, never below 0). It has no CPU, filesystem or
+// logs figures here; its start time is crivk's, which made the cgroup.
+func podsContainer(c PodsCgroup, at, started metav1.Time) (statsapi.ContainerStats, error) {
+	usage, ws, limit, err := c.PodsMemory()
+	if err != nil {
+		return statsapi.ContainerStats{}, err
+	}
+	mem := &statsapi.MemoryStats{Time: at, UsageBytes: &usage, WorkingSetBytes: &ws}
+	if limit > 0 {
+		var avail uint64
+		if limit > ws {
+			avail = limit - ws
+		}
+		mem.AvailableBytes = &avail
+	}
+	return statsapi.ContainerStats{Name: statsapi.SystemContainerPods, StartTime: started, Memory: mem}, nil
 }
 
 // ImageFsStats is the runtime's image filesystem as /stats/summary

@@ -1,0 +1,79 @@
+package stats
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+)
+
+// podsCgroupFunc is a PodsCgroup of a function.
+type podsCgroupFunc func() (uint64, uint64, uint64, error)
+
+func (f podsCgroupFunc) PodsMemory() (uint64, uint64, uint64, error) { return f() }
+
+// TestPodsSystemContainer: the summary's node.systemContainers has the
+// "pods" container with kubepods' memory, available = limit - working set
+// only when the cgroup has a limit; none without pod cgroups or when the
+// cgroup cannot be read (the kubelet leaves it out).
+func TestPodsSystemContainer(t *testing.T) {
+	at := time.Unix(1700000000, 0)
+	u := func(v uint64) *uint64 { return &v }
+	for name, x := range map[string]struct {
+		cgroup PodsCgroup
+		want   *statsapi.MemoryStats // nil: no "pods" container
+	}{
+		"limited": {cgroup: podsCgroupFunc(func() (uint64, uint64, uint64, error) { return 3000, 2000, 8000, nil }),
+			want: &statsapi.MemoryStats{UsageBytes: u(3000), WorkingSetBytes: u(2000), AvailableBytes: u(6000)}},
+		"unlimited: no available bytes": {cgroup: podsCgroupFunc(func() (uint64, uint64, uint64, error) { return 3000, 2000, 0, nil }),
+			want: &statsapi.MemoryStats{UsageBytes: u(3000), WorkingSetBytes: u(2000)}},
+		"working set above the limit: 0 available": {cgroup: podsCgroupFunc(func() (uint64, uint64, uint64, error) { return 9000, 9000, 8000, nil }),
+			want: &statsapi.MemoryStats{UsageBytes: u(9000), WorkingSetBytes: u(9000), AvailableBytes: u(0)}},
+		"unreadable":     {cgroup: podsCgroupFunc(func() (uint64, uint64, uint64, error) { return 0, 0, 0, errors.New("gone") })},
+		"no pod cgroups": {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := summary{
+				runtime: &fakeStats{}, nodeName: "n1", rootDir: dir, started: at, podsCgroup: x.cgroup,
+				imageFs: func(context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
+					return &runtimeapi.ImageFsInfoResponse{}, nil
+				},
+				node:        func() nodeUsage { return nodeUsage{workingSetBytes: 1000, at: at} },
+				memCapacity: func() (int64, error) { return 4000, nil },
+			}
+			got, err := s.get(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pods *statsapi.ContainerStats
+			for i, c := range got.Node.SystemContainers {
+				if c.Name == statsapi.SystemContainerPods {
+					pods = &got.Node.SystemContainers[i]
+				}
+			}
+			if x.want == nil {
+				if pods != nil {
+					t.Fatalf("pods system container %+v, want none", pods)
+				}
+				return
+			}
+			if pods == nil || pods.Memory == nil {
+				t.Fatalf("system containers %+v, want pods", got.Node.SystemContainers)
+			}
+			m := pods.Memory
+			eq := func(a, b *uint64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+			if !eq(m.UsageBytes, x.want.UsageBytes) || !eq(m.WorkingSetBytes, x.want.WorkingSetBytes) || !eq(m.AvailableBytes, x.want.AvailableBytes) {
+				t.Errorf("pods memory usage %v ws %v available %v, want %v %v %v", m.UsageBytes, m.WorkingSetBytes, m.AvailableBytes,
+					x.want.UsageBytes, x.want.WorkingSetBytes, x.want.AvailableBytes)
+			}
+			if !m.Time.Equal(&metav1.Time{Time: at}) || !pods.StartTime.Equal(&metav1.Time{Time: at}) {
+				t.Errorf("pods times %v %v, want %v", m.Time, pods.StartTime, at)
+			}
+		})
+	}
+}
