@@ -107,8 +107,9 @@ func (r *Runtime) dnsConfigFor(pod *v1.Pod) (*runtimeapi.DNSConfig, DNSWarning) 
 	}
 	var warn DNSWarning
 	if (policy == v1.DNSClusterFirst || policy == v1.DNSClusterFirstWithHostNet) && len(r.cfg.DNS.ClusterDNS) == 0 {
+		// The pod as the kubelet's format.Pod names it: name_namespace(uid).
 		warn = DNSWarning(fmt.Sprintf("pod: %q. kubelet does not have ClusterDNS IP configured and cannot create Pod using %q policy. Falling back to %q policy.",
-			pod.Namespace+"/"+pod.Name, policy, v1.DNSDefault))
+			fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID), policy, v1.DNSDefault))
 		policy = v1.DNSDefault
 	}
 

@@ -178,7 +178,7 @@ func TestDNSConfigFor(t *testing.T) {
 			switch {
 			case tc.warn && !strings.Contains(string(warn), `Falling back to "Default" policy`):
 				t.Errorf("warning = %q, want the kubelet's MissingClusterDNS fallback message", warn)
-			case tc.warn && !strings.Contains(string(warn), "prod/web"):
+			case tc.warn && !strings.Contains(string(warn), `pod: "web_prod(`+string(tc.pod.UID)+`)". `):
 				t.Errorf("warning = %q, want it to name the pod", warn)
 			case !tc.warn && warn != "":
 				t.Errorf("unexpected warning %q", warn)
