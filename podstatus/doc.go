@@ -103,12 +103,39 @@
 //     (test/e2e/fault_test.go: 30 pods ignoring SIGTERM, sampled every
 //     second), TestGracePeriod and TestDeletedPodsLastStateIsTerminal.
 //
+// # The status of a finished pod
+//
+// The package's second, smaller duty: the status changes of a pod whose
+// API object is already terminal (Succeeded, Failed) reach the API.
+// virtual-kubelet v1.13's pod controller skips every status update of such
+// an object (shouldSkipPodStatusUpdate), while the kubelet's status manager
+// keeps writing them as long as the pod exists; without this, a finished
+// pod's PodReadyToStartContainers stayed True after its sandbox was
+// stopped. WriteTerminal (terminal.go) is the one place that does it:
+// the provider hands it every status before virtual-kubelet gets it
+// (provider.New's terminal hook, wired in cmd/crivk/main.go), and it
+// writes with UpdateStatus only a terminal status over an object known
+// terminal with the same phase (a terminal phase is never changed; a
+// write that would is refused), only when the object differs, with other
+// writers' conditions kept (status.WithForeignConditions), conflicts
+// retried against a fresh GET, and the write recorded in StatusWrites
+// (dropped once the deletion path owns the pod's status). A status
+// handed while virtual-kubelet's write of the terminal phase is in flight
+// waits for that write first (StatusWrites.Settled). Every other status,
+// that of every running pod, goes through virtual-kubelet only.
+// TestWriteTerminal, TestWriteTerminalAfterVirtualKubeletsWrite,
+// TestProviderNotifyCallsTheTerminalHook (provider). Not closed: a
+// status handed in the microseconds after virtual-kubelet's worker read
+// the previous one but before its write began is still lost.
+//
 // # What it must never do
 //
 // Remove a pod object anywhere but in DeleteOnTerminated, or there without
 // the UID precondition; decide that a pod's containers are stopped (the
 // engine does, and calls OnTerminated); let virtual-kubelet's queued
-// status writes follow a pod's final status. It imports lifecycle for the
+// status writes follow a pod's final status; write a status past
+// virtual-kubelet anywhere but in DeleteOnTerminated and WriteTerminal,
+// or change a terminal phase. It imports lifecycle for the
 // one condition rule and nothing above it (provider, internal/vknode,
 // cmd/crivk).
 package podstatus

@@ -111,6 +111,18 @@ func (w *StatusWrites) Finalize(ctx context.Context, uid types.UID) *v1.Pod {
 	}
 	w.mu.Lock()
 	w.final[uid] = true
+	w.mu.Unlock()
+	return w.Settled(ctx, uid)
+}
+
+// Settled waits until none of the pod's status writes that are in flight
+// now is (or ctx ends), and returns the object of its last recorded write
+// (nil if none).
+func (w *StatusWrites) Settled(ctx context.Context, uid types.UID) *v1.Pod {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
 	f := w.inflight[uid]
 	w.mu.Unlock()
 	if f != nil {

@@ -61,10 +61,14 @@
 //     once the pod informer has synced (lifecycle.Config.APIPods,
 //     APIPodsSynced); a deleted pod the engine never had is handed to
 //     Engine.KillUnknown.
-//   - Terminal pods. virtual-kubelet stops tracking Succeeded/Failed pods;
+//   - Terminal pods. virtual-kubelet stops tracking Succeeded/Failed pods
+//     (it skips every status update of an object whose phase is terminal);
 //     the engine keeps their stopped containers (and logs) until deletion,
 //     as the kubelet does, and its status manager never lets a terminal
-//     phase regress.
+//     phase regress. The later status changes of such a pod (its
+//     PodReadyToStartContainers turning False once the sandbox is
+//     stopped) are written by the terminal hook NotifyPods calls first,
+//     podstatus.WriteTerminal.
 //
 // Beside the handler the package holds what the engine reads of the API:
 // Objects (objects.go) is the engine's lifecycle.Objects with least

@@ -32,6 +32,10 @@ type Provider struct {
 	// pods is the node's pod informer's view (nil: none), for other
 	// writers' conditions.
 	pods corev1listers.PodLister
+	// terminal (nil: none) is given every status handed to virtual-kubelet
+	// and writes those of pods whose API object is already terminal,
+	// which virtual-kubelet skips (podstatus.WriteTerminal).
+	terminal func(ctx context.Context, pod *v1.Pod)
 }
 
 var (
@@ -41,9 +45,11 @@ var (
 
 // New returns a provider over engine; pods is the node's pod informer's view
 // (nil: none), from which the conditions other writers set are kept in the
-// statuses handed on.
-func New(engine Engine, pods corev1listers.PodLister) *Provider {
-	return &Provider{engine: engine, pods: pods}
+// statuses handed on; terminal (nil: none) writes the statuses of pods
+// whose API object is terminal, which virtual-kubelet skips
+// (podstatus.WriteTerminal).
+func New(engine Engine, pods corev1listers.PodLister, terminal func(ctx context.Context, pod *v1.Pod)) *Provider {
+	return &Provider{engine: engine, pods: pods, terminal: terminal}
 }
 
 // CreatePod hands a new pod to the engine.
@@ -93,13 +99,19 @@ func (p *Provider) GetPods(context.Context) ([]*v1.Pod, error) {
 // NotifyPods registers virtual-kubelet's status callback with the engine.
 // virtual-kubelet writes the whole status it is given, so the conditions the
 // node does not own are first taken from the API's current pod.
-func (p *Provider) NotifyPods(_ context.Context, cb func(*v1.Pod)) {
+// virtual-kubelet skips every status of a pod whose API object is
+// terminal: the terminal hook writes those first, and virtual-kubelet is
+// handed the status all the same (its record of the pod stays current).
+func (p *Provider) NotifyPods(ctx context.Context, cb func(*v1.Pod)) {
 	p.engine.NotifyPods(func(pod *v1.Pod) {
 		if lister := p.pods; lister != nil {
 			if cur, err := lister.Pods(pod.Namespace).Get(pod.Name); err == nil && cur.UID == pod.UID {
 				pod = pod.DeepCopy()
 				pod.Status.Conditions = status.WithForeignConditions(cur.Status.Conditions, pod.Status.Conditions)
 			}
+		}
+		if p.terminal != nil {
+			p.terminal(ctx, pod)
 		}
 		cb(pod)
 	})

@@ -42,7 +42,7 @@ func (f *fakeEngine) NotifyPods(cb func(*v1.Pod))       { f.notify = cb }
 func TestProviderHandsPodsToTheEngine(t *testing.T) {
 	running := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u1"}, Status: v1.PodStatus{Phase: v1.PodRunning}}
 	e := &fakeEngine{known: map[string]*v1.Pod{"ns/web": running}}
-	p := New(e, nil)
+	p := New(e, nil, nil)
 	ctx := context.Background()
 	if err := p.CreatePod(ctx, running); err != nil || len(e.updated) != 1 {
 		t.Fatalf("CreatePod: %v, engine updates %v", err, e.updated)
@@ -79,7 +79,7 @@ func TestProviderNotifyKeepsOtherWritersConditions(t *testing.T) {
 	if err := indexer.Add(api); err != nil {
 		t.Fatal(err)
 	}
-	p := New(e, corev1listers.NewPodLister(indexer))
+	p := New(e, corev1listers.NewPodLister(indexer), nil)
 	var got []*v1.Pod
 	p.NotifyPods(context.Background(), func(pod *v1.Pod) { got = append(got, pod) })
 	ours := api.DeepCopy()
@@ -90,5 +90,19 @@ func TestProviderNotifyKeepsOtherWritersConditions(t *testing.T) {
 	}
 	if ours.Status.Conditions[0].Type != v1.PodReady || len(ours.Status.Conditions) != 1 {
 		t.Error("the engine's copy was modified")
+	}
+}
+
+// TestProviderNotifyCallsTheTerminalHook: every status goes through the
+// terminal hook (podstatus.WriteTerminal decides) and then to
+// virtual-kubelet, in that order.
+func TestProviderNotifyCallsTheTerminalHook(t *testing.T) {
+	e := &fakeEngine{}
+	var calls []string
+	p := New(e, nil, func(_ context.Context, pod *v1.Pod) { calls = append(calls, "terminal "+string(pod.Status.Phase)) })
+	p.NotifyPods(context.Background(), func(pod *v1.Pod) { calls = append(calls, "vk "+string(pod.Status.Phase)) })
+	e.notify(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u1"}, Status: v1.PodStatus{Phase: v1.PodSucceeded}})
+	if want := []string{"terminal Succeeded", "vk Succeeded"}; len(calls) != 2 || calls[0] != want[0] || calls[1] != want[1] {
+		t.Errorf("calls %v, want %v", calls, want)
 	}
 }

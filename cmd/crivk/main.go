@@ -915,7 +915,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	go mirrors.Run(ctx)
 	a.mux.Handle("/metrics/probes", probeMetrics.Handler())
 	a.mux.Handle("GET /metrics", agentMetrics.Handler())
-	a.provider = provider.New(staticpods.Apart(a.engine, mirrors), apiPods)
+	a.provider = provider.New(staticpods.Apart(a.engine, mirrors), apiPods, podstatus.WriteTerminal(clients.core, apiPods, a.statusWrites))
 	nodeAPI, err := nodeapi.New(nodeapi.Config{NodeName: o.nodeName, RootDir: o.rootDir, Engine: a.engine,
 		APIPods:   func() ([]*v1.Pod, error) { return apiPods.List(labels.Everything()) },
 		PodStatus: rt, Streams: rt.Services(), LogFollow: rt.Services(), Stats: rt.Services(), ImageFs: rt,
