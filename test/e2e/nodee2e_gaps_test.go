@@ -261,8 +261,10 @@ func TestStaticPodUpdateKeepsMirrorDuringGrace(t *testing.T) {
 	err := wait.PollUntilContextTimeout(context.Background(), poll, 8*time.Second, true, func(ctx context.Context) (bool, error) {
 		checks++
 		p, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if ctx.Err() != nil {
-			// The 8 s ended during the request (its client waits on ctx).
+		if dl, _ := ctx.Deadline(); ctx.Err() != nil || (err != nil && time.Until(dl) < time.Second) {
+			// The 8 s ended during the request, or were about to: client-go's
+			// rate limiter refuses a wait that would pass the deadline
+			// before the deadline ("would exceed context deadline").
 			return false, nil
 		}
 		if err != nil || p.UID != mirror.UID || p.Status.Phase != v1.PodRunning {
