@@ -1,6 +1,7 @@
 package cri
 
 import (
+	"maps"
 	"path/filepath"
 
 	"github.com/crivk/crivk/podutil"
@@ -49,7 +50,7 @@ func (r *Runtime) sandboxConfig(pod *v1.Pod, attempt uint32, userns *runtimeapi.
 		DnsConfig:    dns,
 		PortMappings: portMappings(pod),
 		Labels:       sandboxLabels(pod, r.cfg.Node),
-		Annotations:  copyMap(pod.Annotations),
+		Annotations:  maps.Clone(pod.Annotations),
 		Linux:        r.sandboxLinuxConfig(pod, userns),
 	}
 	return cfg, warn, nil
@@ -156,15 +157,4 @@ func podHasPrivilegedContainer(pod *v1.Pod) bool {
 		}
 	}
 	return false
-}
-
-func copyMap(in map[string]string) map[string]string {
-	if in == nil {
-		return nil
-	}
-	out := make(map[string]string, len(in))
-	for k, v := range in {
-		out[k] = v
-	}
-	return out
 }

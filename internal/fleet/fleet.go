@@ -3,6 +3,7 @@ package fleet
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -69,7 +70,7 @@ func Specs(s Settings) ([]Spec, error) {
 	}
 	if s.Count == 1 {
 		return []Spec{{Name: s.Name, Port: s.Port, ReadOnlyPort: s.ReadOnlyPort, RootDir: s.RootDir, PodLogDir: s.PodLogDir,
-			CgroupRoot: s.CgroupRoot, Kubeconfig: s.Kubeconfig, Labels: copyLabels(s.Labels), Taints: copyTaints(s.Taints)}}, nil
+			CgroupRoot: s.CgroupRoot, Kubeconfig: s.Kubeconfig, Labels: maps.Clone(s.Labels), Taints: copyTaints(s.Taints)}}, nil
 	}
 	last := s.Name + "-" + strconv.Itoa(s.Count-1)
 	if errs := validation.IsDNS1123Subdomain(last); len(errs) > 0 {
@@ -86,7 +87,7 @@ func Specs(s Settings) ([]Spec, error) {
 			PodLogDir:  filepath.Join(s.PodLogDir, name),
 			CgroupRoot: path.Join(s.CgroupRoot, name),
 			Kubeconfig: s.Kubeconfig,
-			Labels:     copyLabels(s.Labels), Taints: copyTaints(s.Taints)}
+			Labels:     maps.Clone(s.Labels), Taints: copyTaints(s.Taints)}
 		if s.ReadOnlyPort > 0 {
 			sp.ReadOnlyPort = s.ReadOnlyPort + i
 		}
@@ -121,17 +122,6 @@ func portRanges(s Settings) error {
 		}
 	}
 	return nil
-}
-
-func copyLabels(in map[string]string) map[string]string {
-	if in == nil {
-		return nil
-	}
-	out := make(map[string]string, len(in))
-	for k, v := range in {
-		out[k] = v
-	}
-	return out
 }
 
 func copyTaints(in []v1.Taint) []v1.Taint {

@@ -217,26 +217,7 @@ func TestEvictionPodEphemeralStorageLimit(t *testing.T) {
 	}
 	took := time.Since(start)
 	want := "Pod ephemeral local storage usage exceeds the total limit of containers 20Mi. "
-	if got.Status.Reason != "Evicted" || got.Status.Message != want {
-		t.Errorf("status %q %q, want Evicted %q", got.Status.Reason, got.Status.Message, want)
-	}
-	if dt := disruptionTarget(got); dt != nil {
-		t.Errorf("DisruptionTarget %+v on a local storage eviction", dt)
-	}
-	for _, cs := range got.Status.ContainerStatuses {
-		if cs.State.Terminated == nil {
-			t.Errorf("evicted pod's container %s not terminated: %+v", cs.Name, cs.State)
-		}
-	}
-	if ev := evictedEvent(t, ns, "spender"); ev != want {
-		t.Errorf("Evicted event %q", ev)
-	}
-	if c := nodeCondition(testContext(t, 10*time.Second), v1.NodeDiskPressure); c.Status != v1.ConditionFalse {
-		t.Errorf("DiskPressure %s: the eviction was not for node pressure", c.Status)
-	}
-	if n := evictionsMetric(t, "ephemeralpodfs.limit"); n < 1 {
-		t.Errorf("kubelet_evictions{eviction_signal=ephemeralpodfs.limit} = %v", n)
-	}
+	checkLocalStorageEviction(t, ns, "spender", got, want, "ephemeralpodfs.limit")
 	// The last summary before the eviction: each container under its own
 	// 10Mi, the pod over 20Mi once the emptyDir was measured.
 	var figures []string

@@ -408,6 +408,17 @@ func TestEvictionContainerEphemeralStorageLimit(t *testing.T) {
 	got := waitPod(t, ns, "writer", 90*time.Second, "evicted", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
 	took := time.Since(start)
 	want := `Container writer exceeded its local ephemeral storage limit "10Mi". `
+	checkLocalStorageEviction(t, ns, "writer", got, want, "ephemeralcontainerfs.limit")
+	t.Logf("figures: running -> Failed/Evicted %.1fs", took.Seconds())
+}
+
+// checkLocalStorageEviction asserts what the kubelet shows of a pod evicted
+// for its own local storage (signal: the kubelet_evictions label): phase
+// reason Evicted with message want, no DisruptionTarget, every container
+// terminated, an Evicted event with the same message, no DiskPressure on
+// the node, and the eviction counted under signal.
+func checkLocalStorageEviction(t *testing.T, ns, name string, got *v1.Pod, want, signal string) {
+	t.Helper()
 	if got.Status.Reason != "Evicted" || got.Status.Message != want {
 		t.Errorf("status %q %q, want Evicted %q", got.Status.Reason, got.Status.Message, want)
 	}
@@ -419,14 +430,13 @@ func TestEvictionContainerEphemeralStorageLimit(t *testing.T) {
 			t.Errorf("evicted pod's container %s not terminated: %+v", cs.Name, cs.State)
 		}
 	}
-	if ev := evictedEvent(t, ns, "writer"); ev != want {
+	if ev := evictedEvent(t, ns, name); ev != want {
 		t.Errorf("Evicted event %q", ev)
 	}
 	if c := nodeCondition(testContext(t, 10*time.Second), v1.NodeDiskPressure); c.Status != v1.ConditionFalse {
 		t.Errorf("DiskPressure %s: the eviction was not for node pressure", c.Status)
 	}
-	if n := evictionsMetric(t, "ephemeralcontainerfs.limit"); n < 1 {
-		t.Errorf("kubelet_evictions{eviction_signal=ephemeralcontainerfs.limit} = %v", n)
+	if n := evictionsMetric(t, signal); n < 1 {
+		t.Errorf("kubelet_evictions{eviction_signal=%s} = %v", signal, n)
 	}
-	t.Logf("figures: running -> Failed/Evicted %.1fs", took.Seconds())
 }

@@ -46,20 +46,7 @@ func TestPodPidsLimit(t *testing.T) {
 	if got := readCgroup(t, dirs["pids"], "pids.max"); got != strconv.Itoa(limit) {
 		t.Errorf("%s/pids.max = %q, want %d", dirs["pids"], got, limit)
 	}
-	maxPID := int64(-1)
-	for _, f := range []string{"/proc/sys/kernel/pid_max", "/proc/sys/kernel/threads-max"} {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if maxPID < 0 || v < maxPID {
-			maxPID = v
-		}
-	}
+	_, maxPID, _ := procPIDAvailable(t)
 	kubepods := "/sys/fs/cgroup/pids" + cgroupRoot() + "/kubepods"
 	if got := readCgroup(t, kubepods, "pids.max"); got != strconv.FormatInt(maxPID, 10) {
 		t.Errorf("%s/pids.max = %q, want the node's pid capacity %d", kubepods, got, maxPID)
