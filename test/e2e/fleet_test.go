@@ -109,6 +109,22 @@ func TestFleetThreeNodes(t *testing.T) {
 		}
 	}
 
+	// A node registers with the node lifecycle controller's not-ready
+	// taint until it saw the node Ready; a tainted node is no domain of
+	// the spread below (NodeTaintsPolicy Honor) and would get no pod.
+	untainted := wait.PollUntilContextTimeout(ctx, poll, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, n := range names {
+			node, err := client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+			if err != nil || len(node.Spec.Taints) > 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if untainted != nil {
+		t.Fatalf("the fleet's nodes still tainted a minute after Ready: %s", nodeDigest(ctx))
+	}
+
 	ns := newNamespace(t)
 	t.Cleanup(func() { clearFleet(t, ns, names) })
 
