@@ -34,9 +34,9 @@ const fleetLabel = "e2e.crivk.io/fleet"
 // TestFleetThreeNodes runs crivk with --node-count=3 (docs/scale.md): the
 // nodes <node>-0..2 register Ready with their leases, each with a third of
 // the machine; a Deployment of 6 pods spread by a topology spread
-// constraint runs 2 per node; a pod too big for one node's share is
-// unschedulable, and refused by the node it is bound to (OutOfmemory
-// against the share); a hostPort one node's pod holds is refused on
+// constraint runs 2 per node, each node's API serving its pods' logs; a
+// pod too big for one node's share is unschedulable, and refused by the
+// node it is bound to (OutOfmemory against the share); a hostPort one node's pod holds is refused on
 // another node (NodePorts, naming the node); one node drained through the
 // eviction API ends with its pods elsewhere and none of its sandboxes or
 // pod cgroups left; after kill -9 of the process and a restart every node
@@ -155,6 +155,30 @@ func TestFleetThreeNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSpread(t, ns, "app=fleet-spread", map[string]int{names[0]: 2, names[1]: 2, names[2]: 2}, 3*time.Minute)
+	// Each node's API (port 10250+i) serves its own pods' logs to the API
+	// server.
+	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=fleet-spread"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logged := map[string]bool{}
+	for _, p := range pods.Items {
+		if logged[p.Spec.NodeName] {
+			continue
+		}
+		logged[p.Spec.NodeName] = true
+		// The log is written before the pod turns Ready, but the API may
+		// read it a moment after.
+		var got string
+		var lerr error
+		werr := wait.PollUntilContextTimeout(ctx, poll, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			got, lerr = podLogs(ctx, ns, p.Name, &v1.PodLogOptions{})
+			return lerr == nil && got == "started\n", nil
+		})
+		if werr != nil {
+			t.Errorf("logs of %s on node %s through its node API: %q, %v", p.Name, p.Spec.NodeName, got, lerr)
+		}
+	}
 
 	// A pod too big for one node's share: unschedulable, and refused by
 	// the node it is bound to, against the share.
@@ -281,7 +305,7 @@ func fleetPodSpec(mutate func(*v1.PodSpec)) v1.PodSpec {
 		TerminationGracePeriodSeconds: &grace,
 		Containers: []v1.Container{{
 			Name: "c", Image: busybox, ImagePullPolicy: v1.PullIfNotPresent,
-			Command: []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
+			Command: []string{"sh", "-c", "echo started; trap 'exit 0' TERM; sleep 3600 & wait"},
 			Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
 				v1.ResourceCPU: resource.MustParse("10m"), v1.ResourceMemory: resource.MustParse("16Mi"),
 			}},
