@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"sync"
 
 	"github.com/crivk/crivk/lifecycle/admission"
 	"github.com/crivk/crivk/podutil"
@@ -44,7 +45,8 @@ func (e *Engine) admitNew(pod *v1.Pod) bool {
 
 // admit is the admission chain, in the kubelet's order: node pressure
 // (evict.go), the sysctl allowlist, the predicates against active (the
-// other pods holding resources, with their allocations), then AppArmor (a
+// other pods holding resources, with their allocations), the host-wide
+// checks of a node of many (Config.Host), then AppArmor (a
 // pod asking for a profile the host cannot enforce never starts). A
 // resize is checked by it too (admit_resize.go).
 func (e *Engine) admit(pod *v1.Pod, active []*v1.Pod) admission.Result {
@@ -56,6 +58,9 @@ func (e *Engine) admit(pod *v1.Pod, active []*v1.Pod) admission.Result {
 		if node := e.cfg.Node(); node != nil {
 			r = admission.Admit(pod, node, active)
 		}
+	}
+	if r.Admit && e.cfg.Host != nil {
+		r = e.cfg.Host.Admit(pod)
 	}
 	if r.Admit {
 		aa := e.cfg.AppArmor
@@ -121,3 +126,20 @@ func (e *Engine) deleteRejected(ctx context.Context, pod *v1.Pod) {
 	}
 	e.pods.forgetRejected(pod.UID)
 }
+
+// HostAdmitter is the admission of what the nodes of one process share on
+// one machine (internal/fleet.HostPorts). Lock and Unlock serialise every
+// node's admission decisions with the admitted pod's insertion; Admit is
+// called with the lock held, after the node's own predicates.
+type HostAdmitter interface {
+	sync.Locker
+	Admit(pod *v1.Pod) admission.Result
+}
+
+// HoldingPods are the pods that hold resources on the node as admission
+// counts them: admitted (or found in the runtime) and not yet known
+// terminated by their workers, terminating ones included (unlike
+// ActivePods, the eviction manager's). The other nodes' host-wide
+// admission reads them (Config.Host); the stored copies are not to be
+// changed.
+func (e *Engine) HoldingPods() []*v1.Pod { return e.activePods("") }

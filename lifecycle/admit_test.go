@@ -2,6 +2,8 @@ package lifecycle
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/crivk/crivk/lifecycle/admission"
@@ -106,5 +108,65 @@ func TestEngineRejectsUnenforceableAppArmor(t *testing.T) {
 				t.Errorf("the rejected pod reached the runtime %d times", n)
 			}
 		})
+	}
+}
+
+// fakeHost is a HostAdmitter that refuses the pods named in refuse and
+// counts how often its lock was taken.
+type fakeHost struct {
+	sync.Mutex
+	locks  atomic.Int32
+	refuse map[string]admission.Result
+}
+
+func (h *fakeHost) Lock() { h.locks.Add(1); h.Mutex.Lock() }
+
+func (h *fakeHost) Admit(pod *v1.Pod) admission.Result {
+	if r, ok := h.refuse[pod.Name]; ok {
+		return r
+	}
+	return admission.Result{Admit: true}
+}
+
+// TestEngineHostAdmission: a node of many takes the host-wide lock for its
+// admission decisions and refuses the pod the host refuses (a host port
+// another node's pod holds) with that reason and message, after its own
+// predicates; HoldingPods lists the admitted pod for the other nodes.
+func TestEngineHostAdmission(t *testing.T) {
+	clash := admission.PortUsedOnHost(v1.ContainerPort{HostPort: 8080, Protocol: v1.ProtocolTCP}, "ns/web", "node-1")
+	host := &fakeHost{refuse: map[string]admission.Result{"clash": clash}}
+	rec := record.NewFakeRecorder(10)
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}, Status: v1.NodeStatus{Allocatable: v1.ResourceList{
+		v1.ResourceMemory: resource.MustParse("1Gi"), v1.ResourceCPU: resource.MustParse("2"), v1.ResourcePods: resource.MustParse("110"),
+	}}}
+	f := newEngineFixture(t, func(c *Config) {
+		c.Node = func() *v1.Node { return node }
+		c.Recorder = rec
+		c.Host = host
+	})
+	p := enginePod("uid-clash", "clash", v1.RestartPolicyAlways)
+	f.e.UpdatePod(context.Background(), p)
+	f.eventually(t, "the rejection to be published", func() bool { return f.lastPhase("uid-clash") == v1.PodFailed })
+	got := f.lastPublished("uid-clash")
+	if got.Status.Reason != "NodePorts" || got.Status.Message != "Pod was rejected: "+clash.Message {
+		t.Errorf("rejected status reason %q message %q", got.Status.Reason, got.Status.Message)
+	}
+	if ev := <-rec.Events; ev != "Warning NodePorts "+clash.Message {
+		t.Errorf("event %q", ev)
+	}
+	if host.locks.Load() == 0 {
+		t.Error("the host-wide lock was never taken")
+	}
+	ok := enginePod("uid-ok", "ok", v1.RestartPolicyAlways)
+	f.startRunning(t, ok)
+	if n := len(f.rt.ops("uid-clash", "SyncPod", "KillPod")); n != 0 {
+		t.Errorf("the rejected pod reached the runtime %d times", n)
+	}
+	var holding []string
+	for _, h := range f.e.HoldingPods() {
+		holding = append(holding, string(h.UID))
+	}
+	if len(holding) != 1 || holding[0] != "uid-ok" {
+		t.Errorf("HoldingPods = %v, want [uid-ok]", holding)
 	}
 }

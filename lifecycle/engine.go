@@ -128,6 +128,13 @@ type Config struct {
 	// AppArmor is the node's AppArmor admission; nil: this machine's,
 	// probed once (admission.HostAppArmor).
 	AppArmor *admission.AppArmor
+	// Host is the admission of what the nodes of one process share on
+	// this machine (internal/fleet.HostPorts: its host ports); nil: a
+	// single node, nothing shared. Its Lock replaces the engine's own
+	// admission lock, so that every node's decisions are serialised with
+	// each other's insertion of the admitted pod; its Admit runs after the
+	// node's predicates (admit.go).
+	Host HostAdmitter
 	// ProbeRuntime runs liveness, readiness and startup probes (probes.go);
 	// nil: nothing is probed. ProbeMetrics counts probe runs (may be nil).
 	ProbeRuntime ProbeRuntime
@@ -172,8 +179,9 @@ type Engine struct {
 	// housekeeping serialises Housekeeping runs.
 	housekeeping sync.Mutex
 	// admitMu serialises admission decisions with the insertion of the
-	// admitted pod into the pod manager.
-	admitMu sync.Mutex
+	// admitted pod into the pod manager: the engine's own, or Config.Host
+	// (shared by the nodes of one process).
+	admitMu sync.Locker
 
 	mu     sync.Mutex
 	notify func(*v1.Pod) // guarded by mu
@@ -220,10 +228,14 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		cfg.Cache = pleg.NewCache()
 	}
 	e := &Engine{
-		cfg:   cfg,
-		pods:  newPodManager(),
-		cache: cfg.Cache,
-		queue: NewWorkQueue(cfg.Clock),
+		cfg:     cfg,
+		pods:    newPodManager(),
+		cache:   cfg.Cache,
+		queue:   NewWorkQueue(cfg.Clock),
+		admitMu: &sync.Mutex{},
+	}
+	if cfg.Host != nil {
+		e.admitMu = cfg.Host
 	}
 	var err error
 	if e.status, err = status.NewManager(status.ManagerConfig{Clock: cfg.Clock, Notify: e.publish}); err != nil {

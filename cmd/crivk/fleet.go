@@ -63,6 +63,9 @@ type fleetNode struct {
 	metrics  *metrics.Agent
 	nodeCfg  nodestatus.NodeConfig
 	awaiting *nodestatus.NotReadyReporter
+	// ports is the node's view of the host's ports (its engine's
+	// lifecycle.Config.Host), watching the engine once it exists.
+	ports *fleet.NodePorts
 }
 
 // runFleet is run for --node-count above 1 (docs/scale.md), after the
@@ -73,8 +76,8 @@ type fleetNode struct {
 // runtime (cri.Runtime.ForNode) as run builds the one node's, until ctx
 // ends or a node fails. Each node gets an equal share of the machine
 // (nodestatus.Share: its Node's capacity and allocatable, its kubepods
-// bound). Not yet: one relist for all nodes, the host-wide port checks
-// (docs/scale.md).
+// bound) and its admission refuses a host port another node's pod holds
+// (fleet.HostPorts). Not yet: one relist for all nodes (docs/scale.md).
 func runFleet(ctx context.Context, o *options, health *healthz.Checks, contact *healthz.Contact) error {
 	specs, err := o.fleetSpecs()
 	if err != nil {
@@ -84,8 +87,13 @@ func runFleet(ctx context.Context, o *options, health *healthz.Checks, contact *
 		return err
 	}
 	nodes := make([]*fleetNode, len(specs))
+	// One machine, one set of ports: every node's admission refuses a
+	// host port another node's pod holds.
+	hostPorts := &fleet.HostPorts{}
 	for i, s := range specs {
 		n := &fleetNode{spec: s, o: nodeOptions(o, s), metrics: metrics.NewAgent(version)}
+		n.ports = hostPorts.Node(s.Name)
+		n.o.hostAdmitter = n.ports
 		if i == 0 {
 			// client-go's metrics are process-wide: node 0's /metrics.
 			n.metrics.RegisterClientMetrics()
@@ -200,6 +208,9 @@ func startFleetNode(ctx context.Context, n *fleetNode, base *cri.Runtime, ver cr
 	if err != nil {
 		return nil, nil, err
 	}
+	// Before the informer runs (vknode.New's node does): no pod was
+	// admitted yet.
+	n.ports.Watch(a.engine.HoldingPods)
 	if n.o.readOnlyPort > 0 {
 		ro := nodeapi.ReadOnly(a.mux, health)
 		if _, err := nodeapi.ServeReadOnly(ctx, net.JoinHostPort(n.o.address, strconv.Itoa(n.o.readOnlyPort)), ro); err != nil {

@@ -165,6 +165,9 @@ type options struct {
 	fileCheckFrequency time.Duration
 	// gc: the image and container garbage collectors' flags (gc.go).
 	gc gcOptions
+	// hostAdmitter is a node of many's view of what the nodes share on
+	// the machine (fleet.go); nil for a single node.
+	hostAdmitter lifecycle.HostAdmitter
 }
 
 // errHelp is returned by parseFlags for -h, -help and --help; it holds
@@ -882,6 +885,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		// The container GC's per-container limit, kept by every sync too.
 		MaxDeadPerContainer:       o.gc.container.MaxPerPodContainer,
 		MaxContainerRestartPeriod: o.maxContainerRestartPeriod,
+		Host:                      o.hostAdmitter,
 	})
 	if err != nil {
 		return nil, err

@@ -26,6 +26,19 @@
 //   - labels and taints deep-copied: nothing one node's stack changes is
 //     seen by another (TestSpecsShareNoMutableState).
 //
-// The package is pure: it reads and writes nothing and starts nothing. It
-// must never hold a node's loop or decide anything about pods.
+// It also holds the one admission rule the nodes of one machine share:
+// host ports (HostPorts). A node's engine is built with its view
+// (HostPorts.Node, as lifecycle.Config.Host) and, once built, the view
+// watches the engine's holding pods (NodePorts.Watch). The view's lock is
+// host-wide: every node's admission decision and its insertion of the
+// admitted pod are serialised, so two nodes cannot both take a port; a pod
+// whose hostPort (or hostNetwork containerPort) a pod of another node holds
+// is refused with the kubelet's NodePorts reason, the message naming the
+// other node and pod (TestHostPortsAdmit, TestHostPortsOneLock; on the
+// cluster TestFleetThreeNodes).
+//
+// The package does no I/O and starts nothing. It must never hold a node's
+// loop, keep a record of pods (what a node holds is read from its engine at
+// each decision) or decide about a pod anything but what the machine's
+// sharing imposes.
 package fleet

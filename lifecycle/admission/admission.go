@@ -132,21 +132,48 @@ func insufficient(name v1.ResourceName, requested, used, capacity int64) Result 
 // portsInUse reports whether a host port of pod (protocol, host IP, port)
 // is taken by an active pod; host IP 0.0.0.0 or empty conflicts with all.
 func portsInUse(pod *v1.Pod, active []*v1.Pod) bool {
-	want := hostPorts(pod)
-	if len(want) == 0 {
-		return false
-	}
 	for _, p := range active {
-		for _, have := range hostPorts(p) {
-			for _, w := range want {
-				if w.HostPort == have.HostPort && w.Protocol == have.Protocol &&
-					(w.HostIP == have.HostIP || anyIP(w.HostIP) || anyIP(have.HostIP)) {
-					return true
-				}
-			}
+		if _, clash := PortClash(pod, p); clash {
+			return true
 		}
 	}
 	return false
+}
+
+// PortClash returns the first host port of pod (protocol, host IP, port)
+// that other holds too, the NodePorts predicate's rule: a host IP
+// 0.0.0.0, :: or empty clashes with every IP. The ports are the
+// containers' hostPorts; a hostNetwork pod's declared containerPorts are
+// its host ports (as the API's defaulting makes them), and what it opens
+// without declaring cannot be known.
+func PortClash(pod, other *v1.Pod) (v1.ContainerPort, bool) {
+	want := hostPorts(pod)
+	if len(want) == 0 {
+		return v1.ContainerPort{}, false
+	}
+	for _, have := range hostPorts(other) {
+		for _, w := range want {
+			if w.HostPort == have.HostPort && w.Protocol == have.Protocol &&
+				(w.HostIP == have.HostIP || anyIP(w.HostIP) || anyIP(have.HostIP)) {
+				return w, true
+			}
+		}
+	}
+	return v1.ContainerPort{}, false
+}
+
+// PortUsedOnHost is the refusal of a pod whose host port p is used on this
+// machine by pod holder (namespace/name) of another node served by the
+// same process (internal/fleet): the kubelet's NodePorts reason, and its
+// message followed by where the port is used.
+func PortUsedOnHost(p v1.ContainerPort, holder, node string) Result {
+	r := predicateFailure(ReasonNodePorts, errNodePorts)
+	ip := p.HostIP
+	if ip == "" {
+		ip = "0.0.0.0"
+	}
+	r.Message += fmt.Sprintf(": host port %s/%d (%s) is used on this machine by pod %s of node %s", p.Protocol, p.HostPort, ip, holder, node)
+	return r
 }
 
 func anyIP(ip string) bool { return ip == "" || ip == "0.0.0.0" || ip == "::" }
@@ -156,6 +183,9 @@ func hostPorts(pod *v1.Pod) []v1.ContainerPort {
 	all := append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
 	for _, c := range all {
 		for _, p := range c.Ports {
+			if pod.Spec.HostNetwork && p.HostPort <= 0 {
+				p.HostPort = p.ContainerPort
+			}
 			if p.HostPort <= 0 {
 				continue
 			}

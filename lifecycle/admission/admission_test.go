@@ -113,3 +113,43 @@ func TestAdmit(t *testing.T) {
 		})
 	}
 }
+
+func TestPortClash(t *testing.T) {
+	hostNet := func(port int32) func(*v1.Pod) {
+		return func(p *v1.Pod) {
+			p.Spec.HostNetwork = true
+			p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: port}}
+		}
+	}
+	udp := func(p *v1.Pod) { p.Spec.Containers[0].Ports[0].Protocol = v1.ProtocolUDP }
+	for name, tc := range map[string]struct {
+		pod, other *v1.Pod
+		want       int32 // 0: no clash
+	}{
+		"same port, any IP":            {pod: pod("p", hostPort(8080, "")), other: pod("a", hostPort(8080, "10.0.0.1")), want: 8080},
+		"same port, other IPs":         {pod: pod("p", hostPort(8080, "10.0.0.2")), other: pod("a", hostPort(8080, "10.0.0.1"))},
+		"other port":                   {pod: pod("p", hostPort(8080, "")), other: pod("a", hostPort(8081, ""))},
+		"other protocol":               {pod: pod("p", hostPort(8080, ""), udp), other: pod("a", hostPort(8080, ""))},
+		"no host port":                 {pod: pod("p"), other: pod("a", hostPort(8080, ""))},
+		"hostNetwork against hostPort": {pod: pod("p", hostNet(8080)), other: pod("a", hostPort(8080, "")), want: 8080},
+		"hostPort against hostNetwork": {pod: pod("p", hostPort(9000, "")), other: pod("a", hostNet(9000)), want: 9000},
+		"a container port is not a host port without hostNetwork": {pod: pod("p", func(p *v1.Pod) {
+			p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 8080}}
+		}), other: pod("a", hostNet(8080))},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, clash := PortClash(tc.pod, tc.other)
+			if clash != (tc.want != 0) || p.HostPort != tc.want {
+				t.Errorf("PortClash = %+v, %v; want port %d", p, clash, tc.want)
+			}
+		})
+	}
+}
+
+func TestPortUsedOnHost(t *testing.T) {
+	r := PortUsedOnHost(v1.ContainerPort{HostPort: 8080, Protocol: v1.ProtocolTCP}, "ns/web", "crivk-1")
+	want := "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports: host port TCP/8080 (0.0.0.0) is used on this machine by pod ns/web of node crivk-1"
+	if r.Admit || r.Reason != "NodePorts" || r.Message != want {
+		t.Errorf("got %+v, want reason NodePorts, message %q", r, want)
+	}
+}

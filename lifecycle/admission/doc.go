@@ -26,6 +26,13 @@
 //  7. host ports in use                                     NodePorts
 //  8. NoExecute taints not tolerated                        TaintToleration
 //
+// A node of a multi-node crivk (docs/scale.md) adds one check after the
+// predicates, through lifecycle.Config.Host (internal/fleet.HostPorts): a
+// host port held by a pod of another node of the process on the same
+// machine, by the same rule as check 7 (PortClash), refused with reason
+// NodePorts and the kubelet's message followed by the port, pod and node
+// (PortUsedOnHost).
+//
 // The sysctl allowlist (Sysctls.Admit, reason SysctlForbidden) runs before
 // them and AppArmor (AppArmor.Admit) after them, as the kubelet orders its
 // admit handlers: a pending pod asking for an AppArmor profile other than
