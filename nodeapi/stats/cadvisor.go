@@ -103,21 +103,26 @@ func gauge(name, help string, f func(e *cadvisorEntry) float64) cadvisorMetric {
 	return cadvisorMetric{name: name, help: help, typ: prometheus.GaugeValue, values: func(e *cadvisorEntry) []cadvisorValue { return one(f(e)) }}
 }
 
-// memoryStat is a key of the cgroup's memory.stat: the hierarchical
-// total_<key> on v1 (memory.use_hierarchy is always 1 below kubepods),
-// v2Key on v2.
+// memoryStat is a key of the cgroup's memory.stat as cAdvisor reads it:
+// on v1 the hierarchical total_<key> when memory.use_hierarchy is 1 (it is
+// below kubepods), else <key>; on v2 v2Key ("": none, 0).
 func memoryStat(e *cadvisorEntry, key, v2Key string) float64 {
 	st := e.cg.Stats.MemoryStats
-	if v, ok := st.Stats[v2Key]; ok && v2Key != "" && !hasV1Stats(st.Stats) {
-		return float64(v)
-	}
-	if st.UseHierarchy {
+	switch {
+	case !hasV1Stats(st.Stats):
+		if v2Key == "" {
+			return 0
+		}
+		return float64(st.Stats[v2Key])
+	case st.UseHierarchy:
 		return float64(st.Stats["total_"+key])
+	default:
+		return float64(st.Stats[key])
 	}
-	return float64(st.Stats[key])
 }
 
-// hasV1Stats tells a v1 memory.stat (it has total_ keys) from a v2 one.
+// hasV1Stats tells a v1 memory.stat (it has the total_ keys) from a v2
+// one.
 func hasV1Stats(s map[string]uint64) bool {
 	_, ok := s["total_rss"]
 	return ok
