@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/opencontainers/cgroups"
+	"github.com/opencontainers/cgroups/fs"
 	"github.com/opencontainers/cgroups/fscommon"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -102,6 +103,55 @@ func (m *Manager) ContainerCgroupSample(podUID types.UID, containerID string) (C
 	return CgroupSample{}, fmt.Errorf("container %s of pod %s has no cgroup: %w", containerID, podUID, os.ErrNotExist)
 }
 
+// RootCgroupSample reads the machine's root cgroup "/" (not
+// --cgroup-root), cAdvisor's root container: the controllers whose files
+// the root has (on v1 the root has no pids.current, which cAdvisor leaves
+// out too), each read on its own and left at zero when it cannot be read.
+func (m *Manager) RootCgroupSample() (CgroupSample, error) {
+	mgr, err := m.manager("/", &cgroups.Resources{SkipDevices: true})
+	if err != nil {
+		return CgroupSample{}, err
+	}
+	s := CgroupSample{Name: "/"}
+	cpuDir, memDir := mgr.Path("cpu"), mgr.Path("memory")
+	if m.v2 {
+		cpuDir, memDir = mgr.Path(""), mgr.Path("")
+		// The root has no pids, memory.current or cpu.max: the library
+		// returns what it read with the error, as cAdvisor ignores it.
+		s.Stats, _ = mgr.GetStats()
+		if s.Stats == nil {
+			s.Stats = cgroups.NewStats()
+		}
+	} else {
+		s.Stats = cgroups.NewStats()
+		for ctrl, sub := range map[string]interface {
+			GetStats(path string, stats *cgroups.Stats) error
+		}{"cpu": &fs.CpuGroup{}, "cpuacct": &fs.CpuacctGroup{}, "memory": &fs.MemoryGroup{}, "blkio": &fs.BlkioGroup{}} {
+			if dir := mgr.Path(ctrl); dir != "" {
+				_ = sub.GetStats(dir, s.Stats)
+			}
+		}
+	}
+	if s.Procs, err = cgroups.GetPids(cpuDir); err != nil {
+		return CgroupSample{}, fmt.Errorf("processes of the root cgroup: %w", err)
+	}
+	s.Spec = readSpec(cpuDir, memDir, m.v2)
+	s.OOMKills = oomKills(memDir, m.v2)
+	s.Created = created(mgr.GetPaths(), m.v2)
+	return s, nil
+}
+
+// oomKills is the oom_kill counter of the memory cgroup in dir; 0 when
+// the kernel has none.
+func oomKills(dir string, v2 bool) uint64 {
+	file := "memory.oom_control"
+	if v2 {
+		file = "memory.events"
+	}
+	n, _ := fscommon.GetValueByKey(dir, file, "oom_kill")
+	return n
+}
+
 // podCgroupNames are the names the pod's cgroup may have: the one
 // EnsurePod made, or, for a pod not synced since crivk started, its name
 // in each QoS class.
@@ -142,11 +192,7 @@ func (m *Manager) sample(name string) (CgroupSample, error) {
 		return CgroupSample{}, fmt.Errorf("processes of cgroup %s: %w", name, err)
 	}
 	s.Spec = readSpec(cpuDir, memDir, m.v2)
-	if m.v2 {
-		s.OOMKills, _ = fscommon.GetValueByKey(memDir, "memory.events", "oom_kill")
-	} else {
-		s.OOMKills, _ = fscommon.GetValueByKey(memDir, "memory.oom_control", "oom_kill")
-	}
+	s.OOMKills = oomKills(memDir, m.v2)
 	s.Created = created(mgr.GetPaths(), m.v2)
 	return s, nil
 }

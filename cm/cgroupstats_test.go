@@ -181,3 +181,27 @@ func TestReadSpec(t *testing.T) {
 		})
 	}
 }
+
+// TestRootCgroupSample reads the machine's root cgroup as cAdvisor's "/":
+// a v1 root has no pids.current and no memory.limit files of its own in
+// some hierarchies; what can be read is there, the rest is zero.
+func TestRootCgroupSample(t *testing.T) {
+	mounts, m := v1StatsTree(t)
+	files := v1ContainerFiles()
+	delete(files, "pids") // the v1 root has no pids.current nor pids.max
+	delete(files["memory"], "memory.max_usage_in_bytes")
+	writeCgroup(t, mounts, "/", files)
+	s, err := m.RootCgroupSample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "/" || s.Stats.CpuStats.CpuUsage.TotalUsage != 2500000000 || !slices.Equal(s.Procs, []int{4242, 4250}) || s.OOMKills != 3 {
+		t.Errorf("root sample %+v", s)
+	}
+	if s.Stats.MemoryStats.Usage.Usage != 0 {
+		t.Errorf("memory read although memory.max_usage_in_bytes is missing: %+v", s.Stats.MemoryStats.Usage)
+	}
+	if s.Spec.CPUShares != 2 || s.Spec.MemoryLimit != 79998976 {
+		t.Errorf("spec %+v", s.Spec)
+	}
+}

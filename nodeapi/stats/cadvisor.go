@@ -31,6 +31,8 @@ import (
 // container's (cm.Manager implements it). A cgroup that is not there is
 // an error wrapping os.ErrNotExist: the container exited meanwhile.
 type Cgroups interface {
+	// RootCgroupSample reads the machine's root cgroup, cAdvisor's "/".
+	RootCgroupSample() (cm.CgroupSample, error)
 	PodCgroupSample(podUID types.UID) (cm.CgroupSample, error)
 	ContainerCgroupSample(podUID types.UID, containerID string) (cm.CgroupSample, error)
 }
@@ -74,7 +76,9 @@ type cadvisorEntry struct {
 	// net is the sandbox's network namespace's interfaces; nil for the
 	// others, which share it (cAdvisor's RemoveNetMetrics).
 	net []netIface
-	at  time.Time
+	// fs are the machine's filesystems, on the root entry only.
+	fs []fsStat
+	at time.Time
 }
 
 // cadvisorValue is one series of a family: its extra labels' values.
@@ -254,45 +258,36 @@ func cadvisorMetrics(now func() time.Time, dev func(major, minor uint64) string)
 				return []cadvisorValue{{[]string{"pgfault", "container"}, pf}, {[]string{"pgmajfault", "container"}, mf},
 					{[]string{"pgfault", "hierarchy"}, pf}, {[]string{"pgmajfault", "hierarchy"}, mf}}
 			}},
+		// DiskUsageMetrics: the root's filesystems only (cAdvisor has no
+		// filesystem usage for containerd's containers).
+		fsGauge("container_fs_inodes_free", "Number of available Inodes", func(f fsStat) float64 { return float64(f.inodesFree) }),
+		fsGauge("container_fs_inodes_total", "Number of Inodes", func(f fsStat) float64 { return float64(f.inodes) }),
+		fsGauge("container_fs_limit_bytes", "Number of bytes that can be consumed by the container on this filesystem.", func(f fsStat) float64 {
+			return float64(f.capacity)
+		}),
+		fsGauge("container_fs_usage_bytes", "Number of bytes that are consumed by the container on this filesystem.", func(f fsStat) float64 {
+			return float64(f.capacity - f.free)
+		}),
 		// DiskIOMetrics: the cgroup's blkio lists (the library reads the
-		// BFQ or CFQ files, else the throttle ones), one series per device.
-		deviceCounter("container_fs_reads_bytes_total", "Cumulative count of bytes read", func(e *cadvisorEntry) []cadvisorValue {
-			return blkio(e.cg.Stats.BlkioStats.IoServiceBytesRecursive, "Read", 1, dev)
-		}),
-		deviceCounter("container_fs_reads_total", "Cumulative count of reads completed", func(e *cadvisorEntry) []cadvisorValue {
-			return blkio(e.cg.Stats.BlkioStats.IoServicedRecursive, "Read", 1, dev)
-		}),
-		deviceCounter("container_fs_sector_reads_total", "Cumulative count of sector reads completed", func(e *cadvisorEntry) []cadvisorValue {
-			return blkio(e.cg.Stats.BlkioStats.SectorsRecursive, "Read", 1, dev)
-		}),
-		deviceCounter("container_fs_reads_merged_total", "Cumulative count of reads merged", func(e *cadvisorEntry) []cadvisorValue {
-			return blkio(e.cg.Stats.BlkioStats.IoMergedRecursive, "Read", 1, dev)
-		}),
-		deviceCounter("container_fs_read_seconds_total", "Cumulative count of seconds spent reading", func(e *cadvisorEntry) []cadvisorValue {
-			return blkio(e.cg.Stats.BlkioStats.IoServiceTimeRecursive, "Read", 1e-9, dev)
-		}),
-		deviceCounter("container_fs_writes_bytes_total", "Cumulative count of bytes written", func(e *cadvisorEntry) []cadvisorValue {
-			return blkio(e.cg.Stats.BlkioStats.IoServiceBytesRecursive, "Write", 1, dev)
-		}),
-		deviceCounter("container_fs_writes_total", "Cumulative count of writes completed", func(e *cadvisorEntry) []cadvisorValue {
-			return blkio(e.cg.Stats.BlkioStats.IoServicedRecursive, "Write", 1, dev)
-		}),
-		deviceCounter("container_fs_sector_writes_total", "Cumulative count of sector writes completed", func(e *cadvisorEntry) []cadvisorValue {
-			return blkio(e.cg.Stats.BlkioStats.SectorsRecursive, "Write", 1, dev)
-		}),
-		deviceCounter("container_fs_writes_merged_total", "Cumulative count of writes merged", func(e *cadvisorEntry) []cadvisorValue {
-			return blkio(e.cg.Stats.BlkioStats.IoMergedRecursive, "Write", 1, dev)
-		}),
-		deviceCounter("container_fs_write_seconds_total", "Cumulative count of seconds spent writing", func(e *cadvisorEntry) []cadvisorValue {
-			return blkio(e.cg.Stats.BlkioStats.IoServiceTimeRecursive, "Write", 1e-9, dev)
-		}),
-		{name: "container_fs_io_current", help: "Number of I/Os currently in progress", typ: prometheus.GaugeValue, extra: []string{"device"},
-			values: func(e *cadvisorEntry) []cadvisorValue {
-				return blkio(e.cg.Stats.BlkioStats.IoQueuedRecursive, "Total", 1, dev)
-			}},
-		deviceCounter("container_fs_io_time_seconds_total", "Cumulative count of seconds spent doing I/Os", func(e *cadvisorEntry) []cadvisorValue {
-			return blkio(e.cg.Stats.BlkioStats.IoServiceTimeRecursive, "Total", 1e-9, dev)
-		}),
+		// BFQ or CFQ files, else the throttle ones), one series per
+		// device, then, on the root, one per filesystem from
+		// /proc/diskstats. cAdvisor divides the diskstats' milliseconds by
+		// 1e9 for its *_seconds_total: kept, so that the values are the
+		// kubelet's.
+		ioCounter("container_fs_reads_bytes_total", "Cumulative count of bytes read", serviceBytes, "Read", 1, dev, nil),
+		ioCounter("container_fs_reads_total", "Cumulative count of reads completed", serviced, "Read", 1, dev, disk(0)),
+		ioCounter("container_fs_sector_reads_total", "Cumulative count of sector reads completed", sectors, "Read", 1, dev, disk(2)),
+		ioCounter("container_fs_reads_merged_total", "Cumulative count of reads merged", merged, "Read", 1, dev, disk(1)),
+		ioCounter("container_fs_read_seconds_total", "Cumulative count of seconds spent reading", serviceTime, "Read", 1e-9, dev, diskNs(3)),
+		ioCounter("container_fs_writes_bytes_total", "Cumulative count of bytes written", serviceBytes, "Write", 1, dev, nil),
+		ioCounter("container_fs_writes_total", "Cumulative count of writes completed", serviced, "Write", 1, dev, disk(4)),
+		ioCounter("container_fs_sector_writes_total", "Cumulative count of sector writes completed", sectors, "Write", 1, dev, disk(6)),
+		ioCounter("container_fs_writes_merged_total", "Cumulative count of writes merged", merged, "Write", 1, dev, disk(5)),
+		ioCounter("container_fs_write_seconds_total", "Cumulative count of seconds spent writing", serviceTime, "Write", 1e-9, dev, diskNs(7)),
+		asGauge(ioCounter("container_fs_io_current", "Number of I/Os currently in progress", queued, "Total", 1, dev, disk(8))),
+		ioCounter("container_fs_io_time_seconds_total", "Cumulative count of seconds spent doing I/Os", serviceTime, "Total", 1e-9, dev, diskNs(9)),
+		{name: "container_fs_io_time_weighted_seconds_total", help: "Cumulative weighted I/O time in seconds", typ: prometheus.CounterValue,
+			extra: []string{"device"}, values: func(e *cadvisorEntry) []cadvisorValue { return fsSeries(e, diskNs(10)) }},
 		{name: "container_blkio_device_usage_total", help: "Blkio Device bytes usage", typ: prometheus.CounterValue,
 			extra: []string{"device", "major", "minor", "operation"}, values: func(e *cadvisorEntry) []cadvisorValue {
 				var out []cadvisorValue
@@ -338,13 +333,57 @@ func cadvisorMetrics(now func() time.Time, dev func(major, minor uint64) string)
 	}
 }
 
-func withQuota(m cadvisorMetric) cadvisorMetric {
-	m.cond = func(e *cadvisorEntry) bool { return e.cg.Spec.CPUQuota != 0 }
+// The cgroup's blkio lists, as cAdvisor's DiskIo names them.
+func serviceBytes(st *cgroups.BlkioStats) []cgroups.BlkioStatEntry { return st.IoServiceBytesRecursive }
+func serviced(st *cgroups.BlkioStats) []cgroups.BlkioStatEntry     { return st.IoServicedRecursive }
+func sectors(st *cgroups.BlkioStats) []cgroups.BlkioStatEntry      { return st.SectorsRecursive }
+func merged(st *cgroups.BlkioStats) []cgroups.BlkioStatEntry       { return st.IoMergedRecursive }
+func serviceTime(st *cgroups.BlkioStats) []cgroups.BlkioStatEntry  { return st.IoServiceTimeRecursive }
+func queued(st *cgroups.BlkioStats) []cgroups.BlkioStatEntry       { return st.IoQueuedRecursive }
+
+// disk is a /proc/diskstats counter of a filesystem's device; diskNs one
+// of its millisecond counters, divided by 1e9 as cAdvisor does.
+func disk(i int) func(fsStat) float64 { return func(f fsStat) float64 { return float64(f.disk[i]) } }
+func diskNs(i int) func(fsStat) float64 {
+	return func(f fsStat) float64 { return float64(f.disk[i]) / 1e9 }
+}
+
+// fsSeries is one series per filesystem of the entry (the root's).
+func fsSeries(e *cadvisorEntry, v func(fsStat) float64) []cadvisorValue {
+	var out []cadvisorValue
+	for _, f := range e.fs {
+		out = append(out, cadvisorValue{labels: []string{f.device}, v: v(f)})
+	}
+	return out
+}
+
+func fsGauge(name, help string, v func(fsStat) float64) cadvisorMetric {
+	return cadvisorMetric{name: name, help: help, typ: prometheus.GaugeValue, extra: []string{"device"},
+		values: func(e *cadvisorEntry) []cadvisorValue { return fsSeries(e, v) }}
+}
+
+// ioCounter is cAdvisor's ioValues: op of a blkio list per device (times
+// scale), then fsv of each filesystem (nil: none).
+func ioCounter(name, help string, list func(*cgroups.BlkioStats) []cgroups.BlkioStatEntry, op string, scale float64,
+	dev func(major, minor uint64) string, fsv func(fsStat) float64) cadvisorMetric {
+	return cadvisorMetric{name: name, help: help, typ: prometheus.CounterValue, extra: []string{"device"},
+		values: func(e *cadvisorEntry) []cadvisorValue {
+			out := blkio(list(&e.cg.Stats.BlkioStats), op, scale, dev)
+			if fsv != nil {
+				out = append(out, fsSeries(e, fsv)...)
+			}
+			return out
+		}}
+}
+
+func asGauge(m cadvisorMetric) cadvisorMetric {
+	m.typ = prometheus.GaugeValue
 	return m
 }
 
-func deviceCounter(name, help string, f func(e *cadvisorEntry) []cadvisorValue) cadvisorMetric {
-	return cadvisorMetric{name: name, help: help, typ: prometheus.CounterValue, extra: []string{"device"}, values: f}
+func withQuota(m cadvisorMetric) cadvisorMetric {
+	m.cond = func(e *cadvisorEntry) bool { return e.cg.Spec.CPUQuota != 0 }
+	return m
 }
 
 func netMetric(name, help string, f func(netIface) uint64) cadvisorMetric {
@@ -481,17 +520,19 @@ func (s cadvisorSource) entries(ctx context.Context) ([]*cadvisorEntry, error) {
 		}
 	}
 	var out []*cadvisorEntry
-	add := func(what string, read func() (cm.CgroupSample, error), labels func(cg cm.CgroupSample) []string, rootPid bool, net bool) {
+	// add reads one cgroup; rootPid picks the pid whose limits (and, with
+	// net, whose network namespace) the entry reports (0: none).
+	add := func(what string, read func() (cm.CgroupSample, error), labels func(cg cm.CgroupSample) []string, rootPid func(cg cm.CgroupSample) int, net bool) *cadvisorEntry {
 		cg, err := read()
 		if err != nil {
 			if !errors.Is(err, os.ErrNotExist) {
 				log.G(ctx).WithError(err).Warnf("node API: /metrics/cadvisor: %s", what)
 			}
-			return
+			return nil
 		}
 		e := &cadvisorEntry{labels: labels(cg), cg: cg, at: s.clock.Now()}
-		if rootPid && len(cg.Procs) > 0 {
-			e.rootPid = slices.Min(cg.Procs)
+		if rootPid != nil {
+			e.rootPid = rootPid(cg)
 		}
 		e.procs = readProcStats(s.procRoot, cg.Procs, e.rootPid)
 		if net && e.rootPid > 0 {
@@ -501,6 +542,21 @@ func (s cadvisorSource) entries(ctx context.Context) ([]*cadvisorEntry, error) {
 			}
 		}
 		out = append(out, e)
+		return e
+	}
+	// A container's first process is the lowest pid of its cgroup (unless
+	// pids wrapped); the machine's is init.
+	lowest := func(cg cm.CgroupSample) int {
+		if len(cg.Procs) == 0 {
+			return 0
+		}
+		return slices.Min(cg.Procs)
+	}
+	if root := add("the root cgroup", s.cgroups.RootCgroupSample, func(cm.CgroupSample) []string { return []string{"", "/", "", "", "", ""} },
+		func(cm.CgroupSample) int { return 1 }, true); root != nil {
+		if root.fs, err = readFilesystems(s.procRoot); err != nil {
+			log.G(ctx).WithError(err).Warn("node API: /metrics/cadvisor: the machine's filesystems")
+		}
 	}
 	pods := map[types.UID]bool{}
 	for _, sb := range sandboxes {
@@ -509,10 +565,10 @@ func (s cadvisorSource) entries(ctx context.Context) ([]*cadvisorEntry, error) {
 		if !pods[uid] {
 			pods[uid] = true
 			add(fmt.Sprintf("pod %s/%s %s", ns, name, uid), func() (cm.CgroupSample, error) { return s.cgroups.PodCgroupSample(uid) },
-				func(cg cm.CgroupSample) []string { return []string{"", cg.Name, "", "", ns, name} }, false, false)
+				func(cg cm.CgroupSample) []string { return []string{"", cg.Name, "", "", ns, name} }, nil, false)
 		}
 		add(fmt.Sprintf("sandbox %s of pod %s/%s", sb.GetId(), ns, name), func() (cm.CgroupSample, error) { return s.cgroups.ContainerCgroupSample(uid, sb.GetId()) },
-			func(cg cm.CgroupSample) []string { return []string{"", cg.Name, pauseImage, sb.GetId(), ns, name} }, true, true)
+			func(cg cm.CgroupSample) []string { return []string{"", cg.Name, pauseImage, sb.GetId(), ns, name} }, lowest, true)
 	}
 	for _, c := range containers {
 		l := c.GetLabels()
@@ -521,7 +577,7 @@ func (s cadvisorSource) entries(ctx context.Context) ([]*cadvisorEntry, error) {
 			func() (cm.CgroupSample, error) { return s.cgroups.ContainerCgroupSample(uid, c.GetId()) },
 			func(cg cm.CgroupSample) []string {
 				return []string{l[cri.LabelContainerName], cg.Name, c.GetImage().GetImage(), c.GetId(), ns, name}
-			}, true, false)
+			}, lowest, false)
 	}
 	return out, nil
 }

@@ -67,6 +67,17 @@ func cgroupFiles(name, procs string, oomKills int) map[string]string {
 	return out
 }
 
+// rootCgroupFiles is the machine's root cgroup: no pids files (v1).
+func rootCgroupFiles() map[string]string {
+	out := map[string]string{}
+	for p, c := range cgroupFiles("/", "1\n", 0) {
+		if !strings.HasPrefix(p, "pids/") {
+			out[p] = c
+		}
+	}
+	return out
+}
+
 type fakeSandboxes struct {
 	sandboxes []*runtimeapi.PodSandbox
 	err       error
@@ -90,12 +101,13 @@ func podLabels(uid, name string) map[string]string {
 // cgroup tree and /proc: its sandbox sb1 (pid 100, eth0 and lo), its
 // container c1 "app" (pids 200 and 201, 3 fds of which one a socket, 2
 // OOM kills), and a running container c2 whose cgroup is gone.
-func cadvisorFixture(t *testing.T) (cadvisorHandler, *fakeSandboxes, time.Time) {
+func cadvisorFixture(t *testing.T) (cadvisorHandler, *fakeSandboxes, time.Time, string) {
 	t.Helper()
 	base := t.TempDir()
 	cgroupRoot, procRoot, sysRoot := filepath.Join(base, "cgroup"), filepath.Join(base, "proc"), filepath.Join(base, "sys")
 	pod := "/kubepods/burstable/poduid-1"
 	for _, files := range []map[string]string{
+		rootCgroupFiles(),
 		cgroupFiles(pod, "", 0),
 		cgroupFiles(pod+"/sb1", "100\n", 0),
 		cgroupFiles(pod+"/c1", "201\n200\n", 2),
@@ -125,6 +137,22 @@ func cadvisorFixture(t *testing.T) (cadvisorHandler, *fakeSandboxes, time.Time) 
 		}
 	}
 	writeFiles(t, sysRoot, map[string]string{"dev/block/8:0/uevent": "MAJOR=8\nMINOR=0\nDEVNAME=sda\nDEVTYPE=disk\n"})
+	// The machine: init's limits and interfaces, an ext4 mounted at base
+	// and bound again below it (one filesystem), a tmpfs, a proc.
+	mnt := filepath.Join(base, "mnt")
+	if err := os.MkdirAll(filepath.Join(mnt, "bound"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, procRoot, map[string]string{
+		"1/limits": "Max open files            1073741816           1073741816           files     \n",
+		"1/net/dev": "h1\nh2\n    lo: 5 5 0 0 0 0 0 0 5 5 0 0 0 0 0 0\n  ens3: 9000 90 0 0 0 0 0 0 7000 70 0 0 0 0 0 0\n" +
+			" veth1: 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\n",
+		"self/mountinfo": "25 1 8:1 / " + base + " rw,relatime shared:1 - ext4 /dev/sda1 rw\n" +
+			"26 25 0:22 / " + filepath.Join(base, "proc") + " rw - proc proc rw\n" +
+			"27 25 0:23 / " + mnt + " rw - tmpfs tmpfs rw\n" +
+			"28 25 8:1 /sub " + filepath.Join(mnt, "bound") + " rw - ext4 /dev/sda1 rw\n",
+		"diskstats": "   8       0 sda 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\n   8       1 sda1 100 2 800 30 50 5 400 20 0 40 60 0 0 0 0\n",
+	})
 	mounts := map[string]string{}
 	for _, c := range []string{"cpu", "cpuacct", "memory", "pids", "blkio"} {
 		mounts[c] = filepath.Join(cgroupRoot, c)
@@ -146,7 +174,7 @@ func cadvisorFixture(t *testing.T) (cadvisorHandler, *fakeSandboxes, time.Time) 
 	}}
 	h := newCadvisorHandler(cadvisorSource{containers: rt, sandboxes: sbx, sandboxImage: fakeImager("registry.k8s.io/pause:3.10"),
 		cgroups: cgm, procRoot: procRoot, clock: clocktesting.NewFakePassiveClock(at)}, sysRoot)
-	return h, sbx, at
+	return h, sbx, at, mnt
 }
 
 func scrape(t *testing.T, h cadvisorHandler) map[string]*dto.MetricFamily {
@@ -199,12 +227,13 @@ func value(m *dto.Metric) float64 {
 // series, the families and labels the node e2e suite's ContainerMetrics
 // spec asserts, with the values of the fixture's files.
 func TestCadvisorMetrics(t *testing.T) {
-	h, sbx, at := cadvisorFixture(t)
+	h, sbx, at, mnt := cadvisorFixture(t)
 	fams := scrape(t, h)
 	app := map[string]string{"container": "app", "namespace": "ns", "pod": "web", "id": "/kubepods/burstable/poduid-1/c1",
 		"name": "c1", "image": "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"}
 	sandbox := map[string]string{"container": "", "namespace": "ns", "pod": "web", "id": "/kubepods/burstable/poduid-1/sb1",
 		"name": "sb1", "image": "registry.k8s.io/pause:3.10"}
+	root := map[string]string{"container": "", "namespace": "", "pod": "", "id": "/", "name": "", "image": ""}
 	podCg := map[string]string{"container": "", "namespace": "ns", "pod": "web", "id": "/kubepods/burstable/poduid-1", "name": "", "image": ""}
 	with := func(base map[string]string, extra ...string) map[string]string {
 		l := map[string]string{}
@@ -268,6 +297,27 @@ func TestCadvisorMetrics(t *testing.T) {
 		{"container_spec_memory_limit_bytes", podCg, 79998976},
 		{"container_processes", podCg, 0},
 		{"container_scrape_error", nil, 0},
+		{"container_cpu_usage_seconds_total", with(root, "cpu", "total"), 2.5},
+		{"container_processes", root, 1},
+		{"container_ulimits_soft", with(root, "ulimit", "max_open_files"), 1073741816},
+		{"container_network_receive_bytes_total", with(root, "interface", "ens3"), 9000},
+		{"container_network_transmit_packets_total", with(root, "interface", "ens3"), 70},
+		{"container_fs_reads_total", with(root, "device", "/dev/sda1"), 100},
+		{"container_fs_reads_merged_total", with(root, "device", "/dev/sda1"), 2},
+		{"container_fs_sector_reads_total", with(root, "device", "/dev/sda1"), 800},
+		{"container_fs_read_seconds_total", with(root, "device", "/dev/sda1"), 30 / 1e9},
+		{"container_fs_writes_total", with(root, "device", "/dev/sda1"), 50},
+		{"container_fs_writes_merged_total", with(root, "device", "/dev/sda1"), 5},
+		{"container_fs_sector_writes_total", with(root, "device", "/dev/sda1"), 400},
+		{"container_fs_write_seconds_total", with(root, "device", "/dev/sda1"), 20 / 1e9},
+		{"container_fs_io_current", with(root, "device", "/dev/sda1"), 0},
+		{"container_fs_io_time_seconds_total", with(root, "device", "/dev/sda1"), 40 / 1e9},
+		{"container_fs_io_time_weighted_seconds_total", with(root, "device", "/dev/sda1"), 60 / 1e9},
+		{"container_fs_io_time_weighted_seconds_total", with(root, "device", mnt), 0},
+		{"container_fs_limit_bytes", with(root, "device", "/dev/sda1"), -1},
+		{"container_fs_usage_bytes", with(root, "device", "/dev/sda1"), -1},
+		{"container_fs_inodes_total", with(root, "device", "/dev/sda1"), -1},
+		{"container_fs_inodes_free", with(root, "device", "/dev/sda1"), -1},
 	} {
 		t.Run(tc.family+fmt.Sprint(tc.labels), func(t *testing.T) {
 			got := series(fams, tc.family, tc.labels)
@@ -286,8 +336,21 @@ func TestCadvisorMetrics(t *testing.T) {
 			t.Errorf("start time %v: not the fixture cgroup's creation", got)
 		}
 	})
-	t.Run("no network for a container or a pod cgroup, no lo", func(t *testing.T) {
-		for _, l := range []map[string]string{app, podCg, with(sandbox, "interface", "lo")} {
+	t.Run("the root's filesystems: one per source, measured", func(t *testing.T) {
+		if got := series(fams, "container_fs_limit_bytes", root); len(got) != 2 {
+			t.Errorf("%d filesystems, want /dev/sda1 and the tmpfs (the bind mount is the same ext4, proc is none): %v", len(got), got)
+		}
+		for _, m := range series(fams, "container_fs_limit_bytes", root) {
+			if value(m) <= 0 {
+				t.Errorf("limit %v", m)
+			}
+		}
+		if got := series(fams, "container_fs_reads_bytes_total", root); len(got) != 1 {
+			t.Errorf("reads_bytes: the root's blkio device only, not the filesystems: %v", got)
+		}
+	})
+	t.Run("no network for a container or a pod cgroup, no lo or veth", func(t *testing.T) {
+		for _, l := range []map[string]string{app, podCg, with(sandbox, "interface", "lo"), with(root, "interface", "veth1")} {
 			if got := series(fams, "container_network_receive_bytes_total", l); len(got) != 0 {
 				t.Errorf("network series for %v: %v", l, got)
 			}
