@@ -47,6 +47,7 @@
 // node's pods, as the kubelet on containerd (cgroupfs driver):
 //
 //	series              id                               name       image         container
+//	the machine         /                                ""         ""            ""
 //	pod cgroup          /kubepods[/<qos>]/pod<uid>       ""         ""            ""
 //	ready sandbox       <pod cgroup>/<sandbox ID>        sandbox ID sandbox image ""
 //	running container   <pod cgroup>/<container ID>      its ID     its image     its name
@@ -72,18 +73,24 @@
 //	                           cAdvisor counts the kernel log's OOM kills of the container)
 //	processes, fds, sockets    cgroup.procs of the cpu hierarchy; /proc/<pid>/fd of each
 //	ulimits_soft               "Max open files" of /proc/<pid>/limits of the lowest pid
-//	network (sandboxes only)   /proc/<sandbox pid>/net/dev, without lo, veth*, docker*,
-//	                           nerdctl*, as cAdvisor's
+//	network (sandboxes, "/")   /proc/<pid>/net/dev of the sandbox's pid or of init, without
+//	                           lo, veth*, docker*, nerdctl*, as cAdvisor's
+//	filesystems ("/" only)     the mounts of /proc/self/mountinfo cAdvisor measures (ext*,
+//	                           nfs*, btrfs, overlay, tmpfs, xfs, zfs; one per source):
+//	                           statfs (inodes, limit, usage) and /proc/diskstats of the
+//	                           device (reads, writes, merged, sectors, I/O time; cAdvisor's
+//	                           milliseconds / 1e9 kept for the *_seconds_total)
 //	cpu_load, tasks_state      0: the kubelet runs cAdvisor without its load reader
 //	container_scrape_error     1 when the runtime cannot list the sandboxes or containers
 //
 // A cgroup gone between the runtime's list and its read (the container
-// exited) is left out of the answer. Not reported: the node's root
-// cgroup "/" and the QoS and kubepods cgroups (the kubelet's cAdvisor
-// reports every cgroup of the machine, with the node's filesystems and
-// interfaces on "/"), filesystem usage (cAdvisor has none for containerd
-// containers either), and the machine_* and cadvisor_version_info
-// families.
+// exited) is left out of the answer. The root cgroup is read
+// controller by controller (a v1 root has no pids files; cAdvisor leaves
+// pids out there too). Not reported: the machine's other cgroups
+// (kubepods, the QoS cgroups, system services: the kubelet's cAdvisor
+// reports every cgroup), the containers' filesystem usage (cAdvisor has
+// none for containerd's either), and the machine_* and
+// cadvisor_version_info families.
 //
 // New returns the handlers, and Summarize, the summary as a value: package
 // nodeapi mounts the handlers, the eviction manager observes Summarize.
