@@ -62,19 +62,22 @@ var (
 // with containerd).
 var cadvisorLabels = []string{"container", "id", "image", "name", "namespace", "pod"}
 
-// cadvisorEntry is one cgroup cAdvisor would report: a pod's, a
-// sandbox's or a container's.
+// cadvisorEntry is one cgroup cAdvisor would report: the machine's
+// root, a pod's, a sandbox's or a container's.
 type cadvisorEntry struct {
 	// labels are the values of cadvisorLabels.
 	labels []string
 	cg     cm.CgroupSample
-	// rootPid is the container's first process (the lowest pid in its
-	// cgroup), whose limits are the ulimits; 0 for a pod cgroup, as
-	// cAdvisor's raw containers have no pid.
+	// rootPid is the process whose limits are the ulimits (and whose
+	// network namespace a sandbox's or the root's interfaces are): a
+	// container's first process (the lowest pid in its cgroup), init for
+	// the root; 0 for a pod cgroup, as cAdvisor's raw containers but "/"
+	// have no pid.
 	rootPid int
 	procs   procStats
-	// net is the sandbox's network namespace's interfaces; nil for the
-	// others, which share it (cAdvisor's RemoveNetMetrics).
+	// net are the interfaces of a sandbox's network namespace (or the
+	// machine's, for the root); nil for containers, which share their
+	// sandbox's (cAdvisor's RemoveNetMetrics), and pod cgroups.
 	net []netIface
 	// fs are the machine's filesystems, on the root entry only.
 	fs []fsStat
@@ -460,7 +463,7 @@ func (c cadvisorCollector) Collect(ch chan<- prometheus.Metric) {
 		desc := prometheus.NewDesc(s.name, s.help, cadvisorLabels, nil)
 		for _, e := range entries {
 			if s.cond == nil || s.cond(e) {
-				ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, s.v(e), e.labels...)
+				c.send(ch, desc, prometheus.GaugeValue, s.v(e), e.labels, time.Time{})
 			}
 		}
 	}
@@ -475,10 +478,25 @@ func (c cadvisorCollector) Collect(ch chan<- prometheus.Metric) {
 				if m.name == "container_last_seen" {
 					at = time.Unix(int64(v.v), 0)
 				}
-				ch <- prometheus.NewMetricWithTimestamp(at, prometheus.MustNewConstMetric(desc, m.typ, v.v, append(slices.Clone(e.labels), v.labels...)...))
+				c.send(ch, desc, m.typ, v.v, append(slices.Clone(e.labels), v.labels...), at)
 			}
 		}
 	}
+}
+
+// send sends one series, dated at unless at is zero. A series the client
+// library refuses (a label value that is not UTF-8, say a mount point's)
+// is left out and logged, never a panic in the request.
+func (c cadvisorCollector) send(ch chan<- prometheus.Metric, desc *prometheus.Desc, typ prometheus.ValueType, v float64, labels []string, at time.Time) {
+	m, err := prometheus.NewConstMetric(desc, typ, v, labels...)
+	if err != nil {
+		log.G(c.ctx).WithError(err).Debugf("node API: /metrics/cadvisor: a series of %v left out", labels)
+		return
+	}
+	if !at.IsZero() {
+		m = prometheus.NewMetricWithTimestamp(at, m)
+	}
+	ch <- m
 }
 
 // cadvisorSource lists the entries of a scrape.
@@ -494,8 +512,9 @@ type cadvisorSource struct {
 	clock        clock.PassiveClock
 }
 
-// entries reads every ready sandbox of the node's pods with its pod's
-// cgroup, and every running container, from their cgroups and /proc. A
+// entries reads the machine's root cgroup, every ready sandbox of the
+// node's pods with its pod's cgroup, and every running container, from
+// their cgroups and /proc. A
 // cgroup gone meanwhile is left out; a cgroup that cannot be read is
 // logged and left out (cAdvisor skips such a container too).
 func (s cadvisorSource) entries(ctx context.Context) ([]*cadvisorEntry, error) {

@@ -419,6 +419,11 @@ func TestReadProcFiles(t *testing.T) {
 	if _, err := readNetDev(root, 6); err == nil {
 		t.Error("a short line is no error")
 	}
+	for in, want := range map[string]string{`/mnt/a\040b`: "/mnt/a b", "/plain": "/plain", `/trail\04`: `/trail\04`} {
+		if got := unescapeMount(in); got != want {
+			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
+		}
+	}
 }
 
 func i64(v int64) *int64 { return &v }
