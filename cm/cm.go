@@ -453,19 +453,7 @@ func (m *Manager) PodUIDs() ([]types.UID, error) {
 // driver). A pod with no cgroup, or a container with none, is an error
 // wrapping os.ErrNotExist.
 func (m *Manager) ContainerProcesses(podUID types.UID, containerID string) (uint64, error) {
-	m.mu.Lock()
-	prev, ok := m.applied[podUID]
-	m.mu.Unlock()
-	names := []string{prev.name}
-	if !ok {
-		// Not synced since crivk started: the pod's cgroup is in one of
-		// the QoS classes.
-		names = names[:0]
-		for _, q := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
-			names = append(names, path.Join(m.qosCgroup(q), podPrefix+string(podUID)))
-		}
-	}
-	for _, pod := range names {
+	for _, pod := range m.podCgroupNames(podUID) {
 		mgr, err := m.manager(path.Join(pod, containerID), &cgroups.Resources{SkipDevices: true})
 		if err != nil {
 			return 0, err

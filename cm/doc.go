@@ -71,6 +71,11 @@
 // ContainerProcesses counts a container's processes in its cgroup below
 // the pod's, for /stats/summary's process_stats (package nodeapi/stats,
 // through the Processes interface it declares; wired by cmd/crivk).
+// PodCgroupSample and ContainerCgroupSample read a pod's, a sandbox's or
+// a container's cgroup as cAdvisor does (CgroupSample: the library's
+// GetStats, the limits, the oom_kill counter, cgroup.procs, the creation
+// time) for /metrics/cadvisor (nodeapi/stats' Cgroups interface). Both
+// only read.
 //
 // The package sits beside lifecycle, not under it, as the kubelet keeps cm
 // beside its pod logic: the engine knows it only through the PodCgroups

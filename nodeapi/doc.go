@@ -23,6 +23,8 @@
 //	POST      /run/{namespace}/{pod}[/{uid}]/{container}
 //	GET       /stats/summary                                  package stats: the kubelet's Summary
 //	GET       /metrics/resource                               package stats: the resource metrics
+//	GET       /metrics/cadvisor                               package stats: the cAdvisor container
+//	                                                          metrics (501 without pod cgroups)
 //	          /stats/... (any other)                          501 Not Implemented
 //	          anything else                                   404
 //

@@ -94,7 +94,7 @@ func TestHandlerContainerLogs(t *testing.T) {
 		}
 		return nil
 	}
-	h := nodeAPI(logs, nil, nil, newFakeStreams().server(), nil)
+	h := nodeAPI(logs, nil, nil, newFakeStreams().server(), nil, nil)
 	for _, tc := range []struct {
 		path, body string
 		code       int

@@ -55,6 +55,12 @@ type Config struct {
 	// PodsCgroup reads kubepods (/stats/summary's "pods" system
 	// container); nil: none reported.
 	PodsCgroup stats.PodsCgroup
+	// Cgroups, Sandboxes and SandboxImage are /metrics/cadvisor's
+	// sources (stats.Config); Cgroups or Sandboxes nil: /metrics/cadvisor
+	// answers 501.
+	Cgroups      stats.Cgroups
+	Sandboxes    stats.Sandboxes
+	SandboxImage stats.SandboxImager
 	// Clock dates the answers; nil: the real clock.
 	Clock clock.PassiveClock
 	// KubeletConfig is the effective configuration /configz serves
@@ -85,8 +91,8 @@ var (
 
 // New returns the node API's handler (the routes of the package's doc):
 // the kubelet's container logs, /pods, /runningpods/, /healthz, the
-// streaming endpoints (streaming.go), /stats/summary and /metrics/resource
-// (package stats), with the kubelet's query parameters, status codes and
+// streaming endpoints (streaming.go), /stats/summary, /metrics/resource
+// and /metrics/cadvisor (package stats), with the kubelet's query parameters, status codes and
 // messages (pkg/kubelet/server). The other /stats/ paths answer 501 Not
 // Implemented. It does not authenticate: the caller wraps it (Auth.Wrap).
 func New(cfg Config) (http.Handler, error) {
@@ -97,7 +103,8 @@ func New(cfg Config) (http.Handler, error) {
 		cfg.Clock = clock.RealClock{}
 	}
 	st, err := stats.New(stats.Config{NodeName: cfg.NodeName, RootDir: cfg.RootDir, Runtime: cfg.Stats, ImageFs: cfg.ImageFs,
-		MemoryCapacity: cfg.MemoryCapacity, Clock: cfg.Clock, Processes: cfg.Processes, Owned: cfg.Owned, PodsCgroup: cfg.PodsCgroup})
+		MemoryCapacity: cfg.MemoryCapacity, Clock: cfg.Clock, Processes: cfg.Processes, Owned: cfg.Owned, PodsCgroup: cfg.PodsCgroup,
+		Cgroups: cfg.Cgroups, Sandboxes: cfg.Sandboxes, SandboxImage: cfg.SandboxImage})
 	if err != nil {
 		return nil, fmt.Errorf("node API: %w", err)
 	}
@@ -107,7 +114,7 @@ func New(cfg Config) (http.Handler, error) {
 		proxy:   proxyStream,
 	}
 	logs := containerLogs{pods: cfg.Engine.PodByName, status: cfg.PodStatus.GetPodStatus, follow: cfg.LogFollow, clock: cfg.Clock}
-	h := nodeAPI(logs.write, cfg.APIPods, func() ([]*v1.Pod, error) { return cfg.Engine.Pods(), nil }, streams, st.ResourceMetrics)
+	h := nodeAPI(logs.write, cfg.APIPods, func() ([]*v1.Pod, error) { return cfg.Engine.Pods(), nil }, streams, st.ResourceMetrics, st.Cadvisor)
 	mux := http.NewServeMux()
 	mux.Handle("GET /stats/summary", st.Summary)
 	if cfg.KubeletConfig != nil {
@@ -171,14 +178,16 @@ func (s *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // nodeAPI serves logs, the API's pods of the node (/pods) and the pods the
 // node runs as it sees them (/runningpods/, the kubelet's debugging
 // endpoint: crivk's engine's pods with their current status).
-func nodeAPI(logs logSource, apiPods, runningPods func() ([]*v1.Pod, error), streams *streamServer, resource http.Handler) http.Handler {
+func nodeAPI(logs logSource, apiPods, runningPods func() ([]*v1.Pod, error), streams *streamServer, resource, cadvisor http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	streams.register(mux)
 	notImplemented := []string{"/stats/"}
-	if resource != nil {
-		mux.Handle("GET /metrics/resource", resource)
-	} else {
-		notImplemented = append(notImplemented, "/metrics/resource")
+	for path, h := range map[string]http.Handler{"/metrics/resource": resource, "/metrics/cadvisor": cadvisor} {
+		if h != nil {
+			mux.Handle("GET "+path, h)
+		} else {
+			notImplemented = append(notImplemented, path)
+		}
 	}
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", func(w http.ResponseWriter, r *http.Request) {
 		serveContainerLogs(w, r, logs)

@@ -161,7 +161,7 @@ func TestStreamingEndpoints(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeStreams()
 			f.err, f.runOut = tc.runtimeErr, "hi\n"
-			h := nodeAPI(nil, nil, nil, f.server(), nil)
+			h := nodeAPI(nil, nil, nil, f.server(), nil, nil)
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, httptest.NewRequest(tc.method, tc.path, nil))
 			body, _ := io.ReadAll(w.Result().Body)
@@ -188,7 +188,7 @@ func TestStreamingInvalidRuntimeURL(t *testing.T) {
 	f := newFakeStreams()
 	f.url = "not a url"
 	w := httptest.NewRecorder()
-	nodeAPI(nil, nil, nil, f.server(), nil).ServeHTTP(w, httptest.NewRequest("POST", "/exec/ns/p/c?command=ls&output=1", nil))
+	nodeAPI(nil, nil, nil, f.server(), nil, nil).ServeHTTP(w, httptest.NewRequest("POST", "/exec/ns/p/c?command=ls&output=1", nil))
 	if w.Code != 500 || len(f.proxied) != 0 {
 		t.Fatalf("%d, proxied %v", w.Code, f.proxied)
 	}
@@ -271,7 +271,7 @@ func FuzzStreamRequest(f *testing.F) {
 		}
 		fs := newFakeStreams()
 		w := httptest.NewRecorder()
-		nodeAPI(nil, nil, nil, fs.server(), nil).ServeHTTP(w, req)
+		nodeAPI(nil, nil, nil, fs.server(), nil, nil).ServeHTTP(w, req)
 		if w.Code < 100 || w.Code > 599 {
 			t.Fatalf("%s %s: status %d", method, target, w.Code)
 		}

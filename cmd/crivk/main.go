@@ -819,10 +819,12 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	var podCgroups lifecycle.PodCgroups
 	var processes stats.Processes
 	var podsCgroup stats.PodsCgroup
+	var cgroupStats stats.Cgroups
 	if pods != nil {
 		podCgroups = pods
 		processes = pods
 		podsCgroup = pods
+		cgroupStats = pods
 	}
 	gcs := &reclaim{}
 	evictions, err := newEvictionManager(o, rt, recorder, agentMetrics, gcs, processes, pods)
@@ -923,7 +925,8 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	nodeAPI, err := nodeapi.New(nodeapi.Config{NodeName: o.nodeName, RootDir: o.rootDir, Engine: a.engine,
 		APIPods:   func() ([]*v1.Pod, error) { return apiPods.List(labels.Everything()) },
 		PodStatus: rt, Streams: rt.Services(), LogFollow: rt.Services(), Stats: rt.Services(), ImageFs: rt,
-		MemoryCapacity: nodestatus.MemoryCapacity, KubeletConfig: o.config.Effective, Processes: processes, Owned: rt.Owned(), PodsCgroup: podsCgroup})
+		MemoryCapacity: nodestatus.MemoryCapacity, KubeletConfig: o.config.Effective, Processes: processes, Owned: rt.Owned(), PodsCgroup: podsCgroup,
+		Cgroups: cgroupStats, Sandboxes: rt.Services(), SandboxImage: rt})
 	if err != nil {
 		return nil, err
 	}

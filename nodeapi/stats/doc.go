@@ -1,8 +1,9 @@
 // Package stats is the node API's statistics, the kubelet's
 // pkg/kubelet/server/stats: /stats/summary in the shape of
-// k8s.io/kubelet/pkg/apis/stats/v1alpha1 (summary.go) and the resource
+// k8s.io/kubelet/pkg/apis/stats/v1alpha1 (summary.go), the resource
 // metrics at /metrics/resource that metrics-server scrapes for `kubectl
-// top` (resourcemetrics.go).
+// top` (resourcemetrics.go), and the cAdvisor container metrics at
+// /metrics/cadvisor (cadvisor.go, procstats.go).
 //
 // Where each figure comes from:
 //
@@ -34,7 +35,64 @@
 //	                             for the pod, as cAdvisor's ProcessCount; none without pod
 //	                             cgroups
 //
-// New returns both handlers, and Summarize, the summary as a value: package
+// # /metrics/cadvisor
+//
+// The kubelet serves cAdvisor's PrometheusCollector there, with its
+// includedMetrics (CPU usage and load, memory, disk I/O and usage,
+// network, processes, OOM events) and its containerPrometheusLabelsFunc
+// labels: id (the cgroup's name), name (the container ID), image,
+// container, pod, namespace. crivk has no cAdvisor: it computes the same
+// families, names, help texts, types, labels and timestamps (cAdvisor
+// v0.53) at each request, for the cgroups cAdvisor would report for the
+// node's pods, as the kubelet on containerd (cgroupfs driver):
+//
+//	series              id                               name       image         container
+//	the machine         /                                ""         ""            ""
+//	pod cgroup          /kubepods[/<qos>]/pod<uid>       ""         ""            ""
+//	ready sandbox       <pod cgroup>/<sandbox ID>        sandbox ID sandbox image ""
+//	running container   <pod cgroup>/<container ID>      its ID     its image     its name
+//
+// (pod and namespace from the CRI labels; a sandbox has no container
+// name with containerd, hence "", not dockershim's "POD"). Each
+// family's source:
+//
+//	CPU, memory, pids, blkio   the cgroup, through cm.CgroupSample (the cgroup library's
+//	                           GetStats, the library cAdvisor uses): cpuacct usage, user and
+//	                           system time; memory usage, max usage, failcnt, the
+//	                           hierarchical cache, rss, mapped_file, swap, (in)active file,
+//	                           pgfault and pgmajfault of memory.stat, working set = usage -
+//	                           total_inactive_file; pids.current and pids.max (threads);
+//	                           the blkio lists per device (/dev/<name> from
+//	                           /sys/dev/block/<major>:<minor>/uevent)
+//	spec_*                     the cgroup's cpu.shares, cpu.cfs_period_us, cpu.cfs_quota_us,
+//	                           memory.limit_in_bytes, memory.memsw.limit_in_bytes,
+//	                           memory.soft_limit_in_bytes (a limit above 1<<62 is 0)
+//	start_time_seconds         the cgroup's creation time, as cAdvisor (oldest modification
+//	                           time of its directories and their cgroup.clone_children)
+//	oom_events_total           the kernel's oom_kill counter of the cgroup (memory.oom_control;
+//	                           cAdvisor counts the kernel log's OOM kills of the container)
+//	processes, fds, sockets    cgroup.procs of the cpu hierarchy; /proc/<pid>/fd of each
+//	ulimits_soft               "Max open files" of /proc/<pid>/limits of the lowest pid
+//	network (sandboxes, "/")   /proc/<pid>/net/dev of the sandbox's pid or of init, without
+//	                           lo, veth*, docker*, nerdctl*, as cAdvisor's
+//	filesystems ("/" only)     the mounts of /proc/self/mountinfo cAdvisor measures (ext*,
+//	                           nfs*, btrfs, overlay, tmpfs, xfs, zfs; one per source):
+//	                           statfs (inodes, limit, usage) and /proc/diskstats of the
+//	                           device (reads, writes, merged, sectors, I/O time; cAdvisor's
+//	                           milliseconds / 1e9 kept for the *_seconds_total)
+//	cpu_load, tasks_state      0: the kubelet runs cAdvisor without its load reader
+//	container_scrape_error     1 when the runtime cannot list the sandboxes or containers
+//
+// A cgroup gone between the runtime's list and its read (the container
+// exited) is left out of the answer. The root cgroup is read
+// controller by controller (a v1 root has no pids files; cAdvisor leaves
+// pids out there too). Not reported: the machine's other cgroups
+// (kubepods, the QoS cgroups, system services: the kubelet's cAdvisor
+// reports every cgroup), the containers' filesystem usage (cAdvisor has
+// none for containerd's either), and the machine_* and
+// cadvisor_version_info families.
+//
+// New returns the handlers, and Summarize, the summary as a value: package
 // nodeapi mounts the handlers, the eviction manager observes Summarize.
 // ImageFsStats is the summary's image filesystem on its own: the image
 // garbage collector (package images) reads its capacity and available
@@ -45,6 +103,9 @@
 // What it must never do: write anything (to the runtime, the API or the
 // pods' files), or report containers that are not crivk's (every runtime
 // call is filtered by crivk's managed-by label) or that do not run (the
-// kubelet reports running containers only). It does not authenticate: the
-// node API's filter (nodeapi.Auth) is in front of it.
+// kubelet reports running containers only; /metrics/cadvisor adds their
+// ready sandboxes and pod cgroups). It never writes a cgroup file: cm
+// reads them. It does not authenticate: the node API's filter
+// (nodeapi.Auth, nodes/metrics for /metrics/cadvisor as the kubelet's) is
+// in front of it.
 package stats

@@ -84,6 +84,17 @@ type Config struct {
 	// PodsCgroup reads kubepods (the "pods" system container); nil: no
 	// system container reported (--cgroups-per-qos=false).
 	PodsCgroup PodsCgroup
+	// Cgroups and Sandboxes are /metrics/cadvisor's sources: the pods'
+	// and containers' cgroups, and the runtime's sandboxes. Either nil:
+	// no Handlers.Cadvisor (--cgroups-per-qos=false, where crivk keeps
+	// no pod cgroups).
+	Cgroups   Cgroups
+	Sandboxes Sandboxes
+	// SandboxImage names the sandboxes' image (their image label); nil:
+	// "".
+	SandboxImage SandboxImager
+	// SysRoot is where /sys is read (block device names); "": /sys.
+	SysRoot string
 }
 
 // Handlers are the node API's statistics endpoints.
@@ -92,6 +103,9 @@ type Handlers struct {
 	Summary http.Handler
 	// ResourceMetrics serves GET /metrics/resource.
 	ResourceMetrics http.Handler
+	// Cadvisor serves GET /metrics/cadvisor; nil without Config.Cgroups
+	// or Config.Sandboxes.
+	Cadvisor http.Handler
 	// Summarize computes the summary Summary serves: the eviction
 	// manager's observations (the kubelet's SummaryProvider).
 	Summarize func(ctx context.Context) (*statsapi.Summary, error)
@@ -117,9 +131,17 @@ func New(cfg Config) (Handlers, error) {
 	s := summary{runtime: cfg.Runtime, sandboxes: cfg.Runtime.ListPodSandboxStats, imageFs: cfg.ImageFs.ImageFsInfo, node: node,
 		nodeName: cfg.NodeName, rootDir: cfg.RootDir, memCapacity: cfg.MemoryCapacity, started: cfg.Clock.Now(), volumes: volumes,
 		podLogDir: cfg.PodLogDir, processes: cfg.Processes, owned: cfg.Owned, podsCgroup: cfg.PodsCgroup, rlimit: func(at metav1.Time) *statsapi.RlimitStats { return readRlimit(cfg.ProcRoot, at) }}
-	return Handlers{
+	h := Handlers{
 		Summary:         s,
 		ResourceMetrics: resourceMetrics{runtime: cfg.Runtime, node: node, owned: cfg.Owned},
 		Summarize:       s.get,
-	}, nil
+	}
+	if cfg.Cgroups != nil && cfg.Sandboxes != nil {
+		if cfg.SysRoot == "" {
+			cfg.SysRoot = "/sys"
+		}
+		h.Cadvisor = newCadvisorHandler(cadvisorSource{containers: cfg.Runtime, sandboxes: cfg.Sandboxes, sandboxImage: cfg.SandboxImage,
+			cgroups: cfg.Cgroups, procRoot: cfg.ProcRoot, owned: cfg.Owned, clock: cfg.Clock}, cfg.SysRoot)
+	}
+	return h, nil
 }
