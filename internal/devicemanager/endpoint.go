@@ -18,8 +18,7 @@ const (
 	// its capacity before it is removed (the kubelet's
 	// endpointStopGracePeriod).
 	EndpointStopGracePeriod = 5 * time.Minute
-	// dialTimeout bounds the connection to a registering plugin (the
-	// kubelet's dial).
+	// dialTimeout is Config.DialTimeout's default (the kubelet's dial).
 	dialTimeout = 10 * time.Second
 	// preStartTimeout bounds PreStartContainer.
 	preStartTimeout = pluginapi.KubeletPreStartContainerRPCTimeoutInSecs * time.Second
@@ -42,14 +41,14 @@ type endpoint struct {
 	stopTime time.Time // zero while listing; guarded by mu
 }
 
-// dial connects to the plugin's socket, waiting up to dialTimeout for the
+// dial connects to the plugin's socket, waiting up to timeout for the
 // connection to be ready (the kubelet dials with WithBlock).
-func dial(ctx context.Context, socket string) (*grpc.ClientConn, error) {
+func dial(ctx context.Context, socket string, timeout time.Duration) (*grpc.ClientConn, error) {
 	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithAuthority("localhost"))
 	if err != nil {
 		return nil, fmt.Errorf("failed to dial device plugin: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	conn.Connect()
 	for {

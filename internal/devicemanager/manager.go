@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	"google.golang.org/grpc"
@@ -39,6 +40,9 @@ type Config struct {
 	Dir string
 	// Clock times the stop grace period (default: the real clock).
 	Clock clock.PassiveClock
+	// DialTimeout bounds the connection to a registering plugin (default
+	// 10s, the kubelet's).
+	DialTimeout time.Duration
 }
 
 // Manager is the device plugin manager of one node (see the package
@@ -91,6 +95,9 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = dialTimeout
 	}
 	return &Manager{
 		cfg:       cfg,
@@ -222,7 +229,7 @@ func (m *Manager) Register(ctx context.Context, r *pluginapi.RegisterRequest) (*
 // connect dials the plugin and reads its options (the kubelet's Connect
 // and PluginConnected).
 func (m *Manager) connect(ctx context.Context, resourceName, socket string) (*endpoint, error) {
-	conn, err := dial(ctx, socket)
+	conn, err := dial(ctx, socket, m.cfg.DialTimeout)
 	if err != nil {
 		return nil, err
 	}
