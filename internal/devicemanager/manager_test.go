@@ -156,7 +156,7 @@ func TestRegisterRefused(t *testing.T) {
 
 func TestRegisterUnreachableEndpoint(t *testing.T) {
 	f := newFixture(t)
-	f.m.cfg.DialTimeout = 200 * time.Millisecond // before any Register
+	f.m.cfg.DialTimeout = 200 * time.Millisecond         // before any Register
 	p := deviceplugintest.New(f.dir, "nobody.sock", res) // never started
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
