@@ -845,7 +845,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	}
 	// Device plugins register on <root-dir>/device-plugins/kubelet.sock
 	// (internal/devicemanager).
-	devices, err := devicemanager.New(devicemanager.Config{Dir: filepath.Join(o.rootDir, "device-plugins")})
+	devices, err := devicemanager.New(devicemanager.Config{Dir: filepath.Join(o.rootDir, "device-plugins"), Runtime: rt.Services()})
 	if err != nil {
 		return nil, err
 	}

@@ -41,19 +41,24 @@ func (m *Manager) Allocate(pod *v1.Pod, active []*v1.Pod) error {
 		keep.Insert(p.UID)
 	}
 	m.mu.Lock()
+	freed := false
 	for uid := range m.pods {
 		if !keep.Has(uid) {
 			delete(m.pods, uid)
+			freed = true
 		}
 	}
 	m.mu.Unlock()
+	if freed {
+		m.writeCheckpoint()
+	}
 	ctx := context.Background()
 	// Devices an init container (not a sidecar) used are given first to
 	// the containers after it (the kubelet's devicesToReuse).
 	reuse := map[string]sets.Set[string]{}
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		if err := m.allocateContainer(ctx, pod, c, reuse); err != nil {
+		if err := m.allocateContainer(ctx, pod, c, reuse, true); err != nil {
 			return err
 		}
 		sidecar := c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
@@ -61,7 +66,7 @@ func (m *Manager) Allocate(pod *v1.Pod, active []*v1.Pod) error {
 	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		if err := m.allocateContainer(ctx, pod, c, reuse); err != nil {
+		if err := m.allocateContainer(ctx, pod, c, reuse, true); err != nil {
 			return err
 		}
 		m.updateReuse(pod.UID, c.Name, reuse, false)
@@ -87,15 +92,22 @@ func (m *Manager) updateReuse(uid types.UID, container string, reuse map[string]
 }
 
 // allocateContainer allocates container c's devices, resource by resource
-// (by name), the kubelet's allocateContainerResources. allocMu is held.
-func (m *Manager) allocateContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, reuse map[string]sets.Set[string]) error {
+// (by name), the kubelet's allocateContainerResources; at admission, a
+// container running when Start ran gets none. allocMu is held.
+func (m *Manager) allocateContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, reuse map[string]sets.Set[string], atAdmission bool) error {
+	allocated := false
+	defer func() {
+		if allocated {
+			m.writeCheckpoint()
+		}
+	}()
 	for _, name := range slices.Sorted(maps.Keys(c.Resources.Limits)) {
 		r := string(name)
 		q := c.Resources.Limits[name]
 		if !m.isDevicePluginResource(r) {
 			continue
 		}
-		devs, err := m.devicesToAllocate(ctx, pod.UID, c.Name, r, int(q.Value()), reuse[r])
+		devs, err := m.devicesToAllocate(ctx, pod.UID, c.Name, r, int(q.Value()), reuse[r], atAdmission && m.running[pod.UID].Has(c.Name))
 		if err != nil {
 			return err
 		}
@@ -126,6 +138,7 @@ func (m *Manager) allocateContainer(ctx context.Context, pod *v1.Pod, c *v1.Cont
 		}
 		m.pods[pod.UID][c.Name][r] = &containerDevices{ids: devs, resp: resp.ContainerResponses[0]}
 		m.mu.Unlock()
+		allocated = true
 		log.G(ctx).WithField("pod", pod.Namespace+"/"+pod.Name).WithField("container", c.Name).
 			WithField("resource", r).WithField("devices", sets.List(devs)).Info("devices allocated")
 	}
@@ -160,8 +173,10 @@ func (m *Manager) inUseLocked(r string) sets.Set[string] {
 // devicesToAllocate chooses the devices of r that container of pod uid
 // still needs (none when it has them already): first those reusable,
 // then the plugin's preferred ones, then any healthy free ones, in the
-// kubelet's order and with its errors.
-func (m *Manager) devicesToAllocate(ctx context.Context, uid types.UID, container, r string, required int, reusable sets.Set[string]) (sets.Set[string], error) {
+// kubelet's order and with its errors. A container already running
+// (running) keeps what it has and gets nothing new, whatever the devices'
+// health.
+func (m *Manager) devicesToAllocate(ctx context.Context, uid types.UID, container, r string, required int, reusable sets.Set[string], running bool) (sets.Set[string], error) {
 	m.mu.Lock()
 	needed := required
 	var have sets.Set[string]
@@ -172,6 +187,10 @@ func (m *Manager) devicesToAllocate(ctx context.Context, uid types.UID, containe
 			m.mu.Unlock()
 			return nil, fmt.Errorf("pod %q container %q changed request for resource %q from %d to %d", uid, container, r, have.Len(), required)
 		}
+	}
+	if running {
+		m.mu.Unlock()
+		return nil, nil
 	}
 	healthy, registered := m.healthy[r]
 	switch {
@@ -252,7 +271,7 @@ func (m *Manager) ContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Conta
 	}
 	if realloc {
 		m.allocMu.Lock()
-		err := m.allocateContainer(ctx, pod, c, map[string]sets.Set[string]{})
+		err := m.allocateContainer(ctx, pod, c, map[string]sets.Set[string]{}, false)
 		m.allocMu.Unlock()
 		if err != nil {
 			return nil, err

@@ -50,8 +50,10 @@
 //
 // # Who calls what
 //
-//   - cmd/crivk: New, then Run(ctx) for the lifetime of the node (it serves
-//     the Registration socket until ctx ends, then closes every endpoint).
+//   - cmd/crivk: New (with the runtime, for the containers running at
+//     start), then Start(ctx) before the engine: it reads the checkpoint
+//     and serves the Registration socket until ctx ends, then disconnects
+//     every plugin (Done is closed then).
 //   - The node status loop (nodestatus.NodeProvider.SetDevicePlugins):
 //     Capacity at every check, the kubelet's GetCapacity: capacity is the
 //     count of all devices, allocatable of the healthy ones.
@@ -80,13 +82,26 @@
 //   - Never give a container an unhealthy device, nor one device to two
 //     active pods.
 //
+// # The checkpoint
+//
+// <Dir>/kubelet_internal_checkpoint is the kubelet's file, in its format
+// and with its checksum (package checkpoint): a checkpoint the kubelet
+// wrote is read by crivk and the other way round. It is rewritten at each
+// ListAndWatch response, each allocation, each freeing and each removal.
+// Start reads it before serving: the allocations come back, and each
+// registered resource comes back stopped with no device (capacity 0 until
+// its plugin registers again, removed after the grace period otherwise).
+// A container the runtime had running when Start ran, admitted again
+// after the restart, keeps the devices it has and gets none allocated,
+// whatever their health (the kubelet's isContainerAlreadyRunning), so a
+// restart never rejects a running pod whose plugin has not registered yet.
+//
 // # Not done (the kubelet does)
 //
-// The checkpoint of allocations (device-plugins/kubelet_internal_checkpoint)
-// is not written: after crivk restarts, the devices of running pods are not
-// known as allocated. The topology manager's NUMA alignment, the
-// PodResources API and the pods' allocatedResourcesStatus
-// (ResourceHealthStatus) are absent. The kubelet's plugin-watcher
+// The topology manager's NUMA alignment (devices are checkpointed without
+// a NUMA node), the PodResources API and the pods'
+// allocatedResourcesStatus (ResourceHealthStatus) are absent, as are the
+// device plugin metrics and health check. The kubelet's plugin-watcher
 // registration (plugins_registry) is not served: plugins register on
 // kubelet.sock.
 package devicemanager

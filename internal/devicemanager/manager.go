@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	"k8s.io/utils/clock"
 )
@@ -28,9 +29,14 @@ import (
 const SocketName = "kubelet.sock"
 
 // CheckpointName is the kubelet's checkpoint of allocations in the device
-// plugin directory; it is kept by the start-up clean-up (crivk does not
-// write it yet).
+// plugin directory (package checkpoint), read by Start and rewritten at
+// each change of the devices or the allocations.
 const CheckpointName = "kubelet_internal_checkpoint"
+
+// ContainerLister lists the runtime's containers (cri.RuntimeService).
+type ContainerLister interface {
+	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+}
 
 // Config configures a Manager; New validates it and fills defaults.
 type Config struct {
@@ -43,6 +49,11 @@ type Config struct {
 	// DialTimeout bounds the connection to a registering plugin (default
 	// 10s, the kubelet's).
 	DialTimeout time.Duration
+	// Runtime lists the containers running when Start runs: re-admitted
+	// after a restart, they keep the devices the checkpoint gave them and
+	// get none allocated (the kubelet's isContainerAlreadyRunning). nil:
+	// none is taken as running.
+	Runtime ContainerLister
 }
 
 // Manager is the device plugin manager of one node (see the package
@@ -77,6 +88,11 @@ type Manager struct {
 	// allocMu serialises allocations (Allocate and the re-allocation of
 	// ContainerOptions): a device is chosen and recorded under it.
 	allocMu sync.Mutex
+	// cpMu serialises checkpoint writes, each of the state when it began.
+	cpMu sync.Mutex
+	// running are the containers (by pod UID) running when Start ran;
+	// written by Start before anything is served, read-only after.
+	running map[types.UID]sets.Set[string]
 
 	done chan struct{}
 }
@@ -120,6 +136,11 @@ func (m *Manager) Start(ctx context.Context) error {
 	if err := os.MkdirAll(m.cfg.Dir, 0o750); err != nil {
 		return fmt.Errorf("creating the device plugin directory: %w", err)
 	}
+	if err := m.readCheckpoint(); err != nil && !errors.Is(err, os.ErrNotExist) {
+		// The kubelet's words: it goes on.
+		log.G(ctx).WithError(err).Error("Continue after failing to read checkpoint file. Device allocation info may NOT be up-to-date")
+	}
+	m.running = runningContainers(ctx, m.cfg.Runtime)
 	if err := cleanupSockets(m.cfg.Dir); err != nil {
 		return fmt.Errorf("cleaning up the device plugin directory %s: %w", m.cfg.Dir, err)
 	}
@@ -272,13 +293,15 @@ func (m *Manager) setDevices(e *endpoint, devices []*pluginapi.Device) {
 		}
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.endpoints[e.resource] != e {
+		m.mu.Unlock()
 		return
 	}
 	m.healthy[e.resource], m.unhealthy[e.resource] = healthy, unhealthy
+	m.mu.Unlock()
 	log.L.WithField("resource", e.resource).WithField("total", len(devices)).WithField("healthy", healthy.Len()).
 		Debug("processed device updates for resource")
+	m.writeCheckpoint()
 }
 
 // disconnected stops e; if it is still its resource's endpoint, every
@@ -312,7 +335,6 @@ func (m *Manager) Capacity() (capacity, allocatable v1.ResourceList, removed []s
 	now := m.cfg.Clock.Now()
 	gone := sets.New[string]()
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	for r, devs := range m.healthy {
 		if e, ok := m.endpoints[r]; !ok || e.graceExpired(now) {
 			gone.Insert(r)
@@ -334,6 +356,10 @@ func (m *Manager) Capacity() (capacity, allocatable v1.ResourceList, removed []s
 		delete(m.endpoints, r)
 		delete(m.healthy, r)
 		delete(m.unhealthy, r)
+	}
+	m.mu.Unlock()
+	if gone.Len() > 0 {
+		m.writeCheckpoint()
 	}
 	return capacity, allocatable, sets.List(gone)
 }

@@ -30,6 +30,7 @@ type fixture struct {
 	m     *Manager
 	dir   string
 	clock *testingclock.FakeClock
+	stop  func() // stops m (the test's end calls it too)
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -40,8 +41,15 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	return startFixture(t, dir, nil)
+}
+
+// startFixture starts a Manager on dir (rt lists the running containers;
+// may be nil).
+func startFixture(t *testing.T, dir string, rt ContainerLister) *fixture {
+	t.Helper()
 	clk := testingclock.NewFakeClock(time.Unix(1_000_000, 0))
-	m, err := New(Config{Dir: dir, Clock: clk})
+	m, err := New(Config{Dir: dir, Clock: clk, Runtime: rt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,11 +57,12 @@ func newFixture(t *testing.T) *fixture {
 	if err := m.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	stop := func() {
 		cancel()
 		<-m.Done()
-	})
-	return &fixture{m: m, dir: dir, clock: clk}
+	}
+	t.Cleanup(stop)
+	return &fixture{m: m, dir: dir, clock: clk, stop: stop}
 }
 
 // plugin starts a test plugin of res with devices on the fixture's
@@ -539,5 +548,65 @@ func TestStopMarksUnhealthy(t *testing.T) {
 	<-m.Done()
 	if c, a, _ := m.Capacity(); c.Name(res, resource.DecimalSI).Value() != 2 || a.Name(res, resource.DecimalSI).Value() != 0 {
 		t.Errorf("after the stop: capacity %v allocatable %v", c, a)
+	}
+}
+
+// runningLister lists the given containers as running.
+type runningLister []*runtimeapi.Container
+
+func (l runningLister) ListContainers(context.Context, *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	return l, nil
+}
+
+// TestRestartRestoresAllocations: the checkpoint written before a restart
+// gives the new Manager the allocations (a re-admitted running container
+// keeps its devices, even before its plugin registers again) and the
+// resource, at 0 until its plugin registers, and gone after the grace
+// period if it does not.
+func TestRestartRestoresAllocations(t *testing.T) {
+	f := newFixture(t)
+	p := f.plugin(t, "p", deviceplugintest.Devices("d", 2)...)
+	register(t, p)
+	f.waitCounts(t, counts{2, 2})
+	one := devicePod("u1", "one", nil, []int64{1})
+	if err := f.m.Allocate(one, nil); err != nil {
+		t.Fatal(err)
+	}
+	held := f.m.Devices("u1", "c0")[res]
+	p.Stop()
+
+	// crivk restarts.
+	f.stop()
+	dir := f.dir
+	rt := runningLister{{Labels: map[string]string{"io.kubernetes.pod.uid": "u1", "io.kubernetes.container.name": "c0"}}}
+	f = startFixture(t, dir, rt)
+	if got := f.counts(); got != (counts{0, 0}) {
+		t.Errorf("the restored resource before its plugin registers: %v, want 0 and 0", got)
+	}
+	if err := f.m.Allocate(one, nil); err != nil {
+		t.Errorf("re-admission of the running pod: %v", err)
+	}
+	if got := f.m.Devices("u1", "c0")[res]; !slices.Equal(got, held) {
+		t.Errorf("the running pod's devices %v, want %v", got, held)
+	}
+	o, err := f.m.ContainerOptions(context.Background(), one, &one.Spec.Containers[0])
+	if err != nil || len(o.Envs) != 1 || o.Envs[0].Value != held[0] {
+		t.Errorf("restored options %v, %v", o, err)
+	}
+	p2 := f.plugin(t, "p2", deviceplugintest.Devices("d", 2)...)
+	register(t, p2)
+	f.waitCounts(t, counts{2, 2})
+	two := devicePod("u2", "two", nil, []int64{2})
+	if err := f.m.Allocate(two, []*v1.Pod{one}); err == nil || !strings.Contains(err.Error(), "Available: 1") {
+		t.Errorf("the restored device was given again: %v", err)
+	}
+
+	// Again, and no plugin registers within the grace period.
+	p2.Stop()
+	f.stop()
+	f = startFixture(t, dir, nil)
+	f.clock.Step(EndpointStopGracePeriod + time.Second)
+	if _, _, removed := f.m.Capacity(); !slices.Equal(removed, []string{res}) {
+		t.Errorf("removed after the grace period: %v", removed)
 	}
 }

@@ -16,9 +16,9 @@ import (
 func golden() ([]PodDevicesEntry, map[string][]string) {
 	resp := []byte{0x0a, 0x06, 0x0a, 0x01, 'A', 0x12, 0x01, '1', 0x22, 0x06, 0x0a, 0x01, 'x', 0x12, 0x01, 'y'}
 	return []PodDevicesEntry{
-			{PodUID: "uid-1", ContainerName: "c", ResourceName: "example.com/dev", DeviceIDs: DevicesPerNUMA{-1: {"d0", "d1"}}, AllocResp: resp},
-			{PodUID: "uid-2", ContainerName: "init", ResourceName: "example.com/dev", DeviceIDs: DevicesPerNUMA{0: {"d2"}, 1: {"d3"}}, AllocResp: resp},
-		}, map[string][]string{"example.com/dev": {"d0", "d1", "d2", "d3"}, "example.com/other": {}}
+		{PodUID: "uid-1", ContainerName: "c", ResourceName: "example.com/dev", DeviceIDs: DevicesPerNUMA{-1: {"d0", "d1"}}, AllocResp: resp},
+		{PodUID: "uid-2", ContainerName: "init", ResourceName: "example.com/dev", DeviceIDs: DevicesPerNUMA{0: {"d2"}, 1: {"d3"}}, AllocResp: resp},
+	}, map[string][]string{"example.com/dev": {"d0", "d1", "d2", "d3"}, "example.com/other": {}}
 }
 
 // TestKubeletCompatible: what the kubelet wrote is read back with its
