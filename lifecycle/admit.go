@@ -55,7 +55,7 @@ func (e *Engine) admit(pod *v1.Pod, active []*v1.Pod) admission.Result {
 		r = e.cfg.Sysctls.Admit(pod)
 	}
 	if r.Admit && e.cfg.Devices != nil {
-		if err := e.cfg.Devices.Allocate(pod, active); err != nil {
+		if err := e.cfg.Devices.Allocate(pod, e.deviceHolders(active)); err != nil {
 			r = admission.Result{Reason: reasonUnexpectedAdmission, Message: fmt.Sprintf("Allocate failed due to %v, which is unexpected", err)}
 		}
 	}
@@ -77,6 +77,33 @@ func (e *Engine) admit(pod *v1.Pod, active []*v1.Pod) admission.Result {
 // reasonUnexpectedAdmission is the kubelet's reason for a pod whose
 // devices could not be allocated (cm/admission).
 const reasonUnexpectedAdmission = "UnexpectedAdmissionError"
+
+// deviceHolders are the pods whose devices Devices.Allocate must keep:
+// active, and the API's pods of the node that have not finished. After a
+// restart the engine is given the API's pods one by one, and the devices
+// of the running pods it has not been given yet (restored from the device
+// manager's checkpoint) must not be freed by the first admission (the
+// kubelet waits for its sources to be ready).
+func (e *Engine) deviceHolders(active []*v1.Pod) []*v1.Pod {
+	if e.cfg.APIPods == nil {
+		return active
+	}
+	pods, err := e.cfg.APIPods()
+	if err != nil {
+		return active
+	}
+	seen := make(map[types.UID]bool, len(active))
+	for _, p := range active {
+		seen[p.UID] = true
+	}
+	out := append([]*v1.Pod{}, active...)
+	for _, p := range pods {
+		if !seen[p.UID] && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // withDevicesInUse is node with its allocatable raised to the devices in
 // use when pod has devices (the kubelet's sanitizeNodeAllocatable): the

@@ -21,7 +21,8 @@ type fakeDevices struct {
 	options  *cri.RunContainerOptions
 
 	mu        sync.Mutex
-	allocated []string // guarded by mu
+	allocated []string   // guarded by mu
+	holders   [][]string // the active pods' names at each Allocate; guarded by mu
 }
 
 var _ Devices = (*fakeDevices)(nil)
@@ -29,6 +30,11 @@ var _ Devices = (*fakeDevices)(nil)
 func (d *fakeDevices) Allocate(pod *v1.Pod, active []*v1.Pod) error {
 	d.mu.Lock()
 	d.allocated = append(d.allocated, pod.Name)
+	var names []string
+	for _, p := range active {
+		names = append(names, p.Name)
+	}
+	d.holders = append(d.holders, names)
 	d.mu.Unlock()
 	if d.allocate != nil {
 		return d.allocate(pod, active)
@@ -143,5 +149,25 @@ func TestRunContainerOptionsWithDevices(t *testing.T) {
 	}
 	if len(opts.Devices) != 1 || opts.Annotations["a"] != "b" || len(opts.CDIDevices) != 1 {
 		t.Errorf("devices %v annotations %v CDI %v", opts.Devices, opts.Annotations, opts.CDIDevices)
+	}
+}
+
+// TestDeviceHoldersIncludeAPIPods: the devices of the API's pods the
+// engine has not been given yet (after a restart) are kept; finished pods
+// are not holders.
+func TestDeviceHoldersIncludeAPIPods(t *testing.T) {
+	api := []*v1.Pod{enginePod("uid-waiting", "waiting", v1.RestartPolicyAlways), enginePod("uid-done", "done", v1.RestartPolicyNever)}
+	api[0].Status.Phase = v1.PodRunning
+	api[1].Status.Phase = v1.PodSucceeded
+	d := &fakeDevices{}
+	f := newEngineFixture(t, func(c *Config) {
+		c.Devices = d
+		c.APIPods = func() ([]*v1.Pod, error) { return api, nil }
+	})
+	f.startRunning(t, enginePod("uid-dev", "dev", v1.RestartPolicyAlways))
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.holders) != 1 || len(d.holders[0]) != 1 || d.holders[0][0] != "waiting" {
+		t.Errorf("holders at admission %v, want [[waiting]]", d.holders)
 	}
 }

@@ -58,7 +58,9 @@
 //     Capacity at every check, the kubelet's GetCapacity: capacity is the
 //     count of all devices, allocatable of the healthy ones.
 //   - The engine's admission (lifecycle.Config.Devices), with the pods that
-//     hold resources: Allocate, the kubelet's topology manager admission
+//     hold devices (the engine's active pods and the API's unfinished pods
+//     of the node, so that a restart does not free the devices of pods the
+//     engine has not been given yet): Allocate, the kubelet's topology manager admission
 //     with the "none" policy. Each init and app container in order gets its
 //     devices, the plugin's Allocate is called for each container and
 //     resource (GetPreferredAllocation first when the plugin advertises
