@@ -59,6 +59,11 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, typ ContainerType, attempt ui
 	lc.Resources = containerResources(pod, c, typ, opts.MemoryCapacity)
 	restarts := int(attempt)
 	a := containerAnnotations(pod, c, restarts)
+	for k, v := range opts.Annotations {
+		if _, ok := a[k]; !ok {
+			a[k] = v
+		}
+	}
 	a[AnnotationContainerHash] = strconv.FormatUint(HashContainer(c), 16)
 	a[AnnotationContainerType] = string(typ)
 	return &runtimeapi.ContainerConfig{
@@ -69,6 +74,8 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, typ ContainerType, attempt ui
 		WorkingDir:  c.WorkingDir,
 		Envs:        env,
 		Mounts:      opts.Mounts,
+		Devices:     opts.Devices,
+		CDIDevices:  opts.CDIDevices,
 		Labels:      containerLabels(pod, c.Name, typ, opts.Node),
 		Annotations: a,
 		LogPath:     ContainerLogPath(c.Name, attempt),

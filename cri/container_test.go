@@ -194,3 +194,29 @@ func TestContainerLogPath(t *testing.T) {
 		})
 	}
 }
+
+// TestContainerConfigDevicePluginOptions: what the device plugins add (the
+// kubelet's DeviceRunContainerOptions) reaches the CRI config: devices, CDI
+// devices and annotations, beneath the container's own annotations.
+func TestContainerConfigDevicePluginOptions(t *testing.T) {
+	pod := configPod()
+	c := &v1.Container{Name: "app", Image: "busybox"}
+	opts := &RunContainerOptions{
+		Devices:     []*runtimeapi.Device{{ContainerPath: "/dev/x0", HostPath: "/dev/null", Permissions: "rw"}},
+		CDIDevices:  []*runtimeapi.CDIDevice{{Name: "example.com/dev=d0"}},
+		Annotations: map[string]string{"example.com/dev": "d0", AnnotationRestartCount: "99"},
+	}
+	cfg, err := ContainerConfig(pod, c, ContainerTypeRegular, 2, "busybox", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Devices) != 1 || cfg.Devices[0].HostPath != "/dev/null" || cfg.Devices[0].Permissions != "rw" {
+		t.Errorf("devices %v", cfg.Devices)
+	}
+	if len(cfg.CDIDevices) != 1 || cfg.CDIDevices[0].Name != "example.com/dev=d0" {
+		t.Errorf("CDI devices %v", cfg.CDIDevices)
+	}
+	if cfg.Annotations["example.com/dev"] != "d0" || cfg.Annotations[AnnotationRestartCount] != "2" {
+		t.Errorf("annotations %v: the plugin's are added, the container's own win", cfg.Annotations)
+	}
+}

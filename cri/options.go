@@ -19,6 +19,12 @@ type RunContainerOptions struct {
 	// Mounts are the container's mounts (volumes, /etc/hosts, termination
 	// message file), in the order they are to be applied.
 	Mounts []*runtimeapi.Mount
+	// Devices, Annotations and CDIDevices are what device plugins add
+	// (the kubelet's DeviceRunContainerOptions): host devices, container
+	// annotations (the container's own keys win) and CDI device names.
+	Devices     []*runtimeapi.Device
+	Annotations map[string]string
+	CDIDevices  []*runtimeapi.CDIDevice
 	// MemoryCapacity is the node's memory in bytes, which a Burstable
 	// container's OOM score is relative to; SyncPod sets it from
 	// Config.MemoryCapacity.

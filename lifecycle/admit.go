@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/crivk/crivk/lifecycle/admission"
@@ -44,19 +45,25 @@ func (e *Engine) admitNew(pod *v1.Pod) bool {
 }
 
 // admit is the admission chain, in the kubelet's order: node pressure
-// (evict.go), the sysctl allowlist, the predicates against active (the
-// other pods holding resources, with their allocations), the host-wide
-// checks of a node of many (Config.Host), then AppArmor (a
-// pod asking for a profile the host cannot enforce never starts). A
-// resize is checked by it too (admit_resize.go).
+// (evict.go), the sysctl allowlist, the allocation of devices (the
+// kubelet's topology manager admission: Devices.Allocate), the predicates
+// against active (the other pods holding resources, with their
+// allocations), the host-wide checks of a node of many (Config.Host), then
+// AppArmor (a pod asking for a profile the host cannot enforce never
+// starts). A resize is checked by it too (admit_resize.go).
 func (e *Engine) admit(pod *v1.Pod, active []*v1.Pod) admission.Result {
 	r := e.admitPressure(pod)
 	if r.Admit {
 		r = e.cfg.Sysctls.Admit(pod)
 	}
+	if r.Admit && e.cfg.Devices != nil {
+		if err := e.cfg.Devices.Allocate(pod, e.deviceHolders(active)); err != nil {
+			r = admission.Result{Reason: reasonUnexpectedAdmission, Message: fmt.Sprintf("Allocate failed due to %v, which is unexpected", err)}
+		}
+	}
 	if r.Admit && e.cfg.Node != nil {
 		if node := e.cfg.Node(); node != nil {
-			r = admission.Admit(pod, node, active)
+			r = admission.Admit(pod, e.withDevicesInUse(pod, node), active)
 		}
 	}
 	if r.Admit && e.cfg.Host != nil {
@@ -70,6 +77,64 @@ func (e *Engine) admit(pod *v1.Pod, active []*v1.Pod) admission.Result {
 		r = aa.Admit(pod)
 	}
 	return r
+}
+
+// reasonUnexpectedAdmission is the kubelet's reason for a pod whose
+// devices could not be allocated (cm/admission).
+const reasonUnexpectedAdmission = "UnexpectedAdmissionError"
+
+// deviceHolders are the pods whose devices Devices.Allocate must keep:
+// active, and the API's pods of the node that have not finished. After a
+// restart the engine is given the API's pods one by one, and the devices
+// of the running pods it has not been given yet (restored from the device
+// manager's checkpoint) must not be freed by the first admission (the
+// kubelet waits for its sources to be ready).
+func (e *Engine) deviceHolders(active []*v1.Pod) []*v1.Pod {
+	if e.cfg.APIPods == nil {
+		return active
+	}
+	pods, err := e.cfg.APIPods()
+	if err != nil {
+		return active
+	}
+	seen := make(map[types.UID]bool, len(active))
+	for _, p := range active {
+		seen[p.UID] = true
+	}
+	out := append([]*v1.Pod{}, active...)
+	for _, p := range pods {
+		if !seen[p.UID] && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// withDevicesInUse is node with its allocatable raised to the devices in
+// use when pod has devices (the kubelet's sanitizeNodeAllocatable): the
+// node status may not show a plugin's devices yet when its first pod
+// arrives.
+func (e *Engine) withDevicesInUse(pod *v1.Pod, node *v1.Node) *v1.Node {
+	if e.cfg.Devices == nil {
+		return node
+	}
+	var out *v1.Node
+	for name, n := range e.cfg.Devices.InUse(pod) {
+		if q, ok := node.Status.Allocatable[name]; ok && q.Cmp(n) >= 0 {
+			continue
+		}
+		if out == nil {
+			out = node.DeepCopy()
+			if out.Status.Allocatable == nil {
+				out.Status.Allocatable = v1.ResourceList{}
+			}
+		}
+		out.Status.Allocatable[name] = n
+	}
+	if out == nil {
+		return node
+	}
+	return out
 }
 
 // allocatedPods are pods with the resources allocated to them.

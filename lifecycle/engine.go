@@ -147,6 +147,27 @@ type Config struct {
 	// max(it, 1) dead instances of each container
 	// (cri.PlanInputs.MaxDeadPerContainer).
 	MaxDeadPerContainer int
+	// Devices is the device plugin manager (internal/devicemanager):
+	// admission allocates a pod's devices (admit.go) and each container's
+	// CRI config gets what the plugins answered (runoptions.go); nil: no
+	// device plugins.
+	Devices Devices
+}
+
+// Devices is the device plugin manager as the engine uses it
+// (internal/devicemanager's Manager, the kubelet's devicemanager).
+type Devices interface {
+	// Allocate allocates the devices of every container of pod; active
+	// are the other pods holding resources (the devices of the others are
+	// freed). An error rejects the pod.
+	Allocate(pod *v1.Pod, active []*v1.Pod) error
+	// InUse is, when pod has devices, the count of devices in use of each
+	// device plugin resource (nil otherwise): admission raises the node's
+	// allocatable to it (the kubelet's sanitizeNodeAllocatable).
+	InUse(pod *v1.Pod) v1.ResourceList
+	// ContainerOptions is what the plugins add to container c's CRI
+	// config (nil: nothing); an error is a CreateContainerConfigError.
+	ContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Container) (*cri.RunContainerOptions, error)
 }
 
 // PodCgroups is the pod cgroup tree as the engine uses it (package cm's

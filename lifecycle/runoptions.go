@@ -25,7 +25,20 @@ func (s *syncer) GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, c
 	if err != nil {
 		return nil, err
 	}
-	opts := &cri.RunContainerOptions{Envs: envs}
+	opts := &cri.RunContainerOptions{}
+	if s.devices != nil {
+		// The device plugins' options come first, as the kubelet's
+		// GetResources: their envs before the container's own.
+		d, err := s.devices.ContainerOptions(ctx, pod, c)
+		if err != nil {
+			return nil, err
+		}
+		if d != nil {
+			opts.Envs, opts.Mounts = d.Envs, d.Mounts
+			opts.Devices, opts.Annotations, opts.CDIDevices = d.Devices, d.Annotations, d.CDIDevices
+		}
+	}
+	opts.Envs = append(opts.Envs, envs...)
 	if s.volumes != nil {
 		vars := make(map[string]string, len(envs))
 		for _, kv := range envs {

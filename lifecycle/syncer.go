@@ -56,6 +56,7 @@ type syncer struct {
 	clusterDomain   string
 	nodeAllocatable v1.ResourceList
 	maxDead         int // cri.PlanInputs.MaxDeadPerContainer
+	devices         Devices
 	// pods is the desired-pod store (read only here, but for forgetting
 	// a pod whose API object is gone).
 	pods *podManager
@@ -103,6 +104,7 @@ func newSyncer(cfg Config, pods *podManager, status *status.Manager, backoff *cr
 		clusterDomain:   cfg.ClusterDomain,
 		nodeAllocatable: cfg.NodeAllocatable,
 		maxDead:         cfg.MaxDeadPerContainer,
+		devices:         cfg.Devices,
 		pods:            pods,
 		waiting:         map[types.UID]map[string]cri.Waiting{},
 		podIPs:          map[types.UID][]string{},

@@ -53,6 +53,9 @@ type NodeProvider struct {
 	// images lists the node's images for status.images (images.go); nil:
 	// none reported. Guarded by mu.
 	images func() []*runtimeapi.Image
+	// devicePlugins reads the device plugins' resources
+	// (deviceplugins.go); nil: none. Guarded by mu.
+	devicePlugins DevicePluginCapacity
 }
 
 // Node event reasons, the kubelet's (pkg/kubelet/events).
@@ -203,9 +206,10 @@ func (p *NodeProvider) check(ctx context.Context) (*v1.Node, bool) {
 	p.conditionChangeEvents(p.node.Name, p.node.Status.Conditions, conds)
 	p.node.Status.Conditions = conds
 	imagesChanged := p.updateImages()
+	devicesChanged := p.updateDevicePlugins()
 	n := p.node.DeepCopy()
 	p.mu.Unlock()
-	if imagesChanged && !changed {
+	if (imagesChanged || devicesChanged) && !changed {
 		return n, true
 	}
 	if changed {

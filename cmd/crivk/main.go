@@ -26,6 +26,7 @@ import (
 	"github.com/crivk/crivk/eviction"
 	"github.com/crivk/crivk/internal/certificate"
 	"github.com/crivk/crivk/internal/debugserver"
+	"github.com/crivk/crivk/internal/devicemanager"
 	"github.com/crivk/crivk/internal/healthz"
 	"github.com/crivk/crivk/internal/hostruntime"
 	"github.com/crivk/crivk/internal/incluster"
@@ -847,7 +848,17 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	if err != nil {
 		return nil, err
 	}
+	// Device plugins register on <root-dir>/device-plugins/kubelet.sock
+	// (internal/devicemanager).
+	devices, err := devicemanager.New(devicemanager.Config{Dir: filepath.Join(o.rootDir, "device-plugins"), Runtime: rt.Services()})
+	if err != nil {
+		return nil, err
+	}
+	if err := devices.Start(ctx); err != nil {
+		return nil, err
+	}
 	a.engine, err = lifecycle.NewEngine(ctx, lifecycle.Config{
+		Devices:    devices,
 		Pressure:   evictions,
 		PodCgroups: podCgroups,
 		Node:       nodes.Node,
@@ -908,6 +919,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	// watched node, not a GET: the kubelet's tryUpdateNodeStatus reads
 	// its first try from the node lister too.
 	a.nodeProvider = nodestatus.NewNodeProvider(rt, nodeObj, o.nodeStatusUpdateFrequency, nodes.APINode, recorder, evictions, relist.Healthy)
+	a.nodeProvider.SetDevicePlugins(devices.Capacity)
 	a.relist = relist
 	if gcs.containers, gcs.images, err = startGC(ctx, o, rt, a.engine, a.nodeProvider, recorder, agentMetrics); err != nil {
 		return nil, err

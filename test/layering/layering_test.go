@@ -25,17 +25,18 @@ func layer(pkg string) int {
 	case p == "internal/testutil", p == "internal/incluster":
 		return 9
 	// The node's measures, under the node API and the eviction manager (the
-	// kubelet's server/stats, which its eviction manager reads too).
+	// kubelet's server/stats, which its eviction manager reads too), above
+	// cm, whose cgroup samples it reads (as server/stats imports cm).
 	case p == "nodeapi/stats":
 		return 2
 	case strings.HasPrefix(p, "internal/"), hasRoot(p, "provider", "podstatus", "nodestatus", "nodeapi", "metrics", "eviction", "images"):
 		return 1
 	case hasRoot(p, "lifecycle", "cm"):
-		return 2
-	case hasRoot(p, "cri"):
 		return 3
-	case hasRoot(p, "podutil"):
+	case hasRoot(p, "cri"):
 		return 4
+	case hasRoot(p, "podutil"):
+		return 5
 	}
 	return -1
 }
@@ -88,6 +89,9 @@ func TestAllowed(t *testing.T) {
 		{"lifecycle", "cm", false},
 		{"cm", "lifecycle", false},
 		{"lifecycle", "internal/testutil", true},
+		{"eviction", "nodeapi/stats", true},
+		{"nodeapi/stats", "cm", true},
+		{"nodeapi/stats", "eviction", false},
 	} {
 		if got := allowed(module+tc.from, module+tc.to); got != tc.ok {
 			t.Errorf("%s -> %s allowed = %v, want %v", tc.from, tc.to, got, tc.ok)
