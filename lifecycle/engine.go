@@ -226,7 +226,13 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		queue: NewWorkQueue(cfg.Clock),
 	}
 	var err error
-	if e.status, err = status.NewManager(status.ManagerConfig{Clock: cfg.Clock, Notify: e.publish}); err != nil {
+	if e.status, err = status.NewManager(status.ManagerConfig{Clock: cfg.Clock, Notify: e.publish,
+		// A terminal phase waits for the pod's termination (the kubelet's
+		// PodCouldHaveRunningContainers); e.workers is set below, before Run.
+		CouldHaveRunningContainers: func(uid types.UID) bool {
+			return e.workers != nil && e.workers.couldHaveRunningContainers(uid)
+		},
+	}); err != nil {
 		return nil, err
 	}
 	restartInitial, restartMax := crashLoopBackOff(cfg.MaxContainerRestartPeriod)
