@@ -190,13 +190,21 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 			}
 		}
 	}
-	// The RuntimeClass's handler and the user namespace are decided
-	// before anything of the pod is created, as part of the sandbox's
-	// config (the kubelet's generatePodSandboxConfig): an unknown
+	// The sandbox's config, in the kubelet's order (generatePodSandboxConfig):
+	// the DNS config first (its MissingClusterDNS warning is reported even
+	// when the pod is then refused), the hostname, then the RuntimeClass's
+	// handler and the user namespace (NamespacesForPod). An unknown
 	// RuntimeClass or a user namespace the runtime cannot give fails the
 	// sandbox (FailedCreatePodSandBox, in the kubelet's words: the error
-	// is not wrapped) and nothing runs. The handler is looked up only
-	// when it matters: a running sandbox keeps the one it was made with.
+	// is not wrapped) and nothing runs: all of this comes before anything
+	// of the pod is created. The handler is looked up only when it
+	// matters: a running sandbox keeps the one it was made with.
+	sbCfg, warn, err := r.sandboxConfig(pod, attempt, nil)
+	res.DNSWarning = warn
+	if err != nil {
+		res.SandboxErr = err
+		return res
+	}
 	handler := ""
 	if plan.CreateSandbox || (pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers) {
 		h, err := r.runtimeHandler(pod)
@@ -211,12 +219,7 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 		res.SandboxErr = err
 		return res
 	}
-	sbCfg, warn, err := r.sandboxConfig(pod, attempt, userns)
-	res.DNSWarning = warn
-	if err != nil {
-		res.SandboxErr = err
-		return res
-	}
+	sbCfg.Linux = r.sandboxLinuxConfig(pod, userns)
 	podIPs := status.IPs()
 	if plan.CreateSandbox {
 		if err := os.MkdirAll(sbCfg.LogDirectory, 0o755); err != nil {
