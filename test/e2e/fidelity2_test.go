@@ -211,4 +211,3 @@ func runtimeSupportsUserNamespaces(t *testing.T) bool {
 	}
 	return false
 }
-
