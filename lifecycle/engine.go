@@ -19,6 +19,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	resourcev1client "k8s.io/client-go/kubernetes/typed/resource/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
@@ -91,6 +92,10 @@ type Config struct {
 	// Objects reads the API objects pods reference (ConfigMaps, Secrets,
 	// Services, tokens); nil: none can be read.
 	Objects Objects
+	// ResourceClaims reads the ResourceClaims of pods with
+	// spec.resourceClaims (dra.go); nil: none can be read, and a pod that
+	// needs a claim does not start.
+	ResourceClaims resourcev1client.ResourceClaimsGetter
 	// Volumes prepares and tears down pod volumes; nil: pods get no
 	// volume mounts.
 	Volumes Volumes
