@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
@@ -210,4 +211,76 @@ func runtimeSupportsUserNamespaces(t *testing.T) bool {
 		}
 	}
 	return false
+}
+
+// TestFidelityResourceClaimRefused: a pod that asks for a device through a
+// ResourceClaim (DRA) is not run without it. The claim is allocated by a
+// driver that never registered with crivk (the test writes the allocation
+// and the reservation as the scheduler would); as a kubelet on which the
+// driver is not installed, crivk creates nothing and warns
+// FailedPrepareDynamicResources "Failed to prepare dynamic resources:
+// prepare dynamic resources: DRA driver <driver> is not registered" (before
+// the reservation: "... is not allowed to use ResourceClaim ..."); the pod
+// stays Pending in ContainerCreating. crivk used to run it, deviceless.
+func TestFidelityResourceClaimRefused(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := testContext(t, 2*time.Minute)
+	const driver = "dra.crivk.test"
+	claim, err := client.ResourceV1().ResourceClaims(ns).Create(ctx, &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu." + driver}}}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating ResourceClaim: %v", err)
+	}
+	pod := busyboxPod("dra", v1.RestartPolicyAlways, "sleep 3600")
+	// Bound directly: the scheduler would wait for an allocation.
+	pod.Spec.NodeSelector, pod.Spec.NodeName = nil, nodeName
+	pod.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(claim.Name)}}
+	pod.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "gpu"}}
+	p := createPod(t, ns, pod)
+	claim.Status = resourceapi.ResourceClaimStatus{
+		Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
+			Request: "gpu", Driver: driver, Pool: nodeName, Device: "gpu-0"}}}},
+		ReservedFor: []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: p.Name, UID: p.UID}},
+	}
+	if _, err := client.ResourceV1().ResourceClaims(ns).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("allocating and reserving the claim: %v", err)
+	}
+	want := "Failed to prepare dynamic resources: prepare dynamic resources: DRA driver " + driver + " is not registered"
+	var evs []v1.Event
+	for found := false; !found; {
+		evs, _ = podEvents(ctx, ns, "Pod", pod.Name)
+		for _, e := range evs {
+			found = found || (e.Type == v1.EventTypeWarning && e.Reason == "FailedPrepareDynamicResources" && e.Message == want)
+		}
+		if found {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			var got []string
+			for _, e := range evs {
+				got = append(got, fmt.Sprintf("%s %s %q", e.Type, e.Reason, e.Message))
+			}
+			t.Fatalf("no Warning FailedPrepareDynamicResources %q; events: %v", want, got)
+		case <-time.After(poll):
+		}
+	}
+	cur, err := client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs := cur.Status.ContainerStatuses; cur.Status.Phase != v1.PodPending || len(cs) != 1 || cs[0].State.Waiting == nil || cs[0].State.Waiting.Reason != "ContainerCreating" {
+		t.Errorf("pod %s, containers %+v: want Pending, c waiting ContainerCreating", cur.Status.Phase, cur.Status.ContainerStatuses)
+	}
+	if sbs, cs := runtimeObjects(t, p.UID); sbs+cs != 0 {
+		t.Errorf("%d sandboxes and %d containers in the runtime for a pod whose claim cannot be prepared", sbs, cs)
+	}
+	for _, e := range evs {
+		if e.Reason == "MissingClusterDNS" || e.Reason == "FailedCreatePodSandBox" {
+			t.Errorf("event %s %q: the kubelet stops before the sandbox config", e.Reason, e.Message)
+		}
+	}
 }
