@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -10,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 )
 
@@ -34,8 +37,18 @@ func TestFidelityTerminalStatusShowsTheSandboxStopped(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testContext(t, 2*time.Minute)
-			w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{
-				FieldSelector: fields.OneTermEqualSelector("metadata.name", tc.name).String()})
+			// From a list's resourceVersion, re-established if the API
+			// server ends it: no version written after it is missed.
+			sel := fields.OneTermEqualSelector("metadata.name", tc.name).String()
+			l, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: sel})
+			if err != nil {
+				t.Fatalf("listing pod %s: %v", tc.name, err)
+			}
+			w, err := watchtools.NewRetryWatcherWithContext(ctx, l.ResourceVersion, &cache.ListWatch{
+				WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+					o.FieldSelector = sel
+					return client.CoreV1().Pods(ns).Watch(ctx, o)
+				}})
 			if err != nil {
 				t.Fatalf("watching pod %s: %v", tc.name, err)
 			}
