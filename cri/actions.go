@@ -76,6 +76,11 @@ type Kill struct {
 	// Grace is the grace period in seconds (a probe's
 	// terminationGracePeriodSeconds overrides the pod's).
 	Grace int64
+	// PodEnds marks the kills that end the pod's run (its sidecars once
+	// its containers finished; the kubelet's KillPod of computePodActions):
+	// they stop together, in the termination order (KillPod's), not one
+	// after the other.
+	PodEnds bool
 }
 
 // Empty reports whether the plan has nothing to do and nothing to report
@@ -394,6 +399,9 @@ func computePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 				spec := &pod.Spec.InitContainers[i]
 				if c := status.Latest(spec.Name, ContainerTypeInit); podutil.IsSidecar(spec) && c != nil && c.State == StateRunning {
 					p.kill(c, fmt.Sprintf("sidecar %q stops: the pod's containers have finished", c.Name))
+					k := p.a.ContainersToKill[c.ID]
+					k.PodEnds = true
+					p.a.ContainersToKill[c.ID] = k
 				}
 			}
 		}

@@ -356,3 +356,40 @@ func TestVerifyRunAsNonRoot(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncPodRefusalAfterTheDNSWarning: the kubelet's
+// generatePodSandboxConfig builds the DNS config (warning MissingClusterDNS
+// without a cluster DNS) before it looks at the RuntimeClass and the user
+// namespace, so a pod refused for those gets both events, in that order;
+// nothing is created either way.
+func TestSyncPodRefusalAfterTheDNSWarning(t *testing.T) {
+	for name, tc := range map[string]struct {
+		class     *string
+		hostUsers *bool
+		wantErr   string
+	}{
+		"hostUsers false, runtime without user namespaces": {hostUsers: ptr.To(false),
+			wantErr: "can't set `spec.hostUsers: false`, runtime does not support user namespaces"},
+		"unknown RuntimeClass": {class: ptr.To("nope"), wantErr: `runtimeclass.node.k8s.io "nope" not found`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newSyncFixture(t)
+			f.is.SetFakeImages([]string{"busybox:1.36"})
+			f.rt.cfg.DNS.ClusterDNS = nil // as on the local cluster
+			f.rt.SetRuntimeClasses(fakeClasses{})
+			pod := syncPod(v1.RestartPolicyAlways, image("a", "busybox:1.36"))
+			pod.Spec.RuntimeClassName, pod.Spec.HostUsers = tc.class, tc.hostUsers
+			res, _ := f.sync(t, pod)
+			if res.SandboxErr == nil || res.SandboxErr.Error() != tc.wantErr {
+				t.Fatalf("sandbox error %v, want %q", res.SandboxErr, tc.wantErr)
+			}
+			want := `pod: "web_prod(uid-1)". kubelet does not have ClusterDNS IP configured and cannot create Pod using "ClusterFirst" policy. Falling back to "Default" policy.`
+			if string(res.DNSWarning) != want {
+				t.Errorf("DNS warning %q, want %q (the kubelet's, before the refusal)", res.DNSWarning, want)
+			}
+			if n := f.rs.count("RunPodSandbox") + f.rs.count("CreateContainer"); n != 0 {
+				t.Errorf("%d sandboxes and containers created for a refused pod", n)
+			}
+		})
+	}
+}

@@ -28,7 +28,9 @@ import (
 // a FailedPostStartHook event, the container is killed and the sync's
 // waiting reason is PostStartHookError. preStop runs before StopContainer
 // within the grace period (stopContainer); what it used is taken from the
-// grace StopContainer gets, never below minGracePeriod.
+// grace StopContainer gets, never below minGracePeriod. When several
+// containers stop together (KillPod, the sidecars of a pod whose
+// containers finished) their hooks run at once (stopContainers).
 
 // ReasonPostStartHookError is the waiting reason of a container whose
 // postStart hook failed.
@@ -118,17 +120,26 @@ func (r *Runtime) httpHook(ctx context.Context, c *v1.Container, podIPs []string
 }
 
 // stopContainer is the kubelet's killContainer: the preStop hook within
-// the grace period, then StopContainer with what is left (at least
-// minGracePeriod). pod and c may be nil (a container whose spec is gone):
+// the grace period, then (order: when the pod stops with sidecars, else
+// nil) the wait for its turn within what is left, then StopContainer with
+// what is left after both (at least minGracePeriod: a hook or a wait that
+// used the whole grace period leaves the container 2 s after SIGTERM
+// before SIGKILL). pod and c may be nil (a container whose spec is gone):
 // no hook runs then; nor does it for a container that is not running.
-func (r *Runtime) stopContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, id string, running bool, podIPs []string, grace int64, message string) error {
+func (r *Runtime) stopContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, id string, running bool, podIPs []string, grace int64, message string, order *termOrder) error {
+	name := ""
 	if pod != nil && c != nil {
+		name = c.Name
 		if message == "" {
 			message = "Stopping container " + c.Name
 		}
 		r.containerEvent(pod, c, v1.EventTypeNormal, "Killing", message)
 		if running && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && grace > 0 {
 			grace -= r.preStop(ctx, pod, c, id, podIPs, grace)
+		}
+		if grace > 0 {
+			// Whole seconds, truncated, as the kubelet counts them.
+			grace -= int64(order.waitForTurn(ctx, name, grace).Seconds())
 		}
 	}
 	if grace < minGracePeriod {
@@ -137,6 +148,9 @@ func (r *Runtime) stopContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	err := r.rs.StopContainer(ctx, id, grace)
 	if err != nil && !isNotFound(err) {
 		return err
+	}
+	if name != "" {
+		order.stopped(name)
 	}
 	return nil
 }

@@ -2,9 +2,11 @@ package cri
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/crivk/crivk/internal/testutil"
 	v1 "k8s.io/api/core/v1"
@@ -205,4 +207,100 @@ func TestComputePodActionsSidecarStartupProbe(t *testing.T) {
 	if got := ComputePodActions(pod, init, in); !got.Empty() {
 		t.Errorf("initialized pod: plan %s, want nothing to do", got)
 	}
+}
+
+// hookedSidecarPod is sidecarPod with a preStop hook on s1, s2 and a that
+// never ends within the grace period (a sleep of 100 s), as the node e2e
+// suite's "should terminate sidecars simultaneously if prestop doesn't
+// exit" has.
+func hookedSidecarPod(policy v1.RestartPolicy) *v1.Pod {
+	pod := sidecarPod(policy)
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30)
+	hook := &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 100}}}
+	pod.Spec.InitContainers[1].Lifecycle = hook
+	pod.Spec.InitContainers[2].Lifecycle = hook
+	pod.Spec.Containers[0].Lifecycle = hook
+	return pod
+}
+
+// TestStopSidecarsPreStopAtOnce: the kubelet's killContainersWithSyncResult.
+// When a pod stops, every container's preStop hook starts at once
+// (sidecars' too); hooks that do not end within the grace period use it
+// all, and each container then gets SIGTERM with the 2 s minimum before
+// SIGKILL (a longer TERM trap is cut: exit 137). Run one after the other,
+// the second sidecar's hook started only when the first's grace ended
+// and its container outlived its grace period.
+func TestStopSidecarsPreStopAtOnce(t *testing.T) {
+	tests := map[string]struct {
+		// kill stops the pod's running containers the way the case does.
+		kill func(f *syncFixture, pod *v1.Pod, st *PodStatus) error
+		// running are the containers running when it starts.
+		running []string
+	}{
+		"KillPod: regular container and sidecars": {
+			kill: func(f *syncFixture, pod *v1.Pod, st *PodStatus) error {
+				return f.rt.KillPod(context.Background(), pod, st, 30)
+			},
+			running: []string{"s1", "s2", "a"},
+		},
+		"SyncPod: the Never pod's container finished, its sidecars stop": {
+			kill: func(f *syncFixture, pod *v1.Pod, st *PodStatus) error {
+				plan := ComputePodActions(pod, st, PlanInputs{})
+				if n := len(plan.ContainersToKill); n != 2 {
+					return fmt.Errorf("plan %s kills %d containers, want the 2 sidecars", plan, n)
+				}
+				return f.rt.SyncPod(context.Background(), pod, st, plan, f.b, f.clock.Now()).Error()
+			},
+			running: []string{"s1", "s2"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f, _ := hookFixture(t)
+			pod := hookedSidecarPod(v1.RestartPolicyNever)
+			f.rs.addSandbox(&runtimeapi.PodSandboxStatus{Id: "sb", State: runtimeapi.PodSandboxState_SANDBOX_READY})
+			st := &PodStatus{Ref: RefOf(pod), Sandboxes: []SandboxStatus{{ID: "sb", Ready: true}}}
+			st.Containers = append(st.Containers, ContainerStatus{ID: "i1", Name: "i1", Type: ContainerTypeInit, State: StateExited})
+			for _, n := range []string{"s1", "s2", "a"} {
+				typ, state := ContainerTypeInit, StateExited
+				if n == "a" {
+					typ = ContainerTypeRegular
+				}
+				if contains(tc.running, n) {
+					state = StateRunning
+					f.rs.addContainer(&fakeContainer{ContainerStatus: runtimeapi.ContainerStatus{Id: n, State: runtimeapi.ContainerState_CONTAINER_RUNNING}})
+				}
+				st.Containers = append(st.Containers, ContainerStatus{ID: n, Name: n, Type: typ, State: state})
+			}
+			done := make(chan error, 1)
+			go func() { done <- tc.kill(f, pod, st) }()
+			// Each hook's sleep timer and its grace timer, all at once.
+			want := 2 * len(tc.running)
+			waitFor(t, fmt.Sprintf("%d preStop hooks started together", len(tc.running)), func() bool { return f.clock.Waiters() >= want })
+			f.clock.Step(30 * time.Second)
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the containers were not stopped after one grace period")
+			}
+			got := f.rs.stopTimeouts()
+			for _, n := range tc.running {
+				if g, ok := got[n]; !ok || g != minGracePeriod {
+					t.Errorf("container %s stopped with grace %d (stopped: %v), want %d after its hook used the grace period", n, g, ok, minGracePeriod)
+				}
+			}
+		})
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }

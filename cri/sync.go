@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/crivk/crivk/podutil"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
@@ -191,13 +190,21 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 			}
 		}
 	}
-	// The RuntimeClass's handler and the user namespace are decided
-	// before anything of the pod is created, as part of the sandbox's
-	// config (the kubelet's generatePodSandboxConfig): an unknown
+	// The sandbox's config, in the kubelet's order (generatePodSandboxConfig):
+	// the DNS config first (its MissingClusterDNS warning is reported even
+	// when the pod is then refused), the hostname, then the RuntimeClass's
+	// handler and the user namespace (NamespacesForPod). An unknown
 	// RuntimeClass or a user namespace the runtime cannot give fails the
 	// sandbox (FailedCreatePodSandBox, in the kubelet's words: the error
-	// is not wrapped) and nothing runs. The handler is looked up only
-	// when it matters: a running sandbox keeps the one it was made with.
+	// is not wrapped) and nothing runs: all of this comes before anything
+	// of the pod is created. The handler is looked up only when it
+	// matters: a running sandbox keeps the one it was made with.
+	sbCfg, warn, err := r.sandboxConfig(pod, attempt, nil)
+	res.DNSWarning = warn
+	if err != nil {
+		res.SandboxErr = err
+		return res
+	}
 	handler := ""
 	if plan.CreateSandbox || (pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers) {
 		h, err := r.runtimeHandler(pod)
@@ -212,12 +219,7 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 		res.SandboxErr = err
 		return res
 	}
-	sbCfg, warn, err := r.sandboxConfig(pod, attempt, userns)
-	res.DNSWarning = warn
-	if err != nil {
-		res.SandboxErr = err
-		return res
-	}
+	sbCfg.Linux = r.sandboxLinuxConfig(pod, userns)
 	podIPs := status.IPs()
 	if plan.CreateSandbox {
 		if err := os.MkdirAll(sbCfg.LogDirectory, 0o755); err != nil {
@@ -246,15 +248,28 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 			res.Errs = append(res.Errs, fmt.Errorf("status of new sandbox %s of pod %s: %w", id, RefOf(pod), err))
 		}
 	}
+	var together []stopRequest
 	for id, k := range plan.ContainersToKill {
-		running := false
-		for _, c := range status.Containers {
-			if c.ID == id {
-				running = c.State == StateRunning
+		c := ContainerStatus{ID: id, Name: k.Name, Type: k.Type}
+		for _, s := range status.Containers {
+			if s.ID == id {
+				c.State = s.State
 			}
 		}
-		if err := r.stopContainer(ctx, pod, containerSpec(pod, k.Name, k.Type), id, running, podIPs, k.Grace, k.Message); err != nil {
+		if k.PodEnds {
+			together = append(together, stopRequest{c: c, grace: k.Grace, message: k.Message, why: k.Reason})
+			continue
+		}
+		if err := r.stopContainer(ctx, pod, containerSpec(pod, k.Name, k.Type), id, c.State == StateRunning, podIPs, k.Grace, k.Message, nil); err != nil {
 			res.Errs = append(res.Errs, fmt.Errorf("stopping container %q (%s) of pod %s (%s): %w", k.Name, id, RefOf(pod), k.Reason, err))
+		}
+	}
+	if len(together) > 0 {
+		// The pod's last containers (its sidecars once its containers
+		// finished) stop as the kubelet's KillPod stops them: at once,
+		// in the termination order.
+		if err := r.stopContainers(ctx, pod, RefOf(pod), together, podIPs); err != nil {
+			res.Errs = append(res.Errs, err)
 		}
 	}
 	res.Errs = append(res.Errs, r.removeDead(ctx, status, plan.ContainersToRemove)...)
@@ -389,7 +404,7 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		if msg, err := r.runHook(ctx, pod, c, id, podIPs, c.Lifecycle.PostStart); err != nil {
 			r.containerEvent(pod, c, v1.EventTypeWarning, "FailedPostStartHook", msg)
-			if kerr := r.stopContainer(ctx, pod, c, id, true, podIPs, gracePeriod(pod, nil), "FailedPostStartHook"); kerr != nil {
+			if kerr := r.stopContainer(ctx, pod, c, id, true, podIPs, gracePeriod(pod, nil), "FailedPostStartHook", nil); kerr != nil {
 				res.Errs = append(res.Errs, fmt.Errorf("killing container %q of pod %s after its postStart hook failed: %w", c.Name, ref, kerr))
 			}
 			res.Waiting[c.Name] = Waiting{Reason: ReasonPostStartHookError, Message: msg}
@@ -559,76 +574,32 @@ func gracePeriod(pod *v1.Pod, override *int64) int64 {
 }
 
 // KillPod stops every running container of the pod, each with its preStop
-// hook then StopContainer within grace seconds, then stops its sandboxes:
-// first the regular (and plain init) containers in parallel, then the
-// sidecars one by one in reverse order with what is left of the grace
-// period (at least minGracePeriod each), as the kubelet's termination
-// ordering. pod may be nil (a pod only the runtime knows): no hooks run
-// and no container is taken for a sidecar then. It removes nothing: logs
-// and exit codes stay readable until RemovePod.
+// hook then StopContainer within grace seconds, then stops its sandboxes.
+// As the kubelet's killContainersWithSyncResult, every container is
+// stopped at once (all preStop hooks start together); a pod's sidecars
+// get their SIGTERM only after its regular containers and later sidecars
+// stopped, within what is left of their grace period (termOrder), and
+// never less than minGracePeriod before SIGKILL. pod may be nil (a pod
+// only the runtime knows): no hooks run and nothing is ordered then. It
+// removes nothing: logs and exit codes stay readable until RemovePod.
 func (r *Runtime) KillPod(ctx context.Context, pod *v1.Pod, status *PodStatus, grace int64) error {
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		errs     []error
-		sidecars = map[int]ContainerStatus{} // by index in the spec
-	)
-	start := r.clock.Now()
-	stop := func(c ContainerStatus, grace int64) {
-		if err := r.stopContainer(ctx, pod, containerSpec(pod, c.Name, c.Type), c.ID, c.State == StateRunning, status.IPs(), grace, ""); err != nil {
-			mu.Lock()
-			errs = append(errs, fmt.Errorf("stopping container %q (%s) of pod %s: %w", c.Name, c.ID, status.Ref, err))
-			mu.Unlock()
-		}
-	}
+	var reqs []stopRequest
 	for _, c := range status.Containers {
 		if c.State != StateRunning && c.State != StateCreated && c.State != StateUnknown {
 			continue
 		}
-		if i := sidecarIndex(pod, c); i >= 0 {
-			sidecars[i] = c
-			continue
-		}
-		wg.Add(1)
-		go func(c ContainerStatus) {
-			defer wg.Done()
-			stop(c, grace)
-		}(c)
+		reqs = append(reqs, stopRequest{c: c, grace: grace})
 	}
-	wg.Wait()
-	if pod != nil {
-		for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
-			c, ok := sidecars[i]
-			if !ok {
-				continue
-			}
-			left := grace - int64(r.clock.Since(start).Seconds())
-			stop(c, left)
-		}
+	if err := r.stopContainers(ctx, pod, status.Ref, reqs, status.IPs()); err != nil {
+		return err
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
+	var errs []error
 	for _, sb := range status.Sandboxes {
 		if err := r.rs.StopPodSandbox(ctx, sb.ID); err != nil && !isNotFound(err) {
 			errs = append(errs, fmt.Errorf("stopping sandbox %s of pod %s: %w", sb.ID, status.Ref, err))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// sidecarIndex returns the index in pod's init containers of the sidecar
-// c is an instance of, or -1.
-func sidecarIndex(pod *v1.Pod, c ContainerStatus) int {
-	if pod == nil || c.Type != ContainerTypeInit {
-		return -1
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == c.Name && podutil.IsSidecar(&pod.Spec.InitContainers[i]) {
-			return i
-		}
-	}
-	return -1
 }
 
 // RemovePod removes every container and sandbox of a killed pod and its log

@@ -38,7 +38,11 @@
 // environment from envvars.go, volume mounts, node mounts from
 // node_mounts.go, pull secrets from pullsecrets.go) and owns the pod's
 // volumes (volumes.go) and probe workers (probes.go: the prober's results
-// are read by status generation and by the plan). The pod cgroups are kept
+// are read by status generation and by the plan). Before a pod's sandbox
+// is created its resource claims (DRA) are checked as the kubelet's DRA
+// manager prepares them (dra.go): crivk registers no DRA driver, so a pod
+// whose claim needs one is not started (FailedPrepareDynamicResources,
+// ContainerCreating), never run without its device. The pod cgroups are kept
 // by package cm, beside this one: the engine reaches them only through its
 // PodCgroups interface and imports no cm.
 //

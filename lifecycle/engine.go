@@ -19,6 +19,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	resourcev1client "k8s.io/client-go/kubernetes/typed/resource/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
@@ -91,6 +92,10 @@ type Config struct {
 	// Objects reads the API objects pods reference (ConfigMaps, Secrets,
 	// Services, tokens); nil: none can be read.
 	Objects Objects
+	// ResourceClaims reads the ResourceClaims of pods with
+	// spec.resourceClaims (dra.go); nil: none can be read, and a pod that
+	// needs a claim does not start.
+	ResourceClaims resourcev1client.ResourceClaimsGetter
 	// Volumes prepares and tears down pod volumes; nil: pods get no
 	// volume mounts.
 	Volumes Volumes
@@ -259,7 +264,13 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		e.admitMu = cfg.Host
 	}
 	var err error
-	if e.status, err = status.NewManager(status.ManagerConfig{Clock: cfg.Clock, Notify: e.publish}); err != nil {
+	if e.status, err = status.NewManager(status.ManagerConfig{Clock: cfg.Clock, Notify: e.publish,
+		// A terminal phase waits for the pod's termination (the kubelet's
+		// PodCouldHaveRunningContainers); e.workers is set below, before Run.
+		CouldHaveRunningContainers: func(uid types.UID) bool {
+			return e.workers != nil && e.workers.couldHaveRunningContainers(uid)
+		},
+	}); err != nil {
 		return nil, err
 	}
 	restartInitial, restartMax := crashLoopBackOff(cfg.MaxContainerRestartPeriod)

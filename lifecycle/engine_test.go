@@ -45,6 +45,9 @@ type fakeRuntime struct {
 	now            func() time.Time
 	// pulls are reported by every SyncPod that starts a container.
 	pulls []cri.PullSpan
+	// beforeKill (nil: none) runs at the start of every KillPod, without
+	// the lock.
+	beforeKill func()
 }
 
 var _ Runtime = (*fakeRuntime)(nil)
@@ -139,6 +142,12 @@ func (f *fakeRuntime) SyncPod(_ context.Context, pod *v1.Pod, _ *cri.PodStatus, 
 }
 
 func (f *fakeRuntime) KillPod(ctx context.Context, _ *v1.Pod, st *cri.PodStatus, grace int64) error {
+	f.mu.Lock()
+	before := f.beforeKill
+	f.mu.Unlock()
+	if before != nil {
+		before()
+	}
 	f.record(event{op: "KillPod", uid: st.Ref.UID, grace: grace})
 	f.mu.Lock()
 	if f.blockKillAbove > 0 && grace > f.blockKillAbove {
@@ -624,6 +633,71 @@ func TestEngineFinishedPodIsStoppedAndKeptUntilDeleted(t *testing.T) {
 	}
 }
 
+// TestEngineTerminalPhaseOnlyOnceStopped: a pod that ends on its own is
+// published in its terminal phase only once its termination completed
+// (the kubelet's status manager: mergePodStatus holds a terminal phase
+// while PodCouldHaveRunningContainers), so its first terminal status
+// already shows the sandbox stopped (PodReadyToStartContainers False).
+// virtual-kubelet writes no status of a pod the API shows terminal: a
+// terminal phase published before the sandbox stopped left the condition
+// True in the API.
+func TestEngineTerminalPhaseOnlyOnceStopped(t *testing.T) {
+	tests := map[string]struct {
+		policy v1.RestartPolicy
+		exit   int32
+		phase  v1.PodPhase
+	}{
+		"Never, exit 0: Succeeded": {v1.RestartPolicyNever, 0, v1.PodSucceeded},
+		"Never, exit 3: Failed":    {v1.RestartPolicyNever, 3, v1.PodFailed},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newEngineFixture(t)
+			pod := enginePod("uid-1", "job", tc.policy)
+			f.startRunning(t, pod)
+			// What made it show: the status published before the kill
+			// is handed on (and written) before the sandbox stops.
+			f.rt.mu.Lock()
+			f.rt.beforeKill = func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = f.e.status.WaitDelivered(ctx, "uid-1")
+			}
+			f.rt.mu.Unlock()
+			f.rt.exit("uid-1", tc.exit)
+			f.relist()
+			f.eventually(t, "the worker to finish", func() bool { return f.e.workers.IsPodFinished("uid-1") })
+			f.eventually(t, "the pod to be published "+string(tc.phase), func() bool { return f.lastPhase("uid-1") == tc.phase })
+
+			var kill, firstTerminal = -1, -1
+			for i, e := range f.rt.ops("uid-1", "KillPod", "notify") {
+				switch {
+				case e.op == "KillPod" && kill < 0:
+					kill = i
+				case e.op == "notify" && isTerminalPhase(e.phase) && firstTerminal < 0:
+					firstTerminal = i
+				}
+			}
+			if kill < 0 || firstTerminal < kill {
+				t.Errorf("terminal phase published at %d, KillPod at %d: want the phase only after the kill; calls %v",
+					firstTerminal, kill, f.rt.ops("uid-1", "KillPod", "notify"))
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			for _, p := range f.published {
+				if p.UID != "uid-1" || !isTerminalPhase(p.Status.Phase) {
+					continue
+				}
+				for _, c := range p.Status.Conditions {
+					if c.Type == v1.PodReadyToStartContainers && c.Status != v1.ConditionFalse {
+						t.Errorf("published %s with PodReadyToStartContainers %s, want False (sandbox stopped)", p.Status.Phase, c.Status)
+					}
+				}
+			}
+		})
+	}
+}
+
 func TestEngineFinishedPodStopIsRetried(t *testing.T) {
 	f := newEngineFixture(t)
 	pod := enginePod("uid-1", "job", v1.RestartPolicyNever)
@@ -632,11 +706,16 @@ func TestEngineFinishedPodStopIsRetried(t *testing.T) {
 	f.rt.exit("uid-1", 0)
 	f.relist()
 	f.eventually(t, "the first KillPod", func() bool { return f.rt.count("uid-1", "KillPod") == 1 })
-	f.eventually(t, "the Succeeded status", func() bool { return f.lastPhase("uid-1") == v1.PodSucceeded })
 	f.eventually(t, "the worker idle", func() bool { return !f.e.workers.isWorking("uid-1") })
+	// While the kill fails the containers may run: the phase stays
+	// Running, as the kubelet's status manager holds it.
+	if p := f.lastPhase("uid-1"); p != v1.PodRunning {
+		t.Errorf("phase %s published while the pod could still run, want Running", p)
+	}
 	f.step(20 * time.Second)
 	f.eventually(t, "KillPod to be retried", func() bool { return f.rt.count("uid-1", "KillPod") == 2 })
 	f.eventually(t, "the worker to finish", func() bool { return f.e.workers.IsPodFinished("uid-1") })
+	f.eventually(t, "the Succeeded status", func() bool { return f.lastPhase("uid-1") == v1.PodSucceeded })
 }
 
 func TestEngineKillUnknown(t *testing.T) {

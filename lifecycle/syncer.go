@@ -15,6 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	resourcev1client "k8s.io/client-go/kubernetes/typed/resource/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 )
@@ -49,6 +50,7 @@ type syncer struct {
 	probes          probeManager
 	networkError    func() error
 	apiPod          func(namespace, name string) *v1.Pod
+	resourceClaims  resourcev1client.ResourceClaimsGetter // dra.go; nil: none readable
 	observePodStart func(took time.Duration)
 	observeSLI      func(took time.Duration)
 	onTerminated    func(ctx context.Context, pod *v1.Pod) error
@@ -97,6 +99,7 @@ func newSyncer(cfg Config, pods *podManager, status *status.Manager, backoff *cr
 		podCgroups:      cfg.PodCgroups,
 		networkError:    cfg.NetworkError,
 		apiPod:          cfg.APIPod,
+		resourceClaims:  cfg.ResourceClaims,
 		observePodStart: cfg.ObservePodStart,
 		observeSLI:      cfg.ObservePodStartSLI,
 		onTerminated:    cfg.OnTerminated,
@@ -323,6 +326,19 @@ func (s *syncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, st *cri
 		delete(s.waiting, pod.UID)
 		s.mu.Unlock()
 		return false, nil
+	}
+	if plan.CreateSandbox && len(pod.Spec.ResourceClaims) > 0 {
+		// The kubelet's SyncPod: the pod's claims are prepared before its
+		// sandbox is made; if they cannot be, nothing is created and the
+		// pod waits in ContainerCreating (dra.go). No error: the next
+		// resync tries again, as the kubelet's.
+		if err := prepareResourceClaims(ctx, s.resourceClaims, pod); err != nil {
+			if s.recorder != nil {
+				s.recorder.Eventf(pod, v1.EventTypeWarning, reasonFailedPrepareDynamicResources, "Failed to prepare dynamic resources: %v", err)
+			}
+			log.G(ctx).WithError(err).Warn("failed to prepare dynamic resources")
+			return false, nil
+		}
 	}
 	log.G(ctx).WithField("plan", plan.String()).Debug("syncing pod")
 	res := s.runtime.SyncPod(ctx, pod, st, plan, s.backoff, now)

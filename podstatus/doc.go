@@ -124,9 +124,18 @@
 // waits for that write first (StatusWrites.Settled). Every other status,
 // that of every running pod, goes through virtual-kubelet only.
 // TestWriteTerminal, TestWriteTerminalAfterVirtualKubeletsWrite,
-// TestProviderNotifyCallsTheTerminalHook (provider). Not closed: a
+// TestProviderNotifyCallsTheTerminalHook (provider).
+//
+// The common case, a pod that ends on its own, no longer needs it: the
+// engine's status manager delivers a terminal phase only once the pod's
+// termination completed (lifecycle/status, the kubelet's mergePodStatus),
+// so virtual-kubelet's write of the terminal phase already carries the
+// stopped sandbox (PodReadyToStartContainers False). Before that the
+// phase was published while the sandbox still ran, virtual-kubelet wrote
+// it with the condition True, and the API showed that state until this
+// hook's write some 100-200 ms later (what TestFieldsKubelet read). A
 // status handed in the microseconds after virtual-kubelet's worker read
-// the previous one but before its write began is still lost.
+// the previous one but before its write began can still be lost here.
 //
 // # What it must never do
 //

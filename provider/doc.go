@@ -65,10 +65,11 @@
 //     (it skips every status update of an object whose phase is terminal);
 //     the engine keeps their stopped containers (and logs) until deletion,
 //     as the kubelet does, and its status manager never lets a terminal
-//     phase regress. The later status changes of such a pod (its
-//     PodReadyToStartContainers turning False once the sandbox is
-//     stopped) are written by the terminal hook NotifyPods calls first,
-//     podstatus.WriteTerminal.
+//     phase regress, nor publishes one before the pod's termination
+//     completed (so the terminal status virtual-kubelet writes already
+//     shows the sandbox stopped, PodReadyToStartContainers False). Later
+//     status changes of such a pod are written by the terminal hook
+//     NotifyPods calls first, podstatus.WriteTerminal.
 //
 // Beside the handler the package holds what the engine reads of the API:
 // Objects (objects.go) is the engine's lifecycle.Objects with least

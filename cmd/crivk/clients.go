@@ -11,6 +11,7 @@ import (
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	nodev1client "k8s.io/client-go/kubernetes/typed/node/v1"
+	resourcev1client "k8s.io/client-go/kubernetes/typed/resource/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 )
@@ -42,6 +43,9 @@ type apiClients struct {
 	// runtimeClasses reads RuntimeClasses (internal/runtimeclass), on the
 	// pods client's limits.
 	runtimeClasses nodev1client.NodeV1Interface
+	// resourceClaims reads the ResourceClaims of pods (lifecycle's DRA
+	// check), on the pods client's limits.
+	resourceClaims resourcev1client.ResourceV1Interface
 }
 
 // apiLimits are the client-side limits of apiClients.
@@ -89,6 +93,9 @@ func newAPIClients(base *rest.Config, l apiLimits) (*apiClients, error) {
 	}
 	if c.runtimeClasses, err = nodev1client.NewForConfig(coreCfg); err != nil {
 		return nil, fmt.Errorf("building the RuntimeClass client: %w", err)
+	}
+	if c.resourceClaims, err = resourcev1client.NewForConfig(coreCfg); err != nil {
+		return nil, fmt.Errorf("building the ResourceClaim client: %w", err)
 	}
 	if c.events, err = corev1client.NewForConfig(build(l.EventQPS, l.EventBurst, 0)); err != nil {
 		return nil, fmt.Errorf("building the event client: %w", err)

@@ -887,6 +887,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		Recorder:           recorder,
 		RootDir:            o.rootDir,
 		Objects:            a.objects,
+		ResourceClaims:     clients.resourceClaims,
 		Volumes:            volumes,
 		NodeAllocatable:    nodeObj.Status.Allocatable,
 		ClusterDomain:      o.clusterDomain,

@@ -41,7 +41,17 @@
 //     (a container that will not restart leaving Terminated) is refused,
 //     StartTime is kept, statuses are normalized to what the API stores;
 //     each change bumps a version that only goes up, and a burst of
-//     changes to one pod is delivered once, with the newest status.
+//     changes to one pod is delivered once, with the newest status. A
+//     terminal phase is delivered only once the pod could have no running
+//     container (ManagerConfig.CouldHaveRunningContainers, the pod
+//     workers' predicate; publishable, the kubelet's mergePodStatus):
+//     until its termination completed the phase delivered stays the
+//     previous one, so the API never shows a pod finished whose containers
+//     or sandbox still run (PodReadyToStartContainers is False in its
+//     first terminal status, as the kubelet's). Tests:
+//     TestStatusManagerHoldsTerminalPhaseWhileContainersMayRun,
+//     TestStatusManagerHeldPhaseFromTheAPI,
+//     lifecycle's TestEngineTerminalPhaseOnlyOnceStopped.
 //
 // It must never talk to the Kubernetes API or the runtime: what leaves it
 // goes through Notify, which receives deep copies from Run's one goroutine,

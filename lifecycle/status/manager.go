@@ -30,6 +30,12 @@ type ManagerConfig struct {
 	// back into the manager. It should not block for long: while it runs no
 	// other status is delivered.
 	Notify func(*v1.Pod)
+	// CouldHaveRunningContainers reports whether the pod's containers may
+	// still run (its termination has not completed); nil: never. While it
+	// is true a terminal phase is not delivered (the kubelet's
+	// mergePodStatus, see publishable). It is called without the
+	// manager's lock held.
+	CouldHaveRunningContainers func(types.UID) bool
 }
 
 // Manager is the one place that decides which pod status is
@@ -51,8 +57,10 @@ type ManagerConfig struct {
 //	signal            chan struct{}, buffered 1
 //	  │
 //	  v
-//	Run (one goroutine) takes the dirty set; a pod whose status equals
-//	  │ the one it last delivered is skipped; no lock held from here
+//	Run (one goroutine) takes the dirty set; a terminal phase is held
+//	  │ back while the pod could have running containers (publishable);
+//	  │ a pod whose status equals the one it last delivered is skipped;
+//	  │ no lock held from here
 //	  v
 //	Notify(deep copy of pod with its newest status)
 //
@@ -61,6 +69,8 @@ type ManagerConfig struct {
 type Manager struct {
 	clock  clock.Clock
 	notify func(*v1.Pod)
+	// couldRun is CouldHaveRunningContainers (never nil).
+	couldRun func(types.UID) bool
 	// signal holds a token while the dirty set may be non-empty.
 	signal chan struct{}
 	// running is set while a Run delivers; a second Run is refused so
@@ -87,6 +97,10 @@ type podStatusEntry struct {
 	pod     *v1.Pod
 	status  v1.PodStatus
 	version uint64
+	// api is the phase, reason and message of the API's status (the
+	// newest pod.Status handed in): what a held terminal phase is
+	// replaced with before the first delivery.
+	api v1.PodStatus
 	// delivered is the status last handed to Notify, nil before the first.
 	delivered *v1.PodStatus
 }
@@ -113,9 +127,13 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
+	if cfg.CouldHaveRunningContainers == nil {
+		cfg.CouldHaveRunningContainers = func(types.UID) bool { return false }
+	}
 	return &Manager{
 		clock:     cfg.Clock,
 		notify:    cfg.Notify,
+		couldRun:  cfg.CouldHaveRunningContainers,
 		signal:    make(chan struct{}, 1),
 		pods:      map[types.UID]*podStatusEntry{},
 		dirty:     map[types.UID]struct{}{},
@@ -154,21 +172,37 @@ type pendingStatus struct {
 	pod    *v1.Pod
 }
 
-// deliver hands every dirty pod whose status differs from the one last
-// delivered to Notify. Must only be called from Run.
+// deliver hands every dirty pod whose publishable status differs from the
+// one last delivered to Notify. Must only be called from Run.
 func (m *Manager) deliver(ctx context.Context) {
+	m.mu.Lock()
+	uids := make([]types.UID, 0, len(m.dirty))
+	for uid := range m.dirty {
+		uids = append(uids, uid)
+	}
+	clear(m.dirty)
+	m.mu.Unlock()
+	// Asked without the lock: the predicate takes the pod workers'.
+	running := make(map[types.UID]bool, len(uids))
+	for _, uid := range uids {
+		running[uid] = m.couldRun(uid)
+	}
+
 	var out []pendingStatus
 	m.mu.Lock()
-	for uid := range m.dirty {
+	for _, uid := range uids {
 		e := m.pods[uid]
-		if e == nil || (e.delivered != nil && equality.Semantic.DeepEqual(*e.delivered, e.status)) {
+		if e == nil {
+			continue
+		}
+		st := publishable(e, running[uid])
+		if e.delivered != nil && equality.Semantic.DeepEqual(*e.delivered, st) {
 			continue
 		}
 		pod := e.pod.DeepCopy()
-		pod.Status = *e.status.DeepCopy()
-		out = append(out, pendingStatus{entry: e, status: *e.status.DeepCopy(), pod: pod})
+		pod.Status = *st.DeepCopy()
+		out = append(out, pendingStatus{entry: e, status: st, pod: pod})
 	}
-	clear(m.dirty)
 	m.mu.Unlock()
 
 	for _, p := range out {
@@ -186,6 +220,32 @@ func (m *Manager) deliver(ctx context.Context) {
 		m.mu.Unlock()
 	}
 }
+
+// publishable is the status of e to deliver, the kubelet's mergePodStatus
+// rule: a pod is not published in a terminal phase (Succeeded, Failed)
+// while it could have running containers, that is until its termination
+// (its containers and sandbox stopped) has completed. Until then the
+// phase, reason and message stay those last delivered (or the API's);
+// the conditions are the new ones. So the first terminal status the API
+// shows is one read after the sandbox stopped (PodReadyToStartContainers
+// False, as the kubelet's), and no consumer releases what a pod holds
+// while its containers still run. The caller must hold mu.
+func publishable(e *podStatusEntry, couldRun bool) v1.PodStatus {
+	st := *e.status.DeepCopy()
+	old := &e.api
+	if e.delivered != nil {
+		old = e.delivered
+	}
+	if couldRun && !isTerminalPhase(old.Phase) && isTerminalPhase(st.Phase) {
+		st.Phase, st.Reason, st.Message = old.Phase, old.Reason, old.Message
+		if st.Phase == "" {
+			st.Phase = v1.PodPending
+		}
+	}
+	return st
+}
+
+func isTerminalPhase(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
 
 // redirty marks the pods of out whose status was not delivered dirty again.
 func (m *Manager) redirty(out []pendingStatus) {
@@ -370,8 +430,15 @@ func (m *Manager) setLocked(pod *v1.Pod, status v1.PodStatus) {
 	normalizeStatus(pod, &status)
 
 	stored := &v1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: *pod.ObjectMeta.DeepCopy(), Spec: *pod.Spec.DeepCopy()}
+	api := v1.PodStatus{Phase: pod.Status.Phase, Reason: pod.Status.Reason, Message: pod.Status.Message}
 	if cached && equality.Semantic.DeepEqual(e.status, status) {
-		e.pod = stored // newer metadata; nothing to publish
+		e.pod, e.api = stored, api // newer metadata; nothing new to publish
+		if e.delivered != nil && !equality.Semantic.DeepEqual(*e.delivered, e.status) {
+			// A terminal phase held back (publishable): Run looks
+			// again, the pod's containers may be stopped by now.
+			m.dirty[pod.UID] = struct{}{}
+			m.kick()
+		}
 		return
 	}
 	if !cached {
@@ -379,7 +446,7 @@ func (m *Manager) setLocked(pod *v1.Pod, status v1.PodStatus) {
 		m.pods[pod.UID] = e
 	}
 	m.seq++
-	e.pod, e.status, e.version = stored, status, m.seq
+	e.pod, e.status, e.version, e.api = stored, status, m.seq, api
 	m.dirty[pod.UID] = struct{}{}
 	m.kick()
 }
@@ -545,15 +612,17 @@ func (m *Manager) Version(uid types.UID) uint64 {
 	return 0
 }
 
-// WaitDelivered blocks until the pod's cached status was handed to Notify
-// (or the pod is unknown), or ctx ends. The engine calls it before the API
-// object of a terminated pod is deleted, so that the final status is
-// published first, as the kubelet's status manager does.
+// WaitDelivered blocks until the pod's cached status, as publishable
+// makes it, was handed to Notify (or the pod is unknown), or ctx ends. The
+// engine calls it before the API object of a terminated pod is deleted,
+// so that the final status is published first, as the kubelet's status
+// manager does.
 func (m *Manager) WaitDelivered(ctx context.Context, uid types.UID) error {
 	for {
+		running := m.couldRun(uid)
 		m.mu.Lock()
 		e := m.pods[uid]
-		if e == nil || (e.delivered != nil && equality.Semantic.DeepEqual(*e.delivered, e.status)) {
+		if e == nil || (e.delivered != nil && equality.Semantic.DeepEqual(*e.delivered, publishable(e, running))) {
 			m.mu.Unlock()
 			return nil
 		}

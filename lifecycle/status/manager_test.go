@@ -796,3 +796,76 @@ func TestStatusManagerNotifyNeverConcurrent(t *testing.T) {
 		t.Fatal("Run did not return after its context ended")
 	}
 }
+
+// TestStatusManagerHoldsTerminalPhaseWhileContainersMayRun: the kubelet's
+// mergePodStatus rule. A terminal phase is delivered only once the pod
+// could have no running container; until then the phase, reason and
+// message stay those last delivered (or the API's), the rest is new. Once
+// the termination completed, setting the same status delivers it.
+func TestStatusManagerHoldsTerminalPhaseWhileContainersMayRun(t *testing.T) {
+	var running atomic.Bool
+	running.Store(true)
+	rec := newSMRecorder()
+	m, err := NewManager(ManagerConfig{Clock: clocktesting.NewFakeClock(smEpoch), Notify: rec.notify,
+		CouldHaveRunningContainers: func(types.UID) bool { return running.Load() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startRun(t, m)
+	pod := smPod("a", v1.RestartPolicyNever, "c")
+	m.SetPodStatus(pod, smStatus(v1.PodRunning, csRunning("c")))
+	if got := rec.nextFor(t, pod.UID); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("first delivery phase %s, want Running", got.Status.Phase)
+	}
+
+	done := smStatus(v1.PodSucceeded, csExited("c", 0))
+	m.SetPodStatus(pod, done)
+	got := rec.nextFor(t, pod.UID)
+	if got.Status.Phase != v1.PodRunning {
+		t.Errorf("phase delivered while containers may run: %s, want Running (held)", got.Status.Phase)
+	}
+	if cs := got.Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Terminated == nil {
+		t.Errorf("held delivery lost the new container states: %+v", cs)
+	}
+	if err := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), smWait)
+		defer cancel()
+		return m.WaitDelivered(ctx, pod.UID)
+	}(); err != nil {
+		t.Errorf("WaitDelivered with the phase held: %v, want nil (what may be published is)", err)
+	}
+
+	running.Store(false)
+	m.SetPodStatus(pod, done) // SyncTerminatedPod's, equal to the cached one
+	if got := rec.nextFor(t, pod.UID); got.Status.Phase != v1.PodSucceeded {
+		t.Errorf("phase delivered once stopped: %s, want Succeeded", got.Status.Phase)
+	}
+	sentinel := smPod("sentinel", v1.RestartPolicyAlways, "c")
+	m.SetPodStatus(sentinel, smStatus(v1.PodRunning, csRunning("c")))
+	rec.nextFor(t, sentinel.UID)
+	rec.expectNone(t)
+}
+
+// TestStatusManagerHeldPhaseFromTheAPI: before any delivery, a held
+// terminal phase is replaced by the API's phase, reason and message.
+func TestStatusManagerHeldPhaseFromTheAPI(t *testing.T) {
+	rec := newSMRecorder()
+	m, err := NewManager(ManagerConfig{Clock: clocktesting.NewFakeClock(smEpoch), Notify: rec.notify,
+		CouldHaveRunningContainers: func(types.UID) bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := smPod("a", v1.RestartPolicyNever, "c")
+	pod.Status = v1.PodStatus{Phase: v1.PodPending}
+	failed := smStatus(v1.PodFailed, csExited("c", 1))
+	failed.Reason, failed.Message = "DeadlineExceeded", "Pod was active on the node longer than the specified deadline"
+	m.SetPodStatus(pod, failed)
+	startRun(t, m)
+	got := rec.nextFor(t, pod.UID)
+	if got.Status.Phase != v1.PodPending || got.Status.Reason != "" || got.Status.Message != "" {
+		t.Errorf("delivered phase %s reason %q message %q, want the API's Pending without reason", got.Status.Phase, got.Status.Reason, got.Status.Message)
+	}
+	if st, _ := m.GetPodStatus(pod.UID); st.Phase != v1.PodFailed {
+		t.Errorf("cached phase %s, want Failed (only the delivery is held)", st.Phase)
+	}
+}
