@@ -61,6 +61,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, typ ContainerType, attempt ui
 	a := containerAnnotations(pod, c, restarts)
 	a[AnnotationContainerHash] = strconv.FormatUint(HashContainer(c), 16)
 	a[AnnotationContainerType] = string(typ)
+	a[AnnotationMemoryRequest] = memoryRequestAnnotation(c)
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: attempt},
 		Image:       &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
