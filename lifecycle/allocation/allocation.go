@@ -57,6 +57,9 @@ type Manager struct {
 
 type resizeConditions struct {
 	pending, inProgress *v1.PodCondition
+	// decided tells that pending was set by SetPending in this process,
+	// not taken back from the API (Backfill).
+	decided bool
 }
 
 // New returns a Manager with the allocations of cfg.Path, if it exists.
@@ -260,6 +263,7 @@ func (m *Manager) SetPending(uid types.UID, reason, message string, generation i
 	rc := m.condsLocked(uid)
 	prev := rc.pending
 	rc.pending = m.updated(v1.PodResizePending, prev, reason, message, generation)
+	rc.decided = true
 	return prev == nil || prev.Reason != reason || prev.ObservedGeneration != generation
 }
 

@@ -125,12 +125,15 @@ func (m *Manager) increasesRequests(pod *v1.Pod) bool {
 	return want.Memory().Cmp(*old.Memory()) > 0 || want.Cpu().Cmp(*old.Cpu()) > 0
 }
 
-// PendingGeneration is the generation the PodResizePending condition was
-// set for, 0 when there is none.
+// PendingGeneration is the generation of the pod's spec whose resize this
+// process left pending (Deferred or Infeasible), 0 when there is none: a
+// condition taken back from the API after a restart (Backfill) is not one,
+// so the pod's first sync decides again, as the kubelet retries the
+// pending resizes of the pods it is given at start (pods_added).
 func (m *Manager) PendingGeneration(uid types.UID) int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if rc := m.conds[uid]; rc != nil && rc.pending != nil {
+	if rc := m.conds[uid]; rc != nil && rc.pending != nil && rc.decided {
 		return rc.pending.ObservedGeneration
 	}
 	return 0

@@ -121,3 +121,30 @@ func TestRemoveRequestsRetry(t *testing.T) {
 		t.Errorf("two requests gave %q then %q, want one (coalesced)", a, b)
 	}
 }
+
+// TestPendingGeneration: only a decision of this process counts as made
+// for a generation; a condition taken back from the API after a restart
+// leaves the pod to be decided again at its first sync.
+func TestPendingGeneration(t *testing.T) {
+	m, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pod("p", 4, ctr("a", "1", "1Gi"))
+	p.Status.Conditions = []v1.PodCondition{{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: v1.PodReasonDeferred, ObservedGeneration: 4}}
+	m.Backfill(p)
+	if g := m.PendingGeneration(p.UID); g != 0 {
+		t.Errorf("after Backfill: PendingGeneration %d, want 0", g)
+	}
+	if d := m.Deferred(); len(d) != 1 {
+		t.Errorf("after Backfill: Deferred %v, want the pod (retried by the loop too)", d)
+	}
+	m.SetPending(p.UID, v1.PodReasonDeferred, "no room", 4)
+	if g := m.PendingGeneration(p.UID); g != 4 {
+		t.Errorf("after SetPending: PendingGeneration %d, want 4", g)
+	}
+	m.ClearPending(p.UID)
+	if g := m.PendingGeneration(p.UID); g != 0 {
+		t.Errorf("after ClearPending: PendingGeneration %d, want 0", g)
+	}
+}
