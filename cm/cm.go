@@ -222,23 +222,35 @@ func (m *Manager) updateBurstable() error {
 	return err
 }
 
-// PodResources is the kubelet's ResourceConfigForPod on a cgroup v1 node
-// with the CFS quota enforced, as opencontainers/cgroups resources.
+// PodResources is the kubelet's ResourceConfigForPod (PodLevelResources on)
+// on a cgroup v1 node with the CFS quota enforced, as opencontainers/cgroups
+// resources. The requests and limits are component-helpers' PodRequests
+// and PodLimits: a pod-level value (spec.resources) replaces the
+// containers' sum for its resource, and the overhead is added (to the
+// limits only where they are set). A limit is declared, and so written,
+// when every container (init containers counted as PodLimits sees them)
+// sets it, or the pod sets it at pod level: a pod-level request alone
+// leaves the containers' limits in force.
 func PodResources(pod *v1.Pod) *cgroups.Resources {
 	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-	lims := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
 	cpuLimits, memLimits := true, true
-	for _, c := range pod.Spec.Containers {
-		if c.Resources.Limits.Cpu().IsZero() {
-			cpuLimits = false
-		}
-		if c.Resources.Limits.Memory().IsZero() {
-			memLimits = false
-		}
-	}
+	lims := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{
+		ContainerFn: func(res v1.ResourceList, _ resourcehelper.ContainerType) {
+			if res.Cpu().IsZero() {
+				cpuLimits = false
+			}
+			if res.Memory().IsZero() {
+				memLimits = false
+			}
+		},
+	})
 	if resourcehelper.IsPodLevelResourcesSet(pod) {
-		cpuLimits = !pod.Spec.Resources.Limits.Cpu().IsZero()
-		memLimits = !pod.Spec.Resources.Limits.Memory().IsZero()
+		if !pod.Spec.Resources.Limits.Cpu().IsZero() {
+			cpuLimits = true
+		}
+		if !pod.Spec.Resources.Limits.Memory().IsZero() {
+			memLimits = true
+		}
 	}
 	r := &cgroups.Resources{SkipDevices: true, CpuShares: uint64(podutil.MilliCPUToShares(reqs.Cpu().MilliValue()))}
 	switch podutil.QOSClass(pod) {

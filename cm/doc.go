@@ -19,10 +19,13 @@
 //
 // A pod cgroup holds the sum of its containers' requests and limits
 // (component-helpers' PodRequests/PodLimits, which take init containers,
-// sidecars, pod-level resources and overhead into account): CPU shares from
-// the requests; CFS quota and period when every container has a CPU limit;
-// the memory limit when every container has a memory limit; a BestEffort pod
-// only gets the minimum shares. With --pod-max-pids N > 0 (the kubelet's
+// sidecars, pod-level resources and overhead into account; a pod-level
+// value replaces the containers' sum): CPU shares from the requests; CFS
+// quota and period when every container (init containers as PodLimits sees
+// them) has a CPU limit or the pod has one at pod level; the memory limit
+// likewise; a Guaranteed pod gets both whatever; a BestEffort pod only gets
+// the minimum shares (the kubelet's ResourceConfigForPod, PodLevelResources
+// on; its class from the pod-level values when it sets them). With --pod-max-pids N > 0 (the kubelet's
 // podPidsLimit) every pod cgroup gets pids.max N when it is made, whatever
 // its class: a pod cgroup that already exists (crivk restarted with
 // another N) keeps its own, as the kubelet writes it only at creation.

@@ -66,6 +66,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, typ ContainerType, attempt ui
 	}
 	a[AnnotationContainerHash] = strconv.FormatUint(HashContainer(c), 16)
 	a[AnnotationContainerType] = string(typ)
+	a[AnnotationMemoryRequest] = memoryRequestAnnotation(c)
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: attempt},
 		Image:       &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},

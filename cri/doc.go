@@ -55,8 +55,9 @@
 // In-place resize (resize.go, InPlacePodVerticalScaling): the pod a plan
 // is made for carries its allocated resources (package lifecycle decides
 // whether a resize fits); a running container whose runtime-reported
-// values (the CRI status' resources) differ from them is resized in
-// place, ContainersToUpdate per resource with decreases first, or killed
+// values (the CRI status' resources), or whose actuated memory request
+// (its creation's AnnotationMemoryRequest, or the last in-place update's),
+// differ from them is resized in place, ContainersToUpdate per resource with decreases first, or killed
 // and started again when its resizePolicy says RestartContainer. SyncPod
 // applies it after the init containers, before the regular ones start:
 // per resource, memory then CPU, the pod cgroup (Config.PodCgroups)

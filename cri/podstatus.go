@@ -66,6 +66,12 @@ type ContainerStatus struct {
 	// reports it (the CRI status' user: uid, gid, supplementary groups);
 	// nil where the runtime reports none (containerd 1.6).
 	User *runtimeapi.ContainerUser
+	// MemoryRequest is the container's actuated memory request in bytes
+	// (resize.go): the one it was created with (AnnotationMemoryRequest)
+	// or the one an in-place resize last sent. HasMemoryRequest is false
+	// for a container created without the annotation.
+	MemoryRequest    int64
+	HasMemoryRequest bool
 }
 
 // SandboxStatus is one sandbox (one attempt) of a pod.
@@ -219,6 +225,7 @@ func (r *Runtime) GetPodStatus(ctx context.Context, ref PodRef) (*PodStatus, err
 		}
 		return a.Attempt > b.Attempt
 	})
+	r.actuated.apply(ps)
 	return ps, nil
 }
 
@@ -254,6 +261,9 @@ func toContainerStatus(s *runtimeapi.ContainerStatus, labels, annotations map[st
 	}
 	if h, err := strconv.ParseUint(annotations[AnnotationContainerHash], 16, 64); err == nil {
 		cs.Hash, cs.HasHash = h, true
+	}
+	if v, err := strconv.ParseInt(annotations[AnnotationMemoryRequest], 10, 64); err == nil {
+		cs.MemoryRequest, cs.HasMemoryRequest = v, true
 	}
 	if n, err := strconv.Atoi(annotations[AnnotationRestartCount]); err == nil && uint32(n) > cs.Attempt {
 		cs.Attempt = uint32(n)

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"sync"
 
 	"github.com/crivk/crivk/podutil"
 	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -36,10 +39,18 @@ import (
 //	   pod cgroup limit grows ─> pod cgroup request grows ─> containers
 //	   ─> pod cgroup request shrinks ─> pod cgroup limit shrinks
 //
-// A memory request is not a runtime value (cgroup v1 has no memory.min):
-// a change of it alone changes nothing in the runtime and is never seen
-// here, so it neither updates nor, with RestartContainer, restarts the
-// container (the kubelet calls the runtime for it and may restart).
+// A memory request is no runtime value (cgroup v1 has no memory.min), but
+// the kubelet resizes for it as for the others: it compares the allocated
+// request with the one it actuated, so a change of the memory request
+// alone restarts a container whose resizePolicy for memory says
+// RestartContainer, and otherwise sends the container the values it has
+// (UpdateContainerResources) and counts the request as actuated. The
+// actuated request here is the one the container was created with (its
+// AnnotationMemoryRequest), or the one an in-place update last sent it
+// (Runtime.actuated, in memory: after a restart of the agent, the
+// creation's, and a resize sends the values again, as the kubelet does
+// without its actuated record). A container without the annotation (made
+// by an older crivk) counts as having its allocated request.
 
 // PodCgroupResizer is what a resize needs of the pod cgroup (package cm's
 // Manager). Values are CPU quota (limit) and CPU shares (request), or the
@@ -64,20 +75,33 @@ type ContainerUpdate struct {
 	Desired, Current ResizeValues
 }
 
-// ResizeValues are a container's resizable values in the runtime's units.
+// ResizeValues are a container's resizable values in the runtime's units,
+// and its memory request in bytes (no runtime value: see above).
 type ResizeValues struct {
-	CPUShares, CPUQuota, MemoryLimit int64
+	CPUShares, CPUQuota, MemoryLimit, MemoryRequest int64
+}
+
+// AnnotationMemoryRequest records, on a container, the memory request in
+// bytes it was created with: the actuated memory request of an in-place
+// resize.
+const AnnotationMemoryRequest = "io.crivk.container.memoryRequest"
+
+// memoryRequestAnnotation is AnnotationMemoryRequest's value for c.
+func memoryRequestAnnotation(c *v1.Container) string {
+	return strconv.FormatInt(c.Resources.Requests.Memory().Value(), 10)
 }
 
 // desiredValues are the runtime values of spec's (allocated) resources.
 func desiredValues(pod *v1.Pod, spec *v1.Container, typ ContainerType) ResizeValues {
 	r := containerResources(pod, spec, typ, 0)
-	return ResizeValues{CPUShares: r.CpuShares, CPUQuota: r.CpuQuota, MemoryLimit: r.MemoryLimitInBytes}
+	return ResizeValues{CPUShares: r.CpuShares, CPUQuota: r.CpuQuota, MemoryLimit: r.MemoryLimitInBytes,
+		MemoryRequest: spec.Resources.Requests.Memory().Value()}
 }
 
-// actualValues are the values the runtime reports for c; false when it
-// reports none.
-func actualValues(c *ContainerStatus) (ResizeValues, bool) {
+// actualValues are the values the runtime reports for c, with its
+// actuated memory request (want's when c has no record of it); false
+// when the runtime reports none.
+func actualValues(c *ContainerStatus, want ResizeValues) (ResizeValues, bool) {
 	r := c.Resources
 	if r == nil {
 		return ResizeValues{}, false
@@ -86,7 +110,58 @@ func actualValues(c *ContainerStatus) (ResizeValues, bool) {
 	if quota < 0 {
 		quota = 0
 	}
-	return ResizeValues{CPUShares: r.CpuShares, CPUQuota: quota, MemoryLimit: r.MemoryLimitInBytes}, true
+	memReq := want.MemoryRequest
+	if c.HasMemoryRequest {
+		memReq = c.MemoryRequest
+	}
+	return ResizeValues{CPUShares: r.CpuShares, CPUQuota: quota, MemoryLimit: r.MemoryLimitInBytes, MemoryRequest: memReq}, true
+}
+
+// actuatedMemory holds the memory requests in-place updates sent to
+// containers, by pod and container ID: the actuated request of a
+// container whose creation's annotation is out of date. Its zero value is
+// ready.
+type actuatedMemory struct {
+	mu sync.Mutex
+	// byPod is guarded by mu.
+	byPod map[types.UID]map[string]int64
+}
+
+func (a *actuatedMemory) set(pod types.UID, id string, request int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.byPod == nil {
+		a.byPod = map[types.UID]map[string]int64{}
+	}
+	if a.byPod[pod] == nil {
+		a.byPod[pod] = map[string]int64{}
+	}
+	a.byPod[pod][id] = request
+}
+
+// apply overrides the recorded memory requests of the pod's containers in
+// status (all of them, as GetPodStatus lists them) with those sent in
+// place, and forgets the containers that are gone.
+func (a *actuatedMemory) apply(status *PodStatus) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	sent := a.byPod[status.Ref.UID]
+	if len(sent) == 0 {
+		return
+	}
+	kept := map[string]int64{}
+	for i := range status.Containers {
+		c := &status.Containers[i]
+		if v, ok := sent[c.ID]; ok {
+			c.MemoryRequest, c.HasMemoryRequest = v, true
+			kept[c.ID] = v
+		}
+	}
+	if len(kept) == 0 {
+		delete(a.byPod, status.Ref.UID)
+		return
+	}
+	a.byPod[status.Ref.UID] = kept
 }
 
 // resizePolicy is the container's restart policy for resource (the
@@ -106,15 +181,12 @@ func resizePolicy(spec *v1.Container, res v1.ResourceName) v1.ResourceResizeRest
 // resizePolicy says RestartContainer for a resource that changes (Killing
 // "Container <name> resize requires restart").
 func (p *planner) resize(spec *v1.Container, c *ContainerStatus) (restart bool) {
-	cur, ok := actualValues(c)
-	if !ok {
-		return false
-	}
 	want := desiredValues(p.pod, spec, c.Type)
-	if cur == want {
+	cur, ok := actualValues(c, want)
+	if !ok || cur == want {
 		return false
 	}
-	memChanged := cur.MemoryLimit != want.MemoryLimit
+	memChanged := cur.MemoryLimit != want.MemoryLimit || cur.MemoryRequest != want.MemoryRequest
 	cpuChanged := cur.CPUQuota != want.CPUQuota || cur.CPUShares != want.CPUShares
 	if (memChanged && resizePolicy(spec, v1.ResourceMemory) == v1.RestartContainer) ||
 		(cpuChanged && resizePolicy(spec, v1.ResourceCPU) == v1.RestartContainer) {
@@ -138,8 +210,11 @@ func (p *planner) resize(spec *v1.Container, c *ContainerStatus) (restart bool) 
 		}
 		p.a.ContainersToUpdate[res] = l
 	}
-	if memChanged {
+	switch {
+	case cur.MemoryLimit != want.MemoryLimit:
 		add(v1.ResourceMemory, want.MemoryLimit != 0 && (cur.MemoryLimit == 0 || want.MemoryLimit < cur.MemoryLimit))
+	case cur.MemoryRequest != want.MemoryRequest:
+		add(v1.ResourceMemory, want.MemoryRequest < cur.MemoryRequest)
 	}
 	switch {
 	case cur.CPUQuota != want.CPUQuota:
@@ -161,8 +236,9 @@ func ResizeInProgress(pod *v1.Pod, status *PodStatus) bool {
 		if c == nil || c.State != StateRunning {
 			return false
 		}
-		cur, ok := actualValues(c)
-		return ok && cur != desiredValues(pod, spec, typ)
+		want := desiredValues(pod, spec, typ)
+		cur, ok := actualValues(c, want)
+		return ok && cur != want
 	}
 	for i := range pod.Spec.InitContainers {
 		if podutil.IsSidecar(&pod.Spec.InitContainers[i]) && check(&pod.Spec.InitContainers[i], ContainerTypeInit) {
@@ -281,7 +357,7 @@ func (r *Runtime) updateContainer(ctx context.Context, pod *v1.Pod, res v1.Resou
 	v := u.Current
 	switch res {
 	case v1.ResourceMemory:
-		v.MemoryLimit = u.Desired.MemoryLimit
+		v.MemoryLimit, v.MemoryRequest = u.Desired.MemoryLimit, u.Desired.MemoryRequest
 	case v1.ResourceCPU:
 		v.CPUShares, v.CPUQuota = u.Desired.CPUShares, u.Desired.CPUQuota
 	}
@@ -295,6 +371,9 @@ func (r *Runtime) updateContainer(ctx context.Context, pod *v1.Pod, res v1.Resou
 		// The runtime's words, as the kubelet reports them in the
 		// PodResizeInProgress condition; SyncPod names the pod.
 		return v, runtimeWords(err)
+	}
+	if res == v1.ResourceMemory {
+		r.actuated.set(pod.UID, u.ID, v.MemoryRequest)
 	}
 	return v, nil
 }

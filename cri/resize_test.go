@@ -9,6 +9,7 @@ import (
 
 	"github.com/crivk/crivk/internal/testutil"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -22,6 +23,19 @@ func sized(name, cpuReq, cpuLim, mem string) v1.Container {
 // withValues is a running container whose runtime reports those values.
 func withValues(c ContainerStatus, shares, quota, mem int64) ContainerStatus {
 	c.Resources = &runtimeapi.LinuxContainerResources{CpuShares: shares, CpuQuota: quota, CpuPeriod: quotaPeriod, MemoryLimitInBytes: mem}
+	return c
+}
+
+// memReq is c with its memory request set to q.
+func memReq(c v1.Container, q string) v1.Container {
+	c = *c.DeepCopy()
+	c.Resources.Requests[v1.ResourceMemory] = resource.MustParse(q)
+	return c
+}
+
+// actuated is c with an actuated memory request (its annotation's).
+func actuated(c ContainerStatus, memRequest int64) ContainerStatus {
+	c.MemoryRequest, c.HasMemoryRequest = memRequest, true
 	return c
 }
 
@@ -87,6 +101,31 @@ func TestComputePodActionsResize(t *testing.T) {
 			containers: []v1.Container{restartOn(sized("a", "100m", "300m", "64Mi"), v1.ResourceMemory)},
 			status:     readyStatus(asIs("a")),
 			want:       wantPlan{cpu: []string{"a"}},
+		},
+		// The memory request alone (the kubelet's resizeMemReq): no runtime
+		// value, compared with the request the container has actuated.
+		"memory request alone down: updated in place for memory": {
+			containers: []v1.Container{memReq(a, "32Mi")},
+			status:     readyStatus(actuated(asIs("a"), 64*mi)),
+			want:       wantPlan{memory: []string{"a"}},
+		},
+		"memory request alone, resizePolicy RestartContainer for memory: killed and started": {
+			containers: []v1.Container{restartOn(memReq(a, "32Mi"), v1.ResourceMemory)},
+			status:     readyStatus(actuated(asIs("a"), 64*mi)),
+			want:       wantPlan{kill: map[string]string{"a-0": "Container a resize requires restart"}, start: []int{0}, podCgroup: true},
+		},
+		"memory request alone, resizePolicy RestartContainer for cpu: in place": {
+			containers: []v1.Container{restartOn(memReq(a, "32Mi"), v1.ResourceCPU)},
+			status:     readyStatus(actuated(asIs("a"), 64*mi)),
+			want:       wantPlan{memory: []string{"a"}},
+		},
+		"memory request already actuated: nothing to do": {
+			containers: []v1.Container{restartOn(memReq(a, "32Mi"), v1.ResourceMemory)},
+			status:     readyStatus(actuated(asIs("a"), 32*mi)),
+		},
+		"a container without a recorded memory request counts as allocated": {
+			containers: []v1.Container{restartOn(memReq(a, "32Mi"), v1.ResourceMemory)},
+			status:     readyStatus(asIs("a")),
 		},
 		"the runtime reports no resources: nothing compared, nothing done": {
 			containers: []v1.Container{sized("a", "500m", "1", "64Mi")},
@@ -164,6 +203,8 @@ func TestResizeInProgress(t *testing.T) {
 		"quota differs":             {readyStatus(withValues(running("a"), 102, 10000, 64*mi)), true},
 		"shares differ":             {readyStatus(withValues(running("a"), 50, 20000, 64*mi)), true},
 		"memory differs":            {readyStatus(withValues(running("a"), 102, 20000, 32*mi)), true},
+		"memory request differs":    {readyStatus(actuated(withValues(running("a"), 102, 20000, 64*mi), 32*mi)), true},
+		"memory request actuated":   {readyStatus(actuated(withValues(running("a"), 102, 20000, 64*mi), 64*mi)), false},
 		"not running":               {readyStatus(withValues(exited("a", 1), 2, 0, 0)), false},
 		"runtime reports nothing":   {readyStatus(running("a")), false},
 		"no container of it at all": {readyStatus(), false},
@@ -320,3 +361,72 @@ func TestSyncPodResizeRestart(t *testing.T) {
 		t.Errorf("UpdateContainerResources called %q; a restart needs none", f.rs.updates)
 	}
 }
+
+// TestSyncPodResizeMemoryRequest: a change of the memory request alone,
+// as the kubelet: with resizePolicy NotRequired the container is sent
+// the values it has (UpdateContainerResources), the pod cgroup is not
+// written, and the request counts as actuated (no resize in progress);
+// with RestartContainer for memory the container is started again.
+func TestSyncPodResizeMemoryRequest(t *testing.T) {
+	for name, tc := range map[string]struct {
+		policy      *v1.ResourceName // RestartContainer for it
+		wantUpdates []string
+		wantAttempt uint32
+	}{
+		"NotRequired: updated in place":         {wantUpdates: []string{"a cpu=102/20000 mem=67108864"}},
+		"RestartContainer for memory: restarts": {policy: ptrTo(v1.ResourceMemory), wantAttempt: 1},
+		"RestartContainer for cpu: in place":    {policy: ptrTo(v1.ResourceCPU), wantUpdates: []string{"a cpu=102/20000 mem=67108864"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newSyncFixture(t)
+			f.is.SetFakeImages([]string{"busybox:1.36"})
+			var log []string
+			pc := &fakePodCgroup{log: &log, rs: f.rs,
+				cur:  map[v1.ResourceName][2]int64{v1.ResourceMemory: {64 * mi, 0}, v1.ResourceCPU: {20000, 102}},
+				want: map[v1.ResourceName][2]int64{v1.ResourceMemory: {64 * mi, 0}, v1.ResourceCPU: {20000, 102}}}
+			f.rt.cfg.PodCgroups = pc
+			a := sized("a", "100m", "200m", "64Mi")
+			if tc.policy != nil {
+				a = restartOn(a, *tc.policy)
+			}
+			pod := syncPod(v1.RestartPolicyAlways, a)
+			if res, _ := f.sync(t, pod); res.Error() != nil {
+				t.Fatal(res.Error())
+			}
+			first := f.status(t, pod).Latest("a", ContainerTypeRegular)
+			if !first.HasMemoryRequest || first.MemoryRequest != 64*mi {
+				t.Fatalf("created container's memory request %d (recorded %v), want %d", first.MemoryRequest, first.HasMemoryRequest, 64*mi)
+			}
+			resized := pod.DeepCopy()
+			resized.Spec.Containers[0] = memReq(resized.Spec.Containers[0], "32Mi")
+			if !ResizeInProgress(resized, f.status(t, resized)) {
+				t.Errorf("no resize in progress before the sync")
+			}
+			if res, plan := f.sync(t, resized); res.Error() != nil || res.ResizeErr != nil {
+				t.Fatalf("%v %v (plan %s)", res.Error(), res.ResizeErr, plan)
+			}
+			if !reflect.DeepEqual(f.rs.updates, tc.wantUpdates) {
+				t.Errorf("container updates %q, want %q", f.rs.updates, tc.wantUpdates)
+			}
+			if len(log) != 0 {
+				t.Errorf("pod cgroup written: %q", log)
+			}
+			st := f.status(t, resized)
+			c := st.Latest("a", ContainerTypeRegular)
+			if c.Attempt != tc.wantAttempt || c.State != StateRunning {
+				t.Errorf("container attempt %d %s, want attempt %d running", c.Attempt, c.State, tc.wantAttempt)
+			}
+			if c.MemoryRequest != 32*mi {
+				t.Errorf("actuated memory request %d, want %d", c.MemoryRequest, 32*mi)
+			}
+			if ResizeInProgress(resized, st) {
+				t.Errorf("resize still in progress after the sync")
+			}
+			if res, plan := f.sync(t, resized); !plan.Empty() || len(f.rs.updates) != len(tc.wantUpdates) {
+				t.Errorf("a second sync does more: plan %s, updates %q (%v)", plan, f.rs.updates, res.Error())
+			}
+		})
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -134,6 +134,10 @@ type Runtime struct {
 	// recursive read-only mounts (the kubelet's runtimeState's handlers,
 	// refreshed by the node status loop's Status). Guarded by handlersMu.
 	rroHandlers map[string]bool
+
+	// actuated holds the memory requests in-place resizes sent
+	// (resize.go).
+	actuated actuatedMemory
 }
 
 // ErrUnreachable is returned by Connect when the CRI endpoint does not answer.

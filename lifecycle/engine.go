@@ -319,6 +319,7 @@ func crashLoopBackOff(maxPeriod time.Duration) (initial, longest time.Duration) 
 // interval finished pods are forgotten and orphans terminated.
 func (e *Engine) Run(ctx context.Context) {
 	go e.status.Run(ctx)
+	go e.runResizeRetries(ctx)
 	work := e.cfg.Clock.NewTicker(workQueuePoll)
 	defer work.Stop()
 	house := e.cfg.Clock.NewTicker(e.cfg.HousekeepingInterval)

@@ -12,7 +12,9 @@ import (
 // In-place resize in a pod's sync, the kubelet's SyncPod steps for it:
 //
 //  1. allocated: the resize the spec asks for is decided (Engine.handleResize,
-//     package allocation: PodResizePending Infeasible or Deferred, or
+//     once per generation of the spec, deferred ones again at the
+//     kubelet's retry triggers, Engine.runResizeRetries; package
+//     allocation: PodResizePending Infeasible or Deferred, or
 //     allocated with PodResizeInProgress and ResizeStarted) and the sync
 //     goes on with the allocated pod;
 //  2. resizeProgress: PodResizeInProgress is set while a running
@@ -62,8 +64,13 @@ func (s *syncer) resizeProgress(pod *v1.Pod, st *cri.PodStatus) {
 		s.alloc.SetInProgress(pod.UID, "", "", pod.Generation)
 		return
 	}
-	if g, cleared := s.alloc.ClearInProgress(pod.UID); cleared && s.recorder != nil {
-		s.recorder.Eventf(pod, v1.EventTypeNormal, allocation.EventResizeCompleted, "%s", allocation.CompletedMessage(pod, g))
+	if g, cleared := s.alloc.ClearInProgress(pod.UID); cleared {
+		if s.recorder != nil {
+			s.recorder.Eventf(pod, v1.EventTypeNormal, allocation.EventResizeCompleted, "%s", allocation.CompletedMessage(pod, g))
+		}
+		// What the pod no longer uses may let a deferred resize in (the
+		// kubelet retries when the actuated requests it reads back shrink).
+		s.alloc.RequestRetry(allocation.TriggerPodResized)
 	}
 }
 

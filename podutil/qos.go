@@ -6,12 +6,7 @@ import (
 
 // QOSClass is the pod's QoS class as the API server recorded it in its
 // status, or computed as the kubelet's ComputePodQOS when the status has
-// none (pod-level resources are not supported yet):
-//   - BestEffort: no container (init containers included) requests or
-//     limits cpu or memory;
-//   - Guaranteed: every container limits both cpu and memory, and the
-//     summed requests equal the summed limits;
-//   - Burstable: anything else.
+// none (see ComputeQOSClass).
 func QOSClass(pod *v1.Pod) v1.PodQOSClass {
 	if pod.Status.QOSClass != "" {
 		return pod.Status.QOSClass
@@ -19,16 +14,35 @@ func QOSClass(pod *v1.Pod) v1.PodQOSClass {
 	return ComputeQOSClass(pod)
 }
 
-// ComputeQOSClass computes the QoS class from the spec, ignoring the status.
+// ComputeQOSClass computes the QoS class from the spec, ignoring the status,
+// as the kubelet v1.35's ComputePodQOS with PodLevelResources (beta, on):
+//   - when the pod sets spec.resources, only the pod-level cpu and memory
+//     count, and the containers' own values are not read: BestEffort when
+//     neither requests nor limits cpu or memory, Guaranteed when it limits
+//     both and the requests equal the limits, else Burstable;
+//   - otherwise BestEffort when no container (init containers included)
+//     requests or limits cpu or memory; Guaranteed when every container
+//     limits both and the summed requests equal the summed limits;
+//     Burstable for anything else.
 func ComputeQOSClass(pod *v1.Pod) v1.PodQOSClass {
 	requests, limits := v1.ResourceList{}, v1.ResourceList{}
 	guaranteed := true
-	all := append(append([]v1.Container{}, pod.Spec.Containers...), pod.Spec.InitContainers...)
-	for _, c := range all {
-		addQOSResources(requests, c.Resources.Requests)
-		found := addQOSResources(limits, c.Resources.Limits)
-		if !found[v1.ResourceCPU] || !found[v1.ResourceMemory] {
-			guaranteed = false
+	if pr := pod.Spec.Resources; pr != nil {
+		addQOSResources(requests, pr.Requests)
+		if len(pr.Limits) > 0 {
+			found := addQOSResources(limits, pr.Limits)
+			if !found[v1.ResourceCPU] || !found[v1.ResourceMemory] {
+				guaranteed = false
+			}
+		}
+	} else {
+		all := append(append([]v1.Container{}, pod.Spec.Containers...), pod.Spec.InitContainers...)
+		for _, c := range all {
+			addQOSResources(requests, c.Resources.Requests)
+			found := addQOSResources(limits, c.Resources.Limits)
+			if !found[v1.ResourceCPU] || !found[v1.ResourceMemory] {
+				guaranteed = false
+			}
 		}
 	}
 	if len(requests) == 0 && len(limits) == 0 {

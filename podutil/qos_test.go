@@ -15,6 +15,7 @@ func ctr(req, lim v1.ResourceList) v1.Container {
 func TestComputeQOSClass(t *testing.T) {
 	for name, tc := range map[string]struct {
 		containers, inits []v1.Container
+		pod               *v1.ResourceRequirements // spec.resources
 		want              v1.PodQOSClass
 	}{
 		"nothing":                        {containers: []v1.Container{ctr(nil, nil)}, want: v1.PodQOSBestEffort},
@@ -27,9 +28,16 @@ func TestComputeQOSClass(t *testing.T) {
 		"one guaranteed, one besteffort": {containers: []v1.Container{ctr(testutil.Resources("1", "1Gi"), testutil.Resources("1", "1Gi")), ctr(nil, nil)}, want: v1.PodQOSBurstable},
 		"init container without limits":  {containers: []v1.Container{ctr(testutil.Resources("1", "1Gi"), testutil.Resources("1", "1Gi"))}, inits: []v1.Container{ctr(testutil.Resources("", "1Mi"), nil)}, want: v1.PodQOSBurstable},
 		"requests only":                  {containers: []v1.Container{ctr(testutil.Resources("100m", ""), nil)}, want: v1.PodQOSBurstable},
+		// Pod-level resources (the kubelet's ComputePodQOS with PodLevelResources): the containers' values are not read.
+		"pod-level limits equal requests, containers without": {containers: []v1.Container{ctr(nil, nil), ctr(nil, nil)}, pod: &v1.ResourceRequirements{Requests: testutil.Resources("100m", "32Mi"), Limits: testutil.Resources("100m", "32Mi")}, want: v1.PodQOSGuaranteed},
+		"pod-level guaranteed, container burstable":           {containers: []v1.Container{ctr(testutil.Resources("50m", "16Mi"), nil)}, pod: &v1.ResourceRequirements{Requests: testutil.Resources("100m", "32Mi"), Limits: testutil.Resources("100m", "32Mi")}, want: v1.PodQOSGuaranteed},
+		"pod-level requests below limits":                     {containers: []v1.Container{ctr(nil, nil)}, pod: &v1.ResourceRequirements{Requests: testutil.Resources("50m", "32Mi"), Limits: testutil.Resources("100m", "32Mi")}, want: v1.PodQOSBurstable},
+		"pod-level memory limit only":                         {containers: []v1.Container{ctr(testutil.Resources("1", "1Gi"), testutil.Resources("1", "1Gi"))}, pod: &v1.ResourceRequirements{Requests: testutil.Resources("", "32Mi"), Limits: testutil.Resources("", "32Mi")}, want: v1.PodQOSBurstable},
+		"pod-level requests only":                             {containers: []v1.Container{ctr(nil, nil)}, pod: &v1.ResourceRequirements{Requests: testutil.Resources("100m", "")}, want: v1.PodQOSBurstable},
+		"pod-level with only other resources":                 {containers: []v1.Container{ctr(testutil.Resources("1", "1Gi"), testutil.Resources("1", "1Gi"))}, pod: &v1.ResourceRequirements{Requests: v1.ResourceList{"hugepages-2Mi": resource.MustParse("2Mi")}}, want: v1.PodQOSBestEffort},
 	} {
 		t.Run(name, func(t *testing.T) {
-			pod := &v1.Pod{Spec: v1.PodSpec{Containers: tc.containers, InitContainers: tc.inits}}
+			pod := &v1.Pod{Spec: v1.PodSpec{Containers: tc.containers, InitContainers: tc.inits, Resources: tc.pod}}
 			if got := ComputeQOSClass(pod); got != tc.want {
 				t.Errorf("ComputeQOSClass = %s, want %s", got, tc.want)
 			}

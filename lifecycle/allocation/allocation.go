@@ -50,16 +50,22 @@ type Manager struct {
 	backfilled map[types.UID]bool
 	// decide serialises resize decisions (the kubelet's allocationMutex).
 	decide sync.Mutex
+	// retry carries RequestRetry's trigger to the retry loop (retry.go);
+	// one pending request is enough.
+	retry chan string
 }
 
 type resizeConditions struct {
 	pending, inProgress *v1.PodCondition
+	// decided tells that pending was set by SetPending in this process,
+	// not taken back from the API (Backfill).
+	decided bool
 }
 
 // New returns a Manager with the allocations of cfg.Path, if it exists.
 func New(cfg Config) (*Manager, error) {
 	m := &Manager{path: cfg.Path, clock: cfg.Clock, allocated: map[types.UID]PodAllocation{},
-		conds: map[types.UID]*resizeConditions{}, backfilled: map[types.UID]bool{}}
+		conds: map[types.UID]*resizeConditions{}, backfilled: map[types.UID]bool{}, retry: make(chan string, 1)}
 	if m.clock == nil {
 		m.clock = clock.RealClock{}
 	}
@@ -144,8 +150,18 @@ func (m *Manager) Allocate(pod *v1.Pod) error {
 	return m.checkpointLocked()
 }
 
-// Remove forgets everything of a pod.
+// Remove forgets everything of a pod whose API object is gone, and asks
+// for the deferred resizes to be retried (TriggerPodsRemoved), as the
+// kubelet's HandlePodRemoves.
 func (m *Manager) Remove(uid types.UID) error {
+	err := m.remove(uid)
+	if m.hasDeferred() {
+		m.RequestRetry(TriggerPodsRemoved)
+	}
+	return err
+}
+
+func (m *Manager) remove(uid types.UID) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.conds, uid)
@@ -247,6 +263,7 @@ func (m *Manager) SetPending(uid types.UID, reason, message string, generation i
 	rc := m.condsLocked(uid)
 	prev := rc.pending
 	rc.pending = m.updated(v1.PodResizePending, prev, reason, message, generation)
+	rc.decided = true
 	return prev == nil || prev.Reason != reason || prev.ObservedGeneration != generation
 }
 

@@ -15,9 +15,14 @@
 //	admission refuses it beside the others'
 //	allocations (OutOfcpu, ...) ──────────────> PodResizePending Deferred, with
 //	                                            admission's message (retried at
-//	                                            every sync of the pod)
+//	                                            the kubelet's triggers, retry.go)
 //	fits ──> allocation := spec; PodResizePending cleared; PodResizeInProgress
 //	         (new generation); Normal ResizeStarted
+//
+// A generation of the spec is decided once at the pod's sync; a Deferred
+// one is decided again, for every deferred pod in the kubelet's order
+// (SortPending), when a pod is removed, another resize is asked for or
+// finishes, and periodically (retry.go; the engine runs the loop).
 //
 // A Deferred or Infeasible decision is a Warning event (ResizeDeferred,
 // ResizeInfeasible) when the reason or the generation changes. The engine
