@@ -61,6 +61,11 @@ func TestFleetThreeNodes(t *testing.T) {
 	// Cleanups run last first: the fleet's pods go while it runs, then the
 	// single node is back (withCrivkFlags), then the fleet's Nodes go.
 	t.Cleanup(func() {
+		// The single node's Ready may still be the True of before the
+		// fleet ran (withCrivkFlags' wait then returns at once): wait for
+		// the restarted crivk's own lease renewal, so that it is past its
+		// start (its SIGTERM handler) when the next stop comes.
+		waitFleetRenewed(t, []string{nodeName}, time.Now(), 2*time.Minute)
 		for _, n := range names {
 			if err := client.CoreV1().Nodes().Delete(context.Background(), n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				t.Errorf("deleting node %s: %v", n, err)
