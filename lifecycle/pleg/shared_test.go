@@ -245,11 +245,12 @@ func TestPLEGFromSharedWalk(t *testing.T) {
 	}
 
 	// Walk 2: b's new pod's read hangs; a goes on.
-	unblock := make(chan struct{})
+	unblock, blocked := make(chan struct{}), make(chan struct{}, 1)
 	// b's PLEG waits for the next walk: the feed's lock orders this write
 	// before its next read.
 	b.rt.getPodStatus = func(ctx context.Context, ref cri.PodRef) (*cri.PodStatus, error) {
 		if ref.UID == "pb2" {
+			blocked <- struct{}{}
 			<-unblock
 		}
 		return readStatus(ref, 0), nil
@@ -264,6 +265,8 @@ func TestPLEGFromSharedWalk(t *testing.T) {
 		t.Errorf("node a kicked %s, want pa2", got)
 	}
 	waitFor(t, a.relisted, "relist 2 of a")
+	// b is in walk 2's read of pb2 (it did not skip walk 2).
+	waitFor(t, blocked, "b's read of pb2")
 	// Past b's threshold: walks go on, a keeps up and stays healthy.
 	clk.Step(4 * time.Minute)
 	for range 3 {
