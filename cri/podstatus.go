@@ -328,6 +328,11 @@ func (r *Runtime) Snapshot(ctx context.Context) (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing containers: %w", err)
 	}
+	return snapshotOf(sbs, cs), nil
+}
+
+// snapshotOf is the Snapshot of the listed sandboxes and containers.
+func snapshotOf(sbs []*runtimeapi.PodSandbox, cs []*runtimeapi.Container) *Snapshot {
 	s := &Snapshot{Pods: map[types.UID]map[string]State{}, Refs: map[types.UID]PodRef{}}
 	add := func(labels map[string]string, id string, st State, name, namespace string) {
 		uid := types.UID(labels[LabelPodUID])
@@ -360,5 +365,5 @@ func (r *Runtime) Snapshot(ctx context.Context) (*Snapshot, error) {
 	for _, c := range cs {
 		add(c.Labels, c.Id, toState(c.State), "", "")
 	}
-	return s, nil
+	return s
 }

@@ -27,6 +27,17 @@
 // The probe metrics (/metrics/probes) are not here: they live beside the
 // node API that serves them.
 //
+// # Many nodes in one process
+//
+// A multi-node crivk (docs/scale.md) makes one Agent per node, each served
+// on its node's /metrics. What belongs to the process is counted in node
+// 0's Agent only: client-go's requests (RegisterClientMetrics), every CRI
+// call of the one runtime connection (the shared relist walk's, the image
+// collector's and every node's own), and the one image collector's. The
+// rest (relists, pod workers, pod starts, running pods, evictions,
+// container GC) is each node's own. No node label is added: the names and
+// labels stay the kubelet's.
+//
 // # What it must never do
 //
 //   - Never rename a metric or a label, or change a histogram's buckets:

@@ -14,19 +14,27 @@ import (
 
 	"github.com/crivk/crivk/cm"
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/cri/taskevents"
+	"github.com/crivk/crivk/images"
 	"github.com/crivk/crivk/internal/fleet"
 	"github.com/crivk/crivk/internal/healthz"
 	"github.com/crivk/crivk/internal/runtimeclass"
 	"github.com/crivk/crivk/internal/vknode"
+	"github.com/crivk/crivk/lifecycle/pleg"
 	"github.com/crivk/crivk/metrics"
 	"github.com/crivk/crivk/nodeapi"
+	"github.com/crivk/crivk/nodeapi/stats"
 	"github.com/crivk/crivk/nodestatus"
 	"github.com/crivk/crivk/podstatus"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	"k8s.io/utils/clock"
 )
 
 // fleetSpecs is the nodes this process serves (internal/fleet): one, the
@@ -77,7 +85,11 @@ type fleetNode struct {
 // ends or a node fails. Each node gets an equal share of the machine
 // (nodestatus.Share: its Node's capacity and allocatable, its kubepods
 // bound) and its admission refuses a host port another node's pod holds
-// (fleet.HostPorts). Not yet: one relist for all nodes (docs/scale.md).
+// (fleet.HostPorts). The runtime is walked once per relist period for all
+// nodes (pleg.Shared, woken by one task-event stream), each node's PLEG
+// relisting from its share (docs/scale.md). The CRI call metrics of the one
+// connection, the walk's included, are the process': node 0's /metrics,
+// beside client-go's.
 func runFleet(ctx context.Context, o *options, health *healthz.Checks, contact *healthz.Contact) error {
 	specs, err := o.fleetSpecs()
 	if err != nil {
@@ -148,6 +160,27 @@ func runFleet(ctx context.Context, o *options, health *healthz.Checks, contact *
 
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
+	// One walk of the runtime per period for every node, woken by one
+	// task-event stream: each node's PLEG relists from its share.
+	wake := make(chan struct{}, 1)
+	walk, err := pleg.NewShared(pleg.SharedConfig{Runtime: base, Period: o.relistPeriod, Wake: wake, WakeSpacing: o.wakeSpacing})
+	if err != nil {
+		return err
+	}
+	// One image collector: the images are the runtime's, not a node's.
+	imageGC, err := sharedImageGC(o, base, nodes)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		n.o.relistFeed = walk.Feed(n.spec.Name)
+		n.o.gc.sharedImages = imageGC
+	}
+	go imageGC.Run(ctx)
+	if o.runtimeEvents && strings.HasPrefix(o.criEndpoint, "unix://") {
+		go runtimeWaker(o, wake).Run(ctx)
+	}
+	go walk.Run(ctx)
 	healthHandler := health.Handler(func(err error) { log.G(ctx).WithError(err).Warn("health check failed") })
 	var runtimeChecks, loopChecks []namedCheck
 	errs := make(chan error, len(nodes))
@@ -230,6 +263,37 @@ func startFleetNode(ctx context.Context, n *fleetNode, base *cri.Runtime, ver cr
 	return a, func() error { return serveNode(ctx, n.o, vn, a) }, nil
 }
 
+// sharedImageGC is the process' image collector over the base runtime
+// (package images): the images and the containers that use them are the
+// one runtime's, so one collector lists them and removes the unused ones
+// for every node. Each node reports its list as status.images and its
+// eviction manager reclaims through it (startGC); its events are recorded
+// on every node (the image filesystem is every node's), its metrics are
+// the process' (node 0's /metrics, as the CRI calls').
+func sharedImageGC(o *options, base *cri.Runtime, nodes []*fleetNode) (*images.Manager, error) {
+	return images.New(images.Config{Policy: o.gc.image, Runtime: base, Recorder: everyNode(nodes), NodeRef: nodeRef(nodes[0].spec.Name),
+		FsStats:        func(ctx context.Context) (*statsapi.FsStats, error) { return stats.ImageFsStats(ctx, base) },
+		ObserveRemoved: nodes[0].metrics.ObserveImageRemoved, ObserveCollection: nodes[0].metrics.ObserveImageGC})
+}
+
+// nodeRef is the kubelet's reference to node name in its events: the
+// name doubles as the UID.
+func nodeRef(name string) *v1.ObjectReference {
+	return &v1.ObjectReference{Kind: "Node", Name: name, UID: types.UID(name)}
+}
+
+// everyNode records an event about the machine on each node's own Node,
+// with that node's recorder, whatever object it is given.
+type everyNode []*fleetNode
+
+var _ images.EventRecorder = everyNode(nil)
+
+func (e everyNode) Eventf(_ runtime.Object, eventtype, reason, messageFmt string, args ...interface{}) {
+	for _, n := range e {
+		n.recorder.Eventf(nodeRef(n.spec.Name), eventtype, reason, messageFmt, args...)
+	}
+}
+
 // namedCheck is one node's health check.
 type namedCheck struct {
 	node  string
@@ -250,4 +314,10 @@ func allOf(checks []namedCheck) func() error {
 		}
 		return nil
 	}
+}
+
+// runtimeWaker wakes the PLEG (or the fleet's shared walk) on containerd's
+// task events (cri/taskevents).
+func runtimeWaker(o *options, wake chan<- struct{}) *taskevents.Waker {
+	return &taskevents.Waker{Endpoint: o.criEndpoint, Namespace: "k8s.io", Wake: wake, Settle: []time.Duration{10 * time.Millisecond, 30 * time.Millisecond, 100 * time.Millisecond}, Retry: 5 * time.Second, Clock: clock.RealClock{}}
 }

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/crivk/crivk/internal/fleet"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
 )
 
 func TestParseFlagsNodeCount(t *testing.T) {
@@ -93,5 +98,35 @@ func TestNodeOptionsShareNoMutableState(t *testing.T) {
 	}
 	if got := (fleet.Spec{Name: "m-0", Multi: true}).RuntimeNode(); got != "m-0" {
 		t.Errorf("RuntimeNode %q", got)
+	}
+}
+
+// nodeEvents records the object each event is about.
+type nodeEvents struct {
+	*record.FakeRecorder
+	about []string
+}
+
+func (r *nodeEvents) Eventf(obj runtime.Object, eventtype, reason, messageFmt string, args ...interface{}) {
+	ref := obj.(*v1.ObjectReference)
+	r.about = append(r.about, ref.Kind+"/"+ref.Name+"/"+string(ref.UID)+" "+reason)
+}
+
+// The shared image collector's events land on every node, each on its
+// own Node, whatever object the collector names.
+func TestEveryNodeRecordsOnEachNode(t *testing.T) {
+	var nodes []*fleetNode
+	var recs []*nodeEvents
+	for _, name := range []string{"m-0", "m-1", "m-2"} {
+		r := &nodeEvents{FakeRecorder: record.NewFakeRecorder(1)}
+		recs = append(recs, r)
+		nodes = append(nodes, &fleetNode{spec: fleet.Spec{Name: name}, recorder: r})
+	}
+	everyNode(nodes).Eventf(nodeRef("m-0"), v1.EventTypeWarning, "FreeDiskSpaceFailed", "freed %d bytes", 1)
+	for i, r := range recs {
+		want := []string{"Node/m-" + strconv.Itoa(i) + "/m-" + strconv.Itoa(i) + " FreeDiskSpaceFailed"}
+		if !reflect.DeepEqual(r.about, want) {
+			t.Errorf("node %d recorded %v, want %v", i, r.about, want)
+		}
 	}
 }

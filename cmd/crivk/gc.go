@@ -18,10 +18,14 @@ import (
 )
 
 // gcOptions are the garbage collectors' flags, the kubelet's names and
-// defaults.
+// defaults, and a node of many's shared image collector.
 type gcOptions struct {
 	image     images.Policy
 	container cri.GCPolicy
+	// sharedImages is the process' image collector for a node of many
+	// (fleet.go), run there; nil for a single node, which makes and runs
+	// its own.
+	sharedImages *images.Manager
 }
 
 func addGCFlags(fs *flag.FlagSet, o *gcOptions) {
@@ -56,15 +60,19 @@ func startGC(ctx context.Context, o *options, rt *cri.Runtime, engine *lifecycle
 	if err != nil {
 		return nil, nil, err
 	}
-	igc, err := images.New(images.Config{Policy: o.gc.image, Runtime: rt, Recorder: recorder, NodeRef: nodeRef,
-		FsStats:        func(ctx context.Context) (*statsapi.FsStats, error) { return stats.ImageFsStats(ctx, rt) },
-		ObserveRemoved: agentMetrics.ObserveImageRemoved, ObserveCollection: agentMetrics.ObserveImageGC})
-	if err != nil {
-		return nil, nil, err
+	// A node of many shares the process' image collector (fleet.go), run
+	// there.
+	igc := o.gc.sharedImages
+	if igc == nil {
+		if igc, err = images.New(images.Config{Policy: o.gc.image, Runtime: rt, Recorder: recorder, NodeRef: nodeRef,
+			FsStats:        func(ctx context.Context) (*statsapi.FsStats, error) { return stats.ImageFsStats(ctx, rt) },
+			ObserveRemoved: agentMetrics.ObserveImageRemoved, ObserveCollection: agentMetrics.ObserveImageGC}); err != nil {
+			return nil, nil, err
+		}
+		go igc.Run(ctx)
 	}
 	nodeProvider.SetImages(igc.Images)
 	go cgc.Run(ctx, cri.ContainerGCPeriod)
-	go igc.Run(ctx)
 	return cgc, igc, nil
 }
 

@@ -169,6 +169,10 @@ type options struct {
 	// hostAdmitter is a node of many's view of what the nodes share on
 	// the machine (fleet.go); nil for a single node.
 	hostAdmitter lifecycle.HostAdmitter
+	// relistFeed is a node of many's share of the process' one walk of
+	// the runtime (fleet.go, pleg.Shared); nil for a single node, whose
+	// PLEG lists the runtime and hears its task events itself.
+	relistFeed *pleg.Feed
 }
 
 // errHelp is returned by parseFlags for -h, -help and --help; it holds
@@ -907,11 +911,10 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	rt.SetRuntimeHelper(a.engine.RuntimeHelper())
 	agentMetrics.WatchPods(a.engine.PodCounts)
 	wake := make(chan struct{}, 1)
-	if o.runtimeEvents && strings.HasPrefix(o.criEndpoint, "unix://") {
-		ev := &taskevents.Waker{Endpoint: o.criEndpoint, Namespace: "k8s.io", Wake: wake, Settle: []time.Duration{10 * time.Millisecond, 30 * time.Millisecond, 100 * time.Millisecond}, Retry: 5 * time.Second, Clock: clock.RealClock{}}
-		go ev.Run(ctx)
+	if o.relistFeed == nil && o.runtimeEvents && strings.HasPrefix(o.criEndpoint, "unix://") {
+		go runtimeWaker(o, wake).Run(ctx)
 	}
-	relist, err := pleg.New(pleg.Config{Runtime: rt, Cache: cache, Period: o.relistPeriod, Wake: wake, WakeSpacing: o.wakeSpacing, OnChange: a.engine.Kick,
+	relist, err := pleg.New(pleg.Config{Runtime: rt, Cache: cache, Period: o.relistPeriod, Wake: wake, WakeSpacing: o.wakeSpacing, Feed: o.relistFeed, OnChange: a.engine.Kick,
 		ObserveRelist: agentMetrics.ObserveRelist, ObserveRunning: agentMetrics.ObserveRunning})
 	if err != nil {
 		return nil, err

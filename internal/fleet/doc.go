@@ -6,7 +6,9 @@
 //
 // The caller (cmd/crivk) runs, once per process, what the nodes share
 // (logging, /healthz, profiling, the CRI connection as the base
-// cri.Runtime) and then, for each Spec, one node's stack over
+// cri.Runtime, the one walk of the runtime that feeds every node's PLEG,
+// lifecycle/pleg.Shared, with the task-event stream that wakes it, and the
+// image collector) and then, for each Spec, one node's stack over
 // cri.Runtime.ForNode(Spec.Runtime()): API clients with the node's
 // identity, its pod cgroup tree, its Node object and Lease, its pod
 // informer, engine and node API. A count of 1 is a single-node crivk: its

@@ -149,6 +149,12 @@ type Config struct {
 	// since the previous relist started (the kubelet's
 	// kubelet_pleg_relist_duration_seconds and _interval_seconds).
 	ObserveRelist func(duration, interval time.Duration)
+	// Feed, if set, makes Run relist from a walk of the runtime shared by
+	// the nodes of one process (Shared.Feed) instead of listing Runtime
+	// itself: a multi-node crivk (docs/scale.md). Period, Wake and
+	// WakeSpacing are then the Shared's; Runtime is still read for the
+	// pods that changed, and Relist still lists it. Optional.
+	Feed *Feed
 	// ObserveRunning, if set, is told after each relist how many pods have
 	// a ready sandbox and how many containers are in each state (the
 	// kubelet's kubelet_running_pods and kubelet_running_containers).
@@ -197,6 +203,8 @@ type PLEG struct {
 	threshold time.Duration
 	onChange  func(types.UID)
 	wake      <-chan struct{}
+	// feed, if not nil, is the shared walk Run relists from.
+	feed *Feed
 	// woken spaces the woken relists (WakeSpacing, wakeBurst); nil: no
 	// limit. Run's goroutine only, with the PLEG's clock's times.
 	woken *rate.Limiter
@@ -248,6 +256,7 @@ func New(cfg Config) (*PLEG, error) {
 		observe:    cfg.ObserveRelist,
 		running:    cfg.ObserveRunning,
 		wake:       cfg.Wake,
+		feed:       cfg.Feed,
 		woken:      wakeLimiter(cfg.WakeSpacing),
 		last:       &cri.Snapshot{Pods: map[types.UID]map[string]cri.State{}, Refs: map[types.UID]cri.PodRef{}},
 		reinspect:  map[types.UID]cri.PodRef{},
@@ -273,29 +282,70 @@ func wakeLimiter(spacing time.Duration) *rate.Limiter {
 // most two relists, not one per event. Beyond wakeBurst woken relists in a
 // row, one starts every WakeSpacing on average, the wakes meanwhile sharing
 // it.
+//
+// With a Feed, Run lists nothing: it relists from each walk the Shared
+// hands it (the latest one if it fell behind), until ctx ends.
 func (p *PLEG) Run(ctx context.Context) {
-	t := p.clock.NewTicker(p.period)
+	if p.feed != nil {
+		p.runFeed(ctx)
+		return
+	}
+	loop(ctx, p.clock, p.period, p.wake, p.woken, p.Relist)
+}
+
+// loop calls relist at once, then every period and when wake fires, the
+// woken calls spaced by woken (nil: no limit), until ctx ends. It is the
+// loop of PLEG.Run and of Shared.Run.
+func loop(ctx context.Context, clk clock.WithTicker, period time.Duration, wake <-chan struct{}, woken *rate.Limiter, relist func(context.Context)) {
+	t := clk.NewTicker(period)
 	defer t.Stop()
 	for {
-		p.Relist(ctx)
+		relist(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C():
-		case <-p.wake: // nil channel without Wake: never ready
-			if p.woken != nil {
-				now := p.clock.Now()
-				if wait := p.woken.ReserveN(now, 1).DelayFrom(now); wait > 0 {
+		case <-wake: // nil channel without Wake: never ready
+			if woken != nil {
+				now := clk.Now()
+				if wait := woken.ReserveN(now, 1).DelayFrom(now); wait > 0 {
 					select {
 					case <-ctx.Done():
 						return
-					case <-p.clock.After(wait):
+					case <-clk.After(wait):
 					}
 				}
 			}
-			drain(p.wake)
+			drain(wake)
 		}
 	}
+}
+
+// runFeed relists from the feed's walks until ctx ends.
+func (p *PLEG) runFeed(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.feed.ready:
+			if w, ok := p.feed.take(); ok {
+				p.relistFrom(ctx, w)
+			}
+		}
+	}
+}
+
+// relistFrom is one relist from a shared walk: its start is the relist's
+// start (every state it lists was current then). A walk that started
+// before this PLEG's previous relist (a forced Relist in between) is
+// older than what the cache holds and is skipped.
+func (p *PLEG) relistFrom(ctx context.Context, w walk) {
+	p.relistMu.Lock()
+	defer p.relistMu.Unlock()
+	if !p.prevStart.IsZero() && w.start.Before(p.prevStart) {
+		return
+	}
+	p.relist(ctx, w.start, func(context.Context) (*cri.Snapshot, error) { return w.snap, w.err })
 }
 
 // drain empties ch without blocking.
@@ -321,8 +371,13 @@ func drain(ch <-chan struct{}) {
 func (p *PLEG) Relist(ctx context.Context) {
 	p.relistMu.Lock()
 	defer p.relistMu.Unlock()
+	p.relist(ctx, p.clock.Now(), p.rt.Snapshot)
+}
 
-	ts := p.clock.Now()
+// relist is Relist with the relist's start ts and the list that follows
+// it (the runtime's own, or a shared walk's result). relistMu must be
+// held.
+func (p *PLEG) relist(ctx context.Context, ts time.Time, list func(context.Context) (*cri.Snapshot, error)) {
 	var interval time.Duration // 0: the first relist
 	if !p.prevStart.IsZero() {
 		interval = ts.Sub(p.prevStart)
@@ -331,7 +386,7 @@ func (p *PLEG) Relist(ctx context.Context) {
 	if p.observe != nil {
 		defer func() { p.observe(p.clock.Since(ts), interval) }()
 	}
-	cur, err := p.rt.Snapshot(ctx)
+	cur, err := list(ctx)
 	if err != nil {
 		log.G(ctx).WithError(err).Warn("PLEG relist failed")
 		return

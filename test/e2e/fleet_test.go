@@ -61,6 +61,11 @@ func TestFleetThreeNodes(t *testing.T) {
 	// Cleanups run last first: the fleet's pods go while it runs, then the
 	// single node is back (withCrivkFlags), then the fleet's Nodes go.
 	t.Cleanup(func() {
+		// The single node's Ready may still be the True of before the
+		// fleet ran (withCrivkFlags' wait then returns at once): wait for
+		// the restarted crivk's own lease renewal, so that it is past its
+		// start (its SIGTERM handler) when the next stop comes.
+		waitFleetRenewed(t, []string{nodeName}, time.Now(), 2*time.Minute)
 		for _, n := range names {
 			if err := client.CoreV1().Nodes().Delete(context.Background(), n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				t.Errorf("deleting node %s: %v", n, err)
@@ -68,6 +73,7 @@ func TestFleetThreeNodes(t *testing.T) {
 		}
 	})
 	waitSingleNodeEmpty(t, 2*time.Minute)
+	lists1 := listsPerRelist(t, nodeName)
 	args := []string{"--node-count=" + strconv.Itoa(count), "--pod-manifest-path=", "--node-labels=" + fleetLabel + "=true"}
 	withCrivkFlags(t, func() { removeDeadUnlabelledSandboxes(t) }, nil, args...)
 	started := time.Now()
@@ -75,6 +81,19 @@ func TestFleetThreeNodes(t *testing.T) {
 	rss3 := processRSS(t, crivkPID(t))
 	t.Logf("RSS of crivk: %.1f MiB with 1 idle node, %.1f MiB with %d idle nodes: %.1f MiB per extra node",
 		mib(rss1), mib(rss3), count, mib(rss3-rss1)/float64(count-1))
+	// The runtime is walked once per relist period for every node
+	// (pleg.Shared): the list calls of the process per relist of node 0
+	// are the single node's plus the other nodes' housekeeping, about
+	// 3*lists1-4 for three idle nodes (two calls a walk), not 3*lists1
+	// as three relists would make. The CRI call metrics are the
+	// process' (node 0's /metrics).
+	lists3 := listsPerRelist(t, names[0])
+	t.Logf("runtime list calls (list_podsandbox + list_containers) per relist period: %.2f with 1 idle node, %.2f with %d idle nodes (%d separate relists: about %.2f)",
+		lists1, lists3, count, count, count*lists1)
+	if saved := count*lists1 - lists3; saved < 1.5*(count-1) {
+		t.Errorf("list calls per relist period: %.2f with %d nodes, %.2f with one: %.2f saved against %d separate relists, want about %d (one walk of two calls for all)",
+			lists3, count, lists1, saved, count, 2*(count-1))
+	}
 
 	// Each node's allocatable is its share of the machine's; its kubepods
 	// cgroup is bounded by its share too.
@@ -636,4 +655,36 @@ func keys[V any](m map[types.UID]V) []types.UID {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// listsPerRelist is the CRI list calls (list_podsandbox and
+// list_containers, kubelet_runtime_operations_total on the process'
+// /metrics, which node serves) per relist of node (its
+// kubelet_pleg_relist_duration_seconds_count) over 20 relists.
+func listsPerRelist(t *testing.T, node string) float64 {
+	t.Helper()
+	ctx := testContext(t, time.Minute)
+	read := func() (lists, relists float64) {
+		raw, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy/metrics").DoRaw(ctx)
+		if err != nil {
+			t.Fatalf("reading /metrics of %s: %v", node, err)
+		}
+		body := string(raw)
+		for _, op := range []string{"list_podsandbox", "list_containers"} {
+			if v := metricValue(body, `kubelet_runtime_operations_total{operation_type="`+op+`"}`); v > 0 {
+				lists += v
+			}
+		}
+		return lists, metricValue(body, "kubelet_pleg_relist_duration_seconds_count")
+	}
+	lists0, relists0 := read()
+	var lists, relists float64
+	err := wait.PollUntilContextCancel(ctx, poll, false, func(context.Context) (bool, error) {
+		lists, relists = read()
+		return relists-relists0 >= 20, nil
+	})
+	if err != nil || relists0 < 0 {
+		t.Fatalf("node %s: relists %v -> %v within a minute: %v", node, relists0, relists, err)
+	}
+	return (lists - lists0) / (relists - relists0)
 }
