@@ -124,13 +124,19 @@ func withCrivkFlags(t *testing.T, prepare, restore func(), extraArgs ...string) 
 		if restore != nil {
 			restore()
 		}
+		started := time.Now()
 		stop, err := startCrivk()
 		if err != nil {
 			t.Errorf("restarting crivk with the defaults: %v", err)
 			return
 		}
 		stopCrivk = stop
-		waitNodeReady(t, v1.ConditionTrue, 60*time.Second)
+		// Ready may still be the True of before the restart (a stop
+		// shorter than the node controller's grace changes nothing):
+		// wait for the restarted crivk's own lease renewal, so that it is
+		// past its start (its SIGTERM handler installed) when the next
+		// test stops it.
+		waitFleetRenewed(t, []string{nodeName}, started, 2*time.Minute)
 	})
 	if prepare != nil {
 		prepare()
