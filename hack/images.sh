@@ -8,7 +8,7 @@
 #                                                     /bin/nmeter (hack/tools/cmd/nmeter: the
 #                                                     time of day part of busybox's nmeter,
 #                                                     which Debian's busybox lacks)
-#   docker.io/library/busybox:latest                  (same image, second name)
+#   docker.io/library/busybox:latest                  the same files, another image (digest)
 #
 # With CONFORMANCE_IMAGES=1 also the image the upstream conformance specs
 # run most (hack/conformance.sh sets it):
@@ -42,7 +42,8 @@ OUT=${ROOT}/_output/images
 BIN=${ROOT}/_output/bin
 
 PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
-BUSYBOX_IMAGES=(registry.k8s.io/e2e-test-images/busybox:1.37.0-1 docker.io/library/busybox:latest)
+BUSYBOX_IMAGE=registry.k8s.io/e2e-test-images/busybox:1.37.0-1
+BUSYBOX_OTHER_IMAGE=docker.io/library/busybox:latest
 IMAGE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 BUSYBOX_BIN=/bin/busybox
 CONFORMANCE_IMAGES=${CONFORMANCE_IMAGES:-0}
@@ -136,10 +137,10 @@ build_pause() {
 }
 
 build_busybox() {
-  local tar=${OUT}/busybox.tar inputs
+  local tar=${OUT}/busybox.tar other=${OUT}/busybox-other.tar inputs
   inputs=$(inputs_of busybox "${BUSYBOX_BIN}" "${ROOT}"/hack/tools/cmd/nmeter/*.go)
-  if up_to_date "${tar}" "${inputs}"; then return; fi
-  log "building busybox.tar"
+  if up_to_date "${tar}" "${inputs}" && up_to_date "${other}" "${inputs}"; then return; fi
+  log "building busybox.tar, busybox-other.tar"
   local rootfs applet
   rootfs=$(fresh_rootfs busybox)
   mkdir -p "${rootfs}"/{bin,etc,root,home,var,tmp}
@@ -159,10 +160,16 @@ build_busybox() {
   printf '%s\n' 'root:x:0:0:root:/root:/bin/sh' 'nobody:x:65534:65534:nobody:/home:/bin/false' > "${rootfs}/etc/passwd"
   printf '%s\n' 'root:x:0:' 'nobody:x:65534:' > "${rootfs}/etc/group"
   chmod 0644 "${rootfs}/etc/passwd" "${rootfs}/etc/group"
-  local names=()
-  for n in "${BUSYBOX_IMAGES[@]}"; do names+=(-name "${n}"); done
-  mkimage -rootfs "${rootfs}" -o "${tar}" "${names[@]}" -cmd sh -env "PATH=${IMAGE_PATH}"
+  mkimage -rootfs "${rootfs}" -o "${tar}" -name "${BUSYBOX_IMAGE}" -cmd sh -env "PATH=${IMAGE_PATH}"
   echo "${inputs}" > "${tar}.inputs"
+  # The second name is a second image (other timestamps, so another digest),
+  # not a second tag of the first: containerd 1.6 reports a container's
+  # status image as the first tag of its image in name order, so with both
+  # names on one image a pod of the registry.k8s.io name would show
+  # docker.io/library/busybox:latest (the node e2e suite's image-update specs
+  # compare the status image with the spec's).
+  mkimage -rootfs "${rootfs}" -o "${other}" -name "${BUSYBOX_OTHER_IMAGE}" -epoch 1 -cmd sh -env "PATH=${IMAGE_PATH}"
+  echo "${inputs}" > "${other}.inputs"
 }
 
 # debian_mirror: DEBIAN_MIRROR, else the first URI apt uses for
@@ -393,7 +400,7 @@ import_tar() {
 
 build_pause
 build_busybox
-images=("${PAUSE_IMAGE}" "${BUSYBOX_IMAGES[@]}")
+images=("${PAUSE_IMAGE}" "${BUSYBOX_IMAGE}" "${BUSYBOX_OTHER_IMAGE}")
 if [ "${CONFORMANCE_IMAGES}" = 1 ]; then
   build_agnhost
   build_nonewprivs
@@ -408,7 +415,8 @@ fi
 
 if [ -n "${SOCK}" ]; then
   import_tar "${OUT}/pause.tar" "${PAUSE_IMAGE}"
-  import_tar "${OUT}/busybox.tar" "${BUSYBOX_IMAGES[@]}"
+  import_tar "${OUT}/busybox.tar" "${BUSYBOX_IMAGE}"
+  import_tar "${OUT}/busybox-other.tar" "${BUSYBOX_OTHER_IMAGE}"
   if [ "${CONFORMANCE_IMAGES}" = 1 ]; then
     import_tar "${OUT}/agnhost.tar" "${AGNHOST_IMAGE}"
     import_tar "${OUT}/nonewprivs.tar" "${NONEWPRIVS_IMAGE}"
