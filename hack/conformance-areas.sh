@@ -15,23 +15,55 @@
 # skipped itself), not selected by the run (its focus or skip regexp left it
 # out: listed, counted as other); not run
 # (selected, not reported: the run was interrupted before it).
+#
+# The node e2e suite (hack/node-conformance.sh; docs/conformance.md, "The
+# node e2e suite"): NODE_E2E=1 takes the selection from a dry run of
+# _output/bin/e2e_node.test instead, by default selection 1 of the suite's
+# own files (focus [NodeConformance], skip [Serial]|[Disruptive], focus file
+# test/e2e_node/: 174 specs in v1.35.4), and adds the suite's areas
+# (Containers Lifecycle, MirrorPod, Hostname of Pod, Device Plugin Failures,
+# ...) to those of the specs it shares with e2e.test:
+#
+#   NODE_E2E=1 hack/conformance-areas.sh kubelet=_output/node-conformance/kubelet-<ts>/junit.xml \
+#     crivk=_output/node-conformance/crivk-<ts>/junit.xml
+#
+# Environment: CONFORMANCE_FOCUS, CONFORMANCE_SKIP (ginkgo --focus, --skip),
+# CONFORMANCE_FOCUS_FILE and CONFORMANCE_LABEL_FILTER (--focus-file,
+# --label-filter; set them empty for none), E2E_TEST (the test binary).
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+NODE_E2E=${NODE_E2E:-0}
 FOCUS=${CONFORMANCE_FOCUS:-'\[NodeConformance\]'}
-SKIP=${CONFORMANCE_SKIP:-'\[Disruptive\]'}
-E2E=${E2E_TEST:-${ROOT}/_output/bin/e2e.test}
+if [ "${NODE_E2E}" = 1 ]; then
+  SKIP=${CONFORMANCE_SKIP:-'\[Serial\]|\[Disruptive\]'}
+  FOCUS_FILE=${CONFORMANCE_FOCUS_FILE-test/e2e_node/}
+  LABEL_FILTER=${CONFORMANCE_LABEL_FILTER:-}
+  E2E=${E2E_TEST:-${ROOT}/_output/bin/e2e_node.test}
+  build=e2e_node.test
+else
+  SKIP=${CONFORMANCE_SKIP:-'\[Disruptive\]'}
+  FOCUS_FILE=${CONFORMANCE_FOCUS_FILE:-}
+  LABEL_FILTER=${CONFORMANCE_LABEL_FILTER:-}
+  E2E=${E2E_TEST:-${ROOT}/_output/bin/e2e.test}
+  build=e2e.test
+fi
 
 if [ $# -eq 0 ]; then
   echo "usage: $0 LABEL=JUNIT.xml..." >&2
   exit 2
 fi
-[ -x "${E2E}" ] || { echo "conformance-areas: ${E2E} missing (hack/build-kube.sh e2e.test)" >&2; exit 1; }
+[ -x "${E2E}" ] || { echo "conformance-areas: ${E2E} missing (hack/build-kube.sh ${build})" >&2; exit 1; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "${tmp}"' EXIT
-(cd "${tmp}" && "${E2E}" --ginkgo.dry-run --ginkgo.no-color --ginkgo.focus="${FOCUS}" --ginkgo.skip="${SKIP}" \
-  --ginkgo.junit-report="${tmp}/selection.xml" --provider=local >"${tmp}/dry-run.log" 2>&1) || {
+select_args=(--ginkgo.focus="${FOCUS}" --ginkgo.skip="${SKIP}")
+[ -z "${FOCUS_FILE}" ] || select_args+=(--ginkgo.focus-file="${FOCUS_FILE}")
+[ -z "${LABEL_FILTER}" ] || select_args+=(--ginkgo.label-filter="${LABEL_FILTER}")
+# e2e_node.test has no --provider; its dry run contacts nothing either.
+[ "${NODE_E2E}" = 1 ] || select_args+=(--provider=local)
+(cd "${tmp}" && "${E2E}" --ginkgo.dry-run --ginkgo.no-color "${select_args[@]}" \
+  --ginkgo.junit-report="${tmp}/selection.xml" >"${tmp}/dry-run.log" 2>&1) || {
   tail -n 20 "${tmp}/dry-run.log" >&2
   exit 1
 }
@@ -67,8 +99,26 @@ for arg in "$@"; do
   results "${file}" >"${tmp}/run-${#labels[@]}"
 done
 
-awk -F'\t' -v nruns="${#labels[@]}" -v labels="${labels[*]}" '
-  function area(n) {
+awk -F'\t' -v nruns="${#labels[@]}" -v labels="${labels[*]}" -v node="${NODE_E2E}" '
+  # The own areas of the node e2e suite (test/e2e_node), before the ones it
+  # shares with e2e.test (test/e2e/common).
+  function node_area(n) {
+    if (n ~ /Containers Lifecycle/ && n ~ /[Rr]estartable [Ii]nit|[Ss]idecar/) return "Containers Lifecycle: restartable init containers (sidecars)"
+    if (n ~ /Containers Lifecycle/) return "Containers Lifecycle: init and regular containers"
+    if (n ~ /MirrorPod/) return "MirrorPod (static pods)"
+    if (n ~ /Deleted pods handling/) return "Deleted pods handling"
+    if (n ~ /Device Plugin/) return "Device Plugin Failures"
+    if (n ~ /Hostname of Pod/) return "Hostname of Pod (FQDN)"
+    if (n ~ /Kubelet Cgroup Manager/) return "Kubelet Cgroup Manager (pod and QoS cgroups)"
+    if (n ~ /AppArmor/) return "AppArmor"
+    if (n ~ /ContainerLogPath/) return "ContainerLogPath"
+    if (n ~ /Summary API|ContainerMetrics/) return "Summary API, ContainerMetrics"
+    if (n ~ /ProcMount|Pod SIGKILL|Kubelet Volume Manager|Container Runtime Conformance Test/) return "ProcMount, SIGKILL, Volume Manager, Runtime Conformance"
+    if (n ~ /^\[sig-node\] Security Context/ && n ~ /PID namespace|pid namespace/) return "Security Context (PID namespace sharing)"
+    return ""
+  }
+  function area(n,   a) {
+    if (node == 1 && (a = node_area(n)) != "") return a
     if (n ~ /^\[sig-network\]/) return "Networking (Granular Checks: Pods)"
     if (n ~ /Probing restartable init container/) return "Sidecars: probing restartable init containers"
     if (n ~ /Restartable Init Container Lifecycle Hook/) return "Sidecars: restartable init container lifecycle hooks"

@@ -4,8 +4,11 @@
 # containerd (CRI namespace k8s.io) when a socket is given:
 #
 #   registry.k8s.io/pause:3.10.1                      /pause from hack/images/pause.c
-#   registry.k8s.io/e2e-test-images/busybox:1.37.0-1  Debian's static /bin/busybox
-#   docker.io/library/busybox:latest                  (same image, second name)
+#   registry.k8s.io/e2e-test-images/busybox:1.37.0-1  Debian's static /bin/busybox, and
+#                                                     /bin/nmeter (hack/tools/cmd/nmeter: the
+#                                                     time of day part of busybox's nmeter,
+#                                                     which Debian's busybox lacks)
+#   docker.io/library/busybox:latest                  the same files, another image (digest)
 #
 # With CONFORMANCE_IMAGES=1 also the image the upstream conformance specs
 # run most (hack/conformance.sh sets it):
@@ -16,12 +19,20 @@
 #   registry.k8s.io/e2e-test-images/nonewprivs:1.3    upstream test/images/nonewprivs: a setuid-root
 #                                                     /usr/local/bin/nnp that prints its effective uid
 #
+# With NODE_E2E_IMAGES=1 also the other images of the node e2e suite's
+# selection 1 (hack/node-conformance.sh sets it), from Debian packages:
+#
+#   registry.k8s.io/e2e-test-images/nginx:1.14-4          Debian's nginx (1.22) on a minbase root
+#                                                         filesystem, nginx -g 'daemon off;'
+#   registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7   the agnhost Debian base (bookworm, not
+#   registry.k8s.io/e2e-test-images/ipc-utils:1.3         jessie): dnsutils, hostname, util-linux
+#
 # A tarball is rebuilt only when its inputs changed (recorded in
 # _output/images/NAME.inputs); an image is imported only when containerd does
 # not already have every name at the tarball's manifest digest.
 #
-# Usage: [CONFORMANCE_IMAGES=1] hack/images.sh [containerd-socket]
-# Environment (conformance images only): DEBIAN_MIRROR (default: the mirror
+# Usage: [CONFORMANCE_IMAGES=1] [NODE_E2E_IMAGES=1] hack/images.sh [containerd-socket]
+# Environment (conformance and node e2e images only): DEBIAN_MIRROR (default: the mirror
 # apt is configured with for bookworm).
 set -o errexit -o nounset -o pipefail
 
@@ -31,12 +42,19 @@ OUT=${ROOT}/_output/images
 BIN=${ROOT}/_output/bin
 
 PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
-BUSYBOX_IMAGES=(registry.k8s.io/e2e-test-images/busybox:1.37.0-1 docker.io/library/busybox:latest)
+BUSYBOX_IMAGE=registry.k8s.io/e2e-test-images/busybox:1.37.0-1
+BUSYBOX_OTHER_IMAGE=docker.io/library/busybox:latest
 IMAGE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 BUSYBOX_BIN=/bin/busybox
 CONFORMANCE_IMAGES=${CONFORMANCE_IMAGES:-0}
 AGNHOST_IMAGE=registry.k8s.io/e2e-test-images/agnhost:2.59
 NONEWPRIVS_IMAGE=registry.k8s.io/e2e-test-images/nonewprivs:1.3
+NODE_E2E_IMAGES=${NODE_E2E_IMAGES:-0}
+# The tags of test/utils/image/manifest.go (v1.35.4).
+NGINX_IMAGE=registry.k8s.io/e2e-test-images/nginx:1.14-4
+JESSIE_DNSUTILS_IMAGE=registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7
+IPC_UTILS_IMAGE=registry.k8s.io/e2e-test-images/ipc-utils:1.3
+NGINX_PACKAGES=nginx
 DEBIAN_SUITE=bookworm
 # What upstream's agnhost image adds to its base with apk (minus iperf): nc
 # with UDP, curl, dig/nslookup, ip/ss, bash.
@@ -65,6 +83,16 @@ mkimage() {
     mkimage_built=true
   fi
   "${BIN}/mkimage" "$@" >/dev/null
+}
+
+# nmeter: hack/tools/cmd/nmeter, static, for the busybox image (the node e2e
+# suite's timestamps; Debian's busybox has no nmeter applet).
+nmeter_built=false
+build_nmeter() {
+  if [ "${nmeter_built}" = false ]; then
+    (cd "${ROOT}/hack/tools" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${BIN}/nmeter" ./cmd/nmeter)
+    nmeter_built=true
+  fi
 }
 
 regtool_built=false
@@ -109,10 +137,10 @@ build_pause() {
 }
 
 build_busybox() {
-  local tar=${OUT}/busybox.tar inputs
-  inputs=$(inputs_of busybox "${BUSYBOX_BIN}")
-  if up_to_date "${tar}" "${inputs}"; then return; fi
-  log "building busybox.tar"
+  local tar=${OUT}/busybox.tar other=${OUT}/busybox-other.tar inputs
+  inputs=$(inputs_of busybox "${BUSYBOX_BIN}" "${ROOT}"/hack/tools/cmd/nmeter/*.go)
+  if up_to_date "${tar}" "${inputs}" && up_to_date "${other}" "${inputs}"; then return; fi
+  log "building busybox.tar, busybox-other.tar"
   local rootfs applet
   rootfs=$(fresh_rootfs busybox)
   mkdir -p "${rootfs}"/{bin,etc,root,home,var,tmp}
@@ -124,13 +152,24 @@ build_busybox() {
     case "${applet}" in busybox | */*) continue ;; esac
     ln -s busybox "${rootfs}/bin/${applet}"
   done
+  # Upstream's busybox has the nmeter applet, Debian's does not.
+  if [ ! -e "${rootfs}/bin/nmeter" ]; then
+    build_nmeter
+    install -m 0755 "${BIN}/nmeter" "${rootfs}/bin/nmeter"
+  fi
   printf '%s\n' 'root:x:0:0:root:/root:/bin/sh' 'nobody:x:65534:65534:nobody:/home:/bin/false' > "${rootfs}/etc/passwd"
   printf '%s\n' 'root:x:0:' 'nobody:x:65534:' > "${rootfs}/etc/group"
   chmod 0644 "${rootfs}/etc/passwd" "${rootfs}/etc/group"
-  local names=()
-  for n in "${BUSYBOX_IMAGES[@]}"; do names+=(-name "${n}"); done
-  mkimage -rootfs "${rootfs}" -o "${tar}" "${names[@]}" -cmd sh -env "PATH=${IMAGE_PATH}"
+  mkimage -rootfs "${rootfs}" -o "${tar}" -name "${BUSYBOX_IMAGE}" -cmd sh -env "PATH=${IMAGE_PATH}"
   echo "${inputs}" > "${tar}.inputs"
+  # The second name is a second image (other timestamps, so another digest),
+  # not a second tag of the first: containerd 1.6 reports a container's
+  # status image as the first tag of its image in name order, so with both
+  # names on one image a pod of the registry.k8s.io name would show
+  # docker.io/library/busybox:latest (the node e2e suite's image-update specs
+  # compare the status image with the spec's).
+  mkimage -rootfs "${rootfs}" -o "${other}" -name "${BUSYBOX_OTHER_IMAGE}" -epoch 1 -cmd sh -env "PATH=${IMAGE_PATH}"
+  echo "${inputs}" > "${other}.inputs"
 }
 
 # debian_mirror: DEBIAN_MIRROR, else the first URI apt uses for
@@ -165,24 +204,25 @@ debian_mirror() {
   return 1
 }
 
-# build_agnhost_base: the Debian root filesystem under agnhost, made by
-# debootstrap (a few minutes, ~100 MB of packages from the mirror) and cached
-# as _output/images/agnhost-base.tar (numeric owners kept). It depends only on
-# the suite and the package list, not on the mirror; delete the tarball to
-# refresh it.
-build_agnhost_base() {
-  local tar=${OUT}/agnhost-base.tar key="${DEBIAN_SUITE} minbase ${AGNHOST_PACKAGES}" dir mirror
+# build_debian_base NAME PACKAGES: a Debian root filesystem made by
+# debootstrap --variant=minbase with PACKAGES (comma-separated; a few
+# minutes, ~100 MB from the mirror), cached as _output/images/NAME.tar
+# (numeric owners kept). It depends only on the suite and the package list,
+# not on the mirror; delete the tarball to refresh it.
+build_debian_base() {
+  local name=$1 packages=$2
+  local tar=${OUT}/${name}.tar key="${DEBIAN_SUITE} minbase ${packages}" dir mirror
   if up_to_date "${tar}" "${key}" no-digest; then return; fi
   command -v debootstrap >/dev/null || {
     log "ERROR: debootstrap is missing; run CONFORMANCE_IMAGES=1 hack/install-deps.sh" >&2
     exit 1
   }
   mirror=$(debian_mirror)
-  log "building agnhost-base.tar: debootstrap ${DEBIAN_SUITE} from ${mirror} (log: ${OUT}/agnhost-base.log)"
-  dir=$(fresh_rootfs agnhost-base)
-  if ! debootstrap --variant=minbase --include="${AGNHOST_PACKAGES}" "${DEBIAN_SUITE}" "${dir}" "${mirror}" \
-    >"${OUT}/agnhost-base.log" 2>&1; then
-    tail -n 20 "${OUT}/agnhost-base.log" >&2
+  log "building ${name}.tar: debootstrap ${DEBIAN_SUITE} from ${mirror} (log: ${OUT}/${name}.log)"
+  dir=$(fresh_rootfs "${name}")
+  if ! debootstrap --variant=minbase --include="${packages}" "${DEBIAN_SUITE}" "${dir}" "${mirror}" \
+    >"${OUT}/${name}.log" 2>&1; then
+    tail -n 20 "${OUT}/${name}.log" >&2
     log "ERROR: debootstrap failed" >&2
     exit 1
   fi
@@ -219,7 +259,7 @@ build_agnhost_base() {
 build_agnhost() {
   local tar=${OUT}/agnhost.tar base=${OUT}/agnhost-base.tar pause=${OUT}/pause.tar porter inputs
   "${ROOT}/hack/build-kube.sh" agnhost >/dev/null
-  build_agnhost_base
+  build_debian_base agnhost-base "${AGNHOST_PACKAGES}"
   porter=$(cd "${ROOT}/hack/tools" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/images/agnhost/porter
   inputs=$(inputs_of agnhost "${BIN}/agnhost" "${base}" "${porter}/localhost.crt" "${porter}/localhost.key" "${BUSYBOX_BIN}" "${pause}")
   if up_to_date "${tar}" "${inputs}"; then return; fi
@@ -274,6 +314,62 @@ build_nonewprivs() {
   rm -rf "${rootfs}"
 }
 
+# from_debian_base NAME BASE: a fresh staging root filesystem for image NAME
+# holding the Debian base tarball BASE; prints its path.
+from_debian_base() {
+  local rootfs
+  rootfs=$(fresh_rootfs "$1")
+  tar --numeric-owner -C "${rootfs}" -xpf "${OUT}/$2.tar"
+  echo "${rootfs}"
+}
+
+# build_nginx: upstream's nginx test image is nginx's official Alpine image
+# mirrored (test/images/nginx); here Debian's nginx package on a minbase root
+# filesystem, run as the official image runs it (nginx -g 'daemon off;', its
+# logs on the container's standard output and error). The node e2e suite's
+# MirrorPod specs run it as the static pod's only container (default command)
+# and wait for it to run; the host PID specs read /var/run/nginx.pid.
+build_nginx() {
+  local tar=${OUT}/nginx.tar inputs
+  build_debian_base nginx-base "${NGINX_PACKAGES}"
+  inputs=$(inputs_of nginx "${OUT}/nginx-base.tar")
+  if up_to_date "${tar}" "${inputs}"; then return; fi
+  log "building nginx.tar"
+  local rootfs
+  rootfs=$(from_debian_base nginx nginx-base)
+  install -d -m 0755 "${rootfs}/var/log/nginx"
+  ln -sf /dev/stdout "${rootfs}/var/log/nginx/access.log"
+  ln -sf /dev/stderr "${rootfs}/var/log/nginx/error.log"
+  # Port 80 on IPv4 only, as the official image's default server (its
+  # entrypoint adds [::]:80 only where IPv6 works).
+  sed -i '/listen \[::\]:80/d' "${rootfs}/etc/nginx/sites-available/default"
+  mkimage -keep-owner -rootfs "${rootfs}" -o "${tar}" -name "${NGINX_IMAGE}" \
+    -cmd nginx -cmd -g -cmd 'daemon off;' -env "PATH=${IMAGE_PATH}"
+  echo "${inputs}" > "${tar}.inputs"
+  rm -rf "${rootfs}"
+}
+
+# build_from_agnhost_base NAME IMAGE: an image of the agnhost Debian base
+# alone (minbase with dnsutils, iproute2, curl, netcat-openbsd, bash; the
+# minbase has util-linux, hostname and mawk), default command a shell:
+#   jessie-dnsutils  upstream: debian:jessie with dnsutils (and a coredns
+#                    binary no node spec uses); the node e2e suite's
+#                    Hostname of Pod specs run `hostname` and `hostname -f`
+#   ipc-utils        upstream: alpine with util-linux; the host IPC specs run
+#                    `ipcs -m | awk ...`
+build_from_agnhost_base() {
+  local name=$1 image=$2 tar=${OUT}/$1.tar inputs
+  build_debian_base agnhost-base "${AGNHOST_PACKAGES}"
+  inputs=$(inputs_of "${name}" "${OUT}/agnhost-base.tar")
+  if up_to_date "${tar}" "${inputs}"; then return; fi
+  log "building ${name}.tar"
+  local rootfs
+  rootfs=$(from_debian_base "${name}" agnhost-base)
+  mkimage -keep-owner -rootfs "${rootfs}" -o "${tar}" -name "${image}" -cmd /bin/sh -env "PATH=${IMAGE_PATH}"
+  echo "${inputs}" > "${tar}.inputs"
+  rm -rf "${rootfs}"
+}
+
 # import_tar TAR NAME...: imports TAR unless every NAME is already in
 # containerd at the tarball's manifest digest.
 import_tar() {
@@ -304,19 +400,31 @@ import_tar() {
 
 build_pause
 build_busybox
-images=("${PAUSE_IMAGE}" "${BUSYBOX_IMAGES[@]}")
+images=("${PAUSE_IMAGE}" "${BUSYBOX_IMAGE}" "${BUSYBOX_OTHER_IMAGE}")
 if [ "${CONFORMANCE_IMAGES}" = 1 ]; then
   build_agnhost
   build_nonewprivs
   images+=("${AGNHOST_IMAGE}" "${NONEWPRIVS_IMAGE}")
 fi
+if [ "${NODE_E2E_IMAGES}" = 1 ]; then
+  build_nginx
+  build_from_agnhost_base jessie-dnsutils "${JESSIE_DNSUTILS_IMAGE}"
+  build_from_agnhost_base ipc-utils "${IPC_UTILS_IMAGE}"
+  images+=("${NGINX_IMAGE}" "${JESSIE_DNSUTILS_IMAGE}" "${IPC_UTILS_IMAGE}")
+fi
 
 if [ -n "${SOCK}" ]; then
   import_tar "${OUT}/pause.tar" "${PAUSE_IMAGE}"
-  import_tar "${OUT}/busybox.tar" "${BUSYBOX_IMAGES[@]}"
+  import_tar "${OUT}/busybox.tar" "${BUSYBOX_IMAGE}"
+  import_tar "${OUT}/busybox-other.tar" "${BUSYBOX_OTHER_IMAGE}"
   if [ "${CONFORMANCE_IMAGES}" = 1 ]; then
     import_tar "${OUT}/agnhost.tar" "${AGNHOST_IMAGE}"
     import_tar "${OUT}/nonewprivs.tar" "${NONEWPRIVS_IMAGE}"
+  fi
+  if [ "${NODE_E2E_IMAGES}" = 1 ]; then
+    import_tar "${OUT}/nginx.tar" "${NGINX_IMAGE}"
+    import_tar "${OUT}/jessie-dnsutils.tar" "${JESSIE_DNSUTILS_IMAGE}"
+    import_tar "${OUT}/ipc-utils.tar" "${IPC_UTILS_IMAGE}"
   fi
 fi
 
