@@ -192,7 +192,10 @@ func TestEvictExceededGracePeriod(t *testing.T) {
 	f.rt.blockKillAbove = 5 // the pod's 17 s: KillPod never returns
 	f.rt.mu.Unlock()
 	done := make(chan struct{})
-	go func() { f.e.UpdatePod(context.Background(), prioritised("uid-crit", "crit", 2000001000, "500Mi")); close(done) }()
+	go func() {
+		f.e.UpdatePod(context.Background(), prioritised("uid-crit", "crit", 2000001000, "500Mi"))
+		close(done)
+	}()
 	f.eventually(t, "the victim's KillPod", func() bool { return f.rt.count("uid-stuck", "KillPod") > 0 })
 	var events []string
 	f.eventually(t, "ExceededGracePeriod after 1.5 x 17 s", func() bool {
