@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
 )
 
@@ -36,7 +37,8 @@ func boundPod(name, memRequest string) *v1.Pod {
 }
 
 // freeMemory is the node's allocatable memory minus the requests of the
-// pods on it that have not finished, as admission counts them.
+// pods on it that have not finished, as admission counts them
+// (component-helpers' PodRequests, overhead included).
 func freeMemory(t *testing.T) int64 {
 	t.Helper()
 	ctx := testContext(t, 30*time.Second)
@@ -50,17 +52,13 @@ func freeMemory(t *testing.T) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range pods.Items {
+	for i := range pods.Items {
+		p := &pods.Items[i]
 		if p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 			continue
 		}
-		for _, c := range append(append([]v1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
-			q := c.Resources.Requests[v1.ResourceMemory]
-			free -= q.Value()
-		}
-		if q, ok := p.Spec.Overhead[v1.ResourceMemory]; ok {
-			free -= q.Value()
-		}
+		q := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})[v1.ResourceMemory]
+		free -= q.Value()
 	}
 	return free
 }
@@ -79,12 +77,16 @@ func TestPreemptionCriticalPod(t *testing.T) {
 	bystander := createPod(t, ns, boundPod("bystander", ""))
 	waitPod(t, ns, bystander.Name, 2*time.Minute, "Running", isRunningReady)
 
-	const criticalRequest = 200 << 20
+	// The filler leaves 10Mi; the critical pod asks for half of what was
+	// free, more than any other pod on the node requests, so that the
+	// filler is the one pod whose eviction is enough (the other candidates
+	// would free less: the kubelet takes the pod nearest to the need).
 	free := freeMemory(t)
-	if free < 2*criticalRequest {
+	if free < 1<<30 {
 		t.Fatalf("the node has only %d bytes of memory free for requests", free)
 	}
-	filler := boundPod("filler", strconv.FormatInt(free-criticalRequest/2, 10))
+	criticalRequest := free / 2
+	filler := boundPod("filler", strconv.FormatInt(free-10<<20, 10))
 	filler = createPod(t, ns, filler)
 	waitPod(t, ns, filler.Name, 2*time.Minute, "Running", isRunningReady)
 
