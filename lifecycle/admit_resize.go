@@ -59,6 +59,7 @@ func (e *Engine) decideResize(pod *v1.Pod) (*v1.Pod, error) {
 		}
 	}
 	admit := func(p *v1.Pod, others []*v1.Pod) (bool, string, string) {
+		// A resize never preempts: the context only serves preemption.
 		r := e.admit(context.TODO(), p, others, false)
 		return r.Admit, r.Reason, r.Message
 	}

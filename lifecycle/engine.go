@@ -154,7 +154,7 @@ type Config struct {
 	MaxDeadPerContainer int
 	// ObservePreemption, if set, is told each pod evicted to admit a
 	// critical pod, with the first resource it lacked (the kubelet's
-	// kubelet_preemptions_total{preemption_signal}).
+	// kubelet_preemptions{preemption_signal}).
 	ObservePreemption func(resource string)
 	// Devices is the device plugin manager (internal/devicemanager):
 	// admission allocates a pod's devices (admit.go) and each container's
