@@ -475,7 +475,7 @@ func (r *Runtime) removeDeadContainer(ctx context.Context, id, logPath, link str
 	if err := os.Remove(logPath); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("removing log %s: %w", logPath, err)
 	}
-	if err := removeExcessRotated(logPath, 0); err != nil {
+	if err := removeExcess(rotatedLogs(logPath), 0); err != nil {
 		return fmt.Errorf("removing rotated logs of %s: %w", logPath, err)
 	}
 	return nil

@@ -1,9 +1,11 @@
 package cri
 
 import (
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,12 +18,18 @@ import (
 
 // Container log rotation, the kubelet's container log manager in short:
 // every period, the log file of each running container that grew beyond
-// MaxSize is renamed to <log>.<UTC timestamp> and the runtime is asked to
-// reopen the log (CRI ReopenContainerLog); rotated files beyond MaxFiles-1
-// are removed, oldest first, so that at most MaxFiles files (the current
-// one included) remain. Rotated files are not compressed (the kubelet gzips
-// all but the newest one); `kubectl logs` reads the current file only, as
-// with the kubelet.
+// MaxSize is rotated as the kubelet's rotateLog does: the leftovers of an
+// interrupted compression are removed (<rotated>.tmp, and a <rotated>
+// whose <rotated>.gz exists), the oldest rotated files beyond MaxFiles-2
+// are removed, the remaining uncompressed ones are gzipped to
+// <rotated>.gz (through <rotated>.tmp), and the current file is renamed to
+// <log>.<UTC timestamp> and the runtime asked to reopen the log (CRI
+// ReopenContainerLog). So at most MaxFiles files remain: the current one,
+// the newest rotated one uncompressed, the older ones compressed. A pass
+// that does not rotate only removes rotated files beyond MaxFiles-1.
+// `kubectl logs` reads the current file only, as with the kubelet
+// (cri/crilog follows a rotation to the new file and never reads a
+// rotated or compressed one).
 
 // LogRotation configures RotateLogs; the zero value is the kubelet's
 // defaults (10 MiB, 5 files).
@@ -94,9 +102,6 @@ func (r *Runtime) RotateLogs(ctx context.Context, cfg LogRotation) error {
 }
 
 func (r *Runtime) rotateOne(ctx context.Context, id, path string, cfg LogRotation) error {
-	if err := removeExcessRotated(path, cfg.MaxFiles-1); err != nil {
-		return err
-	}
 	fi, err := os.Stat(path)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -105,46 +110,148 @@ func (r *Runtime) rotateOne(ctx context.Context, id, path string, cfg LogRotatio
 		return err
 	}
 	if fi.Size() < cfg.MaxSize {
-		return nil
+		// Not rotated: only a lowered MaxFiles is applied.
+		return removeExcess(rotatedLogs(path), cfg.MaxFiles-1)
 	}
-	rotated := path + "." + r.clock.Now().UTC().Format(rotatedTimeFormat)
-	if _, err := os.Stat(rotated); err == nil {
+	stamp := path + "." + r.clock.Now().UTC().Format(rotatedTimeFormat)
+	if _, err := os.Stat(stamp); err == nil {
 		return nil // rotated within this second already
 	}
-	if err := os.Rename(path, rotated); err != nil {
+	if _, err := os.Stat(stamp + compressSuffix); err == nil {
+		return nil
+	}
+	// The kubelet's rotateLog: what an interrupted pass left is removed,
+	// the oldest rotated files beyond MaxFiles-2 go (the current file and
+	// the one rotated now make MaxFiles), the others are compressed, then
+	// the current file is rotated.
+	logs, err := removeUnused(rotatedLogs(path))
+	if err != nil {
+		return err
+	}
+	if err := removeExcess(logs, cfg.MaxFiles-2); err != nil {
+		return err
+	}
+	for _, l := range newest(logs, cfg.MaxFiles-2) {
+		if strings.HasSuffix(l, compressSuffix) {
+			continue
+		}
+		if err := compressLog(l); err != nil {
+			return fmt.Errorf("compressing log %s: %w", l, err)
+		}
+	}
+	if err := os.Rename(path, stamp); err != nil {
 		return err
 	}
 	if err := r.rs.ReopenContainerLog(ctx, id); err != nil {
 		// Put the file back so that the runtime keeps writing to a file
 		// crivk knows about.
-		if rerr := os.Rename(rotated, path); rerr != nil {
+		if rerr := os.Rename(stamp, path); rerr != nil {
 			return errors.Join(err, rerr)
 		}
 		return err
 	}
-	return removeExcessRotated(path, cfg.MaxFiles-1)
+	return nil
 }
 
-// removeExcessRotated removes the oldest rotated files of path beyond keep.
-func removeExcessRotated(path string, keep int) error {
-	matches, err := filepath.Glob(path + ".*")
+// The kubelet's suffixes: a compressed rotated file, and the file a
+// compression writes before it is renamed to <rotated>.gz.
+const (
+	compressSuffix = ".gz"
+	tmpSuffix      = ".tmp"
+)
+
+// rotatedLogs are path's rotated files, oldest first: path.<timestamp>,
+// compressed (.gz) or not, and the temporary files of a compression
+// (.tmp). Other files beside it are not crivk's and are left alone.
+func rotatedLogs(path string) []string {
+	matches, _ := filepath.Glob(path + ".*") // the only error is a bad pattern
+	var out []string
+	for _, m := range matches {
+		suffix := strings.TrimPrefix(m, path+".")
+		suffix = strings.TrimSuffix(strings.TrimSuffix(suffix, tmpSuffix), compressSuffix)
+		if _, err := time.Parse(rotatedTimeFormat, suffix); err == nil {
+			out = append(out, m)
+		}
+	}
+	sort.Strings(out) // timestamps sort by age
+	return out
+}
+
+// removeUnused removes, as the kubelet's cleanupUnusedLogs, the files no
+// reader needs: temporary files, and a rotated file whose compressed copy
+// exists (the compression was interrupted after its rename). It returns
+// the others.
+func removeUnused(logs []string) ([]string, error) {
+	have := make(map[string]bool, len(logs))
+	for _, l := range logs {
+		have[l] = true
+	}
+	var inUse []string
+	for _, l := range logs {
+		if strings.HasSuffix(l, tmpSuffix) || (!strings.HasSuffix(l, compressSuffix) && have[l+compressSuffix]) {
+			if err := os.Remove(l); err != nil && !os.IsNotExist(err) {
+				return nil, fmt.Errorf("removing unused log %s: %w", l, err)
+			}
+			continue
+		}
+		inUse = append(inUse, l)
+	}
+	return inUse, nil
+}
+
+// removeExcess removes the oldest of logs (sorted oldest first) beyond
+// keep, oldest first so as not to break a reader of a newer one.
+func removeExcess(logs []string, keep int) error {
+	var errs []error
+	for _, l := range logs[:len(logs)-len(newest(logs, keep))] {
+		if err := os.Remove(l); err != nil && !os.IsNotExist(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// newest is the last keep (at least 0) of logs.
+func newest(logs []string, keep int) []string {
+	keep = max(keep, 0)
+	if len(logs) <= keep {
+		return logs
+	}
+	return logs[len(logs)-keep:]
+}
+
+// compressLog gzips log to log.gz as the kubelet's compressLog: written
+// to log.tmp with log's mode, renamed to log.gz once complete, then log is
+// removed; log.tmp is removed whatever happens.
+func compressLog(log string) (retErr error) {
+	fi, err := os.Stat(log)
 	if err != nil {
 		return err
 	}
-	var rotated []string
-	for _, m := range matches {
-		suffix := strings.TrimPrefix(m, path+".")
-		if _, err := time.Parse(rotatedTimeFormat, strings.TrimSuffix(suffix, ".gz")); err == nil {
-			rotated = append(rotated, m)
-		}
+	in, err := os.Open(log)
+	if err != nil {
+		return err
 	}
-	sort.Strings(rotated) // timestamps sort by age
-	var errs []error
-	for len(rotated) > keep {
-		if err := os.Remove(rotated[0]); err != nil && !os.IsNotExist(err) {
-			errs = append(errs, err)
-		}
-		rotated = rotated[1:]
+	defer in.Close()
+	tmp := log + tmpSuffix
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fi.Mode())
+	if err != nil {
+		return err
 	}
-	return errors.Join(errs...)
+	defer os.Remove(tmp) // best effort; gone after the rename
+	defer out.Close()
+	w := gzip.NewWriter(out)
+	if _, err := io.Copy(w, in); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, log+compressSuffix); err != nil {
+		return err
+	}
+	return os.Remove(log)
 }

@@ -1,8 +1,11 @@
 package cri
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -75,4 +78,127 @@ func TestRotateLogs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRotateLogsCompresses: at a rotation, as the kubelet's rotateLog, the
+// leftovers of an interrupted compression go, the rotated files beyond
+// MaxFiles-2 go (oldest first), the others are gzipped to <rotated>.gz
+// with their mode and content, and the newest rotated file (the one made
+// now) stays uncompressed. A pass that does not rotate compresses nothing.
+func TestRotateLogsCompresses(t *testing.T) {
+	ts := func(sec int) string {
+		return "." + time.Date(2020, 1, 1, 0, 0, sec, 0, time.UTC).Format(rotatedTimeFormat)
+	}
+	const now = "NOW" // the rotation's own timestamp
+	tests := map[string]struct {
+		size     int
+		maxFiles int
+		before   []string // files beside 0.log (suffixes), each holding its own name
+		want     []string // files beside 0.log after the pass
+	}{
+		"first rotation: nothing to compress": {size: 200, maxFiles: 5,
+			want: []string{now}},
+		"older rotated files compressed, the new one not": {size: 200, maxFiles: 5,
+			before: []string{ts(1), ts(2) + ".gz"},
+			want:   []string{ts(1) + ".gz", ts(2) + ".gz", now}},
+		"beyond MaxFiles-2 removed before compressing": {size: 200, maxFiles: 3,
+			before: []string{ts(1), ts(2), ts(3)},
+			want:   []string{ts(3) + ".gz", now}},
+		"MaxFiles 1: no rotated file kept but the new one": {size: 200, maxFiles: 1,
+			before: []string{ts(1) + ".gz"},
+			want:   []string{now}},
+		"an interrupted compression's leftovers go": {size: 200, maxFiles: 5,
+			before: []string{ts(1), ts(1) + ".gz", ts(2) + ".tmp", ts(3)},
+			want:   []string{ts(1) + ".gz", ts(3) + ".gz", now}},
+		"files that are not rotated logs are left alone": {size: 200, maxFiles: 5,
+			before: []string{".old", ts(1)},
+			want:   []string{".old", ts(1) + ".gz", now}},
+		"small log: nothing compressed": {size: 10, maxFiles: 5,
+			before: []string{ts(1), ts(2)},
+			want:   []string{ts(1), ts(2)}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newSyncFixture(t)
+			log := filepath.Join(f.dir, "a", "0.log")
+			if err := os.MkdirAll(filepath.Dir(log), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(log, []byte(strings.Repeat("x", tc.size)), 0o640); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range tc.before {
+				content := []byte(s)
+				if strings.HasSuffix(s, ".gz") {
+					content = gzipped(t, s)
+				}
+				if err := os.WriteFile(log+s, content, 0o604); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.rs.addContainer(&fakeContainer{ContainerStatus: runtimeapi.ContainerStatus{Id: "c1", LogPath: log,
+				State: runtimeapi.ContainerState_CONTAINER_RUNNING, Labels: map[string]string{LabelManagedBy: managedByValue}}})
+			if err := f.rt.RotateLogs(context.Background(), LogRotation{MaxSize: 100, MaxFiles: tc.maxFiles}); err != nil {
+				t.Fatal(err)
+			}
+			matches, _ := filepath.Glob(log + ".*")
+			var got []string
+			for _, m := range matches {
+				got = append(got, strings.TrimPrefix(m, log))
+			}
+			stamp := "." + f.rt.clock.Now().UTC().Format(rotatedTimeFormat)
+			for i, s := range got {
+				if s == stamp {
+					got[i] = now
+				}
+			}
+			want := append([]string{}, tc.want...)
+			sort.Strings(got)
+			sort.Strings(want)
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Fatalf("files %v, want %v", got, want)
+			}
+			for _, s := range got {
+				name := log + s
+				if s == now {
+					name = log + stamp
+				}
+				b, err := os.ReadFile(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch {
+				case s == now:
+					if len(b) != tc.size {
+						t.Errorf("the new rotated file has %d bytes, want %d (uncompressed)", len(b), tc.size)
+					}
+				case strings.HasSuffix(s, ".gz"):
+					zr, err := gzip.NewReader(bytes.NewReader(b))
+					if err != nil {
+						t.Fatalf("%s: %v", s, err)
+					}
+					plain, err := io.ReadAll(zr)
+					if err != nil || (string(plain) != s && string(plain) != strings.TrimSuffix(s, ".gz")) {
+						t.Errorf("%s holds %q (%v), want its original content", s, plain, err)
+					}
+					if fi, _ := os.Stat(log + s); fi.Mode().Perm() != 0o604 {
+						t.Errorf("%s mode %v, want the original's 0604", s, fi.Mode().Perm())
+					}
+				}
+			}
+		})
+	}
+}
+
+func gzipped(t *testing.T, s string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	if _, err := w.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }

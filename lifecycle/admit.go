@@ -20,7 +20,7 @@ import (
 // created at once cannot both take the last of a resource. It returns
 // false for a rejected pod, which is then published Failed and never given
 // to the pod workers.
-func (e *Engine) admitNew(pod *v1.Pod) bool {
+func (e *Engine) admitNew(ctx context.Context, pod *v1.Pod) bool {
 	if pod.DeletionTimestamp != nil || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
 		return true
 	}
@@ -31,7 +31,7 @@ func (e *Engine) admitNew(pod *v1.Pod) bool {
 	if e.alloc != nil {
 		alloc, _ = e.alloc.Allocated(pod)
 	}
-	r := e.admit(alloc, e.allocatedPods(e.activePods(pod.UID)))
+	r := e.admit(ctx, alloc, e.allocatedPods(e.activePods(pod.UID)), true)
 	if r.Admit {
 		if e.alloc != nil {
 			if err := e.alloc.Allocate(alloc); err != nil {
@@ -50,8 +50,10 @@ func (e *Engine) admitNew(pod *v1.Pod) bool {
 // against active (the other pods holding resources, with their
 // allocations), the host-wide checks of a node of many (Config.Host), then
 // AppArmor (a pod asking for a profile the host cannot enforce never
-// starts). A resize is checked by it too (admit_resize.go).
-func (e *Engine) admit(pod *v1.Pod, active []*v1.Pod) admission.Result {
+// starts). With preempt, a critical pod the predicates refuse for lack of
+// resources is admitted after lower-priority pods are evicted
+// (preempt.go); a resize is checked by it too, without (admit_resize.go).
+func (e *Engine) admit(ctx context.Context, pod *v1.Pod, active []*v1.Pod, preempt bool) admission.Result {
 	r := e.admitPressure(pod)
 	if r.Admit {
 		r = e.cfg.Sysctls.Admit(pod)
@@ -63,7 +65,11 @@ func (e *Engine) admit(pod *v1.Pod, active []*v1.Pod) admission.Result {
 	}
 	if r.Admit && e.cfg.Node != nil {
 		if node := e.cfg.Node(); node != nil {
-			r = admission.Admit(pod, e.withDevicesInUse(pod, node), active)
+			node = e.withDevicesInUse(pod, node)
+			r = admission.Admit(pod, node, active)
+			if !r.Admit && preempt {
+				r = e.admitCritical(ctx, pod, node, active, r)
+			}
 		}
 	}
 	if r.Admit && e.cfg.Host != nil {

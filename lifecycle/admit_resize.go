@@ -59,7 +59,8 @@ func (e *Engine) decideResize(pod *v1.Pod) (*v1.Pod, error) {
 		}
 	}
 	admit := func(p *v1.Pod, others []*v1.Pod) (bool, string, string) {
-		r := e.admit(p, others)
+		// A resize never preempts: the context only serves preemption.
+		r := e.admit(context.TODO(), p, others, false)
 		return r.Admit, r.Reason, r.Message
 	}
 	var rec allocation.EventRecorder

@@ -54,6 +54,16 @@
 // the plan resizes the containers and PodResizeInProgress follows the
 // runtime's values.
 //
+// Evictions (evict.go) go through the workers' kill path with a status
+// function and wait for the containers to stop, as the kubelet's
+// killPodNow: the eviction manager's (package eviction) and the critical
+// pod admission's (preempt.go: a critical pod refused only for lack of
+// resources is admitted after the kubelet's choice of lower-priority pods,
+// admission.PodsToPreempt, is evicted with reason Preempting; UpdatePod
+// blocks meanwhile, under the admission lock). A kill not done within 1.5
+// times the grace period (10 s at least) gets the ExceededGracePeriod
+// event and the caller goes on.
+//
 // The PLEG (package pleg) relists every period and also at once when woken
 // through its Wake channel (cmd/crivk feeds it containerd's task events);
 // the period is the safety net. It reads a changed pod unless nothing of

@@ -152,6 +152,10 @@ type Config struct {
 	// max(it, 1) dead instances of each container
 	// (cri.PlanInputs.MaxDeadPerContainer).
 	MaxDeadPerContainer int
+	// ObservePreemption, if set, is told each pod evicted to admit a
+	// critical pod, with the first resource it lacked (the kubelet's
+	// kubelet_preemptions{preemption_signal}).
+	ObservePreemption func(resource string)
 	// Devices is the device plugin manager (internal/devicemanager):
 	// admission allocates a pod's devices (admit.go) and each container's
 	// CRI config gets what the plugins answered (runoptions.go); nil: no
@@ -391,11 +395,12 @@ func (e *Engine) publish(pod *v1.Pod) {
 }
 
 // UpdatePod hands a new or changed pod to its worker. It never blocks on
-// the runtime. ctx's span (--tracing) becomes the parent of the sync's.
+// the runtime, but for a new critical pod admitted by preempting others: it
+// returns once they are stopped (admitCritical). ctx's span (--tracing) becomes the parent of the sync's.
 func (e *Engine) UpdatePod(ctx context.Context, pod *v1.Pod) {
 	e.admitMu.Lock()
 	known, rejected := e.pods.known(pod.UID)
-	if rejected || (!known && !e.admitNew(pod)) {
+	if rejected || (!known && !e.admitNew(ctx, pod)) {
 		e.admitMu.Unlock()
 		return
 	}

@@ -36,14 +36,22 @@ var ErrPodUnknown = errors.New("the engine does not run this pod")
 
 // Eviction is what Evict publishes of an evicted pod.
 type Eviction struct {
+	// Reason is the status's and the event's reason; empty: Evicted
+	// (ReasonEvicted). The critical pod admission's is Preempting.
+	Reason string
 	// Message is the status's and the event's message.
 	Message string
 	// GracePeriod (seconds) overrides the pod's; at least 1 s is given.
 	GracePeriod int64
+	// PodGracePeriod: the pod's own grace period is used and GracePeriod
+	// is ignored (the kubelet's preemption gives no override).
+	PodGracePeriod bool
 	// DisruptionTarget adds the DisruptionTarget condition (reason
-	// TerminationByKubelet, the message), as the kubelet does for a
-	// node-pressure eviction (not for an ephemeral-storage limit).
+	// TerminationByKubelet, ConditionMessage or else the message), as the
+	// kubelet does for a node-pressure eviction (not for an
+	// ephemeral-storage limit) and a preemption.
 	DisruptionTarget bool
+	ConditionMessage string
 	// EventAnnotations go on the Evicted event (the kubelet's
 	// offending_containers, starved_resource, ...).
 	EventAnnotations map[string]string
@@ -77,9 +85,9 @@ func (e *Engine) ActivePods() []*v1.Pod {
 }
 
 // Evict stops pod's containers with ev's grace period and then publishes
-// its final status: phase Failed, reason Evicted, ev's message, the
-// DisruptionTarget condition when asked; it records the kubelet's Evicted
-// event first. The status turns Failed only once no container of the pod
+// its final status: phase Failed, ev's reason (Evicted) and message, the
+// DisruptionTarget condition when asked; it records the kubelet's Warning
+// event of that reason and message first. The status turns Failed only once no container of the pod
 // runs (the kubelet's status manager holds a terminal phase back while
 // containers could run), so nothing sees the pod Failed while its
 // containers still use the node. The pod stays in the API, Failed, until
@@ -94,16 +102,28 @@ func (e *Engine) Evict(ctx context.Context, pod *v1.Pod, ev Eviction) error {
 	if cur == nil {
 		return fmt.Errorf("evicting pod %s/%s %s: %w", pod.Namespace, pod.Name, pod.UID, ErrPodUnknown)
 	}
-	if e.cfg.Recorder != nil {
-		e.cfg.Recorder.AnnotatedEventf(cur, ev.EventAnnotations, v1.EventTypeWarning, ReasonEvicted, "%s", ev.Message)
+	if ev.Reason == "" {
+		ev.Reason = ReasonEvicted
 	}
-	grace := max(ev.GracePeriod, 1)
+	if e.cfg.Recorder != nil {
+		e.cfg.Recorder.AnnotatedEventf(cur, ev.EventAnnotations, v1.EventTypeWarning, ev.Reason, "%s", ev.Message)
+	}
+	var override *int64
+	grace := int64(0)
+	if ev.PodGracePeriod {
+		if g := cur.Spec.TerminationGracePeriodSeconds; g != nil {
+			grace = *g
+		}
+	} else {
+		grace = max(ev.GracePeriod, 1)
+		override = &grace
+	}
 	done := make(chan struct{})
 	e.workers.UpdatePod(UpdatePodOptions{UpdateType: SyncPodKill, Pod: cur, StartTime: e.cfg.Clock.Now(), KillPodOptions: &KillPodOptions{
 		CompletedCh:                              done,
 		Evict:                                    true,
 		PodStatusFunc:                            evictedStatus(cur, ev, metav1.NewTime(e.cfg.Clock.Now())),
-		PodTerminationGracePeriodSecondsOverride: &grace,
+		PodTerminationGracePeriodSecondsOverride: override,
 	}})
 	timeout := time.Duration(max(grace+grace/2, 10)) * time.Second
 	select {
@@ -140,13 +160,17 @@ func evictedStatus(pod *v1.Pod, ev Eviction, now metav1.Time) PodStatusFunc {
 			}
 		}
 		s.Phase = v1.PodFailed
-		s.Reason = ReasonEvicted
+		s.Reason = ev.Reason
 		s.Message = ev.Message
 		if !ev.DisruptionTarget {
 			return
 		}
+		msg := ev.ConditionMessage
+		if msg == "" {
+			msg = ev.Message
+		}
 		c := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet,
-			Message: ev.Message, LastTransitionTime: now, ObservedGeneration: pod.Generation}
+			Message: msg, LastTransitionTime: now, ObservedGeneration: pod.Generation}
 		for i := range s.Conditions {
 			if s.Conditions[i].Type == v1.DisruptionTarget {
 				if s.Conditions[i].Status == v1.ConditionTrue {

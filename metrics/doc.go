@@ -19,7 +19,9 @@
 //   - WatchPods with lifecycle.Engine.PodCounts: the desired and working
 //     pods, read at each scrape;
 //   - eviction.Config.ObserveEviction and ObserveStatsAge: the eviction
-//     manager's evictions by signal and the age of the stats behind them.
+//     manager's evictions by signal and the age of the stats behind them;
+//   - lifecycle.Config.ObservePreemption: the pods evicted to admit a
+//     critical pod, by the resource it lacked.
 //   - images.Config.ObserveRemoved and ObserveCollection, and
 //     cri.ContainerGCConfig.Observe: the garbage collectors (gc.go).
 //

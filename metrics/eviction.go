@@ -11,11 +11,15 @@ import (
 // (memory.available, nodefs.available, ..., and the local storage limits
 // ephemeralpodfs.limit, ephemeralcontainerfs.limit, emptydirfs.limit);
 // kubelet_eviction_stats_age_seconds{eviction_signal} is how old the stats
-// of each met threshold were when a pod was evicted. The kubelet's counter
-// is named without _total (component-base metrics), so is this one.
+// of each met threshold were when a pod was evicted;
+// kubelet_preemptions{preemption_signal} counts the pods evicted to admit a
+// critical pod, by the first resource it lacked (lifecycle's critical pod
+// admission). The kubelet's counters are named without _total
+// (component-base metrics), so are these.
 type evictionMetrics struct {
-	evictions *prometheus.CounterVec
-	statsAge  *prometheus.HistogramVec
+	evictions   *prometheus.CounterVec
+	preemptions *prometheus.CounterVec
+	statsAge    *prometheus.HistogramVec
 }
 
 func newEvictionMetrics(reg prometheus.Registerer) evictionMetrics {
@@ -24,13 +28,17 @@ func newEvictionMetrics(reg prometheus.Registerer) evictionMetrics {
 			Subsystem: "kubelet", Name: "evictions",
 			Help: "Cumulative number of pod evictions by eviction signal",
 		}, []string{"eviction_signal"}),
+		preemptions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: "kubelet", Name: "preemptions",
+			Help: "Cumulative number of pod preemptions by preemption resource",
+		}, []string{"preemption_signal"}),
 		statsAge: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Subsystem: "kubelet", Name: "eviction_stats_age_seconds",
 			Help:    "Time between when stats are collected, and when pod is evicted based on those stats by eviction signal",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"eviction_signal"}),
 	}
-	reg.MustRegister(m.evictions, m.statsAge)
+	reg.MustRegister(m.evictions, m.preemptions, m.statsAge)
 	return m
 }
 
@@ -43,4 +51,10 @@ func (m *Agent) ObserveEviction(signal string) {
 // eviction (eviction.Config.ObserveStatsAge).
 func (m *Agent) ObserveEvictionStatsAge(signal string, age time.Duration) {
 	m.eviction.statsAge.WithLabelValues(signal).Observe(age.Seconds())
+}
+
+// ObservePreemption counts a pod evicted to admit a critical pod, by the
+// resource it lacked (lifecycle.Config.ObservePreemption).
+func (m *Agent) ObservePreemption(resource string) {
+	m.eviction.preemptions.WithLabelValues(resource).Inc()
 }

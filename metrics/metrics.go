@@ -41,7 +41,9 @@ import (
 //     (client-go's request result metric);
 //   - kubelet_evictions{eviction_signal} and
 //     kubelet_eviction_stats_age_seconds{eviction_signal}: the eviction
-//     manager's (eviction.Config.ObserveEviction and ObserveStatsAge).
+//     manager's (eviction.Config.ObserveEviction and ObserveStatsAge);
+//   - kubelet_preemptions{preemption_signal}: pods evicted to admit a
+//     critical pod (lifecycle.Config.ObservePreemption).
 //
 // The node API serves Handler, authorised as nodes/metrics. Probe results
 // are at /metrics/probes, as on the kubelet.

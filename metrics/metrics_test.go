@@ -87,6 +87,7 @@ func TestAgentMetrics(t *testing.T) {
 	m.ObserveEviction("memory.available")
 	m.ObserveEviction("memory.available")
 	m.ObserveEvictionStatsAge("memory.available", 2*time.Second)
+	m.ObservePreemption("memory")
 	m.WatchPods(func() lifecycle.PodCounts {
 		return lifecycle.PodCounts{Desired: 5, Working: map[[2]string]int{{"sync", "desired"}: 4, {"terminating", "runtime_only"}: 1}}
 	})
@@ -111,6 +112,7 @@ func TestAgentMetrics(t *testing.T) {
 		{"kubelet_desired_pods", "", 5},
 		{"kubelet_evictions", "memory.available", 2},
 		{"kubelet_eviction_stats_age_seconds", "memory.available", 1},
+		{"kubelet_preemptions", "memory", 1},
 	} {
 		if got := sample(after, c.name, c.label); got != c.want {
 			t.Errorf("%s{%s} = %v, want %v", c.name, c.label, got, c.want)

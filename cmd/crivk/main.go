@@ -900,6 +900,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		ObserveSync:        agentMetrics.ObserveSync,
 		ObservePodStart:    agentMetrics.ObservePodStart,
 		ObservePodStartSLI: agentMetrics.ObservePodStartSLI,
+		ObservePreemption:  agentMetrics.ObservePreemption,
 		// The container GC's per-container limit, kept by every sync too.
 		MaxDeadPerContainer:       o.gc.container.MaxPerPodContainer,
 		MaxContainerRestartPeriod: o.maxContainerRestartPeriod,

@@ -29,6 +29,12 @@
 //     reopen it), and stop at the end of the file once the container is no
 //     longer running (CRI ContainerStatus).
 //
+// Only the current file is read, as the kubelet's ReadLogs: the rotated
+// files (<log>.<timestamp>) and their compressed copies (.gz, made at the
+// next rotation by cri/logrotate.go) never are. A follow that is draining
+// a file just rotated keeps it open, and the compression waits for the
+// rotation after, so the reader never sees it change under it.
+//
 // What it must never do: write to the log file or its directory, or keep
 // anything open after ReadLogs returns.
 package crilog

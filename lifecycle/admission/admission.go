@@ -3,6 +3,7 @@ package admission
 import (
 	"fmt"
 	"runtime"
+	"sort"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -43,34 +44,70 @@ const (
 var admitted = Result{Admit: true}
 
 // Admit decides whether node may run pod while active (the other pods that
-// still hold resources on the node, terminating ones included) run.
+// still hold resources on the node, terminating ones included) run: the
+// checks that no preemption can help (Precheck), then the first failure of
+// the general predicates (Filter).
 func Admit(pod *v1.Pod, node *v1.Node, active []*v1.Pod) Result {
+	if r := Precheck(pod, node); !r.Admit {
+		return r
+	}
+	if fs := Filter(pod, node, active); len(fs) > 0 {
+		return fs[0].Result
+	}
+	return admitted
+}
+
+// Precheck is the part of Admit that evicting pods cannot help, which the
+// kubelet runs before the predicates (and so before any preemption): the
+// OS label and field, and supplementalGroupsPolicy.
+func Precheck(pod *v1.Pod, node *v1.Node) Result {
 	if os, ok := pod.Labels[v1.LabelOSStable]; ok && os != runtime.GOOS {
 		return Result{Reason: ReasonOSLabel, Message: msgOSLabel}
 	}
 	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != runtime.GOOS {
 		return Result{Reason: ReasonOSField, Message: msgOSField}
 	}
-	if r := supplementalGroupsPolicy(pod, node); !r.Admit {
-		return r
-	}
-	if r := fits(pod, node, active); !r.Admit {
-		return r
+	return supplementalGroupsPolicy(pod, node)
+}
+
+// Failure is one failed general predicate: Result in the kubelet's words,
+// and, for a lack of a resource, Insufficient (which preemption can free).
+type Failure struct {
+	Result       Result
+	Insufficient *Insufficient
+}
+
+// Insufficient is a resource pod does not fit in (the kubelet's
+// InsufficientResourceError), in millicores for cpu, the plain value
+// otherwise.
+type Insufficient struct {
+	Resource                  v1.ResourceName
+	Requested, Used, Capacity int64
+}
+
+// Filter is the kubelet's generalFilter with every failure kept, in its
+// order: each resource pod does not fit in (pods, cpu, memory,
+// ephemeral-storage, the others by name), node affinity, node name, host
+// ports, NoExecute taints. None: the predicates admit the pod.
+func Filter(pod *v1.Pod, node *v1.Node, active []*v1.Pod) []Failure {
+	var out []Failure
+	for _, in := range fits(pod, node, active) {
+		out = append(out, Failure{Result: insufficient(in), Insufficient: &in})
 	}
 	if ok, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); err != nil || !ok {
-		return predicateFailure(ReasonAffinity, errAffinity)
+		out = append(out, Failure{Result: predicateFailure(ReasonAffinity, errAffinity)})
 	}
 	if pod.Spec.NodeName != "" && pod.Spec.NodeName != node.Name {
-		return predicateFailure(ReasonNodeName, errNodeName)
+		out = append(out, Failure{Result: predicateFailure(ReasonNodeName, errNodeName)})
 	}
 	if portsInUse(pod, active) {
-		return predicateFailure(ReasonNodePorts, errNodePorts)
+		out = append(out, Failure{Result: predicateFailure(ReasonNodePorts, errNodePorts)})
 	}
 	noExecute := func(t *v1.Taint) bool { return t.Effect == v1.TaintEffectNoExecute }
 	if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations, noExecute, false); untolerated {
-		return predicateFailure(ReasonTaint, errTaint)
+		out = append(out, Failure{Result: predicateFailure(ReasonTaint, errTaint)})
 	}
-	return admitted
+	return out
 }
 
 func predicateFailure(name, desc string) Result {
@@ -79,11 +116,13 @@ func predicateFailure(name, desc string) Result {
 
 // fits checks the pod's requests against the node's allocatable minus what
 // the active pods request, resource by resource in the scheduler's order
-// (pods, cpu, memory, ephemeral-storage, then the others by name).
-func fits(pod *v1.Pod, node *v1.Node, active []*v1.Pod) Result {
+// (pods, cpu, memory, ephemeral-storage, then the others by name), and
+// returns every resource that does not fit.
+func fits(pod *v1.Pod, node *v1.Node, active []*v1.Pod) []Insufficient {
+	var out []Insufficient
 	alloc := node.Status.Allocatable
 	if maxPods, ok := alloc[v1.ResourcePods]; ok && int64(len(active))+1 > maxPods.Value() {
-		return insufficient(v1.ResourcePods, 1, int64(len(active)), maxPods.Value())
+		out = append(out, Insufficient{Resource: v1.ResourcePods, Requested: 1, Used: int64(len(active)), Capacity: maxPods.Value()})
 	}
 	want := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	used := v1.ResourceList{}
@@ -97,10 +136,15 @@ func fits(pod *v1.Pod, node *v1.Node, active []*v1.Pod) Result {
 		}
 	}
 	order := []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage}
+	var others []string
 	for name := range want {
 		if name != v1.ResourceCPU && name != v1.ResourceMemory && name != v1.ResourceEphemeralStorage && name != v1.ResourcePods {
-			order = append(order, name)
+			others = append(others, string(name))
 		}
+	}
+	sort.Strings(others)
+	for _, name := range others {
+		order = append(order, v1.ResourceName(name))
 	}
 	for _, name := range order {
 		req, ok := want[name]
@@ -109,10 +153,10 @@ func fits(pod *v1.Pod, node *v1.Node, active []*v1.Pod) Result {
 		}
 		capacity, u := alloc[name], used[name]
 		if value(name, req) > value(name, capacity)-value(name, u) {
-			return insufficient(name, value(name, req), value(name, u), value(name, capacity))
+			out = append(out, Insufficient{Resource: name, Requested: value(name, req), Used: value(name, u), Capacity: value(name, capacity)})
 		}
 	}
-	return admitted
+	return out
 }
 
 // value is a quantity in the unit the kubelet reports it in: millicores
@@ -124,9 +168,9 @@ func value(name v1.ResourceName, q resource.Quantity) int64 {
 	return q.Value()
 }
 
-func insufficient(name v1.ResourceName, requested, used, capacity int64) Result {
-	return Result{Reason: outOfPrefix + string(name), Message: fmt.Sprintf(
-		"Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", name, requested, used, capacity)}
+func insufficient(in Insufficient) Result {
+	return Result{Reason: outOfPrefix + string(in.Resource), Message: fmt.Sprintf(
+		"Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", in.Resource, in.Requested, in.Used, in.Capacity)}
 }
 
 // portsInUse reports whether a host port of pod (protocol, host IP, port)

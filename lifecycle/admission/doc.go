@@ -46,6 +46,17 @@
 // TestEngineRejectsUnenforceableAppArmor prove it. The host is probed once
 // per process (HostAppArmor); the rule itself takes the fact injected.
 //
+// Precheck (checks 1-3) and Filter (checks 4-8, every failure kept, as the
+// kubelet's generalFilter) split Admit for the critical pod admission (the
+// kubelet's preemption package): a pod that IsCritical (static, mirror, or
+// priority 2*10^9 or more) and refused by Filter only for resources
+// (Insufficient) is not rejected; the engine evicts PodsToPreempt (the
+// kubelet's getPodsToPreempt: pods it may preempt, Preemptable; guaranteed
+// spared most, then burstable; the fewest pods, nearest to the need, the
+// smaller on a tie) and admits it (lifecycle/preempt.go). A critical pod
+// refused for another reason too gets the first such reason. TestFilterKeepsEveryFailure,
+// TestPodsToPreempt and the engine's TestEngineCriticalPodPreemption prove it.
+//
 // The rules are pure: no I/O, no clock, no state (the host probes,
 // NewSysctls and AppArmorEnabled, are apart from them).
 package admission
