@@ -11,7 +11,9 @@
 #
 # Environment:
 #   BENCH_FLEET_NODES      node counts, in order (default 10,50,100; e.g. 10 for a smoke run)
-#   BENCH_FLEET_DEADLINE   RFC 3339 time: a node count that would end later is skipped (and said)
+#   BENCH_FLEET_DEADLINE   RFC 3339 time: a node count that would end later is skipped (and said),
+#                          the run in progress at that time is stopped and cleaned up
+#   BENCH_FLEET_BUDGET     seconds from this script's start: the same, when no DEADLINE is given
 #   BENCH_FLEET_DOCS=1|0   rewrite docs/benchmarks-fleet.md and docs/benchmarks-fleet/*.svg (default 1)
 #   BENCH_FLEET_SMOKE=1    label the report a smoke run
 #   BENCH_FLEET_STEADY, BENCH_FLEET_CHURN, BENCH_FLEET_BASELINE   window lengths (30s, 45s, 15s)
@@ -24,6 +26,9 @@
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+if [ -z "${BENCH_FLEET_DEADLINE:-}" ] && [ -n "${BENCH_FLEET_BUDGET:-}" ]; then
+  BENCH_FLEET_DEADLINE=$(date -u -d "+${BENCH_FLEET_BUDGET} seconds" +%Y-%m-%dT%H:%M:%SZ)
+fi
 RESULTS=${ROOT}/_output/bench-fleet/$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "${RESULTS}"
 cd "${ROOT}"

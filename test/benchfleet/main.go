@@ -211,6 +211,20 @@ func run(ctx context.Context, cfg *config) error {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
+	// Pods of a namespace without its default ServiceAccount yet wait for
+	// their token volume: wait for it, as the e2e framework does.
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		if _, err := cs.CoreV1().ServiceAccounts(namespace).Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			return fmt.Errorf("no default ServiceAccount in namespace %s after 60 s: %w", namespace, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 	save := func() error {
 		res.Finished = time.Now().UTC()
 		j, err := json.MarshalIndent(res, "", "  ")

@@ -13,6 +13,8 @@
 // process, no cgroup, no log file, no network. Every image pull succeeds at
 // once. What this command adds to what kubemark's fake answers:
 //
+//   - Image size: every image has a size (upstream's fake reports 0, which
+//     crivk, as the kubelet's CRI client, refuses as an invalid ImageStatus).
 //   - RuntimeStatus: RuntimeReady and NetworkReady true (as fake.Start sets).
 //   - ImageFsInfo: one image and one container filesystem at -fs-dir, its
 //     used bytes and inodes those of the filesystem that holds it, so that
@@ -40,6 +42,9 @@ import (
 	fakeremote "k8s.io/cri-client/pkg/fake"
 )
 
+// fakeImageSize is the size every image is reported with (bytes).
+const fakeImageSize = 320 << 10
+
 func main() {
 	listen := flag.String("listen", "unix:///run/crivk/fakecri.sock", "unix socket endpoint to serve the CRI on")
 	fsDir := flag.String("fs-dir", os.TempDir(), "directory reported as the image and container filesystem (ImageFsInfo)")
@@ -60,6 +65,11 @@ func run(listen, fsDir string) error {
 	}
 	defer f.Stop()
 	defer os.Remove(strings.TrimPrefix(listen, "unix://"))
+	// A size, as containerd reports one: the fake's images have none
+	// (0), which a CRI client that checks ImageStatus (crivk, the
+	// kubelet's cri-client) refuses; the hollow nodes call the fake
+	// in-process, unchecked. The size of the local pause image.
+	f.ImageService.SetFakeImageSize(fakeImageSize)
 	setFsUsage(f, fsDir)
 	fmt.Fprintf(os.Stderr, "fakecri: serving the kubelet's fake runtime on %s (pid %d)\n", listen, os.Getpid())
 
