@@ -74,13 +74,6 @@ func (p perNode) verb(w *Window, v string) float64 {
 	return (w.RequestsPerSec[v] - p.r.Baseline.RequestsPerSec[v]) / p.n()
 }
 
-func (p perNode) watches(w *Window) float64 {
-	if w.Watchers < 0 {
-		return -1
-	}
-	return (w.Watchers - p.r.Baseline.Watchers) / p.n()
-}
-
 func (p perNode) longRunning(w *Window) float64 {
 	if w.LongRunning < 0 {
 		return -1
@@ -209,8 +202,9 @@ func markdown(res *Results, plots []string) string {
 			row(ws.name+": agent CPU (millicores)", pn(func(p perNode) string { return f2(p.agentCPU(ws.win(p.r))) }))
 			row(ws.name+": fakecri CPU (millicores; crivk only, in-process for hollow nodes)", pn(func(p perNode) string { return f2(p.fakeCPU(ws.win(p.r))) }))
 		}
-		row("watches held (apiserver_registered_watchers)", pn(func(p perNode) string { return f2(p.watches(p.r.Steady)) }))
-		row("long-running WATCH requests (apiserver_longrunning_requests)", pn(func(p perNode) string { return f2(p.longRunning(p.r.Steady)) }))
+		// apiserver_registered_watchers is gone from v1.35's API server:
+		// the watches held are its long-running WATCH requests.
+		row("watches held (apiserver_longrunning_requests{verb=WATCH}, end of steady)", pn(func(p perNode) string { return f2(p.longRunning(p.r.Steady)) }))
 		row("kube-apiserver RSS growth (MiB, end of churn over baseline)", pn(func(p perNode) string { return f2(p.apiRSS(p.r.Churn)) }))
 		row("etcd RSS growth (MiB, end of churn over baseline)", pn(func(p perNode) string { return f2(p.etcdRSS(p.r.Churn)) }))
 		row("agent RSS (MiB, end of steady)", pn(func(p perNode) string { return f2(p.agentRSS(p.r.Steady)) }))
@@ -250,7 +244,7 @@ func markdown(res *Results, plots []string) string {
 			{"steady kube-apiserver CPU (m)", func(p perNode) float64 { return p.apiCPU(p.r.Steady) }},
 			{"churn kube-apiserver CPU (m)", func(p perNode) float64 { return p.apiCPU(p.r.Churn) }},
 			{"churn etcd CPU (m)", func(p perNode) float64 { return p.etcdCPU(p.r.Churn) }},
-			{"watches held", func(p perNode) float64 { return p.watches(p.r.Steady) }},
+			{"watches held", func(p perNode) float64 { return p.longRunning(p.r.Steady) }},
 			{"agent RSS (MiB)", func(p perNode) float64 { return p.agentRSS(p.r.Steady) }},
 			{"churn agent CPU (m)", func(p perNode) float64 { return p.agentCPU(p.r.Churn) }},
 			{"churn create->Running p50 (s)", func(p perNode) float64 { return p.r.ChurnP50 }},
