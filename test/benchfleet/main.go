@@ -208,7 +208,7 @@ func run(ctx context.Context, cfg *config) error {
 	res := &Results{Command: cfg.command, Started: time.Now().UTC(), Commit: gitCommit(cfg.root), Machine: machine(), Smoke: cfg.smoke}
 	res.Config.PodsPerNode, res.Config.QPS, res.Config.Burst = cfg.podsPerNode, cfg.env.qps, cfg.env.burst
 	res.Config.Baseline, res.Config.Steady, res.Config.Churn = cfg.baseline.Seconds(), cfg.steady.Seconds(), cfg.churn.Seconds()
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := ensureNamespace(ctx, cs); err != nil {
 		return err
 	}
 	// Pods of a namespace without its default ServiceAccount yet wait for
@@ -338,6 +338,8 @@ func (b *bench) runSteps(ctx context.Context, f fleet, r *Run, n int, label stri
 	}
 
 	t := newTracker(b.cs)
+	// A churn pod is deleted as soon as it is Running.
+	t.onRunning = func(name string) { _ = t.delete(ctx, name) }
 	tctx, stopTracker := context.WithCancel(ctx)
 	defer stopTracker()
 	if err := t.run(tctx); err != nil {
@@ -378,7 +380,6 @@ func (b *bench) runSteps(ctx context.Context, f fleet, r *Run, n int, label stri
 	// Churn: one pod per node every 10 s (N/10 per second), round robin,
 	// each deleted once Running.
 	interval := 10 * time.Second / time.Duration(n)
-	t.onRunning = func(name string) { _ = t.delete(ctx, name) }
 	var created int
 	logf("%s %d: churn window %s, a pod every %s", a, n, b.cfg.churn, interval)
 	r.Churn, err = b.measure(ctx, b.cfg.churn, f, func(wctx context.Context) {
@@ -557,4 +558,31 @@ func (b *bench) cleanup(f fleet, a string) error {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// ensureNamespace creates the bench namespace, first waiting for one an
+// earlier run left terminating (etcd outlives the cluster's processes).
+func ensureNamespace(ctx context.Context, cs kubernetes.Interface) error {
+	for deadline := time.Now().Add(120 * time.Second); ; {
+		ns, err := cs.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			_, err = cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
+			if err == nil || !apierrors.IsAlreadyExists(err) {
+				return err
+			}
+		case err != nil:
+			return err
+		case ns.DeletionTimestamp == nil:
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("namespace %s still terminating after 120 s", namespace)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }

@@ -32,10 +32,10 @@ type podTimes struct {
 type tracker struct {
 	cs kubernetes.Interface
 
-	mu   sync.Mutex // guards pods and churnDel
+	mu   sync.Mutex // guards pods
 	pods map[string]*podTimes
 	// onRunning is called (in its own goroutine) for a churn pod the
-	// first time it is seen Running.
+	// first time it is seen Running; set before run.
 	onRunning func(name string)
 	changed   chan struct{}
 }
