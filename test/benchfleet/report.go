@@ -305,7 +305,12 @@ func topRequests(m map[string]float64, k int) string {
 	for a, v := range m {
 		s = append(s, kv{a, v})
 	}
-	sort.Slice(s, func(i, j int) bool { return s[i].v > s[j].v })
+	sort.Slice(s, func(i, j int) bool {
+		if s[i].v != s[j].v {
+			return s[i].v > s[j].v
+		}
+		return s[i].k < s[j].k
+	})
 	var parts []string
 	for i := 0; i < len(s) && i < k; i++ {
 		parts = append(parts, fmt.Sprintf("`%s` %.1f", s[i].k, s[i].v))
