@@ -438,7 +438,9 @@ func writeReports(res *Results, cfg *config) error {
 	if err := os.WriteFile(filepath.Join(cfg.out, "report.md"), []byte(markdown(res, plots)), 0o644); err != nil {
 		return err
 	}
-	if cfg.docs == "" {
+	if cfg.docs == "" || len(res.Runs) == 0 {
+		// A run that measured nothing (every node count skipped) keeps
+		// the docs of the last one that did.
 		return nil
 	}
 	dir := strings.TrimSuffix(cfg.docs, ".md")
