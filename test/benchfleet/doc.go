@@ -34,7 +34,11 @@
 // processes (CPU seconds, VmRSS). Per-node figures are the window's
 // increase over the baseline window divided by N. It writes results.json
 // and report.md into -out and, with -docs, docs/benchmarks-fleet.md with
-// its SVG plots.
+// its SVG plots (docs/benchmarks-fleet/*.svg, with two node counts or
+// more). -render FILE rewrites those reports from an earlier results.json
+// without running anything. With -deadline, a node count whose estimated
+// run would end later is skipped (and the report says so), and the run in
+// progress at the deadline is stopped and cleaned up.
 //
 // It must never touch anything but its own namespace (bench-fleet), its
 // own nodes (label bench.crivk.io/fleet) and the processes it started.
