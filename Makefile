@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 VERSION ?= v1.35.4-crivk.0
 NODE_AGENT ?= crivk
 
-.PHONY: all build run test test-unit test-conformance test-e2e test-helm conformance node-conformance bench chaos release local-up local-down deps clean
+.PHONY: all build run test test-unit test-conformance test-e2e test-helm conformance node-conformance bench chaos release bench-fleet local-up local-down deps clean
 
 all: build
 
@@ -46,6 +46,10 @@ node-conformance:
 ## bench: crivk against the kubelet and raw CRI calls (docs/benchmarks.md); BENCH_QUICK=1 for the < 5 minute plan
 bench:
 	VERSION=$(VERSION) hack/bench.sh
+
+## bench-fleet: crivk nodes (one process) against the kubelet's hollow nodes (kubemark), both over the kubelet's fake CRI, at 10/50/100 nodes (docs/benchmarks-fleet.md); BENCH_FLEET_NODES=10 for a smoke run
+bench-fleet:
+	VERSION=$(VERSION) hack/bench-fleet.sh
 
 ## chaos: the fault scenarios (containerd, API server and crivk killed; 10 kill -9 cycles of crivk during a 30-pod churn) against a local cluster
 chaos:
