@@ -1,7 +1,6 @@
 package allocation
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -79,8 +78,8 @@ func New(cfg Config) (*Manager, error) {
 	case err != nil:
 		return nil, fmt.Errorf("reading the allocation checkpoint: %w", err)
 	}
-	if err := json.Unmarshal(b, &m.allocated); err != nil {
-		return nil, fmt.Errorf("allocation checkpoint %s: %w", m.path, err)
+	if m.allocated, err = unmarshalCheckpoint(m.path, b); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -179,7 +178,7 @@ func (m *Manager) checkpointLocked() error {
 	if m.path == "" {
 		return nil
 	}
-	b, err := json.Marshal(m.allocated)
+	b, err := marshalCheckpoint(m.allocated)
 	if err != nil {
 		return fmt.Errorf("encoding the allocation checkpoint: %w", err)
 	}

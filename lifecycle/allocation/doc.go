@@ -35,8 +35,11 @@
 // # Where allocations live
 //
 // In memory, and in a checkpoint file (Config.Path,
-// <root-dir>/allocated_pods_state, written whole and renamed into place at
-// every change), read back at start: after a restart, a resize that was
+// <root-dir>/allocated_pods_state, in the kubelet's own format and checksum
+// (checkpoint.go), written whole and renamed into place at every change),
+// read back at start (a file crivk wrote before it used the kubelet's
+// format is read too; an unreadable one stops crivk, as it stops the
+// kubelet): after a restart, a resize that was
 // pending stays pending, and admission counts what was allocated, not
 // what the specs ask. The runtime cannot hold it: a container's labels and
 // annotations are fixed at its creation, and the values it reports are the
