@@ -16,6 +16,7 @@
 #   registry.k8s.io/e2e-test-images/agnhost:2.59      upstream test/images/agnhost recipe on a
 #                                                     Debian bookworm minbase root filesystem, with
 #                                                     /var/registry for its fake-registry-server
+#                                                     and nmeter (as busybox's)
 #   registry.k8s.io/e2e-test-images/nonewprivs:1.3    upstream test/images/nonewprivs: a setuid-root
 #                                                     /usr/local/bin/nnp that prints its effective uid
 #
@@ -261,7 +262,7 @@ build_agnhost() {
   "${ROOT}/hack/build-kube.sh" agnhost >/dev/null
   build_debian_base agnhost-base "${AGNHOST_PACKAGES}"
   porter=$(cd "${ROOT}/hack/tools" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/images/agnhost/porter
-  inputs=$(inputs_of agnhost "${BIN}/agnhost" "${base}" "${porter}/localhost.crt" "${porter}/localhost.key" "${BUSYBOX_BIN}" "${pause}")
+  inputs=$(inputs_of agnhost "${BIN}/agnhost" "${base}" "${porter}/localhost.crt" "${porter}/localhost.key" "${BUSYBOX_BIN}" "${pause}" "${ROOT}"/hack/tools/cmd/nmeter/*.go)
   if up_to_date "${tar}" "${inputs}"; then return; fi
   log "building agnhost.tar"
   local rootfs applet d have
@@ -280,6 +281,11 @@ build_agnhost() {
     done
     [ "${have}" = true ] || ln -s busybox "${rootfs}/usr/local/bin/${applet}"
   done
+  # The node e2e suite's Containers Lifecycle specs run their script (and its
+  # nmeter timestamps) in agnhost as the alternate image; upstream's agnhost
+  # is Alpine-based, its busybox has the applet.
+  build_nmeter
+  install -m 0755 "${BIN}/nmeter" "${rootfs}/usr/local/bin/nmeter"
   echo 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' >> "${rootfs}/etc/passwd"
   echo 'user-defined-in-image:!:19000:0:99999:7:::' >> "${rootfs}/etc/shadow"
   printf '%s\n' 'user-defined-in-image:x:1000:' 'group-defined-in-image:x:50000:user-defined-in-image' >> "${rootfs}/etc/group"

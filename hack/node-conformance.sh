@@ -258,6 +258,12 @@ fi
 MANIFESTS=${LOCAL_DIR}/manifests
 rm -rf "${MANIFESTS}"
 mkdir -p "${MANIFESTS}" /var/log/pods /var/lib/kubelet "${LOCAL_DIR}/crivk"
+# Both agents share the root dir: each run starts without the checkpoints an
+# earlier run of either agent left there (the kubelet's allocated_pods_state,
+# actuated_pods_state, cpu/memory/dra manager state). crivk refused to start
+# on the kubelet's allocated_pods_state (2026-11-27: "json: cannot unmarshal
+# string into Go value of type allocation.PodAllocation").
+rm -f /var/lib/kubelet/*_state
 cat >"${RESULTS}/agent-config.d/10-node-e2e.conf" <<CFG
 # Both agents (hack/node-conformance.sh explains each field).
 apiVersion: kubelet.config.k8s.io/v1beta1
