@@ -59,7 +59,7 @@ func (e *Engine) admit(ctx context.Context, pod *v1.Pod, active []*v1.Pod, preem
 		r = e.cfg.Sysctls.Admit(pod)
 	}
 	if r.Admit && e.cfg.Devices != nil {
-		if err := e.cfg.Devices.Allocate(pod, e.deviceHolders(active)); err != nil {
+		if err := e.cfg.Devices.Allocate(ctx, pod, e.deviceHolders(active)); err != nil {
 			r = admission.Result{Reason: reasonUnexpectedAdmission, Message: fmt.Sprintf("Allocate failed due to %v, which is unexpected", err)}
 		}
 	}

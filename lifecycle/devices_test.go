@@ -27,7 +27,7 @@ type fakeDevices struct {
 
 var _ Devices = (*fakeDevices)(nil)
 
-func (d *fakeDevices) Allocate(pod *v1.Pod, active []*v1.Pod) error {
+func (d *fakeDevices) Allocate(_ context.Context, pod *v1.Pod, active []*v1.Pod) error {
 	d.mu.Lock()
 	d.allocated = append(d.allocated, pod.Name)
 	var names []string

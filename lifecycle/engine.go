@@ -169,7 +169,7 @@ type Devices interface {
 	// Allocate allocates the devices of every container of pod; active
 	// are the other pods holding resources (the devices of the others are
 	// freed). An error rejects the pod.
-	Allocate(pod *v1.Pod, active []*v1.Pod) error
+	Allocate(ctx context.Context, pod *v1.Pod, active []*v1.Pod) error
 	// InUse is, when pod has devices, the count of devices in use of each
 	// device plugin resource (nil otherwise): admission raises the node's
 	// allocatable to it (the kubelet's sanitizeNodeAllocatable).

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/podutil"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -33,7 +34,7 @@ const allocateTimeout = 2 * time.Minute
 // unexpected" (lifecycle/admit.go). Devices allocated to
 // the pod's earlier containers are then kept until the pod is no longer
 // active, as with the kubelet.
-func (m *Manager) Allocate(pod *v1.Pod, active []*v1.Pod) error {
+func (m *Manager) Allocate(ctx context.Context, pod *v1.Pod, active []*v1.Pod) error {
 	m.allocMu.Lock()
 	defer m.allocMu.Unlock()
 	keep := sets.New(pod.UID)
@@ -52,7 +53,6 @@ func (m *Manager) Allocate(pod *v1.Pod, active []*v1.Pod) error {
 	if freed {
 		m.writeCheckpoint()
 	}
-	ctx := context.Background()
 	// Devices an init container (not a sidecar) used are given first to
 	// the containers after it (the kubelet's devicesToReuse).
 	reuse := map[string]sets.Set[string]{}
@@ -61,8 +61,7 @@ func (m *Manager) Allocate(pod *v1.Pod, active []*v1.Pod) error {
 		if err := m.allocateContainer(ctx, pod, c, reuse, true); err != nil {
 			return err
 		}
-		sidecar := c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-		m.updateReuse(pod.UID, c.Name, reuse, !sidecar)
+		m.updateReuse(pod.UID, c.Name, reuse, !podutil.IsSidecar(c))
 	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]

@@ -355,7 +355,7 @@ func TestAllocate(t *testing.T) {
 	f.waitCounts(t, counts{2, 2})
 
 	first := devicePod("u1", "first", nil, []int64{1})
-	if err := f.m.Allocate(first, nil); err != nil {
+	if err := f.m.Allocate(context.Background(), first, nil); err != nil {
 		t.Fatalf("Allocate: %v", err)
 	}
 	got := f.m.Devices("u1", "c0")[res]
@@ -378,11 +378,11 @@ func TestAllocate(t *testing.T) {
 	}
 
 	second := devicePod("u2", "second", nil, []int64{2})
-	err = f.m.Allocate(second, []*v1.Pod{first})
+	err = f.m.Allocate(context.Background(), second, []*v1.Pod{first})
 	if want := "requested number of devices unavailable for example.com/dev. Requested: 2, Available: 1"; err == nil || err.Error() != want {
 		t.Errorf("Allocate of 2 with 1 free: %v, want %q", err, want)
 	}
-	if err := f.m.Allocate(second, nil); err != nil { // first is gone
+	if err := f.m.Allocate(context.Background(), second, nil); err != nil { // first is gone
 		t.Errorf("Allocate once the first pod is gone: %v", err)
 	}
 	if d := f.m.Devices("u2", "c0")[res]; len(d) != 2 {
@@ -430,7 +430,7 @@ func TestAllocateRefusals(t *testing.T) {
 			p := f.plugin(t, "p", tc.devices()...)
 			register(t, p)
 			eventually(t, "the devices listed", func() bool { return f.counts().capacity == 1 })
-			if err := f.m.Allocate(tc.pod, nil); err == nil || err.Error() != tc.want {
+			if err := f.m.Allocate(context.Background(), tc.pod, nil); err == nil || err.Error() != tc.want {
 				t.Errorf("Allocate: %v, want %q", err, tc.want)
 			}
 		})
@@ -445,7 +445,7 @@ func TestAllocateInitContainerDevicesReused(t *testing.T) {
 	register(t, p)
 	f.waitCounts(t, counts{1, 1})
 	pod := devicePod("u", "p", []int64{1}, []int64{1})
-	if err := f.m.Allocate(pod, nil); err != nil {
+	if err := f.m.Allocate(context.Background(), pod, nil); err != nil {
 		t.Fatalf("Allocate: %v", err)
 	}
 	if a, b := f.m.Devices("u", "init0")[res], f.m.Devices("u", "c0")[res]; !slices.Equal(a, []string{"d0"}) || !slices.Equal(b, []string{"d0"}) {
@@ -463,7 +463,7 @@ func TestPreferredAllocationAndPreStart(t *testing.T) {
 	register(t, p)
 	f.waitCounts(t, counts{4, 4})
 	pod := devicePod("u", "p", nil, []int64{2})
-	if err := f.m.Allocate(pod, nil); err != nil {
+	if err := f.m.Allocate(context.Background(), pod, nil); err != nil {
 		t.Fatalf("Allocate: %v", err)
 	}
 	if got := f.m.Devices("u", "c0")[res]; !slices.Equal(got, []string{"d2", "d3"}) {
@@ -496,7 +496,7 @@ func TestContainerOptionsMerge(t *testing.T) {
 	register(t, p)
 	f.waitCounts(t, counts{1, 1})
 	pod := devicePod("u", "p", nil, []int64{1})
-	if err := f.m.Allocate(pod, nil); err != nil {
+	if err := f.m.Allocate(context.Background(), pod, nil); err != nil {
 		t.Fatal(err)
 	}
 	o, err := f.m.ContainerOptions(context.Background(), pod, &pod.Spec.Containers[0])
@@ -569,7 +569,7 @@ func TestRestartRestoresAllocations(t *testing.T) {
 	register(t, p)
 	f.waitCounts(t, counts{2, 2})
 	one := devicePod("u1", "one", nil, []int64{1})
-	if err := f.m.Allocate(one, nil); err != nil {
+	if err := f.m.Allocate(context.Background(), one, nil); err != nil {
 		t.Fatal(err)
 	}
 	held := f.m.Devices("u1", "c0")[res]
@@ -583,7 +583,7 @@ func TestRestartRestoresAllocations(t *testing.T) {
 	if got := f.counts(); got != (counts{0, 0}) {
 		t.Errorf("the restored resource before its plugin registers: %v, want 0 and 0", got)
 	}
-	if err := f.m.Allocate(one, nil); err != nil {
+	if err := f.m.Allocate(context.Background(), one, nil); err != nil {
 		t.Errorf("re-admission of the running pod: %v", err)
 	}
 	if got := f.m.Devices("u1", "c0")[res]; !slices.Equal(got, held) {
@@ -597,7 +597,7 @@ func TestRestartRestoresAllocations(t *testing.T) {
 	register(t, p2)
 	f.waitCounts(t, counts{2, 2})
 	two := devicePod("u2", "two", nil, []int64{2})
-	if err := f.m.Allocate(two, []*v1.Pod{one}); err == nil || !strings.Contains(err.Error(), "Available: 1") {
+	if err := f.m.Allocate(context.Background(), two, []*v1.Pod{one}); err == nil || !strings.Contains(err.Error(), "Available: 1") {
 		t.Errorf("the restored device was given again: %v", err)
 	}
 
