@@ -591,6 +591,17 @@ func (w *workloads) measure(ctx context.Context, pods int) (Steady, error) {
 	}
 	a0, c0, t0 := cpu(w.m.agentPID), cpu(w.m.containerdPID), w.clock.Now()
 	var rss []float64
+	sampleRSS := func() error {
+		if w.m.agentPID == 0 {
+			return nil
+		}
+		r, err := procRSS(w.m.agentPID)
+		if err != nil {
+			return fmt.Errorf("agent RSS: %w", err)
+		}
+		rss = append(rss, float64(r)/(1<<20))
+		return nil
+	}
 	// One ticker, no second timer: RSS is sampled every second and the
 	// window ends at the first tick past the duration.
 	tick := w.clock.NewTicker(time.Second)
@@ -601,12 +612,15 @@ func (w *workloads) measure(ctx context.Context, pods int) (Steady, error) {
 			return s, ctx.Err()
 		case <-tick.C():
 		}
-		if w.m.agentPID != 0 {
-			r, err := procRSS(w.m.agentPID)
-			if err != nil {
-				return s, fmt.Errorf("agent RSS: %w", err)
-			}
-			rss = append(rss, float64(r)/(1<<20))
+		if err := sampleRSS(); err != nil {
+			return s, err
+		}
+	}
+	// A window whose ticks all came before the loop looked (a loaded
+	// machine, or a clock stepped ahead) still has one RSS sample.
+	if len(rss) == 0 {
+		if err := sampleRSS(); err != nil {
+			return s, err
 		}
 	}
 	el := w.clock.Since(t0).Seconds()
