@@ -54,7 +54,10 @@ e2e() {
   local rc=0
   # An earlier run's evidence would be taken for this run's.
   rm -rf "${LOGS}/e2e"
-  CRIVK_E2E=1 go test -count=1 -timeout 35m -v -run "${E2E_RUN:-.}" ./test/e2e/ 2>&1 | tee "${LOGS}/e2e.log" || rc=$?
+  # -parallel 4: the parallel tests (each in its own namespace, none
+  # restarting crivk) mostly wait (TestVolumeTokenRefresh 8 minutes for the
+  # token's refresh); GOMAXPROCS (2 here) would run them two at a time.
+  CRIVK_E2E=1 go test -count=1 -timeout 35m -parallel 4 -v -run "${E2E_RUN:-.}" ./test/e2e/ 2>&1 | tee "${LOGS}/e2e.log" || rc=$?
   if [ "${rc}" -ne 0 ] && [ -z "$(evidence_dirs "${LOGS}/e2e")" ]; then
     # go test died before TestMain collected (a panic, its timeout).
     dump_evidence "${LOGS}/e2e/script" -kubeconfig "${KUBECONFIG}" -node "${NODE_NAME}" \

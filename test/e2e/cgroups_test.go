@@ -64,6 +64,7 @@ func anyDirLeft(dirs map[string]string) string {
 // them, deletes the pods and checks that no pod cgroup is left 10 s after
 // the objects are gone (crivk removes it before deleting the object).
 func TestPodCgroups(t *testing.T) {
+	t.Parallel() // pods of its own namespace only: runs beside TestVolumeTokenRefresh's 8-minute wait
 	ns := newNamespace(t)
 	guaranteed := busyboxPod("guaranteed", v1.RestartPolicyNever, "sleep 3600")
 	guaranteed.Spec.Containers[0].Resources = v1.ResourceRequirements{

@@ -129,6 +129,7 @@ func TestGracePeriod(t *testing.T) {
 // (at once, once bound, once the runtime holds a sandbox, once Running):
 // each goes, and nothing of it is left in the runtime.
 func TestDeleteWhileCreating(t *testing.T) {
+	t.Parallel() // pods of its own namespace only: runs beside TestVolumeTokenRefresh's 8-minute wait
 	ns := newNamespace(t)
 	stages := []struct {
 		what  string

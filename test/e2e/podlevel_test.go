@@ -35,6 +35,7 @@ func rl(cpu, mem string) v1.ResourceList {
 // container without limits of its own gets the pod-level ones in its own
 // cgroup (the kubelet's getCPULimit and getMemoryLimit).
 func TestPodLevelResources(t *testing.T) {
+	t.Parallel() // pods of its own namespace only: runs beside TestVolumeTokenRefresh's 8-minute wait
 	ns := newNamespace(t)
 	type ctrCgroup struct{ quota, memLimit string }
 	for _, tc := range []struct {
@@ -129,6 +130,7 @@ func TestPodLevelResources(t *testing.T) {
 // conditions go, ResizeStarted and ResizeCompleted); with resizePolicy
 // RestartContainer for memory the container is restarted with it.
 func TestPodLevelMemoryRequestResize(t *testing.T) {
+	t.Parallel() // pods of its own namespace only: runs beside TestVolumeTokenRefresh's 8-minute wait
 	ns := newNamespace(t)
 	for _, tc := range []struct {
 		name    string

@@ -222,6 +222,7 @@ func TestProbeReadyAcrossCrivkRestart(t *testing.T) {
 // restarts it when it fails, with the Killing event on the init
 // container. The probes' files are changed through exec.
 func TestSidecarProbes(t *testing.T) {
+	t.Parallel() // pods of its own namespace only: runs beside TestVolumeTokenRefresh's 8-minute wait
 	ns := newNamespace(t)
 	pod := busyboxPod("sidecar-probes", v1.RestartPolicyAlways, "sleep 3600")
 	always := v1.ContainerRestartPolicyAlways
