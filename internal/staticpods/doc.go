@@ -23,8 +23,8 @@
 // of the same UID: killed, then started again by the engine once stopped,
 // its restartCount counting on, its mirror pod kept); the name
 // "<name>-<node>"; the namespace "default" when none; spec.nodeName; the
-// annotations
-// kubernetes.io/config.source=file, config.hash (the UID) and config.seen;
+// annotations kubernetes.io/config.source=file, config.hash (the UID) and
+// config.seen;
 // a toleration of every NoExecute taint; the API server's defaults the
 // engine reads (restartPolicy, dnsPolicy, imagePullPolicy, probe periods,
 // requests from limits...). A pod that references API objects (service
