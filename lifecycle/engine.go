@@ -15,6 +15,7 @@ import (
 	"github.com/crivk/crivk/lifecycle/pleg"
 	"github.com/crivk/crivk/lifecycle/prober"
 	"github.com/crivk/crivk/lifecycle/status"
+	"github.com/crivk/crivk/podutil"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -397,6 +398,15 @@ func (e *Engine) publish(pod *v1.Pod) {
 // UpdatePod hands a new or changed pod to its worker. It never blocks on
 // the runtime, but for a new critical pod admitted by preempting others: it
 // returns once they are stopped (admitCritical). ctx's span (--tracing) becomes the parent of the sync's.
+//
+// A static pod killed (its manifest removed) and handed again with the
+// same UID (written again with the same content) is re-added, as the
+// kubelet's ADD after a REMOVE: a create, which the pod worker keeps
+// (restartRequested) until the termination completed, and Housekeeping
+// then starts the pod again. Its containers are kept meanwhile (the pod is
+// not deleted any more), so restartCount counts on. Only a static pod
+// (podutil.IsStaticPod) is re-added so: an API pod's deletion is never
+// undone, whatever copy of it arrives late.
 func (e *Engine) UpdatePod(ctx context.Context, pod *v1.Pod) {
 	e.admitMu.Lock()
 	known, rejected := e.pods.known(pod.UID)
@@ -404,10 +414,14 @@ func (e *Engine) UpdatePod(ctx context.Context, pod *v1.Pod) {
 		e.admitMu.Unlock()
 		return
 	}
+	readded := false
+	if prev := e.pods.pod(pod.UID); prev != nil {
+		readded = prev.DeletionTimestamp != nil && pod.DeletionTimestamp == nil && podutil.IsStaticPod(pod)
+	}
 	e.pods.add(pod, e.cfg.Clock.Now())
 	e.admitMu.Unlock()
 	t := SyncPodUpdate
-	if !known {
+	if !known || readded {
 		t = SyncPodCreate
 	}
 	e.workers.UpdatePod(UpdatePodOptions{UpdateType: t, Pod: pod, StartTime: e.cfg.Clock.Now(), Parent: cri.SpanRefFrom(ctx)})
@@ -513,12 +527,30 @@ func (e *Engine) Housekeeping(ctx context.Context) {
 		}
 	}
 
-	e.workers.SyncKnownPods(e.pods.list())
+	known := e.workers.SyncKnownPods(e.pods.list())
+	e.restartReused(known)
 
 	if listDesired := e.cfg.APIPods; listDesired != nil && (e.cfg.APIPodsSynced == nil || e.cfg.APIPodsSynced()) {
 		if err := e.cleanupOrphans(ctx, listDesired); err != nil {
 			log.G(ctx).WithError(err).Warn("cleaning up orphaned pods failed")
 		}
+	}
+}
+
+// restartReused starts again the desired pods the workers no longer know:
+// a static pod re-added with the same UID while it terminated, whose
+// worker record SyncKnownPods just dropped (the kubelet's
+// HandlePodCleanups: "Pod will be restarted because it is in the desired
+// set and not known to the pod workers (likely due to UID reuse)"). A
+// deleted pod is not desired: it is never started again.
+func (e *Engine) restartReused(known map[types.UID]PodWorkerSync) {
+	for _, p := range e.pods.list() {
+		if _, ok := known[p.UID]; ok || p.DeletionTimestamp != nil {
+			continue
+		}
+		log.L.WithField("pod", p.Namespace+"/"+p.Name).WithField("uid", p.UID).
+			Info("pod will be restarted because it is in the desired set and not known to the pod workers (likely due to UID reuse)")
+		e.workers.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: p, StartTime: e.cfg.Clock.Now()})
 	}
 }
 

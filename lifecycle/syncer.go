@@ -137,6 +137,12 @@ func (s *syncer) removeDeleted(ctx context.Context, pod *v1.Pod) error {
 	if err != nil && ctx.Err() == nil {
 		log.G(ctx).WithField("pod", pod.Namespace+"/"+pod.Name).WithField("uid", pod.UID).Warn("final status not delivered in time; deleting the pod anyway")
 	}
+	if cur := s.pods.pod(pod.UID); cur != nil && cur.DeletionTimestamp == nil {
+		// Re-added meanwhile (a static pod's manifest written again,
+		// Engine.UpdatePod): desired again, not deleted; its containers
+		// stay for its restart.
+		return nil
+	}
 	if err := s.onTerminated(ctx, s.withStatus(pod)); err != nil {
 		return err
 	}

@@ -3,8 +3,8 @@
 // container resources and CPU conversions, sidecars (restartable init
 // containers), whether an exited container restarts (its restartPolicy
 // and restartPolicyRules over the pod's), the pod's hostname and domain,
-// the downward API's resource values, $(VAR) expansion and the resolution
-// of a probe's or hook's port.
+// the downward API's resource values, $(VAR) expansion, the resolution
+// of a probe's or hook's port and whether a pod is static (from a file).
 // It also holds ErrExecTimedOut, the one error the runtime (cri) returns and
 // the prober tests for, so that the prober needs no import of cri.
 // It is a leaf: it imports only k8s.io/api and apimachinery, never another

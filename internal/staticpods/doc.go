@@ -18,9 +18,13 @@
 // A static pod (manifest.go) has the kubelet's defaults: the UID is a hash
 // of the manifest, the node and the file (a changed file is a new pod: the
 // old UID is killed, the new one started once the old is finished, as the
-// engine serialises pods of one name); the name "<name>-<node>"; the
-// namespace "default" when none; spec.nodeName; the annotations
-// kubernetes.io/config.source=file, config.hash (the UID) and config.seen;
+// engine serialises pods of one name; a file removed and written again
+// with the same content is, as for the kubelet, a removal then an addition
+// of the same UID: killed, then started again by the engine once stopped,
+// its restartCount counting on, its mirror pod kept); the name
+// "<name>-<node>"; the namespace "default" when none; spec.nodeName; the
+// annotations kubernetes.io/config.source=file, config.hash (the UID) and
+// config.seen;
 // a toleration of every NoExecute taint; the API server's defaults the
 // engine reads (restartPolicy, dnsPolicy, imagePullPolicy, probe periods,
 // requests from limits...). A pod that references API objects (service

@@ -50,24 +50,24 @@ func IsMirror(pod *v1.Pod) bool {
 // is not a valid pod is left out (its error is returned beside the pods:
 // the pod it held, if any, stops, as the kubelet's). A path that does not
 // exist holds no pods and is not an error (the kubelet waits for it).
-func readManifests(path string, nodeName string, now time.Time) ([]*v1.Pod, []error) {
+// sources holds the file each pod was read from, by UID.
+func readManifests(path string, nodeName string, now time.Time) (pods []*v1.Pod, sources map[types.UID]string, errs []error) {
+	sources = map[types.UID]string{}
 	fi, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, sources, nil
 	}
 	if err != nil {
-		return nil, []error{err}
+		return nil, sources, []error{err}
 	}
 	files := []string{path}
 	if fi.IsDir() {
 		files, err = filepath.Glob(filepath.Join(path, "[^.]*"))
 		if err != nil {
-			return nil, []error{err}
+			return nil, sources, []error{err}
 		}
 		sort.Strings(files)
 	}
-	var pods []*v1.Pod
-	var errs []error
 	for _, f := range files {
 		st, err := os.Stat(f)
 		if err != nil {
@@ -92,8 +92,9 @@ func readManifests(path string, nodeName string, now time.Time) ([]*v1.Pod, []er
 			continue
 		}
 		pods = append(pods, pod)
+		sources[pod.UID] = f
 	}
-	return pods, errs
+	return pods, sources, errs
 }
 
 // decodeManifest decodes one pod (YAML or JSON) and applies the kubelet's

@@ -45,6 +45,16 @@ type SourceConfig struct {
 // disappeared (the file was removed or changed: the UID is a hash of the
 // content) is killed. The set semantics are the kubelet's: a file that
 // stops parsing stops its pod.
+//
+// A file removed (or renamed away) and written again with the same content
+// before the read keeps its UID, yet the kubelet saw two updates (its watch
+// handles fsnotify's REMOVE and CREATE one at a time): the pod was removed,
+// so killed, then added again with the same UID, so started again once its
+// termination completed, its containers' restartCount counting on. The
+// source does the same: the watch notes each removed file (noteEvent), and
+// a pod whose file was removed since the last read and is read again is
+// killed, then handed again (Sync); the engine restarts a re-added UID
+// after its termination (lifecycle.Engine.UpdatePod).
 type Source struct {
 	cfg SourceConfig
 
@@ -57,6 +67,11 @@ type Source struct {
 	pods        map[types.UID]*v1.Pod
 	synced      bool
 	terminating map[string]map[types.UID]bool
+	// files is the manifest each current pod was read from, by UID;
+	// removed the files fsnotify reported removed or renamed since the
+	// last read began. Guarded by mu.
+	files   map[types.UID]string
+	removed map[string]bool
 }
 
 // NewSource returns a source of cfg.Path; Run reads it.
@@ -67,7 +82,10 @@ func NewSource(cfg SourceConfig) *Source {
 	if cfg.Period <= 0 {
 		cfg.Period = 20 * time.Second
 	}
-	return &Source{cfg: cfg, pods: map[types.UID]*v1.Pod{}, terminating: map[string]map[types.UID]bool{}, synced: cfg.Path == ""}
+	return &Source{
+		cfg: cfg, pods: map[types.UID]*v1.Pod{}, terminating: map[string]map[types.UID]bool{}, synced: cfg.Path == "",
+		files: map[types.UID]string{}, removed: map[string]bool{},
+	}
 }
 
 // Run reads the manifests and hands their pods to sink until ctx ends.
@@ -114,10 +132,11 @@ func (s *Source) watch(ctx context.Context) <-chan struct{} {
 			select {
 			case <-ctx.Done():
 				return
-			case _, ok := <-w.Events:
+			case ev, ok := <-w.Events:
 				if !ok {
 					return
 				}
+				s.noteEvent(ev)
 				select {
 				case out <- struct{}{}:
 				default:
@@ -133,10 +152,29 @@ func (s *Source) watch(ctx context.Context) <-chan struct{} {
 	return out
 }
 
+// noteEvent records a manifest that was removed or renamed away (the
+// kubelet's podDelete watch events), whatever is read next in its place.
+// The watch calls it for every fsnotify event, before it asks for a read.
+func (s *Source) noteEvent(ev fsnotify.Event) {
+	if !ev.Has(fsnotify.Remove) && !ev.Has(fsnotify.Rename) {
+		return
+	}
+	s.mu.Lock()
+	s.removed[filepath.Clean(ev.Name)] = true
+	s.mu.Unlock()
+}
+
 // Sync reads the manifests once and hands the changes to sink. Run calls
 // it; tests call it directly.
 func (s *Source) Sync(ctx context.Context, sink PodSink) {
-	pods, errs := readManifests(s.cfg.Path, s.cfg.NodeName, s.cfg.Clock.Now())
+	// The removals noted before the read are this read's; one noted while
+	// it reads is the next one's (the file may be read here already
+	// recreated, or not at all).
+	s.mu.Lock()
+	removedFiles := s.removed
+	s.removed = map[string]bool{}
+	s.mu.Unlock()
+	pods, files, errs := readManifests(s.cfg.Path, s.cfg.NodeName, s.cfg.Clock.Now())
 	for _, err := range errs {
 		log.G(ctx).WithError(err).Warn("static pod manifest skipped")
 	}
@@ -150,13 +188,31 @@ func (s *Source) Sync(ctx context.Context, sink PodSink) {
 	s.mu.Lock()
 	var added, removed []*v1.Pod
 	for uid, p := range want {
-		if old, ok := s.pods[uid]; ok {
+		old, ok := s.pods[uid]
+		switch {
+		case ok && removedFiles[filepath.Clean(s.files[uid])]:
+			// Removed and written again with the same content: killed,
+			// then handed again (the kubelet's REMOVE, then ADD).
+			removed = append(removed, old)
+			added = append(added, p)
+		case ok:
 			// The same content: the pod handed before (its first-seen
 			// time) stays.
 			want[uid] = old
-			continue
+		default:
+			added = append(added, p)
 		}
-		added = append(added, p)
+	}
+	for _, p := range added {
+		// A UID handed again is desired again, not terminating: the
+		// engine restarts it once its termination completed, and its
+		// mirror pod is kept (Mirrors).
+		if uids := s.terminating[fullName(p)]; uids[p.UID] {
+			delete(uids, p.UID)
+			if len(uids) == 0 {
+				delete(s.terminating, fullName(p))
+			}
+		}
 	}
 	for uid, p := range s.pods {
 		if _, ok := want[uid]; !ok {
@@ -168,6 +224,7 @@ func (s *Source) Sync(ctx context.Context, sink PodSink) {
 		}
 	}
 	s.pods = want
+	s.files = files
 	s.synced = true
 	s.mu.Unlock()
 	sortPods(removed)

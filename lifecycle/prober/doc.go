@@ -44,8 +44,13 @@
 // until the container is started) and stops once it succeeded; probes start
 // after initialDelaySeconds counted from the container's start; errors of
 // the prober itself (a port name that does not exist) are thrown away, not
-// counted. Results survive a crivk restart through the API status: AddPod
-// seeds readiness Success for a container the API says is ready and startup
+// counted. Only readiness is probed out of its period: at each sync for a
+// started container that is not ready, and at once when the container's
+// startup probe succeeds (a manual run restarts the worker's period);
+// liveness and startup probe on their period only, so a container gets
+// failureThreshold × periodSeconds however often its pod is synced.
+// Results survive a crivk restart through the API status: AddPod seeds
+// readiness Success for a container the API says is ready and startup
 // Success for one it says is started, so a ready container stays ready
 // until a probe says otherwise.
 //

@@ -77,10 +77,11 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 }
 
 // AddPod starts the workers the pod's containers' probes need and are not
-// running yet, and asks the running ones whose container has no settled
-// result to probe now. It is idempotent; the engine calls it at every
-// sync. A container the pod's (API) status says is ready or started keeps
-// that result until a probe says otherwise (crivk restarted).
+// running yet, and asks the readiness workers of started containers that
+// are not ready to probe now (maybeTrigger). It is idempotent; the engine
+// calls it at every sync. A container the pod's (API) status says is ready
+// or started keeps that result until a probe says otherwise (crivk
+// restarted).
 func (m *Manager) AddPod(pod *v1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -136,9 +137,18 @@ func (m *Manager) seed(pod *v1.Pod, name string, t ProbeType) {
 	}
 }
 
-// maybeTrigger asks w to probe now when its container has no result yet
-// or, for readiness and startup, no success. Called with mu held.
+// maybeTrigger asks a readiness worker to probe now when its container
+// runs, is started and is not ready, as the kubelet's UpdatePodStatus does
+// at every status update. Liveness and startup workers are never triggered
+// by a sync: they probe on their own period only, so that their
+// failureThreshold counts periods, not syncs (a sidecar whose startup probe
+// was triggered at each of a few syncs in its first second was killed
+// after failureThreshold failures in that second, where the kubelet gives
+// it failureThreshold × periodSeconds). Called with mu held.
 func (m *Manager) maybeTrigger(w *worker) {
+	if w.typ != Readiness {
+		return
+	}
 	st, ok := m.cfg.Status(w.pod.UID)
 	if !ok {
 		return
@@ -148,29 +158,25 @@ func (m *Manager) maybeTrigger(w *worker) {
 		statuses = st.InitContainerStatuses
 	}
 	for _, cs := range statuses {
-		if cs.Name != w.container.Name || cs.State.Running == nil {
+		if cs.Name != w.container.Name || cs.State.Running == nil || cs.Started == nil || !*cs.Started {
 			continue
 		}
-		r, known := m.results.get(w.typ, trimRuntime(cs.ContainerID))
-		if !known || (w.typ != Liveness && r != Success) {
-			select {
-			case w.trigger <- struct{}{}:
-			default:
-			}
+		if r, known := m.results.get(w.typ, trimRuntime(cs.ContainerID)); !known || r != Success {
+			w.triggerNow()
 		}
 	}
 }
 
-// triggerPod asks the pod's workers other than typ to probe now.
-func (m *Manager) triggerPod(uid types.UID, except ProbeType) {
+// triggerPod asks the pod's readiness workers to probe now: a container
+// just passed its startup probe, and the kubelet's next status update
+// triggers the readiness probe of every started container that is not
+// ready (liveness waits for its period).
+func (m *Manager) triggerPod(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for k, w := range m.workers {
-		if k.uid == uid && k.typ != except {
-			select {
-			case w.trigger <- struct{}{}:
-			default:
-			}
+		if k.uid == uid && k.typ == Readiness {
+			w.triggerNow()
 		}
 	}
 }

@@ -108,16 +108,29 @@ func (w *worker) run(ctx context.Context) {
 		}
 	}
 	t := clk.NewTicker(period(w.spec))
-	defer t.Stop()
+	defer func() { t.Stop() }()
 	for w.doProbe(ctx) {
 		select {
 		case <-t.C():
 		case <-w.trigger:
+			// As the kubelet: the next periodic probe is a period after
+			// this manual one.
+			t.Stop()
+			t = clk.NewTicker(period(w.spec))
 		case <-w.stop:
 			return
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// triggerNow asks the worker to probe at once (without blocking: one
+// pending request is enough).
+func (w *worker) triggerNow() {
+	select {
+	case w.trigger <- struct{}{}:
+	default:
 	}
 }
 
@@ -218,8 +231,9 @@ func (w *worker) doProbe(ctx context.Context) bool {
 		w.onHold, w.resultRun = true, 0
 	}
 	if result == Success && w.typ == Startup {
-		// Liveness and readiness wait for the container to be started.
-		w.m.triggerPod(w.pod.UID, w.typ)
+		// Readiness waits for the container to be started: probe it now
+		// (the status was republished by the update above).
+		w.m.triggerPod(w.pod.UID)
 	}
 	return true
 }

@@ -115,7 +115,10 @@ func Generate(in Input) v1.PodStatus {
 		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses, containerStatus(in, c, cri.ContainerTypeEphemeral, true))
 	}
 
-	s.Phase = podPhase(pod, s.InitContainerStatuses, s.ContainerStatuses, in.Deleted)
+	// A static pod killed for deletion gets no terminal phase (the
+	// kubelet's getPhase, TODO(#116484)): its manifest may be written
+	// again with the same UID, and the pod then starts again.
+	s.Phase = podPhase(pod, s.InitContainerStatuses, s.ContainerStatuses, in.Deleted && !podutil.IsStaticPod(pod))
 	if p := in.Previous.Phase; p == v1.PodSucceeded || p == v1.PodFailed {
 		// A pod never leaves a terminal phase.
 		s.Phase = p

@@ -380,6 +380,17 @@ func TestGenerateStatus(t *testing.T) {
 			deleted: true,
 			phase:   v1.PodFailed,
 		},
+		"deleted static pod, Always, killed with 143: Running (the kubelet's TODO(#116484))": {
+			pod: func() *v1.Pod {
+				p := testutil.Pod(v1.RestartPolicyAlways, nil, "a")
+				p.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
+				return p
+			}(),
+			rt:      rtStatus(false, reg("a", 0, cri.StateExited, 143)),
+			deleted: true,
+			phase:   v1.PodRunning,
+			check:   map[string]func(*testing.T, v1.ContainerStatus){"a": terminatedAs(143, "Error")},
+		},
 		"deleted before anything ran: Failed": {
 			pod:     testutil.Pod(v1.RestartPolicyAlways, nil, "a"),
 			rt:      &cri.PodStatus{},

@@ -305,8 +305,9 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, status v1.PodStatus) {
 // (before that they never started and stay waiting); so is every init
 // container not terminated except the trailing ones still waiting for
 // their first start. A phase that is not terminal becomes Failed, even if
-// the containers succeeded: the kubelet does not know whether they did. The
-// result is published like SetPodStatus.
+// the containers succeeded: the kubelet does not know whether they did;
+// but a static pod's phase is kept, as the kubelet's. The result is
+// published like SetPodStatus.
 func (m *Manager) TerminatePod(pod *v1.Pod) {
 	if pod == nil {
 		log.L.Error("status manager: TerminatePod called without a pod")
@@ -328,9 +329,14 @@ func (m *Manager) TerminatePod(pod *v1.Pod) {
 	for i := range startedInitContainers(status.InitContainerStatuses) {
 		markNotLocated(&status.InitContainerStatuses[i])
 	}
-	switch status.Phase {
-	case v1.PodSucceeded, v1.PodFailed:
-	case v1.PodPending, v1.PodRunning:
+	switch {
+	case podutil.IsStaticPod(pod):
+		// The kubelet gives a static pod no terminal phase here
+		// (TODO(#116484) in its TerminatePod): one whose manifest is
+		// written again with the same UID starts again (Engine.UpdatePod),
+		// and a pod never leaves a terminal phase.
+	case status.Phase == v1.PodSucceeded, status.Phase == v1.PodFailed:
+	case status.Phase == v1.PodPending, status.Phase == v1.PodRunning:
 		if status.Phase == v1.PodRunning && cached {
 			podLogger(pod).Info("terminated pod still had phase Running; marking it Failed")
 		}

@@ -633,6 +633,16 @@ func TestStatusManagerTerminatePod(t *testing.T) {
 			wantInit:  []v1.ContainerStatus{unknown("side")},
 			want:      []v1.ContainerStatus{unknown("c")},
 		},
+		"static pod: containers unknown, phase kept (the kubelet's TODO(#116484))": {
+			pod: func() *v1.Pod {
+				p := smPod("a", v1.RestartPolicyAlways, "c")
+				p.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
+				return p
+			}(),
+			status:    smStatus(v1.PodRunning, csRunning("c")),
+			wantPhase: v1.PodRunning,
+			want:      []v1.ContainerStatus{unknown("c")},
+		},
 		"uncached pod: its API status is terminated": {
 			pod:       smPod("a", v1.RestartPolicyAlways, "c"),
 			status:    smStatus(v1.PodRunning, csRunning("c")),
