@@ -13,10 +13,7 @@ const (
 	quotaPeriod = 100000
 
 	guaranteedOOMScoreAdj = -997
-	// systemCriticalPriority is the lowest priority of critical pods
-	// (scheduling.SystemCriticalPriority).
-	systemCriticalPriority = 2000000000
-	besteffortOOMScoreAdj  = 1000
+	besteffortOOMScoreAdj = 1000
 )
 
 // containerResources computes the CRI resources of container c of pod as
@@ -64,7 +61,7 @@ func containerResources(pod *v1.Pod, c *v1.Container, typ ContainerType, memoryC
 // containerd here restricts negative values to its own score
 // (restrict_oom_score_adj, docs/resources.md).
 func oomScoreAdj(pod *v1.Pod, c *v1.Container, sidecar bool, memoryCapacity int64) int64 {
-	if pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority && pod.Spec.PriorityClassName == "system-node-critical" {
+	if pod.Spec.Priority != nil && *pod.Spec.Priority >= podutil.SystemCriticalPriority && pod.Spec.PriorityClassName == "system-node-critical" {
 		return guaranteedOOMScoreAdj
 	}
 	switch podutil.QOSClass(pod) {

@@ -46,8 +46,6 @@ const (
 	// waits for the pod to be cleaned up before the next synchronize.
 	cleanupTimeout = 30 * time.Second
 	cleanupPoll    = time.Second
-	// systemCriticalPriority is scheduling.SystemCriticalPriority.
-	systemCriticalPriority = 2000000000
 )
 
 // Manager is the eviction manager. Its state is guarded by mu and written
@@ -112,7 +110,7 @@ func (m *Manager) Admit(pod *v1.Pod) admission.Result {
 	m.mu.RLock()
 	conds := append([]v1.NodeConditionType(nil), m.conditions...)
 	m.mu.RUnlock()
-	if len(conds) == 0 || isCritical(pod) {
+	if len(conds) == 0 || podutil.IsCriticalPod(pod) {
 		return admission.Result{Admit: true}
 	}
 	if len(conds) == 1 && conds[0] == v1.NodeMemoryPressure {
@@ -462,7 +460,7 @@ func localStorageViolation(pod *v1.Pod, ps statsapi.PodStats, dedicatedImageFs b
 // error stopping it is logged: the termination goes on).
 func (m *Manager) evict(ctx context.Context, pods Pods, pod *v1.Pod, ev lifecycle.Eviction) bool {
 	l := log.G(ctx).WithField("pod", pod.Namespace+"/"+pod.Name).WithField("uid", pod.UID)
-	if isCritical(pod) {
+	if podutil.IsCriticalPod(pod) {
 		l.Warn("eviction manager: cannot evict a critical pod")
 		return false
 	}
@@ -487,18 +485,6 @@ func (m *Manager) nodeEvent(typ, reason, format string, args ...any) {
 	}
 	ref := &v1.ObjectReference{Kind: "Node", Name: m.cfg.NodeName, UID: types.UID(m.cfg.NodeName)}
 	m.cfg.Recorder.Eventf(ref, typ, reason, format, args...)
-}
-
-// isCritical is the kubelet's IsCriticalPod: a static or mirror pod, or
-// one of system-critical priority.
-func isCritical(pod *v1.Pod) bool {
-	if src, ok := pod.Annotations["kubernetes.io/config.source"]; ok && src != "api" {
-		return true
-	}
-	if _, ok := pod.Annotations["kubernetes.io/config.mirror"]; ok {
-		return true
-	}
-	return pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority
 }
 
 func sameConditions(a, b []v1.NodeConditionType) bool {

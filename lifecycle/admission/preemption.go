@@ -16,27 +16,10 @@ import (
 // them. The engine (lifecycle/preempt.go) runs it; the choice of victims
 // is here, pure.
 
-// systemCriticalPriority is scheduling.SystemCriticalPriority (2*10^9).
-const systemCriticalPriority = 2000000000
-
-// The kubelet's static and mirror pod annotations (kubetypes).
-const (
-	annotationSource = "kubernetes.io/config.source"
-	sourceAPI        = "api"
-)
-
-// IsCritical is the kubelet's IsCriticalPod: a static pod (its source is
-// not the API), a mirror pod, or a pod of priority 2*10^9 or more
+// IsCritical is the kubelet's IsCriticalPod (podutil.IsCriticalPod): a
+// static pod, a mirror pod, or a pod of priority 2*10^9 or more
 // (system-cluster-critical, system-node-critical).
-func IsCritical(pod *v1.Pod) bool {
-	if src, ok := pod.Annotations[annotationSource]; ok && src != sourceAPI {
-		return true
-	}
-	if _, ok := pod.Annotations[v1.MirrorPodAnnotationKey]; ok {
-		return true
-	}
-	return pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority
-}
+func IsCritical(pod *v1.Pod) bool { return podutil.IsCriticalPod(pod) }
 
 // Preemptable is the kubelet's rule for whether preemptor may preempt
 // preemptee: a critical pod preempts any pod that is not critical;
