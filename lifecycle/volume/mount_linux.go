@@ -1,11 +1,9 @@
 package volume
 
 import (
-	"bufio"
-	"os"
+	"github.com/moby/sys/mountinfo"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,26 +33,15 @@ func (hostMounter) Unmount(dir string) error {
 }
 
 func (hostMounter) MountPoints(dir string) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(filepath.Clean(dir)))
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	dir = filepath.Clean(dir)
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeMountInfo(fields[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
-		}
+	out := make([]string, 0, len(mounts))
+	for _, m := range mounts {
+		out = append(out, m.Mountpoint)
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 func (h hostMounter) IsMountPoint(dir string) (bool, error) {
@@ -68,24 +55,4 @@ func (h hostMounter) IsMountPoint(dir string) (bool, error) {
 		}
 	}
 	return false, nil
-}
-
-// unescapeMountInfo decodes the octal escapes (\040 for a space) of a
-// mountinfo path.
-func unescapeMountInfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

@@ -50,14 +50,6 @@ func TestHostMounter(t *testing.T) {
 	}
 }
 
-func TestUnescapeMountInfo(t *testing.T) {
-	for in, want := range map[string]string{`/a\040b`: "/a b", `/plain`: "/plain", `/t\011ab\134`: "/t\tab\\", `/end\04`: `/end\04`} {
-		if got := unescapeMountInfo(in); got != want {
-			t.Errorf("unescape(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestManagerWithHostMounts sets up and tears down a pod's tmpfs-backed
 // volumes with real mounts (root only): nothing is left afterwards.
 func TestManagerWithHostMounts(t *testing.T) {

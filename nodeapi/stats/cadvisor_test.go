@@ -419,10 +419,39 @@ func TestReadProcFiles(t *testing.T) {
 	if _, err := readNetDev(root, 6); err == nil {
 		t.Error("a short line is no error")
 	}
-	for in, want := range map[string]string{`/mnt/a\040b`: "/mnt/a b", "/plain": "/plain", `/trail\04`: `/trail\04`} {
-		if got := unescapeMount(in); got != want {
-			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
-		}
+}
+
+// readFilesystems: escaped mount points, one entry per source, tmpfs and
+// overlay named as cAdvisor names them, unwanted types left out, the
+// device's diskstats attached.
+func TestReadFilesystems(t *testing.T) {
+	root := t.TempDir()
+	spaced := filepath.Join(root, "a b")
+	if err := os.MkdirAll(spaced, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	esc := strings.ReplaceAll(spaced, " ", `\040`)
+	writeFiles(t, root, map[string]string{
+		"diskstats": "   8       1 sda1 1 2 3 4 5 6 7 8 9 10 11 0 0 0 0\n",
+		"self/mountinfo": "20 1 8:1 / " + root + " rw - ext4 /dev/sda1 rw\n" +
+			"21 20 8:1 / " + esc + " rw - ext4 /dev/sda1 rw\n" + // a bind mount of the same source
+			"22 20 0:40 / " + esc + " rw - tmpfs tmpfs rw\n" +
+			"23 20 0:41 / " + root + " rw - overlay overlay rw\n" +
+			"24 20 0:4 / " + root + " rw - proc proc rw\n",
+	})
+	got, err := readFilesystems(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range got {
+		names = append(names, f.device)
+	}
+	if want := []string{"/dev/sda1", spaced, "overlay_0-41"}; fmt.Sprint(names) != fmt.Sprint(want) {
+		t.Errorf("filesystems %q, want %q", names, want)
+	}
+	if got[0].disk[0] != 1 || got[0].disk[10] != 11 || got[0].capacity == 0 {
+		t.Errorf("/dev/sda1: %+v, want its diskstats and a capacity", got[0])
 	}
 }
 

@@ -1,8 +1,8 @@
 package stats
 
 import (
-	"bufio"
 	"fmt"
+	"github.com/moby/sys/mountinfo"
 	"os"
 	"path/filepath"
 	"sort"
@@ -52,31 +52,27 @@ func readFilesystems(procRoot string) ([]fsStat, error) {
 		return nil, err
 	}
 	defer f.Close()
+	mounts, err := mountinfo.GetMountsFromReader(f, func(m *mountinfo.Info) (skip, stop bool) {
+		return !fsTypeWanted(m.FSType), false
+	})
+	if err != nil {
+		return nil, err
+	}
 	seen := map[string]bool{}
 	var out []fsStat
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// id parent major:minor root mountpoint options [optional...] - type source super-options
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		fields, tail := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(fields) < 5 || len(tail) < 2 {
-			continue
-		}
-		typ, source, mountpoint, devno := tail[0], tail[1], unescapeMount(fields[4]), fields[2]
-		if !fsTypeWanted(typ) {
-			continue
-		}
-		switch typ {
+	for _, m := range mounts {
+		source, devno := m.Source, fmt.Sprintf("%d:%d", m.Major, m.Minor)
+		switch m.FSType {
 		case "tmpfs":
-			source = mountpoint
+			source = m.Mountpoint
 		case "overlay":
-			source = fmt.Sprintf("%s_%s", source, strings.Replace(devno, ":", "-", 1))
+			source = fmt.Sprintf("%s_%d-%d", source, m.Major, m.Minor)
 		}
 		if seen[source] {
 			continue
 		}
 		var st unix.Statfs_t
-		if unix.Statfs(mountpoint, &st) != nil {
+		if unix.Statfs(m.Mountpoint, &st) != nil {
 			continue
 		}
 		seen[source] = true
@@ -84,30 +80,8 @@ func readFilesystems(procRoot string) ([]fsStat, error) {
 		out = append(out, fsStat{device: source, capacity: st.Blocks * bsize, free: st.Bfree * bsize, inodes: st.Files,
 			inodesFree: st.Ffree, disk: disks[devno]})
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
 	sort.Slice(out, func(i, j int) bool { return out[i].device < out[j].device })
 	return out, nil
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // readDiskStats reads /proc/diskstats: major:minor -> the first 11
