@@ -34,9 +34,11 @@ type fakeRuntimeService struct {
 	stops      map[string]int64 // container ID -> StopContainer timeout
 	stopSeq    []string         // container IDs in StopContainer order
 	// exec answers ExecSync when set (hooks); execs records the commands.
-	exec  func(id string, cmd []string) (stdout, stderr []byte, err error)
-	execs [][]string
-	seq   int64 // keeps CreatedAt strictly increasing
+	exec func(id string, cmd []string) (stdout, stderr []byte, err error)
+	// execCtx, when set, is told the context of each ExecSync call.
+	execCtx func(ctx context.Context)
+	execs   [][]string
+	seq     int64 // keeps CreatedAt strictly increasing
 	// handlers are the runtime handlers Status reports (none: an old
 	// runtime); sandboxHandlers records RunPodSandbox's handler by
 	// sandbox ID, created the container configs by container ID.
@@ -443,15 +445,18 @@ func (r *fakeRuntimeService) sandboxOf(containerID string) string {
 	return ""
 }
 
-func (r *fakeRuntimeService) ExecSync(_ context.Context, id string, cmd []string, _ time.Duration) ([]byte, []byte, error) {
+func (r *fakeRuntimeService) ExecSync(ctx context.Context, id string, cmd []string, _ time.Duration) ([]byte, []byte, error) {
 	r.mu.Lock()
 	if err := r.enter("ExecSync"); err != nil {
 		r.mu.Unlock()
 		return nil, nil, err
 	}
 	r.execs = append(r.execs, cmd)
-	exec := r.exec
+	exec, execCtx := r.exec, r.execCtx
 	r.mu.Unlock()
+	if execCtx != nil {
+		execCtx(ctx)
+	}
 	if exec == nil {
 		return nil, nil, nil
 	}

@@ -155,16 +155,17 @@ func (r *Runtime) stopContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	return nil
 }
 
-// preStop runs c's preStop hook for at most grace seconds and returns the
-// whole seconds it took.
+// preStop waits at most grace seconds for c's preStop hook and returns the
+// whole seconds it waited. As the kubelet's executePreStopHook, a hook
+// still running then is not cancelled: an exec hook goes on until the
+// container's stop ends it (StopContainer's SIGKILL, at least
+// minGracePeriod later), and then fails with FailedPreStopHook.
 func (r *Runtime) preStop(ctx context.Context, pod *v1.Pod, c *v1.Container, id string, podIPs []string, grace int64) int64 {
 	start := r.clock.Now()
-	hctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if _, err := r.runHook(hctx, pod, c, id, podIPs, c.Lifecycle.PreStop); err != nil {
+		if _, err := r.runHook(ctx, pod, c, id, podIPs, c.Lifecycle.PreStop); err != nil {
 			// The kubelet leaves the hook's output out of the event so
 			// that secrets do not leak.
 			r.containerEvent(pod, c, v1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed")

@@ -111,9 +111,12 @@ func TestPreStopHook(t *testing.T) {
 		wantGrace int64
 		wantEvent string
 	}{
-		"exec hook then the full grace":                   {hook: execHandler("sh", "-c", "sleep 1"), wantGrace: 30},
-		"sleep hook uses part of the grace":               {hook: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 5}}, step: 5 * time.Second, wantGrace: 25},
-		"a hook longer than the grace leaves the minimum": {hook: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 100}}, step: 30 * time.Second, wantGrace: minGracePeriod, wantEvent: "Warning FailedPreStopHook PreStopHook failed"},
+		"exec hook then the full grace":     {hook: execHandler("sh", "-c", "sleep 1"), wantGrace: 30},
+		"sleep hook uses part of the grace": {hook: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 5}}, step: 5 * time.Second, wantGrace: 25},
+		// As the kubelet's executePreStopHook, the hook is not cancelled at
+		// the end of the grace: the sleep goes on (no failure), an exec
+		// hook until the stop kills its container.
+		"a hook longer than the grace leaves the minimum": {hook: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 100}}, step: 30 * time.Second, wantGrace: minGracePeriod},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -152,8 +155,63 @@ func TestPreStopHook(t *testing.T) {
 			if tc.wantEvent != "" {
 				waitFor(t, "event "+tc.wantEvent, func() bool { return rec.has(tc.wantEvent) })
 			}
+			if tc.wantGrace == minGracePeriod {
+				// The hook outlived the grace and still runs: it was not
+				// cut short, so it did not fail; it ends on its own.
+				if rec.has("Warning FailedPreStopHook PreStopHook failed") {
+					t.Errorf("events %v: the hook was cancelled at the end of the grace", rec.events)
+				}
+				waitFor(t, "the hook's own timer", func() bool { return f.clock.Waiters() >= 1 })
+				f.clock.Step(70 * time.Second)
+			}
 		})
 	}
+}
+
+// An exec preStop hook that outlives the grace fails when the container's
+// stop ends it, with the kubelet's event.
+func TestPreStopExecHookOutlivesTheGrace(t *testing.T) {
+	f, rec := hookFixture(t)
+	release := make(chan struct{})
+	hookCtx := make(chan context.Context, 1)
+	f.rs.execCtx = func(ctx context.Context) { hookCtx <- ctx }
+	f.rs.exec = func(string, []string) ([]byte, []byte, error) {
+		<-release
+		return nil, nil, errors.New("command terminated with exit code 137")
+	}
+	c := image("a", "busybox:1.36")
+	c.ImagePullPolicy = v1.PullIfNotPresent
+	c.Lifecycle = &v1.Lifecycle{PreStop: execHandler("sh", "-c", "while true; do sleep 1; done")}
+	pod := syncPod(v1.RestartPolicyAlways, c)
+	if res, _ := f.sync(t, pod); res.Error() != nil {
+		t.Fatal(res.Error())
+	}
+	st := f.status(t, pod)
+	done := make(chan error, 1)
+	go func() { done <- f.rt.KillPod(context.Background(), pod, st, 30) }()
+	waitFor(t, "the grace timer", func() bool { return f.clock.Waiters() >= 1 })
+	f.clock.Step(30 * time.Second)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("KillPod did not return")
+	}
+	for id, g := range f.rs.stopTimeouts() {
+		if g != minGracePeriod {
+			t.Errorf("container %s stopped with grace %d, want %d", id, g, minGracePeriod)
+		}
+	}
+	if err := (<-hookCtx).Err(); err != nil {
+		t.Errorf("the hook's exec was cancelled (%v) at the end of the grace: it must run until the stop ends it", err)
+	}
+	if rec.has("Warning FailedPreStopHook PreStopHook failed") {
+		t.Errorf("events %v: FailedPreStopHook before the hook ended", rec.events)
+	}
+	close(release) // the stop killed the container: its exec ends
+	waitFor(t, "FailedPreStopHook", func() bool { return rec.has("Warning FailedPreStopHook PreStopHook failed") })
 }
 
 func TestHTTPHook(t *testing.T) {
