@@ -66,9 +66,11 @@ func NewPodInformer(pods corev1client.PodsGetter, nodeName string, resync time.D
 // copy of the pod crivk and virtual-kubelet keep, and nothing in crivk
 // reads them.
 //
-// An update written from a cached object therefore carries no
-// managedFields, which the API server reads as "keep the stored ones" (an
-// empty list would clear them; nil never does). Other objects, such as a
+// An update written from a cached object therefore carries managedFields
+// nil, which the API server reads as "keep the stored ones" (apimachinery's
+// managedfields decodeLiveOrNew; a non-nil empty list would reset them,
+// hence nil, never empty); a status write ignores the request's
+// managedFields in any case. Other objects, such as a
 // cache.DeletedFinalStateUnknown, are returned unchanged.
 func DropManagedFields(obj any) (any, error) {
 	if a, err := meta.Accessor(obj); err == nil && a.GetManagedFields() != nil {
