@@ -61,6 +61,9 @@ type summary struct {
 	// owned selects the node's own containers and sandboxes
 	// (Config.Owned; nil: every crivk container).
 	owned map[string]string
+	// rates turns the node's and kubepods' CPU times into UsageNanoCores
+	// (nil: none reported).
+	rates *cpuRates
 }
 
 func (s summary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -122,11 +125,12 @@ func (s summary) nodeStats(ctx context.Context) statsapi.NodeStats {
 	n := statsapi.NodeStats{NodeName: s.nodeName, StartTime: metav1.NewTime(s.started)}
 	if u.cpuErr == nil {
 		ns := uint64(u.cpuSeconds * 1e9)
-		n.CPU = &statsapi.CPUStats{Time: now, UsageCoreNanoSeconds: &ns}
+		n.CPU = &statsapi.CPUStats{Time: now, UsageCoreNanoSeconds: &ns, UsageNanoCores: s.rates.nanoCores("/", u.at, ns)}
 	}
 	if u.memError == nil {
-		ws := u.workingSetBytes
-		n.Memory = &statsapi.MemoryStats{Time: now, WorkingSetBytes: &ws}
+		ws, usage, rss, faults, major := u.workingSetBytes, u.usageBytes, u.rssBytes, u.pageFaults, u.majorPageFaults
+		n.Memory = &statsapi.MemoryStats{Time: now, WorkingSetBytes: &ws, UsageBytes: &usage, RSSBytes: &rss,
+			PageFaults: &faults, MajorPageFaults: &major}
 		if capacity, err := s.memCapacity(); err == nil {
 			// cAdvisor's: the capacity less the working set, never below 0.
 			var avail uint64
@@ -247,30 +251,8 @@ func podStats(stats []*runtimeapi.ContainerStats, running []*runtimeapi.Containe
 			byUID[uid] = p
 		}
 		c := statsapi.ContainerStats{Name: l[cri.LabelContainerName], StartTime: metav1.NewTime(time.Unix(0, at))}
-		if cpu := s.GetCpu(); cpu != nil {
-			c.CPU = &statsapi.CPUStats{Time: metav1.NewTime(time.Unix(0, cpu.GetTimestamp()))}
-			if v := cpu.GetUsageCoreNanoSeconds(); v != nil {
-				n := v.GetValue()
-				c.CPU.UsageCoreNanoSeconds = &n
-				p.CPU = addCPU(p.CPU, c.CPU.Time, n)
-			}
-			if v := cpu.GetUsageNanoCores(); v != nil {
-				n := v.GetValue()
-				c.CPU.UsageNanoCores = &n
-			}
-		}
-		if mem := s.GetMemory(); mem != nil {
-			c.Memory = &statsapi.MemoryStats{Time: metav1.NewTime(time.Unix(0, mem.GetTimestamp()))}
-			if v := mem.GetWorkingSetBytes(); v != nil {
-				n := v.GetValue()
-				c.Memory.WorkingSetBytes = &n
-				p.Memory = addMemory(p.Memory, c.Memory.Time, n)
-			}
-			if v := mem.GetUsageBytes(); v != nil {
-				n := v.GetValue()
-				c.Memory.UsageBytes = &n
-			}
-		}
+		c.CPU, c.Memory = containerCPU(s.GetCpu()), containerMemory(s.GetMemory())
+		p.CPU, p.Memory = addCPU(p.CPU, c.CPU), addMemory(p.Memory, c.Memory)
 		if wl := s.GetWritableLayer(); wl != nil && wl.GetUsedBytes() != nil {
 			n := wl.GetUsedBytes().GetValue()
 			c.Rootfs = &statsapi.FsStats{Time: metav1.NewTime(time.Unix(0, wl.GetTimestamp())), UsedBytes: &n}
@@ -365,20 +347,80 @@ func interfaceStats(it *runtimeapi.NetworkInterfaceUsage) statsapi.InterfaceStat
 		TxBytes: val(it.GetTxBytes()), TxErrors: val(it.GetTxErrors())}
 }
 
-func addCPU(sum *statsapi.CPUStats, at metav1.Time, ns uint64) *statsapi.CPUStats {
-	if sum == nil {
-		var zero uint64
-		sum = &statsapi.CPUStats{Time: at, UsageCoreNanoSeconds: &zero}
+// containerCPU is a container's CPU as the runtime reports it; nil
+// without a report.
+func containerCPU(cpu *runtimeapi.CpuUsage) *statsapi.CPUStats {
+	if cpu == nil {
+		return nil
 	}
-	*sum.UsageCoreNanoSeconds += ns
+	return &statsapi.CPUStats{Time: metav1.NewTime(time.Unix(0, cpu.GetTimestamp())),
+		UsageCoreNanoSeconds: criValue(cpu.GetUsageCoreNanoSeconds()), UsageNanoCores: criValue(cpu.GetUsageNanoCores())}
+}
+
+// containerMemory is a container's memory as the runtime reports it (the
+// kubelet's CRI stats provider copies the same five figures; containerd
+// reads them from the container's cgroup); nil without a report.
+func containerMemory(mem *runtimeapi.MemoryUsage) *statsapi.MemoryStats {
+	if mem == nil {
+		return nil
+	}
+	return &statsapi.MemoryStats{Time: metav1.NewTime(time.Unix(0, mem.GetTimestamp())),
+		WorkingSetBytes: criValue(mem.GetWorkingSetBytes()), UsageBytes: criValue(mem.GetUsageBytes()),
+		AvailableBytes: criValue(mem.GetAvailableBytes()), RSSBytes: criValue(mem.GetRssBytes()),
+		PageFaults: criValue(mem.GetPageFaults()), MajorPageFaults: criValue(mem.GetMajorPageFaults())}
+}
+
+func criValue(v *runtimeapi.UInt64Value) *uint64 {
+	if v == nil {
+		return nil
+	}
+	x := v.GetValue()
+	return &x
+}
+
+// addCPU adds a container's CPU to its pod's sum, as the kubelet's CRI
+// stats provider sums them when cAdvisor has no pod cgroup
+// (addPodCPUMemoryStats): a figure the container lacks adds 0, and the
+// pod's time is its last container's.
+func addCPU(sum, c *statsapi.CPUStats) *statsapi.CPUStats {
+	if c == nil {
+		return sum
+	}
+	if sum == nil {
+		sum = &statsapi.CPUStats{}
+	}
+	sum.Time = c.Time
+	sum.UsageCoreNanoSeconds = plus(sum.UsageCoreNanoSeconds, c.UsageCoreNanoSeconds)
+	sum.UsageNanoCores = plus(sum.UsageNanoCores, c.UsageNanoCores)
 	return sum
 }
 
-func addMemory(sum *statsapi.MemoryStats, at metav1.Time, ws uint64) *statsapi.MemoryStats {
-	if sum == nil {
-		var zero uint64
-		sum = &statsapi.MemoryStats{Time: at, WorkingSetBytes: &zero}
+// addMemory adds a container's memory to its pod's sum, as addCPU.
+func addMemory(sum, c *statsapi.MemoryStats) *statsapi.MemoryStats {
+	if c == nil {
+		return sum
 	}
-	*sum.WorkingSetBytes += ws
+	if sum == nil {
+		sum = &statsapi.MemoryStats{}
+	}
+	sum.Time = c.Time
+	sum.AvailableBytes = plus(sum.AvailableBytes, c.AvailableBytes)
+	sum.UsageBytes = plus(sum.UsageBytes, c.UsageBytes)
+	sum.WorkingSetBytes = plus(sum.WorkingSetBytes, c.WorkingSetBytes)
+	sum.RSSBytes = plus(sum.RSSBytes, c.RSSBytes)
+	sum.PageFaults = plus(sum.PageFaults, c.PageFaults)
+	sum.MajorPageFaults = plus(sum.MajorPageFaults, c.MajorPageFaults)
 	return sum
+}
+
+// plus is a + b, a nil one counting 0; never nil.
+func plus(a, b *uint64) *uint64 {
+	var x uint64
+	if a != nil {
+		x += *a
+	}
+	if b != nil {
+		x += *b
+	}
+	return &x
 }
