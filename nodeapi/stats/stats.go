@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/crivk/crivk/cm"
 	"github.com/crivk/crivk/cri"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -41,11 +42,15 @@ type PodsCgroup interface {
 	// PodsMemory is the cgroup's memory usage, its working set (usage
 	// less inactive file pages) and its limit in bytes (0: none).
 	PodsMemory() (usage, workingSet, limit uint64, err error)
+	// PodsCgroupSample reads the cgroup whole: the "pods" container's CPU
+	// time and its RSS and page faults.
+	PodsCgroupSample() (cm.CgroupSample, error)
 }
 
 var (
-	_ Runtime = cri.RuntimeService(nil)
-	_ ImageFs = (*cri.Runtime)(nil)
+	_ PodsCgroup = (*cm.Manager)(nil)
+	_ Runtime    = cri.RuntimeService(nil)
+	_ ImageFs    = (*cri.Runtime)(nil)
 )
 
 // Config is what the statistics read. Runtime, ImageFs and MemoryCapacity

@@ -148,7 +148,7 @@ func (s summary) nodeStats(ctx context.Context) statsapi.NodeStats {
 		n.Runtime = &statsapi.RuntimeStats{ImageFs: fs}
 	}
 	if s.podsCgroup != nil {
-		if c, err := podsContainer(s.podsCgroup, now, metav1.NewTime(s.started)); err == nil {
+		if c, err := podsContainer(ctx, s.podsCgroup, s.rates, now, metav1.NewTime(s.started)); err == nil {
 			n.SystemContainers = append(n.SystemContainers, c)
 		} else {
 			// As the kubelet: a system container it cannot read is left out.
@@ -158,12 +158,18 @@ func (s summary) nodeStats(ctx context.Context) statsapi.NodeStats {
 	return n
 }
 
-// podsContainer is the summary's "pods" system container: the memory of
-// the node-allocatable cgroup (kubepods) as the kubelet's cAdvisor stats
-// give it (usage; working set; available = limit - working set, only when
-// the cgroup has a limit, never below 0). It has no CPU, filesystem or
-// logs figures here; its start time is crivk's, which made the cgroup.
-func podsContainer(c PodsCgroup, at, started metav1.Time) (statsapi.ContainerStats, error) {
+// podsContainer is the summary's "pods" system container: the
+// node-allocatable cgroup (kubepods) as the kubelet's cAdvisor stats give
+// it (cadvisorInfoToCPUandMemoryStats). Memory: usage; working set;
+// available = limit - working set, only when the cgroup has a limit,
+// never below 0; RSS (total_rss on v1, anon on v2) and the cgroup's own
+// pgfault and pgmajfault, as cAdvisor's setMemoryStats. CPU: the
+// cumulative time (cpuacct.usage) and its rate (rates, 0 until two
+// samples). Without the memory figures there is no container (as the
+// kubelet leaves out one it cannot read); without the sample, no CPU,
+// RSS or page faults. No filesystem or logs figures; its start time is
+// crivk's, which made the cgroup.
+func podsContainer(ctx context.Context, c PodsCgroup, rates *cpuRates, at, started metav1.Time) (statsapi.ContainerStats, error) {
 	usage, ws, limit, err := c.PodsMemory()
 	if err != nil {
 		return statsapi.ContainerStats{}, err
@@ -176,7 +182,22 @@ func podsContainer(c PodsCgroup, at, started metav1.Time) (statsapi.ContainerSta
 		}
 		mem.AvailableBytes = &avail
 	}
-	return statsapi.ContainerStats{Name: statsapi.SystemContainerPods, StartTime: started, Memory: mem}, nil
+	out := statsapi.ContainerStats{Name: statsapi.SystemContainerPods, StartTime: started, Memory: mem}
+	cg, err := c.PodsCgroupSample()
+	if err != nil {
+		log.G(ctx).WithError(err).Debug("node API: no CPU or RSS of the pods system container")
+		return out, nil
+	}
+	if cg.Spec.HasCPU {
+		ns := cg.Stats.CpuStats.CpuUsage.TotalUsage
+		out.CPU = &statsapi.CPUStats{Time: at, UsageCoreNanoSeconds: &ns, UsageNanoCores: rates.nanoCores(cg.Name, at.Time, ns)}
+	}
+	if cg.Spec.HasMemory {
+		rss := sampleMemoryStat(cg, "rss", "anon")
+		faults, major := cg.Stats.MemoryStats.Stats["pgfault"], cg.Stats.MemoryStats.Stats["pgmajfault"]
+		mem.RSSBytes, mem.PageFaults, mem.MajorPageFaults = &rss, &faults, &major
+	}
+	return out, nil
 }
 
 // ImageFsStats is the runtime's image filesystem as /stats/summary
