@@ -19,23 +19,25 @@ import (
 )
 
 // /stats/summary in the kubelet's shape (k8s.io/kubelet/pkg/apis/stats/
-// v1alpha1): the node's CPU and memory from its root cgroup, its
-// filesystem (statfs of crivk's root dir) and the runtime's image
-// filesystem (CRI ImageFsInfo); per pod, the running containers' CPU,
-// memory and writable layer from CRI ListContainerStats (crivk's
-// containers only), summed for the pod; the pod's network (the default
-// interface and all of them) from CRI ListPodSandboxStats, which
-// containerd answers for sandboxes with a cgroup parent (pod cgroups,
-// package cm); the pod's volumes that crivk keeps (emptyDir, configMap,
-// secret, downwardAPI, projected) measured as the kubelet's du-based
-// metrics, at most once a minute (volumestats.go); the containers' log
-// files and the pod's ephemeral storage as the kubelet counts it
-// (ephemeral.go); the node's process limit and count (Rlimit, the
-// pid.available signal); the "pods" system container, kubepods' memory
-// (the allocatableMemory.available signal); per pod, the processes of its running
-// containers (process_stats, the sum of each container cgroup's
-// cgroup.procs lines, as cAdvisor counts them for the kubelet: the
-// sandbox's pause process is not counted).
+// v1alpha1): the node's CPU (time and rate) and memory (usage, working
+// set, RSS, page faults) from its root cgroup, its filesystem (statfs of
+// crivk's root dir) and the runtime's image filesystem (CRI
+// ImageFsInfo); per pod, the running containers' CPU, memory and
+// writable layer from CRI ListContainerStats (crivk's containers only),
+// summed for the pod as the kubelet's CRI stats provider sums them; the
+// pod's network (the default interface and all of them) from CRI
+// ListPodSandboxStats, which containerd answers for sandboxes with a
+// cgroup parent (pod cgroups, package cm); the pod's volumes that crivk
+// keeps (emptyDir, configMap, secret, downwardAPI, projected) measured
+// as the kubelet's du-based metrics, at most once a minute
+// (volumestats.go); the containers' log files and the pod's ephemeral
+// storage as the kubelet counts it (ephemeral.go); the node's process
+// limit and count (Rlimit, the pid.available signal); the "pods" system
+// container, kubepods' memory (the allocatableMemory.available signal)
+// and CPU; per pod, the processes of its running containers
+// (process_stats, the sum of each container cgroup's cgroup.procs lines,
+// as cAdvisor counts them for the kubelet: the sandbox's pause process
+// is not counted).
 
 type summary struct {
 	runtime     containerStatsSource
