@@ -28,10 +28,14 @@
 //	pod volumes                  the volumes crivk keeps under <root-dir>/pods/<uid>/volumes,
 //	                             measured as the kubelet's du-based metrics at most once a
 //	                             minute (volumestats.go)
+//	containers' writable layer   used bytes and inodes from the runtime; capacity, available
+//	                             bytes and inodes from statfs of the mountpoint it names
 //	containers' logs             du of <pod-log-dir>/<ns>_<name>_<uid>/<container> (when
-//	                             Config.PodLogDir is set)
+//	                             Config.PodLogDir is set); capacity, available and inodes of
+//	                             the node filesystem, as the kubelet's
 //	pod ephemeral storage        writable layers + logs + local ephemeral volumes (emptyDir
-//	                             on disk, configMap, downwardAPI), as the kubelet (ephemeral.go)
+//	                             on disk, configMap, downwardAPI), as the kubelet (ephemeral.go);
+//	                             capacity, available and inodes of the node filesystem
 //	node processes (Rlimit)      min(kernel.pid_max, kernel.threads-max) and the task count
 //	                             of /proc/loadavg, as the kubelet's pidlimit
 //	"pods" system container      the node-allocatable cgroup, kubepods (Config.PodsCgroup:

@@ -114,8 +114,13 @@ func (s summary) get(ctx context.Context) (*statsapi.Summary, error) {
 		p := &out.Pods[i]
 		live[p.PodRef.UID] = true
 		p.VolumeStats = s.volumes.forPod(p.PodRef.UID)
-		addLogs(p, s.podLogDir)
+		addLogs(p, s.podLogDir, out.Node.Fs)
 		addEphemeralVolumes(p, s.volumes.localEphemeral(p.PodRef.UID))
+		if e, fs := p.EphemeralStorage, out.Node.Fs; e != nil && fs != nil {
+			// The kubelet's makePodStorageStats: the root filesystem's
+			// capacity, available bytes and inodes.
+			e.CapacityBytes, e.AvailableBytes, e.Inodes, e.InodesFree = fs.CapacityBytes, fs.AvailableBytes, fs.Inodes, fs.InodesFree
+		}
 	}
 	s.volumes.prune(live)
 	return &out, nil
@@ -278,12 +283,12 @@ func podStats(stats []*runtimeapi.ContainerStats, running []*runtimeapi.Containe
 		p.CPU, p.Memory = addCPU(p.CPU, c.CPU), addMemory(p.Memory, c.Memory)
 		if wl := s.GetWritableLayer(); wl != nil && wl.GetUsedBytes() != nil {
 			n := wl.GetUsedBytes().GetValue()
-			c.Rootfs = &statsapi.FsStats{Time: metav1.NewTime(time.Unix(0, wl.GetTimestamp())), UsedBytes: &n}
-			if p.EphemeralStorage == nil {
-				var zero uint64
-				p.EphemeralStorage = &statsapi.FsStats{Time: c.Rootfs.Time, UsedBytes: &zero}
+			c.Rootfs = writableLayer(wl)
+			var inodes uint64
+			if c.Rootfs.InodesUsed != nil {
+				inodes = *c.Rootfs.InodesUsed
 			}
-			*p.EphemeralStorage.UsedBytes += n
+			addEphemeral(p, c.Rootfs.Time, n, inodes)
 		}
 		p.Containers = append(p.Containers, c)
 	}
@@ -368,6 +373,23 @@ func interfaceStats(it *runtimeapi.NetworkInterfaceUsage) statsapi.InterfaceStat
 	}
 	return statsapi.InterfaceStats{Name: it.GetName(), RxBytes: val(it.GetRxBytes()), RxErrors: val(it.GetRxErrors()),
 		TxBytes: val(it.GetTxBytes()), TxErrors: val(it.GetTxErrors())}
+}
+
+// writableLayer is a container's Rootfs: the layer's used bytes and
+// inodes as the runtime counts them, and the capacity, available bytes
+// and inodes of the filesystem holding it (statfs of the mountpoint the
+// runtime names), as the kubelet's CRI stats provider gives them from
+// that filesystem's info; without a mountpoint, the used figures only.
+func writableLayer(wl *runtimeapi.FilesystemUsage) *statsapi.FsStats {
+	at := metav1.NewTime(time.Unix(0, wl.GetTimestamp()))
+	fs := &statsapi.FsStats{Time: at}
+	if mp := wl.GetFsId().GetMountpoint(); mp != "" {
+		if st := statfs(mp, at); st != nil {
+			fs.CapacityBytes, fs.AvailableBytes, fs.Inodes, fs.InodesFree = st.CapacityBytes, st.AvailableBytes, st.Inodes, st.InodesFree
+		}
+	}
+	fs.UsedBytes, fs.InodesUsed = criValue(wl.GetUsedBytes()), criValue(wl.GetInodesUsed())
+	return fs
 }
 
 // containerCPU is a container's CPU as the runtime reports it; nil

@@ -86,6 +86,9 @@ func TestSummaryFigures(t *testing.T) {
 	app.Cpu.UsageNanoCores = v(40)
 	app.Memory = &runtimeapi.MemoryUsage{Timestamp: t0.UnixNano(), WorkingSetBytes: v(100), UsageBytes: v(120), AvailableBytes: v(900),
 		RssBytes: v(80), PageFaults: v(1000), MajorPageFaults: v(3)}
+	layerFs := t.TempDir()
+	app.WritableLayer = &runtimeapi.FilesystemUsage{Timestamp: t0.UnixNano(), FsId: &runtimeapi.FilesystemIdentifier{Mountpoint: layerFs},
+		UsedBytes: v(4096), InodesUsed: v(9)}
 	side := ctrStats("c2", "web", "side", 2000, 50, t0) // no rate, rss, faults or available bytes
 	for _, s := range []*runtimeapi.ContainerStats{app, side} {
 		s.Attributes.Labels["io.kubernetes.pod.uid"] = "uid-web"
@@ -129,6 +132,13 @@ func TestSummaryFigures(t *testing.T) {
 	if cm := c.Memory; c.Name != "app" || *cm.UsageBytes != 120 || *cm.AvailableBytes != 900 || *cm.RSSBytes != 80 || *cm.PageFaults != 1000 ||
 		*cm.MajorPageFaults != 3 || *c.CPU.UsageNanoCores != 40 {
 		t.Errorf("container %s cpu %+v memory %+v", c.Name, c.CPU, c.Memory)
+	}
+	if r := c.Rootfs; r == nil || *r.UsedBytes != 4096 || *r.InodesUsed != 9 || r.CapacityBytes == nil || *r.CapacityBytes == 0 ||
+		r.AvailableBytes == nil || r.Inodes == nil || r.InodesFree == nil {
+		t.Errorf("container rootfs %+v, want the layer's 4096 bytes and 9 inodes on its filesystem's capacity", r)
+	}
+	if e, fs := p.EphemeralStorage, got.Node.Fs; e == nil || *e.UsedBytes != 4096 || *e.InodesUsed != 9 || e.CapacityBytes == nil || *e.CapacityBytes != *fs.CapacityBytes {
+		t.Errorf("pod ephemeral storage %+v, want 4096 bytes, 9 inodes, the node filesystem's capacity %d", e, *fs.CapacityBytes)
 	}
 	if sm := p.Containers[1].Memory; sm.RSSBytes != nil || sm.PageFaults != nil || sm.AvailableBytes != nil {
 		t.Errorf("container side memory %+v, want no figures the runtime did not give", sm)
