@@ -15,7 +15,10 @@
 //	                             use_hierarchy), page faults = the cgroup's own pgfault and
 //	                             pgmajfault of memory.stat
 //	node filesystem              statfs of crivk's root directory
-//	image filesystem             CRI ImageFsInfo (ImageFs)
+//	node network                 init's /proc/1/net/dev (the interfaces cAdvisor keeps), eth0
+//	                             the default interface, as the kubelet gives cAdvisor's root
+//	image filesystem             CRI ImageFsInfo (ImageFs); the containers' filesystem is the
+//	                             same (the runtime does not split them), as the kubelet's
 //	containers' CPU, memory,     CRI ListContainerStats of crivk's running containers
 //	  writable layer             (ListContainers gives their start times): CPU time and rate;
 //	                             working set, usage, available, RSS, page faults as the runtime

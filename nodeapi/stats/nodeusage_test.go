@@ -1,10 +1,13 @@
 package stats
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // TestReadNodeUsage reads the root cgroup's files on a temporary v1 tree
@@ -52,6 +55,59 @@ func TestReadNodeUsage(t *testing.T) {
 			}
 			if x.cpuSeconds != 0 && (u.cpuErr != nil || u.cpuSeconds != x.cpuSeconds) {
 				t.Errorf("cpu %v s (%v), want %v", u.cpuSeconds, u.cpuErr, x.cpuSeconds)
+			}
+		})
+	}
+}
+
+// TestNodeNetwork: the summary's node network is init's interfaces that
+// cAdvisor keeps (no lo, veth...), eth0 the default one, none without
+// eth0; the containers' filesystem is the image filesystem.
+func TestNodeNetwork(t *testing.T) {
+	at := time.Unix(1700000000, 0)
+	for name, x := range map[string]struct {
+		netDev      string
+		wantDefault string
+		wantIfaces  []string
+	}{
+		"eth0": {netDev: "h1\nh2\n    lo: 5 5 0 0 0 0 0 0 5 5 0 0 0 0 0 0\n  eth0: 9000 90 2 0 0 0 0 0 7000 70 1 0 0 0 0 0\n veth1: 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\n",
+			wantDefault: "eth0", wantIfaces: []string{"eth0"}},
+		"ens3, no default": {netDev: "h1\nh2\n  ens3: 9000 90 0 0 0 0 0 0 7000 70 0 0 0 0 0 0\n", wantIfaces: []string{"ens3"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			proc := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(proc, "1", "net"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(proc, "1", "net", "dev"), []byte(x.netDev), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			s := summary{runtime: &fakeStats{}, nodeName: "n1", rootDir: dir, started: at, procRoot: proc,
+				imageFs: func(context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
+					return &runtimeapi.ImageFsInfoResponse{ImageFilesystems: []*runtimeapi.FilesystemUsage{{FsId: &runtimeapi.FilesystemIdentifier{Mountpoint: dir}}}}, nil
+				},
+				node:        func() nodeUsage { return nodeUsage{at: at} },
+				memCapacity: func() (int64, error) { return 4000, nil },
+			}
+			got, err := s.get(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := got.Node.Network
+			if n == nil || n.Name != x.wantDefault || len(n.Interfaces) != len(x.wantIfaces) {
+				t.Fatalf("node network %+v, want default %q and %v", n, x.wantDefault, x.wantIfaces)
+			}
+			for i, it := range n.Interfaces {
+				if it.Name != x.wantIfaces[i] || it.RxBytes == nil || *it.RxBytes != 9000 || *it.TxBytes != 7000 {
+					t.Errorf("interface %d %+v, want %s with 9000/7000 bytes", i, it, x.wantIfaces[i])
+				}
+			}
+			if x.wantDefault != "" && (*n.RxErrors != 2 || *n.TxErrors != 1) {
+				t.Errorf("default interface errors %d/%d, want 2/1", *n.RxErrors, *n.TxErrors)
+			}
+			if r := got.Node.Runtime; r == nil || r.ContainerFs == nil || r.ContainerFs != r.ImageFs {
+				t.Errorf("runtime %+v, want the containers' filesystem to be the image filesystem", r)
 			}
 		})
 	}

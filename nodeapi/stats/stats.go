@@ -135,7 +135,7 @@ func New(cfg Config) (Handlers, error) {
 	volumes.now = cfg.Clock.Now
 	s := summary{runtime: cfg.Runtime, sandboxes: cfg.Runtime.ListPodSandboxStats, imageFs: cfg.ImageFs.ImageFsInfo, node: node,
 		nodeName: cfg.NodeName, rootDir: cfg.RootDir, memCapacity: cfg.MemoryCapacity, started: cfg.Clock.Now(), volumes: volumes,
-		podLogDir: cfg.PodLogDir, processes: cfg.Processes, owned: cfg.Owned, podsCgroup: cfg.PodsCgroup, rates: newCPURates(), rlimit: func(at metav1.Time) *statsapi.RlimitStats { return readRlimit(cfg.ProcRoot, at) }}
+		podLogDir: cfg.PodLogDir, processes: cfg.Processes, owned: cfg.Owned, podsCgroup: cfg.PodsCgroup, rates: newCPURates(), procRoot: cfg.ProcRoot, rlimit: func(at metav1.Time) *statsapi.RlimitStats { return readRlimit(cfg.ProcRoot, at) }}
 	h := Handlers{
 		Summary:         s,
 		ResourceMetrics: resourceMetrics{runtime: cfg.Runtime, node: node, owned: cfg.Owned},

@@ -63,6 +63,9 @@ type summary struct {
 	// owned selects the node's own containers and sandboxes
 	// (Config.Owned; nil: every crivk container).
 	owned map[string]string
+	// procRoot is where /proc is read: the node's network is init's
+	// network namespace ("": no node network).
+	procRoot string
 	// rates turns the node's and kubepods' CPU times into UsageNanoCores
 	// (nil: none reported).
 	rates *cpuRates
@@ -152,7 +155,17 @@ func (s summary) nodeStats(ctx context.Context) statsapi.NodeStats {
 		n.Rlimit = s.rlimit(now)
 	}
 	if fs, err := imageFsStats(ctx, s.imageFs, now); err == nil {
-		n.Runtime = &statsapi.RuntimeStats{ImageFs: fs}
+		// The kubelet's CRI stats provider (ImageFsStats): the
+		// containers' filesystem is the image filesystem while the
+		// runtime does not split them.
+		n.Runtime = &statsapi.RuntimeStats{ImageFs: fs, ContainerFs: fs}
+	}
+	if s.procRoot != "" {
+		if ifaces, err := readNetDev(s.procRoot, 1); err == nil {
+			n.Network = nodeNetwork(ifaces, now)
+		} else {
+			log.G(ctx).WithError(err).Debug("node API: no node network for /stats/summary")
+		}
 	}
 	if s.podsCgroup != nil {
 		if c, err := podsContainer(ctx, s.podsCgroup, s.rates, now, metav1.NewTime(s.started)); err == nil {
@@ -161,6 +174,23 @@ func (s summary) nodeStats(ctx context.Context) statsapi.NodeStats {
 			// As the kubelet: a system container it cannot read is left out.
 			log.G(ctx).WithError(err).Warn("node API: failed to get system container stats of pods")
 		}
+	}
+	return n
+}
+
+// nodeNetwork is the node's network as the kubelet gives cAdvisor's root
+// container's (cadvisorInfoToNetworkStats): every interface cAdvisor
+// keeps (readNetDev), and the one named eth0 as the default interface
+// (none when no interface is named so).
+func nodeNetwork(ifaces []netIface, at metav1.Time) *statsapi.NetworkStats {
+	n := &statsapi.NetworkStats{Time: at, Interfaces: []statsapi.InterfaceStats{}}
+	for _, it := range ifaces {
+		rx, rxErr, tx, txErr := it.rxBytes, it.rxErrors, it.txBytes, it.txErrors
+		st := statsapi.InterfaceStats{Name: it.name, RxBytes: &rx, RxErrors: &rxErr, TxBytes: &tx, TxErrors: &txErr}
+		if it.name == "eth0" {
+			n.InterfaceStats = st
+		}
+		n.Interfaces = append(n.Interfaces, st)
 	}
 	return n
 }
