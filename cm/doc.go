@@ -77,8 +77,11 @@
 // PodCgroupSample and ContainerCgroupSample read a pod's, a sandbox's or
 // a container's cgroup as cAdvisor does (CgroupSample: the library's
 // GetStats, the limits, the oom_kill counter, cgroup.procs, the creation
-// time) for /metrics/cadvisor (nodeapi/stats' Cgroups interface). Both
-// only read.
+// time) for /metrics/cadvisor (nodeapi/stats' Cgroups interface).
+// PodsMemory and PodsCgroupSample read the node-allocatable cgroup,
+// kubepods, for /stats/summary's "pods" system container (its memory,
+// and its CPU time, RSS and page faults; nodeapi/stats' PodsCgroup
+// interface). All of them only read.
 //
 // The package sits beside lifecycle, not under it, as the kubelet keeps cm
 // beside its pod logic: the engine knows it only through the PodCgroups

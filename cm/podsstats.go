@@ -51,6 +51,15 @@ func (m *Manager) PodsMemory() (usage, workingSet, limit uint64, err error) {
 	return usage, workingSet, limit, nil
 }
 
+// PodsCgroupSample reads the node-allocatable cgroup (kubepods) whole,
+// as cAdvisor reads it for the kubelet's "pods" system container: its
+// CPU time, memory.stat (RSS, page faults) and limits. A kubepods that no
+// hierarchy holds (--cgroups-per-qos=false, or before Start) is an error
+// wrapping os.ErrNotExist.
+func (m *Manager) PodsCgroupSample() (CgroupSample, error) {
+	return m.sample(path.Join(m.root, podsCgroup))
+}
+
 // PodsDir is the node-allocatable cgroup's (kubepods) directory in the
 // hierarchy of controller (v1; v2: the unified directory, whatever the
 // controller): the memcg threshold notifier of allocatableMemory.available

@@ -1,6 +1,7 @@
 package cm
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -69,5 +70,29 @@ func TestPodsMemory(t *testing.T) {
 				t.Errorf("usage %d working set %d limit %d, want %d %d %d", usage, ws, limit, x.usage, x.ws, x.limit)
 			}
 		})
+	}
+}
+
+// TestPodsCgroupSample reads kubepods whole on a temporary v1 tree (the
+// machine's layout, as the container samples): the cumulative CPU time
+// and memory.stat the "pods" system container's CPU, RSS and page faults
+// come from; a kubepods not made yet is os.ErrNotExist.
+func TestPodsCgroupSample(t *testing.T) {
+	mounts, m := v1StatsTree(t)
+	if _, err := m.PodsCgroupSample(); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("before kubepods exists: %v, want os.ErrNotExist", err)
+	}
+	writeCgroup(t, mounts, "/kubepods", v1ContainerFiles())
+	s, err := m.PodsCgroupSample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "/kubepods" || !s.Spec.HasCPU || !s.Spec.HasMemory {
+		t.Errorf("name %q spec %+v, want /kubepods with cpu and memory", s.Name, s.Spec)
+	}
+	mem := s.Stats.MemoryStats
+	if s.Stats.CpuStats.CpuUsage.TotalUsage != 2500000000 || !mem.UseHierarchy || mem.Stats["total_rss"] != 1048576 ||
+		mem.Stats["pgfault"] != 300 || mem.Stats["pgmajfault"] != 2 {
+		t.Errorf("cpu %d memory %+v", s.Stats.CpuStats.CpuUsage.TotalUsage, mem)
 	}
 }

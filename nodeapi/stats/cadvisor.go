@@ -114,17 +114,22 @@ func gauge(name, help string, f func(e *cadvisorEntry) float64) cadvisorMetric {
 // on v1 the hierarchical total_<key> when memory.use_hierarchy is 1 (it is
 // below kubepods), else <key>; on v2 v2Key ("": none, 0).
 func memoryStat(e *cadvisorEntry, key, v2Key string) float64 {
-	st := e.cg.Stats.MemoryStats
+	return float64(sampleMemoryStat(e.cg, key, v2Key))
+}
+
+// sampleMemoryStat is memoryStat of a cgroup sample.
+func sampleMemoryStat(cg cm.CgroupSample, key, v2Key string) uint64 {
+	st := cg.Stats.MemoryStats
 	switch {
 	case !hasV1Stats(st.Stats):
 		if v2Key == "" {
 			return 0
 		}
-		return float64(st.Stats[v2Key])
+		return st.Stats[v2Key]
 	case st.UseHierarchy:
-		return float64(st.Stats["total_"+key])
+		return st.Stats["total_"+key]
 	default:
-		return float64(st.Stats[key])
+		return st.Stats[key]
 	}
 }
 

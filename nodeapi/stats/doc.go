@@ -7,29 +7,45 @@
 //
 // Where each figure comes from:
 //
-//	node CPU, working set        the root cgroup (cgroup v1: cpuacct.usage, memory.usage_in_bytes
-//	                             minus total_inactive_file, as cAdvisor)
+//	node CPU, memory             the root cgroup, as cAdvisor's root container (cgroup v1):
+//	                             cpuacct.usage, and UsageNanoCores its rate between two
+//	                             summaries at least a second apart (0 on the first; cpurate.go);
+//	                             usage = memory.usage_in_bytes, working set = usage minus
+//	                             total_inactive_file, RSS = total_rss (rss without
+//	                             use_hierarchy), page faults = the cgroup's own pgfault and
+//	                             pgmajfault of memory.stat
 //	node filesystem              statfs of crivk's root directory
-//	image filesystem             CRI ImageFsInfo (ImageFs)
+//	node network                 init's /proc/1/net/dev (the interfaces cAdvisor keeps), eth0
+//	                             the default interface, as the kubelet gives cAdvisor's root
+//	image filesystem             CRI ImageFsInfo (ImageFs); the containers' filesystem is the
+//	                             same (the runtime does not split them), as the kubelet's
 //	containers' CPU, memory,     CRI ListContainerStats of crivk's running containers
-//	  writable layer             (ListContainers gives their start times); a pod's figure is
-//	                             the sum of its containers'
+//	  writable layer             (ListContainers gives their start times): CPU time and rate;
+//	                             working set, usage, available, RSS, page faults as the runtime
+//	                             gives them; a pod's CPU and memory figures are the sums of its
+//	                             containers' (one a container lacks adds 0), as the kubelet's
+//	                             CRI stats provider without cAdvisor's pod cgroup
 //	pod network                  CRI ListPodSandboxStats (containerd answers it for sandboxes
 //	                             with a cgroup parent: pod cgroups, package cm); left out
 //	                             when the runtime cannot give it
 //	pod volumes                  the volumes crivk keeps under <root-dir>/pods/<uid>/volumes,
 //	                             measured as the kubelet's du-based metrics at most once a
 //	                             minute (volumestats.go)
+//	containers' writable layer   used bytes and inodes from the runtime; capacity, available
+//	                             bytes and inodes from statfs of the mountpoint it names
 //	containers' logs             du of <pod-log-dir>/<ns>_<name>_<uid>/<container> (when
-//	                             Config.PodLogDir is set)
+//	                             Config.PodLogDir is set); capacity, available and inodes of
+//	                             the node filesystem, as the kubelet's
 //	pod ephemeral storage        writable layers + logs + local ephemeral volumes (emptyDir
-//	                             on disk, configMap, downwardAPI), as the kubelet (ephemeral.go)
+//	                             on disk, configMap, downwardAPI), as the kubelet (ephemeral.go);
+//	                             capacity, available and inodes of the node filesystem
 //	node processes (Rlimit)      min(kernel.pid_max, kernel.threads-max) and the task count
 //	                             of /proc/loadavg, as the kubelet's pidlimit
-//	"pods" system container      the memory of the node-allocatable cgroup, kubepods
-//	                             (Config.PodsCgroup: package cm): usage, working set
-//	                             (usage - inactive file) and available = its limit - working
-//	                             set (only with a limit), as cAdvisor; none without pod cgroups
+//	"pods" system container      the node-allocatable cgroup, kubepods (Config.PodsCgroup:
+//	                             package cm), as cAdvisor: memory usage, working set (usage -
+//	                             inactive file), available = its limit - working set (only with
+//	                             a limit), RSS (total_rss), its own pgfault and pgmajfault;
+//	                             CPU time and its rate (as the node's); none without pod cgroups
 //	pod processes                the lines of cgroup.procs of each running container's cgroup
 //	  (process_stats)            below the pod cgroup (Config.Processes: package cm), summed
 //	                             for the pod, as cAdvisor's ProcessCount; none without pod

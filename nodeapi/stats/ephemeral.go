@@ -69,7 +69,11 @@ func device(path string) (uint64, bool) {
 // addLogs sets each container's Logs from its log directory under
 // podLogDir (<namespace>_<name>_<uid>/<container>/) and adds them to the
 // pod's ephemeral storage.
-func addLogs(p *statsapi.PodStats, podLogDir string) {
+//
+// The filesystem's capacity, available bytes and inodes are rootFs's
+// (the node's filesystem; nil: none), as the kubelet's
+// getPodContainerLogStats gives them from its root filesystem.
+func addLogs(p *statsapi.PodStats, podLogDir string, rootFs *statsapi.FsStats) {
 	if podLogDir == "" {
 		return
 	}
@@ -86,6 +90,10 @@ func addLogs(p *statsapi.PodStats, podLogDir string) {
 			at = c.Rootfs.Time
 		}
 		c.Logs = &statsapi.FsStats{Time: at, UsedBytes: &used, InodesUsed: &inodes}
+		if rootFs != nil {
+			c.Logs.CapacityBytes, c.Logs.AvailableBytes = rootFs.CapacityBytes, rootFs.AvailableBytes
+			c.Logs.Inodes, c.Logs.InodesFree = rootFs.Inodes, rootFs.InodesFree
+		}
 		addEphemeral(p, at, used, inodes)
 	}
 }

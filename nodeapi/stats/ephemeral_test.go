@@ -33,10 +33,11 @@ func TestPodEphemeralStorage(t *testing.T) {
 		Containers:       []statsapi.ContainerStats{{Name: "app", Rootfs: &statsapi.FsStats{UsedBytes: &layer}}},
 		EphemeralStorage: &statsapi.FsStats{UsedBytes: ptrTo(layer)}}
 	p.VolumeStats = v.forPod("uid-1")
-	addLogs(&p, logs)
+	rootFs := statfs(root, statsapiTime())
+	addLogs(&p, logs, rootFs)
 	addEphemeralVolumes(&p, v.localEphemeral("uid-1"))
-	if c := p.Containers[0].Logs; c == nil || *c.UsedBytes < 64<<10 {
-		t.Fatalf("container logs %+v, want at least 64Ki", c)
+	if c := p.Containers[0].Logs; c == nil || *c.UsedBytes < 64<<10 || c.CapacityBytes != rootFs.CapacityBytes || c.InodesFree != rootFs.InodesFree {
+		t.Fatalf("container logs %+v, want at least 64Ki on the root filesystem's capacity and inodes", c)
 	}
 	var vol uint64
 	for _, s := range p.VolumeStats {

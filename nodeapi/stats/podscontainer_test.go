@@ -3,18 +3,83 @@ package stats
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"testing"
 	"time"
+
+	"github.com/crivk/crivk/cm"
+	"github.com/opencontainers/cgroups"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
-// podsCgroupFunc is a PodsCgroup of a function.
+// podsCgroupFunc is a PodsCgroup of a function, whose kubepods sample is
+// not there.
 type podsCgroupFunc func() (uint64, uint64, uint64, error)
 
 func (f podsCgroupFunc) PodsMemory() (uint64, uint64, uint64, error) { return f() }
+func (podsCgroupFunc) PodsCgroupSample() (cm.CgroupSample, error) {
+	return cm.CgroupSample{}, fmt.Errorf("kubepods: %w", os.ErrNotExist)
+}
+
+// podsCgroupSamples is a PodsCgroup whose sample is the next of samples
+// at each read (the last one once they run out).
+type podsCgroupSamples struct {
+	podsCgroupFunc
+	samples []cm.CgroupSample
+}
+
+func (p *podsCgroupSamples) PodsCgroupSample() (cm.CgroupSample, error) {
+	s := p.samples[0]
+	if len(p.samples) > 1 {
+		p.samples = p.samples[1:]
+	}
+	return s, nil
+}
+
+// kubepodsSample is a v1 sample of kubepods with cpuNs of CPU time and a
+// hierarchical memory.stat.
+func kubepodsSample(cpuNs uint64) cm.CgroupSample {
+	st := cgroups.NewStats()
+	st.CpuStats.CpuUsage.TotalUsage = cpuNs
+	st.MemoryStats.UseHierarchy = true
+	st.MemoryStats.Stats = map[string]uint64{"rss": 7, "total_rss": 1 << 20, "pgfault": 30, "total_pgfault": 9000, "pgmajfault": 1, "total_pgmajfault": 40}
+	return cm.CgroupSample{Name: "/kubepods", Stats: st, Spec: cm.CgroupSpec{HasCPU: true, HasMemory: true}}
+}
+
+// TestPodsSystemContainerCPU: with kubepods' sample, the "pods" container
+// has its CPU time and rate (0 on the first read, then the CPU time
+// gained over the time passed, as cAdvisor's InstCpuStats) and its RSS
+// (total_rss: use_hierarchy is 1) and its own pgfault and pgmajfault, as
+// cAdvisor's setMemoryStats.
+func TestPodsSystemContainerCPU(t *testing.T) {
+	start := time.Unix(1700000000, 0)
+	c := &podsCgroupSamples{podsCgroupFunc: func() (uint64, uint64, uint64, error) { return 3000, 2000, 8000, nil },
+		samples: []cm.CgroupSample{kubepodsSample(5e9), kubepodsSample(5e9 + 25e8)}}
+	rates := newCPURates()
+	for i, x := range []struct {
+		at            time.Time
+		ns, nanoCores uint64
+	}{
+		{at: start, ns: 5e9, nanoCores: 0},
+		{at: start.Add(10 * time.Second), ns: 5e9 + 25e8, nanoCores: 25e7},
+	} {
+		got, err := podsContainer(context.Background(), c, rates, metav1.NewTime(x.at), metav1.NewTime(start))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.CPU == nil || *got.CPU.UsageCoreNanoSeconds != x.ns || got.CPU.UsageNanoCores == nil || *got.CPU.UsageNanoCores != x.nanoCores {
+			t.Fatalf("read %d: cpu %+v, want %d ns at %d nanocores", i, got.CPU, x.ns, x.nanoCores)
+		}
+		m := got.Memory
+		if m.RSSBytes == nil || *m.RSSBytes != 1<<20 || *m.PageFaults != 30 || *m.MajorPageFaults != 1 || *m.UsageBytes != 3000 {
+			t.Errorf("read %d: memory %+v, want rss 1MiB, 30 faults, 1 major, usage 3000", i, m)
+		}
+	}
+}
 
 // TestPodsSystemContainer: the summary's node.systemContainers has the
 // "pods" container with kubepods' memory, available = limit - working set

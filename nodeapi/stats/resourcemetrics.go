@@ -1,7 +1,6 @@
 package stats
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -31,12 +30,18 @@ type containerStatsSource interface {
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
 }
 
-// nodeUsage is the node's CPU time and working set.
+// nodeUsage is the node's CPU time and memory (its root cgroup's).
 type nodeUsage struct {
-	cpuSeconds       float64
-	workingSetBytes  uint64
-	at               time.Time
-	cpuErr, memError error
+	cpuSeconds      float64
+	workingSetBytes uint64
+	// usageBytes, rssBytes, pageFaults and majorPageFaults are cAdvisor's
+	// root container's Memory.Usage, RSS, ContainerData.Pgfault and
+	// Pgmajfault (container/libcontainer's setMemoryStats, cgroup v1):
+	// memory.usage_in_bytes; total_rss of memory.stat (rss when
+	// memory.use_hierarchy is 0); pgfault and pgmajfault of memory.stat.
+	usageBytes, rssBytes, pageFaults, majorPageFaults uint64
+	at                                                time.Time
+	cpuErr, memError                                  error
 }
 
 // defaultCgroupRoot is where the node's root cgroup is read (cgroup v1,
@@ -63,31 +68,47 @@ func readNodeUsage(root string, now time.Time) nodeUsage {
 		u.memError = err
 		return u
 	}
-	inactive, err := statValue(filepath.Join(root, "memory", "memory.stat"), "total_inactive_file")
+	stat, err := readMemoryStat(filepath.Join(root, "memory", "memory.stat"))
 	if err != nil {
 		u.memError = err
+		return u
+	}
+	inactive, ok := stat["total_inactive_file"]
+	if !ok {
+		u.memError = fmt.Errorf("%s: no total_inactive_file", filepath.Join(root, "memory", "memory.stat"))
 		return u
 	}
 	if inactive < used {
 		u.workingSetBytes = used - inactive
 	}
+	u.usageBytes = used
+	u.rssBytes = stat["total_rss"]
+	if b, err := os.ReadFile(filepath.Join(root, "memory", "memory.use_hierarchy")); err == nil && strings.TrimSpace(string(b)) == "0" {
+		u.rssBytes = stat["rss"]
+	}
+	u.pageFaults, u.majorPageFaults = stat["pgfault"], stat["pgmajfault"]
 	return u
 }
 
-func statValue(path, key string) (uint64, error) {
-	f, err := os.Open(path)
+// readMemoryStat reads a v1 memory.stat file: key value lines.
+func readMemoryStat(path string) (map[string]uint64, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		k, v, ok := strings.Cut(s.Text(), " ")
-		if ok && k == key {
-			return strconv.ParseUint(v, 10, 64)
+	out := map[string]uint64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
 		}
+		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", path, k, err)
+		}
+		out[k] = n
 	}
-	return 0, fmt.Errorf("%s: no %s", path, key)
+	return out, nil
 }
 
 // resourceMetrics writes the endpoint's answer.

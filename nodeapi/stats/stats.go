@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/crivk/crivk/cm"
 	"github.com/crivk/crivk/cri"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -41,11 +42,15 @@ type PodsCgroup interface {
 	// PodsMemory is the cgroup's memory usage, its working set (usage
 	// less inactive file pages) and its limit in bytes (0: none).
 	PodsMemory() (usage, workingSet, limit uint64, err error)
+	// PodsCgroupSample reads the cgroup whole: the "pods" container's CPU
+	// time and its RSS and page faults.
+	PodsCgroupSample() (cm.CgroupSample, error)
 }
 
 var (
-	_ Runtime = cri.RuntimeService(nil)
-	_ ImageFs = (*cri.Runtime)(nil)
+	_ PodsCgroup = (*cm.Manager)(nil)
+	_ Runtime    = cri.RuntimeService(nil)
+	_ ImageFs    = (*cri.Runtime)(nil)
 )
 
 // Config is what the statistics read. Runtime, ImageFs and MemoryCapacity
@@ -130,7 +135,7 @@ func New(cfg Config) (Handlers, error) {
 	volumes.now = cfg.Clock.Now
 	s := summary{runtime: cfg.Runtime, sandboxes: cfg.Runtime.ListPodSandboxStats, imageFs: cfg.ImageFs.ImageFsInfo, node: node,
 		nodeName: cfg.NodeName, rootDir: cfg.RootDir, memCapacity: cfg.MemoryCapacity, started: cfg.Clock.Now(), volumes: volumes,
-		podLogDir: cfg.PodLogDir, processes: cfg.Processes, owned: cfg.Owned, podsCgroup: cfg.PodsCgroup, rlimit: func(at metav1.Time) *statsapi.RlimitStats { return readRlimit(cfg.ProcRoot, at) }}
+		podLogDir: cfg.PodLogDir, processes: cfg.Processes, owned: cfg.Owned, podsCgroup: cfg.PodsCgroup, rates: newCPURates(), procRoot: cfg.ProcRoot, rlimit: func(at metav1.Time) *statsapi.RlimitStats { return readRlimit(cfg.ProcRoot, at) }}
 	h := Handlers{
 		Summary:         s,
 		ResourceMetrics: resourceMetrics{runtime: cfg.Runtime, node: node, owned: cfg.Owned},

@@ -19,23 +19,25 @@ import (
 )
 
 // /stats/summary in the kubelet's shape (k8s.io/kubelet/pkg/apis/stats/
-// v1alpha1): the node's CPU and memory from its root cgroup, its
-// filesystem (statfs of crivk's root dir) and the runtime's image
-// filesystem (CRI ImageFsInfo); per pod, the running containers' CPU,
-// memory and writable layer from CRI ListContainerStats (crivk's
-// containers only), summed for the pod; the pod's network (the default
-// interface and all of them) from CRI ListPodSandboxStats, which
-// containerd answers for sandboxes with a cgroup parent (pod cgroups,
-// package cm); the pod's volumes that crivk keeps (emptyDir, configMap,
-// secret, downwardAPI, projected) measured as the kubelet's du-based
-// metrics, at most once a minute (volumestats.go); the containers' log
-// files and the pod's ephemeral storage as the kubelet counts it
-// (ephemeral.go); the node's process limit and count (Rlimit, the
-// pid.available signal); the "pods" system container, kubepods' memory
-// (the allocatableMemory.available signal); per pod, the processes of its running
-// containers (process_stats, the sum of each container cgroup's
-// cgroup.procs lines, as cAdvisor counts them for the kubelet: the
-// sandbox's pause process is not counted).
+// v1alpha1): the node's CPU (time and rate) and memory (usage, working
+// set, RSS, page faults) from its root cgroup, its filesystem (statfs of
+// crivk's root dir) and the runtime's image filesystem (CRI
+// ImageFsInfo); per pod, the running containers' CPU, memory and
+// writable layer from CRI ListContainerStats (crivk's containers only),
+// summed for the pod as the kubelet's CRI stats provider sums them; the
+// pod's network (the default interface and all of them) from CRI
+// ListPodSandboxStats, which containerd answers for sandboxes with a
+// cgroup parent (pod cgroups, package cm); the pod's volumes that crivk
+// keeps (emptyDir, configMap, secret, downwardAPI, projected) measured
+// as the kubelet's du-based metrics, at most once a minute
+// (volumestats.go); the containers' log files and the pod's ephemeral
+// storage as the kubelet counts it (ephemeral.go); the node's process
+// limit and count (Rlimit, the pid.available signal); the "pods" system
+// container, kubepods' memory (the allocatableMemory.available signal)
+// and CPU; per pod, the processes of its running containers
+// (process_stats, the sum of each container cgroup's cgroup.procs lines,
+// as cAdvisor counts them for the kubelet: the sandbox's pause process
+// is not counted).
 
 type summary struct {
 	runtime     containerStatsSource
@@ -61,6 +63,12 @@ type summary struct {
 	// owned selects the node's own containers and sandboxes
 	// (Config.Owned; nil: every crivk container).
 	owned map[string]string
+	// procRoot is where /proc is read: the node's network is init's
+	// network namespace ("": no node network).
+	procRoot string
+	// rates turns the node's and kubepods' CPU times into UsageNanoCores
+	// (nil: none reported).
+	rates *cpuRates
 }
 
 func (s summary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -109,8 +117,13 @@ func (s summary) get(ctx context.Context) (*statsapi.Summary, error) {
 		p := &out.Pods[i]
 		live[p.PodRef.UID] = true
 		p.VolumeStats = s.volumes.forPod(p.PodRef.UID)
-		addLogs(p, s.podLogDir)
+		addLogs(p, s.podLogDir, out.Node.Fs)
 		addEphemeralVolumes(p, s.volumes.localEphemeral(p.PodRef.UID))
+		if e, fs := p.EphemeralStorage, out.Node.Fs; e != nil && fs != nil {
+			// The kubelet's makePodStorageStats: the root filesystem's
+			// capacity, available bytes and inodes.
+			e.CapacityBytes, e.AvailableBytes, e.Inodes, e.InodesFree = fs.CapacityBytes, fs.AvailableBytes, fs.Inodes, fs.InodesFree
+		}
 	}
 	s.volumes.prune(live)
 	return &out, nil
@@ -122,11 +135,12 @@ func (s summary) nodeStats(ctx context.Context) statsapi.NodeStats {
 	n := statsapi.NodeStats{NodeName: s.nodeName, StartTime: metav1.NewTime(s.started)}
 	if u.cpuErr == nil {
 		ns := uint64(u.cpuSeconds * 1e9)
-		n.CPU = &statsapi.CPUStats{Time: now, UsageCoreNanoSeconds: &ns}
+		n.CPU = &statsapi.CPUStats{Time: now, UsageCoreNanoSeconds: &ns, UsageNanoCores: s.rates.nanoCores("/", u.at, ns)}
 	}
 	if u.memError == nil {
-		ws := u.workingSetBytes
-		n.Memory = &statsapi.MemoryStats{Time: now, WorkingSetBytes: &ws}
+		ws, usage, rss, faults, major := u.workingSetBytes, u.usageBytes, u.rssBytes, u.pageFaults, u.majorPageFaults
+		n.Memory = &statsapi.MemoryStats{Time: now, WorkingSetBytes: &ws, UsageBytes: &usage, RSSBytes: &rss,
+			PageFaults: &faults, MajorPageFaults: &major}
 		if capacity, err := s.memCapacity(); err == nil {
 			// cAdvisor's: the capacity less the working set, never below 0.
 			var avail uint64
@@ -141,10 +155,20 @@ func (s summary) nodeStats(ctx context.Context) statsapi.NodeStats {
 		n.Rlimit = s.rlimit(now)
 	}
 	if fs, err := imageFsStats(ctx, s.imageFs, now); err == nil {
-		n.Runtime = &statsapi.RuntimeStats{ImageFs: fs}
+		// The kubelet's CRI stats provider (ImageFsStats): the
+		// containers' filesystem is the image filesystem while the
+		// runtime does not split them.
+		n.Runtime = &statsapi.RuntimeStats{ImageFs: fs, ContainerFs: fs}
+	}
+	if s.procRoot != "" {
+		if ifaces, err := readNetDev(s.procRoot, 1); err == nil {
+			n.Network = nodeNetwork(ifaces, now)
+		} else {
+			log.G(ctx).WithError(err).Debug("node API: no node network for /stats/summary")
+		}
 	}
 	if s.podsCgroup != nil {
-		if c, err := podsContainer(s.podsCgroup, now, metav1.NewTime(s.started)); err == nil {
+		if c, err := podsContainer(ctx, s.podsCgroup, s.rates, now, metav1.NewTime(s.started)); err == nil {
 			n.SystemContainers = append(n.SystemContainers, c)
 		} else {
 			// As the kubelet: a system container it cannot read is left out.
@@ -154,12 +178,35 @@ func (s summary) nodeStats(ctx context.Context) statsapi.NodeStats {
 	return n
 }
 
-// podsContainer is the summary's "pods" system container: the memory of
-// the node-allocatable cgroup (kubepods) as the kubelet's cAdvisor stats
-// give it (usage; working set; available = limit - working set, only when
-// the cgroup has a limit, never below 0). It has no CPU, filesystem or
-// logs figures here; its start time is crivk's, which made the cgroup.
-func podsContainer(c PodsCgroup, at, started metav1.Time) (statsapi.ContainerStats, error) {
+// nodeNetwork is the node's network as the kubelet gives cAdvisor's root
+// container's (cadvisorInfoToNetworkStats): every interface cAdvisor
+// keeps (readNetDev), and the one named eth0 as the default interface
+// (none when no interface is named so).
+func nodeNetwork(ifaces []netIface, at metav1.Time) *statsapi.NetworkStats {
+	n := &statsapi.NetworkStats{Time: at, Interfaces: []statsapi.InterfaceStats{}}
+	for _, it := range ifaces {
+		rx, rxErr, tx, txErr := it.rxBytes, it.rxErrors, it.txBytes, it.txErrors
+		st := statsapi.InterfaceStats{Name: it.name, RxBytes: &rx, RxErrors: &rxErr, TxBytes: &tx, TxErrors: &txErr}
+		if it.name == "eth0" {
+			n.InterfaceStats = st
+		}
+		n.Interfaces = append(n.Interfaces, st)
+	}
+	return n
+}
+
+// podsContainer is the summary's "pods" system container: the
+// node-allocatable cgroup (kubepods) as the kubelet's cAdvisor stats give
+// it (cadvisorInfoToCPUandMemoryStats). Memory: usage; working set;
+// available = limit - working set, only when the cgroup has a limit,
+// never below 0; RSS (total_rss on v1, anon on v2) and the cgroup's own
+// pgfault and pgmajfault, as cAdvisor's setMemoryStats. CPU: the
+// cumulative time (cpuacct.usage) and its rate (rates, 0 until two
+// samples). Without the memory figures there is no container (as the
+// kubelet leaves out one it cannot read); without the sample, no CPU,
+// RSS or page faults. No filesystem or logs figures; its start time is
+// crivk's, which made the cgroup.
+func podsContainer(ctx context.Context, c PodsCgroup, rates *cpuRates, at, started metav1.Time) (statsapi.ContainerStats, error) {
 	usage, ws, limit, err := c.PodsMemory()
 	if err != nil {
 		return statsapi.ContainerStats{}, err
@@ -172,7 +219,22 @@ func podsContainer(c PodsCgroup, at, started metav1.Time) (statsapi.ContainerSta
 		}
 		mem.AvailableBytes = &avail
 	}
-	return statsapi.ContainerStats{Name: statsapi.SystemContainerPods, StartTime: started, Memory: mem}, nil
+	out := statsapi.ContainerStats{Name: statsapi.SystemContainerPods, StartTime: started, Memory: mem}
+	cg, err := c.PodsCgroupSample()
+	if err != nil {
+		log.G(ctx).WithError(err).Debug("node API: no CPU or RSS of the pods system container")
+		return out, nil
+	}
+	if cg.Spec.HasCPU {
+		ns := cg.Stats.CpuStats.CpuUsage.TotalUsage
+		out.CPU = &statsapi.CPUStats{Time: at, UsageCoreNanoSeconds: &ns, UsageNanoCores: rates.nanoCores(cg.Name, at.Time, ns)}
+	}
+	if cg.Spec.HasMemory {
+		rss := sampleMemoryStat(cg, "rss", "anon")
+		faults, major := cg.Stats.MemoryStats.Stats["pgfault"], cg.Stats.MemoryStats.Stats["pgmajfault"]
+		mem.RSSBytes, mem.PageFaults, mem.MajorPageFaults = &rss, &faults, &major
+	}
+	return out, nil
 }
 
 // ImageFsStats is the runtime's image filesystem as /stats/summary
@@ -247,38 +309,16 @@ func podStats(stats []*runtimeapi.ContainerStats, running []*runtimeapi.Containe
 			byUID[uid] = p
 		}
 		c := statsapi.ContainerStats{Name: l[cri.LabelContainerName], StartTime: metav1.NewTime(time.Unix(0, at))}
-		if cpu := s.GetCpu(); cpu != nil {
-			c.CPU = &statsapi.CPUStats{Time: metav1.NewTime(time.Unix(0, cpu.GetTimestamp()))}
-			if v := cpu.GetUsageCoreNanoSeconds(); v != nil {
-				n := v.GetValue()
-				c.CPU.UsageCoreNanoSeconds = &n
-				p.CPU = addCPU(p.CPU, c.CPU.Time, n)
-			}
-			if v := cpu.GetUsageNanoCores(); v != nil {
-				n := v.GetValue()
-				c.CPU.UsageNanoCores = &n
-			}
-		}
-		if mem := s.GetMemory(); mem != nil {
-			c.Memory = &statsapi.MemoryStats{Time: metav1.NewTime(time.Unix(0, mem.GetTimestamp()))}
-			if v := mem.GetWorkingSetBytes(); v != nil {
-				n := v.GetValue()
-				c.Memory.WorkingSetBytes = &n
-				p.Memory = addMemory(p.Memory, c.Memory.Time, n)
-			}
-			if v := mem.GetUsageBytes(); v != nil {
-				n := v.GetValue()
-				c.Memory.UsageBytes = &n
-			}
-		}
+		c.CPU, c.Memory = containerCPU(s.GetCpu()), containerMemory(s.GetMemory())
+		p.CPU, p.Memory = addCPU(p.CPU, c.CPU), addMemory(p.Memory, c.Memory)
 		if wl := s.GetWritableLayer(); wl != nil && wl.GetUsedBytes() != nil {
 			n := wl.GetUsedBytes().GetValue()
-			c.Rootfs = &statsapi.FsStats{Time: metav1.NewTime(time.Unix(0, wl.GetTimestamp())), UsedBytes: &n}
-			if p.EphemeralStorage == nil {
-				var zero uint64
-				p.EphemeralStorage = &statsapi.FsStats{Time: c.Rootfs.Time, UsedBytes: &zero}
+			c.Rootfs = writableLayer(wl)
+			var inodes uint64
+			if c.Rootfs.InodesUsed != nil {
+				inodes = *c.Rootfs.InodesUsed
 			}
-			*p.EphemeralStorage.UsedBytes += n
+			addEphemeral(p, c.Rootfs.Time, n, inodes)
 		}
 		p.Containers = append(p.Containers, c)
 	}
@@ -365,20 +405,97 @@ func interfaceStats(it *runtimeapi.NetworkInterfaceUsage) statsapi.InterfaceStat
 		TxBytes: val(it.GetTxBytes()), TxErrors: val(it.GetTxErrors())}
 }
 
-func addCPU(sum *statsapi.CPUStats, at metav1.Time, ns uint64) *statsapi.CPUStats {
-	if sum == nil {
-		var zero uint64
-		sum = &statsapi.CPUStats{Time: at, UsageCoreNanoSeconds: &zero}
+// writableLayer is a container's Rootfs: the layer's used bytes and
+// inodes as the runtime counts them, and the capacity, available bytes
+// and inodes of the filesystem holding it (statfs of the mountpoint the
+// runtime names), as the kubelet's CRI stats provider gives them from
+// that filesystem's info; without a mountpoint, the used figures only.
+func writableLayer(wl *runtimeapi.FilesystemUsage) *statsapi.FsStats {
+	at := metav1.NewTime(time.Unix(0, wl.GetTimestamp()))
+	fs := &statsapi.FsStats{Time: at}
+	if mp := wl.GetFsId().GetMountpoint(); mp != "" {
+		if st := statfs(mp, at); st != nil {
+			fs.CapacityBytes, fs.AvailableBytes, fs.Inodes, fs.InodesFree = st.CapacityBytes, st.AvailableBytes, st.Inodes, st.InodesFree
+		}
 	}
-	*sum.UsageCoreNanoSeconds += ns
+	fs.UsedBytes, fs.InodesUsed = criValue(wl.GetUsedBytes()), criValue(wl.GetInodesUsed())
+	return fs
+}
+
+// containerCPU is a container's CPU as the runtime reports it; nil
+// without a report.
+func containerCPU(cpu *runtimeapi.CpuUsage) *statsapi.CPUStats {
+	if cpu == nil {
+		return nil
+	}
+	return &statsapi.CPUStats{Time: metav1.NewTime(time.Unix(0, cpu.GetTimestamp())),
+		UsageCoreNanoSeconds: criValue(cpu.GetUsageCoreNanoSeconds()), UsageNanoCores: criValue(cpu.GetUsageNanoCores())}
+}
+
+// containerMemory is a container's memory as the runtime reports it (the
+// kubelet's CRI stats provider copies the same five figures; containerd
+// reads them from the container's cgroup); nil without a report.
+func containerMemory(mem *runtimeapi.MemoryUsage) *statsapi.MemoryStats {
+	if mem == nil {
+		return nil
+	}
+	return &statsapi.MemoryStats{Time: metav1.NewTime(time.Unix(0, mem.GetTimestamp())),
+		WorkingSetBytes: criValue(mem.GetWorkingSetBytes()), UsageBytes: criValue(mem.GetUsageBytes()),
+		AvailableBytes: criValue(mem.GetAvailableBytes()), RSSBytes: criValue(mem.GetRssBytes()),
+		PageFaults: criValue(mem.GetPageFaults()), MajorPageFaults: criValue(mem.GetMajorPageFaults())}
+}
+
+func criValue(v *runtimeapi.UInt64Value) *uint64 {
+	if v == nil {
+		return nil
+	}
+	x := v.GetValue()
+	return &x
+}
+
+// addCPU adds a container's CPU to its pod's sum, as the kubelet's CRI
+// stats provider sums them when cAdvisor has no pod cgroup
+// (addPodCPUMemoryStats): a figure the container lacks adds 0, and the
+// pod's time is its last container's.
+func addCPU(sum, c *statsapi.CPUStats) *statsapi.CPUStats {
+	if c == nil {
+		return sum
+	}
+	if sum == nil {
+		sum = &statsapi.CPUStats{}
+	}
+	sum.Time = c.Time
+	sum.UsageCoreNanoSeconds = plus(sum.UsageCoreNanoSeconds, c.UsageCoreNanoSeconds)
+	sum.UsageNanoCores = plus(sum.UsageNanoCores, c.UsageNanoCores)
 	return sum
 }
 
-func addMemory(sum *statsapi.MemoryStats, at metav1.Time, ws uint64) *statsapi.MemoryStats {
-	if sum == nil {
-		var zero uint64
-		sum = &statsapi.MemoryStats{Time: at, WorkingSetBytes: &zero}
+// addMemory adds a container's memory to its pod's sum, as addCPU.
+func addMemory(sum, c *statsapi.MemoryStats) *statsapi.MemoryStats {
+	if c == nil {
+		return sum
 	}
-	*sum.WorkingSetBytes += ws
+	if sum == nil {
+		sum = &statsapi.MemoryStats{}
+	}
+	sum.Time = c.Time
+	sum.AvailableBytes = plus(sum.AvailableBytes, c.AvailableBytes)
+	sum.UsageBytes = plus(sum.UsageBytes, c.UsageBytes)
+	sum.WorkingSetBytes = plus(sum.WorkingSetBytes, c.WorkingSetBytes)
+	sum.RSSBytes = plus(sum.RSSBytes, c.RSSBytes)
+	sum.PageFaults = plus(sum.PageFaults, c.PageFaults)
+	sum.MajorPageFaults = plus(sum.MajorPageFaults, c.MajorPageFaults)
 	return sum
+}
+
+// plus is a + b, a nil one counting 0; never nil.
+func plus(a, b *uint64) *uint64 {
+	var x uint64
+	if a != nil {
+		x += *a
+	}
+	if b != nil {
+		x += *b
+	}
+	return &x
 }

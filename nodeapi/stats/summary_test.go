@@ -73,3 +73,79 @@ func TestSummary(t *testing.T) {
 		t.Errorf("container %+v", c)
 	}
 }
+
+// TestSummaryFigures: the node's CPU rate (0 on the first summary, then
+// the rate between summaries) and memory usage, RSS and page faults; a
+// container's memory figures as the runtime reports them; the pod's CPU
+// rate and memory figures summed over its containers, a figure a
+// container lacks adding 0 (the kubelet's CRI stats provider).
+func TestSummaryFigures(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	v := func(x uint64) *runtimeapi.UInt64Value { return &runtimeapi.UInt64Value{Value: x} }
+	app := ctrStats("c1", "web", "app", 3000, 100, t0)
+	app.Cpu.UsageNanoCores = v(40)
+	app.Memory = &runtimeapi.MemoryUsage{Timestamp: t0.UnixNano(), WorkingSetBytes: v(100), UsageBytes: v(120), AvailableBytes: v(900),
+		RssBytes: v(80), PageFaults: v(1000), MajorPageFaults: v(3)}
+	layerFs := t.TempDir()
+	app.WritableLayer = &runtimeapi.FilesystemUsage{Timestamp: t0.UnixNano(), FsId: &runtimeapi.FilesystemIdentifier{Mountpoint: layerFs},
+		UsedBytes: v(4096), InodesUsed: v(9)}
+	side := ctrStats("c2", "web", "side", 2000, 50, t0) // no rate, rss, faults or available bytes
+	for _, s := range []*runtimeapi.ContainerStats{app, side} {
+		s.Attributes.Labels["io.kubernetes.pod.uid"] = "uid-web"
+	}
+	f := &fakeStats{stats: []*runtimeapi.ContainerStats{app, side},
+		containers: []*runtimeapi.Container{{Id: "c1", CreatedAt: t0.UnixNano()}, {Id: "c2", CreatedAt: t0.UnixNano()}}}
+	usage := nodeUsage{cpuSeconds: 2, workingSetBytes: 1000, usageBytes: 1500, rssBytes: 700, pageFaults: 5000, majorPageFaults: 12, at: t0}
+	s := summary{
+		runtime: f, nodeName: "n1", rootDir: t.TempDir(), started: t0, rates: newCPURates(),
+		imageFs: func(context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
+			return &runtimeapi.ImageFsInfoResponse{}, nil
+		},
+		node:        func() nodeUsage { return usage },
+		memCapacity: func() (int64, error) { return 4000, nil },
+	}
+	for i, x := range []struct {
+		at        time.Duration
+		cpuNs     uint64
+		nanoCores uint64
+	}{{0, 2e9, 0}, {4 * time.Second, 4e9, 5e8}} {
+		usage.at, usage.cpuSeconds = t0.Add(x.at), float64(x.cpuNs)/1e9
+		got, err := s.get(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := got.Node
+		if n.CPU.UsageNanoCores == nil || *n.CPU.UsageNanoCores != x.nanoCores || *n.CPU.UsageCoreNanoSeconds != x.cpuNs {
+			t.Errorf("summary %d: node cpu %+v, want %d ns at %d nanocores", i, n.CPU, x.cpuNs, x.nanoCores)
+		}
+		m := n.Memory
+		if *m.UsageBytes != 1500 || *m.WorkingSetBytes != 1000 || *m.RSSBytes != 700 || *m.PageFaults != 5000 || *m.MajorPageFaults != 12 || *m.AvailableBytes != 3000 {
+			t.Errorf("summary %d: node memory %+v", i, m)
+		}
+	}
+	got, err := s.get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := got.Pods[0]
+	c := p.Containers[0]
+	if cm := c.Memory; c.Name != "app" || *cm.UsageBytes != 120 || *cm.AvailableBytes != 900 || *cm.RSSBytes != 80 || *cm.PageFaults != 1000 ||
+		*cm.MajorPageFaults != 3 || *c.CPU.UsageNanoCores != 40 {
+		t.Errorf("container %s cpu %+v memory %+v", c.Name, c.CPU, c.Memory)
+	}
+	if r := c.Rootfs; r == nil || *r.UsedBytes != 4096 || *r.InodesUsed != 9 || r.CapacityBytes == nil || *r.CapacityBytes == 0 ||
+		r.AvailableBytes == nil || r.Inodes == nil || r.InodesFree == nil {
+		t.Errorf("container rootfs %+v, want the layer's 4096 bytes and 9 inodes on its filesystem's capacity", r)
+	}
+	if e, fs := p.EphemeralStorage, got.Node.Fs; e == nil || *e.UsedBytes != 4096 || *e.InodesUsed != 9 || e.CapacityBytes == nil || *e.CapacityBytes != *fs.CapacityBytes {
+		t.Errorf("pod ephemeral storage %+v, want 4096 bytes, 9 inodes, the node filesystem's capacity %d", e, *fs.CapacityBytes)
+	}
+	if sm := p.Containers[1].Memory; sm.RSSBytes != nil || sm.PageFaults != nil || sm.AvailableBytes != nil {
+		t.Errorf("container side memory %+v, want no figures the runtime did not give", sm)
+	}
+	pm := p.Memory
+	if *p.CPU.UsageNanoCores != 40 || *p.CPU.UsageCoreNanoSeconds != 5000 || *pm.WorkingSetBytes != 150 || *pm.UsageBytes != 120 ||
+		*pm.AvailableBytes != 900 || *pm.RSSBytes != 80 || *pm.PageFaults != 1000 || *pm.MajorPageFaults != 3 {
+		t.Errorf("pod cpu %+v memory %+v", p.CPU, p.Memory)
+	}
+}
