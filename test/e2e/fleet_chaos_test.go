@@ -224,6 +224,57 @@ func runOnePerNode(t *testing.T, ns, prefix string, names []string) time.Duratio
 	return time.Since(start)
 }
 
+// notReadyPods are the pods of the fleet's chaos tests in ns that are not
+// Running and Ready (nil: not read).
+func notReadyPods(ctx context.Context, ns string) map[string]bool {
+	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: fleetChaosLabel})
+	if err != nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, p := range pods.Items {
+		if !isRunningReady(&p) {
+			out[p.Name] = true
+		}
+	}
+	return out
+}
+
+// waitPodsReadyAgain waits until every pod of the fleet's chaos tests in
+// ns is Running and Ready and returns how long after since that was. The
+// node lifecycle controller marks a node's pods not Ready when the node's
+// Ready leaves True (MarkPodsNotReady); the kubelet's status manager
+// writes its own status back when the API's differs (needsReconcile,
+// every 10 s), so the pods must not stay so.
+func waitPodsReadyAgain(t *testing.T, ns string, since time.Time, timeout time.Duration) time.Duration {
+	t.Helper()
+	var last map[string]bool
+	err := wait.PollUntilContextTimeout(context.Background(), poll, timeout, true, func(ctx context.Context) (bool, error) {
+		nr := notReadyPods(ctx, ns)
+		if nr == nil {
+			return false, nil
+		}
+		last = nr
+		return len(nr) == 0, nil
+	})
+	if err != nil {
+		pods, _ := client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: fleetChaosLabel})
+		var states []string
+		for _, p := range pods.Items {
+			if last[p.Name] {
+				for _, c := range p.Status.Conditions {
+					if c.Type == v1.PodReady {
+						states = append(states, fmt.Sprintf("%s on %s: %s, Ready=%s %s %q", p.Name, p.Spec.NodeName, p.Status.Phase, c.Status, c.Reason, c.Message))
+					}
+				}
+			}
+		}
+		t.Errorf("%d pods not Running and Ready %s after the fault's end (the node lifecycle controller's Ready=False stays; the kubelet writes its own status back): %s",
+			len(last), time.Since(since).Round(time.Second), strings.Join(states, "; "))
+	}
+	return time.Since(since)
+}
+
 func roundAll(m map[string]time.Duration) map[string]time.Duration {
 	out := map[string]time.Duration{}
 	for k, d := range m {
@@ -237,7 +288,9 @@ func roundAll(m map[string]time.Duration) map[string]time.Duration {
 // each, and starts it again: every node reports Ready=False with the
 // kubelet's reason while the runtime is away, keeps renewing its Lease
 // (never Unknown), turns Ready again within 20 s of the return; every pod
-// keeps its UID, container ID and restart count, the runtime holds one
+// keeps its UID, container ID and restart count and is Ready again within
+// a minute (the node lifecycle controller marks the pods of a node whose
+// Ready left True not Ready; the kubelet writes its own status back), the runtime holds one
 // sandbox and one container of each, each node's sandboxes and pod
 // cgroups are exactly its pods, and a new pod runs on every node.
 func TestFleetContainerdOutage(t *testing.T) {
@@ -265,10 +318,13 @@ func TestFleetContainerdOutage(t *testing.T) {
 		}
 	}
 	// Down 20 s in all (the outage itself); no node may go Unknown.
-	unknown := map[string]bool{}
+	unknown, markedNotReady := map[string]bool{}, map[string]bool{}
 	_ = wait.PollUntilContextTimeout(context.Background(), poll, time.Until(down.Add(20*time.Second)), true, func(ctx context.Context) (bool, error) {
 		for n, c := range fleetReady(ctx, names) {
 			unknown[n] = unknown[n] || c.Status == v1.ConditionUnknown
+		}
+		for name := range notReadyPods(ctx, ns) {
+			markedNotReady[name] = true
 		}
 		return false, nil
 	})
@@ -296,6 +352,9 @@ func TestFleetContainerdOutage(t *testing.T) {
 	}
 	t.Logf("containerd down %s under %d nodes with 2 pods each: Ready=False after %v (reason %s), never Unknown, leases renewed meanwhile; Ready=True after its return %v",
 		back.Sub(down).Round(time.Second), len(names), roundAll(toNotReady), conds[names[0]].Reason, roundAll(toReady))
+	podsReady := waitPodsReadyAgain(t, ns, back, time.Minute)
+	t.Logf("pods seen not Ready during the outage (the node lifecycle controller's MarkPodsNotReady): %d of %d; all Running and Ready %s after containerd's return",
+		len(markedNotReady), len(before), podsReady.Round(100*time.Millisecond))
 
 	after := podContainers(t, ns, fleetChaosLabel)
 	if fmt.Sprint(after) != fmt.Sprint(before) {
@@ -405,18 +464,7 @@ func TestFleetAPIServerOutage(t *testing.T) {
 		}
 	}
 	waitFleetRenewed(t, names, back, time.Minute)
-	// The kubelet writes its pod status back when the API's differs
-	// (status manager, needsReconcile, every 10 s): the controller's
-	// Ready=False must not stay.
-	pods, err := client.CoreV1().Pods(ns).List(testContext(t, 10*time.Second), metav1.ListOptions{LabelSelector: fleetChaosLabel})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		if !isRunningReady(&p) {
-			t.Errorf("pod %s on %s: phase %s, not Ready %s after the API server's return (conditions %+v)", p.Name, p.Spec.NodeName, p.Status.Phase, time.Since(back).Round(time.Second), p.Status.Conditions)
-		}
-	}
+	waitPodsReadyAgain(t, ns, back, 30*time.Second)
 	if got := podUIDs(t, ns, fleetChaosLabel); fmt.Sprint(got) != fmt.Sprint(uids) {
 		t.Errorf("pod objects after the outage %v, before %v", got, uids)
 	}
