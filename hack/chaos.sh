@@ -7,7 +7,7 @@
 # during a churn of 30 pods; then the containerd outage, the API server
 # outage and the kill -9 churn again with one crivk process serving three
 # nodes (test/e2e/fleet_chaos_test.go, which runs only when
-# CRIVK_E2E_FLEET_CHAOS=1: about 8 minutes more). Each test prints its
+# CRIVK_E2E_FLEET_CHAOS=1: about 8 minutes more, estimated). Each test prints its
 # figures; docs/reliability.md records them. `make test` runs the same
 # single-node tests with 3 kill -9 cycles, and skips the fleet's.
 set -o errexit -o nounset -o pipefail
