@@ -25,10 +25,10 @@ import (
 
 // The chaos suite with N > 1 (issue #33): the faults of fault_test.go and
 // chaos_test.go injected for real while one crivk process serves three
-// nodes (--node-count=3), each with pods of its own. The tests take about
-// eight minutes together (estimated) (the API server outage alone over two), so they
-// run in `make chaos` (hack/chaos.sh sets CRIVK_E2E_FLEET_CHAOS=1) and are
-// skipped in `make test`.
+// nodes (--node-count=3), each with pods of its own. The tests should take
+// about eight minutes together (an estimate; the API server outage alone
+// over two), so they run in `make chaos` (hack/chaos.sh sets
+// CRIVK_E2E_FLEET_CHAOS=1) and are skipped in `make test`.
 
 // fleetChaosEnv is the variable hack/chaos.sh sets to run the fleet's
 // chaos tests.
