@@ -340,9 +340,13 @@ func (r *Results) writeHeader(w io.Writer) {
 		for _, p := range r.Plan.RawParallelism {
 			names = append(names, parallelismName(p))
 		}
-		fmt.Fprintf(w, "The raw lane ran each W2/W3 batch with its sandbox calls in flight bounded at %s (a bound at or above the batch's size is no bound) "+
-			"and its figures are the best run per batch size and phase: the floor of the goals against raw (table \"Raw lane: batch lag at each parallelism\").\n\n",
-			strings.Join(names, ", "))
+		density := ""
+		if r.Plan.DensityFrom > 0 {
+			density = fmt.Sprintf("; batches of %d pods or more are density points, run once with no bound, whose goals are the node's health", r.Plan.DensityFrom)
+		}
+		fmt.Fprintf(w, "The raw lane ran each W2/W3 batch once per setting of its sandbox calls in flight (%s; a bound at or above the batch's size is no bound) "+
+			"and its figures are the best run per batch size and phase: the floor of the goals against raw (table \"Raw lane: batch lag at each parallelism\")%s.\n\n",
+			strings.Join(names, ", "), density)
 	}
 	if r.lane("rawapi") != nil {
 		fmt.Fprintln(w, "rawapi is raw CRI calls driven through the API server by a minimal agent inside the harness: "+
