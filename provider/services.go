@@ -50,8 +50,22 @@ func newServiceCache(client corev1client.CoreV1Interface) (*serviceCache, cache.
 		ObjectType:    &v1.Service{},
 		Handler:       cache.ResourceEventHandlerFuncs{}, // the informer needs one; pods read the cache when they start
 		Indexers:      cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		Transform:     dropServiceManagedFields,
 	})
 	return &serviceCache{indexer: store.(cache.Indexer), synced: ctrl.HasSynced}, ctrl
+}
+
+// dropServiceManagedFields clears a Service's metadata.managedFields
+// before the cache keeps it: the environment of a container reads names,
+// cluster IPs and ports only, and in a cluster of many Services the field
+// managers' records would be much of what every node holds. The pod
+// informer does the same (vknode.DropManagedFields; provider does not
+// import vknode, docs/architecture.md). The cache is never written back.
+func dropServiceManagedFields(obj any) (any, error) {
+	if svc, ok := obj.(*v1.Service); ok {
+		svc.ManagedFields = nil
+	}
+	return obj, nil
 }
 
 // list returns the Services of namespace as last seen (shared with the

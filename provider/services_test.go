@@ -83,6 +83,45 @@ func TestListServicesFromTheInformer(t *testing.T) {
 	}
 }
 
+// The cache keeps Services without their managedFields; the rest is as
+// listed and watched.
+func TestServiceCacheDropsManagedFields(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	managed := func(ns, name string) *v1.Service {
+		s := service(ns, name)
+		s.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl-create", Operation: metav1.ManagedFieldsOperationUpdate,
+			APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:ports":{}}}`)}}}
+		return s
+	}
+	client := fake.NewClientset(managed("a", "web"))
+	o := NewObjects(fakeCore{client.CoreV1()}, clocktesting.NewFakeClock(time.Now()))
+	go o.Run(ctx)
+	if _, err := o.ListServices(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	// One more through the watch.
+	if _, err := client.CoreV1().Services("a").Create(ctx, managed("a", "api"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var got []*v1.Service
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		got, err = o.ListServices(ctx, "a")
+		return err == nil && serviceNames(got) == "a/api,a/web", nil
+	}); err != nil {
+		t.Fatalf("services of a: %q", serviceNames(got))
+	}
+	for _, s := range got {
+		if s.ManagedFields != nil {
+			t.Errorf("service %s/%s cached with managedFields %v", s.Namespace, s.Name, s.ManagedFields)
+		}
+		if s.Spec.ClusterIP != "10.96.0.20" || len(s.Spec.Ports) != 1 || s.Spec.Ports[0].Port != 80 {
+			t.Errorf("service %s/%s cached with spec %+v", s.Namespace, s.Name, s.Spec)
+		}
+	}
+}
+
 // Services never read: a container start waits for them, then fails with
 // the kubelet's error (and is retried by its pod's next sync).
 func TestListServicesBeforeTheFirstList(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -71,7 +71,10 @@ func Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := kubernetes.NewForConfig(cfg)
+	// The core API only: a full kubernetes.NewForConfig would link every
+	// API group's typed client into crivk's binary (about 8 MB of code and
+	// read-only data, resident in every node agent; issue #33).
+	c, err := corev1client.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
@@ -84,12 +87,12 @@ func Run(ctx context.Context, args []string) error {
 
 type uninstaller struct {
 	o   *uninstallOptions
-	c   kubernetes.Interface
+	c   corev1client.CoreV1Interface
 	log *logrus.Entry
 }
 
 func (u *uninstaller) nodeNames(ctx context.Context) ([]string, error) {
-	l, err := u.c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: u.o.nodes})
+	l, err := u.c.Nodes().List(ctx, metav1.ListOptions{LabelSelector: u.o.nodes})
 	if err != nil {
 		return nil, fmt.Errorf("listing the nodes %s: %w", u.o.nodes, err)
 	}
@@ -118,7 +121,7 @@ func (u *uninstaller) drain(ctx context.Context) error {
 	for {
 		var left []string
 		for _, n := range nodes {
-			pods, err := u.c.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", n).String()})
+			pods, err := u.c.Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", n).String()})
 			if err != nil {
 				return fmt.Errorf("listing the pods of node %s: %w", n, err)
 			}
@@ -133,7 +136,7 @@ func (u *uninstaller) drain(ctx context.Context) error {
 				}
 				// The pod's own grace period: crivk stops its containers,
 				// then the object goes.
-				err := u.c.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(p.UID))})
+				err := u.c.Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(p.UID))})
 				switch {
 				case err == nil:
 					u.log.Infof("deleting pod %s/%s on %s", p.Namespace, p.Name, n)
@@ -163,7 +166,7 @@ func (u *uninstaller) drain(ctx context.Context) error {
 // DaemonSet controller stops placing pods there).
 func (u *uninstaller) cordon(ctx context.Context, name string) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := u.c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		n, err := u.c.Nodes().Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -173,7 +176,7 @@ func (u *uninstaller) cordon(ctx context.Context, name string) error {
 		if !addUninstallTaint(n) {
 			return nil
 		}
-		_, err = u.c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		_, err = u.c.Nodes().Update(ctx, n, metav1.UpdateOptions{})
 		if err == nil {
 			u.log.Infof("node %s cordoned and tainted %s:NoExecute", name, uninstallTaint)
 		}
@@ -201,7 +204,7 @@ func addUninstallTaint(n *v1.Node) bool {
 func (u *uninstaller) remove(ctx context.Context) error {
 	deadline := time.Now().Add(u.o.timeout)
 	for {
-		l, err := u.c.CoreV1().Pods(u.o.namespace).List(ctx, metav1.ListOptions{LabelSelector: u.o.agentPods})
+		l, err := u.c.Pods(u.o.namespace).List(ctx, metav1.ListOptions{LabelSelector: u.o.agentPods})
 		if err != nil {
 			return fmt.Errorf("listing crivk's pods: %w", err)
 		}
@@ -225,7 +228,7 @@ func (u *uninstaller) remove(ctx context.Context) error {
 		return err
 	}
 	for _, n := range nodes {
-		err := u.c.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{})
+		err := u.c.Nodes().Delete(ctx, n, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting node %s: %w", n, err)
 		}

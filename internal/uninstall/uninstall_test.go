@@ -51,7 +51,7 @@ var release = map[string]string{"crivk.io/release": "r", "crivk.io/release-names
 func TestDrain(t *testing.T) {
 	c := fake.NewSimpleClientset(labelledNode("crivk-a", release), labelledNode("a", nil),
 		podOn("default", "on-crivk", "crivk-a", nil), podOn("default", "on-a", "a", nil))
-	u := &uninstaller{c: c, log: logrus.NewEntry(logrus.New()), o: &uninstallOptions{phase: "drain",
+	u := &uninstaller{c: c.CoreV1(), log: logrus.NewEntry(logrus.New()), o: &uninstallOptions{phase: "drain",
 		nodes: "crivk.io/release=r,crivk.io/release-namespace=ns", timeout: 5 * time.Second, poll: 10 * time.Millisecond}}
 	if err := u.drain(context.Background()); err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func TestDrainTimesOut(t *testing.T) {
 	now := metav1.Now()
 	p.DeletionTimestamp = &now // being deleted: not deleted again, waited for
 	c := fake.NewSimpleClientset(labelledNode("crivk-a", release), p)
-	u := &uninstaller{c: c, log: logrus.NewEntry(logrus.New()), o: &uninstallOptions{phase: "drain",
+	u := &uninstaller{c: c.CoreV1(), log: logrus.NewEntry(logrus.New()), o: &uninstallOptions{phase: "drain",
 		nodes: "crivk.io/release=r", timeout: 50 * time.Millisecond, poll: 10 * time.Millisecond}}
 	err := u.drain(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "crivk-a: default/stuck") || !strings.Contains(err.Error(), "--no-hooks") {
@@ -99,7 +99,7 @@ func TestDrainTimesOut(t *testing.T) {
 func TestRemove(t *testing.T) {
 	agent := podOn("ns", "crivk-xyz", "a", map[string]string{"app.kubernetes.io/instance": "r"})
 	c := fake.NewSimpleClientset(labelledNode("crivk-a", release), labelledNode("a", nil), agent)
-	u := &uninstaller{c: c, log: logrus.NewEntry(logrus.New()), o: &uninstallOptions{phase: "remove", nodes: "crivk.io/release=r",
+	u := &uninstaller{c: c.CoreV1(), log: logrus.NewEntry(logrus.New()), o: &uninstallOptions{phase: "remove", nodes: "crivk.io/release=r",
 		namespace: "ns", agentPods: "app.kubernetes.io/instance=r", timeout: 5 * time.Second, poll: 10 * time.Millisecond}}
 	ctx := context.Background()
 	// crivk's pod goes once remove has looked for it twice; until then the

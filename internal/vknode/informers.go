@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -49,7 +50,33 @@ func NewPodInformer(pods corev1client.PodsGetter, nodeName string, resync time.D
 	}
 	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, pods), &v1.Pod{}, resync,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	// Before the informer runs, so that no pod is cached with them. It
+	// fails only once the informer has started, which it has not.
+	if err := inf.SetTransform(DropManagedFields); err != nil {
+		panic(fmt.Sprintf("pod informer: %v", err))
+	}
 	return PodInformer{informer: inf}
+}
+
+// DropManagedFields is a cache.TransformFunc that clears an object's
+// metadata.managedFields before the informer caches it and hands it to its
+// handlers, as the kube-scheduler's pod informer does
+// (pkg/scheduler/scheduler.go newPodInformer), to save memory: the field
+// managers' records are a fifth to a half of a pod's size, copied into every
+// copy of the pod crivk and virtual-kubelet keep, and nothing in crivk
+// reads them.
+//
+// An update written from a cached object therefore carries managedFields
+// nil, which the API server reads as "keep the stored ones" (apimachinery's
+// managedfields decodeLiveOrNew; a non-nil empty list would reset them,
+// hence nil, never empty); a status write ignores the request's
+// managedFields in any case. Other objects, such as a
+// cache.DeletedFinalStateUnknown, are returned unchanged.
+func DropManagedFields(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil && a.GetManagedFields() != nil {
+		a.SetManagedFields(nil)
+	}
+	return obj, nil
 }
 
 // Informer is the shared informer; add handlers to it, do not run it.
