@@ -341,7 +341,7 @@ func (r *Results) writeHeader(w io.Writer) {
 			names = append(names, parallelismName(p))
 		}
 		density := ""
-		if r.Plan.DensityFrom > 0 {
+		if r.Plan.DensityFrom > 0 && len(r.Plan.Batches) > 0 && r.Plan.density(r.Plan.Batches[len(r.Plan.Batches)-1]) {
 			density = fmt.Sprintf("; batches of %d pods or more are density points, run once with no bound, whose goals are the node's health", r.Plan.DensityFrom)
 		}
 		fmt.Fprintf(w, "The raw lane ran each W2/W3 batch once per setting of its sandbox calls in flight (%s; a bound at or above the batch's size is no bound) "+
