@@ -6,7 +6,7 @@
 # tears the cluster down. See docs/benchmarks.md.
 #
 # Environment:
-#   BENCH_QUICK=1           the quick plan (< 5 minutes) instead of the full one (about 40 on 2 cores)
+#   BENCH_QUICK=1           the quick plan (< 5 minutes) instead of the full one (about 35 on 2 cores)
 #   BENCH_LANES             lanes in order (default raw,rawapi,kubelet,crivk; add crivk-traced for the tracing overhead)
 #   BENCH_DOCS=1|0          rewrite docs/benchmarks.md and docs/benchmarks/*.png
 #                           (default 1 in full mode, 0 in quick mode)
@@ -16,6 +16,8 @@
 #   BENCH_QPS, BENCH_BURST  API client QPS and burst of both agents (50, 100)
 #   BENCH_STEADY_PODS       W5 levels instead of the plan's (e.g. 0,30,110)
 #   BENCH_STEADY_DURATION   W5 window per level instead of the plan's (e.g. 30s)
+#   BENCH_RAW_PARALLELISM   the raw lane's settings for each batch instead of the plan's (0,8):
+#                           bounds on its sandbox calls in flight, 0 for none; the best is raw's figure
 # A focused run (any of the next four; its report is per setting and it
 # never rewrites docs/benchmarks.md):
 #   BENCH_ONLY              only these steps (w1, w2 = the batches created and deleted, w4, w5)
@@ -63,6 +65,7 @@ cmdline="make bench"
 [ -z "${BENCH_CRIVK_ARGS:-}" ] || cmdline="BENCH_CRIVK_ARGS='${BENCH_CRIVK_ARGS}' ${cmdline}"
 [ -z "${BENCH_STEADY_DURATION:-}" ] || cmdline="BENCH_STEADY_DURATION=${BENCH_STEADY_DURATION} ${cmdline}"
 [ -z "${BENCH_STEADY_PODS:-}" ] || cmdline="BENCH_STEADY_PODS=${BENCH_STEADY_PODS} ${cmdline}"
+[ -z "${BENCH_RAW_PARALLELISM:-}" ] || cmdline="BENCH_RAW_PARALLELISM=${BENCH_RAW_PARALLELISM} ${cmdline}"
 [ -z "${BENCH_LANES:-}" ] || cmdline="BENCH_LANES=${BENCH_LANES} ${cmdline}"
 [ -z "${BENCH_CRIVK_VARIANTS:-}" ] || cmdline="BENCH_CRIVK_VARIANTS='${BENCH_CRIVK_VARIANTS}' ${cmdline}"
 [ -z "${BENCH_REPEAT:-}" ] || cmdline="BENCH_REPEAT=${BENCH_REPEAT} ${cmdline}"
@@ -75,6 +78,7 @@ args=(-root "${ROOT}" -out "${RESULTS}" -lanes "${BENCH_LANES:-raw,rawapi,kubele
 [ -z "${BENCH_CRIVK_ARGS:-}" ] || args+=(-crivk-args "${BENCH_CRIVK_ARGS}")
 [ -z "${BENCH_STEADY_PODS:-}" ] || args+=(-steady-pods "${BENCH_STEADY_PODS}")
 [ -z "${BENCH_STEADY_DURATION:-}" ] || args+=(-steady-duration "${BENCH_STEADY_DURATION}")
+[ -z "${BENCH_RAW_PARALLELISM:-}" ] || args+=(-raw-parallelism "${BENCH_RAW_PARALLELISM}")
 [ -z "${BENCH_CRIVK_PROFILING:-}" ] || args+=(-crivk-profiling-address "${BENCH_CRIVK_PROFILING}")
 [ -z "${BENCH_ONLY:-}" ] || args+=(-only "${BENCH_ONLY}")
 [ -z "${BENCH_BATCH_SIZES:-}" ] || args+=(-batch-sizes "${BENCH_BATCH_SIZES}")

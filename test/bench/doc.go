@@ -9,7 +9,11 @@
 //	raw      the harness itself sends the sandbox and container configs crivk
 //	         would build for the same pod spec (cri.Runtime.SandboxConfig,
 //	         cri.ContainerConfig) straight to the CRI, one goroutine per pod:
-//	         the physical limit for an agent on this runtime.
+//	         the physical limit for an agent on this runtime. Each W2/W3
+//	         batch runs once per parallelism setting (Plan.RawParallelism:
+//	         sandbox calls in flight, none or 8, crivk's own bound) and the
+//	         best run per phase is raw's figure (rawparallel.go), so that
+//	         no agent beats raw by sending its calls in a better order.
 //	rawapi   raw CRI calls driven through the API server (rawapi.go): the
 //	         harness creates and deletes the pod objects as for the agents
 //	         and a minimal agent inside it, registered as node NODE_NAME
@@ -41,7 +45,8 @@
 //	W2 batches created at once: per-pod create -> Running, batch lag, pods/s;
 //	   for the API lanes the node's Ready condition and Lease age are sampled
 //	   every second meanwhile (the density goal: Ready throughout, lease
-//	   never older than its 40 s duration)
+//	   never older than its 40 s duration, for both agents); the full plan's
+//	   batch of 500 is a density point (Plan.DensityFrom: health goals only)
 //	W3 deletion of those batches (container exits on TERM, grace 30 s): delete -> gone;
 //	   during each W2 and W3 batch the core-seconds of the agent (raw,
 //	   rawapi: the harness), containerd, its shims with the pods'

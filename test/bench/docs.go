@@ -20,7 +20,7 @@ const docsMethod = `## How it is measured
 - **Lanes**: raw (the harness sends the sandbox and container configs that
   crivk's cri package builds for the pod spec straight to containerd, one
   goroutine per pod, each CRI call bounded by 2 minutes as the kubelet's
-  --runtime-request-timeout), rawapi (see below), kubelet v1.35.4
+  --runtime-request-timeout; see "Raw's parallelism" below), rawapi (see below), kubelet v1.35.4
   (hack/run-kubelet.sh) and crivk (hack/run-crivk.sh), never two at once. Before each lane the harness
   force-deletes the namespace's pods, removes every CRI sandbox and the Node
   object, and repeats that until five listings in a row, a second apart,
@@ -35,7 +35,7 @@ const docsMethod = `## How it is measured
 - **rawapi**: raw CRI calls driven through the API. The harness creates and
   deletes the pod objects exactly as in the agent lanes (same watch, same
   measure) and a minimal agent inside the harness does the node's side: it
-  registers the Node (Ready, capacity for 250 pods) and renews a Lease in
+  registers the Node (Ready, capacity for 500 pods) and renews a Lease in
   kube-node-lease every 10 s as a kubelet does, watches the pods bound to
   the node (an informer, field selector spec.nodeName), and per pod, in its
   own goroutine with no bound, runs the raw lane's CRI sequence (same
@@ -77,12 +77,25 @@ const docsMethod = `## How it is measured
   machine was saturated.
 - **Plan**: the issue's, with two cuts: W1 20 pods instead of 50 and W5
   windows of 30 s instead of 2 minutes (10 s in the raw lane, which has no
-  agent). Even so a full run takes about 40 minutes on a 2-core machine,
-  not the 30 the issue asks for: containerd creates 1.4 to 1.9 sandboxes a
-  second here whoever asks (raw lane included), so the batches of 30, 110
-  and 250 pods created and deleted take about 11 minutes per lane, the 250
-  alone 5.5. Fitting 30 minutes would mean dropping the 250-pod batch, which
-  the issue asks for; it is kept.
+  agent), and the density point of issue #33: a batch of 500 pods, whose
+  goals are the node's health (Ready in every sample, the lease never older
+  than 40 s) for both agents, not ratios. A full run takes about 35 minutes
+  on a 2-core machine: containerd runs 6 to 11 pods a second here at best
+  (the raw lane in the 2026-11-26 run, 250 and 30 pods), and the batches of
+  30 to 500 pods are created and deleted in every lane.
+- **Raw's parallelism**: one goroutine per pod, all at once, is not the
+  fastest way to a saturated containerd (in the 2026-11-26 run crivk, which
+  creates 8 sandboxes at once, made 250 pods Running in 0.87x raw's time).
+  So that raw stays the floor, the raw lane runs each W2/W3 batch twice:
+  with no bound and with at most 8 sandbox calls in flight (RunPodSandbox;
+  StopPodSandbox and RemovePodSandbox), crivk's own
+  --max-parallel-sandboxes default, measured best for crivk of 0, 4, 8 and
+  16; container calls are not bounded, and a pod waiting for a slot counts
+  from the batch's start. Raw's figure for each batch and phase is the run
+  with the shorter batch lag (creation and deletion may come from different
+  runs); the table "Raw lane: batch lag at each parallelism" has both and
+  the winner. The density point runs once, with no bound.
+  ` + "`BENCH_RAW_PARALLELISM=0,4,8,16`" + ` sets other settings.
 - **Columns**: kubelet/raw next to crivk/raw shows the physical bound of a
   goal set against the kubelet: crivk is at best raw, i.e. at best
   1/(kubelet/raw) times the kubelet; where kubelet/raw is below 2, a 0.5x
@@ -96,8 +109,14 @@ const docsMethod = `## How it is measured
   by hack/images.sh), terminationGracePeriodSeconds 30, no service account
   token, no service links. W4 uses busybox exiting at a known wall-clock second.
 - **Same settings for every agent**: --kube-api-qps, --kube-api-burst,
-  --max-pods=250 and --cluster-dns=10.96.0.10 on the command line of both
-  (rawapi: the same QPS and burst for its client, 250 pods of capacity).
+  --max-pods=500 and --cluster-dns=10.96.0.10 on the command line of both
+  (rawapi: the same QPS and burst for its client, 500 pods of capacity);
+  both leave event QPS and burst at their defaults (50 and 100 in each).
+  The pods' addresses come from the one containerd's CNI network, which
+  both use: a bridge with host-local IPAM over POD_CIDR, 10.88.0.0/16
+  (hack/lib/local.sh), room for 65,534 pods; no node is given a podCIDR
+  (the controller manager does not allocate node CIDRs here), so neither
+  agent has a /24 to outgrow at 500 pods.
   The DNS address, where nothing listens (the pods resolve no names), is
   there because a cluster has a DNS service: without one each pod costs
   both agents a MissingClusterDNS warning event that no real node sends
@@ -151,7 +170,8 @@ const docsMethod = `## How it is measured
   for the crivk lane, e.g. ` + "`go tool pprof http://127.0.0.1:6060/debug/pprof/profile?seconds=30`" + `.
 - **Density**: while each W2 batch is created, the harness samples the agent's Node Ready
   condition and the age of its Lease every second (W2 table, goals: Ready in every sample, the
-  lease never older than its 40 s duration).
+  lease never older than its 40 s duration, for crivk's node and the kubelet's). The 500-pod
+  batch is the density point: only these goals, and early deletions, are judged on it.
 - **Tracing overhead**: ` + "`BENCH_LANES=raw,rawapi,kubelet,crivk,crivk-traced make bench`" + ` adds a lane
   of crivk with ` + "`--tracing`" + ` (every pod sync and CRI call traced and sampled) and a table
   comparing it with the crivk lane of the same run.

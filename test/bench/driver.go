@@ -317,6 +317,9 @@ type rawDriver struct {
 	// poll is how often waitExit asks the runtime (the runtime has no
 	// container events: containerd 1.6 lacks GetContainerEvents).
 	poll time.Duration
+	// parallelism bounds the sandbox calls in flight of a create or remove
+	// (0: none; rawparallel.go); set between batches only.
+	parallelism int
 
 	mu   sync.Mutex
 	pods map[string]*rawPod
@@ -332,12 +335,16 @@ func newRawDriver(rt *cri.Runtime, c clock.PassiveClock) *rawDriver {
 	return &rawDriver{rt: rt, rs: rt.Services(), clock: c, poll: 10 * time.Millisecond, pods: map[string]*rawPod{}}
 }
 
-func (d *rawDriver) start(ctx context.Context, p *v1.Pod) error {
+var _ tunable = (*rawDriver)(nil)
+
+func (d *rawDriver) setParallelism(n int) { d.parallelism = n }
+
+func (d *rawDriver) start(ctx context.Context, rs cri.RuntimeService, p *v1.Pod) error {
 	rp := &rawPod{}
 	d.mu.Lock()
 	d.pods[p.Name] = rp
 	d.mu.Unlock()
-	return runPod(ctx, d.rt, d.rs, p, rp)
+	return runPod(ctx, d.rt, rs, p, rp)
 }
 
 // runPod is the raw lane's CRI sequence for pod p, which the rawapi lane's
@@ -400,9 +407,10 @@ func stopPod(ctx context.Context, rs cri.RuntimeService, name string, rp *rawPod
 
 func (d *rawDriver) create(ctx context.Context, pods []*v1.Pod) ([]span, error) {
 	spans := make([]span, len(pods))
+	rs := withSandboxBound(d.rs, d.parallelism)
 	err := parallel(pods, func(i int, p *v1.Pod) error {
 		spans[i].Name, spans[i].Start = p.Name, d.clock.Now()
-		err := d.start(ctx, p)
+		err := d.start(ctx, rs, p)
 		spans[i].End = d.clock.Now()
 		return err
 	})
@@ -411,6 +419,7 @@ func (d *rawDriver) create(ctx context.Context, pods []*v1.Pod) ([]span, error) 
 
 func (d *rawDriver) remove(ctx context.Context, pods []*v1.Pod) ([]span, error) {
 	spans := make([]span, len(pods))
+	rs := withSandboxBound(d.rs, d.parallelism)
 	err := parallel(pods, func(i int, p *v1.Pod) error {
 		spans[i].Name, spans[i].Start = p.Name, d.clock.Now()
 		d.mu.Lock()
@@ -425,7 +434,7 @@ func (d *rawDriver) remove(ctx context.Context, pods []*v1.Pod) ([]span, error) 
 			grace = *p.Spec.TerminationGracePeriodSeconds
 		}
 		var errs []error
-		if err := stopPod(ctx, d.rs, p.Name, rp, grace); err != nil {
+		if err := stopPod(ctx, rs, p.Name, rp, grace); err != nil {
 			errs = append(errs, err)
 		}
 		spans[i].End = d.clock.Now()

@@ -44,6 +44,9 @@ type options struct {
 	// (focus.go).
 	only, batchSizes, crivkVariants string
 	repeat                          int
+	// rawParallelism, if set, replaces the plan's RawParallelism
+	// (rawparallel.go).
+	rawParallelism string
 }
 
 func main() {
@@ -57,12 +60,13 @@ func main() {
 	flag.BoolVar(&o.quick, "quick", os.Getenv("BENCH_QUICK") == "1", "quick plan (default $BENCH_QUICK=1)")
 	flag.Float64Var(&o.qps, "kube-api-qps", 50, "API client QPS of the agents (rawapi's too)")
 	flag.IntVar(&o.burst, "kube-api-burst", 100, "API client burst of the agents (rawapi's too)")
-	flag.IntVar(&o.maxPods, "max-pods", 250, "maxPods of both agents")
+	flag.IntVar(&o.maxPods, "max-pods", 500, "maxPods of both agents (and the rawapi lane's node): the plan's largest batch")
 	flag.StringVar(&o.profilingAddress, "crivk-profiling-address", "", "if set, crivk serves pprof there during its lane")
 	flag.StringVar(&o.crivkArgs, "crivk-args", "", "extra crivk arguments (space-separated), e.g. --runtime-events=false")
 	flag.StringVar(&o.steadyPods, "steady-pods", "", "W5 levels, comma-separated pod counts (default: the plan's), e.g. 0,30,110")
 	flag.DurationVar(&o.steadyDuration, "steady-duration", 0, "W5 window per level (default: the plan's)")
 	flag.StringVar(&o.only, "only", "", "only these steps, comma-separated: w1, w2 (the batches, created and deleted), w4, w5; the warm-up pod always runs (a focused run)")
+	flag.StringVar(&o.rawParallelism, "raw-parallelism", "", "the raw lane's settings for each W2/W3 batch, comma-separated bounds on its sandbox calls in flight, 0 for none; the best of them is the raw figure (default: the plan's), e.g. 0,8")
 	flag.StringVar(&o.batchSizes, "batch-sizes", "", "W2/W3 batch sizes, comma-separated (default: the plan's), e.g. 110")
 	flag.IntVar(&o.repeat, "repeat", 1, "rounds of every lane (a focused run if above 1), interleaved with the crivk variants")
 	flag.StringVar(&o.crivkVariants, "crivk-variants", "", "crivk argument sets separated by ';', each run in every round after -crivk-args (a focused run), e.g. '--max-parallel-sandboxes=0;--max-parallel-sandboxes=4'")
@@ -140,6 +144,13 @@ func run(o options) error {
 	}
 	if r.Plan, err = withSteady(r.Plan, o.steadyPods, o.steadyDuration); err != nil {
 		return err
+	}
+	rawPar, err := parseParallelism(o.rawParallelism)
+	if err != nil {
+		return err
+	}
+	if rawPar != nil {
+		r.Plan.RawParallelism = rawPar
 	}
 	only, err := parseOnly(o.only)
 	if err != nil {

@@ -209,6 +209,7 @@ func (r *Results) writeMarkdown(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
+	r.writeRawTrials(w)
 	r.writeCPU(w)
 	var failed []string
 	for _, l := range r.Lanes {
@@ -334,6 +335,19 @@ func (r *Results) writeHeader(w io.Writer) {
 	}
 	fmt.Fprintf(w, "Plan: W1 %d pods; W2/W3 batches %v; W4 %d exits; W5 %v pods for %s each%s.\n\n",
 		r.Plan.W1Count, r.Plan.Batches, r.Plan.W4Count, r.Plan.SteadyPods, r.Plan.SteadyDuration, raw)
+	if r.lane("raw") != nil && len(r.Plan.RawParallelism) > 0 {
+		var names []string
+		for _, p := range r.Plan.RawParallelism {
+			names = append(names, parallelismName(p))
+		}
+		density := ""
+		if r.Plan.DensityFrom > 0 && len(r.Plan.Batches) > 0 && r.Plan.density(r.Plan.Batches[len(r.Plan.Batches)-1]) {
+			density = fmt.Sprintf("; batches of %d pods or more are density points, run once with no bound, whose goals are the node's health", r.Plan.DensityFrom)
+		}
+		fmt.Fprintf(w, "The raw lane ran each W2/W3 batch once per setting of its sandbox calls in flight (%s; a bound at or above the batch's size is no bound) "+
+			"and its figures are the best run per batch size and phase: the floor of the goals against raw (table \"Raw lane: batch lag at each parallelism\")%s.\n\n",
+			strings.Join(names, ", "), density)
+	}
 	if r.lane("rawapi") != nil {
 		fmt.Fprintln(w, "rawapi is raw CRI calls driven through the API server by a minimal agent inside the harness: "+
 			"the floor of any agent that goes through the API. It runs W1, W2 and W3 only (W4, W5: \"-\"; it has no exit "+
@@ -394,4 +408,71 @@ func (r *Results) breakdownRows() []row {
 		})
 	}
 	return rows
+}
+
+// writeRawTrials writes, if the raw lane tried several parallelism
+// settings, each batch's lag at every setting, the best (the raw figure) in
+// bold.
+func (r *Results) writeRawTrials(w io.Writer) {
+	raw := r.lane("raw")
+	if raw == nil {
+		return
+	}
+	var settings []int
+	seen := map[int]bool{}
+	for _, bs := range [][]Batch{raw.W2, raw.W3} {
+		for _, b := range bs {
+			for _, t := range b.Trials {
+				if !seen[t.Parallelism] {
+					seen[t.Parallelism] = true
+					settings = append(settings, t.Parallelism)
+				}
+			}
+		}
+	}
+	if len(settings) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "### Raw lane: batch lag at each parallelism (sandbox calls in flight; the best, in bold, is the raw figure)")
+	fmt.Fprintln(w)
+	head, align := "| batch | phase |", "| --- | --- |"
+	for _, s := range settings {
+		head += " " + parallelismName(s) + " |"
+		align += " ---: |"
+	}
+	fmt.Fprintln(w, head+" best at |")
+	fmt.Fprintln(w, align+" --- |")
+	for _, n := range r.Plan.Batches {
+		for _, ph := range []struct {
+			name string
+			bs   []Batch
+		}{{"W2 create", raw.W2}, {"W3 delete", raw.W3}} {
+			b := batchBySize(ph.bs, n)
+			if b == nil || len(b.Trials) == 0 {
+				continue
+			}
+			line := fmt.Sprintf("| %d pods | %s |", n, ph.name)
+			for _, s := range settings {
+				cell := "-"
+				for _, t := range b.Trials {
+					if t.Parallelism != s {
+						continue
+					}
+					cell = fmtNum(float64(t.Lag))
+					if t.Error != "" {
+						cell = "failed"
+					} else if b.Parallelism != nil && *b.Parallelism == s {
+						cell = "**" + cell + "**"
+					}
+				}
+				line += " " + cell + " |"
+			}
+			best := "-"
+			if b.Parallelism != nil {
+				best = parallelismName(*b.Parallelism)
+			}
+			fmt.Fprintln(w, line+" "+best+" |")
+		}
+	}
+	fmt.Fprintln(w)
 }

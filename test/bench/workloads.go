@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 	"math"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -25,6 +26,14 @@ type Plan struct {
 	// RawSteadyDuration, if set, replaces SteadyDuration in the raw lane:
 	// only containerd is measured there.
 	RawSteadyDuration time.Duration `json:"rawSteadyDuration,omitempty"`
+	// RawParallelism are the settings the raw lane runs each W2/W3 batch
+	// at, keeping the best (rawparallel.go): bounds on its sandbox calls in
+	// flight, 0 for none. Empty: one run, no bound.
+	RawParallelism []int `json:"rawParallelism,omitempty"`
+	// DensityFrom, if set, makes the batches of this size or more density
+	// points: their goals are the node's health (Ready, lease age), not
+	// ratios, so the raw lane runs them once, without a bound.
+	DensityFrom int `json:"densityFrom,omitempty"`
 	// Timeout bounds one step (a batch to be Running, a batch to be gone).
 	Timeout time.Duration `json:"timeout"`
 	// Only, if set, limits the run to these steps (w1, w2 with its W3,
@@ -38,14 +47,20 @@ type Plan struct {
 // sequence instead of 50 (p99 is then the highest sample but one,
 // interpolated) and W5 windows of 30 s instead of 2 minutes (10 s in the raw
 // lane, which has no agent to measure; 30 s still covers three periods of
-// the agents' 10 s lease loop). It still takes about 40 minutes on a 2-core
-// machine, where containerd creates 1.4 to 1.9 sandboxes a second and each
-// lane needs about 11 minutes for the batches (30 + 110 + 250 pods created
-// and deleted); the 250-pod batch the issue asks for is kept. QuickPlan
-// fits in 5 minutes for development.
+// the agents' 10 s lease loop). Its batches are the issue's 30, 110 and 250
+// pods and the density point of 500 (issue #33: the node Ready and its
+// lease never late with 500 pods on a 2-core machine, maxPods 500 for both
+// agents). The raw lane runs each batch but the density point with no bound
+// and with 8 sandbox calls at once, crivk's own default, and keeps the best
+// (rawparallel.go); the density point's goals are the node's health, not
+// ratios to raw.
+// On a 2-core machine, where containerd creates 1.4 to 1.9 sandboxes a
+// second, it takes about 35 minutes. QuickPlan fits in 5 minutes for
+// development.
 var (
-	FullPlan  = Plan{W1Count: 20, Batches: []int{30, 110, 250}, W4Count: 10, SteadyPods: []int{0, 30, 110}, SteadyDuration: 30 * time.Second, RawSteadyDuration: 10 * time.Second, Timeout: 5 * time.Minute}
-	QuickPlan = Plan{W1Count: 6, Batches: []int{20}, W4Count: 3, SteadyPods: []int{0, 20}, SteadyDuration: 8 * time.Second, Timeout: 2 * time.Minute}
+	FullPlan = Plan{W1Count: 20, Batches: []int{30, 110, 250, 500}, W4Count: 10, SteadyPods: []int{0, 30, 110}, SteadyDuration: 30 * time.Second,
+		RawSteadyDuration: 10 * time.Second, RawParallelism: []int{0, 8}, DensityFrom: 500, Timeout: 5 * time.Minute}
+	QuickPlan = Plan{W1Count: 6, Batches: []int{20}, W4Count: 3, SteadyPods: []int{0, 20}, SteadyDuration: 8 * time.Second, RawParallelism: []int{0, 8}, Timeout: 2 * time.Minute}
 )
 
 // Batch is one W2 (create) or W3 (delete) batch.
@@ -71,6 +86,11 @@ type Batch struct {
 	// CPU is where the machine's CPU went between the batch's first call
 	// and its last pod seen (cpuwatch.go); nil where not measured.
 	CPU *BatchCPU `json:"cpu,omitempty"`
+	// Trials (raw lane, rawparallel.go) are this batch's lag at every
+	// parallelism setting tried, and Parallelism the setting whose run
+	// these figures are (0: no bound); nil where one setting ran.
+	Trials      []Trial `json:"trials,omitempty"`
+	Parallelism *int    `json:"parallelism,omitempty"`
 }
 
 // Steady is one W5 level.
@@ -333,63 +353,119 @@ func (w *workloads) w1(ctx context.Context, res *LaneResult) error {
 
 // batches runs W2 and W3: each batch created at once, then deleted. It
 // returns the failures of the batches (a failed batch stops the larger
-// ones); the caller checks ctx.
+// ones); the caller checks ctx. A tunable driver (the raw lane) runs each
+// batch once per setting of the plan's RawParallelism and keeps the best
+// (rawparallel.go).
 func (w *workloads) batches(ctx context.Context, res *LaneResult) []error {
 	var failed []error
+	t, tuned := w.d.(tunable)
 	for _, n := range w.plan.Batches {
-		w.logf("W2/W3: batch of %d", n)
-		pods := w.f.sleepers(fmt.Sprintf("w2-%d", n), 0, n)
-		before, scraped := w.scrape(ctx)
-		var cpu [2]*BatchCPU
-		up, down, err := w.createAndRemoveThen(ctx, pods, func() {
-			if after, ok := w.scrape(ctx); ok && scraped {
-				res.W2Breakdown = append(res.W2Breakdown, breakdownOf(before, after, n))
-			}
-		}, &cpu)
-		for i, c := range cpu {
-			if c != nil {
-				w.logf("%s batch of %d: CPU (core-seconds): %s", [2]string{"W2", "W3"}[i], n, c)
-			}
-		}
-		if up != nil {
-			b := batchOf(up)
-			b.CPU = cpu[0]
-			b.NodeNotReady, b.MaxLeaseAge = Num(math.NaN()), Num(math.NaN())
-			if nh, ok := w.d.(interface {
-				lastNodeHealth() (int, int, time.Duration, bool)
-			}); ok {
-				if samples, notReady, age, ok := nh.lastNodeHealth(); ok {
-					b.NodeNotReady, b.MaxLeaseAge = Num(notReady), Num(age.Seconds())
-					w.logf("W2 batch of %d: node not Ready in %d of %d samples, lease at most %.1f s old", n, notReady, samples, age.Seconds())
+		var w2, w3 *Batch
+		var err error
+		if settings := settingsFor(w.plan.RawParallelism, n); tuned && len(settings) > 0 && !w.plan.density(n) {
+			var runs []batchRun
+			for _, s := range settings {
+				t.setParallelism(s)
+				w.logf("W2/W3: batch of %d at parallelism %s", n, parallelismName(s))
+				r := w.batch(ctx, n, res)
+				r.parallelism = s
+				runs = append(runs, r)
+				if ctx.Err() != nil {
+					break
 				}
 			}
-			res.W2 = append(res.W2, b)
+			t.setParallelism(0)
+			w2, w3, err = bestRuns(runs)
+			if err == nil {
+				w.logf("W2/W3 batch of %d: best W2 lag %.2f s at parallelism %s, best W3 lag %.2f s at %s (of %s)", n,
+					w2.Lag, parallelismName(*w2.Parallelism), w3.Lag, parallelismName(*w3.Parallelism), trialSummary(w2.Trials, w3.Trials))
+			}
+		} else {
+			r := w.batch(ctx, n, res)
+			w2, w3, err = r.w2, r.w3, r.err
+		}
+		if w2 != nil {
+			res.W2 = append(res.W2, *w2)
 		}
 		if err != nil {
 			// A batch that failed (timed out) loses its own figures only:
-			// its pods are removed, then the larger batches are skipped
-			// (they would fail the same way) and W4 and W5 still run.
+			// its pods were removed (batch); the larger batches are
+			// skipped (they would fail the same way) and W4 and W5 still
+			// run.
 			failed = append(failed, fmt.Errorf("W2/W3 batch of %d: %w", n, err))
-			w.logf("W2/W3 batch of %d failed, removing its pods: %v", n, err)
-			if down == nil {
-				dctx, cancel := w.step(ctx)
-				if _, rerr := w.d.remove(dctx, pods); rerr != nil {
-					w.logf("removing the failed batch of %d: %v", n, rerr)
-				}
-				cancel()
-			}
 			break
 		}
-		b := batchOf(down)
-		b.CPU = cpu[1]
-		b.EarlyDeletions = Num(math.NaN())
-		if ec, ok := w.d.(interface{ earlyDeletions() int }); ok {
-			b.EarlyDeletions = Num(ec.earlyDeletions())
-			w.logf("W3 batch of %d: %d pod objects gone while a container of theirs still ran", n, ec.earlyDeletions())
-		}
-		res.W3 = append(res.W3, b)
+		res.W3 = append(res.W3, *w3)
 	}
 	return failed
+}
+
+// density reports whether the batch of n pods is a density point.
+func (p Plan) density(n int) bool { return p.DensityFrom > 0 && n >= p.DensityFrom }
+
+// trialSummary is every setting's W2 and W3 lag, for the log.
+func trialSummary(w2, w3 []Trial) string {
+	var parts []string
+	for i := range w2 {
+		parts = append(parts, fmt.Sprintf("%s: W2 %.2f s, W3 %.2f s", parallelismName(w2[i].Parallelism), float64(w2[i].Lag), float64(w3[i].Lag)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// batch runs one batch of n pods, created at once then deleted, with its
+// breakdown (appended to res), CPU, node health and early deletions. On a
+// failure the batch's pods are removed before it returns.
+func (w *workloads) batch(ctx context.Context, n int, res *LaneResult) batchRun {
+	w.logf("W2/W3: batch of %d", n)
+	pods := w.f.sleepers(fmt.Sprintf("w2-%d", n), 0, n)
+	before, scraped := w.scrape(ctx)
+	var cpu [2]*BatchCPU
+	up, down, err := w.createAndRemoveThen(ctx, pods, func() {
+		if after, ok := w.scrape(ctx); ok && scraped {
+			res.W2Breakdown = append(res.W2Breakdown, breakdownOf(before, after, n))
+		}
+	}, &cpu)
+	for i, c := range cpu {
+		if c != nil {
+			w.logf("%s batch of %d: CPU (core-seconds): %s", [2]string{"W2", "W3"}[i], n, c)
+		}
+	}
+	var out batchRun
+	if up != nil {
+		b := batchOf(up)
+		b.CPU = cpu[0]
+		b.NodeNotReady, b.MaxLeaseAge = Num(math.NaN()), Num(math.NaN())
+		if nh, ok := w.d.(interface {
+			lastNodeHealth() (int, int, time.Duration, bool)
+		}); ok {
+			if samples, notReady, age, ok := nh.lastNodeHealth(); ok {
+				b.NodeNotReady, b.MaxLeaseAge = Num(notReady), Num(age.Seconds())
+				w.logf("W2 batch of %d: node not Ready in %d of %d samples, lease at most %.1f s old", n, notReady, samples, age.Seconds())
+			}
+		}
+		out.w2 = &b
+	}
+	if err != nil {
+		out.err = err
+		w.logf("W2/W3 batch of %d failed, removing its pods: %v", n, err)
+		if down == nil {
+			dctx, cancel := w.step(ctx)
+			if _, rerr := w.d.remove(dctx, pods); rerr != nil {
+				w.logf("removing the failed batch of %d: %v", n, rerr)
+			}
+			cancel()
+		}
+		return out
+	}
+	b := batchOf(down)
+	b.CPU = cpu[1]
+	b.EarlyDeletions = Num(math.NaN())
+	if ec, ok := w.d.(interface{ earlyDeletions() int }); ok {
+		b.EarlyDeletions = Num(ec.earlyDeletions())
+		w.logf("W3 batch of %d: %d pod objects gone while a container of theirs still ran", n, ec.earlyDeletions())
+	}
+	out.w3 = &b
+	return out
 }
 
 // rest runs W4 and W5 (those the plan runs).
