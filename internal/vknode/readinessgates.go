@@ -41,3 +41,44 @@ func gatesChanged(old, cur *v1.Pod) bool {
 	}
 	return false
 }
+
+// StatusReconciles hands the API's newest copy of a pod to reconcile when
+// another writer changed the status of one of its conditions (the node
+// lifecycle controller's MarkPodsNotReady while the node was not Ready):
+// virtual-kubelet writes a status only when the provider's changes, so
+// without this a condition overwritten in the API would stay until the
+// pod's status changed again, where the kubelet's status manager writes
+// its own back (needsReconcile). reconcile decides (lifecycle/status
+// Manager.Reconcile); this only spares it the updates that touched no
+// condition.
+func StatusReconciles(reconcile func(*v1.Pod)) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			old, ok1 := oldObj.(*v1.Pod)
+			cur, ok2 := newObj.(*v1.Pod)
+			if ok1 && ok2 && conditionsChanged(old, cur) {
+				reconcile(cur)
+			}
+		},
+	}
+}
+
+// conditionsChanged reports whether a condition of cur is new or has
+// another status than in old.
+func conditionsChanged(old, cur *v1.Pod) bool {
+	for _, c := range cur.Status.Conditions {
+		found := false
+		for _, o := range old.Status.Conditions {
+			if o.Type == c.Type {
+				found = true
+				if o.Status != c.Status {
+					return true
+				}
+			}
+		}
+		if !found {
+			return true
+		}
+	}
+	return false
+}

@@ -103,6 +103,9 @@ type podStatusEntry struct {
 	api v1.PodStatus
 	// delivered is the status last handed to Notify, nil before the first.
 	delivered *v1.PodStatus
+	// redeliver makes Run hand the status to Notify again although it
+	// equals delivered: another writer changed it in the API (Reconcile).
+	redeliver bool
 }
 
 // The state TerminatePod reports a container in when the pod's
@@ -196,7 +199,7 @@ func (m *Manager) deliver(ctx context.Context) {
 			continue
 		}
 		st := publishable(e, running[uid])
-		if e.delivered != nil && equality.Semantic.DeepEqual(*e.delivered, st) {
+		if e.delivered != nil && !e.redeliver && equality.Semantic.DeepEqual(*e.delivered, st) {
 			continue
 		}
 		pod := e.pod.DeepCopy()
@@ -216,6 +219,7 @@ func (m *Manager) deliver(ctx context.Context) {
 		// Record it unless the pod was removed (and perhaps set again) since.
 		if m.pods[p.pod.UID] == p.entry {
 			p.entry.delivered = &p.status
+			p.entry.redeliver = false
 		}
 		m.mu.Unlock()
 	}
@@ -252,7 +256,7 @@ func (m *Manager) redirty(out []pendingStatus) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, p := range out {
-		if m.pods[p.pod.UID] == p.entry && p.entry.delivered != nil &&
+		if m.pods[p.pod.UID] == p.entry && p.entry.delivered != nil && !p.entry.redeliver &&
 			equality.Semantic.DeepEqual(*p.entry.delivered, p.status) {
 			continue
 		}
@@ -267,6 +271,57 @@ func (m *Manager) kick() {
 	case m.signal <- struct{}{}:
 	default: // a token is already waiting
 	}
+}
+
+// Reconcile is the kubelet's needsReconcile, driven by the API's updates
+// instead of a 10 s timer: apiPod is the API's copy of a pod (the pod
+// informer's newest). When a condition the node owns has, in the API,
+// another status than in the status last delivered, and changed no earlier
+// than it (another writer's change, not an echo of an older delivery: the
+// node lifecycle controller's MarkPodsNotReady while the node was not
+// Ready), the status last delivered is handed to Notify again, on
+// apiPod's resourceVersion, so that it is written back as the kubelet's
+// status manager writes its cached status back. It reports whether it
+// will. A pod not cached or not yet delivered is left alone: its first
+// delivery writes it anyway.
+func (m *Manager) Reconcile(apiPod *v1.Pod) bool {
+	if apiPod == nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.pods[apiPod.UID]
+	if e == nil || e.delivered == nil || !conditionsOverwritten(e.delivered, &apiPod.Status) {
+		return false
+	}
+	pod := e.pod.DeepCopy()
+	pod.ResourceVersion = apiPod.ResourceVersion
+	e.pod = pod
+	e.redeliver = true
+	m.dirty[apiPod.UID] = struct{}{}
+	m.kick()
+	return true
+}
+
+// conditionsOverwritten reports whether api has a condition the node
+// owns, also in delivered, with another status and a transition no
+// earlier than delivered's: a change another writer made after the
+// delivery. An older delivery's echo (its transition before the newest
+// one's) is not.
+func conditionsOverwritten(delivered, api *v1.PodStatus) bool {
+	for i := range api.Conditions {
+		a := &api.Conditions[i]
+		if !ownedConditions[a.Type] {
+			continue
+		}
+		for j := range delivered.Conditions {
+			d := &delivered.Conditions[j]
+			if d.Type == a.Type && d.Status != a.Status && !a.LastTransitionTime.Before(&d.LastTransitionTime) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // SetPodStatus records status as pod's new status and, if it differs from
