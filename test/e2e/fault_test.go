@@ -192,6 +192,15 @@ func TestAPIServerOutage(t *testing.T) {
 	if fmt.Sprint(before) != fmt.Sprint(after) {
 		t.Errorf("containers (id@restarts) before %v, after %v: the pod was restarted", before, after)
 	}
+	// While the node was Unknown the node lifecycle controller marked its
+	// pods not Ready (MarkPodsNotReady); the node writes its own status
+	// back, as the kubelet's status manager does (needsReconcile, 10 s).
+	p := waitPod(t, ns, "survivor", 30*time.Second, "Ready again after the outage", isRunningReady)
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			t.Logf("survivor Ready=%s since %s (the API server returned at %s)", c.Status, c.LastTransitionTime.Format(time.RFC3339), back.Format(time.RFC3339))
+		}
+	}
 	runningPod(t, ns, busyboxPod("after", v1.RestartPolicyNever, "sleep 3600"))
 	waitClientCertificateValid(t, time.Minute)
 }
