@@ -38,6 +38,21 @@
 // resources (resources.go) are the kubelet's per QoS class. Container logs
 // are read by the subpackage crilog.
 //
+// Some containerd releases abort when two of crivk's own calls meet
+// (storeguard.go): from 1.6.0 to 1.6.21 (and 1.7.0's betas) the CRI
+// plugin's sandbox store writes its map under a read lock in
+// UpdateContainerStats, which PodSandboxStats and ListPodSandboxStats call
+// for each sandbox, so a ListPodSandbox (or another sandbox stats call) at
+// the same time can kill containerd with "concurrent map iteration and map
+// write" (fixed by https://github.com/containerd/containerd/pull/8130, in
+// 1.7.0, and its backport https://github.com/containerd/containerd/pull/8819,
+// in 1.6.22). When Version names such a containerd at connect time, the
+// client takes an RWMutex around each of these RPCs: the sandbox stats
+// calls exclusively, ListPodSandbox, PodSandboxStatus, ListContainers and
+// ListContainerStats shared; on any other runtime it takes nothing
+// (TestStoreGuardOrdersCalls, TestStoreGuardOnAffectedContainerd). It
+// cannot order other clients of the same containerd (a kubelet, crictl).
+//
 // Confinement (confinement.go) is passed to the runtime as the kubelet
 // passes it, or the pod is refused; no field is dropped (docs/security.md
 // lists every field, where it is enforced and the test that proves it):

@@ -46,6 +46,10 @@ type remoteService struct {
 	rt      runtimeapi.RuntimeServiceClient
 	img     runtimeapi.ImageServiceClient
 	timeout time.Duration
+	// guard orders crivk's calls that would crash an affected containerd
+	// (storeguard.go); set by dialRemote from the runtime's Version, nil
+	// (no ordering) for every other runtime.
+	guard *storeGuard
 
 	closeOnce sync.Once
 	closeErr  error
@@ -93,10 +97,12 @@ func dialRemote(ctx context.Context, endpoint string, connectTimeout, requestTim
 	}
 	vctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	if _, err := c.version(vctx, ""); err != nil {
+	v, err := c.version(vctx, "")
+	if err != nil {
 		conn.Close()
 		return nil, err
 	}
+	c.guard = newStoreGuard(v.RuntimeName, v.RuntimeVersion)
 	return c, nil
 }
 
@@ -284,6 +290,7 @@ func (c *remoteService) RemovePodSandbox(ctx context.Context, id string) error {
 // PodSandboxStatus validates the status when there is one (a nil status is
 // returned as is, as by the kubelet's client).
 func (c *remoteService) PodSandboxStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error) {
+	defer c.guard.enter("PodSandboxStatus")()
 	resp, err := unary(ctx, c.timeout, "PodSandboxStatus", id, func(ctx context.Context) (*runtimeapi.PodSandboxStatusResponse, error) {
 		return c.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: verbose})
 	})
@@ -313,6 +320,7 @@ func verifySandboxStatus(s *runtimeapi.PodSandboxStatus) error {
 }
 
 func (c *remoteService) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	defer c.guard.enter("ListPodSandbox")()
 	resp, err := unary(ctx, c.timeout, "ListPodSandbox", "", func(ctx context.Context) (*runtimeapi.ListPodSandboxResponse, error) {
 		return c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: filter})
 	})
@@ -366,6 +374,7 @@ func (c *remoteService) RemoveContainer(ctx context.Context, id string) error {
 }
 
 func (c *remoteService) ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	defer c.guard.enter("ListContainers")()
 	resp, err := unary(ctx, c.timeout, "ListContainers", "", func(ctx context.Context) (*runtimeapi.ListContainersResponse, error) {
 		return c.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: filter})
 	})
@@ -487,6 +496,7 @@ func (c *remoteService) Status(ctx context.Context, verbose bool) (*runtimeapi.S
 }
 
 func (c *remoteService) ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {
+	defer c.guard.enter("ListContainerStats")()
 	resp, err := unary(ctx, c.timeout, "ListContainerStats", "", func(ctx context.Context) (*runtimeapi.ListContainerStatsResponse, error) {
 		return c.rt.ListContainerStats(ctx, &runtimeapi.ListContainerStatsRequest{Filter: filter})
 	})
@@ -494,6 +504,7 @@ func (c *remoteService) ListContainerStats(ctx context.Context, filter *runtimea
 }
 
 func (c *remoteService) ListPodSandboxStats(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
+	defer c.guard.enter("ListPodSandboxStats")()
 	resp, err := unary(ctx, c.timeout, "ListPodSandboxStats", "", func(ctx context.Context) (*runtimeapi.ListPodSandboxStatsResponse, error) {
 		return c.rt.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{Filter: filter})
 	})
