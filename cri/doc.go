@@ -63,7 +63,10 @@
 // everywhere); AppArmor and seccomp profiles go to each container (the
 // sandbox always runs RuntimeDefault seccomp), a Localhost seccomp profile
 // resolved under Config.SeccompProfileRoot; procMount decides the masked
-// /proc paths. Every container carries the kubelet's spec hash
+// /proc paths; the mounts that ask for SELinux relabelling (volumes of the
+// kubelet's relabelling plugins, /etc/hosts, the termination message file)
+// keep the ask only on a host with SELinux (selinux.go,
+// Config.SELinuxEnabled). Every container carries the kubelet's spec hash
 // (HashContainer); ComputePodActions kills and restarts a running
 // container whose image changed.
 //

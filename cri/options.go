@@ -17,7 +17,9 @@ type RunContainerOptions struct {
 	// the literal values of the spec's env are used.
 	Envs []*runtimeapi.KeyValue
 	// Mounts are the container's mounts (volumes, /etc/hosts, termination
-	// message file), in the order they are to be applied.
+	// message file), in the order they are to be applied. A mount's
+	// SelinuxRelabel says it asks for SELinux relabelling; SyncPod keeps it
+	// only on a host with SELinux (selinux.go).
 	Mounts []*runtimeapi.Mount
 	// Devices, Annotations and CDIDevices are what device plugins add
 	// (the kubelet's DeviceRunContainerOptions): host devices, container

@@ -96,6 +96,10 @@ type Config struct {
 	// Clock times hooks (sleep, the preStop share of the grace period);
 	// nil is the real clock.
 	Clock clock.WithTicker
+	// SELinuxEnabled reports whether the host has SELinux enabled, which
+	// decides whether the mounts that ask for it are relabelled
+	// (selinux.go). nil is go-selinux's GetEnabled, the kubelet's check.
+	SELinuxEnabled func() bool
 }
 
 // EventRecorder receives the kubelet-style events of the runtime manager

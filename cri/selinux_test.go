@@ -1,6 +1,7 @@
 package cri
 
 import (
+	"context"
 	"reflect"
 	"testing"
 
@@ -39,6 +40,67 @@ func TestContainerSELinuxOptions(t *testing.T) {
 			}
 			if got := cfg.Linux.SecurityContext.SelinuxOptions; !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("SELinux options %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// relabelHelper gives container c one mount per volumeMount, asking for
+// relabelling as the volume's entry in relabel says, and a termination
+// message file mount that asks for it, as package lifecycle does.
+type relabelHelper struct{ relabel map[string]bool }
+
+func (h relabelHelper) GenerateRunContainerOptions(_ context.Context, _ *v1.Pod, c *v1.Container, _ []string) (*RunContainerOptions, error) {
+	opts := &RunContainerOptions{}
+	for _, vm := range c.VolumeMounts {
+		opts.Mounts = append(opts.Mounts, &runtimeapi.Mount{ContainerPath: vm.MountPath, HostPath: "/host/" + vm.Name,
+			Readonly: vm.ReadOnly, SelinuxRelabel: h.relabel[vm.Name]})
+	}
+	opts.Mounts = append(opts.Mounts, &runtimeapi.Mount{ContainerPath: "/dev/termination-log", HostPath: "/host/termination-log", SelinuxRelabel: true})
+	return opts, nil
+}
+func (relabelHelper) PullSecrets(context.Context, *v1.Pod) []v1.Secret { return nil }
+
+// TestSyncPodSELinuxRelabel: the mounts that ask for relabelling get CRI
+// selinux_relabel only on a host with SELinux enabled (Config.SELinuxEnabled,
+// the kubelet's selinux.GetEnabled() in kuberuntime's makeMounts); on a host
+// without it no mount does, the termination message file's included. The
+// rest of each mount is left as the helper made it.
+func TestSyncPodSELinuxRelabel(t *testing.T) {
+	for name, tc := range map[string]struct {
+		enabled bool
+		want    map[string]bool // container path -> selinux_relabel
+	}{
+		"SELinux enabled: the mounts that ask": {enabled: true,
+			want: map[string]bool{"/data": true, "/conf": true, "/host": false, "/dev/termination-log": true}},
+		"SELinux disabled: none": {enabled: false,
+			want: map[string]bool{"/data": false, "/conf": false, "/host": false, "/dev/termination-log": false}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newSyncFixture(t)
+			f.is.SetFakeImages([]string{"busybox:1.36"})
+			f.rt.cfg.SELinuxEnabled = func() bool { return tc.enabled }
+			f.rt.SetRuntimeHelper(relabelHelper{relabel: map[string]bool{"data": true, "conf": true, "host": false}})
+			c := image("a", "busybox:1.36")
+			c.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}, {Name: "conf", MountPath: "/conf", ReadOnly: true}, {Name: "host", MountPath: "/host"}}
+			res, _ := f.sync(t, syncPod(v1.RestartPolicyAlways, c))
+			if err := res.Error(); err != nil {
+				t.Fatalf("SyncPod: %v", err)
+			}
+			if len(f.rs.created) != 1 {
+				t.Fatalf("created %d containers", len(f.rs.created))
+			}
+			for _, cfg := range f.rs.created {
+				got := map[string]bool{}
+				for _, m := range cfg.GetMounts() {
+					got[m.GetContainerPath()] = m.GetSelinuxRelabel()
+					if m.GetHostPath() == "" || (m.GetContainerPath() == "/conf") != m.GetReadonly() {
+						t.Errorf("mount %v changed", m)
+					}
+				}
+				if !reflect.DeepEqual(got, tc.want) {
+					t.Errorf("selinux_relabel by container path %v, want %v", got, tc.want)
+				}
 			}
 		})
 	}

@@ -352,6 +352,7 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		res.Errs = append(res.Errs, fmt.Errorf("options of container %q of pod %s: %w", c.Name, ref, err))
 		return
 	}
+	r.applySELinuxRelabel(opts.Mounts)
 	opts.MemoryCapacity = r.cfg.MemoryCapacity
 	opts.SeccompProfileRoot = r.cfg.SeccompProfileRoot
 	opts.Node = r.cfg.Node

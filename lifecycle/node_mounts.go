@@ -23,6 +23,12 @@ import (
 // The runtime manager reads the termination message back from the mount
 // whose container path is the container's terminationMessagePath (see
 // cri/termination.go). removePodFiles removes both once the pod is gone.
+//
+// Both mounts ask for SELinux relabelling (SelinuxRelabel), as the
+// kubelet's: its makeHostsMount sets SELinuxRelabel on the /etc/hosts
+// mount, and kuberuntime's makeMounts relabels the termination message
+// file whenever the host has SELinux. The runtime manager keeps the flag
+// only on such a host (cri's Config.SELinuxEnabled).
 
 const (
 	etcHostsPath = "/etc/hosts"
@@ -68,7 +74,7 @@ func (s *syncer) nodeMounts(pod *v1.Pod, c *v1.Container, podIPs []string) ([]*r
 		if err := os.Chmod(path, 0o666); err != nil {
 			return nil, fmt.Errorf("termination message file of container %q of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
 		}
-		mounts = append(mounts, &runtimeapi.Mount{HostPath: path, ContainerPath: c.TerminationMessagePath})
+		mounts = append(mounts, &runtimeapi.Mount{HostPath: path, ContainerPath: c.TerminationMessagePath, SelinuxRelabel: true})
 	}
 	if mountsEtcHosts(pod, c, podIPs) {
 		path := filepath.Join(dir, "etc-hosts")
@@ -82,7 +88,7 @@ func (s *syncer) nodeMounts(pod *v1.Pod, c *v1.Container, podIPs []string) ([]*r
 		if err := os.WriteFile(path, content, 0o644); err != nil {
 			return nil, fmt.Errorf("hosts file of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
-		mounts = append(mounts, &runtimeapi.Mount{HostPath: path, ContainerPath: etcHostsPath})
+		mounts = append(mounts, &runtimeapi.Mount{HostPath: path, ContainerPath: etcHostsPath, SelinuxRelabel: true})
 	}
 	return mounts, nil
 }

@@ -72,6 +72,13 @@ func TestNodeMounts(t *testing.T) {
 			}
 			var hosts, term string
 			for _, m := range mounts {
+				// Both ask for SELinux relabelling, as the kubelet's
+				// (makeHostsMount; the termination message file in
+				// kuberuntime's makeMounts); cri keeps the ask only on a
+				// host with SELinux (TestSyncPodSELinuxRelabel).
+				if !m.SelinuxRelabel {
+					t.Errorf("mount %+v does not ask for SELinux relabelling", m)
+				}
 				switch m.ContainerPath {
 				case "/etc/hosts":
 					hosts = m.HostPath

@@ -58,6 +58,15 @@
 // user every container runs as where they all run as one, 0640 with an
 // fsGroup (the kubelet's FsUser).
 //
+// # SELinux
+//
+// Every CRI mount of an emptyDir, configMap, secret, downwardAPI or
+// projected volume asks the runtime to relabel it (Mount.SelinuxRelabel,
+// the kubelet's plugins' Managed and SELinuxRelabel attributes); a hostPath
+// mount never does. The runtime manager (package cri) keeps the ask only
+// on a host with SELinux enabled. No volume is mounted with an SELinux
+// context option (ownership.go).
+//
 // # What it must never do
 //
 // Follow a symlink out of the pod directory when resolving a subPath or

@@ -252,8 +252,30 @@ func (m *Manager) VolumePath(pod *v1.Pod, name string) (path string, ok bool) {
 	return "", false
 }
 
+// selinuxRelabel reports whether a volume of plugin asks the runtime to
+// relabel it for the container's SELinux context: the kubelet's
+// GetAttributes().Managed && SELinuxRelabel. Its emptyDir, configMap,
+// secret, downwardAPI and projected plugins do; hostPath ("") does not
+// (neither managed nor relabelled: a host's files keep their label).
+func selinuxRelabel(plugin string) bool {
+	switch plugin {
+	case pluginEmptyDir, pluginConfigMap, pluginSecret, pluginDownwardAPI, pluginProjected:
+		return true
+	}
+	return false
+}
+
 // Mounts returns the CRI mounts of container c's volumeMounts; env is the
 // container's resolved environment, for subPathExpr.
+//
+// A mount's SelinuxRelabel says the volume asks for relabelling (the
+// kubelet's kubecontainer.Mount.SELinuxRelabel, selinuxRelabel); the
+// runtime manager keeps it only on a host with SELinux (cri's
+// Config.SELinuxEnabled, the kubelet's makeMounts in kuberuntime). It is set
+// on every mount of such a volume, read-only, subPath and repeated mounts
+// included: the kubelet's makeMounts marks the volume SELinuxLabeled on a
+// copy of its VolumeMap entry, fresh for each container, so that mark
+// never keeps a later mount from asking again.
 func (m *Manager) Mounts(pod *v1.Pod, c *v1.Container, env map[string]string) ([]*runtimeapi.Mount, error) {
 	vols := map[string]*v1.Volume{}
 	for i := range pod.Spec.Volumes {
@@ -299,10 +321,11 @@ func (m *Manager) Mounts(pod *v1.Pod, c *v1.Container, env map[string]string) ([
 			return nil, err
 		}
 		out = append(out, &runtimeapi.Mount{
-			ContainerPath: vm.MountPath,
-			HostPath:      host,
-			Readonly:      readOnly,
-			Propagation:   prop,
+			ContainerPath:  vm.MountPath,
+			HostPath:       host,
+			Readonly:       readOnly,
+			SelinuxRelabel: selinuxRelabel(plugin),
+			Propagation:    prop,
 		})
 	}
 	return out, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -443,10 +444,10 @@ func TestMountsAndSubPaths(t *testing.T) {
 	realCM, _ := filepath.EvalSymlinks(filepath.Join(f.m.volumeDir("uid-1", pluginConfigMap, "cm"), "k"))
 	realEd, _ := filepath.EvalSymlinks(ed)
 	want := []*runtimeapi.Mount{
-		{ContainerPath: "/ed", HostPath: ed},
-		{ContainerPath: "/sub", HostPath: filepath.Join(realEd, "p/data")},
-		{ContainerPath: "/cm", HostPath: f.m.volumeDir("uid-1", pluginConfigMap, "cm"), Readonly: true},
-		{ContainerPath: "/k", HostPath: realCM, Readonly: true},
+		{ContainerPath: "/ed", HostPath: ed, SelinuxRelabel: true},
+		{ContainerPath: "/sub", HostPath: filepath.Join(realEd, "p/data"), SelinuxRelabel: true},
+		{ContainerPath: "/cm", HostPath: f.m.volumeDir("uid-1", pluginConfigMap, "cm"), Readonly: true, SelinuxRelabel: true},
+		{ContainerPath: "/k", HostPath: realCM, Readonly: true, SelinuxRelabel: true},
 		{ContainerPath: "/host", HostPath: outside, Readonly: true, Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER},
 	}
 	if len(got) != len(want) {
@@ -477,6 +478,71 @@ func TestMountsAndSubPaths(t *testing.T) {
 			c2.VolumeMounts = []v1.VolumeMount{vm}
 			if _, err := f.m.Mounts(pod, c2, env); err == nil {
 				t.Fatal("accepted")
+			}
+		})
+	}
+}
+
+// TestMountsSELinuxRelabel: which mounts ask the runtime for SELinux
+// relabelling (the runtime manager keeps the ask only on a host with
+// SELinux): every mount of an emptyDir (disk or memory), configMap,
+// secret, downwardAPI or projected volume, the kubelet's plugins whose
+// GetAttributes() are Managed and SELinuxRelabel; never a hostPath one
+// (Managed and SELinuxRelabel false). Read-only, subPath and repeated
+// mounts ask too, in every container: the kubelet's makeMounts sets
+// SELinuxLabeled on a per-container copy of the volume's VolumeMap
+// entry, so it never stops a later mount from asking.
+func TestMountsSELinuxRelabel(t *testing.T) {
+	f := newFixture(t)
+	f.objects.configMaps["ns/cm"] = &v1.ConfigMap{Data: map[string]string{"k": "1"}}
+	f.objects.secrets["ns/s"] = &v1.Secret{Data: map[string][]byte{"k": []byte("v")}}
+	pod := testPod(
+		v1.Volume{Name: "ed", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+		v1.Volume{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}},
+		v1.Volume{Name: "cm", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}}}},
+		v1.Volume{Name: "s", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "s"}}},
+		v1.Volume{Name: "dapi", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{Items: []v1.DownwardAPIVolumeFile{
+			{Path: "name", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}},
+		v1.Volume{Name: "proj", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}}}}}}},
+		v1.Volume{Name: "host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: t.TempDir()}}},
+	)
+	if err := f.m.MountPod(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	mount := func(name, path string) v1.VolumeMount { return v1.VolumeMount{Name: name, MountPath: path} }
+	first := []v1.VolumeMount{
+		mount("ed", "/ed"), mount("mem", "/mem"), mount("cm", "/cm"), mount("s", "/s"),
+		mount("dapi", "/dapi"), mount("proj", "/proj"), mount("host", "/host"),
+		{Name: "ed", MountPath: "/ed-ro", ReadOnly: true},
+		{Name: "ed", MountPath: "/ed-sub", SubPath: "sub"},
+		{Name: "host", MountPath: "/host-ro", ReadOnly: true},
+	}
+	second := []v1.VolumeMount{mount("ed", "/ed"), mount("cm", "/cm"), mount("host", "/host")}
+	for _, tc := range []struct {
+		name   string
+		mounts []v1.VolumeMount
+		want   map[string]bool // container path -> asks for relabelling
+	}{
+		{name: "first container", mounts: first, want: map[string]bool{
+			"/ed": true, "/mem": true, "/cm": true, "/s": true, "/dapi": true, "/proj": true, "/host": false,
+			"/ed-ro": true, "/ed-sub": true, "/host-ro": false}},
+		{name: "second container mounting the same volumes", mounts: second, want: map[string]bool{
+			"/ed": true, "/cm": true, "/host": false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := pod.Spec.Containers[0].DeepCopy()
+			c.VolumeMounts = tc.mounts
+			got, err := f.m.Mounts(pod, c, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			relabel := map[string]bool{}
+			for _, m := range got {
+				relabel[m.ContainerPath] = m.SelinuxRelabel
+			}
+			if !reflect.DeepEqual(relabel, tc.want) {
+				t.Errorf("selinux_relabel by container path %v, want %v", relabel, tc.want)
 			}
 		})
 	}
