@@ -955,6 +955,9 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	if _, err := podInf.Informer().AddEventHandler(vknode.ReadinessGateKicks(a.engine.Kick)); err != nil {
 		log.L.WithError(err).Warn("readiness gates are seen at each pod's resync only")
 	}
+	if _, err := podInf.Informer().AddEventHandler(vknode.DeletedPodKills(func(p *v1.Pod) { a.engine.Kill(ctx, p) })); err != nil {
+		return nil, err
+	}
 	if _, err := podInf.Informer().AddEventHandler(podstatus.ForgetDeleted(a.statusWrites)); err != nil {
 		return nil, err
 	}
