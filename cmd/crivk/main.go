@@ -958,6 +958,9 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	if _, err := podInf.Informer().AddEventHandler(vknode.StatusReconciles(a.engine.ReconcileStatus)); err != nil {
 		return nil, err
 	}
+	if _, err := podInf.Informer().AddEventHandler(vknode.DeletedPodKills(func(p *v1.Pod) { a.engine.Kill(ctx, p) })); err != nil {
+		return nil, err
+	}
 	if _, err := podInf.Informer().AddEventHandler(podstatus.ForgetDeleted(a.statusWrites)); err != nil {
 		return nil, err
 	}

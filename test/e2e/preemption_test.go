@@ -204,8 +204,14 @@ func TestLogRotationCompressed(t *testing.T) {
 	if err != nil || !strings.Contains(string(text), " stdout F line ") || !strings.Contains(string(text), line) {
 		t.Errorf("%s holds %d bytes (%v), want the container's CRI log lines", gz[0], len(text), err)
 	}
-	logs, err := client.CoreV1().Pods(ns).GetLogs(p.Name, &v1.PodLogOptions{}).DoRaw(testContext(t, 10*time.Second))
-	if err != nil || !strings.Contains(string(logs), "line ") {
-		t.Errorf("kubectl logs after the rotations: %d bytes, %v", len(logs), err)
+	// The current file is read (as the kubelet's ReadLogs does): right after
+	// a rotation it may hold nothing yet; the container writes every 50 ms.
+	var logs []byte
+	err = wait.PollUntilContextTimeout(testContext(t, 30*time.Second), poll, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+		logs, err = client.CoreV1().Pods(ns).GetLogs(p.Name, &v1.PodLogOptions{}).DoRaw(ctx)
+		return err == nil && strings.Contains(string(logs), "line "), nil
+	})
+	if err != nil {
+		t.Errorf("kubectl logs after the rotations: %d bytes within 15 s (%v)", len(logs), err)
 	}
 }
