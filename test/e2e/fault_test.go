@@ -196,6 +196,20 @@ func TestAPIServerOutage(t *testing.T) {
 	// pods not Ready (MarkPodsNotReady); the node writes its own status
 	// back, as the kubelet's status manager does (needsReconcile, 10 s).
 	p := waitPod(t, ns, "survivor", 30*time.Second, "Ready again after the outage", isRunningReady)
+	// The mark did happen (its event, "NodeNotReady" from the controller,
+	// controller_utils.go MarkPodsNotReady): without it Ready again above
+	// would show nothing.
+	evs, err := podEvents(context.Background(), ns, "Pod", "survivor")
+	if err != nil {
+		t.Fatalf("events of the survivor: %v", err)
+	}
+	marked := false
+	for _, e := range evs {
+		marked = marked || (e.Type == v1.EventTypeWarning && e.Reason == "NodeNotReady" && e.Message == "Node is not ready")
+	}
+	if !marked {
+		t.Errorf("no NodeNotReady event on the survivor: the node lifecycle controller never marked it not Ready, so its Ready again proves nothing; events:\n%s", describe(evs))
+	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == v1.PodReady {
 			t.Logf("survivor Ready=%s since %s (the API server returned at %s)", c.Status, c.LastTransitionTime.Format(time.RFC3339), back.Format(time.RFC3339))
