@@ -51,6 +51,28 @@ func hookFixture(t *testing.T) (*syncFixture, *fakeRecorder) {
 	return f, rec
 }
 
+// startKill runs kill (a KillPod, or a SyncPod that stops containers) in a
+// goroutine, so that the test can step the fake clock its timers wait on,
+// and returns killed, which waits for it: killed fails the test with kill's
+// error, or with notKilled when kill has not returned within 5 s of real
+// time after the steps.
+func startKill(t *testing.T, kill func() error) (killed func(notKilled string)) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- kill() }()
+	return func(notKilled string) {
+		t.Helper()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal(notKilled)
+		}
+	}
+}
+
 func execHandler(cmd ...string) *v1.LifecycleHandler {
 	return &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: cmd}}
 }
@@ -129,21 +151,13 @@ func TestPreStopHook(t *testing.T) {
 				t.Fatal(res.Error())
 			}
 			st := f.status(t, pod)
-			done := make(chan error, 1)
-			go func() { done <- f.rt.KillPod(context.Background(), pod, st, 30) }()
+			killed := startKill(t, func() error { return f.rt.KillPod(context.Background(), pod, st, 30) })
 			if tc.step > 0 {
 				// The hook's timer and the grace timer.
 				waitFor(t, "the hook's and the grace timers", func() bool { return f.clock.Waiters() >= 2 })
 				f.clock.Step(tc.step)
 			}
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatal(err)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("KillPod did not return")
-			}
+			killed("KillPod did not return")
 			for id, g := range f.rs.stopTimeouts() {
 				if g != tc.wantGrace {
 					t.Errorf("container %s stopped with grace %d, want %d", id, g, tc.wantGrace)
@@ -187,18 +201,10 @@ func TestPreStopExecHookOutlivesTheGrace(t *testing.T) {
 		t.Fatal(res.Error())
 	}
 	st := f.status(t, pod)
-	done := make(chan error, 1)
-	go func() { done <- f.rt.KillPod(context.Background(), pod, st, 30) }()
+	killed := startKill(t, func() error { return f.rt.KillPod(context.Background(), pod, st, 30) })
 	waitFor(t, "the grace timer", func() bool { return f.clock.Waiters() >= 1 })
 	f.clock.Step(30 * time.Second)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("KillPod did not return")
-	}
+	killed("KillPod did not return")
 	for id, g := range f.rs.stopTimeouts() {
 		if g != minGracePeriod {
 			t.Errorf("container %s stopped with grace %d, want %d", id, g, minGracePeriod)

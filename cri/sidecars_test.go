@@ -272,20 +272,12 @@ func TestStopSidecarsPreStopAtOnce(t *testing.T) {
 				}
 				st.Containers = append(st.Containers, ContainerStatus{ID: n, Name: n, Type: typ, State: state})
 			}
-			done := make(chan error, 1)
-			go func() { done <- tc.kill(f, pod, st) }()
+			killed := startKill(t, func() error { return tc.kill(f, pod, st) })
 			// Each hook's sleep timer and its grace timer, all at once.
 			want := 2 * len(tc.running)
 			waitFor(t, fmt.Sprintf("%d preStop hooks started together", len(tc.running)), func() bool { return f.clock.Waiters() >= want })
 			f.clock.Step(30 * time.Second)
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatal(err)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("the containers were not stopped after one grace period")
-			}
+			killed("the containers were not stopped after one grace period")
 			got := f.rs.stopTimeouts()
 			for _, n := range tc.running {
 				if g, ok := got[n]; !ok || g != minGracePeriod {

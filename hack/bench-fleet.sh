@@ -26,16 +26,13 @@
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=hack/lib/bench.sh
+source "${ROOT}/hack/lib/bench.sh"
 if [ -z "${BENCH_FLEET_DEADLINE:-}" ] && [ -n "${BENCH_FLEET_BUDGET:-}" ]; then
   BENCH_FLEET_DEADLINE=$(date -u -d "+${BENCH_FLEET_BUDGET} seconds" +%Y-%m-%dT%H:%M:%SZ)
 fi
-RESULTS=${ROOT}/_output/bench-fleet/$(date -u +%Y%m%dT%H%M%SZ)
-mkdir -p "${RESULTS}"
-cd "${ROOT}"
+bench_start bench-fleet
 
-log() { echo "bench-fleet: $*"; }
-
-log "building and bringing up the local cluster (log: ${RESULTS}/setup.log)"
 setup() {
   hack/install-deps.sh || return
   hack/build.sh || return
@@ -44,21 +41,10 @@ setup() {
   go build -o _output/bin/crivk-bench-fleet ./test/benchfleet || return
   hack/local-up.sh
 }
-trap 'hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 || log "local-down failed, see ${RESULTS}/local-down.log"' EXIT
-if ! setup >"${RESULTS}/setup.log" 2>&1; then
-  tail -n 30 "${RESULTS}/setup.log"
-  exit 1
-fi
-# shellcheck source=/dev/null
-source _output/local/env
+bench_up setup
 
-cmdline="make bench-fleet"
-[ -z "${BENCH_FLEET_NODES:-}" ] || cmdline="BENCH_FLEET_NODES=${BENCH_FLEET_NODES} ${cmdline}"
-[ -z "${BENCH_FLEET_STEADY:-}" ] || cmdline="BENCH_FLEET_STEADY=${BENCH_FLEET_STEADY} ${cmdline}"
-[ -z "${BENCH_FLEET_CHURN:-}" ] || cmdline="BENCH_FLEET_CHURN=${BENCH_FLEET_CHURN} ${cmdline}"
-[ -z "${BENCH_FLEET_BASELINE:-}" ] || cmdline="BENCH_FLEET_BASELINE=${BENCH_FLEET_BASELINE} ${cmdline}"
-[ -z "${BENCH_FLEET_PODS:-}" ] || cmdline="BENCH_FLEET_PODS=${BENCH_FLEET_PODS} ${cmdline}"
-[ -z "${BENCH_FLEET_CRIVK_ARGS:-}" ] || cmdline="BENCH_FLEET_CRIVK_ARGS='${BENCH_FLEET_CRIVK_ARGS}' ${cmdline}"
+cmdline=$(bench_command "make bench-fleet" BENCH_FLEET_NODES BENCH_FLEET_STEADY BENCH_FLEET_CHURN BENCH_FLEET_BASELINE \
+  BENCH_FLEET_PODS BENCH_FLEET_CRIVK_ARGS:q)
 args=(-root "${ROOT}" -out "${RESULTS}" -command "${cmdline}"
   -nodes "${BENCH_FLEET_NODES:-10,50,100}" -agents "${BENCH_FLEET_AGENTS:-crivk,kubelet}"
   -kubeconfig "${KUBECONFIG}" -bootstrap-kubeconfig "${BOOTSTRAP_KUBECONFIG}" -ca "${CA_CERT}"
@@ -68,18 +54,11 @@ args=(-root "${ROOT}" -out "${RESULTS}" -command "${cmdline}"
   -steady "${BENCH_FLEET_STEADY:-30s}" -churn "${BENCH_FLEET_CHURN:-45s}")
 [ "${BENCH_FLEET_DOCS:-1}" != 1 ] || args+=(-docs "${ROOT}/docs/benchmarks-fleet.md")
 [ "${BENCH_FLEET_SMOKE:-0}" != 1 ] || args+=(-smoke)
-[ -z "${BENCH_FLEET_DEADLINE:-}" ] || args+=(-deadline "${BENCH_FLEET_DEADLINE}")
-[ -z "${BENCH_FLEET_CRIVK_ARGS:-}" ] || args+=(-crivk-args "${BENCH_FLEET_CRIVK_ARGS}")
+bench_flags args -deadline BENCH_FLEET_DEADLINE -crivk-args BENCH_FLEET_CRIVK_ARGS
 
-log "running (log: ${RESULTS}/bench.log)"
-rc=0
-_output/bin/crivk-bench-fleet "${args[@]}" 2>&1 | tee "${RESULTS}/bench.log" || rc=$?
+bench_run "" _output/bin/crivk-bench-fleet "${args[@]}"
 # The hollow kubelets' fake runtimes listen on /tmp/kubelet_remote_<n>.sock
 # (k8s.io/cri-client/pkg/fake.GenerateEndpoint) and leave them behind:
 # those made since this run began are theirs.
 find /tmp -maxdepth 1 -name 'kubelet_remote_*.sock' -newer "${RESULTS}/setup.log" -delete 2>/dev/null || true
-hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 || log "local-down failed, see ${RESULTS}/local-down.log"
-trap - EXIT
-[ ! -f "${RESULTS}/report.md" ] || cat "${RESULTS}/report.md"
-log "results in ${RESULTS}; make bench-fleet took ${SECONDS} s in all (setup included)"
-exit "${rc}"
+bench_finish

@@ -34,17 +34,14 @@
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=hack/lib/bench.sh
+source "${ROOT}/hack/lib/bench.sh"
 QUICK=${BENCH_QUICK:-0}
 FOCUSED=0
 [ -z "${BENCH_ONLY:-}${BENCH_CRIVK_VARIANTS:-}" ] && [ "${BENCH_REPEAT:-1}" = 1 ] || FOCUSED=1
 if [ "${QUICK}" = 1 ] || [ "${FOCUSED}" = 1 ]; then DOCS=${BENCH_DOCS:-0}; else DOCS=${BENCH_DOCS:-1}; fi
-RESULTS=${ROOT}/_output/bench/$(date -u +%Y%m%dT%H%M%SZ)
-mkdir -p "${RESULTS}"
-cd "${ROOT}"
+bench_start bench
 
-log() { echo "bench: $*"; }
-
-log "building and bringing up the local cluster (log: ${RESULTS}/setup.log)"
 setup() {
   hack/install-deps.sh || return
   hack/build.sh || return
@@ -52,46 +49,19 @@ setup() {
   go build -o _output/bin/crivk-bench ./test/bench || return
   hack/local-up.sh
 }
-trap 'hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 || log "local-down failed, see ${RESULTS}/local-down.log"' EXIT
-if ! setup >"${RESULTS}/setup.log" 2>&1; then
-  tail -n 30 "${RESULTS}/setup.log"
-  exit 1
-fi
-# shellcheck source=/dev/null
-source _output/local/env
+bench_up setup
 
 cmdline="make bench"
 [ "${QUICK}" != 1 ] || cmdline="BENCH_QUICK=1 ${cmdline}"
-[ -z "${BENCH_CRIVK_ARGS:-}" ] || cmdline="BENCH_CRIVK_ARGS='${BENCH_CRIVK_ARGS}' ${cmdline}"
-[ -z "${BENCH_STEADY_DURATION:-}" ] || cmdline="BENCH_STEADY_DURATION=${BENCH_STEADY_DURATION} ${cmdline}"
-[ -z "${BENCH_STEADY_PODS:-}" ] || cmdline="BENCH_STEADY_PODS=${BENCH_STEADY_PODS} ${cmdline}"
-[ -z "${BENCH_RAW_PARALLELISM:-}" ] || cmdline="BENCH_RAW_PARALLELISM=${BENCH_RAW_PARALLELISM} ${cmdline}"
-[ -z "${BENCH_LANES:-}" ] || cmdline="BENCH_LANES=${BENCH_LANES} ${cmdline}"
-[ -z "${BENCH_CRIVK_VARIANTS:-}" ] || cmdline="BENCH_CRIVK_VARIANTS='${BENCH_CRIVK_VARIANTS}' ${cmdline}"
-[ -z "${BENCH_REPEAT:-}" ] || cmdline="BENCH_REPEAT=${BENCH_REPEAT} ${cmdline}"
-[ -z "${BENCH_BATCH_SIZES:-}" ] || cmdline="BENCH_BATCH_SIZES=${BENCH_BATCH_SIZES} ${cmdline}"
-[ -z "${BENCH_ONLY:-}" ] || cmdline="BENCH_ONLY=${BENCH_ONLY} ${cmdline}"
+cmdline=$(bench_command "${cmdline}" BENCH_CRIVK_ARGS:q BENCH_STEADY_DURATION BENCH_STEADY_PODS BENCH_RAW_PARALLELISM \
+  BENCH_LANES BENCH_CRIVK_VARIANTS:q BENCH_REPEAT BENCH_BATCH_SIZES BENCH_ONLY)
 args=(-root "${ROOT}" -out "${RESULTS}" -lanes "${BENCH_LANES:-raw,rawapi,kubelet,crivk}"
   -kube-api-qps "${BENCH_QPS:-50}" -kube-api-burst "${BENCH_BURST:-100}" -command "${cmdline}")
 [ "${QUICK}" != 1 ] || args+=(-quick)
 [ "${DOCS}" != 1 ] || args+=(-docs "${ROOT}/docs/benchmarks.md")
-[ -z "${BENCH_CRIVK_ARGS:-}" ] || args+=(-crivk-args "${BENCH_CRIVK_ARGS}")
-[ -z "${BENCH_STEADY_PODS:-}" ] || args+=(-steady-pods "${BENCH_STEADY_PODS}")
-[ -z "${BENCH_STEADY_DURATION:-}" ] || args+=(-steady-duration "${BENCH_STEADY_DURATION}")
-[ -z "${BENCH_RAW_PARALLELISM:-}" ] || args+=(-raw-parallelism "${BENCH_RAW_PARALLELISM}")
-[ -z "${BENCH_CRIVK_PROFILING:-}" ] || args+=(-crivk-profiling-address "${BENCH_CRIVK_PROFILING}")
-[ -z "${BENCH_ONLY:-}" ] || args+=(-only "${BENCH_ONLY}")
-[ -z "${BENCH_BATCH_SIZES:-}" ] || args+=(-batch-sizes "${BENCH_BATCH_SIZES}")
-[ -z "${BENCH_REPEAT:-}" ] || args+=(-repeat "${BENCH_REPEAT}")
-[ -z "${BENCH_CRIVK_VARIANTS:-}" ] || args+=(-crivk-variants "${BENCH_CRIVK_VARIANTS}")
+bench_flags args -crivk-args BENCH_CRIVK_ARGS -steady-pods BENCH_STEADY_PODS -steady-duration BENCH_STEADY_DURATION \
+  -raw-parallelism BENCH_RAW_PARALLELISM -crivk-profiling-address BENCH_CRIVK_PROFILING -only BENCH_ONLY \
+  -batch-sizes BENCH_BATCH_SIZES -repeat BENCH_REPEAT -crivk-variants BENCH_CRIVK_VARIANTS
 
-log "running the lanes (log: ${RESULTS}/bench.log)"
-rc=0
-_output/bin/crivk-bench "${args[@]}" 2>&1 | tee "${RESULTS}/bench.log" || rc=$?
-hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 || log "local-down failed, see ${RESULTS}/local-down.log"
-trap - EXIT
-if [ -f "${RESULTS}/report.md" ]; then
-  cat "${RESULTS}/report.md"
-fi
-log "results in ${RESULTS}; make bench took ${SECONDS} s in all (setup included)"
-exit "${rc}"
+bench_run "the lanes" _output/bin/crivk-bench "${args[@]}"
+bench_finish

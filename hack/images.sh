@@ -67,13 +67,14 @@ mkdir -p "${OUT}" "${BIN}"
 log() { echo "images: $*"; }
 
 # inputs_of NAME FILE...: a hash of everything an image is made from, this
-# script and the mkimage tool included (regtool too: agnhost's /var/registry).
+# script and the mkimage tool included (regtool too: agnhost's /var/registry;
+# and hack/tools/internal/imageblob, which both use).
 inputs_of() {
   local name=$1
   shift
   {
     echo "${name}"
-    sha256sum "${BASH_SOURCE[0]}" "${ROOT}"/hack/tools/cmd/mkimage/*.go "${ROOT}"/hack/tools/cmd/regtool/*.go "${ROOT}/hack/tools/go.sum" "$@" | awk '{print $1}'
+    sha256sum "${BASH_SOURCE[0]}" "${ROOT}"/hack/tools/cmd/mkimage/*.go "${ROOT}"/hack/tools/cmd/regtool/*.go "${ROOT}"/hack/tools/internal/imageblob/*.go "${ROOT}/hack/tools/go.sum" "$@" | awk '{print $1}'
   } | sha256sum | awk '{print $1}'
 }
 

@@ -23,23 +23,17 @@ type evictionMetrics struct {
 }
 
 func newEvictionMetrics(reg prometheus.Registerer) evictionMetrics {
-	m := evictionMetrics{
-		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Subsystem: "kubelet", Name: "evictions",
-			Help: "Cumulative number of pod evictions by eviction signal",
-		}, []string{"eviction_signal"}),
-		preemptions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Subsystem: "kubelet", Name: "preemptions",
-			Help: "Cumulative number of pod preemptions by preemption resource",
-		}, []string{"preemption_signal"}),
-		statsAge: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Subsystem: "kubelet", Name: "eviction_stats_age_seconds",
-			Help:    "Time between when stats are collected, and when pod is evicted based on those stats by eviction signal",
-			Buckets: prometheus.DefBuckets,
-		}, []string{"eviction_signal"}),
+	return evictionMetrics{
+		evictions: newCounterVec(reg, "kubelet_evictions",
+			"Cumulative number of pod evictions by eviction signal",
+			"eviction_signal"),
+		preemptions: newCounterVec(reg, "kubelet_preemptions",
+			"Cumulative number of pod preemptions by preemption resource",
+			"preemption_signal"),
+		statsAge: newHistogramVec(reg, "kubelet_eviction_stats_age_seconds",
+			"Time between when stats are collected, and when pod is evicted based on those stats by eviction signal",
+			prometheus.DefBuckets, "eviction_signal"),
 	}
-	reg.MustRegister(m.evictions, m.preemptions, m.statsAge)
-	return m
 }
 
 // ObserveEviction counts a pod evicted for signal (eviction.Config.ObserveEviction).

@@ -26,23 +26,17 @@ type gcMetrics struct {
 }
 
 func newGCMetrics(reg prometheus.Registerer) gcMetrics {
-	g := gcMetrics{
-		imagesRemoved: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Subsystem: "kubelet", Name: "image_garbage_collected_total",
-			Help: "Total number of images garbage collected by the kubelet, whether through disk usage or image age.",
-		}, []string{"reason"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "crivk_garbage_collection_duration_seconds",
-			Help:    "Duration in seconds of one garbage collection, by collector: images or containers.",
-			Buckets: prometheus.DefBuckets,
-		}, []string{"collector"}),
-		removed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "crivk_garbage_collected_total",
-			Help: "Dead containers, sandboxes and pod log directories removed by the container garbage collector, by object.",
-		}, []string{"object"}),
+	return gcMetrics{
+		imagesRemoved: newCounterVec(reg, "kubelet_image_garbage_collected_total",
+			"Total number of images garbage collected by the kubelet, whether through disk usage or image age.",
+			"reason"),
+		duration: newHistogramVec(reg, "crivk_garbage_collection_duration_seconds",
+			"Duration in seconds of one garbage collection, by collector: images or containers.",
+			prometheus.DefBuckets, "collector"),
+		removed: newCounterVec(reg, "crivk_garbage_collected_total",
+			"Dead containers, sandboxes and pod log directories removed by the container garbage collector, by object.",
+			"object"),
 	}
-	reg.MustRegister(g.imagesRemoved, g.duration, g.removed)
-	return g
 }
 
 // ObserveImageRemoved counts an image the image collector removed

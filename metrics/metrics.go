@@ -65,73 +65,54 @@ type Agent struct {
 	gc       gcMetrics // gc.go
 }
 
+// podStartBuckets are the kubelet's buckets of both pod start histograms.
+var podStartBuckets = []float64{0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600}
+
 // NewAgent returns the agent's metrics, crivk_build_info labelled with
 // version.
 func NewAgent(version string) *Agent {
-	m := &Agent{
-		reg: prometheus.NewRegistry(),
-		runtimeOps: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Subsystem: "kubelet", Name: "runtime_operations_total",
-			Help: "Cumulative number of runtime operations by operation type.",
-		}, []string{"operation_type"}),
-		runtimeErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Subsystem: "kubelet", Name: "runtime_operations_errors_total",
-			Help: "Cumulative number of runtime operation errors by operation type.",
-		}, []string{"operation_type"}),
-		runtimeDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Subsystem: "kubelet", Name: "runtime_operations_duration_seconds",
-			Help:    "Duration in seconds of runtime operations. Broken down by operation type.",
-			Buckets: prometheus.ExponentialBuckets(.005, 2.5, 14),
-		}, []string{"operation_type"}),
-		plegDur: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Subsystem: "kubelet", Name: "pleg_relist_duration_seconds",
-			Help:    "Duration in seconds for relisting pods in PLEG.",
-			Buckets: prometheus.DefBuckets,
-		}),
-		plegInterval: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Subsystem: "kubelet", Name: "pleg_relist_interval_seconds",
-			Help:    "Interval in seconds between relisting in PLEG.",
-			Buckets: prometheus.DefBuckets,
-		}),
-		workerDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Subsystem: "kubelet", Name: "pod_worker_duration_seconds",
-			Help:    "Duration in seconds to sync a single pod. Broken down by operation type: create, update, sync, kill or terminated.",
-			Buckets: prometheus.DefBuckets,
-		}, []string{"operation_type"}),
-		podStart: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Subsystem: "kubelet", Name: "pod_start_duration_seconds",
-			Help:    "Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run",
-			Buckets: []float64{0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600},
-		}),
-		podStartSLI: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Subsystem: "kubelet", Name: "pod_start_sli_duration_seconds",
-			Help:    "Duration in seconds to start a pod, excluding time to pull images, measured from pod creation timestamp to when the kubelet sees all its containers running",
-			Buckets: []float64{0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600},
-		}),
-		restRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "rest_client_requests_total",
-			Help: "Number of HTTP requests, partitioned by status code, method, and host.",
-		}, []string{"code", "method", "host"}),
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	newGaugeVec(reg, "crivk_build_info",
+		"crivk's version (the Kubernetes version it implements, then its own build), always 1.",
+		"version").WithLabelValues(version).Set(1)
+	return &Agent{
+		reg: reg,
+		runtimeOps: newCounterVec(reg, "kubelet_runtime_operations_total",
+			"Cumulative number of runtime operations by operation type.",
+			"operation_type"),
+		runtimeErrs: newCounterVec(reg, "kubelet_runtime_operations_errors_total",
+			"Cumulative number of runtime operation errors by operation type.",
+			"operation_type"),
+		runtimeDur: newHistogramVec(reg, "kubelet_runtime_operations_duration_seconds",
+			"Duration in seconds of runtime operations. Broken down by operation type.",
+			prometheus.ExponentialBuckets(.005, 2.5, 14), "operation_type"),
+		plegDur: newHistogram(reg, "kubelet_pleg_relist_duration_seconds",
+			"Duration in seconds for relisting pods in PLEG.",
+			prometheus.DefBuckets),
+		plegInterval: newHistogram(reg, "kubelet_pleg_relist_interval_seconds",
+			"Interval in seconds between relisting in PLEG.",
+			prometheus.DefBuckets),
+		workerDur: newHistogramVec(reg, "kubelet_pod_worker_duration_seconds",
+			"Duration in seconds to sync a single pod. Broken down by operation type: create, update, sync, kill or terminated.",
+			prometheus.DefBuckets, "operation_type"),
+		podStart: newHistogram(reg, "kubelet_pod_start_duration_seconds",
+			"Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run",
+			podStartBuckets),
+		podStartSLI: newHistogram(reg, "kubelet_pod_start_sli_duration_seconds",
+			"Duration in seconds to start a pod, excluding time to pull images, measured from pod creation timestamp to when the kubelet sees all its containers running",
+			podStartBuckets),
+		restRequests: newCounterVec(reg, "rest_client_requests_total",
+			"Number of HTTP requests, partitioned by status code, method, and host.",
+			"code", "method", "host"),
+		runningPods: newGauge(reg, "kubelet_running_pods",
+			"Number of pods that have a running pod sandbox"),
+		runningCtrs: newGaugeVec(reg, "kubelet_running_containers",
+			"Number of containers currently running",
+			"container_state"),
+		eviction: newEvictionMetrics(reg),
+		gc:       newGCMetrics(reg),
 	}
-	m.runningPods = prometheus.NewGauge(prometheus.GaugeOpts{
-		Subsystem: "kubelet", Name: "running_pods",
-		Help: "Number of pods that have a running pod sandbox",
-	})
-	m.runningCtrs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: "kubelet", Name: "running_containers",
-		Help: "Number of containers currently running",
-	}, []string{"container_state"})
-	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "crivk_build_info",
-		Help: "crivk's version (the Kubernetes version it implements, then its own build), always 1.",
-	}, []string{"version"})
-	build.WithLabelValues(version).Set(1)
-	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), build,
-		m.runtimeOps, m.runtimeErrs, m.runtimeDur, m.plegDur, m.plegInterval, m.workerDur, m.podStart, m.podStartSLI, m.restRequests,
-		m.runningPods, m.runningCtrs)
-	m.eviction = newEvictionMetrics(m.reg)
-	m.gc = newGCMetrics(m.reg)
-	return m
 }
 
 // ObserveRunning records the running pods and containers by state at a

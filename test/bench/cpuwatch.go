@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/crivk/crivk/test/procfs"
 )
 
 // Where the machine's CPU goes during a W2 or W3 batch: the core-seconds
@@ -85,7 +87,7 @@ type procKey struct {
 type procSource interface {
 	// processes lists every process's stat (processes that exit while
 	// listed are skipped).
-	processes() ([]procStat, error)
+	processes() ([]procfs.Stat, error)
 	cmdline(pid int) (string, error)
 	// machineBusy is the machine's busy time in clock ticks.
 	machineBusy() (uint64, error)
@@ -94,12 +96,12 @@ type procSource interface {
 // procFS reads a /proc file system.
 type procFS struct{ root string }
 
-func (p procFS) processes() ([]procStat, error) {
+func (p procFS) processes() ([]procfs.Stat, error) {
 	ents, err := os.ReadDir(p.root)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]procStat, 0, len(ents))
+	out := make([]procfs.Stat, 0, len(ents))
 	for _, e := range ents {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
@@ -108,7 +110,7 @@ func (p procFS) processes() ([]procStat, error) {
 		if err != nil {
 			continue // gone meanwhile
 		}
-		if s, err := parseProcStat(b); err == nil {
+		if s, err := procfs.ParseStat(b); err == nil {
 			out = append(out, s)
 		}
 	}
@@ -125,7 +127,7 @@ func (p procFS) machineBusy() (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	busy, _, err := parseMachineCPU(b)
+	busy, _, err := procfs.ParseMachineCPU(b)
 	return busy, err
 }
 
@@ -140,7 +142,7 @@ type classifier struct {
 	shims map[procKey]bool
 }
 
-func (c *classifier) isShim(p procStat) bool {
+func (c *classifier) isShim(p procfs.Stat) bool {
 	// containerd's own children of that name are its "shim start" and
 	// "shim delete" calls, counted in containerd's cutime once reaped;
 	// a shim proper is daemonized away from containerd.
@@ -166,8 +168,8 @@ func (c *classifier) isShim(p procStat) bool {
 // classify returns each process's group (groupNone: not counted) and
 // whether its reaped children count (not for the shims' descendants, whose
 // reaping shim counts them).
-func (c *classifier) classify(procs []procStat) (groups map[procKey]cpuGroup, withChildren map[procKey]bool, shims int) {
-	byPID := make(map[int]procStat, len(procs))
+func (c *classifier) classify(procs []procfs.Stat) (groups map[procKey]cpuGroup, withChildren map[procKey]bool, shims int) {
+	byPID := make(map[int]procfs.Stat, len(procs))
 	for _, p := range procs {
 		byPID[p.PID] = p
 	}
@@ -229,7 +231,7 @@ func newCPUAccount() *cpuAccount {
 
 // observe records one listing; initial says it is the window's start (a
 // process first seen later was born during the window and counts from 0).
-func (a *cpuAccount) observe(procs []procStat, c *classifier, initial bool) {
+func (a *cpuAccount) observe(procs []procfs.Stat, c *classifier, initial bool) {
 	groups, withChildren, shims := c.classify(procs)
 	a.maxShims = max(a.maxShims, shims)
 	a.present = make(map[procKey]bool, len(procs))
@@ -351,7 +353,7 @@ func (w *cpuWindow) end() *BatchCPU {
 	defer w.mu.Unlock()
 	b := cpuFigures(w.acc, el, w.s.cpus)
 	if err == nil && w.busyErr == nil && busy1 >= w.busy0 {
-		b.MachineBusy = Num(float64(busy1-w.busy0) / clockTicks)
+		b.MachineBusy = Num(float64(busy1-w.busy0) / procfs.ClockTicks)
 		sum := 0.0
 		for _, v := range []Num{b.Agent, b.Containerd, b.Shims, b.APIServer, b.Etcd} {
 			if !math.IsNaN(float64(v)) {
@@ -371,7 +373,7 @@ func cpuFigures(a *cpuAccount, seconds float64, cpus int) *BatchCPU {
 		if !a.seen[g] {
 			return nan
 		}
-		return Num(t[g] / clockTicks)
+		return Num(t[g] / procfs.ClockTicks)
 	}
 	b := &BatchCPU{Seconds: seconds, CPUs: cpus, Available: seconds * float64(cpus), MachineBusy: nan, Rest: nan,
 		Agent: fig(groupAgent), Containerd: fig(groupContainerd), Shims: fig(groupShims), APIServer: fig(groupAPIServer), Etcd: fig(groupEtcd),

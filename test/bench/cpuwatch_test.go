@@ -2,30 +2,33 @@ package main
 
 import (
 	"math"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/crivk/crivk/test/procfs"
 )
 
 // fakeProcs is a procSource whose processes the test sets.
 type fakeProcs struct {
 	mu       sync.Mutex
-	procs    []procStat
+	procs    []procfs.Stat
 	cmdlines map[int]string
 	busy     uint64
 }
 
-func (f *fakeProcs) set(busy uint64, procs ...procStat) {
+func (f *fakeProcs) set(busy uint64, procs ...procfs.Stat) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.busy, f.procs = busy, procs
 }
 
-func (f *fakeProcs) processes() ([]procStat, error) {
+func (f *fakeProcs) processes() ([]procfs.Stat, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]procStat(nil), f.procs...), nil
+	return append([]procfs.Stat(nil), f.procs...), nil
 }
 
 func (f *fakeProcs) cmdline(pid int) (string, error) { return f.cmdlines[pid], nil }
@@ -38,8 +41,8 @@ func (f *fakeProcs) machineBusy() (uint64, error) {
 
 const sock = "/run/crivk/containerd.sock"
 
-func proc(pid, ppid int, comm string, start, cpu, child uint64) procStat {
-	return procStat{PID: pid, PPID: ppid, Comm: comm, StartTime: start, CPU: cpu, ChildCPU: child}
+func proc(pid, ppid int, comm string, start, cpu, child uint64) procfs.Stat {
+	return procfs.Stat{PID: pid, PPID: ppid, Comm: comm, StartTime: start, CPU: cpu, ChildCPU: child}
 }
 
 func TestClassify(t *testing.T) {
@@ -48,7 +51,7 @@ func TestClassify(t *testing.T) {
 		42: "/usr/bin/containerd-shim-runc-v2 -namespace k8s.io -address " + sock + " -id c start",
 		40: "/usr/bin/containerd-shim-runc-v2 -namespace k8s.io -id b -address /run/containerd/containerd.sock",
 	}}).cmdline}
-	procs := []procStat{
+	procs := []procfs.Stat{
 		proc(1, 0, "init", 1, 0, 0),
 		proc(10, 1, "crivk", 2, 0, 0),
 		proc(20, 1, "containerd", 3, 0, 0),
@@ -106,13 +109,13 @@ func TestCPUWindow(t *testing.T) {
 	)
 	// The shim 30 exited after a sample at 10+5 -> 12+8: +5 counted.
 	w.mu.Lock()
-	w.acc.observe([]procStat{proc(30, 1, "containerd-shim", 4, 12, 8)}, w.c, false)
+	w.acc.observe([]procfs.Stat{proc(30, 1, "containerd-shim", 4, 12, 8)}, w.c, false)
 	w.mu.Unlock()
 	// A container's process alive at the start (15 ticks) exits in the
 	// window; its shim 31 reaped it: its whole life is in the shim's
 	// cutime below, so it counts -15 itself.
 	w.mu.Lock()
-	w.acc.observe([]procStat{proc(31, 1, "containerd-shim", 40, 20, 40), proc(33, 31, "pause", 7, 15, 0)}, w.c, false)
+	w.acc.observe([]procfs.Stat{proc(31, 1, "containerd-shim", 40, 20, 40), proc(33, 31, "pause", 7, 15, 0)}, w.c, false)
 	w.acc.first[procKey{33, 7}] = 15
 	w.mu.Unlock()
 	b := w.end()
@@ -145,8 +148,8 @@ func TestCPUWindow(t *testing.T) {
 // A group whose process is not found is unknown, not 0; no shim at all is 0.
 func TestCPUFiguresUnknown(t *testing.T) {
 	a := newCPUAccount()
-	a.observe([]procStat{proc(20, 1, "containerd", 3, 500, 0)}, &classifier{containerdPID: 20}, true)
-	a.observe([]procStat{proc(20, 1, "containerd", 3, 600, 0)}, &classifier{containerdPID: 20}, false)
+	a.observe([]procfs.Stat{proc(20, 1, "containerd", 3, 500, 0)}, &classifier{containerdPID: 20}, true)
+	a.observe([]procfs.Stat{proc(20, 1, "containerd", 3, 600, 0)}, &classifier{containerdPID: 20}, false)
 	b := cpuFigures(a, 5, 2)
 	if float64(b.Containerd) != 1 || !math.IsNaN(float64(b.Agent)) || !math.IsNaN(float64(b.Etcd)) || float64(b.Shims) != 0 || !math.IsNaN(float64(b.MachineBusy)) {
 		t.Errorf("figures %+v", b)
@@ -182,5 +185,23 @@ func TestWriteCPU(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("CPU table lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+// procFS agrees with the kernel on this very process and machine.
+func TestProcStatSelf(t *testing.T) {
+	procs, err := procFS{root: "/proc"}.processes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range procs {
+		found = found || p.PID == os.Getpid()
+	}
+	if !found {
+		t.Errorf("this process is not among the %d listed", len(procs))
+	}
+	if _, err := (procFS{root: "/proc"}).machineBusy(); err != nil {
+		t.Error(err)
 	}
 }

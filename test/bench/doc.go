@@ -64,6 +64,6 @@
 // counted by kind (verb and resource) for W5.
 //
 // The benchmark reports figures and ratios; it never fails on a number. Its
-// own logic (percentiles, /proc parsing, lane isolation, report) is unit
-// tested without root or a cluster.
+// own logic (percentiles, /proc parsing in test/procfs, lane isolation,
+// report) is unit tested without root or a cluster.
 package main

@@ -5,6 +5,8 @@ import (
 	"os"
 	"runtime"
 	"strings"
+
+	"github.com/crivk/crivk/test/procfs"
 )
 
 // Machine describes where the figures were taken.
@@ -29,7 +31,7 @@ func machine() Machine {
 		f.Close()
 	}
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		if r, err := parseMemTotal(b); err == nil {
+		if r, err := procfs.ParseKBField(b, "MemTotal:"); err == nil {
 			m.MemGiB = float64(r) / (1 << 30)
 		}
 	}
@@ -44,9 +46,4 @@ func machine() Machine {
 		}
 	}
 	return m
-}
-
-// parseMemTotal returns MemTotal in bytes from /proc/meminfo.
-func parseMemTotal(b []byte) (uint64, error) {
-	return parseKBField(b, "MemTotal:")
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/test/procfs"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -211,7 +212,7 @@ func run(o options) error {
 		return err
 	}
 	defer rt.Close()
-	cdPID, err := readPID(filepath.Join(localDir, "pids/containerd.pid"))
+	cdPID, err := procfs.ReadPID(filepath.Join(localDir, "pids/containerd.pid"))
 	if err != nil {
 		return fmt.Errorf("containerd PID: %w", err)
 	}
@@ -323,14 +324,6 @@ func run(o options) error {
 		}
 	}
 	return nil
-}
-
-func readPID(path string) (int, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
 
 // rawLane: the harness is the agent.

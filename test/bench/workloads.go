@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crivk/crivk/test/procfs"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -653,7 +654,7 @@ func (w *workloads) measure(ctx context.Context, pods int) (Steady, error) {
 		if pid == 0 {
 			return math.NaN()
 		}
-		v, err := procCPU(pid)
+		v, err := procfs.ProcessCPU(pid)
 		if err != nil {
 			log.Printf("W5: %v", err)
 			return math.NaN()
@@ -674,7 +675,7 @@ func (w *workloads) measure(ctx context.Context, pods int) (Steady, error) {
 		if w.m.agentPID == 0 {
 			return nil
 		}
-		r, err := procRSS(w.m.agentPID)
+		r, err := procfs.ProcessRSS(w.m.agentPID)
 		if err != nil {
 			return fmt.Errorf("agent RSS: %w", err)
 		}
@@ -707,7 +708,7 @@ func (w *workloads) measure(ctx context.Context, pods int) (Steady, error) {
 	s.AgentCPU = Num((cpu(w.m.agentPID) - a0) / el)
 	s.ContainerdCPU = Num((cpu(w.m.containerdPID) - c0) / el)
 	if w.m.agentPID != 0 {
-		if f, err := procRSSFile(w.m.agentPID); err == nil {
+		if f, err := procfs.ProcessRSSFile(w.m.agentPID); err == nil {
 			s.AgentRSSFileMiB = Num(float64(f) / (1 << 20))
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/crivk/crivk/test/procfs"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -212,10 +213,10 @@ func run(ctx context.Context, cfg *config) error {
 		return err
 	}
 	b := &bench{cfg: cfg, cs: cs}
-	if b.apiPID, err = readPID(filepath.Join(cfg.pidsDir, "kube-apiserver.pid")); err != nil {
+	if b.apiPID, err = procfs.ReadPID(filepath.Join(cfg.pidsDir, "kube-apiserver.pid")); err != nil {
 		return err
 	}
-	if b.etcdPID, err = readPID(filepath.Join(cfg.pidsDir, "etcd.pid")); err != nil {
+	if b.etcdPID, err = procfs.ReadPID(filepath.Join(cfg.pidsDir, "etcd.pid")); err != nil {
 		return err
 	}
 	res := &Results{Command: cfg.command, Started: time.Now().UTC(), Commit: gitCommit(cfg.root), Machine: machine(), Smoke: cfg.smoke}

@@ -69,20 +69,3 @@ func TestQuantile(t *testing.T) {
 		})
 	}
 }
-
-func TestParseProc(t *testing.T) {
-	stat := []byte("123 (a) b) (c) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0 1 0")
-	if got, err := parseStatCPU(stat); err != nil || got != 300 {
-		t.Errorf("parseStatCPU = %d, %v; want 300", got, err)
-	}
-	if _, err := parseStatCPU([]byte("no paren")); err == nil {
-		t.Error("parseStatCPU without ')' gave no error")
-	}
-	status := []byte("Name:\tx\nVmRSS:\t   2048 kB\n")
-	if got, err := parseStatusRSS(status); err != nil || got != 2048*1024 {
-		t.Errorf("parseStatusRSS = %d, %v; want %d", got, err, 2048*1024)
-	}
-	if _, err := parseStatusRSS([]byte("Name:\tx\n")); err == nil {
-		t.Error("parseStatusRSS without VmRSS gave no error")
-	}
-}

@@ -38,6 +38,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crivk/crivk/hack/tools/internal/imageblob"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -204,46 +205,18 @@ func tarDir(dir string, mtime time.Time, keepOwner bool) ([]byte, error) {
 // writeLayout writes the OCI image layout (oci-layout, index.json,
 // blobs/sha256/*) as one tarball, atomically via a temporary file.
 func writeLayout(o options, img v1.Image, mtime time.Time) error {
-	manifest, err := img.RawManifest()
-	if err != nil {
-		return err
-	}
-	digest, err := img.Digest()
-	if err != nil {
-		return err
-	}
-	config, err := img.RawConfigFile()
-	if err != nil {
-		return err
-	}
-	configName, err := img.ConfigName()
-	if err != nil {
-		return err
-	}
-	layers, err := img.Layers()
-	if err != nil {
-		return err
-	}
-
-	blobs := map[string][]byte{
-		digest.Hex:     manifest,
-		configName.Hex: config,
-	}
-	for _, l := range layers {
-		d, err := l.Digest()
-		if err != nil {
-			return err
-		}
-		rc, err := l.Compressed()
-		if err != nil {
-			return err
-		}
-		b, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			return err
+	var manifest []byte
+	var digest v1.Hash
+	blobs := map[string][]byte{}
+	err := imageblob.Each(img, func(kind imageblob.Kind, d v1.Hash, b []byte) error {
+		if kind == imageblob.Manifest {
+			manifest, digest = b, d
 		}
 		blobs[d.Hex] = b
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 
 	index := v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex}

@@ -36,6 +36,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/crivk/crivk/hack/tools/internal/imageblob"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -120,8 +121,7 @@ func layoutImage(tarball string) (img v1.Image, cleanup func(), err error) {
 // tarball, for the platform its config names. It stays one function: the
 // files are written in the order the layout's references need them (blobs,
 // manifest, index, tag), each step reading what the one before wrote. The
-// layer-copying loop is the same shape as mkimage's; they are separate main
-// packages of hack/tools and share no library.
+// blobs come from imageblob.Each, as mkimage's do.
 func fakeRegistry(args []string) error {
 	fs := flag.NewFlagSet("fakeregistry", flag.ExitOnError)
 	out := fs.String("o", "", "the registry directory to write (agnhost serves /var/registry)")
@@ -148,10 +148,6 @@ func fakeRegistry(args []string) error {
 	write := func(dir string, name string, b []byte) error {
 		return os.WriteFile(filepath.Join(dir, name), b, 0o644)
 	}
-	raw, err := img.RawManifest()
-	if err != nil {
-		return err
-	}
 	digest, err := img.Digest()
 	if err != nil {
 		return err
@@ -160,48 +156,22 @@ func fakeRegistry(args []string) error {
 	if err != nil {
 		return err
 	}
-	// The server takes the Content-Type from the manifest's own mediaType.
-	var probe struct {
-		MediaType string `json:"mediaType"`
-	}
-	if err := json.Unmarshal(raw, &probe); err != nil || probe.MediaType == "" {
-		return fmt.Errorf("the image manifest has no mediaType field, the server could not serve it with a Content-Type")
-	}
-	if err := write(manifests, digest.String(), raw); err != nil {
-		return err
-	}
-	cfgName, err := img.ConfigName()
+	// The manifest goes to manifests/, the config and the layers to blobs/.
+	err = imageblob.Each(img, func(kind imageblob.Kind, d v1.Hash, b []byte) error {
+		if kind != imageblob.Manifest {
+			return write(blobs, d.String(), b)
+		}
+		// The server takes the Content-Type from the manifest's own mediaType.
+		var probe struct {
+			MediaType string `json:"mediaType"`
+		}
+		if err := json.Unmarshal(b, &probe); err != nil || probe.MediaType == "" {
+			return fmt.Errorf("the image manifest has no mediaType field, the server could not serve it with a Content-Type")
+		}
+		return write(manifests, d.String(), b)
+	})
 	if err != nil {
 		return err
-	}
-	cfg, err := img.RawConfigFile()
-	if err != nil {
-		return err
-	}
-	if err := write(blobs, cfgName.String(), cfg); err != nil {
-		return err
-	}
-	layers, err := img.Layers()
-	if err != nil {
-		return err
-	}
-	for _, l := range layers {
-		ld, err := l.Digest()
-		if err != nil {
-			return err
-		}
-		rc, err := l.Compressed()
-		if err != nil {
-			return err
-		}
-		b, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			return err
-		}
-		if err := write(blobs, ld.String(), b); err != nil {
-			return err
-		}
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {

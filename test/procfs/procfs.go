@@ -1,4 +1,4 @@
-package main
+package procfs
 
 import (
 	"bufio"
@@ -9,9 +9,9 @@ import (
 	"strings"
 )
 
-// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat;
-// 100 on every Linux architecture Go supports.
-const clockTicks = 100
+// ClockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat
+// and of /proc/stat's times; 100 on every Linux architecture Go supports.
+const ClockTicks = 100
 
 // ParseStatCPU returns utime+stime (in clock ticks) from the content of
 // /proc/<pid>/stat. The command name (field 2) is in parentheses and may hold
@@ -41,11 +41,12 @@ func ParseStatCPU(stat []byte) (uint64, error) {
 // ParseStatusRSS returns VmRSS in bytes from the content of
 // /proc/<pid>/status (the kernel writes it in kB).
 func ParseStatusRSS(status []byte) (uint64, error) {
-	return parseKBField(status, "VmRSS:")
+	return ParseKBField(status, "VmRSS:")
 }
 
-// parseKBField returns the "<key> <n> kB" line's value in bytes.
-func parseKBField(b []byte, key string) (uint64, error) {
+// ParseKBField returns the value, in bytes, of the first "<key> <n> kB" line
+// of b (/proc/<pid>/status, /proc/meminfo); key includes its colon.
+func ParseKBField(b []byte, key string) (uint64, error) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		line := sc.Text()
@@ -65,8 +66,8 @@ func parseKBField(b []byte, key string) (uint64, error) {
 	return 0, fmt.Errorf("no %s line", key)
 }
 
-// procCPU is the CPU time of pid so far, in seconds.
-func procCPU(pid int) (float64, error) {
+// ProcessCPU is the CPU time (utime+stime) of pid so far, in seconds.
+func ProcessCPU(pid int) (float64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
@@ -75,21 +76,11 @@ func procCPU(pid int) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("pid %d: %w", pid, err)
 	}
-	return float64(t) / clockTicks, nil
+	return float64(t) / ClockTicks, nil
 }
 
-// procRSSFile is the file-backed part of pid's RSS (the binary's and
-// libraries' pages), in bytes; the rest is anonymous memory (heap, stacks).
-func procRSSFile(pid int) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseKBField(b, "RssFile:")
-}
-
-// procRSS is the resident set size of pid, in bytes.
-func procRSS(pid int) (uint64, error) {
+// ProcessRSS is the resident set size (VmRSS) of pid, in bytes.
+func ProcessRSS(pid int) (uint64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
@@ -101,9 +92,19 @@ func procRSS(pid int) (uint64, error) {
 	return r, nil
 }
 
-// procStat is what the CPU attribution (cpuwatch.go) reads from one
-// /proc/<pid>/stat line.
-type procStat struct {
+// ProcessRSSFile is the file-backed part of pid's RSS (the binary's and
+// libraries' pages), in bytes; the rest is anonymous memory (heap, stacks).
+func ProcessRSSFile(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	return ParseKBField(b, "RssFile:")
+}
+
+// Stat is what the CPU attribution of test/bench (cpuwatch.go) reads from
+// one /proc/<pid>/stat line.
+type Stat struct {
 	PID, PPID int
 	// Comm is the command name (field 2), at most 15 bytes:
 	// "containerd-shim" for containerd-shim-runc-v2.
@@ -116,24 +117,24 @@ type procStat struct {
 	CPU, ChildCPU uint64
 }
 
-// parseProcStat parses a /proc/<pid>/stat line (see ParseStatCPU for the
+// ParseStat parses a /proc/<pid>/stat line (see ParseStatCPU for the
 // command name's parentheses).
-func parseProcStat(stat []byte) (procStat, error) {
+func ParseStat(stat []byte) (Stat, error) {
 	open, end := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
 	if open < 0 || end < open {
-		return procStat{}, fmt.Errorf("no (command) in /proc stat line %q", stat)
+		return Stat{}, fmt.Errorf("no (command) in /proc stat line %q", stat)
 	}
-	var s procStat
+	var s Stat
 	var err error
 	if s.PID, err = strconv.Atoi(strings.TrimSpace(string(stat[:open]))); err != nil {
-		return procStat{}, fmt.Errorf("pid in /proc stat line %q: %w", stat, err)
+		return Stat{}, fmt.Errorf("pid in /proc stat line %q: %w", stat, err)
 	}
 	s.Comm = string(stat[open+1 : end])
 	// After ") ": field 3 (state) is index 0, ppid (4) 1, utime (14) 11,
 	// stime 12, cutime 13, cstime 14, starttime (22) 19.
 	f := strings.Fields(string(stat[end+1:]))
 	if len(f) < 20 {
-		return procStat{}, fmt.Errorf("/proc stat line of pid %d has %d fields after the command, want at least 20", s.PID, len(f))
+		return Stat{}, fmt.Errorf("/proc stat line of pid %d has %d fields after the command, want at least 20", s.PID, len(f))
 	}
 	num := func(i int) uint64 {
 		if err != nil {
@@ -152,17 +153,17 @@ func parseProcStat(stat []byte) (procStat, error) {
 	s.ChildCPU = num(13) + num(14)
 	s.StartTime = num(19)
 	if err != nil {
-		return procStat{}, err
+		return Stat{}, err
 	}
 	return s, nil
 }
 
-// parseMachineCPU returns, from the content of /proc/stat, the machine's
+// ParseMachineCPU returns, from the content of /proc/stat, the machine's
 // busy and total time in clock ticks, summed over its CPUs: total is the
 // first eight fields of the "cpu" line (user nice system idle iowait irq
 // softirq steal; guest time is inside user already), busy is total - idle
 // - iowait.
-func parseMachineCPU(stat []byte) (busy, total uint64, err error) {
+func ParseMachineCPU(stat []byte) (busy, total uint64, err error) {
 	sc := bufio.NewScanner(bytes.NewReader(stat))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -182,4 +183,17 @@ func parseMachineCPU(stat []byte) (busy, total uint64, err error) {
 		return total - v[3] - v[4], total, nil
 	}
 	return 0, 0, fmt.Errorf("no cpu line in /proc/stat")
+}
+
+// ReadPID reads a PID file (hack/local-up.sh's _output/local/pids/*.pid).
+func ReadPID(file string) (int, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", file, err)
+	}
+	return pid, nil
 }
