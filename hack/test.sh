@@ -2,10 +2,13 @@
 # Runs crivk's tests: unit tests with the race detector, the Helm chart's
 # lint and template checks (hack/chart-test.sh), the quick subset of
 # the upstream conformance specs (hack/conformance-quick.txt, through
-# hack/conformance.sh), then the end-to-end tests against a local cluster
+# hack/conformance.sh), the quick subset of the node e2e suite
+# (hack/node-conformance-quick.txt, e2e_node.test through
+# hack/node-conformance.sh), then the end-to-end tests against a local cluster
 # that this script brings up and tears down, then the chart installed
-# beside a real kubelet (hack/helm-e2e.sh).
-# Usage: hack/test.sh [unit|chart|conformance|e2e|helm|all]   (default all)
+# beside a real kubelet (hack/helm-e2e.sh). The two conformance tiers and
+# the end-to-end tier each bring up and tear down their own local cluster.
+# Usage: hack/test.sh [unit|chart|conformance|node-conformance|e2e|helm|all]   (default all)
 # E2E_RUN=regexp limits the end-to-end tests to those go test -run selects.
 # The output ends with go test's own summary lines; the environment's set-up
 # and tear-down logs go to _output/test-logs/. A failed tier keeps its
@@ -100,20 +103,65 @@ conformance() {
   return "${rc}"
 }
 
+# literal_focus LINES: a ginkgo focus matching each line (spec text) literally.
+literal_focus() {
+  sed 's/[][\.*^$()+?{}|]/\\&/g' <<<"$1" | paste -sd'|'
+}
+
+# node_dry_count LINES: how many specs of e2e_node.test the literal focus of
+# LINES selects (hack/node-conformance.sh's dry run: no cluster).
+node_dry_count() {
+  local out
+  out=$(NODE_CONFORMANCE_FOCUS="$(literal_focus "$1")" NODE_CONFORMANCE_DRY_RUN=1 hack/node-conformance.sh 2>&1) ||
+    { echo "${out}" >&2; return 1; }
+  sed -n 's/^Will run \([0-9]*\) of .*/\1/p' <<<"${out}"
+}
+
+# node_conformance: the specs listed in hack/node-conformance-quick.txt (the
+# same format), from the node e2e suite (e2e_node.test, hack/node-conformance.sh),
+# against crivk. Each line must select exactly one spec, and the list as many
+# as it has lines: dry runs (no cluster, under a second each) check that
+# first, name the lines that select none or several, and fail the tier before
+# anything starts.
+node_conformance() {
+  echo "test: node conformance quick subset (hack/node-conformance-quick.txt) against crivk"
+  local lines want got line n bad=0
+  # The dry runs need them; hack/node-conformance.sh would build them anyway.
+  if ! hack/build-kube.sh e2e_node.test ginkgo >"${LOGS}/build-e2e_node.log" 2>&1; then
+    tail -n 20 "${LOGS}/build-e2e_node.log"; return 1
+  fi
+  lines=$(grep -v '^\s*\(#\|$\)' hack/node-conformance-quick.txt)
+  want=$(wc -l <<<"${lines}")
+  while IFS= read -r line; do
+    n=$(node_dry_count "${line}") || n='?'
+    [ "${n}" = 1 ] || { echo "test: hack/node-conformance-quick.txt: ${n:-?} specs match: ${line}"; bad=1; }
+  done <<<"${lines}"
+  got=$(node_dry_count "${lines}") || got='?'
+  [ "${got}" = "${want}" ] ||
+    { echo "test: hack/node-conformance-quick.txt: ${want} lines select ${got:-?} specs (a line twice?)"; bad=1; }
+  [ "${bad}" = 0 ] || return 1
+  local rc=0
+  NODE_CONFORMANCE_FOCUS="$(literal_focus "${lines}")" NODE_AGENT=crivk hack/node-conformance.sh || rc=$?
+  [ "${rc}" -eq 0 ] || print_evidence test node-conformance 0
+  return "${rc}"
+}
+
 case "${WHAT}" in
   unit) unit ;;
   chart) chart ;;
   helm) helm_e2e ;;
   conformance) conformance ;;
+  node-conformance) node_conformance ;;
   e2e) e2e ;;
   all)
     urc=0; unit || urc=$?
     hrc=0; chart || hrc=$?
     crc=0; conformance || crc=$?
+    nrc=0; node_conformance || nrc=$?
     erc=0; e2e || erc=$?
     # The chart beside a real kubelet (about 3 minutes): its own cluster.
     krc=0; helm_e2e || krc=$?
-    if [ "${urc}" -ne 0 ] || [ "${hrc}" -ne 0 ] || [ "${crc}" -ne 0 ] || [ "${erc}" -ne 0 ] || [ "${krc}" -ne 0 ]; then exit 1; fi
+    if [ "${urc}" -ne 0 ] || [ "${hrc}" -ne 0 ] || [ "${crc}" -ne 0 ] || [ "${nrc}" -ne 0 ] || [ "${erc}" -ne 0 ] || [ "${krc}" -ne 0 ]; then exit 1; fi
     ;;
-  *) echo "usage: hack/test.sh [unit|chart|conformance|e2e|helm|all]" >&2; exit 2 ;;
+  *) echo "usage: hack/test.sh [unit|chart|conformance|node-conformance|e2e|helm|all]" >&2; exit 2 ;;
 esac
