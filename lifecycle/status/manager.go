@@ -310,9 +310,13 @@ func (m *Manager) kick() {
 // (queue.MaxRetries during a partition, after the controller's
 // MarkPodsNotReady), or a controller whose clock is ahead of the node's,
 // leaves an older-looking condition in the API that no update brings
-// again. A difference virtual-kubelet never writes (it skips pods whose API
-// phase is terminal) costs one Notify per resync period, no API request:
-// nothing is written, so no update follows.
+// again. This cannot loop: each resync hands a differing pod to Notify
+// once. If that status is written (by virtual-kubelet, or for a terminal
+// pod by the provider's terminal hook), the API agrees and the next resync
+// finds nothing; if nothing writes it (virtual-kubelet skips pods whose API
+// phase is terminal, the hook writes only a terminal status of the same
+// phase), no update follows, and the difference costs one Notify per pod
+// per resync period (a minute in crivk) and no API request.
 //
 // The pod handed to Notify carries apiPod's resourceVersion. That is not
 // what the status is written on (virtual-kubelet writes on its lister's
