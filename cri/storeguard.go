@@ -39,13 +39,16 @@ import (
 // A call waits for the guard before its own deadline starts. The wait ends
 // with the caller's context (enter returns its error), and otherwise when
 // the call it waits for returns, within that call's deadline (the request
-// timeout): a hung ListPodSandboxStats holds the shared calls of contexts
-// that do not end for up to the request timeout. The sandbox stats calls
+// timeout): a hung ListPodSandboxStats still holds the shared calls of
+// contexts that do not end (the PLEG's relist) for up to the request
+// timeout, but no longer those of an HTTP request whose client went away,
+// a pod sync that was cancelled, or a shutdown. The sandbox stats calls
 // keep the kubelet's deadline (the request timeout, as its
 // remoteRuntimeService.ListPodSandboxStats): a shorter one would not make
 // containerd stop, since its handler walks the sandboxes without watching
 // the context, and the guard would be released while that walk may still
-// write the map, which is what it is for.
+// write the map, the very overlap it is for (at the request timeout that
+// can happen too, but only after a call hung that long).
 //
 // The waiters are served in order (semaphore.Weighted): a waiting sandbox
 // stats call keeps later shared calls from passing it, so the stats are
