@@ -47,11 +47,17 @@
 // write" (fixed by https://github.com/containerd/containerd/pull/8130, in
 // 1.7.0, and its backport https://github.com/containerd/containerd/pull/8819,
 // in 1.6.22). When Version names such a containerd at connect time, the
-// client takes an RWMutex around each of these RPCs: the sandbox stats
-// calls exclusively, ListPodSandbox, PodSandboxStatus, ListContainers and
-// ListContainerStats shared; on any other runtime it takes nothing
-// (TestStoreGuardOrdersCalls, TestStoreGuardOnAffectedContainerd). It
-// cannot order other clients of the same containerd (a kubelet, crictl).
+// client takes a readers-writer guard around each of these RPCs: the
+// sandbox stats calls exclusively, ListPodSandbox, PodSandboxStatus,
+// ListContainers and ListContainerStats shared; on any other runtime it
+// takes nothing (TestStoreGuardOrdersCalls,
+// TestStoreGuardOnAffectedContainerd). A call waiting for the guard
+// returns its context's error when the context ends
+// (TestStoreGuardHungStats). The guard narrows the race, it does not close
+// it: the calls that look a sandbox up once and run long (CreateContainer,
+// StartContainer, StopPodSandbox, RemovePodSandbox, PortForward and the
+// other streaming calls) are not ordered, nor is containerd's own event
+// loop, nor any other client of the same containerd (a kubelet, crictl).
 //
 // Confinement (confinement.go) is passed to the runtime as the kubelet
 // passes it, or the pod is refused; no field is dropped (docs/security.md

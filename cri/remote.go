@@ -290,7 +290,11 @@ func (c *remoteService) RemovePodSandbox(ctx context.Context, id string) error {
 // PodSandboxStatus validates the status when there is one (a nil status is
 // returned as is, as by the kubelet's client).
 func (c *remoteService) PodSandboxStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error) {
-	defer c.guard.enter("PodSandboxStatus")()
+	release, err := c.guard.enter(ctx, "PodSandboxStatus")
+	if err != nil {
+		return nil, newCallError(ctx, "PodSandboxStatus", id, err)
+	}
+	defer release()
 	resp, err := unary(ctx, c.timeout, "PodSandboxStatus", id, func(ctx context.Context) (*runtimeapi.PodSandboxStatusResponse, error) {
 		return c.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: verbose})
 	})
@@ -320,7 +324,11 @@ func verifySandboxStatus(s *runtimeapi.PodSandboxStatus) error {
 }
 
 func (c *remoteService) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
-	defer c.guard.enter("ListPodSandbox")()
+	release, err := c.guard.enter(ctx, "ListPodSandbox")
+	if err != nil {
+		return nil, newCallError(ctx, "ListPodSandbox", "", err)
+	}
+	defer release()
 	resp, err := unary(ctx, c.timeout, "ListPodSandbox", "", func(ctx context.Context) (*runtimeapi.ListPodSandboxResponse, error) {
 		return c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: filter})
 	})
@@ -374,7 +382,11 @@ func (c *remoteService) RemoveContainer(ctx context.Context, id string) error {
 }
 
 func (c *remoteService) ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
-	defer c.guard.enter("ListContainers")()
+	release, err := c.guard.enter(ctx, "ListContainers")
+	if err != nil {
+		return nil, newCallError(ctx, "ListContainers", "", err)
+	}
+	defer release()
 	resp, err := unary(ctx, c.timeout, "ListContainers", "", func(ctx context.Context) (*runtimeapi.ListContainersResponse, error) {
 		return c.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: filter})
 	})
@@ -496,7 +508,11 @@ func (c *remoteService) Status(ctx context.Context, verbose bool) (*runtimeapi.S
 }
 
 func (c *remoteService) ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {
-	defer c.guard.enter("ListContainerStats")()
+	release, err := c.guard.enter(ctx, "ListContainerStats")
+	if err != nil {
+		return nil, newCallError(ctx, "ListContainerStats", "", err)
+	}
+	defer release()
 	resp, err := unary(ctx, c.timeout, "ListContainerStats", "", func(ctx context.Context) (*runtimeapi.ListContainerStatsResponse, error) {
 		return c.rt.ListContainerStats(ctx, &runtimeapi.ListContainerStatsRequest{Filter: filter})
 	})
@@ -504,7 +520,11 @@ func (c *remoteService) ListContainerStats(ctx context.Context, filter *runtimea
 }
 
 func (c *remoteService) ListPodSandboxStats(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
-	defer c.guard.enter("ListPodSandboxStats")()
+	release, err := c.guard.enter(ctx, "ListPodSandboxStats")
+	if err != nil {
+		return nil, newCallError(ctx, "ListPodSandboxStats", "", err)
+	}
+	defer release()
 	resp, err := unary(ctx, c.timeout, "ListPodSandboxStats", "", func(ctx context.Context) (*runtimeapi.ListPodSandboxStatsResponse, error) {
 		return c.rt.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{Filter: filter})
 	})

@@ -1,9 +1,12 @@
 package cri
 
 import (
+	"context"
+	"fmt"
 	"strconv"
 	"strings"
-	"sync"
+
+	"golang.org/x/sync/semaphore"
 )
 
 // storeGuard keeps crivk's own CRI calls from reaching a containerd whose
@@ -22,23 +25,44 @@ import (
 // "concurrent map read and map write". The container store is not affected
 // (its UpdateContainerStats takes the write lock).
 //
-// The guard is an RWMutex around whole RPCs: the sandbox-stats call takes
-// the write side (so it also excludes itself), the calls that read the
-// sandbox map and answer quickly take the read side. Calls that look a
-// sandbox up once and then run long (CreateContainer, StartContainer,
-// StopPodSandbox, RemovePodSandbox) are left out: holding them would stall
-// the stats for their duration, and their exposure is one lookup, not a
-// walk over every sandbox.
+// The guard is a readers-writer lock around whole RPCs: the sandbox-stats
+// call takes it exclusively (so it also excludes itself), the calls that
+// read the sandbox map and answer quickly share it. It narrows the race,
+// it does not close it: calls that look a sandbox up once and then run
+// long (CreateContainer, StartContainer, StopPodSandbox, RemovePodSandbox,
+// and the streaming calls such as PortForward) are left out, because
+// holding them would stall the stats for their duration and their exposure
+// is one lookup, not a walk over every sandbox; containerd's own event
+// loop looks sandboxes up in the store on its own; other clients of the same
+// containerd (a kubelet, crictl) are not ordered at all.
 //
-// A call waits for the guard before its own deadline starts, and the wait
-// does not watch the caller's context: it is bounded by the deadline of the
-// call it waits for (the request timeout).
+// A call waits for the guard before its own deadline starts. The wait ends
+// with the caller's context (enter returns its error), and otherwise when
+// the call it waits for returns, within that call's deadline (the request
+// timeout): a hung ListPodSandboxStats still holds the shared calls of
+// contexts that do not end (the PLEG's relist) for up to the request
+// timeout, but no longer those of an HTTP request whose client went away,
+// a pod sync that was cancelled, or a shutdown. The sandbox stats calls
+// keep the kubelet's deadline (the request timeout, as its
+// remoteRuntimeService.ListPodSandboxStats): a shorter one would not make
+// containerd stop, since its handler walks the sandboxes without watching
+// the context, and the guard would be released while that walk may still
+// write the map, the very overlap it is for (at the request timeout that
+// can happen too, but only after a call hung that long).
+//
+// The waiters are served in order (semaphore.Weighted): a waiting sandbox
+// stats call keeps later shared calls from passing it, so the stats are
+// not starved by a steady flow of listings.
 //
 // A nil *storeGuard guards nothing: runtimes that are not affected pay one
 // nil check per call.
 type storeGuard struct {
-	mu sync.RWMutex
+	sem *semaphore.Weighted
 }
+
+// guardWeight is the guard's capacity: an exclusive call takes all of it,
+// a shared one 1. It is far more than crivk ever has shared calls in flight.
+const guardWeight = 1 << 30
 
 // guardMode is how one CRI call takes the guard.
 type guardMode int
@@ -76,7 +100,7 @@ func newStoreGuard(runtimeName, runtimeVersion string) *storeGuard {
 	if !sandboxStatsRace(runtimeName, runtimeVersion) {
 		return nil
 	}
-	return &storeGuard{}
+	return &storeGuard{sem: semaphore.NewWeighted(guardWeight)}
 }
 
 // sandboxStatsRace tells whether the runtime is a containerd without
@@ -119,39 +143,31 @@ func sandboxStatsRace(runtimeName, runtimeVersion string) bool {
 	return false
 }
 
-// enter takes the guard as call needs it and returns its release. It is
-// safe on a nil guard.
-func (g *storeGuard) enter(call string) (release func()) {
-	if g == nil {
-		return func() {}
+// enter takes the guard as call needs it and returns its release; if ctx
+// ends first, it returns ctx's error and holds nothing. It is safe on a nil
+// guard.
+func (g *storeGuard) enter(ctx context.Context, call string) (release func(), err error) {
+	n := g.weight(call)
+	if n == 0 {
+		return func() {}, nil
 	}
-	switch guardModes[call] {
-	case guardExclusive:
-		g.mu.Lock()
-		return g.mu.Unlock
-	case guardShared:
-		g.mu.RLock()
-		return g.mu.RUnlock
+	if err := g.sem.Acquire(ctx, n); err != nil {
+		return nil, fmt.Errorf("waiting for the sandbox store guard: %w", err)
 	}
-	return func() {}
+	return func() { g.sem.Release(n) }, nil
 }
 
-// tryEnter is enter without waiting: ok is false if call would wait.
-func (g *storeGuard) tryEnter(call string) (release func(), ok bool) {
+// weight is how much of the guard call takes, 0 for none (also on a nil
+// guard).
+func (g *storeGuard) weight(call string) int64 {
 	if g == nil {
-		return func() {}, true
+		return 0
 	}
 	switch guardModes[call] {
 	case guardExclusive:
-		if !g.mu.TryLock() {
-			return nil, false
-		}
-		return g.mu.Unlock, true
+		return guardWeight
 	case guardShared:
-		if !g.mu.TryRLock() {
-			return nil, false
-		}
-		return g.mu.RUnlock, true
+		return 1
 	}
-	return func() {}, true
+	return 0
 }

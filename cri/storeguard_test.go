@@ -2,11 +2,14 @@ package cri
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,7 +73,10 @@ func TestStoreGuardOrdersCalls(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newStoreGuard("containerd", tc.version)
-			release := g.enter(tc.held)
+			release, err := g.enter(context.Background(), tc.held)
+			if err != nil {
+				t.Fatal(err)
+			}
 			next, ok := g.tryEnter(tc.next)
 			if ok {
 				next()
@@ -89,6 +95,80 @@ func TestStoreGuardOrdersCalls(t *testing.T) {
 	}
 }
 
+// tryEnter is enter without waiting: ok is false if call would wait.
+func (g *storeGuard) tryEnter(call string) (release func(), ok bool) {
+	n := g.weight(call)
+	if n == 0 {
+		return func() {}, true
+	}
+	if !g.sem.TryAcquire(n) {
+		return nil, false
+	}
+	return func() { g.sem.Release(n) }, true
+}
+
+// TestStoreGuardWaitEndsWithContext: a call waiting for the guard returns
+// its context's error when the context ends, and holds nothing; a sandbox
+// stats call waiting behind a listing keeps later listings waiting (they
+// are served in order) until it gives up.
+func TestStoreGuardWaitEndsWithContext(t *testing.T) {
+	g := newStoreGuard("containerd", "1.6.20~ds1")
+	releaseList, err := g.enter(context.Background(), "ListPodSandbox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	waited := make(chan error, 1)
+	go func() {
+		release, err := g.enter(ctx, "ListPodSandboxStats")
+		if err == nil {
+			release()
+		}
+		waited <- err
+	}()
+	// The stats call waits, and a later listing waits behind it.
+	waitUntil(t, "the sandbox stats call waits", func() bool {
+		release, ok := g.tryEnter("PodSandboxStatus")
+		if ok {
+			release()
+		}
+		return !ok
+	})
+	cancel()
+	select {
+	case err := <-waited:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("a cancelled wait returned %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a wait whose context ended did not return")
+	}
+	// The listings pass again, and once they are done the stats go.
+	release, ok := g.tryEnter("PodSandboxStatus")
+	if !ok {
+		t.Fatal("a status call waits after the stats call gave up")
+	}
+	release()
+	releaseList()
+	release, ok = g.tryEnter("ListPodSandboxStats")
+	if !ok {
+		t.Fatal("the guard is held with nothing in flight: the cancelled wait kept its share")
+	}
+	release()
+}
+
+// waitUntil polls cond until it holds or a deadline passes.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		runtime.Gosched()
+	}
+}
+
 // storeServer plays containerd 1.6.20's CRI plugin with its sandbox store
 // bug: ListPodSandboxStats writes the store's map under the read lock
 // (sandbox.Store.UpdateContainerStats before containerd#8819) while
@@ -102,6 +182,12 @@ type storeServer struct {
 
 	lock      sync.RWMutex
 	sandboxes map[string]int // sandbox ID -> its last stats sample
+
+	// statsEntered, if set, is sent to when ListPodSandboxStats starts;
+	// statsHold, if set, holds it until closed (a hung runtime).
+	statsEntered chan struct{}
+	statsHold    chan struct{}
+	lists        atomic.Int32 // ListPodSandbox calls answered
 }
 
 func (s *storeServer) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
@@ -119,6 +205,7 @@ func (s *storeServer) list() []string {
 }
 
 func (s *storeServer) ListPodSandbox(context.Context, *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
+	s.lists.Add(1)
 	resp := &runtimeapi.ListPodSandboxResponse{}
 	for _, id := range s.list() {
 		resp.Items = append(resp.Items, &runtimeapi.PodSandbox{Id: id})
@@ -127,6 +214,12 @@ func (s *storeServer) ListPodSandbox(context.Context, *runtimeapi.ListPodSandbox
 }
 
 func (s *storeServer) ListPodSandboxStats(context.Context, *runtimeapi.ListPodSandboxStatsRequest) (*runtimeapi.ListPodSandboxStatsResponse, error) {
+	if s.statsEntered != nil {
+		s.statsEntered <- struct{}{}
+	}
+	if s.statsHold != nil {
+		<-s.statsHold
+	}
 	resp := &runtimeapi.ListPodSandboxStatsResponse{}
 	for _, id := range s.list() {
 		s.lock.RLock() // the bug: a write under the read lock
@@ -213,5 +306,50 @@ func TestStoreGuardOnAffectedContainerd(t *testing.T) {
 				t.Errorf("sb000 has %d stats samples, want 20", got)
 			}
 		})
+	}
+}
+
+// TestStoreGuardHungStats: while a sandbox stats call hangs in an affected
+// containerd, a listing waiting for the guard returns when its own context
+// ends (here its deadline), without reaching the runtime, instead of
+// waiting out the stats call's request timeout.
+func TestStoreGuardHungStats(t *testing.T) {
+	s := &storeServer{version: "1.6.20~ds1", sandboxes: map[string]int{"sb0": 0},
+		statsEntered: make(chan struct{}, 1), statsHold: make(chan struct{})}
+	c, err := dialRemote(context.Background(), "unix://"+startStoreServer(t, s), 5*time.Second, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	statsDone := make(chan error, 1)
+	go func() {
+		_, err := c.ListPodSandboxStats(context.Background(), nil)
+		statsDone <- err
+	}()
+	t.Cleanup(func() {
+		close(s.statsHold)
+		if err := <-statsDone; err != nil {
+			t.Errorf("the held stats call: %v", err)
+		}
+	})
+	<-s.statsEntered
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	listed := make(chan error, 1)
+	go func() {
+		_, err := c.ListPodSandbox(ctx, nil)
+		listed <- err
+	}()
+	select {
+	case err := <-listed:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("ListPodSandbox behind a hung stats call returned %v, want its context's DeadlineExceeded", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ListPodSandbox waited past its own deadline for a hung stats call")
+	}
+	if n := s.lists.Load(); n != 0 {
+		t.Errorf("the runtime answered %d listings while the stats call held the guard, want 0", n)
 	}
 }

@@ -483,8 +483,9 @@ func (e *Engine) Kick(uid types.UID) {
 // ReconcileStatus hands the API's newest copy of a pod to the status
 // manager (status.Manager.Reconcile, the kubelet's needsReconcile): a
 // condition the node owns that another writer overwrote in the API is
-// written back with the status last delivered.
-func (e *Engine) ReconcileStatus(pod *v1.Pod) { e.status.Reconcile(pod) }
+// written back with the status last delivered. periodic is set for the
+// pod informer's resync, where a difference counts whatever its time.
+func (e *Engine) ReconcileStatus(pod *v1.Pod, periodic bool) { e.status.Reconcile(pod, periodic) }
 
 // Pod returns the pod with its latest status, or nil.
 func (e *Engine) Pod(uid types.UID) *v1.Pod {

@@ -72,7 +72,11 @@
 //
 // The status the mirror pod shows is the engine's status of the static pod
 // (the kubelet's status manager translating the UID), written when it
-// differs, other writers' conditions kept by status.WithForeignConditions.
+// differs, other writers' conditions kept by status.WithForeignConditions:
+// also when another writer overwrote crivk's write (the node lifecycle
+// controller's MarkPodsNotReady), not while the lister still shows the
+// object of crivk's own write or the one it replaced
+// (TestMirrorStatusWrittenBack).
 //
 // The package must never run a mirror pod, never delete a pod that is not
 // a mirror pod, never delete a mirror pod of a static pod that still runs

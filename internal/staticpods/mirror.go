@@ -73,10 +73,29 @@ type Mirrors struct {
 	mu sync.Mutex
 	// statuses are the latest statuses the engine published of static
 	// pods, by static pod UID; written are the statuses last written, by
-	// mirror pod UID (a lagging informer does not cause a second write).
-	// Guarded by mu.
+	// mirror pod UID. Guarded by mu.
 	statuses map[types.UID]*v1.Pod
-	written  map[types.UID]v1.PodStatus
+	written  map[types.UID]writtenStatus
+}
+
+// writtenStatus is a status the mirror client wrote to a mirror pod and
+// the resourceVersions around the write. While the lister still shows the
+// object the write replaced (base: a lagging informer) or the one it made
+// (result), the same status is not written again. Any other
+// resourceVersion is someone else's write since, such as the node
+// lifecycle controller's MarkPodsNotReady: the status is compared with
+// the lister's and written back if it differs, as the kubelet's status
+// manager does for a mirror pod (needsReconcile through the mirror's UID).
+type writtenStatus struct {
+	status       v1.PodStatus
+	base, result string
+}
+
+// stillOurs reports whether mirror, as the lister shows it, is the object
+// w's write replaced or made, with st the status written.
+func (w writtenStatus) stillOurs(mirror *v1.Pod, st *v1.PodStatus) bool {
+	rv := mirror.ResourceVersion
+	return rv != "" && (rv == w.base || rv == w.result) && apiequality.Semantic.DeepEqual(w.status, *st)
 }
 
 // NewMirrors validates cfg and returns the mirror client; Run keeps the
@@ -91,7 +110,7 @@ func NewMirrors(cfg MirrorConfig) (*Mirrors, error) {
 	if cfg.Period <= 0 {
 		cfg.Period = 10 * time.Second
 	}
-	return &Mirrors{cfg: cfg, kick: make(chan struct{}, 1), statuses: map[types.UID]*v1.Pod{}, written: map[types.UID]v1.PodStatus{}}, nil
+	return &Mirrors{cfg: cfg, kick: make(chan struct{}, 1), statuses: map[types.UID]*v1.Pod{}, written: map[types.UID]writtenStatus{}}, nil
 }
 
 // Kick makes Run reconcile soon; it never blocks.
@@ -272,7 +291,8 @@ func (m *Mirrors) deleteMirror(ctx context.Context, mirror *v1.Pod) error {
 
 // writeStatus writes s's newest status to its mirror pod when it differs
 // from the mirror's, keeping the conditions other writers own
-// (status.WithForeignConditions, crivk's one rule).
+// (status.WithForeignConditions, crivk's one rule), unless the mirror is
+// still the object of crivk's own write of that status (writtenStatus).
 func (m *Mirrors) writeStatus(ctx context.Context, s, mirror *v1.Pod) error {
 	m.mu.Lock()
 	st := m.statuses[s.UID]
@@ -287,10 +307,11 @@ func (m *Mirrors) writeStatus(ctx context.Context, s, mirror *v1.Pod) error {
 	upd := mirror.DeepCopy()
 	upd.Status = *st.Status.DeepCopy()
 	upd.Status.Conditions = status.WithForeignConditions(mirror.Status.Conditions, upd.Status.Conditions)
-	if apiequality.Semantic.DeepEqual(mirror.Status, upd.Status) || (wrote && apiequality.Semantic.DeepEqual(last, upd.Status)) {
+	if apiequality.Semantic.DeepEqual(mirror.Status, upd.Status) || (wrote && last.stillOurs(mirror, &upd.Status)) {
 		return nil
 	}
-	if _, err := m.cfg.Client.Pods(mirror.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
+	out, err := m.cfg.Client.Pods(mirror.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+	if err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			// The informer brings the current object, whose event kicks
 			// the next try.
@@ -299,7 +320,7 @@ func (m *Mirrors) writeStatus(ctx context.Context, s, mirror *v1.Pod) error {
 		return fmt.Errorf("writing the status of static pod %s to its mirror pod: %w", fullName(s), err)
 	}
 	m.mu.Lock()
-	m.written[mirror.UID] = upd.Status
+	m.written[mirror.UID] = writtenStatus{status: upd.Status, base: mirror.ResourceVersion, result: out.ResourceVersion}
 	m.mu.Unlock()
 	return nil
 }

@@ -54,7 +54,11 @@
 //     tenth (BenchmarkVKUpdateDecision). Nothing in crivk reads them.
 //   - readinessgates.go: a change of a readiness gate's condition by
 //     another writer syncs the pod at once (virtual-kubelet hands the
-//     provider spec changes only).
+//     provider spec changes only); StatusReconciles hands the pods whose
+//     conditions another writer changed, and every pod at each resync of
+//     the informer, to the status manager's Reconcile, which has the
+//     status last delivered written again where it was overwritten
+//     (virtual-kubelet writes a status only when the provider's changes).
 //
 // # What it must never do
 //

@@ -44,20 +44,28 @@ func gatesChanged(old, cur *v1.Pod) bool {
 
 // StatusReconciles hands the API's newest copy of a pod to reconcile when
 // another writer changed the status of one of its conditions (the node
-// lifecycle controller's MarkPodsNotReady while the node was not Ready):
-// virtual-kubelet writes a status only when the provider's changes, so
-// without this a condition overwritten in the API would stay until the
-// pod's status changed again, where the kubelet's status manager writes
-// its own back (needsReconcile). reconcile decides (lifecycle/status
-// Manager.Reconcile); this only spares it the updates that touched no
-// condition.
-func StatusReconciles(reconcile func(*v1.Pod)) cache.ResourceEventHandler {
+// lifecycle controller's MarkPodsNotReady while the node was not Ready),
+// with periodic false, and at every periodic resync of the informer (old
+// and cur of the same resourceVersion), with periodic true: virtual-kubelet
+// writes a status only when the provider's changes, so without this a
+// condition overwritten in the API would stay until the pod's status
+// changed again, where the kubelet's status manager writes its own back
+// (needsReconcile, every 10 s). The resync stands for that timer, at the
+// informer's period (crivk: a minute, NewPodInformer): it catches what no
+// update brings again, such as a write virtual-kubelet gave up on.
+// reconcile decides (lifecycle/status Manager.Reconcile); this only spares
+// it the updates that touched no condition.
+func StatusReconciles(reconcile func(pod *v1.Pod, periodic bool)) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(oldObj, newObj any) {
 			old, ok1 := oldObj.(*v1.Pod)
 			cur, ok2 := newObj.(*v1.Pod)
-			if ok1 && ok2 && conditionsChanged(old, cur) {
-				reconcile(cur)
+			switch {
+			case !ok1 || !ok2:
+			case old.ResourceVersion == cur.ResourceVersion:
+				reconcile(cur, true) // a resync
+			case conditionsChanged(old, cur):
+				reconcile(cur, false)
 			}
 		},
 	}

@@ -14,7 +14,15 @@
 //  3. before the API object of a deleted pod is deleted, m.WaitDelivered;
 //  4. once the API object is gone, m.RemovePod.
 //
-// and one goroutine runs m.Run(ctx), the only caller of Notify.
+// and one goroutine runs m.Run(ctx), the only caller of Notify. The pod
+// informer's handler (vknode.StatusReconciles, through
+// Engine.ReconcileStatus) calls m.Reconcile(apiPod, periodic) for each
+// update that changed a condition (periodic false) and at each resync
+// (periodic true): the kubelet's needsReconcile, which hands the status
+// last delivered to Notify again when another writer overwrote a condition
+// the node owns (TestStatusManagerReconcile,
+// TestStatusManagerReconcilePeriodic,
+// TestStatusManagerReconcileKeepsResourceVersion).
 //
 // What it owns, one file each:
 //

@@ -105,7 +105,15 @@ type podStatusEntry struct {
 	delivered *v1.PodStatus
 	// redeliver makes Run hand the status to Notify again although it
 	// equals delivered: another writer changed it in the API (Reconcile).
-	redeliver bool
+	// redeliverRV is the API's resourceVersion Reconcile saw, set on the
+	// pod Run hands over: kept here, not in pod, which SetPodStatus
+	// replaces with the engine's copy (an older resourceVersion) at any
+	// time. virtual-kubelet skips a pod equal (go-cmp) to the last one it
+	// was handed, so the same status on the same resourceVersion would not
+	// be written again; the status itself is written on virtual-kubelet's
+	// lister's resourceVersion, whatever the pod handed carries.
+	redeliver   bool
+	redeliverRV string
 }
 
 // The state TerminatePod reports a container in when the pod's
@@ -173,6 +181,10 @@ type pendingStatus struct {
 	entry  *podStatusEntry
 	status v1.PodStatus // what was delivered, kept apart from Notify's copy
 	pod    *v1.Pod
+	// redeliver and redeliverRV are the entry's when the delivery was
+	// decided.
+	redeliver   bool
+	redeliverRV string
 }
 
 // deliver hands every dirty pod whose publishable status differs from the
@@ -204,7 +216,10 @@ func (m *Manager) deliver(ctx context.Context) {
 		}
 		pod := e.pod.DeepCopy()
 		pod.Status = *st.DeepCopy()
-		out = append(out, pendingStatus{entry: e, status: st, pod: pod})
+		if e.redeliver {
+			pod.ResourceVersion = e.redeliverRV
+		}
+		out = append(out, pendingStatus{entry: e, status: st, pod: pod, redeliverRV: e.redeliverRV, redeliver: e.redeliver})
 	}
 	m.mu.Unlock()
 
@@ -219,7 +234,11 @@ func (m *Manager) deliver(ctx context.Context) {
 		// Record it unless the pod was removed (and perhaps set again) since.
 		if m.pods[p.pod.UID] == p.entry {
 			p.entry.delivered = &p.status
-			p.entry.redeliver = false
+			// A Reconcile while Notify ran (another resourceVersion, or
+			// this delivery was not one) redelivers once more.
+			if p.redeliver && p.entry.redeliverRV == p.redeliverRV {
+				p.entry.redeliver, p.entry.redeliverRV = false, ""
+			}
 		}
 		m.mu.Unlock()
 	}
@@ -273,42 +292,58 @@ func (m *Manager) kick() {
 	}
 }
 
-// Reconcile is the kubelet's needsReconcile, driven by the API's updates
-// instead of a 10 s timer: apiPod is the API's copy of a pod (the pod
+// Reconcile is the kubelet's needsReconcile, driven by the pod informer
+// instead of a 10 s timer: apiPod is the API's copy of a pod (the
 // informer's newest). When a condition the node owns has, in the API,
-// another status than in the status last delivered, and changed no earlier
-// than it (another writer's change, not an echo of an older delivery: the
-// node lifecycle controller's MarkPodsNotReady while the node was not
-// Ready), the status last delivered is handed to Notify again, on
-// apiPod's resourceVersion, so that it is written back as the kubelet's
-// status manager writes its cached status back. It reports whether it
-// will. A pod not cached or not yet delivered is left alone: its first
-// delivery writes it anyway.
-func (m *Manager) Reconcile(apiPod *v1.Pod) bool {
+// another status than in the status last delivered, that status is handed
+// to Notify again so that it is written back, as the kubelet's status
+// manager writes its cached status back. It reports whether it will. A pod
+// not cached or not yet delivered is left alone: its first delivery writes
+// it anyway.
+//
+// On an update (periodic false) a condition counts only if it changed no
+// earlier than the delivered one: the API showing an older delivery (its
+// transition before the newest one's) is an echo that a lagging informer
+// brings during a burst, and writing on it would cost API requests for
+// nothing. On the informer's periodic resync (periodic true) any other
+// status counts, whatever its time: a write virtual-kubelet gave up on
+// (queue.MaxRetries during a partition, after the controller's
+// MarkPodsNotReady), or a controller whose clock is ahead of the node's,
+// leaves an older-looking condition in the API that no update brings
+// again. This cannot loop: each resync hands a differing pod to Notify
+// once. If that status is written (by virtual-kubelet, or for a terminal
+// pod by the provider's terminal hook), the API agrees and the next resync
+// finds nothing; if nothing writes it (virtual-kubelet skips pods whose API
+// phase is terminal, the hook writes only a terminal status of the same
+// phase), no update follows, and the difference costs one Notify per pod
+// per resync period (a minute in crivk) and no API request.
+//
+// The pod handed to Notify carries apiPod's resourceVersion. That is not
+// what the status is written on (virtual-kubelet writes on its lister's
+// resourceVersion); it only makes the pod differ from the one last handed,
+// which virtual-kubelet would otherwise skip as unchanged.
+func (m *Manager) Reconcile(apiPod *v1.Pod, periodic bool) bool {
 	if apiPod == nil {
 		return false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.pods[apiPod.UID]
-	if e == nil || e.delivered == nil || !conditionsOverwritten(e.delivered, &apiPod.Status) {
+	if e == nil || e.delivered == nil || !conditionsOverwritten(e.delivered, &apiPod.Status, periodic) {
 		return false
 	}
-	pod := e.pod.DeepCopy()
-	pod.ResourceVersion = apiPod.ResourceVersion
-	e.pod = pod
-	e.redeliver = true
+	e.redeliver, e.redeliverRV = true, apiPod.ResourceVersion
 	m.dirty[apiPod.UID] = struct{}{}
 	m.kick()
 	return true
 }
 
 // conditionsOverwritten reports whether api has a condition the node
-// owns, also in delivered, with another status and a transition no
-// earlier than delivered's: a change another writer made after the
-// delivery. An older delivery's echo (its transition before the newest
-// one's) is not.
-func conditionsOverwritten(delivered, api *v1.PodStatus) bool {
+// owns, also in delivered, with another status and, unless anyTime, a
+// transition no earlier than delivered's: a change another writer made
+// after the delivery. An older delivery's echo (its transition before the
+// newest one's) is not, unless anyTime.
+func conditionsOverwritten(delivered, api *v1.PodStatus, anyTime bool) bool {
 	for i := range api.Conditions {
 		a := &api.Conditions[i]
 		if !ownedConditions[a.Type] {
@@ -316,7 +351,7 @@ func conditionsOverwritten(delivered, api *v1.PodStatus) bool {
 		}
 		for j := range delivered.Conditions {
 			d := &delivered.Conditions[j]
-			if d.Type == a.Type && d.Status != a.Status && !a.LastTransitionTime.Before(&d.LastTransitionTime) {
+			if d.Type == a.Type && d.Status != a.Status && (anyTime || !a.LastTransitionTime.Before(&d.LastTransitionTime)) {
 				return true
 			}
 		}
