@@ -32,6 +32,12 @@ func TestStatusManagerReconcile(t *testing.T) {
 	if c := podCondition(first.Status.Conditions, v1.PodReady); c == nil || c.Status != v1.ConditionTrue {
 		t.Fatalf("first delivery's Ready %+v, want True", c)
 	}
+	// Notify has the pod; the round records the delivery after it
+	// returns. Before that, Reconcile leaves the pod alone (its first
+	// delivery writes it anyway).
+	if err := m.WaitDelivered(context.Background(), pod.UID); err != nil {
+		t.Fatal(err)
+	}
 
 	api := func(rv string, ready v1.ConditionStatus, at time.Time) *v1.Pod {
 		p := first.DeepCopy()
