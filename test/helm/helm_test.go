@@ -152,7 +152,23 @@ func setup(t *testing.T) *env {
 	e.kubelet = connect(need(t, "CRI_ENDPOINT"))
 	e.runtimeDir = need(t, "CRIVK_RUNTIME_DIR")
 	e.runtimeSock = need(t, "CRIVK_RUNTIME_SOCK")
-	e.connectCrivk = func() { e.crivk = connect("unix://" + e.runtimeSock) }
+	// crivk's containerd may be running before it serves its socket (its
+	// process is back after a kill -9, and the node still Ready, before
+	// the CRI plugin listens): the connection is retried for a minute.
+	e.connectCrivk = func() {
+		endpoint := "unix://" + e.runtimeSock
+		var rt *cri.Runtime
+		var last error
+		err := wait.PollUntilContextTimeout(context.Background(), time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+			rt, last = cri.Connect(ctx, cri.Config{Endpoint: endpoint, PodLogDir: os.TempDir()})
+			return last == nil, nil
+		})
+		if err != nil {
+			t.Fatalf("CRI %s: not serving within a minute: %v", endpoint, last)
+		}
+		t.Cleanup(func() { rt.Close() })
+		e.crivk = rt.Services()
+	}
 	// crivk's runtime is the chart's (runtime.managed): apart from the
 	// kubelet's containerd (local-up's) in every path, bridge and subnet;
 	// restrictOOMScoreAdj as this machine needs (docs/environment.md).
