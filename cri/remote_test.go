@@ -36,6 +36,16 @@ type criServer struct {
 
 // startCRIServer serves on a fresh socket and returns its path.
 func startCRIServer(t *testing.T, s *criServer) string {
+	return serveCRI(t, func(srv *grpc.Server) {
+		runtimeapi.RegisterRuntimeServiceServer(srv, s)
+		runtimeapi.RegisterImageServiceServer(srv, s)
+	})
+}
+
+// serveCRI serves a fake CRI, whose services register adds, on a unix
+// socket in a temporary directory until the test ends, and returns the
+// socket's path.
+func serveCRI(t *testing.T, register func(*grpc.Server)) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "cri") // short: socket paths are limited to 108 bytes
 	if err != nil {
@@ -48,8 +58,7 @@ func startCRIServer(t *testing.T, s *criServer) string {
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer(grpc.MaxRecvMsgSize(maxMsgSize), grpc.MaxSendMsgSize(maxMsgSize))
-	runtimeapi.RegisterRuntimeServiceServer(srv, s)
-	runtimeapi.RegisterImageServiceServer(srv, s)
+	register(srv)
 	go srv.Serve(l)
 	t.Cleanup(srv.Stop)
 	return sock

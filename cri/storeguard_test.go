@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -231,22 +228,7 @@ func (s *storeServer) ListPodSandboxStats(context.Context, *runtimeapi.ListPodSa
 }
 
 func startStoreServer(t *testing.T, s *storeServer) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "cri")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "cri.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	runtimeapi.RegisterRuntimeServiceServer(srv, s)
-	go srv.Serve(l)
-	t.Cleanup(srv.Stop)
-	return sock
+	return serveCRI(t, func(srv *grpc.Server) { runtimeapi.RegisterRuntimeServiceServer(srv, s) })
 }
 
 // TestStoreGuardOnAffectedContainerd runs crivk's client against the

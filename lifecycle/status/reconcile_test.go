@@ -40,15 +40,7 @@ func TestStatusManagerReconcile(t *testing.T) {
 	}
 
 	api := func(rv string, ready v1.ConditionStatus, at time.Time) *v1.Pod {
-		p := first.DeepCopy()
-		p.ResourceVersion = rv
-		for i := range p.Status.Conditions {
-			if p.Status.Conditions[i].Type == v1.PodReady {
-				p.Status.Conditions[i].Status = ready
-				p.Status.Conditions[i].LastTransitionTime = metav1.NewTime(at)
-			}
-		}
-		return p
+		return withReady(first, rv, ready, at)
 	}
 	// The API agrees: nothing.
 	if m.Reconcile(api("6", v1.ConditionTrue, smEpoch), false) {
@@ -138,7 +130,13 @@ func newReconcileEnv(t *testing.T, before func()) *reconcileEnv {
 }
 
 func (e *reconcileEnv) apiPod(rv string, ready v1.ConditionStatus, at time.Time) *v1.Pod {
-	p := e.first.DeepCopy()
+	return withReady(e.first, rv, ready, at)
+}
+
+// withReady is the API's copy of delivered at resourceVersion rv, its
+// Ready condition set to ready since at (another writer's, or an echo).
+func withReady(delivered *v1.Pod, rv string, ready v1.ConditionStatus, at time.Time) *v1.Pod {
+	p := delivered.DeepCopy()
 	p.ResourceVersion = rv
 	for i := range p.Status.Conditions {
 		if p.Status.Conditions[i].Type == v1.PodReady {
