@@ -11,8 +11,9 @@
 #   agent.conf    how to start the agent (agent_configure): NODE_AGENT, its
 #                 environment, its arguments, its settings arguments, the
 #                 suite's working directory
-#   agent.pid     the PID of the current agent; absent when none was started
-#                 or it was stopped
+#   agent.pid     the PID of the current agent and its start time (field 22
+#                 of /proc/PID/stat: a PID used again is not the agent);
+#                 absent when none was started or it was stopped
 #   agent.starts  how many times an agent was started
 #   agent.log     every agent's output, appended, each start and stop after
 #                 a line "node-e2e-agent: ..."
@@ -51,20 +52,24 @@ agent_note() {
   echo "node-e2e-agent: $(date -u +%H:%M:%S) $*" | tee -a "${AGENT_DIR}/agent.log" >&2
 }
 
+# proc_stat PID: /proc/PID/stat from its field 3 (the state) on.
+proc_stat() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null; }
+
 # agent_pid: prints the current agent's PID and returns 0 when it runs
 # (a zombie does not).
 agent_pid() {
-  local pid state
-  pid=$(cat "${AGENT_DIR}/agent.pid" 2>/dev/null) || return 1
-  state=$(sed 's/^.*) //' "/proc/${pid}/stat" 2>/dev/null) || return 1
-  [ "${state%% *}" != Z ] || return 1
+  local pid started stat
+  read -r pid started 2>/dev/null <"${AGENT_DIR}/agent.pid" || return 1
+  stat=$(proc_stat "${pid}") || return 1
+  read -r -a stat <<<"${stat}"
+  [ "${stat[0]}" != Z ] && [ "${stat[19]}" = "${started}" ] || return 1
   echo "${pid}"
 }
 
 # agent_start WHY: starts the agent (none must run) and writes agent.pid.
 agent_start() {
   local -a agent_env agent_args agent_settings args
-  local NODE_AGENT SUITE_DIR root starts pid
+  local NODE_AGENT SUITE_DIR root starts pid stat
   # shellcheck source=/dev/null
   source "${AGENT_DIR}/agent.conf"
   root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -82,7 +87,9 @@ agent_start() {
   setsid env "${agent_env[@]}" "${root}/hack/run-${NODE_AGENT}.sh" "${args[@]}" \
     </dev/null >>"${AGENT_DIR}/agent.log" 2>&1 9>&- &
   pid=$!
-  echo "${pid}" >"${AGENT_DIR}/agent.pid"
+  stat=$(proc_stat "${pid}") || true
+  read -r -a stat <<<"${stat}"
+  echo "${pid} ${stat[19]:-}" >"${AGENT_DIR}/agent.pid"
 }
 
 # agent_stop WHY [--no-wait]: SIGTERM to the current agent, if it runs;
