@@ -66,10 +66,24 @@
 # specs read directly (pods/<uid>/volumes, device-plugins/kubelet.sock,
 # pod-resources); the project's scripts otherwise keep it under _output.
 #
-# Restarting the agent: the specs that restart or reconfigure the kubelet
-# (util.go restartKubelet, mustStopKubelet, updateKubeletConfig) do it with
-# systemctl, which this machine does not have; they fail for both agents.
-# Almost all of them are [Serial] or [Disruptive], outside selection 1.
+# Restarting the agent: the specs that stop, restart or reconfigure the
+# kubelet (util.go restartKubelet, mustStopKubelet; util_kubeletconfig.go
+# updateKubeletConfig) run `sudo systemctl ...`; this machine has neither
+# systemd nor sudo. The suite's PATH (only the suite's) starts with
+# results/bin: hack/lib/node-e2e-bin/systemctl, a shim that stops and
+# starts this run's agent, crivk or the kubelet alike, through
+# hack/lib/node-e2e-agent.sh, which this script starts it with too (the PID
+# in agent.pid, each start appended to agent.log); and its sudo, which runs
+# the command as it is, when the machine has no sudo. Once the suite has
+# written its kubelet-config (the whole configuration read from /configz,
+# changed) into its working directory work/, each start runs the agent as
+# the suite's own kubelet: --config=work/kubelet-config
+# --config-dir=work/kubelet.conf.d, without agent-config.d and crivk's
+# settings flags, which would override it (hack/lib/node-e2e-agent.sh). A
+# configuration the agent refuses leaves it stopped, as systemd would; every
+# later spec then fails (docs/conformance.md lists the specs crivk refuses).
+# Ginkgo runs the suite in the test binary's directory: work/e2e_node.test is
+# a link to it, so that work/ is that directory.
 #
 # Steps: builds what is missing (crivk, kubelet, e2e_node.test, agnhost,
 # ginkgo), brings up the local cluster with the conformance images and the
@@ -108,7 +122,8 @@
 #   E2E_ARGS                      extra e2e_node.test arguments (word-split)
 # Results: _output/node-conformance/<agent>-<UTC timestamp>/: e2e.log,
 # junit.xml, agent.log, setup.log, local-down.log, summary.txt, agent-config.d/
-# (the drop-ins), work/ (the suite's working directory). On failure the
+# (the drop-ins), work/ (the suite's working directory), bin/ (the shims),
+# agent.conf, agent.pid, agent.starts (hack/lib/node-e2e-agent.sh). On failure the
 # evidence goes to _output/test-logs/node-conformance/<agent>-<timestamp>/.
 # Exit status 0 only when no spec failed. Run as root.
 set -o errexit -o nounset -o pipefail
@@ -179,8 +194,9 @@ if [ "${DRY_RUN}" = 1 ]; then
   # --dry-run runs no BeforeSuite: nothing is contacted. An unknown argument
   # fails it.
   rc=0
+  ln -s "${ROOT}/_output/bin/e2e_node.test" "${dir}/e2e_node.test"
   (cd "${dir}" && "${ROOT}/_output/bin/ginkgo" --dry-run --no-color "${ginkgo_select[@]}" \
-    "${ROOT}/_output/bin/e2e_node.test" -- "${suite_args[@]}") >"${dir}/dry-run.log" 2>&1 || rc=$?
+    ./e2e_node.test -- "${suite_args[@]}") >"${dir}/dry-run.log" 2>&1 || rc=$?
   grep -E '^Will run [0-9]+ of [0-9]+ specs' "${dir}/dry-run.log" || tail -n 20 "${dir}/dry-run.log"
   rm -rf "${dir}"
   exit "${rc}"
@@ -297,7 +313,11 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 readOnlyPort: 10255
 CFG
-agent_args=(--config-dir="${RESULTS}/agent-config.d" --root-dir=/var/lib/kubelet)
+# hack/lib/node-e2e-agent.sh starts the agent with agent_env, agent_args,
+# and agent_settings unless the suite has written its own configuration.
+agent_env=()
+agent_args=(--root-dir=/var/lib/kubelet)
+agent_settings=(--config-dir="${RESULTS}/agent-config.d")
 if [ "${NODE_AGENT}" = kubelet ]; then
   cat >"${RESULTS}/agent-config.d/20-kubelet-only.conf" <<CFG
 # The kubelet only: crivk refuses these fields at start (what it lacks for the suite).
@@ -307,37 +327,32 @@ volumeStatsAggPeriod: 10s
 CFG
 else
   # run-crivk.sh's flags win over the drop-in: the same values again.
-  export CRIVK_CGROUP_ROOT=/ CRIVK_POD_MANIFEST_PATH=${MANIFESTS}
-  agent_args+=(--pod-log-dir=/var/log/pods --image-gc-high-threshold=100 --image-gc-low-threshold=99
+  agent_env=(CRIVK_CGROUP_ROOT=/ CRIVK_POD_MANIFEST_PATH="${MANIFESTS}")
+  agent_settings+=(--pod-log-dir=/var/log/pods --image-gc-high-threshold=100 --image-gc-low-threshold=99
     --eviction-hard='memory.available<250Mi,nodefs.available<10%,nodefs.inodesFree<5%')
 fi
+AGENT_DIR=${RESULTS}
+# shellcheck source=hack/lib/node-e2e-agent.sh
+source "${ROOT}/hack/lib/node-e2e-agent.sh"
+agent_configure "${NODE_AGENT}" "${RESULTS}/work"
 
 # ---------------------------------------------------------------- agent
 
-agent_pid=
+# stop_agent: stops whichever agent runs, the first or one the suite
+# restarted (agent.pid), once one was started.
 stop_agent() {
-  [ -n "${agent_pid}" ] || return 0
-  if kill -TERM "${agent_pid}" 2>/dev/null; then
-    for _ in $(seq 1 300); do
-      kill -0 "${agent_pid}" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL "${agent_pid}" 2>/dev/null || true
-  fi
-  wait "${agent_pid}" 2>/dev/null || true
-  agent_pid=
+  [ "$(cat "${AGENT_DIR}/agent.starts")" -gt 0 ] || return 0
+  agent_locked agent_stop "hack/node-conformance.sh"
   delete_node
 }
 trap 'stop_agent; hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 || log "local-down failed, see ${RESULTS}/local-down.log"' EXIT
 
 delete_node
 log "starting ${NODE_AGENT} with ${RESULTS#"${ROOT}/"}/agent-config.d (log: ${RESULTS}/agent.log)"
-# Both scripts exec the agent, so $! is the agent's PID.
-"hack/run-${NODE_AGENT}.sh" "${agent_args[@]}" >"${RESULTS}/agent.log" 2>&1 &
-agent_pid=$!
+agent_locked agent_start "hack/node-conformance.sh"
 deadline=$(($(date +%s) + 120))
 until node_ready; do
-  if ! kill -0 "${agent_pid}" 2>/dev/null; then
+  if ! agent_pid >/dev/null; then
     log "${NODE_AGENT} exited before node ${NODE_NAME} was Ready; last lines of its log:"
     tail -n 30 "${RESULTS}/agent.log"
     collect_evidence "${NODE_AGENT} exited before node ${NODE_NAME} was Ready"
@@ -367,11 +382,18 @@ log "running e2e_node.test (selection ${SELECTION}) with ${PROCS} Ginkgo process
 log "  focus: ${FOCUS}; skip: ${SKIP}${LABEL_FILTER:+; label filter: ${LABEL_FILTER}}"
 started=$(date +%s)
 rc=0
-# The suite writes into its working directory (kubelet.conf.d, kubelet-config).
+# The suite writes into its working directory (kubelet.conf.d, kubelet-config),
+# the test binary's directory for Ginkgo: a link to it in work/. Its systemctl
+# (and sudo, where there is none) is the shim (see the top).
+ln -sf "${ROOT}/_output/bin/e2e_node.test" "${RESULTS}/work/e2e_node.test"
+mkdir -p "${RESULTS}/bin"
+ln -sf "${ROOT}/hack/lib/node-e2e-bin/systemctl" "${RESULTS}/bin/systemctl"
+command -v sudo >/dev/null || ln -sf "${ROOT}/hack/lib/node-e2e-bin/sudo" "${RESULTS}/bin/sudo"
 suite_args "${APISERVER_URL}" "${token}" "${NODE_NAME}" "${CRI_ENDPOINT}" "${RESULTS}"
-(cd "${RESULTS}/work" && "${ROOT}/_output/bin/ginkgo" --procs="${PROCS}" "${ginkgo_select[@]}" \
+(cd "${RESULTS}/work" && PATH="${RESULTS}/bin:${PATH}" NODE_E2E_AGENT_DIR="${AGENT_DIR}" \
+  "${ROOT}/_output/bin/ginkgo" --procs="${PROCS}" "${ginkgo_select[@]}" \
   --timeout="${TIMEOUT}" --no-color --output-dir="${RESULTS}" --junit-report=junit.xml \
-  "${ROOT}/_output/bin/e2e_node.test" -- "${suite_args[@]}") >"${RESULTS}/e2e.log" 2>&1 || rc=$?
+  ./e2e_node.test -- "${suite_args[@]}") >"${RESULTS}/e2e.log" 2>&1 || rc=$?
 elapsed=$(($(date +%s) - started))
 
 [ "${rc}" -eq 0 ] || collect_evidence "e2e_node.test (ginkgo) exited ${rc}: a spec failed or the run did not complete"

@@ -11,6 +11,11 @@
 # kubelet's /kubepods. Its static pod manifests are read from
 # _output/local/manifests (CRIVK_POD_MANIFEST_PATH), as the node e2e suite
 # runs a kubelet with a manifest directory.
+# CRIVK_SETTINGS_FROM_CONFIG=1 leaves out the flags below that are
+# KubeletConfiguration fields (the CRI endpoint, pod logs, serving
+# certificate, client CA, cgroup root, manifests, image GC, eviction):
+# flags override --config, which must then be their only source
+# (hack/lib/node-e2e-agent.sh restarts crivk with the node e2e suite's).
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -40,17 +45,22 @@ done
 manifests="${CRIVK_POD_MANIFEST_PATH:-${LOCAL_DIR}/manifests}"
 mkdir -p "${manifests}"
 
+settings=(
+  --cri-endpoint="${CRI_ENDPOINT}"
+  --pod-log-dir="${LOCAL_DIR}/pods"
+  "${serving[@]}"
+  --client-ca-file="${CA_CERT}"
+  --cgroup-root="${CRIVK_CGROUP_ROOT:-/crivk}"
+  --pod-manifest-path="${manifests}"
+  --image-gc-high-threshold=100 --image-gc-low-threshold=99
+  --eviction-hard='memory.available<100Mi,nodefs.available<2Gi,nodefs.inodesFree<5%,imagefs.available<2Gi'
+)
+[ "${CRIVK_SETTINGS_FROM_CONFIG:-0}" != 1 ] || settings=()
+
 exec "${ROOT}/_output/bin/crivk" \
   "${credentials[@]}" \
   --node-name="${NODE_NAME}" \
   --node-ip="${NODE_IP}" \
-  --cri-endpoint="${CRI_ENDPOINT}" \
   --root-dir="${LOCAL_DIR}/crivk" \
-  --pod-log-dir="${LOCAL_DIR}/pods" \
-  "${serving[@]}" \
-  --client-ca-file="${CA_CERT}" \
-  --cgroup-root="${CRIVK_CGROUP_ROOT:-/crivk}" \
-  --pod-manifest-path="${manifests}" \
-  --image-gc-high-threshold=100 --image-gc-low-threshold=99 \
-  --eviction-hard='memory.available<100Mi,nodefs.available<2Gi,nodefs.inodesFree<5%,imagefs.available<2Gi' \
+  "${settings[@]}" \
   "$@"

@@ -68,7 +68,8 @@ func applyTo(c *KC, fs *flag.FlagSet, skip map[string]bool) error {
 // v1beta1 shape (as /configz serves it): every mapped field whose flag
 // exists, read from the flag's final value, and crivk's fixed behaviour
 // (setFixed: the accepted fields say what crivk does, whatever the file
-// held). Fields crivk does not support are left out (zero).
+// held). Fields crivk does not support are left out (zero), but for the
+// pointer fields, which hold the kubelet's default (defaultNilPointers).
 func (f *Files) Effective() *KC {
 	c := &KC{}
 	rotating := false
@@ -85,7 +86,24 @@ func (f *Files) Effective() *KC {
 		// validated flag) leaves the field as put left it.
 		_ = m.put(c, fl.Value.String())
 	}
+	defaultNilPointers(c)
 	return c
+}
+
+// defaultNilPointers sets each pointer field c leaves nil to the kubelet's
+// default, the one value Apply accepts for a field crivk has no flag for.
+// The kubelet's /configz holds every field, defaulted; a reader that takes
+// it through the kubelet's internal type, where most of these fields are
+// plain values, writes a nil one back as its zero value, set: the node e2e
+// suite does so when it changes the configuration and restarts the node
+// agent with it (test/e2e_node/kubeletconfig), and crivk would then refuse
+// its own /configz (enableDebuggingHandlers false, registryPullQPS 0, ...).
+func defaultNilPointers(c *KC) {
+	walk(reflect.ValueOf(c).Elem(), reflect.ValueOf(kubeletDefaults()), "", func(_ string, v, def reflect.Value) {
+		if v.Kind() == reflect.Pointer && v.IsNil() && !def.IsNil() {
+			v.Set(def)
+		}
+	})
 }
 
 // unsupported returns the JSON paths of the fields c sets that crivk does

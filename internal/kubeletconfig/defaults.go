@@ -98,6 +98,9 @@ func kubeletDefaults() KC {
 		// are beta, on by default in v1.35 (pkg/features/kube_features.go).
 		CrashLoopBackOff:                       kubeletv1beta1.CrashLoopBackOffConfig{MaxContainerRestartPeriod: ptr.To(d(300 * time.Second))},
 		ImagePullCredentialsVerificationPolicy: kubeletv1beta1.NeverVerifyPreloadedImages,
+		// Not defaulted by the kubelet, but nil is false to it (the
+		// internal field is a bool): its /configz says false.
+		EnableSystemLogQuery: ptr.To(false),
 	}
 	logsapi.SetRecommendedLoggingConfiguration(&c.Logging)
 	return c

@@ -19,7 +19,10 @@
 //     exactly as the same value on the command line.
 //  4. Files.Effective() is the configuration crivk runs with, as the
 //     kubelet serves it on /configz (nodeapi): every supported field read
-//     back from the flag set's final values.
+//     back from the flag set's final values, and the kubelet's default in
+//     every pointer field crivk has no flag for (the one value it accepts
+//     there), so that /configz taken through the kubelet's internal type
+//     and written back, as the node e2e suite does, still loads.
 //  5. Marshal(Files.Effective()) writes it as a file --config accepts:
 //     `crivk config check` (cmd/crivk) prints it and starts nothing.
 //

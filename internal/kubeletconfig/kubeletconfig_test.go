@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -432,5 +433,61 @@ func TestMarshalEffectiveRoundTrip(t *testing.T) {
 	}
 	if diff := cmp.Diff(string(first), string(effective("--config", again))); diff != "" {
 		t.Errorf("the effective configuration loaded again (-first +again):\n%s", diff)
+	}
+}
+
+// throughKubeletInternal does to c what the node e2e suite does to
+// /configz before writing it back as --config (test/e2e_node/kubeletconfig:
+// decodeConfigz converts the v1beta1 configuration to the kubelet's
+// internal type, WriteKubeletConfigFile converts it back): the internal type
+// holds most pointer fields of v1beta1 as plain values, so a pointer field
+// left out (nil) comes back set, to its type's zero value. internalPointers
+// are the v1beta1 pointer fields whose internal counterpart is a pointer too
+// (pkg/kubelet/apis/config/types.go, v1.35.4): those stay nil.
+func throughKubeletInternal(c *KC) {
+	internalPointers := map[string]bool{
+		"singleProcessOOMKill": true, "maxParallelImagePulls": true, "memoryThrottlingFactor": true,
+		"tracing": true, "userNamespaces": true, "crashLoopBackOff.maxContainerRestartPeriod": true,
+	}
+	walk(reflect.ValueOf(c).Elem(), reflect.ValueOf(kubeletDefaults()), "", func(path string, v, _ reflect.Value) {
+		if v.Kind() == reflect.Pointer && v.IsNil() && !internalPointers[path] {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+	})
+}
+
+// TestEffectiveThroughKubeletInternal: the effective configuration
+// (/configz), taken through the kubelet's internal type and changed as the
+// node e2e suite does (updateKubeletConfig), is a file crivk loads, with the
+// change; as the kubelet loads its own /configz written back so.
+func TestEffectiveThroughKubeletInternal(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"k.yaml": header + "maxPods: 20\nfailSwapOn: true\nevictionHard: {memory.available: 250Mi}\n"})
+	f := newTestFlags()
+	if err := f.fs.Parse([]string{"--config", filepath.Join(dir, "k.yaml"), "--bootstrap-kubeconfig=/b"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.files.Apply(); err != nil {
+		t.Fatal(err)
+	}
+	c := f.files.Effective()
+	throughKubeletInternal(c)
+	c.EvictionHard = map[string]string{"memory.available": "1Gi"}
+	b, err := Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := filepath.Join(dir, "kubelet-config")
+	if err := os.WriteFile(written, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := newTestFlags()
+	if err := g.fs.Parse([]string{"--config", written, "--bootstrap-kubeconfig=/b"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.files.Apply(); err != nil {
+		t.Fatalf("the effective configuration through the kubelet's internal type:\n%s\nApply: %v", b, err)
+	}
+	if g.maxPods != 20 || g.evictionHard != "memory.available<1Gi" {
+		t.Errorf("flags after Apply: maxPods %d, evictionHard %q; want 20, memory.available<1Gi", g.maxPods, g.evictionHard)
 	}
 }
