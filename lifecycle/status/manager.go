@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -332,10 +333,22 @@ func (m *Manager) Reconcile(apiPod *v1.Pod, periodic bool) bool {
 	if e == nil || e.delivered == nil || !conditionsOverwritten(e.delivered, &apiPod.Status, periodic) {
 		return false
 	}
+	podLogger(apiPod).WithField("api", conditionSummary(apiPod.Status.Conditions)).
+		WithField("crivk", conditionSummary(e.delivered.Conditions)).WithField("resync", periodic).
+		Info("the API's pod conditions differ from crivk's status; writing them back")
 	e.redeliver, e.redeliverRV = true, apiPod.ResourceVersion
 	m.dirty[apiPod.UID] = struct{}{}
 	m.kick()
 	return true
+}
+
+// conditionSummary is "Type=Status,..." in the conditions' order.
+func conditionSummary(cs []v1.PodCondition) string {
+	parts := make([]string, 0, len(cs))
+	for _, c := range cs {
+		parts = append(parts, string(c.Type)+"="+string(c.Status))
+	}
+	return strings.Join(parts, ",")
 }
 
 // conditionsOverwritten reports whether api has a condition the node
