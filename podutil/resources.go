@@ -13,8 +13,11 @@ import (
 // ContainerResourceValue is the value of a downward API resourceFieldRef,
 // for environment variables and downwardAPI volumes alike: the kubelet's
 // ExtractContainerResourceValue on the container whose limits were merged
-// with the node's allocatable (MergeContainerResourceLimits: a limit that
-// is not set, or zero, is the allocatable). The target is the container
+// with the node's allocatable (defaultPodLimitsForDownwardAPI and
+// MergeContainerResourceLimits: a cpu, memory or ephemeral-storage limit
+// that is not set, or zero, is the pod-level limit of that resource when
+// the pod sets one (cpu and memory, pod-level resources), else the
+// allocatable; hugepages are never defaulted). The target is the container
 // fs names, or c when it names none; the value is divided by the divisor
 // (default 1) and rounded up, cpu in millicores of the divisor.
 func ContainerResourceValue(fs *v1.ResourceFieldSelector, pod *v1.Pod, c *v1.Container, allocatable v1.ResourceList) (string, error) {
@@ -47,8 +50,8 @@ func ContainerResourceValue(fs *v1.ResourceFieldSelector, pod *v1.Pod, c *v1.Con
 	if kind == "limits" {
 		var set bool
 		q, set = target.Resources.Limits[rn]
-		if !set || q.IsZero() {
-			q = allocatable[rn]
+		if (!set || q.IsZero()) && (rn == v1.ResourceCPU || rn == v1.ResourceMemory || rn == v1.ResourceEphemeralStorage) {
+			q = defaultLimit(pod, rn, allocatable)
 		}
 	} else {
 		q = target.Resources.Requests[rn]
@@ -57,4 +60,16 @@ func ContainerResourceValue(fs *v1.ResourceFieldSelector, pod *v1.Pod, c *v1.Con
 		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil
 	}
 	return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
+}
+
+// defaultLimit is the limit of rn a container without one gets in the
+// downward API: the pod-level limit (cpu and memory only, the resources
+// pod-level resources support), else the node's allocatable.
+func defaultLimit(pod *v1.Pod, rn v1.ResourceName, allocatable v1.ResourceList) resource.Quantity {
+	if pod.Spec.Resources != nil && (rn == v1.ResourceCPU || rn == v1.ResourceMemory) {
+		if q, ok := pod.Spec.Resources.Limits[rn]; ok && !q.IsZero() {
+			return q
+		}
+	}
+	return allocatable[rn]
 }
