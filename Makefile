@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 VERSION ?= v1.35.4-crivk.0
 NODE_AGENT ?= crivk
 
-.PHONY: all build run test test-unit test-conformance test-e2e test-helm conformance node-conformance bench chaos release bench-fleet local-up local-down deps clean
+.PHONY: all build run test test-unit test-conformance test-e2e test-helm conformance node-conformance bench chaos release bench-fleet update-features local-up local-down deps clean
 
 all: build
 
@@ -58,6 +58,10 @@ chaos:
 ## release: the release artifacts of VERSION in _output/release/ (static binary, image as an OCI tarball with its digest, packaged chart, SHA256SUMS), checked by hack/verify-release.sh
 release:
 	VERSION=$(VERSION) hack/release.sh
+
+## update-features: regenerate internal/kubeletconfig/zz_generated_features.go, the kubelet's feature gates, from hack/tools' k8s.io/kubernetes (commit the result)
+update-features:
+	hack/update-features.sh
 
 deps:
 	hack/install-deps.sh

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"reflect"
 	"sort"
 	"strings"
@@ -16,6 +17,11 @@ type Files struct {
 	// fs is the flag set AddFlags registered on; Apply sets its flags and
 	// Effective reads them back.
 	fs *flag.FlagSet
+	// featureGates are the file's featureGates, every one at the kubelet's
+	// default (checkFeatureGates), kept only for Effective to report them as
+	// the kubelet's /configz does: nothing in crivk reads them. Written by
+	// Apply, before Effective is first called; never written after.
+	featureGates map[string]bool
 }
 
 // AddFlags registers --config and --config-dir on fs (before fs.Parse).
@@ -40,7 +46,11 @@ func (f *Files) Apply() error {
 	}
 	onCommandLine := map[string]bool{}
 	f.fs.Visit(func(fl *flag.Flag) { onCommandLine[fl.Name] = true })
-	return applyTo(c, f.fs, onCommandLine)
+	if err := applyTo(c, f.fs, onCommandLine); err != nil {
+		return err
+	}
+	f.featureGates = maps.Clone(c.FeatureGates)
+	return nil
 }
 
 // applyTo checks c and writes its set fields to fs's flags but those in
@@ -48,6 +58,9 @@ func (f *Files) Apply() error {
 func applyTo(c *KC, fs *flag.FlagSet, skip map[string]bool) error {
 	if bad := unsupported(c, func(name string) bool { return fs.Lookup(name) != nil }); len(bad) > 0 {
 		return refusal(bad[0])
+	}
+	if err := checkFeatureGates(c.FeatureGates); err != nil {
+		return err
 	}
 	if c.SerializeImagePulls != nil && *c.SerializeImagePulls && c.MaxParallelImagePulls != nil && *c.MaxParallelImagePulls > 1 {
 		return fmt.Errorf("KubeletConfiguration: maxParallelImagePulls %d needs serializeImagePulls false, as the kubelet's", *c.MaxParallelImagePulls)
@@ -66,12 +79,14 @@ func applyTo(c *KC, fs *flag.FlagSet, skip map[string]bool) error {
 
 // Effective is the configuration crivk runs with, in the kubelet's
 // v1beta1 shape (as /configz serves it): every mapped field whose flag
-// exists, read from the flag's final value, and crivk's fixed behaviour
+// exists, read from the flag's final value, crivk's fixed behaviour
 // (setFixed: the accepted fields say what crivk does, whatever the file
-// held). Fields crivk does not support are left out (zero), but for the
-// pointer fields, which hold the kubelet's default (defaultNilPointers).
+// held), and the file's featureGates as it wrote them (all at their
+// defaults; the kubelet's /configz shows the gates its file set). Fields
+// crivk does not support are left out (zero), but for the pointer fields,
+// which hold the kubelet's default (defaultNilPointers).
 func (f *Files) Effective() *KC {
-	c := &KC{}
+	c := &KC{FeatureGates: maps.Clone(f.featureGates)}
 	rotating := false
 	if fl := f.fs.Lookup("bootstrap-kubeconfig"); fl != nil && fl.Value.String() != "" {
 		rotating = true

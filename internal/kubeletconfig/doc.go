@@ -53,12 +53,23 @@
 //     unsupported one, unless it holds the kubelet's default;
 //   - accepted: fields crivk behaves as whatever they hold (cgroupDriver
 //     cgroupfs, failSwapOn, failCgroupV1, rotateCertificates: see fields.go);
+//   - featureGates (featuregates.go): accepted when every gate it names is
+//     one of the kubelet v1.35.4's, at that release's default, which is what
+//     crivk implements; kept as the file wrote them only for Effective to
+//     report. An unknown gate, and a locked or pre-alpha one set, are
+//     refused in the kubelet's words ("unrecognized feature gate: X"),
+//     any other gate off its default naming both values. The kubelet's gates
+//     are generated into zz_generated_features.go by hack/update-features.sh
+//     (hack/tools/cmd/genfeatures reads them from k8s.io/kubernetes, which
+//     crivk itself never imports);
 //   - anything else set to a value that is neither zero nor the kubelet's
 //     default is refused by name at start: "KubeletConfiguration field X is
 //     not supported by crivk". Default values are not errors, so a file
 //     written for the kubelet with its defaults spelt out loads.
 //
 // The package never reads the network, never writes a file and holds no
-// state but the flag set it was given: it must never decide anything about
-// pods, and never keep a setting of its own that a flag does not also have.
+// state but the flag set it was given and the file's featureGates (all at
+// their defaults, reported, never acted on): it must never decide anything
+// about pods, and never keep a setting of its own that a flag does not also
+// have.
 package kubeletconfig

@@ -103,9 +103,12 @@ var mappings = []mapping{
 	i32("readOnlyPort", "read-only-port", func(c *KC) *int32 { return &c.ReadOnlyPort }),
 }
 
-// handledElsewhere are the fields a mapping reads besides its own path.
+// handledElsewhere are the fields checked by code of their own rather
+// than by the generic rule: one a mapping reads besides its own path, and
+// featureGates (checkFeatureGates: each gate at the kubelet's default).
 var handledElsewhere = map[string]bool{
 	"serializeImagePulls": true, // with maxParallelImagePulls
+	"featureGates":        true,
 }
 
 // accepted are the fields crivk behaves as whatever they hold, and why.

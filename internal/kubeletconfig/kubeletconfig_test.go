@@ -306,10 +306,6 @@ func TestApply(t *testing.T) {
 			file:    "cgroupDriver: systemd\n",
 			wantErr: "field cgroupDriver is not supported by crivk: crivk uses the cgroupfs driver only",
 		},
-		"feature gates are refused": {
-			file:    "featureGates: {InPlacePodVerticalScaling: true}\n",
-			wantErr: "field featureGates is not supported",
-		},
 		"serializeImagePulls with maxParallelImagePulls above 1 is refused": {
 			file:    "serializeImagePulls: true\nmaxParallelImagePulls: 3\n",
 			wantErr: "needs serializeImagePulls false",
