@@ -50,6 +50,9 @@ type fakeRuntimeService struct {
 	// usage by container ID ("" for the pod's sandbox).
 	updates  []string
 	memUsage map[string]uint64
+	// reopening, when set, is called by ReopenContainerLog before it
+	// takes mu, so that it may block (log rotation's parallel pass).
+	reopening func(id string)
 }
 
 type fakeContainer struct {
@@ -472,6 +475,9 @@ func (r *fakeRuntimeService) stopOrder() []string {
 // ReopenContainerLog creates the container's log file anew, as the runtime
 // does after a rotation.
 func (r *fakeRuntimeService) ReopenContainerLog(_ context.Context, id string) error {
+	if r.reopening != nil {
+		r.reopening(id)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.enter("ReopenContainerLog"); err != nil {

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -17,7 +19,7 @@ import (
 )
 
 // Container log rotation, the kubelet's container log manager in short:
-// every period, the log file of each running container that grew beyond
+// every Interval, the log file of each running container that grew beyond
 // MaxSize is rotated as the kubelet's rotateLog does: the leftovers of an
 // interrupted compression are removed (<rotated>.tmp, and a <rotated>
 // whose <rotated>.gz exists), the oldest rotated files beyond MaxFiles-2
@@ -30,17 +32,33 @@ import (
 // `kubectl logs` reads the current file only, as with the kubelet
 // (cri/crilog follows a rotation to the new file and never reads a
 // rotated or compressed one).
+//
+// Up to Workers containers are handled at once within a pass (the
+// kubelet's containerLogMaxWorkers; its workers take container IDs from a
+// work queue that the monitor fills every containerLogMonitorInterval).
+// crivk's pass hands each running container to one worker and ends when
+// all are done, so, as with the kubelet's queue, a container's log is
+// never handled by two workers at once: within a pass each container is
+// listed once, and passes never overlap (Runtime.logRotation).
 
-// LogRotation configures RotateLogs; the zero value is the kubelet's
-// defaults (10 MiB, 5 files).
+// LogRotation configures RunLogRotation and RotateLogs; the zero value is
+// the kubelet's defaults (10 MiB, 5 files, 1 worker, every 10 s).
 type LogRotation struct {
 	MaxSize  int64
 	MaxFiles int
+	// Workers is how many containers' logs a pass handles at once, the
+	// kubelet's containerLogMaxWorkers.
+	Workers int
+	// Interval is the time between passes, the kubelet's
+	// containerLogMonitorInterval.
+	Interval time.Duration
 }
 
 const (
 	defaultLogMaxSize  = 10 * 1024 * 1024
 	defaultLogMaxFiles = 5
+	defaultLogWorkers  = 1
+	defaultLogInterval = 10 * time.Second
 	rotatedTimeFormat  = "20060102-150405"
 )
 
@@ -51,29 +69,45 @@ func (c LogRotation) withDefaults() LogRotation {
 	if c.MaxFiles <= 0 {
 		c.MaxFiles = defaultLogMaxFiles
 	}
+	if c.Workers <= 0 {
+		c.Workers = defaultLogWorkers
+	}
+	if c.Interval <= 0 {
+		c.Interval = defaultLogInterval
+	}
 	return c
 }
 
-// RunLogRotation rotates logs every period until ctx ends.
-func (r *Runtime) RunLogRotation(ctx context.Context, cfg LogRotation, period time.Duration) {
-	t := r.clock.NewTicker(period)
+// RunLogRotation makes a rotation pass every cfg.Interval until ctx ends.
+// A pass longer than the interval delays the next one; passes never
+// overlap.
+func (r *Runtime) RunLogRotation(ctx context.Context, cfg LogRotation) {
+	cfg = cfg.withDefaults()
+	logger := klog.FromContext(ctx)
+	logger.Info("Initializing container log rotate workers", "workers", cfg.Workers, "monitorPeriod", cfg.Interval)
+	t := r.clock.NewTicker(cfg.Interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C():
-			if err := r.RotateLogs(ctx, cfg); err != nil {
-				klog.FromContext(ctx).Error(err, "container log rotation")
+			if err := r.RotateLogs(ctx, cfg); err != nil && ctx.Err() == nil {
+				logger.Error(err, "container log rotation")
 			}
 		}
 	}
 }
 
 // RotateLogs makes one rotation pass over the running containers crivk
-// manages.
+// manages, up to cfg.Workers at once. The error joins every container's
+// (each names the container and its log), and says how many containers
+// were not checked when ctx ended during the pass. A pass waits for the
+// one in progress, if any, to end.
 func (r *Runtime) RotateLogs(ctx context.Context, cfg LogRotation) error {
 	cfg = cfg.withDefaults()
+	r.logRotation.Lock()
+	defer r.logRotation.Unlock()
 	cs, err := r.rs.ListContainers(ctx, &runtimeapi.ContainerFilter{
 		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
 		LabelSelector: r.owned(),
@@ -81,24 +115,58 @@ func (r *Runtime) RotateLogs(ctx context.Context, cfg LogRotation) error {
 	if err != nil {
 		return fmt.Errorf("listing running containers for log rotation: %w", err)
 	}
-	var errs []error
-	for _, c := range cs {
-		st, err := r.rs.ContainerStatus(ctx, c.Id, false)
-		if err != nil {
-			if !isNotFound(err) {
-				errs = append(errs, fmt.Errorf("status of container %s for log rotation: %w", c.Id, err))
+	// Each index of cs goes to exactly one worker, which alone writes
+	// errs[i].
+	errs := make([]error, len(cs))
+	var skipped atomic.Int64
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(cfg.Workers, len(cs)) {
+		wg.Go(func() {
+			for i := range next {
+				if ctx.Err() != nil {
+					skipped.Add(1)
+					continue
+				}
+				errs[i] = r.rotateContainer(ctx, cs[i].Id, cfg)
 			}
-			continue
-		}
-		path := st.GetStatus().GetLogPath()
-		if path == "" || st.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
-			continue
-		}
-		if err := r.rotateOne(ctx, c.Id, path, cfg); err != nil {
-			errs = append(errs, fmt.Errorf("rotating log of container %s (%s): %w", c.Id, path, err))
+		})
+	}
+feed:
+	for i := range cs {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			skipped.Add(int64(len(cs) - i))
+			break feed
 		}
 	}
+	close(next)
+	wg.Wait()
+	if n := skipped.Load(); n > 0 {
+		errs = append(errs, fmt.Errorf("log rotation pass stopped, %d of %d containers not checked: %w", n, len(cs), ctx.Err()))
+	}
 	return errors.Join(errs...)
+}
+
+// rotateContainer rotates the log of container id if it is still running
+// and its log is due; a container gone since the listing is not an error.
+func (r *Runtime) rotateContainer(ctx context.Context, id string, cfg LogRotation) error {
+	st, err := r.rs.ContainerStatus(ctx, id, false)
+	if err != nil {
+		if isNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("status of container %s for log rotation: %w", id, err)
+	}
+	path := st.GetStatus().GetLogPath()
+	if path == "" || st.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return nil
+	}
+	if err := r.rotateOne(ctx, id, path, cfg); err != nil {
+		return fmt.Errorf("rotating log of container %s (%s): %w", id, path, err)
+	}
+	return nil
 }
 
 func (r *Runtime) rotateOne(ctx context.Context, id, path string, cfg LogRotation) error {

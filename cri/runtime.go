@@ -142,6 +142,10 @@ type Runtime struct {
 	// actuated holds the memory requests in-place resizes sent
 	// (resize.go).
 	actuated actuatedMemory
+
+	// logRotation is held by RotateLogs for a whole pass (logrotate.go):
+	// two passes never overlap, so no log is rotated by two at once.
+	logRotation sync.Mutex
 }
 
 // ErrUnreachable is returned by Connect when the CRI endpoint does not answer.

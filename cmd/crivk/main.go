@@ -117,6 +117,10 @@ type options struct {
 	// Container log rotation (the kubelet's defaults 10Mi x 5).
 	logMaxSize  string
 	logMaxFiles int
+	// The kubelet's containerLogMaxWorkers and containerLogMonitorInterval
+	// (defaults 1 and 10s).
+	logMaxWorkers      int
+	logMonitorInterval time.Duration
 	// profilingAddress serves net/http/pprof when set (profiling.go).
 	profilingAddress string
 	// runtimeEvents wakes the PLEG on containerd task events (cri/taskevents).
@@ -258,6 +262,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.maxParallelPulls, "max-parallel-image-pulls", 1, "image pulls run at once (1: serialized, the kubelet's default; 0: no limit)")
 	fs.StringVar(&o.logMaxSize, "container-log-max-size", "10Mi", "size at which a container's log file is rotated")
 	fs.IntVar(&o.logMaxFiles, "container-log-max-files", 5, "log files kept per container, the current one included (at least 2)")
+	fs.IntVar(&o.logMaxWorkers, "container-log-max-workers", 1, "containers whose logs are rotated at once, the kubelet's containerLogMaxWorkers (at least 1; 1: one after the other)")
+	fs.DurationVar(&o.logMonitorInterval, "container-log-monitor-interval", 10*time.Second, "how often containers' logs are checked for rotation, the kubelet's containerLogMonitorInterval (at least 3s)")
 	fs.IntVar(&o.oomScoreAdj, "oom-score-adj", -999, "crivk's own oom_score_adj in [-1000, 1000], as the kubelet's: the kernel kills pods before the agent")
 	fs.StringVar(&o.cgroupRoot, "cgroup-root", "/", "cgroup under which the pod cgroup tree (kubepods/...) is made; another root than a kubelet's lets both run on one machine")
 	fs.BoolVar(&o.cgroupsPerQOS, "cgroups-per-qos", true, "make the QoS and pod cgroups and create sandboxes in them, as the kubelet (false: the runtime's default cgroup, container limits only)")
@@ -327,6 +333,12 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.logMaxFiles < 2 {
 		return nil, fmt.Errorf("--container-log-max-files must be at least 2, got %d", o.logMaxFiles)
+	}
+	if o.logMaxWorkers < 1 {
+		return nil, fmt.Errorf("invalid configuration: containerLogMaxWorkers must be greater than or equal to 1 (--container-log-max-workers=%d)", o.logMaxWorkers)
+	}
+	if o.logMonitorInterval.Seconds() < 3 {
+		return nil, fmt.Errorf("invalid configuration: containerLogMonitorInterval must be a positive time duration greater than or equal to 3s (--container-log-monitor-interval=%s)", o.logMonitorInterval)
 	}
 	if o.maxParallelPulls < 0 {
 		return nil, fmt.Errorf("--max-parallel-image-pulls must not be negative, got %d", o.maxParallelPulls)
@@ -931,7 +943,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	}
 	go relist.Run(ctx)
 	logMax := resource.MustParse(o.logMaxSize)
-	go rt.RunLogRotation(ctx, cri.LogRotation{MaxSize: logMax.Value(), MaxFiles: o.logMaxFiles}, 10*time.Second)
+	go rt.RunLogRotation(ctx, cri.LogRotation{MaxSize: logMax.Value(), MaxFiles: o.logMaxFiles, Workers: o.logMaxWorkers, Interval: o.logMonitorInterval})
 	go a.engine.Run(ctx)
 	go evictions.Run(ctx, a.engine)
 	go static.Run(ctx, a.engine)

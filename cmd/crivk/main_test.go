@@ -48,6 +48,10 @@ func TestParseFlags(t *testing.T) {
 		{"read-only port on --port", []string{"--kubeconfig=/k", "--read-only-port=10250"}, "--read-only-port 10250 is the node API's --port or the --healthz-port"},
 		{"no container log links", []string{"--kubeconfig=/k", "--container-logs-dir="}, ""},
 		{"relative container logs dir", []string{"--kubeconfig=/k", "--container-logs-dir=logs"}, `--container-logs-dir "logs" is not an absolute path`},
+		{"log rotation workers and interval", []string{"--kubeconfig=/k", "--container-log-max-workers=2", "--container-log-monitor-interval=3s"}, ""},
+		{"no log rotation worker", []string{"--kubeconfig=/k", "--container-log-max-workers=0"}, "invalid configuration: containerLogMaxWorkers must be greater than or equal to 1 (--container-log-max-workers=0)"},
+		{"log monitor interval below 3s", []string{"--kubeconfig=/k", "--container-log-monitor-interval=2.5s"}, "invalid configuration: containerLogMonitorInterval must be a positive time duration greater than or equal to 3s (--container-log-monitor-interval=2.5s)"},
+		{"negative log monitor interval", []string{"--kubeconfig=/k", "--container-log-monitor-interval=-10s"}, "containerLogMonitorInterval must be a positive time duration greater than or equal to 3s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			notInPod(t)
@@ -324,5 +328,61 @@ func TestConfigFileSetsHealthAndEvictionFlags(t *testing.T) {
 	}
 	if o.evictionFlags.Soft != "memory.available<1Gi" || o.evictionFlags.SoftGracePeriod != "memory.available=1m" || o.evictionPressureTransition.String() != "30s" {
 		t.Errorf("eviction from the file: soft %q, grace %q, transition %s", o.evictionFlags.Soft, o.evictionFlags.SoftGracePeriod, o.evictionPressureTransition)
+	}
+}
+
+// TestParseFlagsLogRotation: --container-log-max-workers and
+// --container-log-monitor-interval default to the kubelet's 1 and 10s, come
+// from the file's containerLogMaxWorkers and containerLogMonitorInterval
+// unless given on the command line, and a value from the file is refused
+// at start as the same value on the command line.
+func TestParseFlagsLogRotation(t *testing.T) {
+	const header = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(header+body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	suite := write("suite.yaml", "containerLogMaxSize: 40Ki\ncontainerLogMaxFiles: 3\ncontainerLogMaxWorkers: 2\ncontainerLogMonitorInterval: 3s\n")
+	for name, tc := range map[string]struct {
+		args         []string
+		wantWorkers  int
+		wantInterval time.Duration
+		wantErr      string
+	}{
+		"defaults":                     {args: nil, wantWorkers: 1, wantInterval: 10 * time.Second},
+		"the node e2e suite's file":    {args: []string{"--config", suite}, wantWorkers: 2, wantInterval: 3 * time.Second},
+		"the command line over a file": {args: []string{"--config", suite, "--container-log-max-workers=4", "--container-log-monitor-interval=5s"}, wantWorkers: 4, wantInterval: 5 * time.Second},
+		"no worker in the file": {args: []string{"--config", write("w.yaml", "containerLogMaxWorkers: 0\n")},
+			wantErr: "invalid configuration: containerLogMaxWorkers must be greater than or equal to 1 (--container-log-max-workers=0)"},
+		"an interval below 3s in the file": {args: []string{"--config", write("i.yaml", "containerLogMonitorInterval: 2s\n")},
+			wantErr: "invalid configuration: containerLogMonitorInterval must be a positive time duration greater than or equal to 3s (--container-log-monitor-interval=2s)"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			notInPod(t)
+			o, err := parseFlags(append([]string{"--kubeconfig=/k"}, tc.args...))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.logMaxWorkers != tc.wantWorkers || o.logMonitorInterval != tc.wantInterval {
+				t.Errorf("workers %d interval %s, want %d and %s", o.logMaxWorkers, o.logMonitorInterval, tc.wantWorkers, tc.wantInterval)
+			}
+			eff := o.config.Effective()
+			if got := *eff.ContainerLogMaxWorkers; int(got) != tc.wantWorkers {
+				t.Errorf("effective containerLogMaxWorkers %d, want %d", got, tc.wantWorkers)
+			}
+			if got := eff.ContainerLogMonitorInterval.Duration; got != tc.wantInterval {
+				t.Errorf("effective containerLogMonitorInterval %s, want %s", got, tc.wantInterval)
+			}
+		})
 	}
 }

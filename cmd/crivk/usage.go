@@ -26,6 +26,7 @@ var flagGroups = []struct {
 	}},
 	{"Pods: directories, logs, DNS, sysctls", []string{
 		"root-dir", "pod-log-dir", "container-logs-dir", "container-log-max-size", "container-log-max-files",
+		"container-log-max-workers", "container-log-monitor-interval",
 		"cluster-dns", "cluster-domain", "resolv-conf", "allowed-unsafe-sysctls",
 	}},
 	{"Resources and cgroups", []string{

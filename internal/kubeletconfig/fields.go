@@ -32,7 +32,9 @@ type mapping struct {
 
 // mappings are every field crivk supports through a flag. The flag names
 // are the kubelet's where crivk's flag is the kubelet's, crivk's own
-// otherwise (cri-endpoint, sync-interval, pod-log-dir, event-qps).
+// otherwise (cri-endpoint, sync-interval, pod-log-dir, event-qps, and
+// container-log-max-workers and container-log-monitor-interval, settings
+// the kubelet takes from its file only).
 var mappings = []mapping{
 	str("address", "address", func(c *KC) *string { return &c.Address }),
 	i32("port", "port", func(c *KC) *int32 { return &c.Port }),
@@ -80,6 +82,8 @@ var mappings = []mapping{
 	list("allowedUnsafeSysctls", "allowed-unsafe-sysctls", func(c *KC) *[]string { return &c.AllowedUnsafeSysctls }),
 	str("containerLogMaxSize", "container-log-max-size", func(c *KC) *string { return &c.ContainerLogMaxSize }),
 	i32Ptr("containerLogMaxFiles", "container-log-max-files", func(c *KC) **int32 { return &c.ContainerLogMaxFiles }),
+	i32Ptr("containerLogMaxWorkers", "container-log-max-workers", func(c *KC) **int32 { return &c.ContainerLogMaxWorkers }),
+	durationPtr("containerLogMonitorInterval", "container-log-monitor-interval", func(c *KC) **metav1.Duration { return &c.ContainerLogMonitorInterval }),
 	i32Ptr("oomScoreAdj", "oom-score-adj", func(c *KC) **int32 { return &c.OOMScoreAdj }),
 	{path: "maxParallelImagePulls", flag: "max-parallel-image-pulls", get: parallelPulls, put: putParallelPulls},
 	{path: "registerWithTaints", flag: "register-with-taints", get: taints, put: putTaints},
@@ -228,6 +232,24 @@ func duration(path, flag string, f func(*KC) *metav1.Duration) mapping {
 		put: func(c *KC, v string) error {
 			d, err := time.ParseDuration(v)
 			f(c).Duration = d
+			return err
+		}}
+}
+
+// durationPtr: a pointer field the file sets when present, even to 0s
+// (which the flag's validation then refuses, as the kubelet's refuses it).
+func durationPtr(path, flag string, f func(*KC) **metav1.Duration) mapping {
+	return mapping{path: path, flag: flag,
+		get: func(c *KC) (string, bool) {
+			p := *f(c)
+			if p == nil {
+				return "", false
+			}
+			return p.Duration.String(), true
+		},
+		put: func(c *KC, v string) error {
+			d, err := time.ParseDuration(v)
+			*f(c) = &metav1.Duration{Duration: d}
 			return err
 		}}
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 const header = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
@@ -176,6 +178,8 @@ type testFlags struct {
 	manifests, bootstrap       string
 	podMaxPids                 int64
 	readOnlyPort               int
+	logWorkers                 int
+	logInterval                time.Duration
 }
 
 func newTestFlags() *testFlags {
@@ -196,6 +200,8 @@ func newTestFlags() *testFlags {
 	f.fs.StringVar(&f.bootstrap, "bootstrap-kubeconfig", "", "")
 	f.fs.Int64Var(&f.podMaxPids, "pod-max-pids", -1, "")
 	f.fs.IntVar(&f.readOnlyPort, "read-only-port", 0, "")
+	f.fs.IntVar(&f.logWorkers, "container-log-max-workers", 1, "")
+	f.fs.DurationVar(&f.logInterval, "container-log-monitor-interval", 10*time.Second, "")
 	f.files = AddFlags(f.fs)
 	return f
 }
@@ -299,6 +305,31 @@ func TestApply(t *testing.T) {
 			check: func(t *testing.T, f *testFlags) {
 				if f.readOnlyPort != 10255 {
 					t.Errorf("--read-only-port %d, want 10255", f.readOnlyPort)
+				}
+			},
+		},
+		"containerLogMaxWorkers and containerLogMonitorInterval set their flags": {
+			file: "containerLogMaxWorkers: 2\ncontainerLogMonitorInterval: 3s\n",
+			check: func(t *testing.T, f *testFlags) {
+				if f.logWorkers != 2 || f.logInterval != 3*time.Second {
+					t.Errorf("--container-log-max-workers %d --container-log-monitor-interval %s, want 2 and 3s", f.logWorkers, f.logInterval)
+				}
+			},
+		},
+		"--container-log-max-workers and --container-log-monitor-interval win over the file": {
+			file: "containerLogMaxWorkers: 2\ncontainerLogMonitorInterval: 3s\n",
+			args: []string{"--container-log-max-workers=4", "--container-log-monitor-interval=1m"},
+			check: func(t *testing.T, f *testFlags) {
+				if f.logWorkers != 4 || f.logInterval != time.Minute {
+					t.Errorf("--container-log-max-workers %d --container-log-monitor-interval %s, want the command line's 4 and 1m", f.logWorkers, f.logInterval)
+				}
+			},
+		},
+		"containerLogMaxWorkers 0 reaches the flag, whose validation refuses it": {
+			file: "containerLogMaxWorkers: 0\ncontainerLogMonitorInterval: 0s\n",
+			check: func(t *testing.T, f *testFlags) {
+				if f.logWorkers != 0 || f.logInterval != 0 {
+					t.Errorf("--container-log-max-workers %d --container-log-monitor-interval %s, want the file's 0 and 0s", f.logWorkers, f.logInterval)
 				}
 			},
 		},
@@ -486,4 +517,94 @@ func TestEffectiveThroughKubeletInternal(t *testing.T) {
 	if g.maxPods != 20 || g.evictionHard != "memory.available<1Gi" {
 		t.Errorf("flags after Apply: maxPods %d, evictionHard %q; want 20, memory.available<1Gi", g.maxPods, g.evictionHard)
 	}
+}
+
+// TestEffectiveLogRotation: /configz reports the effective
+// containerLogMaxWorkers and containerLogMonitorInterval (the flags' final
+// values, the kubelet's defaults when nothing sets them), and the node e2e
+// suite's ContainerLogRotationWithMultipleWorkers change (2 workers, every
+// 3s, written over /configz taken through the kubelet's internal type)
+// loads and reaches the flags.
+func TestEffectiveLogRotation(t *testing.T) {
+	effective := func(t *testing.T, f *testFlags) map[string]any {
+		t.Helper()
+		b, err := json.Marshal(f.files.Effective())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]any
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	for name, tc := range map[string]struct {
+		file                    string
+		args                    []string
+		wantWorkers, wantPeriod any
+	}{
+		"the kubelet's defaults":     {file: "maxPods: 20\n", wantWorkers: float64(1), wantPeriod: "10s"},
+		"from the file":              {file: "containerLogMaxWorkers: 2\ncontainerLogMonitorInterval: 3s\n", wantWorkers: float64(2), wantPeriod: "3s"},
+		"the command line wins":      {file: "containerLogMaxWorkers: 2\ncontainerLogMonitorInterval: 3s\n", args: []string{"--container-log-max-workers=5", "--container-log-monitor-interval=30s"}, wantWorkers: float64(5), wantPeriod: "30s"},
+		"from the command line only": {file: "maxPods: 20\n", args: []string{"--container-log-max-workers=3", "--container-log-monitor-interval=1m30s"}, wantWorkers: float64(3), wantPeriod: "1m30s"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := writeFiles(t, map[string]string{"k.yaml": header + tc.file})
+			f := newTestFlags()
+			if err := f.fs.Parse(append([]string{"--config", filepath.Join(dir, "k.yaml")}, tc.args...)); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.files.Apply(); err != nil {
+				t.Fatal(err)
+			}
+			got := effective(t, f)
+			if got["containerLogMaxWorkers"] != tc.wantWorkers || got["containerLogMonitorInterval"] != tc.wantPeriod {
+				t.Errorf("containerLogMaxWorkers %v containerLogMonitorInterval %v, want %v and %v",
+					got["containerLogMaxWorkers"], got["containerLogMonitorInterval"], tc.wantWorkers, tc.wantPeriod)
+			}
+		})
+	}
+	t.Run("the node e2e suite's change through the kubelet's internal type", func(t *testing.T) {
+		dir := writeFiles(t, map[string]string{"k.yaml": header + "maxPods: 20\n"})
+		f := newTestFlags()
+		if err := f.fs.Parse([]string{"--config", filepath.Join(dir, "k.yaml")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.files.Apply(); err != nil {
+			t.Fatal(err)
+		}
+		c := f.files.Effective()
+		throughKubeletInternal(c)
+		// test/e2e_node/container_log_rotation_test.go, v1.35.4.
+		c.ContainerLogMaxFiles = ptr.To[int32](3)
+		c.ContainerLogMaxSize = "40Ki"
+		c.ContainerLogMaxWorkers = ptr.To[int32](2)
+		c.ContainerLogMonitorInterval = &metav1.Duration{Duration: 3 * time.Second}
+		b, err := Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		written := filepath.Join(dir, "kubelet-config")
+		if err := os.WriteFile(written, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		g := newTestFlags()
+		g.fs.String("container-log-max-size", "10Mi", "")
+		g.fs.Int("container-log-max-files", 5, "")
+		if err := g.fs.Parse([]string{"--config", written}); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.files.Apply(); err != nil {
+			t.Fatalf("the suite's configuration:\n%s\nApply: %v", b, err)
+		}
+		if g.logWorkers != 2 || g.logInterval != 3*time.Second {
+			t.Errorf("--container-log-max-workers %d --container-log-monitor-interval %s, want 2 and 3s", g.logWorkers, g.logInterval)
+		}
+		got := effective(t, g)
+		if got["containerLogMaxWorkers"] != float64(2) || got["containerLogMonitorInterval"] != "3s" ||
+			got["containerLogMaxSize"] != "40Ki" || got["containerLogMaxFiles"] != float64(3) {
+			t.Errorf("effective log rotation %v %v %v %v, want 2, 3s, 40Ki, 3", got["containerLogMaxWorkers"],
+				got["containerLogMonitorInterval"], got["containerLogMaxSize"], got["containerLogMaxFiles"])
+		}
+	})
 }
