@@ -35,7 +35,10 @@
 // ImageService, service.go): the runtime and image services over one gRPC
 // connection, with the kubelet's per-call deadlines (Config.RequestTimeout,
 // the kubelet's --runtime-request-timeout) and response checks. Container
-// resources (resources.go) are the kubelet's per QoS class. Container logs
+// resources (resources.go) are the kubelet's per QoS class; the swap limit
+// is the kubelet's NoSwap one for the host's swap controller (swap.go,
+// Config.Swap, DetectSwapController), at creation and at an in-place
+// resize (TestNoSwapLimit). Container logs
 // are read by the subpackage crilog.
 //
 // Some containerd releases abort when two of crivk's own calls meet

@@ -53,6 +53,9 @@ type fakeRuntimeService struct {
 	// reopening, when set, is called by ReopenContainerLog before it
 	// takes mu, so that it may block (log rotation's parallel pass).
 	reopening func(id string)
+	// updated records the resources of each UpdateContainerResources
+	// call, in order.
+	updated []*runtimeapi.LinuxContainerResources
 }
 
 type fakeContainer struct {
@@ -575,6 +578,7 @@ func (r *fakeRuntimeService) UpdateContainerResources(_ context.Context, id stri
 		return fmt.Errorf("failed to write %q: memory.limit_in_bytes: invalid argument", fmt.Sprint(l.GetMemoryLimitInBytes()))
 	}
 	r.updates = append(r.updates, fmt.Sprintf("%s cpu=%d/%d mem=%d", c.Metadata.Name, l.GetCpuShares(), l.GetCpuQuota(), l.GetMemoryLimitInBytes()))
+	r.updated = append(r.updated, proto.Clone(l).(*runtimeapi.LinuxContainerResources))
 	c.Resources = &runtimeapi.ContainerResources{Linux: withSwap(l)}
 	return nil
 }

@@ -31,6 +31,9 @@ type RunContainerOptions struct {
 	// container's OOM score is relative to; SyncPod sets it from
 	// Config.MemoryCapacity.
 	MemoryCapacity int64
+	// Swap is the host's swap controller, which sets the container's
+	// swap limit (swap.go); SyncPod sets it from Config.Swap.
+	Swap SwapController
 	// SeccompProfileRoot is where Localhost seccomp profiles are resolved
 	// (<root-dir>/seccomp); SyncPod sets it from Config.SeccompProfileRoot.
 	SeccompProfileRoot string

@@ -362,11 +362,14 @@ func (r *Runtime) updateContainer(ctx context.Context, pod *v1.Pod, res v1.Resou
 		v.CPUShares, v.CPUQuota = u.Desired.CPUShares, u.Desired.CPUQuota
 	}
 	l.CpuShares, l.CpuQuota, l.CpuPeriod, l.MemoryLimitInBytes = v.CPUShares, v.CPUQuota, quotaPeriod, v.MemoryLimit
-	// crivk never sets a swap limit: the runtime makes it the memory
-	// limit (no swap), as at the container's creation and as the
-	// kubelet's update leaves it on cgroup v1. The one the runtime reports
-	// is the old memory limit, below a grown one, which cgroup v1 refuses.
+	// The swap limit is the kubelet's NoSwap one for the new memory
+	// limit, as at the container's creation: the kubelet's update sends
+	// the resources generateLinuxContainerResources makes, swap included.
+	// Never the one the runtime reports: that is the old memory limit,
+	// below a grown one, which cgroup v1 refuses. Without a swap
+	// controller none is sent (0), as the kubelet's.
 	l.MemorySwapLimitInBytes = 0
+	configureNoSwap(l, r.cfg.Swap)
 	if err := r.rs.UpdateContainerResources(ctx, u.ID, &runtimeapi.ContainerResources{Linux: l}); err != nil {
 		// The runtime's words, as the kubelet reports them in the
 		// PodResizeInProgress condition; SyncPod names the pod.

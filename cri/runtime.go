@@ -70,6 +70,11 @@ type Config struct {
 	// MemoryCapacity is the node's memory in bytes: Burstable containers'
 	// OOM score adjustment is relative to it (resources.go).
 	MemoryCapacity int64
+	// Swap is the host's swap controller (DetectSwapController, the
+	// kubelet's check): every container gets the kubelet's NoSwap limit
+	// for it, at creation and at an in-place resize (swap.go). The zero
+	// value, NoSwapController, sends no swap limit.
+	Swap SwapController
 	// MaxParallelImagePulls bounds how many image pulls run at once; 0 means
 	// no limit (the kubelet's default is one at a time:
 	// --serialize-image-pulls). Concurrent pulls of one image are always

@@ -749,7 +749,7 @@ func connectRuntime(ctx context.Context, o *options, recorder record.EventRecord
 	}
 	cfg := cri.Config{Endpoint: o.criEndpoint, RequestTimeout: o.runtimeRequestTimeout, PodLogDir: o.podLogDir, ContainerLogsDir: o.containerLogsDir, DNS: dns,
 		MemoryCapacity: memCapacity, MaxParallelImagePulls: o.maxParallelPulls, MaxParallelSandboxes: o.maxParallelSandboxes, Recorder: recorder,
-		ObserveCall: agentMetrics.ObserveCall}
+		ObserveCall: agentMetrics.ObserveCall, Swap: cri.DetectSwapController()}
 	if pods != nil {
 		cfg.CgroupParent = pods.PodCgroup
 		cfg.PodCgroups = pods

@@ -234,13 +234,7 @@ func cadvisorMetrics(now func() time.Time, dev func(major, minor uint64) string)
 		gauge("container_memory_mapped_file", "Size of memory mapped files in bytes.", func(e *cadvisorEntry) float64 {
 			return memoryStat(e, "mapped_file", "file_mapped")
 		}),
-		gauge("container_memory_swap", "Container swap usage in bytes.", func(e *cadvisorEntry) float64 {
-			st := e.cg.Stats.MemoryStats
-			if !hasV1Stats(st.Stats) && st.SwapUsage.Usage > st.Usage.Usage {
-				return float64(st.SwapUsage.Usage - st.Usage.Usage)
-			}
-			return memoryStat(e, "swap", "")
-		}),
+		gauge("container_memory_swap", "Container swap usage in bytes.", func(e *cadvisorEntry) float64 { return float64(sampleSwap(e.cg)) }),
 		counter("container_memory_failcnt", "Number of memory usage hits limits", func(e *cadvisorEntry) float64 {
 			return float64(e.cg.Stats.MemoryStats.Usage.Failcnt)
 		}),

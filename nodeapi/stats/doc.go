@@ -50,6 +50,16 @@
 //	  (process_stats)            below the pod cgroup (Config.Processes: package cm), summed
 //	                             for the pod, as cAdvisor's ProcessCount; none without pod
 //	                             cgroups
+//	swap (node, pods,            with Config.Cgroups only (swap.go): cAdvisor's swap figure of
+//	  containers)                the root, pod and container cgroups (v1 total_swap of
+//	                             memory.stat, v2 memory.swap.current), available = the swap
+//	                             limit (v1 memory.memsw.limit_in_bytes, v2 memory.swap.max; the
+//	                             machine's SwapTotal for the node) - usage, none when unlimited;
+//	                             a container whose cgroup cannot be read has the runtime's swap
+//	                             stats (0 and 0 without), a pod without a cgroup the sum of its
+//	                             containers' runtime figures, as the kubelet's CRI stats provider;
+//	                             /metrics/resource has the kubelet's node_, container_ and
+//	                             pod_swap_usage_bytes and container_swap_limit_bytes from them
 //
 // # /metrics/cadvisor
 //

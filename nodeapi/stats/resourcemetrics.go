@@ -20,8 +20,10 @@ import (
 // /metrics/resource is the kubelet's resource metrics endpoint, the one
 // metrics-server v0.7 scrapes (`kubectl top`): CPU and working-set memory
 // of the node (its root cgroup) and of every container and pod crivk runs
-// (CRI ListContainerStats, filtered to crivk's containers), in Prometheus
-// text format with timestamps, named and labelled as the kubelet's
+// (CRI ListContainerStats, filtered to crivk's containers), and, with
+// Config.Cgroups, the swap usage of the node, containers and pods and the
+// containers' swap limits (swap.go), in Prometheus text format with
+// timestamps, named and labelled as the kubelet's
 // (pkg/kubelet/metrics/collectors/resource_metrics.go).
 
 // containerStatsSource is what the endpoint needs of the runtime.
@@ -117,6 +119,8 @@ type resourceMetrics struct {
 	node    func() nodeUsage
 	// owned selects the node's own containers (Config.Owned).
 	owned map[string]string
+	// swap reads the swap figures; nil: none (no Config.Cgroups).
+	swap *swapReader
 }
 
 func (m resourceMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -135,13 +139,16 @@ func (m resourceMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		scrapeError = 1
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	writeResourceMetrics(w, m.node(), stats, containers, scrapeError)
+	writeResourceMetrics(w, m.node(), stats, containers, m.swap.read(ctx, stats, containers), scrapeError)
 }
 
 // series of one metric family, kept sorted for a stable answer.
 type family struct {
 	name, help, typ string
 	lines           []string
+	// omitEmpty: no HELP and TYPE lines without a series, as the
+	// kubelet's registry writes no family without a metric.
+	omitEmpty bool
 }
 
 func (f *family) add(labels string, v float64, at time.Time) {
@@ -152,6 +159,9 @@ func (f *family) add(labels string, v float64, at time.Time) {
 }
 
 func (f *family) write(w io.Writer) {
+	if f.omitEmpty && len(f.lines) == 0 {
+		return
+	}
 	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", f.name, f.help, f.name, f.typ)
 	sort.Strings(f.lines)
 	for _, l := range f.lines {
@@ -161,8 +171,13 @@ func (f *family) write(w io.Writer) {
 
 // writeResourceMetrics renders the kubelet's resource metrics: the node's
 // from its root cgroup, each running container's from its CRI stats, each
-// pod's as the sum of its containers', and the containers' start times.
-func writeResourceMetrics(w io.Writer, node nodeUsage, stats []*runtimeapi.ContainerStats, running []*runtimeapi.Container, scrapeError int) {
+// pod's as the sum of its containers', and the containers' start times;
+// the swap series from swap, as the kubelet's collectNodeSwapMetrics,
+// collectContainerSwapMetrics and collectPodSwapMetrics (a usage series
+// when the usage is known; a container's limit, available + usage, only
+// when its available swap is known: a limited swap limit). The swap
+// families, ALPHA in the kubelet, are left out when they have no series.
+func writeResourceMetrics(w io.Writer, node nodeUsage, stats []*runtimeapi.ContainerStats, running []*runtimeapi.Container, swap swapFigures, scrapeError int) {
 	nodeCPU := family{name: "node_cpu_usage_seconds_total", help: "[STABLE] Cumulative cpu time consumed by the node in core-seconds", typ: "counter"}
 	nodeMem := family{name: "node_memory_working_set_bytes", help: "[STABLE] Current working set of the node in bytes", typ: "gauge"}
 	ctrCPU := family{name: "container_cpu_usage_seconds_total", help: "[STABLE] Cumulative cpu time consumed by the container in core-seconds", typ: "counter"}
@@ -170,6 +185,10 @@ func writeResourceMetrics(w io.Writer, node nodeUsage, stats []*runtimeapi.Conta
 	ctrStart := family{name: "container_start_time_seconds", help: "[STABLE] Start time of the container since unix epoch in seconds", typ: "gauge"}
 	podCPU := family{name: "pod_cpu_usage_seconds_total", help: "[STABLE] Cumulative cpu time consumed by the pod in core-seconds", typ: "counter"}
 	podMem := family{name: "pod_memory_working_set_bytes", help: "[STABLE] Current working set of the pod in bytes", typ: "gauge"}
+	nodeSwap := family{name: "node_swap_usage_bytes", help: "[ALPHA] Current swap usage of the node in bytes. Reported only on non-windows systems", typ: "gauge", omitEmpty: true}
+	ctrSwap := family{name: "container_swap_usage_bytes", help: "[ALPHA] Current amount of the container swap usage in bytes. Reported only on non-windows systems", typ: "gauge", omitEmpty: true}
+	ctrSwapLimit := family{name: "container_swap_limit_bytes", help: "[ALPHA] Current amount of the container swap limit in bytes. Reported only on non-windows systems", typ: "gauge", omitEmpty: true}
+	podSwap := family{name: "pod_swap_usage_bytes", help: "[ALPHA] Current amount of the pod swap usage in bytes. Reported only on non-windows systems", typ: "gauge", omitEmpty: true}
 	scrape := family{name: "resource_scrape_error", help: "[STABLE] 1 if there was an error while getting container metrics, 0 otherwise", typ: "gauge"}
 
 	if node.cpuErr == nil {
@@ -178,12 +197,16 @@ func writeResourceMetrics(w io.Writer, node nodeUsage, stats []*runtimeapi.Conta
 	if node.memError == nil {
 		nodeMem.add("", float64(node.workingSetBytes), node.at)
 	}
+	if sw := swap.node; sw != nil && sw.SwapUsageBytes != nil {
+		nodeSwap.add("", float64(*sw.SwapUsageBytes), sw.Time.Time)
+	}
 	isRunning := map[string]*runtimeapi.Container{}
 	for _, c := range running {
 		isRunning[c.Id] = c
 	}
 	type podKey struct{ ns, name string }
 	type podSum struct {
+		uid        string
 		cpu, mem   float64
 		cpuAt, mAt time.Time
 		hasCPU     bool
@@ -201,7 +224,7 @@ func writeResourceMetrics(w io.Writer, node nodeUsage, stats []*runtimeapi.Conta
 		labels := fmt.Sprintf(`container=%q,namespace=%q,pod=%q`, l[cri.LabelContainerName], pk.ns, pk.name)
 		ps := pods[pk]
 		if ps == nil {
-			ps = &podSum{}
+			ps = &podSum{uid: l[cri.LabelPodUID]}
 			pods[pk] = ps
 		}
 		if cpu := s.GetCpu(); cpu != nil && cpu.GetUsageCoreNanoSeconds() != nil {
@@ -218,6 +241,16 @@ func writeResourceMetrics(w io.Writer, node nodeUsage, stats []*runtimeapi.Conta
 		}
 		created := time.Unix(0, c.GetCreatedAt())
 		ctrStart.add(labels, float64(created.UnixNano())/1e9, created)
+		if sw := swap.containers[a.GetId()]; sw != nil {
+			var usage float64
+			if sw.SwapUsageBytes != nil {
+				usage = float64(*sw.SwapUsageBytes)
+				ctrSwap.add(labels, usage, sw.Time.Time)
+			}
+			if sw.SwapAvailableBytes != nil {
+				ctrSwapLimit.add(labels, float64(*sw.SwapAvailableBytes)+usage, sw.Time.Time)
+			}
+		}
 	}
 	for pk, ps := range pods {
 		labels := fmt.Sprintf(`namespace=%q,pod=%q`, pk.ns, pk.name)
@@ -227,8 +260,11 @@ func writeResourceMetrics(w io.Writer, node nodeUsage, stats []*runtimeapi.Conta
 		if ps.hasMem {
 			podMem.add(labels, ps.mem, ps.mAt)
 		}
+		if sw := swap.pods[ps.uid]; sw != nil && sw.SwapUsageBytes != nil {
+			podSwap.add(labels, float64(*sw.SwapUsageBytes), sw.Time.Time)
+		}
 	}
-	for _, f := range []*family{&ctrCPU, &ctrMem, &ctrStart, &nodeCPU, &nodeMem, &podCPU, &podMem} {
+	for _, f := range []*family{&ctrCPU, &ctrMem, &ctrStart, &ctrSwapLimit, &ctrSwap, &nodeCPU, &nodeMem, &nodeSwap, &podCPU, &podMem, &podSwap} {
 		f.write(w)
 	}
 	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", scrape.name, scrape.help, scrape.name, scrape.typ, scrape.name, scrapeError)

@@ -92,7 +92,8 @@ type Config struct {
 	// Cgroups and Sandboxes are /metrics/cadvisor's sources: the pods'
 	// and containers' cgroups, and the runtime's sandboxes. Either nil:
 	// no Handlers.Cadvisor (--cgroups-per-qos=false, where crivk keeps
-	// no pod cgroups).
+	// no pod cgroups). Cgroups is also the source of the swap figures of
+	// /stats/summary and /metrics/resource (swap.go): nil, none.
 	Cgroups   Cgroups
 	Sandboxes Sandboxes
 	// SandboxImage names the sandboxes' image (their image label); nil:
@@ -131,14 +132,18 @@ func New(cfg Config) (Handlers, error) {
 		cfg.ProcRoot = "/proc"
 	}
 	node := func() nodeUsage { return readNodeUsage(cfg.CgroupRoot, cfg.Clock.Now()) }
+	var swap *swapReader
+	if cfg.Cgroups != nil {
+		swap = &swapReader{cgroups: cfg.Cgroups, procRoot: cfg.ProcRoot, now: cfg.Clock.Now}
+	}
 	volumes := newVolumeStats(cfg.RootDir)
 	volumes.now = cfg.Clock.Now
 	s := summary{runtime: cfg.Runtime, sandboxes: cfg.Runtime.ListPodSandboxStats, imageFs: cfg.ImageFs.ImageFsInfo, node: node,
 		nodeName: cfg.NodeName, rootDir: cfg.RootDir, memCapacity: cfg.MemoryCapacity, started: cfg.Clock.Now(), volumes: volumes,
-		podLogDir: cfg.PodLogDir, processes: cfg.Processes, owned: cfg.Owned, podsCgroup: cfg.PodsCgroup, rates: newCPURates(), procRoot: cfg.ProcRoot, rlimit: func(at metav1.Time) *statsapi.RlimitStats { return readRlimit(cfg.ProcRoot, at) }}
+		podLogDir: cfg.PodLogDir, processes: cfg.Processes, owned: cfg.Owned, podsCgroup: cfg.PodsCgroup, rates: newCPURates(), procRoot: cfg.ProcRoot, swap: swap, rlimit: func(at metav1.Time) *statsapi.RlimitStats { return readRlimit(cfg.ProcRoot, at) }}
 	h := Handlers{
 		Summary:         s,
-		ResourceMetrics: resourceMetrics{runtime: cfg.Runtime, node: node, owned: cfg.Owned},
+		ResourceMetrics: resourceMetrics{runtime: cfg.Runtime, node: node, owned: cfg.Owned, swap: swap},
 		Summarize:       s.get,
 	}
 	if cfg.Cgroups != nil && cfg.Sandboxes != nil {

@@ -37,7 +37,8 @@ import (
 // and CPU; per pod, the processes of its running containers
 // (process_stats, the sum of each container cgroup's cgroup.procs lines,
 // as cAdvisor counts them for the kubelet: the sandbox's pause process
-// is not counted).
+// is not counted); with Config.Cgroups, the node's, pods' and containers'
+// swap, as the kubelet's from cAdvisor (swap.go).
 
 type summary struct {
 	runtime     containerStatsSource
@@ -69,6 +70,9 @@ type summary struct {
 	// rates turns the node's and kubepods' CPU times into UsageNanoCores
 	// (nil: none reported).
 	rates *cpuRates
+	// swap reads the node's, pods' and containers' swap (nil: none
+	// reported, without Config.Cgroups).
+	swap *swapReader
 }
 
 func (s summary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -109,7 +113,9 @@ func (s summary) get(ctx context.Context) (*statsapi.Summary, error) {
 			log.G(ctx).WithError(err).Debug("node API: no pod sandbox stats for /stats/summary")
 		}
 	}
-	out := statsapi.Summary{Node: s.nodeStats(ctx), Pods: podStats(stats, containers)}
+	swap := s.swap.read(ctx, stats, containers)
+	out := statsapi.Summary{Node: s.nodeStats(ctx), Pods: podStats(stats, containers, swap)}
+	out.Node.Swap = swap.node
 	s.addProcesses(ctx, out.Pods, stats, containers)
 	addNetwork(out.Pods, sandboxes)
 	live := map[string]bool{}
@@ -287,8 +293,8 @@ func statfs(path string, at metav1.Time) *statsapi.FsStats {
 }
 
 // podStats groups the running containers' stats by pod, with the pod's
-// sums.
-func podStats(stats []*runtimeapi.ContainerStats, running []*runtimeapi.Container) []statsapi.PodStats {
+// sums, and the pods' and containers' swap figures.
+func podStats(stats []*runtimeapi.ContainerStats, running []*runtimeapi.Container, swap swapFigures) []statsapi.PodStats {
 	created := map[string]int64{}
 	for _, c := range running {
 		created[c.GetId()] = c.GetCreatedAt()
@@ -305,11 +311,11 @@ func podStats(stats []*runtimeapi.ContainerStats, running []*runtimeapi.Containe
 		p := byUID[uid]
 		if p == nil {
 			p = &statsapi.PodStats{PodRef: statsapi.PodReference{Name: l[cri.LabelPodName], Namespace: l[cri.LabelPodNamespace], UID: uid},
-				StartTime: metav1.NewTime(time.Unix(0, at))}
+				StartTime: metav1.NewTime(time.Unix(0, at)), Swap: swap.pods[uid]}
 			byUID[uid] = p
 		}
 		c := statsapi.ContainerStats{Name: l[cri.LabelContainerName], StartTime: metav1.NewTime(time.Unix(0, at))}
-		c.CPU, c.Memory = containerCPU(s.GetCpu()), containerMemory(s.GetMemory())
+		c.CPU, c.Memory, c.Swap = containerCPU(s.GetCpu()), containerMemory(s.GetMemory()), swap.containers[a.GetId()]
 		p.CPU, p.Memory = addCPU(p.CPU, c.CPU), addMemory(p.Memory, c.Memory)
 		if wl := s.GetWritableLayer(); wl != nil && wl.GetUsedBytes() != nil {
 			n := wl.GetUsedBytes().GetValue()
