@@ -54,24 +54,54 @@ func New(engine Engine, pods corev1listers.PodLister, terminal func(ctx context.
 
 // CreatePod hands a new pod to the engine.
 func (p *Provider) CreatePod(ctx context.Context, pod *v1.Pod) error {
-	p.engine.UpdatePod(ctx, pod)
+	p.engine.UpdatePod(ctx, fromAPI(pod))
 	return nil
 }
 
 // UpdatePod hands a changed pod to the engine.
 func (p *Provider) UpdatePod(ctx context.Context, pod *v1.Pod) error {
-	p.engine.UpdatePod(ctx, pod)
+	p.engine.UpdatePod(ctx, fromAPI(pod))
 	return nil
 }
 
 // DeletePod asks the engine to stop the pod with its grace period. It returns
 // at once; the engine publishes the terminal status and deletes the object.
 func (p *Provider) DeletePod(ctx context.Context, pod *v1.Pod) error {
+	pod = fromAPI(pod)
 	if !p.engine.Kill(ctx, pod) {
 		p.engine.KillUnknown(ctx, pod)
 	}
 	return nil
 }
+
+// fromAPI is pod as the kubelet's pod config hands on a pod of its API
+// source (pkg/kubelet/config/config.go merge): its
+// kubernetes.io/config.source annotation says "api", whatever the object
+// says, so that an API pod that claims "file" (the node e2e suite's
+// critical pod does) is not taken for a static pod, which the node never
+// deletes from the API. A mirror pod (kubernetes.io/config.mirror) is
+// left as it is: the engine recognises it by that annotation and never
+// runs it. pod itself is not modified.
+func fromAPI(pod *v1.Pod) *v1.Pod {
+	if pod == nil || pod.Annotations[sourceAnnotation] == apiSource {
+		return pod
+	}
+	if _, mirror := pod.Annotations[mirrorAnnotation]; mirror {
+		return pod
+	}
+	pod = pod.DeepCopy()
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[sourceAnnotation] = apiSource
+	return pod
+}
+
+const (
+	sourceAnnotation = "kubernetes.io/config.source"
+	mirrorAnnotation = "kubernetes.io/config.mirror"
+	apiSource        = "api"
+)
 
 // GetPod returns the pod as the engine runs it.
 func (p *Provider) GetPod(_ context.Context, namespace, name string) (*v1.Pod, error) {

@@ -106,3 +106,55 @@ func TestProviderNotifyCallsTheTerminalHook(t *testing.T) {
 		t.Errorf("calls %v, want %v", calls, want)
 	}
 }
+
+// TestProviderStampsTheAPISource: as the kubelet's pod config, every pod
+// from the API reaches the engine with kubernetes.io/config.source "api",
+// so an API pod claiming "file" (the node e2e suite's critical pod) is not
+// run as a static pod; mirror pods keep their annotations; the caller's
+// object is never modified.
+func TestProviderStampsTheAPISource(t *testing.T) {
+	var got []*v1.Pod
+	e := &recordingEngine{fakeEngine: fakeEngine{known: map[string]*v1.Pod{}}, got: &got}
+	p := New(e, nil, nil)
+	ctx := context.Background()
+	claimsFile := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "critical", UID: "u1",
+		Annotations: map[string]string{"kubernetes.io/config.source": "file"}}}
+	plain := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "plain", UID: "u2"}}
+	mirror := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "static-node", UID: "u3",
+		Annotations: map[string]string{"kubernetes.io/config.source": "file", "kubernetes.io/config.mirror": "h"}}}
+	for _, pod := range []*v1.Pod{claimsFile, plain, mirror} {
+		if err := p.CreatePod(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.DeletePod(ctx, claimsFile); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"api", "api", "file", "api"}
+	for i, pod := range got {
+		if src := pod.Annotations["kubernetes.io/config.source"]; src != want[i] {
+			t.Errorf("pod %d (%s) reached the engine with config.source %q, want %q", i, pod.Name, src, want[i])
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("engine got %d pods, want %d", len(got), len(want))
+	}
+	if claimsFile.Annotations["kubernetes.io/config.source"] != "file" || plain.Annotations != nil {
+		t.Errorf("the caller's pods were modified: %v, %v", claimsFile.Annotations, plain.Annotations)
+	}
+}
+
+// recordingEngine records every pod the provider hands on.
+type recordingEngine struct {
+	fakeEngine
+	got *[]*v1.Pod
+}
+
+func (r *recordingEngine) UpdatePod(ctx context.Context, pod *v1.Pod) {
+	*r.got = append(*r.got, pod)
+}
+
+func (r *recordingEngine) Kill(ctx context.Context, pod *v1.Pod) bool {
+	*r.got = append(*r.got, pod)
+	return true
+}
