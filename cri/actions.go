@@ -208,6 +208,18 @@ func computePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 		}
 		a.CreateSandbox = true
 		if len(pod.Spec.InitContainers) > 0 {
+			// Every regular container ran once and succeeded (an
+			// OnFailure pod): no new sandbox, no init sequence again.
+			ranBefore, left := false, false
+			for i := range pod.Spec.Containers {
+				c := status.Latest(pod.Spec.Containers[i].Name, ContainerTypeRegular)
+				ranBefore = ranBefore || c != nil
+				left = left || !(c != nil && c.State == StateExited && c.ExitCode == 0 && podutil.RunsOnce(&pod.Spec.Containers[i], &pod.Spec))
+			}
+			if ranBefore && !left {
+				a.CreateSandbox = false
+				return a
+			}
 			if p.start(pod.Spec.InitContainers[0].Name, ContainerTypeInit) {
 				a.NextInit = 0
 			}

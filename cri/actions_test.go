@@ -136,6 +136,16 @@ func TestComputePodActions(t *testing.T) {
 			status: notReady(1, initCtr("i1", StateExited, 0), initCtr("i2", StateExited, 0), running("a")),
 			want:   want{kill: true, create: true, attempt: 2, nextInit: intp(0)},
 		},
+		"OnFailure with init containers: sandbox gone and every container succeeded: no new sandbox": {
+			pod:    testutil.Pod(onFailure, inits, "a", "b"),
+			status: notReady(1, exited("a", 0), exited("b", 0), initCtr("i2", StateExited, 0), initCtr("i1", StateExited, 0)),
+			want:   want{kill: true, create: false, attempt: 2},
+		},
+		"OnFailure with init containers: sandbox gone, a container failed: new sandbox, first init": {
+			pod:    testutil.Pod(onFailure, inits, "a", "b"),
+			status: notReady(1, exited("a", 0), exited("b", 1), initCtr("i2", StateExited, 0), initCtr("i1", StateExited, 0)),
+			want:   want{kill: true, create: true, attempt: 2, nextInit: intp(0)},
+		},
 		"ready sandbox, everything running: nothing to do": {
 			pod:    testutil.Pod(always, nil, "a", "b"),
 			status: readyStatus(running("a"), running("b")),
