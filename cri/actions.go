@@ -2,6 +2,7 @@ package cri
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -207,6 +208,18 @@ func computePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 		}
 		a.CreateSandbox = true
 		if len(pod.Spec.InitContainers) > 0 {
+			// Every regular container ran once and succeeded (an
+			// OnFailure pod): no new sandbox, no init sequence again.
+			ranBefore, left := false, false
+			for i := range pod.Spec.Containers {
+				c := status.Latest(pod.Spec.Containers[i].Name, ContainerTypeRegular)
+				ranBefore = ranBefore || c != nil
+				left = left || !(c != nil && c.State == StateExited && c.ExitCode == 0 && podutil.RunsOnce(&pod.Spec.Containers[i], &pod.Spec))
+			}
+			if ranBefore && !left {
+				a.CreateSandbox = false
+				return a
+			}
 			if p.start(pod.Spec.InitContainers[0].Name, ContainerTypeInit) {
 				a.NextInit = 0
 			}
@@ -242,104 +255,28 @@ func computePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 		}
 	}
 
-	// The pod was initialized once a regular container was created: from
-	// then on only sidecars of the init containers are (re)started.
-	initialized := false
-	for i := range pod.Spec.Containers {
-		if status.Latest(pod.Spec.Containers[i].Name, ContainerTypeRegular) != nil {
-			initialized = true
+	// The init sequence (initActions): which init containers start, and
+	// whether the regular containers are looked at at all.
+	starts, initialized, failed := p.initActions()
+	if failed {
+		a.InitFailed = true
+		return a
+	}
+	for k, i := range starts {
+		if !p.start(pod.Spec.InitContainers[i].Name, ContainerTypeInit) {
+			continue
+		}
+		// Before initialization the last one is the next step of the
+		// sequence (a plain init container or a sidecar); the others,
+		// and all of them once initialized, are sidecars started again.
+		if !initialized && k == len(starts)-1 {
+			a.NextInit = i
+		} else {
+			a.SidecarsToStart = append(a.SidecarsToStart, i)
 		}
 	}
-
-	// Init containers run one at a time, in order, each to completion; a
-	// sidecar counts as done once it runs.
-	for i := range pod.Spec.InitContainers {
-		spec := &pod.Spec.InitContainers[i]
-		c := status.Latest(spec.Name, ContainerTypeInit)
-		if podutil.IsSidecar(spec) {
-			// A running sidecar whose spec changed (its image), or that
-			// failed its liveness or startup probe, is stopped and, as
-			// any sidecar, started again. A change counts once its
-			// startup probe (if any) succeeded, as on the kubelet.
-			changed := c != nil && c.State == StateRunning &&
-				(spec.StartupProbe == nil || in.Started == nil || in.Started(c.ID)) &&
-				p.killChanged(spec, c, fmt.Sprintf("Init container %s definition changed", spec.Name))
-			unhealthy := changed || c != nil && c.State == StateRunning && p.killUnhealthy(spec, c, true)
-			// A running sidecar is resized in place, or restarted when
-			// its resizePolicy says so (resize.go).
-			unhealthy = unhealthy || c != nil && c.State == StateRunning && p.resize(spec, c)
-			if initialized {
-				switch {
-				case c == nil || c.State == StateExited || unhealthy:
-					if p.start(spec.Name, ContainerTypeInit) {
-						a.SidecarsToStart = append(a.SidecarsToStart, i)
-					}
-				case c.State == StateRunning:
-				default:
-					p.kill(c, fmt.Sprintf("sidecar %q is in state %s", c.Name, c.State))
-					if p.start(spec.Name, ContainerTypeInit) {
-						a.SidecarsToStart = append(a.SidecarsToStart, i)
-					}
-				}
-				continue
-			}
-			switch {
-			case c == nil || c.State == StateExited || unhealthy:
-				if p.start(spec.Name, ContainerTypeInit) {
-					a.NextInit = i
-				}
-				return a
-			case c.State == StateRunning:
-				// A sidecar with a startup probe counts as done once the
-				// probe succeeded: until then nothing after it starts (the
-				// kubelet's computeInitContainerActions).
-				if spec.StartupProbe != nil && in.Started != nil && !in.Started(c.ID) {
-					return a
-				}
-				continue
-			default:
-				p.kill(c, fmt.Sprintf("sidecar %q is in state %s", c.Name, c.State))
-				if p.start(spec.Name, ContainerTypeInit) {
-					a.NextInit = i
-				}
-				return a
-			}
-		}
-		if initialized {
-			continue
-		}
-		switch {
-		case c == nil:
-			if p.start(spec.Name, ContainerTypeInit) {
-				a.NextInit = i
-			}
-			return a
-		case c.State == StateRunning:
-			return a
-		case c.State == StateExited && c.ExitCode == 0:
-			continue
-		case c.State == StateExited:
-			// Its restartPolicyRules and restartPolicy, else the pod's.
-			if !podutil.ContainerShouldRestart(spec, &pod.Spec, c.ExitCode) {
-				a.InitFailed = true
-				return a
-			}
-			if p.start(spec.Name, ContainerTypeInit) {
-				a.NextInit = i
-			}
-			return a
-		default: // created but never started, or unknown: replace it
-			if c.State == StateUnknown && !podutil.RestartableWithoutExitCode(spec, &pod.Spec) {
-				// The pod failed; its sandbox is stopped as a finished pod's.
-				a.InitFailed = true
-				return a
-			}
-			p.kill(c, fmt.Sprintf("init container %q is in state %s", c.Name, c.State))
-			if p.start(spec.Name, ContainerTypeInit) {
-				a.NextInit = i
-			}
-			return a
-		}
+	if !initialized {
+		return a
 	}
 
 	for i := range pod.Spec.Containers {
@@ -415,6 +352,131 @@ type planner struct {
 	status *PodStatus
 	in     PlanInputs
 	a      *PodActions
+}
+
+// initActions is the init sequence as the kubelet's
+// computeInitContainerActions decides it: the init containers to start,
+// ascending; whether the pod is initialized (its regular containers are
+// looked at); failed when an init container failed and may not run again.
+// It plans the kills of the init containers it replaces. The start
+// back-offs are the caller's (start).
+//
+// The pod counts as initialized from the start only while one of its
+// regular containers' newest instance is created or running: an exited
+// one may be of a sandbox gone since (a node reboot: every container
+// exited, the old init containers purged by SyncPod), after which the
+// init sequence runs again from the first. Otherwise the init containers
+// are read from the last back, because finished ones may have been
+// removed (the container GC): the newest one found decides.
+//
+//	none found (a new sandbox):          start init 0
+//	plain, exited 0, not the last:       start the next one
+//	sidecar running, started, not last:  start the next one (once)
+//	plain or sidecar above, last:        initialized
+//	plain running:                       wait for it
+//	plain exited non-zero:               again, or failed (its restart rules)
+//	sidecar exited:                      again, always
+//	created or unknown:                  killed and started again (a plain
+//	                                     unknown one fails the pod when it
+//	                                     may not restart without an exit code)
+//
+// Below the newest one found, and everywhere once initialized, only the
+// sidecars are looked at: an exited or missing one starts again, a running
+// one is restarted when its spec changed, it failed a probe or its resize
+// needs a restart.
+func (p *planner) initActions() (starts []int, initialized, failed bool) {
+	spec := &p.pod.Spec
+	if len(spec.InitContainers) == 0 {
+		return nil, true, false
+	}
+	for i := range spec.Containers {
+		c := p.status.Latest(spec.Containers[i].Name, ContainerTypeRegular)
+		if c != nil && (c.State == StateCreated || c.State == StateRunning) {
+			initialized = true
+			break
+		}
+	}
+	last := len(spec.InitContainers) - 1
+	// seen: a later init container was found (or the pod initialized):
+	// the ones before it have run.
+	seen := initialized
+	for i := last; i >= 0; i-- {
+		ic := &spec.InitContainers[i]
+		c := p.status.Latest(ic.Name, ContainerTypeInit)
+		sidecar := podutil.IsSidecar(ic)
+		if c == nil {
+			// Removed (or never run) before a later one ran: only a
+			// sidecar has to run again.
+			if seen && sidecar {
+				starts = append(starts, i)
+			}
+			continue
+		}
+		if seen && !sidecar {
+			continue
+		}
+		switch {
+		case c.State == StateRunning && !sidecar:
+			// A plain init container runs to completion first.
+		case c.State == StateRunning:
+			// A running sidecar whose spec changed (its image), or that
+			// failed its liveness or startup probe, is stopped and
+			// started again. It counts as done once its startup probe
+			// (if any) succeeded: until then nothing after it starts.
+			started := ic.StartupProbe == nil || p.in.Started == nil || p.in.Started(c.ID)
+			if p.in.Failed != nil {
+				if what, f := p.in.Failed(c.ID); f && what == "startup" && ic.StartupProbe != nil {
+					started = false
+				}
+			}
+			restart := started && p.killChanged(ic, c, fmt.Sprintf("Init container %s definition changed", ic.Name))
+			restart = restart || p.killUnhealthy(ic, c, true)
+			// Resized in place, or restarted when its resizePolicy says
+			// so (resize.go).
+			restart = restart || p.resize(ic, c)
+			if started {
+				if i == last {
+					initialized = true
+				} else if !seen {
+					starts = append(starts, i+1)
+				}
+			}
+			if restart {
+				starts = append(starts, i)
+			}
+		case c.State == StateExited && sidecar:
+			starts = append(starts, i)
+		case c.State == StateExited && c.ExitCode != 0:
+			// Its restartPolicyRules and restartPolicy, else the pod's.
+			if !podutil.ContainerShouldRestart(ic, spec, c.ExitCode) {
+				return nil, false, true
+			}
+			starts = append(starts, i)
+		case c.State == StateExited:
+			if i == last {
+				initialized = true
+			} else {
+				starts = append(starts, i+1)
+			}
+		default: // created but never started, or unknown: replace it
+			if !sidecar && c.State == StateUnknown && !podutil.RestartableWithoutExitCode(ic, spec) {
+				// The pod failed; its sandbox is stopped as a finished pod's.
+				return nil, false, true
+			}
+			kind := "init container"
+			if sidecar {
+				kind = "sidecar"
+			}
+			p.kill(c, fmt.Sprintf("%s %q is in state %s", kind, c.Name, c.State))
+			starts = append(starts, i)
+		}
+		seen = true
+	}
+	if !seen {
+		starts = append(starts, 0)
+	}
+	slices.Reverse(starts)
+	return starts, initialized, false
 }
 
 // kill stops c with the pod's grace period.

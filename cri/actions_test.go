@@ -43,6 +43,7 @@ type want struct {
 	sandboxID    string
 	nextInit     *int
 	start        []int
+	sidecars     []int
 	killIDs      []string
 	initFailed   bool
 	remove       []string
@@ -52,7 +53,7 @@ func intp(i int) *int { return &i }
 
 func (w want) plan() PodActions {
 	p := PodActions{KillPod: w.kill, CreateSandbox: w.create, Attempt: w.attempt, SandboxID: w.sandboxID,
-		NextInit: -1, ContainersToStart: w.start, InitFailed: w.initFailed, ContainersToRemove: w.remove}
+		NextInit: -1, ContainersToStart: w.start, SidecarsToStart: w.sidecars, InitFailed: w.initFailed, ContainersToRemove: w.remove}
 	if w.nextInit != nil {
 		p.NextInit = *w.nextInit
 	}
@@ -133,6 +134,16 @@ func TestComputePodActions(t *testing.T) {
 		"new sandbox with init containers starts the first init only": {
 			pod:    testutil.Pod(always, inits, "a"),
 			status: notReady(1, initCtr("i1", StateExited, 0), initCtr("i2", StateExited, 0), running("a")),
+			want:   want{kill: true, create: true, attempt: 2, nextInit: intp(0)},
+		},
+		"OnFailure with init containers: sandbox gone and every container succeeded: no new sandbox": {
+			pod:    testutil.Pod(onFailure, inits, "a", "b"),
+			status: notReady(1, exited("a", 0), exited("b", 0), initCtr("i2", StateExited, 0), initCtr("i1", StateExited, 0)),
+			want:   want{kill: true, create: false, attempt: 2},
+		},
+		"OnFailure with init containers: sandbox gone, a container failed: new sandbox, first init": {
+			pod:    testutil.Pod(onFailure, inits, "a", "b"),
+			status: notReady(1, exited("a", 0), exited("b", 1), initCtr("i2", StateExited, 0), initCtr("i1", StateExited, 0)),
 			want:   want{kill: true, create: true, attempt: 2, nextInit: intp(0)},
 		},
 		"ready sandbox, everything running: nothing to do": {
@@ -252,6 +263,97 @@ func TestComputePodActions(t *testing.T) {
 				wantKill = append([]string(nil), tc.want.killIDs...)
 				sort.Strings(wantKill)
 			}
+			if !reflect.DeepEqual(got, wantPlan) {
+				t.Errorf("plan:\n got  %+v (%s)\n want %+v (%s)", got, got, wantPlan, wantPlan)
+			}
+			if !reflect.DeepEqual(gotKill, wantKill) {
+				t.Errorf("containers to kill: got %v, want %v", gotKill, wantKill)
+			}
+		})
+	}
+}
+
+// TestComputePodActionsInitSequence: the init sequence of the node e2e
+// reboot spec's pod (init-1, the sidecar restartable-init-2, init-3, then
+// regular-1), decided as the kubelet's computeInitContainerActions: the
+// pod is initialized from the start only while a regular container is
+// created or running, and the init containers are read from the last
+// back.
+func TestComputePodActionsInitSequence(t *testing.T) {
+	pod := testutil.Pod(v1.RestartPolicyAlways, []string{"init-1", "restartable-init-2", "init-3"}, "regular-1")
+	pod.Spec.InitContainers[1].RestartPolicy = ptr.To(v1.ContainerRestartPolicyAlways)
+	// After the reboot: sandbox attempt 1 is ready, the old init
+	// containers were purged, regular-1's instance of attempt 0 exited.
+	rebooted := func(cs ...ContainerStatus) *PodStatus {
+		return &PodStatus{Sandboxes: []SandboxStatus{sandbox("sb-2", 1, true), sandbox("sb-1", 0, false)}, Containers: cs}
+	}
+	again := func(name string, state State, code int32) ContainerStatus {
+		return ctr(name, ContainerTypeInit, 1, state, code)
+	}
+	oldRegular := exited("regular-1", 137)
+	tests := map[string]struct {
+		status *PodStatus
+		want   want
+	}{
+		"reboot: sandbox stopped, every container exited: kill, new sandbox, init-1 only": {
+			status: &PodStatus{Sandboxes: []SandboxStatus{sandbox("sb-1", 0, false)}, Containers: []ContainerStatus{
+				exited("regular-1", 137), initCtr("init-3", StateExited, 0),
+				initCtr("restartable-init-2", StateExited, 137), initCtr("init-1", StateExited, 0)}},
+			want: want{kill: true, create: true, attempt: 1, nextInit: intp(0)},
+		},
+		"after the reboot, init-1 runs: the exited regular-1 does not make the pod initialized": {
+			status: rebooted(again("init-1", StateRunning, 0), oldRegular),
+			want:   want{sandboxID: "sb-2"},
+		},
+		"after the reboot, init-1 exited 0: the sidecar next": {
+			status: rebooted(again("init-1", StateExited, 0), oldRegular),
+			want:   want{sandboxID: "sb-2", nextInit: intp(1)},
+		},
+		"after the reboot, the sidecar runs: init-3 next": {
+			status: rebooted(again("restartable-init-2", StateRunning, 0), again("init-1", StateExited, 0), oldRegular),
+			want:   want{sandboxID: "sb-2", nextInit: intp(2)},
+		},
+		"after the reboot, init-3 runs: wait": {
+			status: rebooted(again("init-3", StateRunning, 0), again("restartable-init-2", StateRunning, 0), again("init-1", StateExited, 0), oldRegular),
+			want:   want{sandboxID: "sb-2"},
+		},
+		"after the reboot, init-3 exited 0: regular-1 starts": {
+			status: rebooted(again("init-3", StateExited, 0), again("restartable-init-2", StateRunning, 0), again("init-1", StateExited, 0), oldRegular),
+			want:   want{sandboxID: "sb-2", start: []int{0}},
+		},
+		"after the reboot, the sidecar exited during initialization: it starts again, init-3 waits": {
+			status: rebooted(again("restartable-init-2", StateExited, 1), again("init-1", StateExited, 0), oldRegular),
+			want:   want{sandboxID: "sb-2", nextInit: intp(1)},
+		},
+		"regular-1 crashed in a ready sandbox, init containers done and present: only regular-1 restarts": {
+			status: readyStatus(exited("regular-1", 1), initCtr("init-3", StateExited, 0),
+				initCtr("restartable-init-2", StateRunning, 0), initCtr("init-1", StateExited, 0)),
+			want: want{sandboxID: "sb-1", start: []int{0}},
+		},
+		"regular-1 crashed, the sidecar too: init-3's success says initialized, both start again": {
+			status: readyStatus(exited("regular-1", 1), initCtr("init-3", StateExited, 0),
+				initCtr("restartable-init-2", StateExited, 1), initCtr("init-1", StateExited, 0)),
+			want: want{sandboxID: "sb-1", start: []int{0}, sidecars: []int{1}},
+		},
+		"init containers removed (the container GC), regular-1 running: only the sidecar starts again": {
+			status: readyStatus(running("regular-1")),
+			want:   want{sandboxID: "sb-1", sidecars: []int{1}},
+		},
+		"the first init containers removed, init-3's instance left: initialized, regular-1 restarts": {
+			status: readyStatus(exited("regular-1", 1), initCtr("init-3", StateExited, 0), initCtr("restartable-init-2", StateRunning, 0)),
+			want:   want{sandboxID: "sb-1", start: []int{0}},
+		},
+		// The kubelet's limit, kept: nothing tells an exited regular
+		// container of this sandbox from one of a sandbox gone since.
+		"init containers removed and regular-1 exited: the init sequence runs again from the first": {
+			status: readyStatus(exited("regular-1", 1)),
+			want:   want{sandboxID: "sb-1", nextInit: intp(0)},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, gotKill := normalize(ComputePodActions(pod, tc.status, PlanInputs{}))
+			wantPlan, wantKill := normalize(tc.want.plan())
 			if !reflect.DeepEqual(got, wantPlan) {
 				t.Errorf("plan:\n got  %+v (%s)\n want %+v (%s)", got, got, wantPlan, wantPlan)
 			}
@@ -404,10 +506,14 @@ func TestComputePodActionsSidecarLivenessKill(t *testing.T) {
 	if k := got.ContainersToKill["sc-0"]; k.Message != "Container sc failed liveness probe, will be restarted" || fmt.Sprint(got.SidecarsToStart) != "[0]" {
 		t.Errorf("initialized: kill %+v, sidecars to start %v", k, got.SidecarsToStart)
 	}
+	// Before the regular container exists: the sidecar, the last init
+	// container, has started, so the pod is initialized (the kubelet's
+	// computeInitContainerActions counts it before looking at its probe):
+	// it is killed and started again, and the regular container starts.
 	initializing := readyStatus(initCtr("sc", StateRunning, 0))
 	got = ComputePodActions(pod, initializing, in)
-	if _, ok := got.ContainersToKill["sc-0"]; !ok || got.NextInit != 0 || len(got.ContainersToStart) != 0 {
-		t.Errorf("initializing: plan %s, kills %+v; want the sidecar killed and started again, nothing after it", got, got.ContainersToKill)
+	if _, ok := got.ContainersToKill["sc-0"]; !ok || fmt.Sprint(got.SidecarsToStart) != "[0]" || fmt.Sprint(got.ContainersToStart) != "[0]" {
+		t.Errorf("initializing: plan %s, kills %+v; want the sidecar killed and started again, then the container", got, got.ContainersToKill)
 	}
 }
 

@@ -30,6 +30,14 @@
 // they decide nothing.
 // Back-off state belongs to the caller and is passed in.
 //
+// The init sequence is the kubelet's (initActions): the pod counts as
+// initialized only while a regular container is created or running, and
+// the init containers are read from the last back; a pod given a new
+// sandbox (a node reboot) has its old init containers removed by SyncPod
+// after KillPod, so the sequence runs again from the first
+// (TestComputePodActionsInitSequence,
+// TestSyncPodNodeRebootRunsInitSequenceAgain).
+//
 // Connect talks to the runtime through crivk's own CRI client (remote.go),
 // which implements exactly the calls crivk makes (RuntimeService and
 // ImageService, service.go): the runtime and image services over one gRPC

@@ -64,8 +64,17 @@ func TestComputePodActionsSidecars(t *testing.T) {
 		},
 		"Never: the regular container finished: sidecars are stopped, not restarted": {
 			policy:   v1.RestartPolicyNever,
+			status:   readyStatus(initCtr("i1", StateExited, 0), initCtr("s1", StateExited, 1), initCtr("s2", StateRunning, 0), exited("a", 0)),
+			nextInit: -1, killIDs: []string{"s2-0"},
+		},
+		// An exited regular container does not make the pod initialized
+		// (it may be of a sandbox gone since): the last init container
+		// decides, and an exited last sidecar runs again first, as on the
+		// kubelet; the sync after it stops the sidecars (the case above).
+		"Never: the regular container and the last sidecar exited: the sidecar starts again first": {
+			policy:   v1.RestartPolicyNever,
 			status:   readyStatus(initCtr("i1", StateExited, 0), initCtr("s1", StateRunning, 0), initCtr("s2", StateExited, 1), exited("a", 0)),
-			nextInit: -1, killIDs: []string{"s1-0"},
+			nextInit: 2,
 		},
 		"OnFailure: the regular container restarts, so do sidecars": {
 			policy:   v1.RestartPolicyOnFailure,
@@ -295,4 +304,104 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestSyncPodNodeRebootRunsInitSequenceAgain drives the node e2e spec "A
+// node running restartable init containers reboots should restart the
+// containers in right order after the node reboot" on the fake runtime:
+// a pod with init-1, restartable-init-2 (a sidecar), init-3 and regular-1
+// runs; a crash of regular-1 restarts only it; then every container exits
+// and the sandbox stops, nothing removed (the reboot). The next sync kills
+// the pod, removes the old init containers (the kubelet's
+// purgeInitContainers) and starts init-1 only in a new sandbox; each later
+// sync takes one step of the sequence, regular-1 last.
+func TestSyncPodNodeRebootRunsInitSequenceAgain(t *testing.T) {
+	f := newSyncFixture(t)
+	f.is.SetFakeImages([]string{testutil.Image})
+	pod := testutil.Pod(v1.RestartPolicyAlways, []string{"init-1", "restartable-init-2", "init-3"}, "regular-1")
+	pod.Spec.InitContainers[1].RestartPolicy = ptr.To(v1.ContainerRestartPolicyAlways)
+	for i := range pod.Spec.InitContainers {
+		pod.Spec.InitContainers[i].ImagePullPolicy = v1.PullIfNotPresent
+	}
+	pod.Spec.Containers[0].ImagePullPolicy = v1.PullIfNotPresent
+	exit := func(name string, typ ContainerType, code int32) {
+		t.Helper()
+		c := f.status(t, pod).Latest(name, typ)
+		if err := f.rs.setContainer(c.ID, func(fc *fakeContainer) {
+			fc.State = runtimeapi.ContainerState_CONTAINER_EXITED
+			fc.ExitCode = code
+			fc.FinishedAt = f.clock.Now().UnixNano()
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step := func(wantStarted ...string) PodActions {
+		t.Helper()
+		// Past any restart back-off: the order is what is checked here.
+		f.clock.Step(5 * time.Minute)
+		res, plan := f.sync(t, pod)
+		if res.Error() != nil {
+			t.Fatalf("plan %s: %v", plan, res.Error())
+		}
+		if !reflect.DeepEqual(res.Started, wantStarted) && !(len(res.Started) == 0 && len(wantStarted) == 0) {
+			t.Fatalf("plan %s started %v, want %v", plan, res.Started, wantStarted)
+		}
+		return plan
+	}
+
+	step("init-1")
+	step()
+	exit("init-1", ContainerTypeInit, 0)
+	step("restartable-init-2")
+	step("init-3")
+	step()
+	exit("init-3", ContainerTypeInit, 0)
+	step("regular-1")
+	step()
+
+	// A crash in the ready sandbox: the init containers are done and
+	// present, only regular-1 restarts.
+	exit("regular-1", ContainerTypeRegular, 1)
+	step("regular-1")
+
+	// The reboot: every container exited, the sandbox stopped, nothing
+	// removed.
+	before := f.status(t, pod)
+	var oldInits []string
+	for _, c := range before.Containers {
+		if c.State == StateRunning {
+			exit(c.Name, c.Type, 137)
+		}
+		if c.Type == ContainerTypeInit {
+			oldInits = append(oldInits, c.ID)
+		}
+	}
+	if err := f.rs.StopPodSandbox(context.Background(), before.Sandboxes[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if plan := step("init-1"); !plan.KillPod || !plan.CreateSandbox || plan.NextInit != 0 {
+		t.Fatalf("plan after the reboot %s, want kill, a new sandbox and init 0", plan)
+	}
+	st := f.status(t, pod)
+	for _, c := range st.Containers {
+		for _, id := range oldInits {
+			if c.ID == id {
+				t.Errorf("init container %s (%s) of the old sandbox not removed", c.Name, id)
+			}
+		}
+	}
+	if c := st.Latest("regular-1", ContainerTypeRegular); c == nil || c.State != StateExited {
+		t.Errorf("regular-1 %+v, want its exited instance kept", c)
+	}
+	step()
+	exit("init-1", ContainerTypeInit, 0)
+	step("restartable-init-2")
+	step("init-3")
+	step()
+	exit("init-3", ContainerTypeInit, 0)
+	step("regular-1")
+	step()
+	if c := f.status(t, pod).Latest("restartable-init-2", ContainerTypeInit); c == nil || c.State != StateRunning {
+		t.Errorf("restartable-init-2 %+v, want running beside regular-1", c)
+	}
 }

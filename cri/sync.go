@@ -180,6 +180,11 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 			res.Errs = append(res.Errs, err)
 			return res
 		}
+		if plan.CreateSandbox {
+			// The new sandbox runs the init sequence from the first
+			// (the kubelet's purgeInitContainers).
+			res.Errs = append(res.Errs, r.purgeInitContainers(ctx, pod, status)...)
+		}
 	}
 	sandboxID := plan.SandboxID
 	attempt := plan.Attempt
@@ -482,6 +487,24 @@ func (r *Runtime) removeContainer(ctx context.Context, id, link string) error {
 		return err
 	}
 	return nil
+}
+
+// purgeInitContainers removes every instance of the pod's init
+// containers (plain and sidecars) with their log files, once KillPod
+// stopped them, before a new sandbox replaces the old one (the kubelet's
+// purgeInitContainers). Left in place, the old instances would tell the
+// next plan that the init sequence ran: ComputePodActions reads the init
+// containers from the last back, and a node reboot leaves them all
+// exited. Regular containers keep their dead instances (restart counts,
+// previous logs).
+func (r *Runtime) purgeInitContainers(ctx context.Context, pod *v1.Pod, status *PodStatus) []error {
+	var ids []string
+	for _, c := range status.Containers {
+		if c.Type == ContainerTypeInit && containerSpec(pod, c.Name, ContainerTypeInit) != nil {
+			ids = append(ids, c.ID)
+		}
+	}
+	return r.removeDead(ctx, status, ids)
 }
 
 // removeDead removes the dead container instances ids of status (the
