@@ -518,7 +518,11 @@ func (p *planner) killUnhealthy(spec *v1.Container, c *ContainerStatus, willRest
 		return false
 	}
 	msg := fmt.Sprintf("Container %s failed %s probe", c.Name, what)
-	if willRestart {
+	switch {
+	case c.Type == ContainerTypeInit:
+		// A sidecar's, in the kubelet's words (computeInitContainerActions).
+		msg = fmt.Sprintf("Init container %s failed %s probe", c.Name, what)
+	case willRestart:
 		msg += ", will be restarted"
 	}
 	p.a.ContainersToKill[c.ID] = Kill{Name: c.Name, Type: c.Type, Reason: "failed " + what + " probe",

@@ -503,7 +503,7 @@ func TestComputePodActionsSidecarLivenessKill(t *testing.T) {
 	in := PlanInputs{Failed: func(id string) (string, bool) { return "liveness", id == "sc-0" }}
 	initialized := readyStatus(initCtr("sc", StateRunning, 0), running("a"))
 	got := ComputePodActions(pod, initialized, in)
-	if k := got.ContainersToKill["sc-0"]; k.Message != "Container sc failed liveness probe, will be restarted" || fmt.Sprint(got.SidecarsToStart) != "[0]" {
+	if k := got.ContainersToKill["sc-0"]; k.Message != "Init container sc failed liveness probe" || fmt.Sprint(got.SidecarsToStart) != "[0]" {
 		t.Errorf("initialized: kill %+v, sidecars to start %v", k, got.SidecarsToStart)
 	}
 	// Before the regular container exists: the sidecar, the last init

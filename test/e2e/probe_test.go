@@ -289,7 +289,7 @@ func TestSidecarProbes(t *testing.T) {
 	if n := p.Status.ContainerStatuses[0].RestartCount; n != 0 {
 		t.Errorf("the main container restarted %d times; only the sidecar should", n)
 	}
-	waitObjectEvent(t, ns, "Pod", pod.Name, v1.EventTypeNormal, "Killing", "Container sidecar failed liveness probe, will be restarted")
+	waitObjectEvent(t, ns, "Pod", pod.Name, v1.EventTypeNormal, "Killing", "Init container sidecar failed liveness probe")
 }
 
 // TestReadinessGateTakesEffectAtOnce: another writer sets a readiness
