@@ -11,6 +11,7 @@ import (
 	"github.com/crivk/crivk/lifecycle/allocation"
 	"github.com/crivk/crivk/lifecycle/pleg"
 	"github.com/crivk/crivk/lifecycle/status"
+	"github.com/crivk/crivk/podutil"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -266,6 +267,32 @@ func pastActiveDeadline(pod *v1.Pod, start *metav1.Time, now time.Time) bool {
 	return now.Sub(start.Time) >= time.Duration(*d)*time.Second
 }
 
+// withAPIStatus returns pod with the status the API has of it now (a copy;
+// pod itself when the API has none): the pod object of the same UID, or
+// for a static pod its mirror pod (annotation kubernetes.io/config.mirror
+// = the static pod's UID), whose status is the static pod's, as the
+// kubelet's status manager reads a static pod's old status from its mirror.
+// After a crivk restart this is all that is known of the pod's containers
+// until their probes run again (status.probedState).
+func (s *syncer) withAPIStatus(pod *v1.Pod) *v1.Pod {
+	if s.apiPod == nil {
+		return pod
+	}
+	cur := s.apiPod(pod.Namespace, pod.Name)
+	if cur == nil || (cur.UID != pod.UID && !isMirrorOf(cur, pod)) {
+		return pod
+	}
+	p := pod.DeepCopy()
+	p.Status = *cur.Status.DeepCopy()
+	return p
+}
+
+// isMirrorOf: mirror is the API's mirror pod of the static pod.
+func isMirrorOf(mirror, pod *v1.Pod) bool {
+	hash, ok := mirror.Annotations[v1.MirrorPodAnnotationKey]
+	return ok && podutil.IsStaticPod(pod) && hash == string(pod.UID)
+}
+
 // errBackingOff is returned by SyncPod while a container waits for a
 // restart or pull back-off.
 var errBackingOff = errors.New("a container is waiting for a back-off")
@@ -274,13 +301,7 @@ var errBackingOff = errors.New("a container is waiting for a back-off")
 // unless the pod is terminal, plans and carries out one round of actions,
 // reads the runtime back at once and publishes again.
 func (s *syncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, st *cri.PodStatus) (bool, error) {
-	if s.apiPod != nil {
-		if cur := s.apiPod(pod.Namespace, pod.Name); cur != nil && cur.UID == pod.UID {
-			p := pod.DeepCopy()
-			p.Status = *cur.Status.DeepCopy()
-			pod = p
-		}
-	}
+	pod = s.withAPIStatus(pod)
 	// From here on the pod is the allocated one: its containers are sized,
 	// created and reported with the resources allocated to them, which a
 	// resize the node accepts makes the spec's (resize.go).
