@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/lifecycle/prober"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -98,3 +99,52 @@ func (f fakeResults) Result(t prober.ProbeType, _ string) (prober.Result, bool) 
 }
 
 func (f fakeResults) RanBeforeStart(time.Time) bool { return f.ranBefore }
+
+// TestGenerateAfterRestartKeepsReady is the node e2e "MirrorPod when
+// kubelet restarts should not change container status" at the level of
+// one status generation: crivk just started, no probe ran, the API (the
+// mirror pod's status) says started and Ready; the container keeps both
+// and the pod stays Ready.
+func TestGenerateAfterRestartKeepsReady(t *testing.T) {
+	yes := true
+	rt := rtStatus(true, reg("a", 0, cri.StateRunning, 0))
+	api := v1.PodStatus{
+		Phase: v1.PodRunning,
+		Conditions: []v1.PodCondition{
+			{Type: v1.PodReady, Status: v1.ConditionTrue}, {Type: v1.ContainersReady, Status: v1.ConditionTrue},
+		},
+		ContainerStatuses: []v1.ContainerStatus{{
+			Name: "a", ContainerID: "containerd://" + rt.Containers[0].ID, Ready: true, Started: &yes,
+			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(rt.Containers[0].StartedAt)}},
+		}},
+	}
+	probe := &v1.Probe{}
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "prod", UID: "uid-1"},
+		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "a", StartupProbe: probe, ReadinessProbe: probe}}},
+		Status:     api,
+	}
+	for _, tc := range []struct {
+		name      string
+		ranBefore bool
+		want      bool
+	}{
+		{name: "container ran before crivk", ranBefore: true, want: true},
+		{name: "container started after crivk", ranBefore: false, want: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Generate(Input{Pod: pod, Previous: *api.DeepCopy(), Runtime: rt, RuntimeName: "containerd", Now: time.Now(),
+				Probes: fakeResults{ranBefore: tc.ranBefore}})
+			cs := s.ContainerStatuses[0]
+			if cs.Started == nil || !*cs.Started {
+				t.Errorf("started %v, want true (the API's word until the startup probe runs)", cs.Started)
+			}
+			if cs.Ready != tc.want {
+				t.Errorf("ready %v, want %v", cs.Ready, tc.want)
+			}
+			if c := findCond(s, v1.PodReady); c == nil || (c.Status == v1.ConditionTrue) != tc.want {
+				t.Errorf("PodReady %+v, want True: %v", c, tc.want)
+			}
+		})
+	}
+}
