@@ -270,9 +270,13 @@ func containerStatus(in Input, c *v1.Container, typ cri.ContainerType, initDone 
 //
 //   - started: at once without a startup probe; else its settled result
 //     is Success; with none settled yet, what the previous status said of
-//     the same container (isContainerStarted: a container that started
-//     before crivk restarted stays started, its startup worker does not
-//     probe a started container);
+//     the same container, or for a container that ran before crivk
+//     started what the API's status says of it (isContainerStarted: a
+//     container that started before crivk restarted stays started; its
+//     startup worker does not probe a started container). The API's
+//     counts besides the previous status because a static pod's first
+//     status after a restart may be generated before its mirror pod is
+//     known (the informer not synced yet);
 //   - ready: once started, at once without a readiness probe; else its
 //     settled result is Success; with none settled yet, a container that
 //     ran before crivk started is ready if the pod is Ready in the API
@@ -283,14 +287,7 @@ func containerStatus(in Input, c *v1.Container, typ cri.ContainerType, initDone 
 // should not change container status"), and a container started after it
 // waits for its probes as ever.
 func probedState(in Input, c *v1.Container, apiID, id string, startedAt time.Time) (started, ready bool) {
-	var prev *v1.ContainerStatus
-	for _, list := range [][]v1.ContainerStatus{in.Previous.InitContainerStatuses, in.Previous.ContainerStatuses} {
-		for i := range list {
-			if p := &list[i]; p.Name == c.Name && p.ContainerID == apiID && p.State.Running != nil {
-				prev = p
-			}
-		}
-	}
+	prev := runningStatus(in.Previous, c.Name, apiID)
 	if in.Probes == nil {
 		// Nothing probes: a startup probe never holds a container back; a
 		// readiness probe never succeeds.
@@ -301,7 +298,8 @@ func probedState(in Input, c *v1.Container, apiID, id string, startedAt time.Tim
 		if r, ok := in.Probes.Result(prober.Startup, id); ok {
 			started = r == prober.Success
 		} else {
-			started = prev != nil && prev.Started != nil && *prev.Started
+			started = isStarted(prev) ||
+				(in.Probes.RanBeforeStart(startedAt) && in.Pod != nil && isStarted(runningStatus(in.Pod.Status, c.Name, apiID)))
 		}
 	}
 	if !started {
@@ -314,6 +312,24 @@ func probedState(in Input, c *v1.Container, apiID, id string, startedAt time.Tim
 		return true, r == prober.Success
 	}
 	return true, in.Probes.RanBeforeStart(startedAt) && podReadyInAPI(in.Pod)
+}
+
+// runningStatus is st's status of the running container apiID named name,
+// or nil.
+func runningStatus(st v1.PodStatus, name, apiID string) *v1.ContainerStatus {
+	var out *v1.ContainerStatus
+	for _, list := range [][]v1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
+		for i := range list {
+			if p := &list[i]; p.Name == name && p.ContainerID == apiID && p.State.Running != nil {
+				out = p
+			}
+		}
+	}
+	return out
+}
+
+func isStarted(cs *v1.ContainerStatus) bool {
+	return cs != nil && cs.Started != nil && *cs.Started
 }
 
 // podReadyInAPI: the pod object's (API) status has PodReady True.

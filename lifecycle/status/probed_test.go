@@ -20,6 +20,10 @@ func TestProbedState(t *testing.T) {
 	readyPod := func(s v1.ConditionStatus) *v1.Pod {
 		return &v1.Pod{Status: v1.PodStatus{Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: s}}}}
 	}
+	withContainers := func(p *v1.Pod, cs ...v1.ContainerStatus) *v1.Pod {
+		p.Status.ContainerStatuses = cs
+		return p
+	}
 	both := v1.Container{Name: "a", StartupProbe: probe, ReadinessProbe: probe}
 	for _, tc := range []struct {
 		name      string
@@ -63,6 +67,11 @@ func TestProbedState(t *testing.T) {
 		{name: "restart: the API's Started of another container does not count", container: both,
 			previous: []v1.ContainerStatus{running("c0", true, &yes)}, apiPod: readyPod(v1.ConditionTrue), ranBefore: true,
 			started: false, want: false},
+		{name: "restart: started in the API, the previous status generated without it: started and ready", container: both,
+			previous: []v1.ContainerStatus{running("c1", false, &no)}, apiPod: withContainers(readyPod(v1.ConditionTrue), running("c1", true, &yes)),
+			ranBefore: true, started: true, want: true},
+		{name: "started after crivk: the API's Started does not count", container: both,
+			apiPod: withContainers(readyPod(v1.ConditionTrue), running("c1", true, &yes)), started: false, want: false},
 		{name: "restart: a settled startup Unknown (new container) is not started", container: both,
 			results:  map[prober.ProbeType]prober.Result{prober.Startup: prober.Unknown},
 			previous: []v1.ContainerStatus{running("c1", true, &yes)}, apiPod: readyPod(v1.ConditionTrue), ranBefore: true,
