@@ -51,6 +51,8 @@ type syncer struct {
 	probes          probeManager
 	networkError    func() error
 	apiPod          func(namespace, name string) *v1.Pod
+	apiPodsSynced   func() bool                           // Config.APIPodsSynced; nil: synced
+	started         time.Time                             // when the engine was made
 	resourceClaims  resourcev1client.ResourceClaimsGetter // dra.go; nil: none readable
 	observePodStart func(took time.Duration)
 	observeSLI      func(took time.Duration)
@@ -100,6 +102,8 @@ func newSyncer(cfg Config, pods *podManager, status *status.Manager, backoff *cr
 		podCgroups:      cfg.PodCgroups,
 		networkError:    cfg.NetworkError,
 		apiPod:          cfg.APIPod,
+		apiPodsSynced:   cfg.APIPodsSynced,
+		started:         cfg.Clock.Now(),
 		resourceClaims:  cfg.ResourceClaims,
 		observePodStart: cfg.ObservePodStart,
 		observeSLI:      cfg.ObservePodStartSLI,
@@ -287,6 +291,38 @@ func (s *syncer) withAPIStatus(pod *v1.Pod) *v1.Pod {
 	return p
 }
 
+// staticStatusHold bounds how long after the engine started a static
+// pod's status waits for its mirror pod (holdStaticStatus).
+const staticStatusHold = 30 * time.Second
+
+// holdStaticStatus reports whether the sync of the static pod must not
+// publish its status yet: nothing is published for it, the API's pods
+// have not synced (its mirror pod, whose status is the one the API has of
+// it, is not known yet), and the engine started less than
+// staticStatusHold ago. Right after a crivk restart such a status would
+// be generated blind (no probe ran, no API status) and report containers
+// that were started and ready as neither, which the mirror writer would
+// write (the kubelet's status manager writes no static pod's status until
+// its pod manager knows the mirror pod). The pod is still synced (its
+// containers run); its probe workers wait for the first status. Once
+// the informer delivers the mirror pod the pod is synced again
+// (Engine.Kick of the static UID) and published from the mirror's status.
+func (s *syncer) holdStaticStatus(pod *v1.Pod) bool {
+	if !podutil.IsStaticPod(pod) || s.apiPodsSynced == nil || s.apiPodsSynced() ||
+		s.clock.Since(s.started) >= staticStatusHold {
+		return false
+	}
+	if _, published := s.status.GetPodStatus(pod.UID); published {
+		return false
+	}
+	if s.apiPod != nil {
+		if cur := s.apiPod(pod.Namespace, pod.Name); cur != nil && isMirrorOf(cur, pod) {
+			return false
+		}
+	}
+	return true
+}
+
 // isMirrorOf: mirror is the API's mirror pod of the static pod.
 func isMirrorOf(mirror, pod *v1.Pod) bool {
 	hash, ok := mirror.Annotations[v1.MirrorPodAnnotationKey]
@@ -301,13 +337,15 @@ var errBackingOff = errors.New("a container is waiting for a back-off")
 // unless the pod is terminal, plans and carries out one round of actions,
 // reads the runtime back at once and publishes again.
 func (s *syncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, st *cri.PodStatus) (bool, error) {
-	pod = s.withAPIStatus(pod)
+	pod, hold := s.withAPIStatus(pod), s.holdStaticStatus(pod)
 	// From here on the pod is the allocated one: its containers are sized,
 	// created and reported with the resources allocated to them, which a
 	// resize the node accepts makes the spec's (resize.go).
 	pod = s.allocated(ctx, pod, st)
 	status := s.generate(pod, st, false)
-	s.setRunningStatus(pod, status)
+	if !hold {
+		s.setRunningStatus(pod, status)
+	}
 	if isTerminalPhase(status.Phase) {
 		return true, nil
 	}
@@ -374,7 +412,9 @@ func (s *syncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, st *cri
 	syncErr := res.Error()
 	if after, err := s.refresh(ctx, cri.RefOf(pod)); err == nil {
 		s.resizeProgress(pod, after)
-		s.setRunningStatus(pod, s.generate(pod, after, false))
+		if !hold {
+			s.setRunningStatus(pod, s.generate(pod, after, false))
+		}
 		s.addProbes(pod) // the new containers' workers probe now
 	} else {
 		syncErr = errors.Join(syncErr, err)

@@ -979,6 +979,12 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	if _, err := podInf.Informer().AddEventHandler(mirrors.Handler()); err != nil {
 		return nil, err
 	}
+	// A static pod is synced again once its mirror pod is seen: its status
+	// waits for the mirror's right after a restart (lifecycle's
+	// holdStaticStatus).
+	if _, err := podInf.Informer().AddEventHandler(staticpods.MirrorSeenKicks(a.engine.Kick)); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 

@@ -148,6 +148,21 @@ func (m *Mirrors) Handler() cache.ResourceEventHandler {
 	}
 }
 
+// MirrorSeenKicks is the informer handler that calls kick with the static
+// pod's UID when a mirror pod is added to the informer's view (its initial
+// list included): right after a crivk restart the engine holds a static
+// pod's status until its mirror pod, whose status is the API's of it, is
+// known, and syncs it again then.
+func MirrorSeenKicks(kick func(types.UID)) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if p, ok := obj.(*v1.Pod); ok && IsMirror(p) {
+				kick(types.UID(p.Annotations[AnnotationMirror]))
+			}
+		},
+	}
+}
+
 // Run reconciles at every kick and every Period until ctx ends.
 func (m *Mirrors) Run(ctx context.Context) {
 	tick := m.cfg.Clock.NewTicker(m.cfg.Period)
