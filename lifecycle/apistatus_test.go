@@ -113,6 +113,11 @@ func TestEngineRestartKeepsStaticPodStartedAndReady(t *testing.T) {
 			if p := f.lastPublished("uid-s"); p != nil {
 				t.Fatalf("a status was published before the mirror pod was known: %+v", p.Status.ContainerStatuses)
 			}
+			// Nor does the mirror writer's fallback read one (it would
+			// write the manifest's Pending).
+			if p := f.e.PublishedPod("uid-s"); p != nil {
+				t.Fatalf("PublishedPod during the hold: %+v", p.Status)
+			}
 			if tc.mirrorSeen {
 				yes := true
 				m := pod.DeepCopy()
@@ -129,6 +134,9 @@ func TestEngineRestartKeepsStaticPodStartedAndReady(t *testing.T) {
 			}
 			f.e.Kick("uid-s") // staticpods.MirrorSeenKicks, or any later sync
 			f.eventually(t, "the static pod published", func() bool { return f.lastPublished("uid-s") != nil })
+			if p := f.e.PublishedPod("uid-s"); p == nil || p.Status.Phase != v1.PodRunning {
+				t.Errorf("PublishedPod after the hold: %v", p)
+			}
 			cs := f.lastPublished("uid-s").Status.ContainerStatuses[0]
 			if tc.wantReady && (cs.Started == nil || !*cs.Started || !cs.Ready) {
 				t.Errorf("published started %v ready %v, want both true (the mirror's)", cs.Started, cs.Ready)

@@ -46,8 +46,9 @@ type MirrorConfig struct {
 	// Static are the static pods.
 	Static StaticPods
 	// PodStatus, if set, returns a static pod with the engine's latest
-	// status (lifecycle.Engine.Pod), for a pod whose status was published
-	// before anything listened (SetStatus is the usual way).
+	// published status, nil while none was (lifecycle.Engine.PublishedPod),
+	// for a pod whose status was published before anything listened
+	// (SetStatus is the usual way).
 	PodStatus func(types.UID) *v1.Pod
 	// Period is how often everything is reconciled besides the kicks
 	// (default 10 s).
