@@ -1,7 +1,6 @@
 package kubeletconfig
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -99,25 +98,8 @@ func TestFeatureGatesRoundTrip(t *testing.T) {
 	if err := f.fs.Parse([]string{"--config", filepath.Join(dir, "k.yaml"), "--bootstrap-kubeconfig=/b"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.files.Apply(); err != nil {
-		t.Fatal(err)
-	}
-	c := f.files.Effective()
-	throughKubeletInternal(c)
-	c.FeatureGates["PodReadyToStartContainersCondition"] = true
-	b, err := Marshal(c)
+	g, b, err := writtenBack(t, f, dir, func(c *KC) { c.FeatureGates["PodReadyToStartContainersCondition"] = true }, nil, "--bootstrap-kubeconfig=/b")
 	if err != nil {
-		t.Fatal(err)
-	}
-	written := filepath.Join(dir, "kubelet-config")
-	if err := os.WriteFile(written, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	g := newTestFlags()
-	if err := g.fs.Parse([]string{"--config", written, "--bootstrap-kubeconfig=/b"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := g.files.Apply(); err != nil {
 		t.Fatalf("written back:\n%s\nApply: %v", b, err)
 	}
 	want := map[string]bool{"ContextualLogging": true, "PodReadyToStartContainersCondition": true}

@@ -483,6 +483,38 @@ func throughKubeletInternal(c *KC) {
 	})
 }
 
+// writtenBack is the node e2e suite's round trip (updateKubeletConfig):
+// f's effective configuration (/configz, after f.files.Apply) taken
+// through the kubelet's internal type, changed by change, written to
+// dir/kubelet-config and loaded by a new flag set (flags adds flags to it
+// first, if not nil), parsed with --config and then args. It returns that
+// flag set, the file written, and the new set's Apply error.
+func writtenBack(t *testing.T, f *testFlags, dir string, change func(*KC), flags func(*testFlags), args ...string) (*testFlags, []byte, error) {
+	t.Helper()
+	if err := f.files.Apply(); err != nil {
+		t.Fatal(err)
+	}
+	c := f.files.Effective()
+	throughKubeletInternal(c)
+	change(c)
+	b, err := Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := filepath.Join(dir, "kubelet-config")
+	if err := os.WriteFile(written, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := newTestFlags()
+	if flags != nil {
+		flags(g)
+	}
+	if err := g.fs.Parse(append([]string{"--config", written}, args...)); err != nil {
+		t.Fatal(err)
+	}
+	return g, b, g.files.Apply()
+}
+
 // TestEffectiveThroughKubeletInternal: the effective configuration
 // (/configz), taken through the kubelet's internal type and changed as the
 // node e2e suite does (updateKubeletConfig), is a file crivk loads, with the
@@ -493,25 +525,8 @@ func TestEffectiveThroughKubeletInternal(t *testing.T) {
 	if err := f.fs.Parse([]string{"--config", filepath.Join(dir, "k.yaml"), "--bootstrap-kubeconfig=/b"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.files.Apply(); err != nil {
-		t.Fatal(err)
-	}
-	c := f.files.Effective()
-	throughKubeletInternal(c)
-	c.EvictionHard = map[string]string{"memory.available": "1Gi"}
-	b, err := Marshal(c)
+	g, b, err := writtenBack(t, f, dir, func(c *KC) { c.EvictionHard = map[string]string{"memory.available": "1Gi"} }, nil, "--bootstrap-kubeconfig=/b")
 	if err != nil {
-		t.Fatal(err)
-	}
-	written := filepath.Join(dir, "kubelet-config")
-	if err := os.WriteFile(written, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	g := newTestFlags()
-	if err := g.fs.Parse([]string{"--config", written, "--bootstrap-kubeconfig=/b"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := g.files.Apply(); err != nil {
 		t.Fatalf("the effective configuration through the kubelet's internal type:\n%s\nApply: %v", b, err)
 	}
 	if g.maxPods != 20 || g.evictionHard != "memory.available<1Gi" {
@@ -570,31 +585,17 @@ func TestEffectiveLogRotation(t *testing.T) {
 		if err := f.fs.Parse([]string{"--config", filepath.Join(dir, "k.yaml")}); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.files.Apply(); err != nil {
-			t.Fatal(err)
-		}
-		c := f.files.Effective()
-		throughKubeletInternal(c)
-		// test/e2e_node/container_log_rotation_test.go, v1.35.4.
-		c.ContainerLogMaxFiles = ptr.To[int32](3)
-		c.ContainerLogMaxSize = "40Ki"
-		c.ContainerLogMaxWorkers = ptr.To[int32](2)
-		c.ContainerLogMonitorInterval = &metav1.Duration{Duration: 3 * time.Second}
-		b, err := Marshal(c)
+		g, b, err := writtenBack(t, f, dir, func(c *KC) {
+			// test/e2e_node/container_log_rotation_test.go, v1.35.4.
+			c.ContainerLogMaxFiles = ptr.To[int32](3)
+			c.ContainerLogMaxSize = "40Ki"
+			c.ContainerLogMaxWorkers = ptr.To[int32](2)
+			c.ContainerLogMonitorInterval = &metav1.Duration{Duration: 3 * time.Second}
+		}, func(g *testFlags) {
+			g.fs.String("container-log-max-size", "10Mi", "")
+			g.fs.Int("container-log-max-files", 5, "")
+		})
 		if err != nil {
-			t.Fatal(err)
-		}
-		written := filepath.Join(dir, "kubelet-config")
-		if err := os.WriteFile(written, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		g := newTestFlags()
-		g.fs.String("container-log-max-size", "10Mi", "")
-		g.fs.Int("container-log-max-files", 5, "")
-		if err := g.fs.Parse([]string{"--config", written}); err != nil {
-			t.Fatal(err)
-		}
-		if err := g.files.Apply(); err != nil {
 			t.Fatalf("the suite's configuration:\n%s\nApply: %v", b, err)
 		}
 		if g.logWorkers != 2 || g.logInterval != 3*time.Second {
