@@ -90,6 +90,14 @@
 // has synced the informer of the API's pods (Config.APIPods,
 // APIPodsSynced).
 //
+// What the API says of a pod (Config.APIPod: the object of the same UID,
+// or a static pod's mirror pod) is the basis of its first status after a
+// crivk restart: containers that ran before it keep their started and
+// ready flags until their probes settle (status.probedState, prober's
+// RanBeforeStart). A static pod whose mirror is not known yet (the
+// informer not synced) publishes no status for at most 30 s after the
+// engine started (syncer.holdStaticStatus; TestEngineRestartKeepsStaticPodStartedAndReady).
+//
 // Requeue (completeWork): at once after a phase transition, after
 // SyncInterval (with jitter) after a successful sync, after a second when
 // the runtime's network is not ready or a container waits for a back-off,

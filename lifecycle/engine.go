@@ -496,6 +496,23 @@ func (e *Engine) Pod(uid types.UID) *v1.Pod {
 	return e.sync.withStatus(pod)
 }
 
+// PublishedPod returns the pod with the status the engine published of it,
+// or nil while it published none (a static pod's status waits for its
+// mirror pod right after a restart: syncer.holdStaticStatus).
+func (e *Engine) PublishedPod(uid types.UID) *v1.Pod {
+	pod := e.pods.pod(uid)
+	if pod == nil {
+		return nil
+	}
+	st, ok := e.status.GetPodStatus(uid)
+	if !ok {
+		return nil
+	}
+	p := pod.DeepCopy()
+	p.Status = st
+	return p
+}
+
 // Pods returns every pod the engine runs, with its status.
 func (e *Engine) Pods() []*v1.Pod {
 	pods := e.pods.list()

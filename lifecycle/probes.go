@@ -116,13 +116,7 @@ func (e *Engine) republish(uid types.UID) {
 	if err != nil {
 		return
 	}
-	if e.sync.apiPod != nil {
-		if api := e.sync.apiPod(pod.Namespace, pod.Name); api != nil && api.UID == pod.UID {
-			p := pod.DeepCopy()
-			p.Status = *api.Status.DeepCopy()
-			pod = p
-		}
-	}
+	pod = e.sync.withAPIStatus(pod)
 	// A terminating pod is still probed for readiness; generate as its
 	// terminating sync does.
 	e.status.SetPodStatus(pod, e.sync.generate(pod, st, e.workers.IsPodTerminationRequested(uid) && pod.DeletionTimestamp != nil))

@@ -11,6 +11,7 @@ import (
 	"github.com/crivk/crivk/lifecycle/allocation"
 	"github.com/crivk/crivk/lifecycle/pleg"
 	"github.com/crivk/crivk/lifecycle/status"
+	"github.com/crivk/crivk/podutil"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,6 +51,8 @@ type syncer struct {
 	probes          probeManager
 	networkError    func() error
 	apiPod          func(namespace, name string) *v1.Pod
+	apiPodsSynced   func() bool                           // Config.APIPodsSynced; nil: synced
+	started         time.Time                             // when the engine was made
 	resourceClaims  resourcev1client.ResourceClaimsGetter // dra.go; nil: none readable
 	observePodStart func(took time.Duration)
 	observeSLI      func(took time.Duration)
@@ -99,6 +102,8 @@ func newSyncer(cfg Config, pods *podManager, status *status.Manager, backoff *cr
 		podCgroups:      cfg.PodCgroups,
 		networkError:    cfg.NetworkError,
 		apiPod:          cfg.APIPod,
+		apiPodsSynced:   cfg.APIPodsSynced,
+		started:         cfg.Clock.Now(),
 		resourceClaims:  cfg.ResourceClaims,
 		observePodStart: cfg.ObservePodStart,
 		observeSLI:      cfg.ObservePodStartSLI,
@@ -266,6 +271,64 @@ func pastActiveDeadline(pod *v1.Pod, start *metav1.Time, now time.Time) bool {
 	return now.Sub(start.Time) >= time.Duration(*d)*time.Second
 }
 
+// withAPIStatus returns pod with the status the API has of it now (a copy;
+// pod itself when the API has none): the pod object of the same UID, or
+// for a static pod its mirror pod (annotation kubernetes.io/config.mirror
+// = the static pod's UID), whose status is the static pod's, as the
+// kubelet's status manager reads a static pod's old status from its mirror.
+// After a crivk restart this is all that is known of the pod's containers
+// until their probes run again (status.probedState).
+func (s *syncer) withAPIStatus(pod *v1.Pod) *v1.Pod {
+	if s.apiPod == nil {
+		return pod
+	}
+	cur := s.apiPod(pod.Namespace, pod.Name)
+	if cur == nil || (cur.UID != pod.UID && !isMirrorOf(cur, pod)) {
+		return pod
+	}
+	p := pod.DeepCopy()
+	p.Status = *cur.Status.DeepCopy()
+	return p
+}
+
+// staticStatusHold bounds how long after the engine started a static
+// pod's status waits for its mirror pod (holdStaticStatus).
+const staticStatusHold = 30 * time.Second
+
+// holdStaticStatus reports whether the sync of the static pod must not
+// publish its status yet: nothing is published for it, the API's pods
+// have not synced (its mirror pod, whose status is the one the API has of
+// it, is not known yet), and the engine started less than
+// staticStatusHold ago. Right after a crivk restart such a status would
+// be generated blind (no probe ran, no API status) and report containers
+// that were started and ready as neither, which the mirror writer would
+// write (the kubelet's status manager writes no static pod's status until
+// its pod manager knows the mirror pod). The pod is still synced (its
+// containers run); its probe workers wait for the first status. Once
+// the informer delivers the mirror pod the pod is synced again
+// (Engine.Kick of the static UID) and published from the mirror's status.
+func (s *syncer) holdStaticStatus(pod *v1.Pod) bool {
+	if !podutil.IsStaticPod(pod) || s.apiPodsSynced == nil || s.apiPodsSynced() ||
+		s.clock.Since(s.started) >= staticStatusHold {
+		return false
+	}
+	if _, published := s.status.GetPodStatus(pod.UID); published {
+		return false
+	}
+	if s.apiPod != nil {
+		if cur := s.apiPod(pod.Namespace, pod.Name); cur != nil && isMirrorOf(cur, pod) {
+			return false
+		}
+	}
+	return true
+}
+
+// isMirrorOf: mirror is the API's mirror pod of the static pod.
+func isMirrorOf(mirror, pod *v1.Pod) bool {
+	hash, ok := mirror.Annotations[v1.MirrorPodAnnotationKey]
+	return ok && podutil.IsStaticPod(pod) && hash == string(pod.UID)
+}
+
 // errBackingOff is returned by SyncPod while a container waits for a
 // restart or pull back-off.
 var errBackingOff = errors.New("a container is waiting for a back-off")
@@ -274,19 +337,15 @@ var errBackingOff = errors.New("a container is waiting for a back-off")
 // unless the pod is terminal, plans and carries out one round of actions,
 // reads the runtime back at once and publishes again.
 func (s *syncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, st *cri.PodStatus) (bool, error) {
-	if s.apiPod != nil {
-		if cur := s.apiPod(pod.Namespace, pod.Name); cur != nil && cur.UID == pod.UID {
-			p := pod.DeepCopy()
-			p.Status = *cur.Status.DeepCopy()
-			pod = p
-		}
-	}
+	pod, hold := s.withAPIStatus(pod), s.holdStaticStatus(pod)
 	// From here on the pod is the allocated one: its containers are sized,
 	// created and reported with the resources allocated to them, which a
 	// resize the node accepts makes the spec's (resize.go).
 	pod = s.allocated(ctx, pod, st)
 	status := s.generate(pod, st, false)
-	s.setRunningStatus(pod, status)
+	if !hold {
+		s.setRunningStatus(pod, status)
+	}
 	if isTerminalPhase(status.Phase) {
 		return true, nil
 	}
@@ -353,7 +412,9 @@ func (s *syncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, st *cri
 	syncErr := res.Error()
 	if after, err := s.refresh(ctx, cri.RefOf(pod)); err == nil {
 		s.resizeProgress(pod, after)
-		s.setRunningStatus(pod, s.generate(pod, after, false))
+		if !hold {
+			s.setRunningStatus(pod, s.generate(pod, after, false))
+		}
 		s.addProbes(pod) // the new containers' workers probe now
 	} else {
 		syncErr = errors.Join(syncErr, err)

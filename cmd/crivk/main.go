@@ -854,7 +854,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	static := staticpods.NewSource(staticpods.SourceConfig{Path: o.podManifestPath, NodeName: o.nodeName, Period: o.fileCheckFrequency})
 	mirrors, err := staticpods.NewMirrors(staticpods.MirrorConfig{Client: clients.core, Pods: apiPods, NodeName: o.nodeName, Static: static,
 		// The engine is made below, before the mirror client runs.
-		PodStatus: func(uid types.UID) *v1.Pod { return a.engine.Pod(uid) },
+		PodStatus: func(uid types.UID) *v1.Pod { return a.engine.PublishedPod(uid) },
 		NodeUID: func() (types.UID, error) {
 			if n, ok := nodes.Watched(); ok {
 				return n.UID, nil
@@ -977,6 +977,12 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		return nil, err
 	}
 	if _, err := podInf.Informer().AddEventHandler(mirrors.Handler()); err != nil {
+		return nil, err
+	}
+	// A static pod is synced again once its mirror pod is seen: its status
+	// waits for the mirror's right after a restart (lifecycle's
+	// holdStaticStatus).
+	if _, err := podInf.Informer().AddEventHandler(staticpods.MirrorSeenKicks(a.engine.Kick)); err != nil {
 		return nil, err
 	}
 	return a, nil

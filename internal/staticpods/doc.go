@@ -76,7 +76,14 @@
 // also when another writer overwrote crivk's write (the node lifecycle
 // controller's MarkPodsNotReady), not while the lister still shows the
 // object of crivk's own write or the one it replaced
-// (TestMirrorStatusWrittenBack).
+// (TestMirrorStatusWrittenBack). The mirror's status is the API's status
+// of the static pod for the engine too (its syncer takes the status of
+// the API object of the pod's name whose mirror annotation is the pod's
+// UID): right after a crivk restart the engine publishes no status of a
+// static pod until its mirror pod is known (at most 30 s), so that its
+// containers stay started and ready as the mirror says until their probes
+// run; MirrorSeenKicks syncs the static pod again when its mirror pod
+// appears in the informer.
 //
 // The package must never run a mirror pod, never delete a pod that is not
 // a mirror pod, never delete a mirror pod of a static pod that still runs

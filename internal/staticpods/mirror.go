@@ -46,8 +46,9 @@ type MirrorConfig struct {
 	// Static are the static pods.
 	Static StaticPods
 	// PodStatus, if set, returns a static pod with the engine's latest
-	// status (lifecycle.Engine.Pod), for a pod whose status was published
-	// before anything listened (SetStatus is the usual way).
+	// published status, nil while none was (lifecycle.Engine.PublishedPod),
+	// for a pod whose status was published before anything listened
+	// (SetStatus is the usual way).
 	PodStatus func(types.UID) *v1.Pod
 	// Period is how often everything is reconciled besides the kicks
 	// (default 10 s).
@@ -145,6 +146,21 @@ func (m *Mirrors) Handler() cache.ResourceEventHandler {
 		AddFunc:    kickMirror,
 		UpdateFunc: func(_, obj any) { kickMirror(obj) },
 		DeleteFunc: kickMirror,
+	}
+}
+
+// MirrorSeenKicks is the informer handler that calls kick with the static
+// pod's UID when a mirror pod is added to the informer's view (its initial
+// list included): right after a crivk restart the engine holds a static
+// pod's status until its mirror pod, whose status is the API's of it, is
+// known, and syncs it again then.
+func MirrorSeenKicks(kick func(types.UID)) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if p, ok := obj.(*v1.Pod); ok && IsMirror(p) {
+				kick(types.UID(p.Annotations[AnnotationMirror]))
+			}
+		},
 	}
 }
 

@@ -23,7 +23,8 @@
 // container ID resets it):
 //
 //	        new container ID: result := initial (readiness Failure,
-//	        liveness Success, startup Unknown) unless already known
+//	        liveness Success, startup Unknown), none if the container
+//	        ran before crivk started (a started sidecar: startup Success)
 //	              │
 //	              v
 //	┌──────> waiting ── not running / not started (startup gate) /
@@ -49,10 +50,18 @@
 // startup probe succeeds (a manual run restarts the worker's period);
 // liveness and startup probe on their period only, so a container gets
 // failureThreshold × periodSeconds however often its pod is synced.
-// Results survive a crivk restart through the API status: AddPod seeds
-// readiness Success for a container the API says is ready and startup
-// Success for one it says is started, so a ready container stays ready
-// until a probe says otherwise.
+// A crivk restart changes no container's started or ready flag, as the
+// kubelet's with ChangeContainerStatusOnKubeletRestart off (its default):
+// a container that started more than 10 s before the Manager was made
+// (RanBeforeStart, the kubelet's kubeletRestartGracePeriod) gets no
+// initial result, so status generation (status.probedState) keeps what the
+// API says until a probe settles one: started if the API's status of that
+// container says so (its startup worker then never probes it), ready if
+// the pod is Ready in the API (the pod object's status; a static pod's is
+// its mirror pod's). A restartable init container (sidecar) the status
+// says started gets startup Success at once, which the plan's gate on the
+// containers after it reads. A container started after crivk starts waits
+// for its probes as ever.
 //
 // Cost: one goroutine per worker, woken by its ticker; a probe runs inside
 // that goroutine with its timeout, so at most one exec session, HTTP request

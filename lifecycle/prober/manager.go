@@ -79,9 +79,8 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 // AddPod starts the workers the pod's containers' probes need and are not
 // running yet, and asks the readiness workers of started containers that
 // are not ready to probe now (maybeTrigger). It is idempotent; the engine
-// calls it at every sync. A container the pod's (API) status says is ready
-// or started keeps that result until a probe says otherwise (crivk
-// restarted).
+// calls it at every sync. What a container that ran before crivk started
+// reports until its probes run is status generation's (RanBeforeStart).
 func (m *Manager) AddPod(pod *v1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -98,7 +97,6 @@ func (m *Manager) AddPod(pod *v1.Pod) {
 				m.maybeTrigger(w)
 				continue
 			}
-			m.seed(pod, c.Name, t)
 			w := newWorker(m, t, pod.DeepCopy(), c)
 			m.workers[k] = w
 			go w.run(m.ctx)
@@ -120,21 +118,6 @@ func probedContainers(pod *v1.Pod) []*v1.Container {
 		out = append(out, &pod.Spec.Containers[i])
 	}
 	return out
-}
-
-// seed keeps the API's word on a container across a crivk restart.
-func (m *Manager) seed(pod *v1.Pod, name string, t ProbeType) {
-	for _, cs := range append(append([]v1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
-		if cs.Name != name || cs.ContainerID == "" || cs.State.Running == nil {
-			continue
-		}
-		switch {
-		case t == Readiness && cs.Ready:
-			m.results.seed(t, trimRuntime(cs.ContainerID), Success)
-		case t == Startup && cs.Started != nil && *cs.Started:
-			m.results.seed(t, trimRuntime(cs.ContainerID), Success)
-		}
-	}
 }
 
 // maybeTrigger asks a readiness worker to probe now when its container
@@ -235,6 +218,20 @@ func (m *Manager) observe(l MetricLabels, result string, took time.Duration) {
 	if m.cfg.Metrics != nil {
 		m.cfg.Metrics.Observe(l, result, took)
 	}
+}
+
+// restartGrace is the kubelet's kubeletRestartGracePeriod: a container
+// that started more than this before the manager was made ran before the
+// agent (re)started.
+const restartGrace = 10 * time.Second
+
+// RanBeforeStart reports whether a container that started at startedAt was
+// already running before this agent started (the kubelet's
+// kubeletRestartGracePeriod, counted from the manager's construction). Its
+// workers do not seed their initial result, so until a probe settles one
+// the container keeps what the API said of it (status.probedState).
+func (m *Manager) RanBeforeStart(startedAt time.Time) bool {
+	return !startedAt.IsZero() && startedAt.Before(m.started.Add(-restartGrace))
 }
 
 // Result returns the settled result of the container's probe of type t.

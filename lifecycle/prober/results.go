@@ -96,16 +96,6 @@ func (r *results) set(u Update) {
 	}
 }
 
-// seed stores res only if nothing is known of the container yet, without
-// calling onChange.
-func (r *results) seed(t ProbeType, id string, res Result) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.m[t][id]; !ok {
-		r.m[t][id] = res
-	}
-}
-
 func (r *results) remove(t ProbeType, id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

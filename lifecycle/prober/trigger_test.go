@@ -176,3 +176,13 @@ func TestSidecarStartupProbeGetsItsPeriods(t *testing.T) {
 		t.Errorf("%d probes, want 3 (at the start and at two ticks)", n)
 	}
 }
+
+// seed stores res only if nothing is known of the container yet, without
+// calling onChange (tests set a settled result with it).
+func (r *results) seed(t ProbeType, id string, res Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.m[t][id]; !ok {
+		r.m[t][id] = res
+	}
+}

@@ -166,7 +166,15 @@ func (w *worker) doProbe(ctx context.Context) bool {
 			w.m.results.remove(w.typ, w.containerID)
 		}
 		w.containerID = id
-		if _, known := w.m.results.get(w.typ, id); !known {
+		// As the kubelet (ChangeContainerStatusOnKubeletRestart off): a
+		// container that ran before crivk started gets no initial result,
+		// so it keeps its API status until a probe settles one; a sidecar
+		// the status says started passed its startup probe (the plan's
+		// gate on what follows it reads that result).
+		if w.sidecar && w.typ == Startup && cs.Started != nil && *cs.Started {
+			w.m.results.set(w.update(Success))
+		}
+		if cs.State.Running == nil || !w.m.RanBeforeStart(cs.State.Running.StartedAt.Time) {
 			w.m.results.set(w.update(w.initial))
 		}
 		w.onHold, w.lastResult, w.resultRun = false, Unknown, 0

@@ -369,21 +369,109 @@ func TestManagerWorkersTickAndStop(t *testing.T) {
 	})
 }
 
-func TestManagerSeedsFromAPIStatus(t *testing.T) {
+func TestRanBeforeStart(t *testing.T) {
 	f := newFixture(t)
-	pod := probePod(func(c *v1.Container) { c.ReadinessProbe = execProbeSpec(0, 10, 1, 3) })
-	st := running("c1", f.clk.Now(), true)
-	st.ContainerStatuses[0].Ready = true
-	pod.Status = st
-	f.status.set(pod.UID, st)
-	f.exec.set(1)
-	f.m.AddPod(pod)
-	// A container the API says is ready stays ready (crivk restarted)
-	// until a probe says otherwise.
-	if r, _ := f.m.Result(Readiness, "c1"); r != Success {
-		t.Fatalf("seeded readiness %v, want Success", r)
+	start := f.clk.Now() // the manager was made now
+	for _, tc := range []struct {
+		name      string
+		startedAt time.Time
+		want      bool
+	}{
+		{"long before", start.Add(-time.Hour), true},
+		{"just over the grace before", start.Add(-restartGrace - time.Nanosecond), true},
+		{"exactly the grace before", start.Add(-restartGrace), false},
+		{"within the grace", start.Add(-time.Second), false},
+		{"after the start", start.Add(time.Second), false},
+		{"unknown start", time.Time{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := f.m.RanBeforeStart(tc.startedAt); got != tc.want {
+				t.Errorf("RanBeforeStart(%v) = %v, want %v", tc.startedAt, got, tc.want)
+			}
+		})
 	}
-	f.m.RemovePod(pod.UID)
+	// The manager's construction is the start, not the clock's now.
+	f.clk.Step(time.Hour)
+	if !f.m.RanBeforeStart(start.Add(-time.Minute)) || f.m.RanBeforeStart(start.Add(time.Minute)) {
+		t.Error("RanBeforeStart moved with the clock")
+	}
+}
+
+// TestWorkerFirstResultAfterRestart is the kubelet's worker.doProbe on a
+// new container ID (ChangeContainerStatusOnKubeletRestart off): a
+// container that ran before crivk started gets no initial result (its
+// status stands until a probe settles one); a sidecar the status says
+// started passed its startup probe.
+func TestWorkerFirstResultAfterRestart(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		typ       ProbeType
+		sidecar   bool
+		before    bool // the container started before crivk
+		started   bool // the published status says started
+		want      Result
+		wantKnown bool
+	}{
+		{name: "readiness, ran before crivk: none", typ: Readiness, before: true, started: true},
+		{name: "startup, ran before crivk: none", typ: Startup, before: true, started: true},
+		{name: "liveness, ran before crivk: none", typ: Liveness, before: true, started: true},
+		{name: "readiness, started after crivk: Failure", typ: Readiness, started: true, want: Failure, wantKnown: true},
+		{name: "startup, started after crivk: Unknown", typ: Startup, want: Unknown, wantKnown: true},
+		{name: "liveness, started after crivk: Success", typ: Liveness, started: true, want: Success, wantKnown: true},
+		{name: "sidecar startup, ran before crivk, started: Success", typ: Startup, sidecar: true, before: true, started: true,
+			want: Success, wantKnown: true},
+		{name: "sidecar startup, ran before crivk, not started: none", typ: Startup, sidecar: true, before: true},
+		{name: "sidecar startup, started after crivk: Unknown", typ: Startup, sidecar: true, started: true,
+			want: Unknown, wantKnown: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			// A probe that would settle Failure is never run here: the
+			// first look only seeds (initial delay not passed, or the
+			// container is started / not started as the type needs).
+			f.exec.set(1)
+			probe := execProbeSpec(3600, 10, 1, 1)
+			pod := probePod(func(c *v1.Container) {
+				switch tc.typ {
+				case Liveness:
+					c.LivenessProbe = probe
+				case Readiness:
+					c.ReadinessProbe = probe
+				case Startup:
+					c.StartupProbe = probe
+				}
+			})
+			startedAt := f.clk.Now().Add(time.Second)
+			if tc.before {
+				startedAt = f.clk.Now().Add(-time.Minute)
+			}
+			st := running("c1", startedAt, tc.started)
+			c := &pod.Spec.Containers[0]
+			if tc.sidecar {
+				always := v1.ContainerRestartPolicyAlways
+				pod.Spec.InitContainers = []v1.Container{*c}
+				pod.Spec.InitContainers[0].RestartPolicy = &always
+				pod.Spec.Containers = []v1.Container{{Name: "main"}}
+				c = &pod.Spec.InitContainers[0]
+				st.InitContainerStatuses, st.ContainerStatuses = st.ContainerStatuses, nil
+			}
+			// The pod object says ready and started: nothing is seeded
+			// from it any more (status generation reads it).
+			pod.Status = *st.DeepCopy()
+			f.status.set(pod.UID, st)
+			w := newWorker(f.m, tc.typ, pod, c)
+			if !w.doProbe(context.Background()) {
+				t.Fatal("worker ended")
+			}
+			r, known := f.m.Result(tc.typ, "containerd://c1")
+			if known != tc.wantKnown || (known && r != tc.want) {
+				t.Errorf("result (%v, known %v), want (%v, known %v)", r, known, tc.want, tc.wantKnown)
+			}
+			if n := f.exec.count(); n != 0 {
+				t.Errorf("%d probes ran, want none", n)
+			}
+		})
+	}
 }
 
 func TestManagerStopLivenessAndStartupKeepsReadiness(t *testing.T) {

@@ -52,9 +52,12 @@ type Input struct {
 }
 
 // ProbeResults is what status generation needs of the prober
-// (*prober.Manager): the settled result of a container's probe of type t.
+// (*prober.Manager): the settled result of a container's probe of type t,
+// and whether a container that started at startedAt was already running
+// before the agent started (its probes then seeded no result).
 type ProbeResults interface {
 	Result(t prober.ProbeType, containerID string) (prober.Result, bool)
+	RanBeforeStart(startedAt time.Time) bool
 }
 
 // Generate computes the API status of a pod from the runtime's state,
@@ -234,7 +237,7 @@ func containerStatus(in Input, c *v1.Container, typ cri.ContainerType, initDone 
 	switch latest.State {
 	case cri.StateRunning:
 		cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(latest.StartedAt)}
-		started, cs.Ready = probedState(in, c, cs.ContainerID, latest.ID)
+		started, cs.Ready = probedState(in, c, cs.ContainerID, latest.ID, latest.StartedAt)
 		cs.Started = &started
 		if prev := in.Runtime.Previous(c.Name, typ); prev != nil && prev.State == cri.StateExited {
 			cs.LastTerminationState.Terminated = terminated(in.RuntimeName, prev)
@@ -261,45 +264,85 @@ func containerStatus(in Input, c *v1.Container, typ cri.ContainerType, initDone 
 	return cs
 }
 
-// probedState is the started and ready flags of a running container, the
-// kubelet's prober manager's UpdatePodStatus: started once its startup
-// probe succeeded (at once without one); ready once started and its
-// readiness probe succeeded (at once without one). A container with no
-// settled result yet keeps what the previous status said of the same
-// container (crivk restarted), as the kubelet keeps a ready container
-// ready until a probe says otherwise.
-func probedState(in Input, c *v1.Container, apiID, id string) (started, ready bool) {
-	var prev *v1.ContainerStatus
-	for _, list := range [][]v1.ContainerStatus{in.Previous.InitContainerStatuses, in.Previous.ContainerStatuses} {
-		for i := range list {
-			if p := &list[i]; p.Name == c.Name && p.ContainerID == apiID && p.State.Running != nil {
-				prev = p
-			}
-		}
-	}
-	probed := func(t prober.ProbeType, carried bool) bool {
-		if in.Probes == nil {
-			// Nothing probes: a startup probe never holds a container
-			// back; a readiness probe never succeeds.
-			return t == prober.Startup
-		}
-		if r, ok := in.Probes.Result(t, id); ok {
-			return r == prober.Success
-		}
-		return carried
+// probedState is the started and ready flags of a running container that
+// started at startedAt, the kubelet's prober manager's UpdatePodStatus
+// (ChangeContainerStatusOnKubeletRestart off, its default):
+//
+//   - started: at once without a startup probe; else its settled result
+//     is Success; with none settled yet, what the previous status said of
+//     the same container, or for a container that ran before crivk
+//     started what the API's status says of it (isContainerStarted: a
+//     container that started before crivk restarted stays started; its
+//     startup worker does not probe a started container). The API's
+//     counts besides the previous status because a static pod's first
+//     status after a restart may be generated before its mirror pod is
+//     known (the informer not synced yet);
+//   - ready: once started, at once without a readiness probe; else its
+//     settled result is Success; with none settled yet, a container that
+//     ran before crivk started is ready if the pod is Ready in the API
+//     (setReadyStateOnKubeletRestart), any other is not.
+//
+// So a crivk restart changes neither flag of a container until one of its
+// probes says otherwise (the node e2e "MirrorPod when kubelet restarts
+// should not change container status"), and a container started after it
+// waits for its probes as ever.
+func probedState(in Input, c *v1.Container, apiID, id string, startedAt time.Time) (started, ready bool) {
+	prev := runningStatus(in.Previous, c.Name, apiID)
+	if in.Probes == nil {
+		// Nothing probes: a startup probe never holds a container back; a
+		// readiness probe never succeeds.
+		return true, c.ReadinessProbe == nil
 	}
 	started = true
 	if c.StartupProbe != nil {
-		started = probed(prober.Startup, prev != nil && prev.Started != nil && *prev.Started)
+		if r, ok := in.Probes.Result(prober.Startup, id); ok {
+			started = r == prober.Success
+		} else {
+			started = isStarted(prev) ||
+				(in.Probes.RanBeforeStart(startedAt) && in.Pod != nil && isStarted(runningStatus(in.Pod.Status, c.Name, apiID)))
+		}
 	}
 	if !started {
 		return false, false
 	}
-	ready = true
-	if c.ReadinessProbe != nil {
-		ready = probed(prober.Readiness, prev != nil && prev.Ready)
+	if c.ReadinessProbe == nil {
+		return true, true
 	}
-	return started, ready
+	if r, ok := in.Probes.Result(prober.Readiness, id); ok {
+		return true, r == prober.Success
+	}
+	return true, in.Probes.RanBeforeStart(startedAt) && podReadyInAPI(in.Pod)
+}
+
+// runningStatus is st's status of the running container apiID named name,
+// or nil.
+func runningStatus(st v1.PodStatus, name, apiID string) *v1.ContainerStatus {
+	var out *v1.ContainerStatus
+	for _, list := range [][]v1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
+		for i := range list {
+			if p := &list[i]; p.Name == name && p.ContainerID == apiID && p.State.Running != nil {
+				out = p
+			}
+		}
+	}
+	return out
+}
+
+func isStarted(cs *v1.ContainerStatus) bool {
+	return cs != nil && cs.Started != nil && *cs.Started
+}
+
+// podReadyInAPI: the pod object's (API) status has PodReady True.
+func podReadyInAPI(pod *v1.Pod) bool {
+	if pod == nil {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
 }
 
 func containerID(runtime, id string) string {
