@@ -26,6 +26,10 @@ import (
 type StaticPods interface {
 	Pods() []*v1.Pod
 	Terminating(namespace, name string) bool
+	// HasSynced: the manifests were read at least once. Until then no
+	// mirror pod is an orphan (the kubelet's sourcesReady.AllReady()
+	// before HandlePodCleanups).
+	HasSynced() bool
 }
 
 var _ StaticPods = (*Source)(nil)
@@ -192,6 +196,13 @@ func (m *Mirrors) Reconcile(ctx context.Context) error {
 		if err := m.syncMirror(ctx, s); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if !m.cfg.Static.HasSynced() {
+		// Right after a start the manifests may not have been read yet:
+		// every mirror pod would look orphaned, and deleting one drops
+		// its status (a new mirror starts without it).
+		m.forgetStatuses(static)
+		return errors.Join(errs...)
 	}
 	all, err := m.cfg.Pods.List(labels.Everything())
 	if err != nil {

@@ -206,9 +206,11 @@ func TestSourceWithoutPath(t *testing.T) {
 type fixedStatic struct {
 	pods        []*v1.Pod
 	terminating map[string]bool
+	unsynced    bool // the manifests not read yet
 }
 
 func (f *fixedStatic) Pods() []*v1.Pod { return f.pods }
+func (f *fixedStatic) HasSynced() bool { return !f.unsynced }
 func (f *fixedStatic) Terminating(ns, name string) bool {
 	return f.terminating[ns+"/"+name]
 }
@@ -465,5 +467,30 @@ func TestOnTerminated(t *testing.T) {
 	}
 	if src.Terminating("default", "web-n1") {
 		t.Error("the static pod's termination was not recorded")
+	}
+}
+
+// TestMirrorsKeepMirrorsUntilTheManifestsWereRead: right after crivk's
+// start, before the manifests were read, a mirror pod is not an orphan
+// (the node e2e spec "MirrorPod [Serial] when kubelet restarts should not
+// change container status" saw crivk delete and recreate it 11 ms before
+// the read); once they were read and hold no such static pod, it is.
+func TestMirrorsKeepMirrorsUntilTheManifestsWereRead(t *testing.T) {
+	e := newMirrorEnv(t)
+	mirror := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-n1", UID: "m1",
+		Annotations: map[string]string{AnnotationMirror: "hash", AnnotationSource: SourceFile}}, Spec: v1.PodSpec{NodeName: "n1"}}
+	if _, err := e.client.CoreV1().Pods("default").Create(context.Background(), mirror, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.refresh(t)
+	e.static.unsynced = true
+	e.reconcile(t)
+	if e.get(t, "web-n1") == nil {
+		t.Fatal("a mirror pod was deleted before the manifests were read")
+	}
+	e.static.unsynced = false
+	e.reconcile(t)
+	if e.get(t, "web-n1") != nil {
+		t.Error("an orphaned mirror pod must be deleted once the manifests were read")
 	}
 }
