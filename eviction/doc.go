@@ -59,7 +59,9 @@
 //     first that is not critical is evicted: lifecycle.Engine.Evict stops
 //     its containers (grace 1 s for a hard threshold, the shorter of
 //     --eviction-max-pod-grace-period and the pod's for a soft one), then
-//     publishes it Failed, reason Evicted, with the kubelet's message
+//     publishes it Failed (Succeeded, without reason and message, when
+//     all its containers exited 0, as the kubelet's), reason Evicted,
+//     with the kubelet's message
 //     ("The node was low on resource: memory. Threshold quantity: ...,
 //     available: .... Container c was using ..., request is ..., has larger
 //     consumption of memory. ") and the DisruptionTarget condition; the
@@ -81,8 +83,8 @@
 //
 //   - Never evict more than one pod per round, nor a critical pod.
 //   - Never stop a container or write a status itself: the engine does
-//     (Evict), so a pod is never shown Failed while its containers run,
-//     and never deleted: an evicted pod stays Failed in the API.
+//     (Evict), so a pod is never shown terminal while its containers
+//     run, and never deleted: an evicted pod stays terminal in the API.
 //   - Never write the Node: nodestatus reads the pressure through
 //     PressureSource.
 //   - Never import nodestatus, provider or cmd: it sits beside them, above

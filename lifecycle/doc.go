@@ -60,7 +60,11 @@
 // pod admission's (preempt.go: a critical pod refused only for lack of
 // resources is admitted after the kubelet's choice of lower-priority pods,
 // admission.PodsToPreempt, is evicted with reason Preempting; UpdatePod
-// blocks meanwhile, under the admission lock). A kill not done within 1.5
+// blocks meanwhile, under the admission lock). As the kubelet's, the
+// status function is laid over the status generated from the stopped
+// containers (syncer.go SyncTerminatingPod): an evicted or preempted pod
+// whose containers all exited 0 ends Succeeded, without the reason and
+// message, with the DisruptionTarget condition. A kill not done within 1.5
 // times the grace period (10 s at least) gets the ExceededGracePeriod
 // event and the caller goes on.
 //

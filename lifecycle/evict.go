@@ -85,13 +85,16 @@ func (e *Engine) ActivePods() []*v1.Pod {
 }
 
 // Evict stops pod's containers with ev's grace period and then publishes
-// its final status: phase Failed, ev's reason (Evicted) and message, the
-// DisruptionTarget condition when asked; it records the kubelet's Warning
-// event of that reason and message first. The status turns Failed only once no container of the pod
-// runs (the kubelet's status manager holds a terminal phase back while
-// containers could run), so nothing sees the pod Failed while its
-// containers still use the node. The pod stays in the API, Failed, until
-// someone deletes it.
+// its final status, as the kubelet's kill with a status function: phase
+// Failed, ev's reason (Evicted) and message, the DisruptionTarget condition
+// when asked; but a pod whose containers all exited 0 when stopped (pause,
+// a shell that traps SIGTERM) ends Succeeded, without that reason and
+// message, with the condition (SyncTerminatingPod says why). It records
+// the kubelet's Warning event of that reason and message first. The status
+// turns terminal only once no container of the pod runs (the kubelet's
+// status manager holds a terminal phase back while containers could run),
+// so nothing sees the pod finished while its containers still use the
+// node. The pod stays in the API, terminal, until someone deletes it.
 //
 // Evict blocks until the containers are stopped, as the kubelet's
 // killPodNow: at most 1.5 times the grace period (10 s at least), then it
@@ -147,18 +150,14 @@ func (e *Engine) PodCleanedUp(uid types.UID) bool {
 	return e.workers.IsPodFinished(uid) || !e.workers.IsKnown(uid)
 }
 
-// evictedStatus is the status adjustment of an evicted pod, applied to
-// every status published while it terminates: nothing while a container
-// runs, then the kubelet's evicted status.
+// evictedStatus is the kill's status function of an evicted pod, the
+// kubelet's (eviction manager's evictPod, preemption's
+// HandleAdmissionFailure): Failed, the reason and message, the
+// DisruptionTarget condition when asked. The syncer applies it to the
+// previous status once the containers stopped (SyncTerminatingPod), so
+// the phase the containers' exits give can still win (Succeeded).
 func evictedStatus(pod *v1.Pod, ev Eviction, now metav1.Time) PodStatusFunc {
 	return func(s *v1.PodStatus) {
-		for _, l := range [][]v1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses, s.EphemeralContainerStatuses} {
-			for _, c := range l {
-				if c.State.Running != nil {
-					return
-				}
-			}
-		}
 		s.Phase = v1.PodFailed
 		s.Reason = ev.Reason
 		s.Message = ev.Message

@@ -118,8 +118,10 @@ func canTransition(from, to PodWorkerState) bool {
 	return false
 }
 
-// PodStatusFunc adjusts the status published while a pod terminates (an
-// eviction's reason and message, for example).
+// PodStatusFunc is the status a kill asks for (an eviction's Failed, reason
+// and message, for example), the kubelet's KillPodOptions.PodStatusFunc.
+// As the kubelet's, it is laid over the previous status, and the phase the
+// stopped containers give can still win (SyncTerminatingPod).
 type PodStatusFunc func(*v1.PodStatus)
 
 // KillPodOptions go with a SyncPodKill update.
@@ -129,7 +131,7 @@ type KillPodOptions struct {
 	CompletedCh chan<- struct{}
 	// Evict marks the termination as an eviction.
 	Evict bool
-	// PodStatusFunc is applied to the status published while terminating.
+	// PodStatusFunc is the status the kill asks for (SyncTerminatingPod).
 	PodStatusFunc PodStatusFunc
 	// PodTerminationGracePeriodSecondsOverride shortens the grace period.
 	PodTerminationGracePeriodSecondsOverride *int64

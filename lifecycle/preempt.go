@@ -15,8 +15,9 @@ import (
 // refuse only for lack of resources is admitted once lower-priority pods
 // are evicted to free them.
 const (
-	// ReasonPreempting is the victim's status reason and event reason
-	// (events.PreemptContainer).
+	// ReasonPreempting is the victim's event reason and, when it ends
+	// Failed, its status reason (events.PreemptContainer); a victim whose
+	// containers all exit 0 ends Succeeded without it, as the kubelet's.
 	ReasonPreempting = "Preempting"
 	// msgPreempted is the victim's status and event message.
 	msgPreempted = "Preempted in order to admit critical pod"

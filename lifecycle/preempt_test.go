@@ -57,13 +57,27 @@ func TestEngineCriticalPodPreemption(t *testing.T) {
 		// reason and message.
 		victims         []types.UID
 		reason, message string
+		// killExit is the exit code of the victims' containers when
+		// stopped: 0 (pause on SIGTERM), the victims end Succeeded
+		// without reason and message; else Failed, Preempting (the
+		// kubelet's SyncTerminatingPod and generateAPIPodStatus).
+		killExit int32
 	}{
 		"critical pod: the one victim that frees enough": {
-			running: []*v1.Pod{prioritised("uid-small", "small", low, "300Mi"), prioritised("uid-big", "big", low, "600Mi")},
-			pod:     prioritised("uid-crit", "crit", critical, "500Mi"),
-			victims: []types.UID{"uid-big"},
+			running:  []*v1.Pod{prioritised("uid-small", "small", low, "300Mi"), prioritised("uid-big", "big", low, "600Mi")},
+			pod:      prioritised("uid-crit", "crit", critical, "500Mi"),
+			victims:  []types.UID{"uid-big"},
+			killExit: 137,
 		},
 		"critical pod: two victims when one is not enough": {
+			running:  []*v1.Pod{prioritised("uid-a", "a", low, "400Mi"), prioritised("uid-b", "b", low, "400Mi")},
+			pod:      prioritised("uid-crit", "crit", critical, "900Mi"),
+			victims:  []types.UID{"uid-a", "uid-b"},
+			killExit: 137,
+		},
+		// The node e2e spec CriticalPod[WithPodLevelResources] "should be
+		// able to create and delete a critical pod": pause victims.
+		"critical pod: victims whose containers exit 0 end Succeeded": {
 			running: []*v1.Pod{prioritised("uid-a", "a", low, "400Mi"), prioritised("uid-b", "b", low, "400Mi")},
 			pod:     prioritised("uid-crit", "crit", critical, "900Mi"),
 			victims: []types.UID{"uid-a", "uid-b"},
@@ -95,6 +109,7 @@ func TestEngineCriticalPodPreemption(t *testing.T) {
 				c.Node = preemptNode
 				c.Recorder = rec
 			})
+			f.rt.killExit = tc.killExit
 			for _, p := range tc.running {
 				f.startRunning(t, p)
 			}
@@ -149,10 +164,14 @@ func TestEngineCriticalPodPreemption(t *testing.T) {
 						break
 					}
 				}
-				f.eventually(t, p.Name+" Failed", func() bool { return f.lastPhase(p.UID) == v1.PodFailed })
+				wantPhase, wantReason, wantMessage := v1.PodFailed, "Preempting", "Preempted in order to admit critical pod"
+				if tc.killExit == 0 {
+					wantPhase, wantReason, wantMessage = v1.PodSucceeded, "", ""
+				}
+				f.eventually(t, p.Name+" "+string(wantPhase), func() bool { return f.lastPhase(p.UID) == wantPhase })
 				got := f.lastPublished(p.UID)
-				if got.Status.Reason != "Preempting" || got.Status.Message != "Preempted in order to admit critical pod" {
-					t.Errorf("%s: status %q %q", p.Name, got.Status.Reason, got.Status.Message)
+				if got.Status.Reason != wantReason || got.Status.Message != wantMessage {
+					t.Errorf("%s: status %q %q, want %q %q", p.Name, got.Status.Reason, got.Status.Message, wantReason, wantMessage)
 				}
 				var dt *v1.PodCondition
 				for i := range got.Status.Conditions {

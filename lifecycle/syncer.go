@@ -208,6 +208,12 @@ func (s *syncer) refresh(ctx context.Context, ref cri.PodRef) (*cri.PodStatus, e
 // generate builds the API status from the runtime state and what the
 // engine knows of the pod.
 func (s *syncer) generate(pod *v1.Pod, st *cri.PodStatus, deleted bool) v1.PodStatus {
+	return s.generateKilled(pod, st, deleted, nil)
+}
+
+// generateKilled is generate after a kill that carried statusFn (nil:
+// none), applied to the previous status as status.Input.Killed says.
+func (s *syncer) generateKilled(pod *v1.Pod, st *cri.PodStatus, deleted bool, statusFn PodStatusFunc) v1.PodStatus {
 	prev, ok := s.status.GetPodStatus(pod.UID)
 	if !ok {
 		prev = *pod.Status.DeepCopy()
@@ -215,6 +221,11 @@ func (s *syncer) generate(pod *v1.Pod, st *cri.PodStatus, deleted bool) v1.PodSt
 	// Conditions the node does not own (readiness gates, PodScheduled,
 	// DisruptionTarget) are the API's.
 	prev.Conditions = status.WithForeignConditions(pod.Status.Conditions, prev.Conditions)
+	var killed *v1.PodStatus
+	if statusFn != nil {
+		killed = prev.DeepCopy()
+		statusFn(killed)
+	}
 	s.mu.Lock()
 	if ips := st.IPs(); len(ips) > 0 {
 		s.podIPs[pod.UID] = ips
@@ -240,6 +251,7 @@ func (s *syncer) generate(pod *v1.Pod, st *cri.PodStatus, deleted bool) v1.PodSt
 		NodeIP:           s.nodeIP,
 		PodIPs:           ips,
 		Deleted:          deleted,
+		Killed:           killed,
 		Now:              s.clock.Now(),
 		Probes:           s.probeResultsOrNil(),
 
@@ -454,6 +466,19 @@ func (s *syncer) setRunningStatus(pod *v1.Pod, status v1.PodStatus) {
 
 // SyncTerminatingPod stops the pod's containers with the grace period and
 // publishes the status with the containers stopped.
+//
+// statusFn (an eviction's or a preemption's: Failed, its reason, the
+// DisruptionTarget condition) is the kubelet's podStatusFn. The kubelet
+// applies it to the status it caches before the kill, which its status
+// manager does not publish while containers could run (mergePodStatus),
+// then generates the status again from the stopped containers without it,
+// with that cached status as the previous one (kubelet.go
+// SyncTerminatingPod, generateAPIPodStatus): a pod whose containers all
+// exited 0 ends Succeeded without its reason and message, one with a
+// failed container Failed with them; DisruptionTarget stays either way.
+// Here it is applied only to that previous status, after the kill
+// (generateKilled, status.Input.Killed): crivk's cache keeps a terminal
+// phase for good, so caching Failed first would forbid that Succeeded.
 func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, _ *cri.PodStatus, grace int64, statusFn PodStatusFunc) error {
 	s.stopLivenessAndStartup(pod.UID)
 	// The cached status may predate the last sync (a container it started):
@@ -466,11 +491,7 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, _ *cri.Pod
 	if s.alloc != nil {
 		pod, _ = s.alloc.Allocated(pod)
 	}
-	status := s.generate(pod, st, deleted)
-	if statusFn != nil {
-		statusFn(&status)
-	}
-	s.status.SetPodStatus(pod, status)
+	s.status.SetPodStatus(pod, s.generate(pod, st, deleted))
 	// The runtime manager records Killing per container, runs preStop.
 	if err := s.runtime.KillPod(ctx, pod, st, grace); err != nil {
 		if ctx.Err() != nil {
@@ -485,11 +506,7 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, _ *cri.Pod
 	if after.Running() {
 		return fmt.Errorf("pod %s still has running containers after kill", cri.RefOf(pod))
 	}
-	status = s.generate(pod, after, true)
-	if statusFn != nil {
-		statusFn(&status)
-	}
-	s.status.SetPodStatus(pod, status)
+	s.status.SetPodStatus(pod, s.generateKilled(pod, after, true, statusFn))
 	return nil
 }
 

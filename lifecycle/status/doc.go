@@ -28,8 +28,11 @@
 //
 //   - generate.go: Generate, a pure function from Input to v1.PodStatus:
 //     container statuses (probedState: started and ready from the probes'
-//     settled results), then the phase (podPhase, the kubelet's getPhase),
-//     then the conditions, in that order from the same input;
+//     settled results), then the phase (podPhase, the kubelet's getPhase;
+//     after a kill with a status function, Input.Killed, the kubelet's
+//     three-way merge: the containers' terminal phase wins, the kill's
+//     reason only with its phase: TestGenerateStatusAfterKill), then the
+//     conditions, in that order from the same input;
 //   - volumemounts.go: a container status' volumeMounts (from the spec
 //     before the container exists, then kept, immutable) and user (the
 //     runtime's, when it reports one);

@@ -36,7 +36,19 @@ type Input struct {
 	// Deleted is set once the pod was killed for deletion: a phase that
 	// would still run becomes terminal.
 	Deleted bool
-	Now     time.Time
+	// Killed is, after a kill that carried a status function (an
+	// eviction's or a preemption's: phase Failed, its reason and message,
+	// the DisruptionTarget condition), that function applied to Previous:
+	// what the kubelet's status manager caches before the kill
+	// (SyncTerminatingPod) and its generateAPIPodStatus takes as the
+	// previous status after it. It stands for Previous then, with the
+	// kubelet's rule: the phase the stopped containers give wins when it
+	// is terminal (all exited 0: Succeeded), else Killed's (a static pod);
+	// the reason and message are Killed's only when the phases agree
+	// (Failed), otherwise none; its conditions (DisruptionTarget) stay.
+	// Nil: no kill status.
+	Killed *v1.PodStatus
+	Now    time.Time
 	// Probes holds the probes' settled results; nil: nothing is probed (a
 	// container with a readiness probe is then never ready).
 	Probes ProbeResults
@@ -122,14 +134,24 @@ func Generate(in Input) v1.PodStatus {
 	// kubelet's getPhase, TODO(#116484)): its manifest may be written
 	// again with the same UID, and the pod then starts again.
 	s.Phase = podPhase(pod, s.InitContainerStatuses, s.ContainerStatuses, in.Deleted && !podutil.IsStaticPod(pod))
-	if p := in.Previous.Phase; p == v1.PodSucceeded || p == v1.PodFailed {
+	prev := &in.Previous
+	if k := in.Killed; k != nil && !isTerminalPhase(in.Previous.Phase) {
+		// The kubelet's three-way merge in generateAPIPodStatus, with the
+		// kill's status as the previous one: it only replaces a phase
+		// that is not terminal.
+		prev = k
+		if !isTerminalPhase(s.Phase) && isTerminalPhase(k.Phase) {
+			s.Phase = k.Phase
+		}
+	}
+	if p := in.Previous.Phase; isTerminalPhase(p) {
 		// A pod never leaves a terminal phase.
 		s.Phase = p
 	}
-	if s.Phase == in.Previous.Phase {
+	if s.Phase == prev.Phase {
 		// The reason and message go with the phase (an eviction's Failed,
 		// Evicted), as the kubelet's generateAPIPodStatus keeps them.
-		s.Reason, s.Message = in.Previous.Reason, in.Previous.Message
+		s.Reason, s.Message = prev.Reason, prev.Message
 	}
 
 	sandboxReady := false
@@ -168,7 +190,10 @@ func Generate(in Input) v1.PodStatus {
 		// determinePodResizeStatus: none once the pod is terminal).
 		conds = append(conds, in.ResizeConditions...)
 	}
-	s.Conditions = mergeConditions(in.Previous.Conditions, conds, now)
+	// The conditions the node does not own are the previous status's: a
+	// kill's DisruptionTarget among them (the kubelet's
+	// generateAPIPodStatus copies it from its cached status).
+	s.Conditions = mergeConditions(prev.Conditions, conds, now)
 	return s
 }
 

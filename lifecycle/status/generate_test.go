@@ -665,3 +665,71 @@ func TestGenerateStatusImageOfTheRunningContainer(t *testing.T) {
 		t.Errorf("no container yet: image %q, want the spec's busybox:2", got)
 	}
 }
+
+// TestGenerateStatusAfterKill: the status after a kill that carried a
+// status function (Input.Killed: an eviction's or a preemption's, laid
+// over the previous status), as the kubelet's generateAPIPodStatus makes
+// it after SyncTerminatingPod's kill with that status cached: a terminal
+// phase of the stopped containers wins (all exited 0: Succeeded), and the
+// kill's reason and message stay only when the phases agree; the kill's
+// DisruptionTarget stays either way. A static pod gets no terminal phase
+// from its containers, so the kill's Failed stands.
+func TestGenerateStatusAfterKill(t *testing.T) {
+	dt := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet,
+		Message: "Pod was preempted by Kubelet to accommodate a critical pod.", LastTransitionTime: metav1.NewTime(t0)}
+	killed := func(prev v1.PodStatus) *v1.PodStatus {
+		k := prev.DeepCopy()
+		k.Phase, k.Reason, k.Message = v1.PodFailed, "Preempting", "Preempted in order to admit critical pod"
+		k.Conditions = append(k.Conditions, dt)
+		return k
+	}
+	running := v1.PodStatus{Phase: v1.PodRunning}
+	static := testutil.Pod(v1.RestartPolicyAlways, nil, "a", "b")
+	static.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
+	for name, tc := range map[string]struct {
+		pod                     *v1.Pod
+		rt                      *cri.PodStatus
+		killed                  *v1.PodStatus
+		wantPhase               v1.PodPhase
+		wantReason, wantMessage string
+		wantDisruption          bool
+	}{
+		"all exited 0: Succeeded, without the kill's reason": {
+			rt:        rtStatus(false, reg("a", 0, cri.StateExited, 0), reg("b", 0, cri.StateExited, 0)),
+			killed:    killed(running),
+			wantPhase: v1.PodSucceeded, wantDisruption: true,
+		},
+		"one killed (137): Failed, with the kill's reason": {
+			rt:        rtStatus(false, reg("a", 0, cri.StateExited, 0), reg("b", 0, cri.StateExited, 137)),
+			killed:    killed(running),
+			wantPhase: v1.PodFailed, wantReason: "Preempting", wantMessage: "Preempted in order to admit critical pod", wantDisruption: true,
+		},
+		"static pod, all exited 0: the kill's Failed": {
+			pod:       static,
+			rt:        rtStatus(false, reg("a", 0, cri.StateExited, 0), reg("b", 0, cri.StateExited, 0)),
+			killed:    killed(running),
+			wantPhase: v1.PodFailed, wantReason: "Preempting", wantMessage: "Preempted in order to admit critical pod", wantDisruption: true,
+		},
+		"no kill status, all exited 0: Succeeded": {
+			rt:        rtStatus(false, reg("a", 0, cri.StateExited, 0), reg("b", 0, cri.StateExited, 0)),
+			wantPhase: v1.PodSucceeded,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pod := tc.pod
+			if pod == nil {
+				pod = testutil.Pod(v1.RestartPolicyAlways, nil, "a", "b")
+			}
+			s := Generate(Input{Pod: pod, Previous: running, Killed: tc.killed, Runtime: tc.rt, Deleted: true, Now: now})
+			if s.Phase != tc.wantPhase || s.Reason != tc.wantReason || s.Message != tc.wantMessage {
+				t.Errorf("status %s %q %q, want %s %q %q", s.Phase, s.Reason, s.Message, tc.wantPhase, tc.wantReason, tc.wantMessage)
+			}
+			if c := findCond(s, v1.DisruptionTarget); (c != nil) != tc.wantDisruption || (c != nil && !reflect.DeepEqual(*c, dt)) {
+				t.Errorf("DisruptionTarget %+v, want it: %v", c, tc.wantDisruption)
+			}
+			reason, _ := terminalReason(tc.wantPhase)
+			checkCond(t, s, v1.PodReady, wantCond{status: v1.ConditionFalse, reason: reason})
+			checkCond(t, s, v1.ContainersReady, wantCond{status: v1.ConditionFalse, reason: reason})
+		})
+	}
+}
