@@ -102,6 +102,8 @@ func runFleet(ctx context.Context, o *options, health *healthz.Checks, contact *
 	// One machine, one set of ports: every node's admission refuses a
 	// host port another node's pod holds.
 	hostPorts := &fleet.HostPorts{}
+	// The process' own listeners are held too (docs/scale.md).
+	hostPorts.Listening(fleet.Listeners(specs, fleet.Addresses{Node: o.address, HealthzPort: o.healthzPort, HealthzBindAddress: o.healthzBindAddress, Profiling: o.profilingAddress}))
 	for i, s := range specs {
 		n := &fleetNode{spec: s, o: nodeOptions(o, s), metrics: metrics.NewAgent(version)}
 		n.ports = hostPorts.Node(s.Name)

@@ -37,7 +37,13 @@
 // whose hostPort (or hostNetwork containerPort) a pod of another node holds
 // is refused with the kubelet's NodePorts reason, the message naming the
 // other node and pod (TestHostPortsAdmit, TestHostPortsOneLock; on the
-// cluster TestFleetThreeNodes).
+// cluster TestFleetThreeNodes). The process' own TCP listeners (every
+// node's API and read-only port, /healthz, the profiling server: Listeners,
+// HostPorts.Listening) are held by crivk itself on their bind addresses: a
+// pod asking for one is refused the same way, the message naming the
+// listener (TestHostPortsOwnListeners). A single-node crivk has no
+// HostPorts and refuses neither, as the kubelet does not refuse its own
+// ports.
 //
 // The package does no I/O and starts nothing. It must never hold a node's
 // loop, keep a record of pods (what a node holds is read from its engine at

@@ -22,10 +22,34 @@ import (
 // a node holds is read from its engine at each decision (Node.Watch), not
 // recorded here: a pod stops holding its ports when its worker knows it
 // terminated, with nothing to release.
+//
+// The process' own listeners (Listening: every node's API port, /healthz,
+// ...) are held too, by crivk itself, for as long as it runs: a pod asking
+// for one is refused (admission.PortUsedBy), rather than started to fail
+// to bind it (hostNetwork) or to take its traffic (a hostPort's NAT rule).
 type HostPorts struct {
-	// mu is the host-wide admission lock; it also guards nodes.
+	// mu is the host-wide admission lock; it also guards nodes and own.
 	mu    sync.Mutex
 	nodes []*NodePorts
+	// own are the process' listeners, each as a pod holding its port.
+	own []ownPort
+}
+
+type ownPort struct {
+	l   Listener
+	pod *v1.Pod
+}
+
+// Listening records the TCP ports the process itself listens on
+// (Listeners), replacing any recorded before; it is called before any
+// engine admits a pod.
+func (h *HostPorts) Listening(ls []Listener) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.own = make([]ownPort, len(ls))
+	for i, l := range ls {
+		h.own[i] = ownPort{l: l, pod: l.heldBy()}
+	}
 }
 
 // NodePorts is one node's view of HostPorts: a lifecycle.HostAdmitter.
@@ -62,10 +86,15 @@ func (n *NodePorts) Lock() { n.host.mu.Lock() }
 // Unlock releases it.
 func (n *NodePorts) Unlock() { n.host.mu.Unlock() }
 
-// Admit refuses pod when one of its host ports is held by a pod of
-// another node of the process. It must be called with the lock held
-// (lifecycle.Engine does).
+// Admit refuses pod when one of its host ports is one the process
+// listens on, or is held by a pod of another node of the process. It must
+// be called with the lock held (lifecycle.Engine does).
 func (n *NodePorts) Admit(pod *v1.Pod) admission.Result {
+	for _, o := range n.host.own {
+		if port, clash := admission.PortClash(pod, o.pod); clash {
+			return admission.PortUsedBy(port, o.l.String())
+		}
+	}
 	for _, other := range n.host.nodes {
 		if other == n || other.holding == nil {
 			continue

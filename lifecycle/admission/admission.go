@@ -211,12 +211,20 @@ func PortClash(pod, other *v1.Pod) (v1.ContainerPort, bool) {
 // same process (internal/fleet): the kubelet's NodePorts reason, and its
 // message followed by where the port is used.
 func PortUsedOnHost(p v1.ContainerPort, holder, node string) Result {
+	return PortUsedBy(p, fmt.Sprintf("pod %s of node %s", holder, node))
+}
+
+// PortUsedBy is the refusal of a pod whose host port p is used on this
+// machine by who (PortUsedOnHost's "pod <ns>/<name> of node <node>", or a
+// listener of the crivk process itself, internal/fleet): the kubelet's
+// NodePorts reason, and its message followed by where the port is used.
+func PortUsedBy(p v1.ContainerPort, who string) Result {
 	r := predicateFailure(ReasonNodePorts, errNodePorts)
 	ip := p.HostIP
 	if ip == "" {
 		ip = "0.0.0.0"
 	}
-	r.Message += fmt.Sprintf(": host port %s/%d (%s) is used on this machine by pod %s of node %s", p.Protocol, p.HostPort, ip, holder, node)
+	r.Message += fmt.Sprintf(": host port %s/%d (%s) is used on this machine by %s", p.Protocol, p.HostPort, ip, who)
 	return r
 }
 

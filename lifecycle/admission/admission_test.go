@@ -152,4 +152,9 @@ func TestPortUsedOnHost(t *testing.T) {
 	if r.Admit || r.Reason != "NodePorts" || r.Message != want {
 		t.Errorf("got %+v, want reason NodePorts, message %q", r, want)
 	}
+	r = PortUsedBy(v1.ContainerPort{HostPort: 10251, HostIP: "127.0.0.1", Protocol: v1.ProtocolTCP}, "crivk's own listener: the node API of node crivk-1")
+	want = "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports: host port TCP/10251 (127.0.0.1) is used on this machine by crivk's own listener: the node API of node crivk-1"
+	if r.Admit || r.Reason != "NodePorts" || r.Message != want {
+		t.Errorf("got %+v, want reason NodePorts, message %q", r, want)
+	}
 }

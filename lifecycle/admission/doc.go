@@ -29,9 +29,10 @@
 // A node of a multi-node crivk (docs/scale.md) adds one check after the
 // predicates, through lifecycle.Config.Host (internal/fleet.HostPorts): a
 // host port held by a pod of another node of the process on the same
-// machine, by the same rule as check 7 (PortClash), refused with reason
-// NodePorts and the kubelet's message followed by the port, pod and node
-// (PortUsedOnHost).
+// machine, or by one of the process' own listeners (a node API port,
+// /healthz, profiling), by the same rule as check 7 (PortClash), refused
+// with reason NodePorts and the kubelet's message followed by the port and
+// its holder (PortUsedOnHost, PortUsedBy).
 //
 // The sysctl allowlist (Sysctls.Admit, reason SysctlForbidden) runs before
 // them and AppArmor (AppArmor.Admit) after them, as the kubelet orders its
