@@ -245,12 +245,25 @@ func TestFleetThreeNodes(t *testing.T) {
 	if p.Status.Reason != "NodePorts" || p.Status.Message != wantMsg {
 		t.Errorf("port-b on %s: reason %q message %q; want NodePorts, %q", names[1], p.Status.Reason, p.Status.Message, wantMsg)
 	}
-	for _, name := range []string{"too-big", "too-big-bound", "port-a", "port-b"} {
+	// A hostNetwork pod asking for node 1's API port (10251) is refused on
+	// node 0: the process itself listens there (docs/scale.md).
+	own := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "port-own"}, Spec: fleetPodSpec(func(s *v1.PodSpec) {
+		s.NodeName = names[0]
+		s.HostNetwork = true
+		s.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 10251, HostPort: 10251, Protocol: v1.ProtocolTCP}}
+	})}
+	createPod(t, ns, own)
+	p = waitPod(t, ns, "port-own", time.Minute, "Failed", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	wantMsg = "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports: host port TCP/10251 (0.0.0.0) is used on this machine by crivk's own listener: the node API of node " + names[1]
+	if p.Status.Reason != "NodePorts" || p.Status.Message != wantMsg {
+		t.Errorf("port-own on %s: reason %q message %q; want NodePorts, %q", names[0], p.Status.Reason, p.Status.Message, wantMsg)
+	}
+	for _, name := range []string{"too-big", "too-big-bound", "port-a", "port-b", "port-own"} {
 		if err := client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, name := range []string{"too-big", "too-big-bound", "port-a", "port-b"} {
+	for _, name := range []string{"too-big", "too-big-bound", "port-a", "port-b", "port-own"} {
 		waitGone(t, ns, name, time.Minute)
 	}
 
