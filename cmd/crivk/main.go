@@ -177,6 +177,12 @@ type options struct {
 	// the runtime (fleet.go, pleg.Shared); nil for a single node, whose
 	// PLEG lists the runtime and hears its task events itself.
 	relistFeed *pleg.Feed
+	// nodeShares is --node-shares, the nodes' weights (fleet.ParseShares);
+	// empty: equal shares.
+	nodeShares string
+	// portion is a node of many's part of the machine (its fleet.Spec
+	// weight, nodeOptions); zero, the whole, for a single node.
+	portion nodestatus.Portion
 }
 
 // errHelp is returned by parseFlags for -h, -help and --help; it holds
@@ -219,6 +225,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig with a bootstrap token: when --kubeconfig has no valid client certificate, one for system:node:<node-name> is requested through a CertificateSigningRequest, written under <root-dir>/pki, rotated before expiry, and --kubeconfig is written to use it (the kubelet's TLS bootstrap); \"in-cluster\": the pod's service account is the bootstrap credential (charts/crivk), the API server $CRIVK_API_SERVER if set")
 	fs.StringVar(&o.nodeName, "node-name", strings.ToLower(host), "name of the Node object")
 	fs.IntVar(&o.nodeCount, "node-count", 1, "nodes served by this process over one runtime (docs/scale.md): above 1, <node-name>-0 ... <node-name>-<N-1>, each with the node API port --port+i and its own directories and cgroups under <root-dir>/nodes/<name>, <pod-log-dir>/<name> and <cgroup-root>/<name>")
+	fs.StringVar(&o.nodeShares, "node-shares", "", "with --node-count above 1, each node's weight in the split of the machine, one integer per node (e.g. 2,1,1: half to <node-name>-0, a quarter to each other); node i's capacity, allocatable and pod cgroup bound are the machine's (less the reservations, taken once) times its weight over their sum, rounded down (default: equal shares)")
 	fs.StringVar(&o.criEndpoint, "cri-endpoint", "unix:///run/containerd/containerd.sock", "CRI runtime endpoint")
 	fs.StringVar(&o.nodeIP, "node-ip", "", "the node's InternalIP (default: the source address of the default route)")
 	fs.StringVar(&o.rootDir, "root-dir", "/var/lib/crivk", "directory for crivk's state")
@@ -674,7 +681,7 @@ func setupCgroups(ctx context.Context, o *options) (*cm.Manager, error) {
 	if maxPID, err := cm.MaxPID("/proc"); err == nil {
 		capacity["pid"] = *resource.NewQuantity(maxPID, resource.DecimalSI)
 	}
-	bound := nodestatus.Share(o.reservations.PodsBound(capacity), o.nodeCount)
+	bound := o.portion.Of(o.reservations.PodsBound(capacity))
 	m, err := cm.New(cm.Config{Root: o.cgroupRoot, PodsCPUMilli: bound.Cpu().MilliValue(), PodsMemory: bound.Memory().Value(),
 		PodsPIDs: bound.Name("pid", resource.DecimalSI).Value(), PodPidsLimit: o.podMaxPids})
 	if err != nil {
