@@ -1001,7 +1001,9 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 // pressure evicts pods at once. With pod cgroups (pods non-nil) kubepods
 // bounds the pods, as the kubelet's --enforce-node-allocatable=pods: the
 // summary has its "pods" system container, and allocatableMemory.available
-// is observed and twinned with each hard memory.available threshold.
+// is observed and twinned with each hard memory.available threshold. A
+// node of many measures memory.available on its part of the machine too
+// (eviction.Config.MemoryShare).
 func newEvictionManager(o *options, rt *cri.Runtime, recorder record.EventRecorder, agentMetrics *metrics.Agent, gcs *reclaim, processes stats.Processes, pods *cm.Manager) (*eviction.Manager, error) {
 	var podsCgroup stats.PodsCgroup
 	var podsMemcg string
@@ -1014,13 +1016,23 @@ func newEvictionManager(o *options, rt *cri.Runtime, recorder record.EventRecord
 	if err != nil {
 		return nil, err
 	}
+	// A node of many: memory.available is also its part of the machine's
+	// memory less its own pods' working set (docs/scale.md).
+	var memoryShare int64
+	if !o.portion.Whole() {
+		mem, err := nodestatus.MemoryCapacity()
+		if err != nil {
+			return nil, fmt.Errorf("reading the machine's memory: %w", err)
+		}
+		memoryShare = o.portion.Scale(mem)
+	}
 	return eviction.New(eviction.Config{
 		Thresholds: o.evictionThresholds, PressureTransitionPeriod: o.evictionPressureTransition,
 		MaxPodGracePeriodSeconds: o.evictionMaxPodGracePeriod, MonitoringPeriod: o.evictionMonitoringPeriod,
 		LocalStorageCapacityIsolation: true, Summary: st.Summarize, Recorder: recorder, NodeName: o.nodeName,
 		ObserveEviction: agentMetrics.ObserveEviction, ObserveStatsAge: agentMetrics.ObserveEvictionStatsAge,
 		ImageGC: gcs, ContainerGC: gcs, KernelMemcgNotification: o.kernelMemcgNotification,
-		EnforceNodeAllocatable: pods != nil, PodsMemoryCgroup: podsMemcg,
+		EnforceNodeAllocatable: pods != nil, PodsMemoryCgroup: podsMemcg, MemoryShare: memoryShare,
 	})
 }
 
