@@ -90,7 +90,8 @@ type fleetNode struct {
 // runtime (cri.Runtime.ForNode) as run builds the one node's, until ctx
 // ends or a node fails. Each node gets its part of the machine, equal or
 // by --node-shares (nodestatus.Portion: its Node's capacity and
-// allocatable, its kubepods bound, its memory.available) and its admission refuses a host port another node's pod holds
+// allocatable, its kubepods bound, its memory.available) and its
+// admission refuses a host port another node's pod holds
 // (fleet.HostPorts). The runtime is walked once per relist period for all
 // nodes (pleg.Shared, woken by one task-event stream), each node's PLEG
 // relisting from its share (docs/scale.md). The CRI call metrics of the one
