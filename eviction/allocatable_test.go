@@ -39,7 +39,7 @@ func TestObserveAllocatableMemory(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			o, ok := observe(tc.s)[SignalAllocatableMemoryAvailable]
+			o, ok := observe(tc.s, 0)[SignalAllocatableMemoryAvailable]
 			if tc.wantAvail == 0 {
 				if ok {
 					t.Fatalf("observed %v of %v, want none", o.available, o.capacity)
@@ -49,7 +49,7 @@ func TestObserveAllocatableMemory(t *testing.T) {
 			if !ok || o.available.Value() != tc.wantAvail || o.capacity.Value() != tc.wantCapa || !o.at.Equal(at.Time) {
 				t.Errorf("observed %v of %v at %v, want %d of %d at %v", o.available, o.capacity, o.at, tc.wantAvail, tc.wantCapa, at)
 			}
-			if _, ok := observe(tc.s)[SignalMemoryAvailable]; ok {
+			if _, ok := observe(tc.s, 0)[SignalMemoryAvailable]; ok {
 				t.Error("memory.available observed from the pods container")
 			}
 		})

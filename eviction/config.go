@@ -359,6 +359,18 @@ type Config struct {
 	// allocatableMemory.available threshold is given (the kubelet would keep
 	// both; crivk keeps one threshold per signal and kind).
 	EnforceNodeAllocatable bool
+	// MemoryShare, on a node of many (one crivk process serving
+	// --node-count nodes, docs/scale.md), is the node's part of the
+	// machine's memory in bytes: its Node's memory capacity. Its
+	// memory.available is then measured on the node too: MemoryShare less
+	// the working set of its own pods (the summary's "pods" system
+	// container, kubepods under <cgroup-root>/<node>), so that one node's
+	// pods cannot push its neighbours into pressure; a memory.available
+	// threshold is met when the node's measure or the machine's meets it,
+	// so the machine's real pressure still evicts (every node then evicts
+	// its own pods). 0: a single node, the machine's measure alone, as the
+	// kubelet's.
+	MemoryShare int64
 	// Summary reads the node's statistics; required.
 	Summary SummaryProvider
 	// ImageGC and ContainerGC reclaim disk before pods are evicted; nil:
@@ -389,6 +401,9 @@ const (
 func (cfg *Config) validate() error {
 	if cfg.Summary == nil {
 		return errors.New("eviction: the node's statistics (Summary) are required")
+	}
+	if cfg.MemoryShare < 0 {
+		return fmt.Errorf("eviction: negative memory share %d", cfg.MemoryShare)
 	}
 	if cfg.PressureTransitionPeriod < 0 {
 		return fmt.Errorf("eviction: negative pressure transition period %s", cfg.PressureTransitionPeriod)

@@ -21,6 +21,40 @@
 //	imagefs.inodesFree   mountpoint)
 //	pid.available        min(kernel.pid_max, kernel.threads-max) - tasks (/proc/loadavg)
 //
+// # A node of many (Config.MemoryShare)
+//
+// One crivk process serving several nodes (--node-count, docs/scale.md)
+// gives each node's manager its part of the machine's memory (its Node's
+// memory capacity, --node-shares). Its memory.available is then two
+// measures, kept side by side in one observation:
+//
+//	the node's      MemoryShare - working set of its own pods (the summary's "pods"
+//	                system container: kubepods under <cgroup-root>/<node>; no new read)
+//	the machine's   as above (MemTotal - the root cgroup's working set)
+//
+// A memory.available threshold is met when either measure meets it, each
+// against its own capacity (a percentage is of the share for the one, of
+// the machine for the other; the same with the minimum reclaim). So a
+// node whose own pods fill its share is under MemoryPressure and evicts
+// one of them while the machine still has memory, and its neighbours are
+// not under pressure for it unless the machine itself runs low (each
+// node's pods are bounded by its own kubepods; the machine's measure is
+// the only one they share); and the machine's real pressure is still seen
+// by every node, each of which evicts one of its own pods per round (N nodes: up to
+// N pods per round for the machine, one per node, as N kubelets on one
+// host would). The eviction message gives the figures of the measure that
+// met the threshold; the "attempting to reclaim" log says which
+// (measure=node or machine). Without pod cgroups (no "pods" container) the
+// machine's measure stands alone. The kernel notification
+// (--kernel-memcg-notification) watches the machine's root cgroup and
+// kubepods as before; the node's own measure is polled. Beside it the
+// allocatableMemory.available twin of each hard threshold still watches
+// the node's kubepods against its bound (its allocatable plus the hard
+// threshold); the node's memory.available carries the same idea to soft
+// thresholds, percentages and the MemoryPressure message, against its
+// share's capacity. MemoryShare 0 (a single node) is the kubelet's
+// memory.available, unchanged.
+//
 // # Thresholds (ParseThresholds, the kubelet's flags and formats)
 //
 // --eviction-hard (default DefaultHard, also taken off the allocatable by

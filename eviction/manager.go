@@ -255,7 +255,7 @@ func (m *Manager) synchronize(ctx context.Context, pods Pods) (*v1.Pod, error) {
 		d := dedicatedImageFs(summary)
 		m.dedicatedImageFs = &d
 	}
-	obs := observe(summary)
+	obs := observe(summary, m.cfg.MemoryShare)
 	stats := podStatsOf(summary)
 	now := m.cfg.Clock.Now()
 	m.updateNotifiers(ctx, summary, now)
@@ -296,7 +296,14 @@ func (m *Manager) synchronize(ctx context.Context, pods Pods) (*v1.Pod, error) {
 	byEvictionPriority(due)
 	t := due[0]
 	r := signalResource[t.Signal]
-	log.G(ctx).WithField("resource", r).WithField("threshold", t.String()).Info("eviction manager: attempting to reclaim")
+	logger := log.G(ctx).WithField("resource", r).WithField("threshold", t.String())
+	if o := obs[t.Signal].facing(t, false); o.of != "" {
+		// A node of many: its own pods' use, or the machine's pressure,
+		// which every node of the process sees and answers by evicting
+		// its own pods.
+		logger = logger.WithField("measure", o.of)
+	}
+	logger.Info("eviction manager: attempting to reclaim")
 	m.nodeEvent(v1.EventTypeWarning, "EvictionThresholdMet", "Attempting to reclaim %s", r)
 	if m.reclaimNodeLevel(ctx, t.Signal, r) {
 		log.G(ctx).WithField("resource", r).Info("eviction manager: able to reduce resource pressure without evicting pods")
@@ -379,7 +386,7 @@ func (m *Manager) reclaimNodeLevel(ctx context.Context, s Signal, r v1.ResourceN
 		log.G(ctx).WithError(err).Warn("eviction manager: failed to get summary stats after resource reclaim")
 		return false
 	}
-	return len(thresholdsMet(m.cfg.Thresholds, observe(summary), true)) == 0
+	return len(thresholdsMet(m.cfg.Thresholds, observe(summary, m.cfg.MemoryShare), true)) == 0
 }
 
 // localStorageEviction evicts the first pod past its emptyDir sizeLimit,

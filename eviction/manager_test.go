@@ -519,7 +519,7 @@ func TestSignalsFromFixtures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs := observe(s)
+	obs := observe(s, 0)
 	for sig, want := range map[Signal][2]int64{
 		SignalMemoryAvailable: {6 << 30, 8 << 30}, // 8 GiB - (3 - 1) GiB
 		SignalPIDAvailable:    {32768 - 1234, 32768},

@@ -13,6 +13,40 @@ type observation struct {
 	available *resource.Quantity
 	capacity  *resource.Quantity
 	at        time.Time
+	// On a node of many (Config.MemoryShare), memory.available is the
+	// node's measure (of: measureNode) and machine the machine's own
+	// beside it (of: measureMachine); a threshold is met by either
+	// (facing). Empty and nil otherwise.
+	of      string
+	machine *observation
+}
+
+// The measures of memory.available on a node of many.
+const (
+	measureNode    = "node"
+	measureMachine = "machine"
+)
+
+// meets reports whether o's available amount is below t's value (with
+// minReclaim, below the value plus t's minimum reclaim), each a quantity
+// or a fraction of o's capacity.
+func (o observation) meets(t Threshold, minReclaim bool) bool {
+	q := t.Value.of(o.capacity)
+	if minReclaim && t.MinReclaim != nil {
+		q.Add(*t.MinReclaim.of(o.capacity))
+	}
+	return q.Cmp(*o.available) > 0
+}
+
+// facing is the measure t is judged on: o itself, or on a node of many
+// the machine's when it meets t and the node's does not (the host's
+// pressure still evicts: the eviction message then gives the machine's
+// figures).
+func (o observation) facing(t Threshold, minReclaim bool) observation {
+	if o.machine != nil && !o.meets(t, minReclaim) && o.machine.meets(t, minReclaim) {
+		return *o.machine
+	}
+	return o
 }
 
 // observations maps each signal the summary measures to its measure.
@@ -32,9 +66,16 @@ type observations map[Signal]observation
 //	                    mountpoint), likewise
 //	pid.available       Rlimit: MaxPID - NumOfRunningProcesses of MaxPID
 //
+// With memoryShare (Config.MemoryShare, a node of many) memory.available
+// is the node's part of the machine's memory less its pods' working set
+// (the "pods" system container: kubepods under the node's cgroup root;
+// capacity = memoryShare, available never below 0), with the machine's
+// measure above beside it (observation.machine). Without the node's pods
+// container (no pod cgroups) it stays the machine's.
+//
 // A signal whose figures are missing has no observation, and its
 // thresholds are never met.
-func observe(s *statsapi.Summary) observations {
+func observe(s *statsapi.Summary, memoryShare int64) observations {
 	out := observations{}
 	if m := s.Node.Memory; m != nil && m.AvailableBytes != nil && m.WorkingSetBytes != nil {
 		out[SignalMemoryAvailable] = observation{
@@ -48,6 +89,25 @@ func observe(s *statsapi.Summary) observations {
 			available: resource.NewQuantity(int64(*m.AvailableBytes), resource.BinarySI),
 			capacity:  resource.NewQuantity(int64(*m.AvailableBytes+*m.WorkingSetBytes), resource.BinarySI),
 			at:        m.Time.Time,
+		}
+	}
+	if memoryShare > 0 {
+		if m := podsMemory(s); m != nil && m.WorkingSetBytes != nil {
+			var avail int64
+			if ws := *m.WorkingSetBytes; ws < uint64(memoryShare) {
+				avail = memoryShare - int64(ws)
+			}
+			node := observation{
+				available: resource.NewQuantity(avail, resource.BinarySI),
+				capacity:  resource.NewQuantity(memoryShare, resource.BinarySI),
+				at:        m.Time.Time,
+				of:        measureNode,
+			}
+			if host, ok := out[SignalMemoryAvailable]; ok {
+				host.of = measureMachine
+				node.machine = &host
+			}
+			out[SignalMemoryAvailable] = node
 		}
 	}
 	fs := func(f *statsapi.FsStats, bytes, inodes Signal) {

@@ -20,7 +20,8 @@ import (
 // thresholdsMet returns the thresholds of ts that obs meets: the available
 // amount is below the threshold's value (with enforceMinReclaim, below the
 // value plus its minimum reclaim). A signal without an observation meets
-// nothing.
+// nothing; on a node of many, memory.available is met by the node's
+// measure or the machine's (observation.facing).
 func thresholdsMet(ts []Threshold, obs observations, enforceMinReclaim bool) []Threshold {
 	var out []Threshold
 	for _, t := range ts {
@@ -28,11 +29,7 @@ func thresholdsMet(ts []Threshold, obs observations, enforceMinReclaim bool) []T
 		if !ok {
 			continue
 		}
-		q := t.Value.of(o.capacity)
-		if enforceMinReclaim && t.MinReclaim != nil {
-			q.Add(*t.MinReclaim.of(o.capacity))
-		}
-		if q.Cmp(*o.available) > 0 {
+		if o.facing(t, enforceMinReclaim).meets(t, enforceMinReclaim) {
 			out = append(out, t)
 		}
 	}

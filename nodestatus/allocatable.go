@@ -2,6 +2,7 @@ package nodestatus
 
 import (
 	"fmt"
+	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -174,16 +175,64 @@ func (r Reservations) Allocatable(capacity v1.ResourceList) v1.ResourceList {
 // resources in their units; pods is not split (--max-pods is each
 // node's). n of 0 or 1: a copy of rl. The machine's reservations are taken
 // before the split: a node's allocatable is Share(capacity − reservations).
+// It is Portion{Weight: 1, Total: n}.Of(rl).
 func Share(rl v1.ResourceList, n int) v1.ResourceList {
+	return Portion{Weight: 1, Total: int64(n)}.Of(rl)
+}
+
+// Portion is one node's part of the machine among the nodes of one crivk
+// process (docs/scale.md#allocatable): Weight parts of Total. Equal shares
+// among N nodes (--node-count) are 1 of N each; --node-shares gives node i
+// its weight w_i of the sum of the weights. The zero Portion, and any with
+// a Total of 0 or 1 or a Weight of at least its Total, is the whole
+// machine. The parts of one machine never add up to more than it: each is
+// rounded down (TestPortionsNeverExceedTheWhole).
+type Portion struct {
+	Weight, Total int64
+}
+
+// Whole reports whether p is the whole machine (a single-node crivk).
+func (p Portion) Whole() bool { return p.Total <= 1 || p.Weight >= p.Total }
+
+// String is "w/total", or "whole".
+func (p Portion) String() string {
+	if p.Whole() {
+		return "whole"
+	}
+	return fmt.Sprintf("%d/%d", p.Weight, p.Total)
+}
+
+// Scale is p of v, rounded down (v × Weight / Total without overflow);
+// v itself when p is the whole, 0 for a negative v or Weight.
+func (p Portion) Scale(v int64) int64 {
+	if p.Whole() {
+		return v
+	}
+	if v <= 0 || p.Weight <= 0 {
+		return 0
+	}
+	// v × Weight may not fit in 64 bits (a petabyte of disk times a
+	// weight of a few thousand); the quotient always does (≤ v).
+	var x big.Int
+	x.Mul(big.NewInt(v), big.NewInt(p.Weight))
+	x.Quo(&x, big.NewInt(p.Total))
+	return x.Int64()
+}
+
+// Of is p of every resource of rl, rounded down: CPU in millicores, the
+// other resources in their units; pods is not split (--max-pods is each
+// node's). The whole: a copy of rl. The machine's reservations are taken
+// before the split: a node's allocatable is p.Of(capacity − reservations).
+func (p Portion) Of(rl v1.ResourceList) v1.ResourceList {
 	out := make(v1.ResourceList, len(rl))
 	for name, q := range rl {
 		switch {
-		case n <= 1 || name == v1.ResourcePods:
+		case p.Whole() || name == v1.ResourcePods:
 			out[name] = q.DeepCopy()
 		case name == v1.ResourceCPU:
-			out[name] = *resource.NewMilliQuantity(q.MilliValue()/int64(n), q.Format)
+			out[name] = *resource.NewMilliQuantity(p.Scale(q.MilliValue()), q.Format)
 		default:
-			out[name] = *resource.NewQuantity(q.Value()/int64(n), q.Format)
+			out[name] = *resource.NewQuantity(p.Scale(q.Value()), q.Format)
 		}
 	}
 	return out

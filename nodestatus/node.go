@@ -30,11 +30,12 @@ type NodeConfig struct {
 	Taints []v1.Taint
 	// Reservations are taken off the capacity for the allocatable.
 	Reservations Reservations
-	// Shares splits the machine among the nodes of one crivk process
-	// (--node-count, docs/scale.md): capacity and allocatable are the
-	// machine's Share, the reservations taken once before the split.
-	// 0 or 1: the whole machine.
-	Shares int
+	// Portion is the node's part of the machine among the nodes of one
+	// crivk process (--node-count, --node-shares, docs/scale.md):
+	// capacity and allocatable are that part of the machine's, the
+	// reservations taken once before the split. The zero Portion: the
+	// whole machine.
+	Portion Portion
 }
 
 // BuildNode returns the Node object crivk registers, with capacity read from
@@ -71,8 +72,8 @@ func BuildNode(cfg NodeConfig, rd cri.Readiness, now time.Time) (*v1.Node, error
 	n := &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: cfg.Name, Labels: labels},
 		Status: v1.NodeStatus{
-			Capacity:    Share(capacity, cfg.Shares),
-			Allocatable: Share(cfg.Reservations.Allocatable(capacity), cfg.Shares),
+			Capacity:    cfg.Portion.Of(capacity),
+			Allocatable: cfg.Portion.Of(cfg.Reservations.Allocatable(capacity)),
 			Addresses: []v1.NodeAddress{
 				{Type: v1.NodeInternalIP, Address: cfg.InternalIP},
 				{Type: v1.NodeHostName, Address: cfg.Name},

@@ -40,7 +40,11 @@ import (
 // fleetSpecs is the nodes this process serves (internal/fleet): one, the
 // flags unchanged, without --node-count.
 func (o *options) fleetSpecs() ([]fleet.Spec, error) {
-	return fleet.Specs(fleet.Settings{Count: o.nodeCount, Name: o.nodeName,
+	shares, err := fleet.ParseShares(o.nodeShares)
+	if err != nil {
+		return nil, err
+	}
+	return fleet.Specs(fleet.Settings{Count: o.nodeCount, Name: o.nodeName, Shares: shares,
 		Port: o.port, ReadOnlyPort: o.readOnlyPort, HealthzPort: o.healthzPort,
 		RootDir: o.rootDir, PodLogDir: o.podLogDir, CgroupRoot: o.cgroupRoot,
 		Kubeconfig: o.kubeconfig, Bootstrap: o.bootstrapKubeconfig != "",
@@ -49,11 +53,13 @@ func (o *options) fleetSpecs() ([]fleet.Spec, error) {
 
 // nodeOptions is node s's copy of the process' options: its name, ports,
 // directories, cgroup root, kubeconfig, labels and taints (fleet.Spec's
-// own copies); every other field is only read after parseFlags. Its
-// nodeCount stays the process': setupCgroups bounds the node's kubepods
-// by its share of the machine.
+// own copies) and its part of the machine (portion: setupCgroups bounds
+// the node's kubepods by it, the eviction manager measures its
+// memory.available against it); every other field is only read after
+// parseFlags. Its nodeCount stays the process'.
 func nodeOptions(o *options, s fleet.Spec) *options {
 	n := *o
+	n.portion = nodestatus.Portion{Weight: s.Weight, Total: s.TotalWeight}
 	n.nodeName, n.port, n.readOnlyPort = s.Name, s.Port, s.ReadOnlyPort
 	n.rootDir, n.podLogDir, n.cgroupRoot, n.kubeconfig = s.RootDir, s.PodLogDir, s.CgroupRoot, s.Kubeconfig
 	n.nodeLabels, n.taints = s.Labels, s.Taints
@@ -82,9 +88,10 @@ type fleetNode struct {
 // runtime connection for all (refused while it holds a single-node
 // crivk's sandboxes), then each node's stack over its share of the
 // runtime (cri.Runtime.ForNode) as run builds the one node's, until ctx
-// ends or a node fails. Each node gets an equal share of the machine
-// (nodestatus.Share: its Node's capacity and allocatable, its kubepods
-// bound) and its admission refuses a host port another node's pod holds
+// ends or a node fails. Each node gets its part of the machine, equal or
+// by --node-shares (nodestatus.Portion: its Node's capacity and
+// allocatable, its kubepods bound, its memory.available) and its
+// admission refuses a host port another node's pod holds
 // (fleet.HostPorts). The runtime is walked once per relist period for all
 // nodes (pleg.Shared, woken by one task-event stream), each node's PLEG
 // relisting from its share (docs/scale.md). The CRI call metrics of the one
@@ -129,7 +136,7 @@ func runFleet(ctx context.Context, o *options, health *healthz.Checks, contact *
 		n.nodeCfg = nodestatus.NodeConfig{
 			Name: s.Name, InternalIP: o.nodeIP, KubeletPort: int32(s.Port), MaxPods: o.maxPods,
 			RootDir: n.o.rootDir, AgentVersion: version, Reservations: o.reservations,
-			Labels: s.Labels, Taints: s.Taints, Shares: len(specs),
+			Labels: s.Labels, Taints: s.Taints, Portion: n.o.portion,
 		}
 		cfg := n.nodeCfg
 		n.awaiting = &nodestatus.NotReadyReporter{

@@ -25,6 +25,9 @@ func TestParseFlagsNodeCount(t *testing.T) {
 		{"static pods on every node", []string{"--kubeconfig=/k", "--node-count=2", "--pod-manifest-path=/etc/m"}, "--pod-manifest-path with --node-count above 1", nil},
 		{"healthz among the ports", []string{"--kubeconfig=/k", "--node-count=3", "--port=10246"}, "--healthz-port 10248 is one of the nodes' API ports 10246-10248", nil},
 		{"read-only ports overlap", []string{"--kubeconfig=/k", "--node-count=3", "--read-only-port=10251"}, "ranges of 3 ports overlap", nil},
+		{"unequal shares", []string{"--kubeconfig=/k", "--node-name=m", "--node-count=3", "--node-shares=2,1,1"}, "", []string{"m-0", "m-1", "m-2"}},
+		{"a weight per node", []string{"--kubeconfig=/k", "--node-count=3", "--node-shares=2,1"}, "--node-shares needs one weight per node, each an integer from 1 to 1000000: 2 weights for --node-count 3", nil},
+		{"weights are integers", []string{"--kubeconfig=/k", "--node-count=2", "--node-shares=0.5,0.5"}, `--node-shares needs one weight per node, each an integer from 1 to 1000000: "0.5" in "0.5,0.5"`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			notInPod(t)
@@ -48,6 +51,39 @@ func TestParseFlagsNodeCount(t *testing.T) {
 			}
 			if strings.Join(names, ",") != strings.Join(tc.wantNodes, ",") {
 				t.Errorf("nodes %v, want %v", names, tc.wantNodes)
+			}
+		})
+	}
+}
+
+// TestNodeOptionsPortion: each node's options carry its part of the
+// machine, by --node-shares or equal; a single node's is the whole.
+func TestNodeOptionsPortion(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"single node", []string{"--kubeconfig=/k"}, []string{"whole"}},
+		{"equal", []string{"--kubeconfig=/k", "--node-count=3"}, []string{"1/3", "1/3", "1/3"}},
+		{"weighted", []string{"--kubeconfig=/k", "--node-count=3", "--node-shares=2,1,1"}, []string{"2/4", "1/4", "1/4"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			notInPod(t)
+			o, err := parseFlags(tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			specs, err := o.fleetSpecs()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range specs {
+				got = append(got, nodeOptions(o, s).portion.String())
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("portions %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -177,6 +177,12 @@ type options struct {
 	// the runtime (fleet.go, pleg.Shared); nil for a single node, whose
 	// PLEG lists the runtime and hears its task events itself.
 	relistFeed *pleg.Feed
+	// nodeShares is --node-shares, the nodes' weights (fleet.ParseShares);
+	// empty: equal shares.
+	nodeShares string
+	// portion is a node of many's part of the machine (its fleet.Spec
+	// weight, nodeOptions); zero, the whole, for a single node.
+	portion nodestatus.Portion
 }
 
 // errHelp is returned by parseFlags for -h, -help and --help; it holds
@@ -219,6 +225,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig with a bootstrap token: when --kubeconfig has no valid client certificate, one for system:node:<node-name> is requested through a CertificateSigningRequest, written under <root-dir>/pki, rotated before expiry, and --kubeconfig is written to use it (the kubelet's TLS bootstrap); \"in-cluster\": the pod's service account is the bootstrap credential (charts/crivk), the API server $CRIVK_API_SERVER if set")
 	fs.StringVar(&o.nodeName, "node-name", strings.ToLower(host), "name of the Node object")
 	fs.IntVar(&o.nodeCount, "node-count", 1, "nodes served by this process over one runtime (docs/scale.md): above 1, <node-name>-0 ... <node-name>-<N-1>, each with the node API port --port+i and its own directories and cgroups under <root-dir>/nodes/<name>, <pod-log-dir>/<name> and <cgroup-root>/<name>")
+	fs.StringVar(&o.nodeShares, "node-shares", "", "with --node-count above 1, each node's weight in the split of the machine, one integer per node (e.g. 2,1,1: half to <node-name>-0, a quarter to each other); node i gets its weight over their sum of the machine's capacity, of its allocatable and of its pod cgroup bound (the reservations taken once per machine), rounded down; its memory.available is measured against its part too (default: equal shares; docs/scale.md)")
 	fs.StringVar(&o.criEndpoint, "cri-endpoint", "unix:///run/containerd/containerd.sock", "CRI runtime endpoint")
 	fs.StringVar(&o.nodeIP, "node-ip", "", "the node's InternalIP (default: the source address of the default route)")
 	fs.StringVar(&o.rootDir, "root-dir", "/var/lib/crivk", "directory for crivk's state")
@@ -674,7 +681,7 @@ func setupCgroups(ctx context.Context, o *options) (*cm.Manager, error) {
 	if maxPID, err := cm.MaxPID("/proc"); err == nil {
 		capacity["pid"] = *resource.NewQuantity(maxPID, resource.DecimalSI)
 	}
-	bound := nodestatus.Share(o.reservations.PodsBound(capacity), o.nodeCount)
+	bound := o.portion.Of(o.reservations.PodsBound(capacity))
 	m, err := cm.New(cm.Config{Root: o.cgroupRoot, PodsCPUMilli: bound.Cpu().MilliValue(), PodsMemory: bound.Memory().Value(),
 		PodsPIDs: bound.Name("pid", resource.DecimalSI).Value(), PodPidsLimit: o.podMaxPids})
 	if err != nil {
@@ -994,7 +1001,9 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 // pressure evicts pods at once. With pod cgroups (pods non-nil) kubepods
 // bounds the pods, as the kubelet's --enforce-node-allocatable=pods: the
 // summary has its "pods" system container, and allocatableMemory.available
-// is observed and twinned with each hard memory.available threshold.
+// is observed and twinned with each hard memory.available threshold. A
+// node of many measures memory.available on its part of the machine too
+// (eviction.Config.MemoryShare).
 func newEvictionManager(o *options, rt *cri.Runtime, recorder record.EventRecorder, agentMetrics *metrics.Agent, gcs *reclaim, processes stats.Processes, pods *cm.Manager) (*eviction.Manager, error) {
 	var podsCgroup stats.PodsCgroup
 	var podsMemcg string
@@ -1007,13 +1016,23 @@ func newEvictionManager(o *options, rt *cri.Runtime, recorder record.EventRecord
 	if err != nil {
 		return nil, err
 	}
+	// A node of many: memory.available is also its part of the machine's
+	// memory less its own pods' working set (docs/scale.md).
+	var memoryShare int64
+	if !o.portion.Whole() {
+		mem, err := nodestatus.MemoryCapacity()
+		if err != nil {
+			return nil, fmt.Errorf("reading the machine's memory: %w", err)
+		}
+		memoryShare = o.portion.Scale(mem)
+	}
 	return eviction.New(eviction.Config{
 		Thresholds: o.evictionThresholds, PressureTransitionPeriod: o.evictionPressureTransition,
 		MaxPodGracePeriodSeconds: o.evictionMaxPodGracePeriod, MonitoringPeriod: o.evictionMonitoringPeriod,
 		LocalStorageCapacityIsolation: true, Summary: st.Summarize, Recorder: recorder, NodeName: o.nodeName,
 		ObserveEviction: agentMetrics.ObserveEviction, ObserveStatsAge: agentMetrics.ObserveEvictionStatsAge,
 		ImageGC: gcs, ContainerGC: gcs, KernelMemcgNotification: o.kernelMemcgNotification,
-		EnforceNodeAllocatable: pods != nil, PodsMemoryCgroup: podsMemcg,
+		EnforceNodeAllocatable: pods != nil, PodsMemoryCgroup: podsMemcg, MemoryShare: memoryShare,
 	})
 }
 

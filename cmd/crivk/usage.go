@@ -18,7 +18,7 @@ var flagGroups = []struct {
 		"config", "config-dir", "pod-manifest-path", "file-check-frequency",
 	}},
 	{"Cluster and node identity", []string{
-		"kubeconfig", "bootstrap-kubeconfig", "node-name", "node-count", "node-ip", "node-labels", "register-with-taints", "max-pods",
+		"kubeconfig", "bootstrap-kubeconfig", "node-name", "node-count", "node-shares", "node-ip", "node-labels", "register-with-taints", "max-pods",
 	}},
 	{"Container runtime", []string{
 		"cri-endpoint", "runtime-request-timeout", "runtime-events", "pleg-relist-period", "pleg-wake-spacing",

@@ -2,7 +2,11 @@
 // serving --node-count nodes over one containerd (docs/scale.md), from the
 // process' settings: each node's name, node API ports, root, pod log and
 // cgroup directories, kubeconfig and registration labels and taints
-// (Specs). Its share of the machine is nodestatus.Share's.
+// (Specs), and its weight in the split of the machine (--node-shares,
+// ParseShares: Spec.Weight of Spec.TotalWeight, 1 of N by default), which
+// the caller turns into its nodestatus.Portion: its Node's capacity and
+// allocatable, its kubepods bound and its eviction manager's share of the
+// machine's memory.
 //
 // The caller (cmd/crivk) runs, once per process, what the nodes share
 // (logging, /healthz, profiling, the CRI connection as the base
@@ -25,6 +29,9 @@
 //     node's kubeconfig), pod log dir <pod-log-dir>/<name>, cgroup root
 //     <cgroup-root>/<name>: no two nodes share a directory that one
 //     node's housekeeping cleans;
+//   - weights: one per node (--node-shares' count is --node-count), each
+//     from 1 to MaxWeight; the parts are rounded down, so they never add
+//     up to more than the machine (nodestatus.Portion);
 //   - labels and taints deep-copied: nothing one node's stack changes is
 //     seen by another (TestSpecsShareNoMutableState).
 //

@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -31,6 +32,9 @@ type Settings struct {
 	// Labels and Taints are registered on every node.
 	Labels map[string]string
 	Taints []v1.Taint
+	// Shares is --node-shares (ParseShares): node i's weight in the split
+	// of the machine, one per node; nil: equal shares.
+	Shares []int64
 }
 
 // Spec is one node's settings.
@@ -48,6 +52,12 @@ type Spec struct {
 	Kubeconfig                     string
 	Labels                         map[string]string
 	Taints                         []v1.Taint
+	// Weight of TotalWeight is the node's part of the machine
+	// (nodestatus.Portion: its Node's capacity and allocatable, its
+	// kubepods bound, its memory.available): 1 of Count by default, its
+	// --node-shares weight of their sum otherwise; 0 of 0 (the whole)
+	// for a single-node crivk.
+	Weight, TotalWeight int64
 }
 
 // RuntimeNode is the node's cri.Config.Node: its name for a node of many,
@@ -68,6 +78,9 @@ func Specs(s Settings) ([]Spec, error) {
 	if s.Count < 1 {
 		return nil, fmt.Errorf("%w, got %d", ErrCount, s.Count)
 	}
+	if len(s.Shares) > 0 && len(s.Shares) != s.Count {
+		return nil, fmt.Errorf("%w: %d weights for --node-count %d", ErrShares, len(s.Shares), s.Count)
+	}
 	if s.Count == 1 {
 		return []Spec{{Name: s.Name, Port: s.Port, ReadOnlyPort: s.ReadOnlyPort, RootDir: s.RootDir, PodLogDir: s.PodLogDir,
 			CgroupRoot: s.CgroupRoot, Kubeconfig: s.Kubeconfig, Labels: maps.Clone(s.Labels), Taints: copyTaints(s.Taints)}}, nil
@@ -79,6 +92,10 @@ func Specs(s Settings) ([]Spec, error) {
 	if err := portRanges(s); err != nil {
 		return nil, err
 	}
+	weights, total, err := weights(s)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Spec, s.Count)
 	for i := range out {
 		name := s.Name + "-" + strconv.Itoa(i)
@@ -87,7 +104,8 @@ func Specs(s Settings) ([]Spec, error) {
 			PodLogDir:  filepath.Join(s.PodLogDir, name),
 			CgroupRoot: path.Join(s.CgroupRoot, name),
 			Kubeconfig: s.Kubeconfig,
-			Labels:     maps.Clone(s.Labels), Taints: copyTaints(s.Taints)}
+			Labels:     maps.Clone(s.Labels), Taints: copyTaints(s.Taints),
+			Weight: weights[i], TotalWeight: total}
 		if s.ReadOnlyPort > 0 {
 			sp.ReadOnlyPort = s.ReadOnlyPort + i
 		}
@@ -97,6 +115,52 @@ func Specs(s Settings) ([]Spec, error) {
 		out[i] = sp
 	}
 	return out, nil
+}
+
+// ErrShares is returned by Specs when --node-shares does not give one
+// weight per node, and by ParseShares for a weight that is not one.
+var ErrShares = errors.New("--node-shares needs one weight per node, each an integer from 1 to 1000000")
+
+// MaxWeight bounds a node's weight: past it a split is no longer a split
+// of anything a machine has (its other nodes would get nothing).
+const MaxWeight = 1000000
+
+// ParseShares parses --node-shares, "2,1,1": each node's weight in the
+// split of the machine, an integer from 1 to MaxWeight, in node order.
+// Empty: nil, equal shares.
+func ParseShares(flag string) ([]int64, error) {
+	if strings.TrimSpace(flag) == "" {
+		return nil, nil
+	}
+	var out []int64
+	for _, f := range strings.Split(flag, ",") {
+		w, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+		if err != nil || w < 1 || w > MaxWeight {
+			return nil, fmt.Errorf("%w: %q in %q", ErrShares, f, flag)
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// weights are the nodes' weights and their sum: 1 each of Count without
+// --node-shares.
+func weights(s Settings) ([]int64, int64, error) {
+	out := s.Shares
+	if len(out) == 0 {
+		out = make([]int64, s.Count)
+		for i := range out {
+			out[i] = 1
+		}
+	}
+	var total int64
+	for _, w := range out {
+		if w < 1 || w > MaxWeight {
+			return nil, 0, fmt.Errorf("%w: weight %d", ErrShares, w)
+		}
+		total += w
+	}
+	return out, total, nil
 }
 
 // portRanges checks that the nodes' API ports and read-only ports stay

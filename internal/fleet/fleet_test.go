@@ -31,13 +31,13 @@ func TestSpecs(t *testing.T) {
 			want: []Spec{
 				{Index: 0, Multi: true, Name: "crivk-0", Port: 10260, ReadOnlyPort: 10270, RootDir: "/var/lib/crivk/nodes/crivk-0",
 					PodLogDir: "/var/log/crivk-pods/crivk-0", CgroupRoot: "/crivk/crivk-0", Kubeconfig: "/etc/crivk/kubeconfig",
-					Labels: map[string]string{"pool": "a"}, Taints: base().Taints},
+					Labels: map[string]string{"pool": "a"}, Taints: base().Taints, Weight: 1, TotalWeight: 3},
 				{Index: 1, Multi: true, Name: "crivk-1", Port: 10261, ReadOnlyPort: 10271, RootDir: "/var/lib/crivk/nodes/crivk-1",
 					PodLogDir: "/var/log/crivk-pods/crivk-1", CgroupRoot: "/crivk/crivk-1", Kubeconfig: "/etc/crivk/kubeconfig",
-					Labels: map[string]string{"pool": "a"}, Taints: base().Taints},
+					Labels: map[string]string{"pool": "a"}, Taints: base().Taints, Weight: 1, TotalWeight: 3},
 				{Index: 2, Multi: true, Name: "crivk-2", Port: 10262, ReadOnlyPort: 10272, RootDir: "/var/lib/crivk/nodes/crivk-2",
 					PodLogDir: "/var/log/crivk-pods/crivk-2", CgroupRoot: "/crivk/crivk-2", Kubeconfig: "/etc/crivk/kubeconfig",
-					Labels: map[string]string{"pool": "a"}, Taints: base().Taints},
+					Labels: map[string]string{"pool": "a"}, Taints: base().Taints, Weight: 1, TotalWeight: 3},
 			},
 		},
 		"healthz in the API range": {change: func(s *Settings) { s.Count = 3 }, err: "--healthz-port 10262 is one of the nodes' API ports 10260-10262"},
@@ -45,14 +45,40 @@ func TestSpecs(t *testing.T) {
 			change: func(s *Settings) { s.Count, s.HealthzPort, s.Bootstrap, s.Labels, s.Taints = 2, 0, true, nil, nil },
 			want: []Spec{
 				{Index: 0, Multi: true, Name: "crivk-0", Port: 10260, RootDir: "/var/lib/crivk/nodes/crivk-0",
-					PodLogDir: "/var/log/crivk-pods/crivk-0", CgroupRoot: "/crivk/crivk-0", Kubeconfig: "/var/lib/crivk/nodes/crivk-0/kubeconfig"},
+					PodLogDir: "/var/log/crivk-pods/crivk-0", CgroupRoot: "/crivk/crivk-0", Kubeconfig: "/var/lib/crivk/nodes/crivk-0/kubeconfig",
+					Weight: 1, TotalWeight: 2},
 				{Index: 1, Multi: true, Name: "crivk-1", Port: 10261, RootDir: "/var/lib/crivk/nodes/crivk-1",
-					PodLogDir: "/var/log/crivk-pods/crivk-1", CgroupRoot: "/crivk/crivk-1", Kubeconfig: "/var/lib/crivk/nodes/crivk-1/kubeconfig"},
+					PodLogDir: "/var/log/crivk-pods/crivk-1", CgroupRoot: "/crivk/crivk-1", Kubeconfig: "/var/lib/crivk/nodes/crivk-1/kubeconfig",
+					Weight: 1, TotalWeight: 2},
 			},
 		},
-		"no node":                 {change: func(s *Settings) { s.Count = 0 }, err: "--node-count must be at least 1, got 0"},
-		"ports past 65535":        {change: func(s *Settings) { s.Count, s.Port = 3, 65534 }, err: "the last node's port 65536"},
-		"read-only ports overlap": {change: func(s *Settings) { s.Count, s.HealthzPort, s.ReadOnlyPort = 3, 0, 10258 }, err: "ranges of 3 ports overlap"},
+		"unequal shares: weight of their sum": {
+			change: func(s *Settings) {
+				s.Count, s.HealthzPort, s.Labels, s.Taints, s.Shares = 2, 0, nil, nil, []int64{3, 1}
+			},
+			want: []Spec{
+				{Index: 0, Multi: true, Name: "crivk-0", Port: 10260, RootDir: "/var/lib/crivk/nodes/crivk-0",
+					PodLogDir: "/var/log/crivk-pods/crivk-0", CgroupRoot: "/crivk/crivk-0", Kubeconfig: "/etc/crivk/kubeconfig",
+					Weight: 3, TotalWeight: 4},
+				{Index: 1, Multi: true, Name: "crivk-1", Port: 10261, RootDir: "/var/lib/crivk/nodes/crivk-1",
+					PodLogDir: "/var/log/crivk-pods/crivk-1", CgroupRoot: "/crivk/crivk-1", Kubeconfig: "/etc/crivk/kubeconfig",
+					Weight: 1, TotalWeight: 4},
+			},
+		},
+		"one weight for one node: the whole": {
+			change: func(s *Settings) { s.Shares = []int64{5} },
+			want: []Spec{{Name: "crivk", Port: 10260, RootDir: "/var/lib/crivk", PodLogDir: "/var/log/crivk-pods", CgroupRoot: "/crivk",
+				Kubeconfig: "/etc/crivk/kubeconfig", Labels: map[string]string{"pool": "a"}, Taints: base().Taints}},
+		},
+		"fewer weights than nodes": {change: func(s *Settings) { s.Count, s.HealthzPort, s.Shares = 3, 0, []int64{2, 1} },
+			err: "--node-shares needs one weight per node, each an integer from 1 to 1000000: 2 weights for --node-count 3"},
+		"more weights than nodes": {change: func(s *Settings) { s.Count, s.HealthzPort, s.Shares = 2, 0, []int64{2, 1, 1} },
+			err: "3 weights for --node-count 2"},
+		"weights for a single node": {change: func(s *Settings) { s.Shares = []int64{1, 1} }, err: "2 weights for --node-count 1"},
+		"a weight of 0":             {change: func(s *Settings) { s.Count, s.HealthzPort, s.Shares = 2, 0, []int64{1, 0} }, err: "--node-shares needs one weight per node"},
+		"no node":                   {change: func(s *Settings) { s.Count = 0 }, err: "--node-count must be at least 1, got 0"},
+		"ports past 65535":          {change: func(s *Settings) { s.Count, s.Port = 3, 65534 }, err: "the last node's port 65536"},
+		"read-only ports overlap":   {change: func(s *Settings) { s.Count, s.HealthzPort, s.ReadOnlyPort = 3, 0, 10258 }, err: "ranges of 3 ports overlap"},
 		"healthz in the read-only range": {change: func(s *Settings) { s.Count, s.ReadOnlyPort, s.HealthzPort = 2, 10300, 10301 },
 			err: "--healthz-port 10301 is one of the nodes' read-only ports"},
 		"names not valid": {change: func(s *Settings) { s.Count, s.Name = 2, "Crivk_" }, err: `node name "Crivk_-1"`},
@@ -69,6 +95,9 @@ func TestSpecs(t *testing.T) {
 				if s.Count < 1 && !errors.Is(err, ErrCount) {
 					t.Errorf("error %v is not ErrCount", err)
 				}
+				if len(s.Shares) > 0 && s.Count >= 1 && !errors.Is(err, ErrShares) {
+					t.Errorf("error %v is not ErrShares", err)
+				}
 				return
 			}
 			if err != nil {
@@ -81,6 +110,38 @@ func TestSpecs(t *testing.T) {
 				if (sp.RuntimeNode() == "") != !sp.Multi || sp.Multi && sp.RuntimeNode() != sp.Name {
 					t.Errorf("%s: RuntimeNode %q with Multi %v", sp.Name, sp.RuntimeNode(), sp.Multi)
 				}
+			}
+		})
+	}
+}
+
+func TestParseShares(t *testing.T) {
+	for _, tc := range []struct {
+		flag string
+		want []int64
+		err  string
+	}{
+		{"", nil, ""},
+		{"2,1,1", []int64{2, 1, 1}, ""},
+		{" 3 , 1 ", []int64{3, 1}, ""},
+		{"1000000,1", []int64{1000000, 1}, ""},
+		{"2,0,1", nil, `--node-shares needs one weight per node, each an integer from 1 to 1000000: "0" in "2,0,1"`},
+		{"2,-1", nil, `"-1" in "2,-1"`},
+		{"1.5,1", nil, `"1.5" in "1.5,1"`},
+		{"2,,1", nil, `"" in "2,,1"`},
+		{"1000001", nil, `"1000001"`},
+		{"50%,50%", nil, `"50%"`},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			got, err := ParseShares(tc.flag)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !errors.Is(err, ErrShares) {
+					t.Fatalf("ParseShares(%q): %v, want ErrShares with %q", tc.flag, err, tc.err)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("ParseShares(%q) = %v, %v, want %v", tc.flag, got, err, tc.want)
 			}
 		})
 	}
