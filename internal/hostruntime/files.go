@@ -55,7 +55,9 @@ type Files struct {
 // as here): the endpoints are tried in order and the registry itself is
 // appended last, so a name the mirror lacks still goes to the registry
 // (which fails on a machine without internet, as it did without the
-// mirror); an endpoint without a path gets "/v2"; the TLS (and auth) of an
+// mirror; remotes/docker/resolver.go then reports the first error other
+// than a 404: a mirror that is down, the mirror's; a name it lacks,
+// the registry's); an endpoint without a path gets "/v2"; the TLS (and auth) of an
 // endpoint are registry.configs of the endpoint's host:port, not of the
 // mirrored registry, hence a configs."host:port".tls section per https
 // mirror. The pulled image keeps its name (registry.k8s.io/...): the mirror
