@@ -569,7 +569,7 @@ EOF
     names=$("${regtool}" name "${tar}") || return 1
     refs=()
     for name in ${names}; do
-      case "${name}" in registry.k8s.io/*:*) ;; *) continue ;; esac
+      case "${name}" in *@*) continue ;; registry.k8s.io/*:*) ;; *) continue ;; esac
       awk -v n="${name}" -v d="${digest}" '$1 == n && $3 == d {found=1} END {exit !found}' <<<"${listed}" || continue
       ref=${name#registry.k8s.io/}
       [ "$(mirror_digest "${ref%:*}" "${ref##*:}")" = "${digest}" ] || refs+=("${REGISTRY_MIRROR_HOST}/${ref}")
