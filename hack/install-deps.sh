@@ -19,8 +19,9 @@ packages=(
   containerd runc containernetworking-plugins iptables
   etcd-server openssl busybox-static gcc libc6-dev iproute2 curl
 )
-# The local image registry (REGISTRY=1: make test).
-if [ "${REGISTRY:-0}" = 1 ]; then
+# The local image registry (REGISTRY=1: make test) and the mirror of
+# registry.k8s.io (REGISTRY_MIRROR=1: hack/node-conformance.sh).
+if [ "${REGISTRY:-0}" = 1 ] || [ "${REGISTRY_MIRROR:-0}" = 1 ]; then
   packages+=(docker-registry)
 fi
 if [ "${CONFORMANCE_IMAGES:-0}" = 1 ]; then

@@ -10,6 +10,9 @@
 #   kube-scheduler           127.0.0.1:10359
 #   docker-registry          https://NODE_IP:5443, with REGISTRY=1 (make test): TLS and
 #                            htpasswd auth, the busybox image as NODE_IP:5443/e2e/busybox
+#   registry-mirror          https://NODE_IP:5444, with REGISTRY_MIRROR=1 (hack/node-conformance.sh):
+#                            a mirror of registry.k8s.io for containerd, no auth, holding
+#                            the registry.k8s.io images imported below at the same digests
 #   metrics-server           https://NODE_IP:4443, with METRICS_SERVER=1 (make run, make
 #                            test): metrics.k8s.io through the aggregation layer
 #
@@ -26,7 +29,7 @@
 # Usage: hack/local-up.sh
 # Environment: NODE_IP (default: the machine's routable IPv4), NODE_NAME
 # (crivk-local), POD_CIDR (10.88.0.0/16), CNI_BRIDGE (crivk0),
-# CRIVK_RUN_DIR (/run/crivk), METRICS_SERVER (0), REGISTRY (0).
+# CRIVK_RUN_DIR (/run/crivk), METRICS_SERVER (0), REGISTRY (0), REGISTRY_MIRROR (0).
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -509,6 +512,81 @@ EOF
   log "registry ${REGISTRY_HOST}: e2e/busybox:1.37.0-1 pushed ($(cat "${dir}/busybox.digest"))"
 }
 
+# mirror_digest REPO TAG: the manifest digest the mirror serves for
+# REPO:TAG (Docker-Content-Digest), empty when it has none.
+mirror_digest() {
+  curl -sfI --max-time 10 --cacert "${PKI_DIR}/ca.crt" \
+    -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+    -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
+    "https://${REGISTRY_MIRROR_HOST}/v2/$1/manifests/$2" |
+    tr -d '\r' | awk 'tolower($1) == "docker-content-digest:" {print $2}' || true
+}
+
+# start_registry_mirror (REGISTRY_MIRROR=1): a mirror of registry.k8s.io
+# for our containerd (crivk_render's -registry-mirror), so that a pull
+# with imagePullPolicy Always of an image built here (the node e2e suite's
+# eviction and image GC specs, the image-update specs) finds it, for either
+# agent. A second docker-registry on REGISTRY_MIRROR_HOST (NODE_IP:5444),
+# data in LOCAL_DIR/registry-mirror, TLS with the registry certificate
+# (whose SANs name NODE_IP; containerd trusts the cluster CA for that
+# host), no auth: containerd has no credentials for it, and none for
+# REGISTRY_HOST, whose tests need it to ask for them. It holds every
+# tarball of _output/images whose registry.k8s.io name containerd has at
+# the tarball's digest (hack/images.sh imported it just before): NAME
+# registry.k8s.io/R:T goes to REGISTRY_MIRROR_HOST/R:T, pushed as is by
+# regtool (the manifest's bytes, so the same digest: regtool's
+# TestPushKeepsDigest), and checked: the mirror must answer each tag with
+# containerd's digest, else a pull through it would replace the image.
+start_registry_mirror() {
+  local dir=${LOCAL_DIR}/registry-mirror regtool=${BIN_DIR}/regtool listed tar digest names name ref refs n=0
+  command -v docker-registry >/dev/null ||
+    { log "ERROR: docker-registry is missing; run REGISTRY_MIRROR=1 hack/install-deps.sh" >&2; return 1; }
+  mkdir -p "${dir}/data"
+  (cd "${ROOT}/hack/tools" && CGO_ENABLED=0 go build -trimpath -o "${regtool}" ./cmd/regtool)
+  write_if_changed "${dir}/config.yml" <<EOF
+version: 0.1
+log:
+  level: info
+storage:
+  filesystem:
+    rootdirectory: ${dir}/data
+  delete:
+    enabled: true
+http:
+  addr: ${REGISTRY_MIRROR_HOST}
+  tls:
+    certificate: ${PKI_DIR}/registry.crt
+    key: ${PKI_DIR}/registry.key
+EOF
+  ensure_running registry-mirror "$(fingerprint "${dir}/config.yml" "${PKI_DIR}/registry.crt")" \
+    "$(component_bin registry-mirror)" serve "${dir}/config.yml"
+  wait_until registry-mirror 30 "the registry mirror on ${REGISTRY_MIRROR_HOST}" \
+    curl -sf --max-time 2 --cacert "${PKI_DIR}/ca.crt" "https://${REGISTRY_MIRROR_HOST}/v2/"
+  listed=$(ctr --address "${CONTAINERD_SOCK}" -n k8s.io images ls) || return 1
+  for tar in "${ROOT}"/_output/images/*.tar; do
+    [ -f "${tar}.digest" ] || continue
+    digest=$(cat "${tar}.digest")
+    names=$("${regtool}" name "${tar}") || return 1
+    refs=()
+    for name in ${names}; do
+      case "${name}" in *@*) continue ;; registry.k8s.io/*:*) ;; *) continue ;; esac
+      awk -v n="${name}" -v d="${digest}" '$1 == n && $3 == d {found=1} END {exit !found}' <<<"${listed}" || continue
+      ref=${name#registry.k8s.io/}
+      [ "$(mirror_digest "${ref%:*}" "${ref##*:}")" = "${digest}" ] || refs+=("${REGISTRY_MIRROR_HOST}/${ref}")
+      n=$((n + 1))
+    done
+    [ ${#refs[@]} -gt 0 ] || continue
+    "${regtool}" push -ca "${PKI_DIR}/ca.crt" "${tar}" "${refs[@]}" >/dev/null || return 1
+    for ref in "${refs[@]}"; do
+      ref=${ref#"${REGISTRY_MIRROR_HOST}"/}
+      [ "$(mirror_digest "${ref%:*}" "${ref##*:}")" = "${digest}" ] ||
+        { log "ERROR: the mirror does not serve ${ref} at ${digest}, containerd's digest" >&2; return 1; }
+      log "registry mirror ${REGISTRY_MIRROR_HOST}: ${ref} pushed (${digest})"
+    done
+  done
+  log "registry mirror ${REGISTRY_MIRROR_HOST}: ${n} registry.k8s.io image(s), at containerd's digests"
+}
+
 # ------------------------------------------------------------ metrics-server
 
 # start_metrics_server (METRICS_SERVER=1): metrics-server on the host, as
@@ -558,7 +636,7 @@ write_env() {
     for v in LOCAL_DIR KUBECONFIG NODE_KUBECONFIG BOOTSTRAP_KUBECONFIG APISERVER_URL CA_CERT \
       NODE_NAME NODE_IP NODE_SERVING_CERT NODE_SERVING_KEY POD_CIDR SERVICE_CIDR \
       CNI_NETWORK CNI_BRIDGE CRI_ENDPOINT CONTAINERD_ADDRESS CONTAINERD_ROOT CONTAINERD_STATE \
-      CRIVK_RUN_DIR CRI_CONFIG_FILE CRICTL PAUSE_IMAGE BUSYBOX_IMAGE REGISTRY_HOST; do
+      CRIVK_RUN_DIR CRI_CONFIG_FILE CRICTL PAUSE_IMAGE BUSYBOX_IMAGE REGISTRY_HOST REGISTRY_MIRROR_HOST; do
       printf 'export %s=%q\n' "${v}" "${!v}"
     done
   } | write_if_changed "${LOCAL_DIR}/env"
@@ -568,6 +646,10 @@ main() {
   preflight
   detect_node_ip
   REGISTRY_HOST=${NODE_IP}:${REGISTRY_PORT}
+  REGISTRY_MIRROR_HOST=
+  if [ "${REGISTRY_MIRROR:-0}" = 1 ]; then
+    REGISTRY_MIRROR_HOST=${NODE_IP}:${REGISTRY_MIRROR_PORT}
+  fi
   log "node ${NODE_NAME}, IP ${NODE_IP}"
   "${ROOT}/hack/build-kube.sh" kube-apiserver kube-controller-manager kube-scheduler
   "${ROOT}/hack/build-crictl.sh"
@@ -586,6 +668,11 @@ main() {
     start_registry || fail docker-registry "pushing the test images to the registry failed"
   else
     stop_component docker-registry
+  fi
+  if [ "${REGISTRY_MIRROR:-0}" = 1 ]; then
+    start_registry_mirror || fail registry-mirror "filling the registry.k8s.io mirror failed"
+  else
+    stop_component registry-mirror
   fi
   if [ "${METRICS_SERVER:-0}" = 1 ]; then
     "${ROOT}/hack/build-kube.sh" metrics-server

@@ -88,7 +88,9 @@
 # Steps: builds what is missing (crivk, kubelet, e2e_node.test, agnhost,
 # ginkgo), brings up the local cluster with the conformance images and the
 # node e2e suite's (CONFORMANCE_IMAGES=1 NODE_E2E_IMAGES=1 hack/local-up.sh:
-# nginx, jessie-dnsutils, ipc-utils, and nmeter in busybox; hack/images.sh),
+# nginx, jessie-dnsutils, ipc-utils, and nmeter in busybox; hack/images.sh)
+# and a mirror of registry.k8s.io holding them (REGISTRY_MIRROR=1: the specs
+# that pull with imagePullPolicy Always, eviction, image GC, image update),
 # creates the suite's token,
 # deletes any Node object an earlier agent left, starts the agent, waits for
 # the node Ready, runs e2e_node.test through the Ginkgo CLI, collects the
@@ -227,10 +229,10 @@ log "building and bringing up the local cluster (log: ${RESULTS}/setup.log)"
 # errexit does not apply inside a function called as an if condition, hence
 # the explicit returns.
 setup() {
-  CONFORMANCE_IMAGES=1 hack/install-deps.sh || return
+  CONFORMANCE_IMAGES=1 REGISTRY_MIRROR=1 hack/install-deps.sh || return
   if [ "${NODE_AGENT}" = crivk ]; then hack/build.sh || return; fi
   hack/build-kube.sh kubelet e2e_node.test agnhost ginkgo || return
-  CONFORMANCE_IMAGES=1 NODE_E2E_IMAGES=1 hack/local-up.sh
+  CONFORMANCE_IMAGES=1 NODE_E2E_IMAGES=1 REGISTRY_MIRROR=1 hack/local-up.sh
 }
 trap 'hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 || log "local-down failed, see ${RESULTS}/local-down.log"' EXIT
 if ! setup >"${RESULTS}/setup.log" 2>&1; then

@@ -49,10 +49,11 @@ CONTROLLER_MANAGER_PORT=10357
 SCHEDULER_PORT=10359
 METRICS_SERVER_PORT=4443
 REGISTRY_PORT=5443
+REGISTRY_MIRROR_PORT=5444
 SA_ISSUER=https://kubernetes.default.svc.cluster.local
 
 # Start order; local-down stops in reverse.
-COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler docker-registry metrics-server)
+COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler docker-registry registry-mirror metrics-server)
 
 CRICTL=${BIN_DIR}/crictl
 CRICTL_CONFIG=${LOCAL_DIR}/crictl.yaml
@@ -60,11 +61,24 @@ CRICTL_CONFIG=${LOCAL_DIR}/crictl.yaml
 log() { echo "${LOG_PREFIX}: $*"; }
 warn() { echo "${LOG_PREFIX}: WARNING: $*" >&2; }
 
-# component_bin NAME: the absolute executable a component runs from.
+# component_bin NAME: the absolute executable a component runs from
+# (registry-mirror is a second docker-registry).
 component_bin() {
   case "$1" in
     containerd | etcd | docker-registry) readlink -f "$(command -v "$1")" ;;
+    registry-mirror) readlink -f "$(command -v docker-registry)" ;;
     *) echo "${BIN_DIR}/$1" ;;
+  esac
+}
+
+# component_mark NAME: what NAME's command line holds, and no other
+# component's of the same binary: docker-registry and registry-mirror run
+# one binary, each with its own directory's config.yml.
+component_mark() {
+  case "$1" in
+    docker-registry) echo "${LOCAL_DIR}/registry/" ;;
+    registry-mirror) echo "${LOCAL_DIR}/registry-mirror/" ;;
+    *) echo "${LOCAL_DIR}/" ;;
   esac
 }
 
@@ -82,14 +96,14 @@ cmdline_of() {
 }
 
 # is_ours NAME PID: PID runs NAME's binary (possibly since replaced on disk)
-# with LOCAL_DIR on its command line.
+# with LOCAL_DIR (component_mark) on its command line.
 is_ours() {
   local exe bin
   pid_alive "$2" || return 1
   exe=$(readlink "/proc/$2/exe" 2>/dev/null) || return 1
   bin=$(component_bin "$1")
   [ "${exe}" = "${bin}" ] || [ "${exe}" = "${bin} (deleted)" ] || return 1
-  case "$(cmdline_of "$2")" in *"${LOCAL_DIR}/"*) return 0 ;; esac
+  case "$(cmdline_of "$2")" in *"$(component_mark "$1")"*) return 0 ;; esac
   return 1
 }
 
@@ -326,8 +340,11 @@ remove_metrics_apiservice() {
 # CONTAINERD_STATE, CONTAINERD_SOCK, RUNC_ROOT, CNI_CONF_DIR, CNI_DATA_DIR,
 # CNI_NETWORK, CNI_BRIDGE, POD_CIDR and PAUSE_IMAGE; with REGISTRY_HOST set,
 # the local registry's certificate (of the cluster CA in PKI_DIR) is trusted
-# for that host. crivk is built first when _output/bin/crivk is missing or
-# too old to render.
+# for that host; with REGISTRY_MIRROR=1 and REGISTRY_MIRROR_HOST set, pulls
+# of registry.k8s.io images try https://REGISTRY_MIRROR_HOST first (its
+# certificate of the same CA trusted too): hack/local-up.sh's mirror.
+# crivk is built first when _output/bin/crivk is missing or too old to
+# render.
 crivk_render() {
   local args=(runtime render -what "$1" -written-by "hack/${LOG_PREFIX}.sh"
     -root "${CONTAINERD_ROOT}" -state "${CONTAINERD_STATE}" -socket "${CONTAINERD_SOCK}"
@@ -336,6 +353,10 @@ crivk_render() {
     -network "${CNI_NETWORK}" -bridge "${CNI_BRIDGE}" -pod-cidr "${POD_CIDR}")
   if [ -n "${REGISTRY_HOST:-}" ]; then
     args+=(-registry-host "${REGISTRY_HOST}" -registry-ca "${PKI_DIR}/ca.crt")
+  fi
+  if [ "${REGISTRY_MIRROR:-0}" = 1 ] && [ -n "${REGISTRY_MIRROR_HOST:-}" ]; then
+    [ -n "${REGISTRY_HOST:-}" ] || args+=(-registry-ca "${PKI_DIR}/ca.crt")
+    args+=(-registry-mirror "registry.k8s.io=https://${REGISTRY_MIRROR_HOST}")
   fi
   if ! "${BIN_DIR}/crivk" "${args[@]}" 2>/dev/null; then
     "${ROOT}/hack/build.sh" >&2 || return

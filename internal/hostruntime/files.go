@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"path/filepath"
+	"strings"
 	"text/template"
 )
 
@@ -37,6 +39,122 @@ type Files struct {
 	// RegistryHost, if set, is a registry whose certificate is signed by
 	// RegistryCA (the local registry of hack/local-up.sh's REGISTRY=1).
 	RegistryHost, RegistryCA string
+	// Mirrors are registries whose pulls go to a mirror first (the local
+	// mirror of registry.k8s.io of hack/local-up.sh's REGISTRY_MIRROR=1).
+	// RegistryCA, when set, is trusted for every https mirror's host.
+	Mirrors []Mirror
+}
+
+// Mirror is one entry of the CRI plugin's registry.mirrors: pulls of
+// images of Registry (a registry host as image names spell it, such as
+// registry.k8s.io) resolve and fetch from Endpoint (scheme://host[:port],
+// the registry API under /v2) first.
+//
+// Semantics of containerd 1.6.20 (pkg/cri/server/image_pull.go,
+// registryHosts and registryEndpoints, when registry.config_path is unset
+// as here): the endpoints are tried in order and the registry itself is
+// appended last, so a name the mirror lacks still goes to the registry
+// (which fails on a machine without internet, as it did without the
+// mirror; remotes/docker/resolver.go then reports the first error other
+// than a 404: a mirror that is down, the mirror's; a name it lacks,
+// the registry's); an endpoint without a path gets "/v2"; the TLS (and auth) of an
+// endpoint are registry.configs of the endpoint's host:port, not of the
+// mirrored registry, hence a configs."host:port".tls section per https
+// mirror. The pulled image keeps its name (registry.k8s.io/...): the mirror
+// serves the content, so with the same manifest digest an image already
+// present stays the same image. containerd 1.6 logs that mirrors and
+// configs.tls are deprecated in favour of config_path (hosts.toml
+// directories) and honours them; config_path is not used here because 1.6
+// refuses it beside configs.tls (pkg/cri/config/config.go,
+// ValidatePluginConfig), which RegistryHost already renders.
+type Mirror struct {
+	Registry, Endpoint string
+}
+
+// String is the flag form, REGISTRY=ENDPOINT.
+func (m Mirror) String() string { return m.Registry + "=" + m.Endpoint }
+
+// ParseMirror reads REGISTRY=ENDPOINT (registry.k8s.io=https://10.0.0.1:5444).
+func ParseMirror(s string) (Mirror, error) {
+	reg, ep, ok := strings.Cut(s, "=")
+	m := Mirror{Registry: reg, Endpoint: ep}
+	if !ok {
+		return m, fmt.Errorf("registry mirror %q: want REGISTRY=ENDPOINT", s)
+	}
+	return m, m.validate()
+}
+
+func (m Mirror) validate() error {
+	if m.Registry == "" || strings.ContainsAny(m.Registry, "/\"=[] ") {
+		return fmt.Errorf("registry mirror %s: the registry %q is not a registry host", m, m.Registry)
+	}
+	u, err := url.Parse(m.Endpoint)
+	if err != nil {
+		return fmt.Errorf("registry mirror %s: %w", m, err)
+	}
+	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" ||
+		strings.ContainsAny(m.Endpoint, "\"[] ") {
+		return fmt.Errorf("registry mirror %s: the endpoint %q is not http(s)://host[:port][/path]", m, m.Endpoint)
+	}
+	return nil
+}
+
+// tlsHost is the endpoint's host:port when it is https: the key of its
+// registry.configs entry.
+func (m Mirror) tlsHost() string {
+	u, err := url.Parse(m.Endpoint)
+	if err != nil || u.Scheme != "https" {
+		return ""
+	}
+	return u.Host
+}
+
+// TLSHosts are the hosts RegistryCA is trusted for: RegistryHost, then the
+// host of each https mirror, each once (a TOML table cannot repeat).
+func (f Files) TLSHosts() []string {
+	if f.RegistryCA == "" {
+		return nil
+	}
+	var hosts []string
+	seen := map[string]bool{}
+	for _, h := range append([]string{f.RegistryHost}, mirrorHosts(f.Mirrors)...) {
+		if h != "" && !seen[h] {
+			seen[h] = true
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
+}
+
+func mirrorHosts(ms []Mirror) []string {
+	var hosts []string
+	for _, m := range ms {
+		hosts = append(hosts, m.tlsHost())
+	}
+	return hosts
+}
+
+// mirrorFlag is the repeatable -registry-mirror.
+type mirrorFlag struct{ ms *[]Mirror }
+
+func (f mirrorFlag) String() string {
+	if f.ms == nil {
+		return ""
+	}
+	var s []string
+	for _, m := range *f.ms {
+		s = append(s, m.String())
+	}
+	return strings.Join(s, ",")
+}
+
+func (f mirrorFlag) Set(s string) error {
+	m, err := ParseMirror(s)
+	if err != nil {
+		return err
+	}
+	*f.ms = append(*f.ms, m)
+	return nil
 }
 
 func (f Files) validate() error {
@@ -49,8 +167,18 @@ func (f Files) validate() error {
 	if f.SandboxImage == "" || f.Network == "" || f.Bridge == "" || f.PodCIDR == "" {
 		return errors.New("the sandbox image, the CNI network, its bridge and its pod CIDR are all needed")
 	}
-	if (f.RegistryHost == "") != (f.RegistryCA == "") {
+	if f.RegistryHost != "" && f.RegistryCA == "" || f.RegistryCA != "" && f.RegistryHost == "" && len(f.Mirrors) == 0 {
 		return errors.New("a registry host and its CA go together")
+	}
+	seen := map[string]bool{}
+	for _, m := range f.Mirrors {
+		if err := m.validate(); err != nil {
+			return err
+		}
+		if seen[m.Registry] {
+			return fmt.Errorf("registry %s has two mirrors (containerd takes one list of endpoints per registry)", m.Registry)
+		}
+		seen[m.Registry] = true
 	}
 	return nil
 }
@@ -127,12 +255,25 @@ disabled_plugins = [
         [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
           SystemdCgroup = false
           Root = "{{.RuncRoot}}"
-{{- if .RegistryHost}}
+{{- if or .RegistryHost .Mirrors}}
+{{- if .Mirrors}}
+
+    # A pull of a mirrored registry's image tries its mirror first, then
+    # the registry itself; the hosts under configs serve with a
+    # certificate of their CA.
+{{- else}}
 
     # The registry serves with a certificate of this CA.
+{{- end}}
     [plugins."io.containerd.grpc.v1.cri".registry]
-      [plugins."io.containerd.grpc.v1.cri".registry.configs."{{.RegistryHost}}".tls]
-        ca_file = "{{.RegistryCA}}"
+{{- range .Mirrors}}
+      [plugins."io.containerd.grpc.v1.cri".registry.mirrors."{{.Registry}}"]
+        endpoint = ["{{.Endpoint}}"]
+{{- end}}
+{{- range .TLSHosts}}
+      [plugins."io.containerd.grpc.v1.cri".registry.configs."{{.}}".tls]
+        ca_file = "{{$.RegistryCA}}"
+{{- end}}
 {{- end}}
 
     [plugins."io.containerd.grpc.v1.cri".cni]
@@ -189,7 +330,8 @@ func Render(args []string, w io.Writer) error {
 	fs.StringVar(&f.Bridge, "bridge", "crivk0", "the network's Linux bridge")
 	fs.StringVar(&f.PodCIDR, "pod-cidr", "10.89.0.0/16", "the pods' subnet")
 	fs.StringVar(&f.RegistryHost, "registry-host", "", "a registry (host:port) whose certificate -registry-ca signed")
-	fs.StringVar(&f.RegistryCA, "registry-ca", "", "the CA file of -registry-host")
+	fs.StringVar(&f.RegistryCA, "registry-ca", "", "the CA file of -registry-host and of every https -registry-mirror")
+	fs.Var(mirrorFlag{&f.Mirrors}, "registry-mirror", "REGISTRY=ENDPOINT (registry.k8s.io=https://10.0.0.1:5444): pulls of REGISTRY's images try ENDPOINT first (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

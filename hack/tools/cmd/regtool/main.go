@@ -6,7 +6,17 @@
 //	                                        pushes the single image of an
 //	                                        OCI image-layout tarball (as
 //	                                        hack/images.sh writes them) to
-//	                                        each REF and prints its digest
+//	                                        each REF and prints its digest:
+//	                                        the manifest goes as is, so the
+//	                                        digest is the one containerd
+//	                                        imported from the tarball (the
+//	                                        mirror of hack/local-up.sh's
+//	                                        REGISTRY_MIRROR=1 relies on it)
+//	regtool name OCI-LAYOUT-TAR             prints the image names of the
+//	                                        tarball's index.json (their
+//	                                        io.containerd.image.name, which
+//	                                        ctr import names images after),
+//	                                        one a line
 //	regtool fakeregistry -o DIR OCI-LAYOUT-TAR REPO TAG
 //	                                        writes the single image of an
 //	                                        OCI image-layout tarball as agnhost's
@@ -61,7 +71,12 @@ func main() {
 			fmt.Printf("%s:%s\n", os.Args[2], h)
 		}
 	case "push":
-		err = push(os.Args[2:])
+		err = push(os.Args[2:], os.Stdout)
+	case "name":
+		if len(os.Args) != 3 {
+			usage()
+		}
+		err = printNames(os.Args[2], os.Stdout)
 	case "fakeregistry":
 		err = fakeRegistry(os.Args[2:])
 	default:
@@ -74,7 +89,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: regtool htpasswd USER PASSWORD | regtool push -ca CA -user U -password P OCI-LAYOUT-TAR REF... | regtool fakeregistry -o DIR OCI-LAYOUT-TAR REPO TAG")
+	fmt.Fprintln(os.Stderr, "usage: regtool htpasswd USER PASSWORD | regtool push -ca CA -user U -password P OCI-LAYOUT-TAR REF... | regtool name OCI-LAYOUT-TAR | regtool fakeregistry -o DIR OCI-LAYOUT-TAR REPO TAG")
 	os.Exit(2)
 }
 
@@ -207,7 +222,53 @@ func fakeRegistry(args []string) error {
 	return nil
 }
 
-func push(args []string) error {
+// containerdNameAnnotation is the index.json annotation containerd's
+// importer names an image after (mkimage writes it).
+const containerdNameAnnotation = "io.containerd.image.name"
+
+// printNames prints the io.containerd.image.name of each manifest of the
+// tarball's index.json, reading no blob.
+func printNames(tarball string, w io.Writer) error {
+	f, err := os.Open(tarball)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("%s has no index.json", tarball)
+		}
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", tarball, err)
+		}
+		if filepath.Clean("/"+h.Name) != "/index.json" {
+			continue
+		}
+		var idx v1.IndexManifest
+		if err := json.NewDecoder(tr).Decode(&idx); err != nil {
+			return fmt.Errorf("%s: index.json: %w", tarball, err)
+		}
+		n := 0
+		for _, d := range idx.Manifests {
+			if name := d.Annotations[containerdNameAnnotation]; name != "" {
+				fmt.Fprintln(w, name)
+				n++
+			}
+		}
+		if n == 0 {
+			return fmt.Errorf("%s: no manifest of index.json has an %s annotation", tarball, containerdNameAnnotation)
+		}
+		return nil
+	}
+}
+
+// push writes the tarball's image to each reference and prints its digest
+// to w. remote.Write sends the layout's manifest bytes unchanged (a layout
+// image's RawManifest is the blob), so the registry stores, and answers
+// with, the digest the tarball's index.json names: TestPushKeepsDigest.
+func push(args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("push", flag.ExitOnError)
 	ca := fs.String("ca", "", "CA certificate of the registry")
 	user := fs.String("user", "", "registry user")
@@ -250,7 +311,7 @@ func push(args []string) error {
 			return fmt.Errorf("pushing %s: %w", r, err)
 		}
 	}
-	fmt.Println(digest)
+	fmt.Fprintln(w, digest)
 	return nil
 }
 
