@@ -135,10 +135,12 @@ func Generate(in Input) v1.PodStatus {
 	// again with the same UID, and the pod then starts again.
 	s.Phase = podPhase(pod, s.InitContainerStatuses, s.ContainerStatuses, in.Deleted && !podutil.IsStaticPod(pod))
 	prev := &in.Previous
-	if k := in.Killed; k != nil && !isTerminalPhase(in.Previous.Phase) {
+	if k := in.Killed; k != nil {
 		// The kubelet's three-way merge in generateAPIPodStatus, with the
-		// kill's status as the previous one: it only replaces a phase
-		// that is not terminal.
+		// kill's status as the previous one (the kubelet caches it over
+		// the status before the kill, even when that one was already
+		// terminal: containers that exited just before an eviction): it
+		// only replaces a phase that is not terminal.
 		prev = k
 		if !isTerminalPhase(s.Phase) && isTerminalPhase(k.Phase) {
 			s.Phase = k.Phase

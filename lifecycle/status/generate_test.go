@@ -688,6 +688,7 @@ func TestGenerateStatusAfterKill(t *testing.T) {
 	static.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
 	for name, tc := range map[string]struct {
 		pod                     *v1.Pod
+		prev                    *v1.PodStatus
 		rt                      *cri.PodStatus
 		killed                  *v1.PodStatus
 		wantPhase               v1.PodPhase
@@ -710,6 +711,17 @@ func TestGenerateStatusAfterKill(t *testing.T) {
 			killed:    killed(running),
 			wantPhase: v1.PodFailed, wantReason: "Preempting", wantMessage: "Preempted in order to admit critical pod", wantDisruption: true,
 		},
+		// Exited before the kill was asked (an OOM kill seen by the
+		// relist just before the eviction): the status before the kill
+		// was already Failed, with no reason; the kubelet cached the
+		// kill's Failed, Evicted and DisruptionTarget over it, and keeps
+		// them.
+		"already Failed before the kill: the kill's reason and condition": {
+			prev:      &v1.PodStatus{Phase: v1.PodFailed},
+			rt:        rtStatus(false, reg("a", 0, cri.StateExited, 0), reg("b", 0, cri.StateExited, 137)),
+			killed:    killed(v1.PodStatus{Phase: v1.PodFailed}),
+			wantPhase: v1.PodFailed, wantReason: "Preempting", wantMessage: "Preempted in order to admit critical pod", wantDisruption: true,
+		},
 		"no kill status, all exited 0: Succeeded": {
 			rt:        rtStatus(false, reg("a", 0, cri.StateExited, 0), reg("b", 0, cri.StateExited, 0)),
 			wantPhase: v1.PodSucceeded,
@@ -720,7 +732,11 @@ func TestGenerateStatusAfterKill(t *testing.T) {
 			if pod == nil {
 				pod = testutil.Pod(v1.RestartPolicyAlways, nil, "a", "b")
 			}
-			s := Generate(Input{Pod: pod, Previous: running, Killed: tc.killed, Runtime: tc.rt, Deleted: true, Now: now})
+			prev := running
+			if tc.prev != nil {
+				prev = *tc.prev
+			}
+			s := Generate(Input{Pod: pod, Previous: prev, Killed: tc.killed, Runtime: tc.rt, Deleted: true, Now: now})
 			if s.Phase != tc.wantPhase || s.Reason != tc.wantReason || s.Message != tc.wantMessage {
 				t.Errorf("status %s %q %q, want %s %q %q", s.Phase, s.Reason, s.Message, tc.wantPhase, tc.wantReason, tc.wantMessage)
 			}

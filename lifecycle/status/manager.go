@@ -526,6 +526,7 @@ func (m *Manager) setLocked(pod *v1.Pod, status v1.PodStatus) {
 		podLogger(pod).WithField("phase", status.Phase).WithField("terminalPhase", p).
 			Warn("pod attempted to leave its terminal phase; keeping it")
 		status.Phase = p
+		keepTerminalCause(old, &status)
 	}
 	notReadyWhenTerminal(&status)
 	now := metav1.NewTime(m.clock.Now())
@@ -569,6 +570,29 @@ func finalPhase(old, api *v1.PodStatus) v1.PodPhase {
 		}
 	}
 	return ""
+}
+
+// keepTerminalCause: a status that attempted to leave the terminal phase
+// of old (a readiness probe's republish generated before the final status
+// of an eviction and set after it) keeps old's reason and message, which go
+// with that phase, and old's DisruptionTarget condition, which the status
+// generated before the kill did not have: the pod's final status never
+// loses why it ended.
+func keepTerminalCause(old, status *v1.PodStatus) {
+	if old.Phase == status.Phase && status.Reason == "" && status.Message == "" {
+		status.Reason, status.Message = old.Reason, old.Message
+	}
+	for _, c := range status.Conditions {
+		if c.Type == v1.DisruptionTarget {
+			return
+		}
+	}
+	for _, c := range old.Conditions {
+		if c.Type == v1.DisruptionTarget {
+			status.Conditions = append(status.Conditions, *c.DeepCopy())
+			return
+		}
+	}
 }
 
 // checkContainerStateTransition refuses a status in which a container that

@@ -368,6 +368,36 @@ func TestStatusManagerTerminalPhaseIsFinal(t *testing.T) {
 	}
 }
 
+// TestStatusManagerLateStatusKeepsTheCause: a status generated before an
+// eviction's final status and set after it (a readiness probe's republish
+// racing SyncTerminatingPod) keeps the terminal phase, its reason and
+// message and the DisruptionTarget condition.
+func TestStatusManagerLateStatusKeepsTheCause(t *testing.T) {
+	m, _, _ := newTestStatusManager(t)
+	pod := smPod("a", v1.RestartPolicyAlways, "c")
+	final := smStatus(v1.PodFailed, csRunning("c"))
+	final.Reason, final.Message = "Evicted", "The node was low on resource: memory."
+	dt := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet, Message: "Pod was evicted"}
+	final.Conditions = append(final.Conditions, dt)
+	m.SetPodStatus(pod, final)
+	late := smStatus(v1.PodRunning, csRunning("c"))
+	late.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
+	m.SetPodStatus(pod, late)
+	got, _ := m.GetPodStatus(pod.UID)
+	if got.Phase != v1.PodFailed || got.Reason != final.Reason || got.Message != final.Message {
+		t.Errorf("status %s %q %q, want Failed %q %q", got.Phase, got.Reason, got.Message, final.Reason, final.Message)
+	}
+	found := false
+	for _, c := range got.Conditions {
+		if c.Type == v1.DisruptionTarget {
+			found = c.Status == v1.ConditionTrue && c.Reason == dt.Reason
+		}
+	}
+	if !found {
+		t.Errorf("conditions %+v: the DisruptionTarget was lost", got.Conditions)
+	}
+}
+
 func TestStatusManagerConditions(t *testing.T) {
 	t0 := metav1.NewTime(smEpoch.Add(-time.Hour))
 	later := smEpoch.Add(time.Minute)
