@@ -170,6 +170,40 @@ func (r Reservations) Allocatable(capacity v1.ResourceList) v1.ResourceList {
 	return out
 }
 
+// AllocatableOf is the allocatable of a node that has p of the machine of
+// capacity. The whole machine: Allocatable(capacity). A part: p of the
+// machine's allocatable (the reservations taken once), except memory:
+// a node of many measures memory.available on its own share (its share of
+// the memory less its own pods' working set, eviction.Config.MemoryShare),
+// so its pods at their requests must leave the whole hard threshold free
+// on that share, as the kubelet's allocatable leaves it on the node's
+// capacity: p of the pods' bound (capacity − system and kube reservations)
+// less the threshold, a percentage taken of p of the capacity.
+// nodefs and the other signals stay the machine's measure, and so does
+// their share of the threshold.
+func (r Reservations) AllocatableOf(capacity v1.ResourceList, p Portion) v1.ResourceList {
+	out := p.Of(r.Allocatable(capacity))
+	t, ok := r.EvictionHard["memory.available"]
+	if p.Whole() || !ok {
+		return out
+	}
+	q, has := p.Of(r.PodsBound(capacity))[v1.ResourceMemory]
+	if !has {
+		return out
+	}
+	if t.Quantity != nil {
+		q.Sub(*t.Quantity)
+	} else {
+		share := p.Of(capacity)[v1.ResourceMemory]
+		q.Sub(*resource.NewQuantity(int64(float64(share.Value())*t.Percentage), resource.BinarySI))
+	}
+	if q.Sign() < 0 {
+		q.Set(0)
+	}
+	out[v1.ResourceMemory] = q
+	return out
+}
+
 // Share is one node's equal share of rl among n nodes of one crivk process
 // (docs/scale.md#allocatable), rounded down: CPU in millicores, the other
 // resources in their units; pods is not split (--max-pods is each

@@ -73,7 +73,7 @@ func BuildNode(cfg NodeConfig, rd cri.Readiness, now time.Time) (*v1.Node, error
 		ObjectMeta: metav1.ObjectMeta{Name: cfg.Name, Labels: labels},
 		Status: v1.NodeStatus{
 			Capacity:    cfg.Portion.Of(capacity),
-			Allocatable: cfg.Portion.Of(cfg.Reservations.Allocatable(capacity)),
+			Allocatable: cfg.Reservations.AllocatableOf(capacity, cfg.Portion),
 			Addresses: []v1.NodeAddress{
 				{Type: v1.NodeInternalIP, Address: cfg.InternalIP},
 				{Type: v1.NodeHostName, Address: cfg.Name},

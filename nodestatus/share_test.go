@@ -206,3 +206,46 @@ func TestBuildNodeWeighted(t *testing.T) {
 		}
 	}
 }
+
+// TestAllocatableOfHoldsTheMemoryThresholdPerNode: a node of many measures
+// memory.available on its own share, so its allocatable memory leaves the
+// whole hard threshold of that share free (its pods at their requests put
+// it exactly at the threshold), while CPU and ephemeral storage stay the
+// node's part of the machine's allocatable. The whole machine is
+// Allocatable itself.
+func TestAllocatableOfHoldsTheMemoryThresholdPerNode(t *testing.T) {
+	capacity := v1.ResourceList{
+		v1.ResourceCPU:              resource.MustParse("4"),
+		v1.ResourceMemory:           resource.MustParse("16Gi"),
+		v1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
+		v1.ResourcePods:             resource.MustParse("110"),
+	}
+	fixed, _ := ParseEvictionHard("memory.available<100Mi,nodefs.available<10%")
+	pct, _ := ParseEvictionHard("memory.available<5%")
+	sys := v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")}
+	const mi = int64(1 << 20)
+	for name, tc := range map[string]struct {
+		r       Reservations
+		p       Portion
+		wantMem int64
+	}{
+		"whole, 100Mi":                   {r: Reservations{SystemReserved: sys, EvictionHard: fixed}, p: Portion{}, wantMem: 15*1024*mi - 100*mi},
+		"a quarter, 100Mi":               {r: Reservations{SystemReserved: sys, EvictionHard: fixed}, p: Portion{Weight: 1, Total: 4}, wantMem: 15*1024*mi/4 - 100*mi},
+		"three quarters, 100Mi":          {r: Reservations{SystemReserved: sys, EvictionHard: fixed}, p: Portion{Weight: 3, Total: 4}, wantMem: 15*1024*mi*3/4 - 100*mi},
+		"a quarter, 5% of share":         {r: Reservations{EvictionHard: pct}, p: Portion{Weight: 1, Total: 4}, wantMem: 4*1024*mi - 214748364},
+		"a quarter, no memory threshold": {r: Reservations{SystemReserved: sys}, p: Portion{Weight: 1, Total: 4}, wantMem: 15 * 1024 * mi / 4},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := tc.r.AllocatableOf(capacity, tc.p)
+			if m := got.Memory().Value(); m != tc.wantMem {
+				t.Errorf("memory %d, want %d", m, tc.wantMem)
+			}
+			split := tc.p.Of(tc.r.Allocatable(capacity))
+			for _, res := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceEphemeralStorage, v1.ResourcePods} {
+				if g, w := got[res], split[res]; g.Cmp(w) != 0 {
+					t.Errorf("%s %s, want the split of the machine's %s", res, g.String(), w.String())
+				}
+			}
+		})
+	}
+}

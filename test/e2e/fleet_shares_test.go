@@ -16,8 +16,10 @@ import (
 
 // TestFleetNodeShares runs two nodes from one process with
 // --node-shares=3,1 (docs/scale.md, "Allocatable"): node 0's allocatable
-// CPU and memory are three quarters of the single node's, node 1's a
-// quarter, each rounded down (millicores, bytes), and each node's kubepods
+// CPU is three quarters of the single node's, node 1's a quarter, rounded
+// down (millicores); memory the same part of the pods' bound less the
+// whole memory.available threshold, which each node measures on its own
+// share (shareMemoryAllocatable); each node's kubepods
 // cgroup is bounded between its allocatable and its capacity. A pod whose
 // memory request fits node 0's share and not node 1's runs on node 0 and
 // is refused by node 1 with the kubelet's OutOfmemory against node 1's
@@ -56,7 +58,7 @@ func TestFleetNodeShares(t *testing.T) {
 		nodes[i] = node
 		cpu, mem := single.Status.Allocatable[v1.ResourceCPU], single.Status.Allocatable[v1.ResourceMemory]
 		wantCPU := cpu.MilliValue() * weights[i] / total
-		wantMem := mem.Value() * weights[i] / total
+		wantMem := shareMemoryAllocatable(mem.Value(), weights[i], total)
 		gotCPU, gotMem := node.Status.Allocatable[v1.ResourceCPU], node.Status.Allocatable[v1.ResourceMemory]
 		if gotCPU.MilliValue() != wantCPU || gotMem.Value() != wantMem {
 			t.Errorf("node %s (weight %d of %d): allocatable cpu %dm memory %d, want %dm and %d (of the single node's %dm and %d)",

@@ -103,7 +103,7 @@ func TestFleetThreeNodes(t *testing.T) {
 		if r == v1.ResourceCPU {
 			want[r] = *resource.NewMilliQuantity(q.MilliValue()/count, q.Format)
 		} else {
-			want[r] = *resource.NewQuantity(q.Value()/count, q.Format)
+			want[r] = *resource.NewQuantity(shareMemoryAllocatable(q.Value(), 1, count), q.Format)
 		}
 	}
 	share := map[string]*v1.Node{}
@@ -115,7 +115,7 @@ func TestFleetThreeNodes(t *testing.T) {
 		share[n] = node
 		for r, w := range want {
 			if got := node.Status.Allocatable[r]; got.Cmp(w) != 0 {
-				t.Errorf("node %s: allocatable %s %s, want a third of the single node's %s: %s", n, r, got.String(), single.Status.Allocatable.Name(r, resource.DecimalSI).String(), w.String())
+				t.Errorf("node %s: allocatable %s %s, want a third of the single node's %s (memory: of its pods' bound, less the whole threshold): %s", n, r, got.String(), single.Status.Allocatable.Name(r, resource.DecimalSI).String(), w.String())
 			}
 		}
 		if p := node.Status.DaemonEndpoints.KubeletEndpoint.Port; p != int32(10250+i) {
@@ -700,4 +700,16 @@ func listsPerRelist(t *testing.T, node string) float64 {
 		t.Fatalf("node %s: relists %v -> %v within a minute: %v", node, relists0, relists, err)
 	}
 	return (lists - lists0) / (relists - relists0)
+}
+
+// evictionHardMemory is hack/run-crivk.sh's memory.available hard
+// threshold.
+const evictionHardMemory = 100 << 20
+
+// shareMemoryAllocatable is the allocatable memory of a node with weight w
+// of total, from the single node's allocatable memory single: its part of
+// the pods' bound (single + the threshold), less the whole threshold, which
+// the node measures on its own share (nodestatus.Reservations.AllocatableOf).
+func shareMemoryAllocatable(single, w, total int64) int64 {
+	return (single+evictionHardMemory)*w/total - evictionHardMemory
 }
