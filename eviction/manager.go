@@ -297,7 +297,7 @@ func (m *Manager) synchronize(ctx context.Context, pods Pods) (*v1.Pod, error) {
 	t := due[0]
 	r := signalResource[t.Signal]
 	logger := log.G(ctx).WithField("resource", r).WithField("threshold", t.String())
-	if o := obs[t.Signal].facing(t, false); o.of != "" {
+	if o := obs[t.Signal].cause(t); o.of != "" {
 		// A node of many: its own pods' use, or the machine's pressure,
 		// which every node of the process sees and answers by evicting
 		// its own pods.

@@ -40,7 +40,7 @@ func evictionMessage(r v1.ResourceName, pod *v1.Pod, stats podStatsFunc, met []T
 			continue
 		}
 		if o, ok := obs[t.Signal]; ok {
-			o = o.facing(t, false)
+			o = o.cause(t)
 			msg += fmt.Sprintf(thresholdMetMessageFmt, t.Value.of(o.capacity), o.available)
 			break
 		}

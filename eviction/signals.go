@@ -49,6 +49,17 @@ func (o observation) facing(t Threshold, minReclaim bool) observation {
 	return o
 }
 
+// cause is the measure that met t, for its message and log: the one that
+// meets it without the minimum reclaim, else the one that meets it with it
+// (a threshold held met by its minimum reclaim on the machine's measure).
+// A single node's is o itself.
+func (o observation) cause(t Threshold) observation {
+	if f := o.facing(t, false); f.meets(t, false) {
+		return f
+	}
+	return o.facing(t, true)
+}
+
 // observations maps each signal the summary measures to its measure.
 type observations map[Signal]observation
 
