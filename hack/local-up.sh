@@ -29,7 +29,10 @@
 # Usage: hack/local-up.sh
 # Environment: NODE_IP (default: the machine's routable IPv4), NODE_NAME
 # (crivk-local), POD_CIDR (10.88.0.0/16), CNI_BRIDGE (crivk0),
-# CRIVK_RUN_DIR (/run/crivk), METRICS_SERVER (0), REGISTRY (0), REGISTRY_MIRROR (0).
+# CRIVK_RUN_DIR (/run/crivk), METRICS_SERVER (0), REGISTRY (0), REGISTRY_MIRROR (0),
+# KCM_CONTROLLERS (the controller manager's --controllers, '*,-nodeipam';
+# hack/node-conformance.sh adds -nodelifecycle, as upstream's node e2e runs
+# no controller manager).
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -368,7 +371,7 @@ start_controller_manager() {
     --service-account-private-key-file="${PKI_DIR}/sa.key" \
     --root-ca-file="${PKI_DIR}/ca.crt" \
     --use-service-account-credentials=true \
-    --controllers='*,-nodeipam' \
+    --controllers="${KCM_CONTROLLERS:-*,-nodeipam}" \
     --cluster-signing-cert-file="${PKI_DIR}/ca.crt" \
     --cluster-signing-key-file="${PKI_DIR}/ca.key" \
     --cluster-signing-duration="${CSR_SIGNING_DURATION:-8760h}" \
