@@ -3,6 +3,7 @@ package cri
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -165,9 +166,38 @@ type BackOffView interface {
 	Pull(key string) (string, bool)
 }
 
-// BackOffKey is the key of a pod's container in the back-offs.
+// BackOffKey is the key of a pod's container in the back-offs: the pod's
+// UID, the container's name and the hash of its spec, as the kubelet's
+// getStableKey, so that a container whose image is changed starts with no
+// back-off (the node e2e spec "should have their auto-restart back-off
+// timer reset on image update").
 func BackOffKey(pod *v1.Pod, name string) string {
-	return string(pod.UID) + "/" + name
+	key := string(pod.UID) + "/" + name
+	if c := specContainer(pod, name); c != nil {
+		key += "/" + strconv.FormatUint(HashContainer(c), 16)
+	}
+	return key
+}
+
+// specContainer is the pod's container, init container or ephemeral
+// container of that name, nil if none.
+func specContainer(pod *v1.Pod, name string) *v1.Container {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			return (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		}
+	}
+	return nil
 }
 
 // ComputePodActions decides what SyncPod must do to bring the runtime's

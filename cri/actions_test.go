@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -565,7 +566,7 @@ func TestComputePodActionsBackOff(t *testing.T) {
 		"in restart back-off: held in CrashLoopBackOff, dead instances beyond the newest removed": {
 			pod:          testutil.Pod(v1.RestartPolicyAlways, nil, "a"),
 			status:       readyStatus(dead("a", ContainerTypeRegular, 1, t0), dead("a", ContainerTypeRegular, 0, t0.Add(-time.Minute))),
-			bo:           fakeBackOffView{restart: map[string]time.Time{"uid-1/a": t0}},
+			bo:           fakeBackOffView{restart: map[string]time.Time{testBackOffKey("a"): t0}},
 			wantNextInit: -1, wantWaiting: map[string]string{"a": ReasonCrashLoopBackOff}, wantRemove: []string{"a-0"}},
 		"back-off over: restarted, back-off moves on from the last exit, older dead removed": {
 			pod:          testutil.Pod(v1.RestartPolicyAlways, nil, "a"),
@@ -574,22 +575,22 @@ func TestComputePodActionsBackOff(t *testing.T) {
 		"a created instance replaced: back-off from the dead one before it": {
 			pod:          testutil.Pod(v1.RestartPolicyAlways, nil, "a"),
 			status:       readyStatus(ctr("a", ContainerTypeRegular, 1, StateCreated, 0), dead("a", ContainerTypeRegular, 0, t0)),
-			bo:           fakeBackOffView{restart: map[string]time.Time{"uid-1/a": t0}},
+			bo:           fakeBackOffView{restart: map[string]time.Time{testBackOffKey("a"): t0}},
 			wantNextInit: -1, wantWaiting: map[string]string{"a": ReasonCrashLoopBackOff}, wantKill: []string{"a-1"}},
 		"pull back-off: held in ImagePullBackOff": {
 			pod:          testutil.Pod(v1.RestartPolicyAlways, nil, "a"),
 			status:       readyStatus(),
-			bo:           fakeBackOffView{pull: map[string]string{"uid-1/a": "ErrImagePull: not found"}},
+			bo:           fakeBackOffView{pull: map[string]string{testBackOffKey("a"): "ErrImagePull: not found"}},
 			wantNextInit: -1, wantWaiting: map[string]string{"a": ReasonImagePullBackOff}},
 		"failed init container in back-off: nothing after it starts": {
 			pod:          testutil.Pod(v1.RestartPolicyOnFailure, []string{"i"}, "a"),
 			status:       readyStatus(dead("i", ContainerTypeInit, 0, t0)),
-			bo:           fakeBackOffView{restart: map[string]time.Time{"uid-1/i": t0}},
+			bo:           fakeBackOffView{restart: map[string]time.Time{testBackOffKey("i"): t0}},
 			wantNextInit: -1, wantWaiting: map[string]string{"i": ReasonCrashLoopBackOff}},
 		"OnFailure: a regular container in back-off keeps the sidecar": {
 			pod:          withSidecar,
 			status:       readyStatus(dead("a", ContainerTypeRegular, 0, t0), initCtr("sc", StateRunning, 0)),
-			bo:           fakeBackOffView{restart: map[string]time.Time{"uid-1/a": t0}},
+			bo:           fakeBackOffView{restart: map[string]time.Time{testBackOffKey("a"): t0}},
 			wantNextInit: -1, wantWaiting: map[string]string{"a": ReasonCrashLoopBackOff}},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -621,12 +622,12 @@ func TestComputePodActionsBackOff(t *testing.T) {
 	}
 	// The messages are the kubelet's.
 	got := ComputePodActions(testutil.Pod(v1.RestartPolicyAlways, nil, "a"), readyStatus(dead("a", ContainerTypeRegular, 0, t0)),
-		PlanInputs{BackOff: fakeBackOffView{restart: map[string]time.Time{"uid-1/a": t0}}})
+		PlanInputs{BackOff: fakeBackOffView{restart: map[string]time.Time{testBackOffKey("a"): t0}}})
 	if want := "back-off 20s restarting failed container=a pod=web_prod(uid-1)"; got.Waiting["a"].Message != want {
 		t.Errorf("CrashLoopBackOff message %q, want %q", got.Waiting["a"].Message, want)
 	}
 	got = ComputePodActions(testutil.Pod(v1.RestartPolicyAlways, nil, "a"), readyStatus(),
-		PlanInputs{BackOff: fakeBackOffView{pull: map[string]string{"uid-1/a": "ErrImagePull: not found"}}})
+		PlanInputs{BackOff: fakeBackOffView{pull: map[string]string{testBackOffKey("a"): "ErrImagePull: not found"}}})
 	if want := `Back-off pulling image "busybox:1.36": ErrImagePull: not found`; got.Waiting["a"].Message != want {
 		t.Errorf("ImagePullBackOff message %q, want %q", got.Waiting["a"].Message, want)
 	}
@@ -635,8 +636,8 @@ func TestComputePodActionsBackOff(t *testing.T) {
 // TestComputePodActionsDefinitionChanged: a running container whose spec
 // hash is not its spec's any more (the image was changed) is killed with
 // the kubelet's Killing message and started again in the same plan,
-// whatever the restart policy; the restart back-off of an earlier exit
-// still holds it back; a container without a hash is left alone; a
+// whatever the restart policy; the restart back-off of the old image does
+// not hold it back, one of its new spec does; a container without a hash is left alone; a
 // running sidecar is restarted with the kubelet's init-container message.
 func TestComputePodActionsDefinitionChanged(t *testing.T) {
 	hashed := func(cs ContainerStatus, image string) ContainerStatus {
@@ -666,9 +667,17 @@ func TestComputePodActionsDefinitionChanged(t *testing.T) {
 		"no hash (made before hashes were written): kept": {policy: v1.RestartPolicyAlways, status: readyStatus(running("a"))},
 		"an exited container's hash does not matter": {policy: v1.RestartPolicyNever,
 			status: readyStatus(hashed(exited("a", 0), "busybox:0"))},
-		"restart back-off of an earlier exit holds the new one back": {policy: v1.RestartPolicyAlways,
+		// The back-off key holds the spec's hash (the kubelet's
+		// getStableKey): the old image's back-off does not hold the new
+		// image back; a back-off of the new spec does.
+		"restart back-off of the old image does not hold the new one back": {policy: v1.RestartPolicyAlways,
+			status:    readyStatus(hashed(ctr("a", ContainerTypeRegular, 1, StateRunning, 0), "busybox:0"), olderExit),
+			backOff:   fakeBackOffView{restart: map[string]time.Time{"uid-1/a/" + strconv.FormatUint(HashContainer(&v1.Container{Name: "a", Image: "busybox:0"}), 16): now.Add(-time.Second)}},
+			wantKill:  &Kill{Name: "a", Type: ContainerTypeRegular, Message: "Container a definition changed, will be restarted", Grace: 17},
+			wantStart: []int{0}},
+		"restart back-off of the new spec holds it back": {policy: v1.RestartPolicyAlways,
 			status:   readyStatus(hashed(ctr("a", ContainerTypeRegular, 1, StateRunning, 0), "busybox:0"), olderExit),
-			backOff:  fakeBackOffView{restart: map[string]time.Time{"uid-1/a": now.Add(-time.Second)}},
+			backOff:  fakeBackOffView{restart: map[string]time.Time{testBackOffKey("a"): now.Add(-time.Second)}},
 			wantKill: &Kill{Name: "a", Type: ContainerTypeRegular, Message: "Container a definition changed, will be restarted", Grace: 17},
 			wantWait: ReasonCrashLoopBackOff},
 	} {
@@ -717,4 +726,10 @@ func TestComputePodActionsDefinitionChanged(t *testing.T) {
 			t.Errorf("sidecar %s: kills %+v, sidecars %v, next init %d", name, got.ContainersToKill, got.SidecarsToStart, got.NextInit)
 		}
 	}
+}
+
+// testBackOffKey is BackOffKey of testutil.Pod's container name (UID
+// uid-1, image testutil.Image).
+func testBackOffKey(name string) string {
+	return BackOffKey(testutil.Pod(v1.RestartPolicyAlways, []string{name}, name), name)
 }

@@ -26,6 +26,7 @@ type BackOff interface {
 	Next(id string, eventTime time.Time)
 	Get(id string) time.Duration
 	Reset(id string)
+	GC()
 }
 
 // BackOffs holds the restart and image pull back-off of every container of
@@ -109,14 +110,40 @@ func (b *BackOffs) pullSucceeded(key string) {
 }
 
 // Forget drops every entry of a pod whose worker is gone.
-func (b *BackOffs) Forget(uid string, containers []string) {
+func (b *BackOffs) Forget(pod *v1.Pod) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, c := range containers {
-		k := uid + "/" + c
+	var names []string
+	for _, c := range pod.Spec.InitContainers {
+		names = append(names, c.Name)
+	}
+	for _, c := range pod.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		names = append(names, c.Name)
+	}
+	for _, n := range names {
+		k := BackOffKey(pod, n)
 		b.Restart.Reset(k)
 		b.Pull.Reset(k)
 		delete(b.pullErr, k)
+	}
+}
+
+// GC drops the back-offs not updated for twice their maximum (the
+// kubelet's crashLoopBackOff.GC in HandlePodCleanups): those of a
+// container's earlier specs (the key holds the spec's hash, BackOffKey),
+// which Forget no longer names.
+func (b *BackOffs) GC() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.Restart.GC()
+	b.Pull.GC()
+	for k := range b.pullErr {
+		if b.Pull.Get(k) == 0 {
+			delete(b.pullErr, k)
+		}
 	}
 }
 

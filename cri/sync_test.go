@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crivk/crivk/internal/testutil"
 	"google.golang.org/grpc/codes"
 	grpcstatus "google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
@@ -725,18 +726,41 @@ func TestRemovePod(t *testing.T) {
 func TestBackOffsForget(t *testing.T) {
 	f := newSyncFixture(t)
 	now := f.clock.Now()
-	f.b.Restart.Next("uid-1/a", now)
-	f.b.pullFailed("uid-1/a", now, "ErrImagePull: x")
-	f.b.Restart.Next("uid-2/a", now)
-	f.b.Forget("uid-1", []string{"a"})
-	if f.b.Restart.Get("uid-1/a") != 0 {
+	pod := testutil.Pod(v1.RestartPolicyAlways, nil, "a")
+	other := testutil.Pod(v1.RestartPolicyAlways, nil, "a")
+	other.UID = "uid-2"
+	key, otherKey := BackOffKey(pod, "a"), BackOffKey(other, "a")
+	f.b.Restart.Next(key, now)
+	f.b.pullFailed(key, now, "ErrImagePull: x")
+	f.b.Restart.Next(otherKey, now)
+	f.b.Forget(pod)
+	if f.b.Restart.Get(key) != 0 {
 		t.Errorf("restart back-off of the forgotten pod kept")
 	}
-	if _, ok := f.b.View(now).Pull("uid-1/a"); ok {
+	if _, ok := f.b.View(now).Pull(key); ok {
 		t.Errorf("pull back-off of the forgotten pod kept")
 	}
-	if f.b.Restart.Get("uid-2/a") == 0 {
+	if f.b.Restart.Get(otherKey) == 0 {
 		t.Errorf("restart back-off of another pod forgotten")
+	}
+}
+
+// TestBackOffKeyHoldsTheSpec: a container's back-off key holds its spec's
+// hash (the kubelet's getStableKey): the same spec the same key, another
+// image another key, so that an image update starts with no back-off.
+func TestBackOffKeyHoldsTheSpec(t *testing.T) {
+	pod := testutil.Pod(v1.RestartPolicyAlways, []string{"i"}, "a")
+	same := testutil.Pod(v1.RestartPolicyAlways, []string{"i"}, "a")
+	if BackOffKey(pod, "a") != BackOffKey(same, "a") {
+		t.Errorf("the same spec: keys %q and %q", BackOffKey(pod, "a"), BackOffKey(same, "a"))
+	}
+	updated := pod.DeepCopy()
+	updated.Spec.Containers[0].Image = "busybox:2"
+	if BackOffKey(pod, "a") == BackOffKey(updated, "a") {
+		t.Errorf("an image update kept the key %q", BackOffKey(pod, "a"))
+	}
+	if BackOffKey(pod, "i") == BackOffKey(pod, "a") {
+		t.Errorf("two containers share the key %q", BackOffKey(pod, "a"))
 	}
 }
 

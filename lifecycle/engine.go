@@ -553,6 +553,8 @@ func (e *Engine) Housekeeping(ctx context.Context) {
 
 	known := e.workers.SyncKnownPods(e.pods.list())
 	e.restartReused(known)
+	// Back-offs of earlier container specs (an image changed) age out.
+	e.sync.backoff.GC()
 
 	if listDesired := e.cfg.APIPods; listDesired != nil && (e.cfg.APIPodsSynced == nil || e.cfg.APIPodsSynced()) {
 		if err := e.cleanupOrphans(ctx, listDesired); err != nil {

@@ -182,14 +182,7 @@ func (s *syncer) forget(pod *v1.Pod) {
 	}
 	s.removeProbes(pod.UID)
 	s.cache.Delete(pod.UID)
-	var names []string
-	for _, c := range pod.Spec.InitContainers {
-		names = append(names, c.Name)
-	}
-	for _, c := range pod.Spec.Containers {
-		names = append(names, c.Name)
-	}
-	s.backoff.Forget(string(pod.UID), names)
+	s.backoff.Forget(pod)
 }
 
 // refresh reads the pod's runtime state right after the engine acted on it
