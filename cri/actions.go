@@ -2,6 +2,7 @@ package cri
 
 import (
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -167,14 +168,17 @@ type BackOffView interface {
 }
 
 // BackOffKey is the key of a pod's container in the back-offs: the pod's
-// UID, the container's name and the hash of its spec, as the kubelet's
-// getStableKey, so that a container whose image is changed starts with no
-// back-off (the node e2e spec "should have their auto-restart back-off
-// timer reset on image update").
+// UID, the container's name and a hash of the fields whose change resets
+// the back-off, its image and resources, as the kubelet's GetBackoffKey
+// (pkg/kubelet/kuberuntime/helpers.go), so that a container whose image is
+// changed, or which is resized, starts with no back-off (the node e2e spec
+// "should have their auto-restart back-off timer reset on image update").
 func BackOffKey(pod *v1.Pod, name string) string {
 	key := string(pod.UID) + "/" + name
 	if c := specContainer(pod, name); c != nil {
-		key += "/" + strconv.FormatUint(HashContainer(c), 16)
+		h := fnv.New64a()
+		h.Write([]byte(c.Image + "/" + c.Resources.String()))
+		key += "/" + strconv.FormatUint(h.Sum64(), 16)
 	}
 	return key
 }

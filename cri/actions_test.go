@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
-	"strconv"
 	"testing"
 	"time"
 
@@ -672,7 +671,7 @@ func TestComputePodActionsDefinitionChanged(t *testing.T) {
 		// image back; a back-off of the new spec does.
 		"restart back-off of the old image does not hold the new one back": {policy: v1.RestartPolicyAlways,
 			status:    readyStatus(hashed(ctr("a", ContainerTypeRegular, 1, StateRunning, 0), "busybox:0"), olderExit),
-			backOff:   fakeBackOffView{restart: map[string]time.Time{"uid-1/a/" + strconv.FormatUint(HashContainer(&v1.Container{Name: "a", Image: "busybox:0"}), 16): now.Add(-time.Second)}},
+			backOff:   fakeBackOffView{restart: map[string]time.Time{oldImageBackOffKey("a", "busybox:0"): now.Add(-time.Second)}},
 			wantKill:  &Kill{Name: "a", Type: ContainerTypeRegular, Message: "Container a definition changed, will be restarted", Grace: 17},
 			wantStart: []int{0}},
 		"restart back-off of the new spec holds it back": {policy: v1.RestartPolicyAlways,
@@ -732,4 +731,12 @@ func TestComputePodActionsDefinitionChanged(t *testing.T) {
 // uid-1, image testutil.Image).
 func testBackOffKey(name string) string {
 	return BackOffKey(testutil.Pod(v1.RestartPolicyAlways, []string{name}, name), name)
+}
+
+// oldImageBackOffKey is BackOffKey of testutil.Pod's container name when it
+// ran image.
+func oldImageBackOffKey(name, image string) string {
+	pod := testutil.Pod(v1.RestartPolicyAlways, nil, name)
+	pod.Spec.Containers[0].Image = image
+	return BackOffKey(pod, name)
 }

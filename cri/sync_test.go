@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	grpcstatus "google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/util/flowcontrol"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testingclock "k8s.io/utils/clock/testing"
@@ -746,8 +747,9 @@ func TestBackOffsForget(t *testing.T) {
 }
 
 // TestBackOffKeyHoldsTheSpec: a container's back-off key holds its spec's
-// hash (the kubelet's getStableKey): the same spec the same key, another
-// image another key, so that an image update starts with no back-off.
+// image and resources (the kubelet's GetBackoffKey): the same spec the
+// same key, another image or a resize another key, so that either starts
+// with no back-off.
 func TestBackOffKeyHoldsTheSpec(t *testing.T) {
 	pod := testutil.Pod(v1.RestartPolicyAlways, []string{"i"}, "a")
 	same := testutil.Pod(v1.RestartPolicyAlways, []string{"i"}, "a")
@@ -758,6 +760,11 @@ func TestBackOffKeyHoldsTheSpec(t *testing.T) {
 	updated.Spec.Containers[0].Image = "busybox:2"
 	if BackOffKey(pod, "a") == BackOffKey(updated, "a") {
 		t.Errorf("an image update kept the key %q", BackOffKey(pod, "a"))
+	}
+	resized := pod.DeepCopy()
+	resized.Spec.Containers[0].Resources.Limits = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}
+	if BackOffKey(pod, "a") == BackOffKey(resized, "a") {
+		t.Errorf("a resize kept the key %q", BackOffKey(pod, "a"))
 	}
 	if BackOffKey(pod, "i") == BackOffKey(pod, "a") {
 		t.Errorf("two containers share the key %q", BackOffKey(pod, "a"))

@@ -526,6 +526,8 @@ func (m *Manager) setLocked(pod *v1.Pod, status v1.PodStatus) {
 		podLogger(pod).WithField("phase", status.Phase).WithField("terminalPhase", p).
 			Warn("pod attempted to leave its terminal phase; keeping it")
 		status.Phase = p
+	}
+	if isTerminalPhase(old.Phase) {
 		keepTerminalCause(old, &status)
 	}
 	notReadyWhenTerminal(&status)
@@ -572,10 +574,10 @@ func finalPhase(old, api *v1.PodStatus) v1.PodPhase {
 	return ""
 }
 
-// keepTerminalCause: a status that attempted to leave the terminal phase
-// of old (a readiness probe's republish generated before the final status
-// of an eviction and set after it) keeps old's reason and message, which go
-// with that phase, and old's DisruptionTarget condition, which the status
+// keepTerminalCause: a status set over a terminal old one (a readiness
+// probe's republish generated before the final status of an eviction and
+// set after it, whether it tried to leave the phase or not) keeps old's
+// reason and message, which go with that phase, when it has none, and old's DisruptionTarget condition, which the status
 // generated before the kill did not have: the pod's final status never
 // loses why it ended.
 func keepTerminalCause(old, status *v1.PodStatus) {

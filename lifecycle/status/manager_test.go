@@ -383,6 +383,9 @@ func TestStatusManagerLateStatusKeepsTheCause(t *testing.T) {
 	late := smStatus(v1.PodRunning, csRunning("c"))
 	late.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
 	m.SetPodStatus(pod, late)
+	// And one generated Failed, without the cause, from containers that
+	// had exited before the eviction.
+	m.SetPodStatus(pod, smStatus(v1.PodFailed, csRunning("c")))
 	got, _ := m.GetPodStatus(pod.UID)
 	if got.Phase != v1.PodFailed || got.Reason != final.Reason || got.Message != final.Message {
 		t.Errorf("status %s %q %q, want Failed %q %q", got.Phase, got.Reason, got.Message, final.Reason, final.Message)
