@@ -169,16 +169,26 @@ func TestProbeMetricsEndpoint(t *testing.T) {
 // A container that was ready stays ready across a restart of crivk until a
 // probe says otherwise, as with the kubelet: every status the API holds
 // from before the restart until the first readiness probe of the new crivk
-// has Ready True.
+// has Ready True. The kubelet keeps it only for a container that started
+// more than 10 s before the agent (prober_manager.go's
+// kubeletRestartGracePeriod; a younger one counts as new, not ready until
+// probed), so the restart waits until the container is 12 s old.
 func TestProbeReadyAcrossCrivkRestart(t *testing.T) {
 	ns := newNamespace(t)
 	pod := busyboxPod("steady", v1.RestartPolicyAlways, "touch /tmp/ok; exec sleep 3600")
 	pod.Spec.Containers[0].ReadinessProbe = execProbe("cat /tmp/ok", 0, 3, 1)
 	pod = createPod(t, ns, pod)
 	p := waitPod(t, ns, pod.Name, 60*time.Second, "Running and Ready", isRunningReady)
+	if r := p.Status.ContainerStatuses[0].State.Running; r != nil {
+		// The kubelet's restart grace is wall-clock time: nothing to poll.
+		<-time.After(time.Until(r.StartedAt.Add(12 * time.Second)))
+	}
+	if p, err := client.CoreV1().Pods(ns).Get(context.Background(), pod.Name, metav1.GetOptions{}); err == nil {
+		pod = p
+	}
 
 	ctx := testContext(t, 3*time.Minute)
-	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + pod.Name, ResourceVersion: p.ResourceVersion})
+	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + pod.Name, ResourceVersion: pod.ResourceVersion})
 	if err != nil {
 		t.Fatal(err)
 	}
