@@ -186,22 +186,14 @@ func BackOffKey(pod *v1.Pod, name string) string {
 // specContainer is the pod's container, init container or ephemeral
 // container of that name, nil if none.
 func specContainer(pod *v1.Pod, name string) *v1.Container {
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
+	var found *v1.Container
+	podutil.AllContainers(pod, func(c *v1.Container) bool {
+		if c.Name == name {
+			found = c
 		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return &pod.Spec.InitContainers[i]
-		}
-	}
-	for i := range pod.Spec.EphemeralContainers {
-		if pod.Spec.EphemeralContainers[i].Name == name {
-			return (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
-		}
-	}
-	return nil
+		return found == nil
+	})
+	return found
 }
 
 // ComputePodActions decides what SyncPod must do to bring the runtime's

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	grpcstatus "google.golang.org/grpc/status"
 	"os"
 	"sync"
 	"time"
 
+	"github.com/crivk/crivk/podutil"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	grpcstatus "google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -113,22 +114,13 @@ func (b *BackOffs) pullSucceeded(key string) {
 func (b *BackOffs) Forget(pod *v1.Pod) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var names []string
-	for _, c := range pod.Spec.InitContainers {
-		names = append(names, c.Name)
-	}
-	for _, c := range pod.Spec.Containers {
-		names = append(names, c.Name)
-	}
-	for _, c := range pod.Spec.EphemeralContainers {
-		names = append(names, c.Name)
-	}
-	for _, n := range names {
-		k := BackOffKey(pod, n)
+	podutil.AllContainers(pod, func(c *v1.Container) bool {
+		k := BackOffKey(pod, c.Name)
 		b.Restart.Reset(k)
 		b.Pull.Reset(k)
 		delete(b.pullErr, k)
-	}
+		return true
+	})
 }
 
 // GC drops the back-offs not updated for twice their maximum (the

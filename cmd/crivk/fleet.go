@@ -96,7 +96,9 @@ type fleetNode struct {
 // nodes (pleg.Shared, woken by one task-event stream), each node's PLEG
 // relisting from its share (docs/scale.md). The CRI call metrics of the one
 // connection, the walk's included, are the process': node 0's /metrics,
-// beside client-go's.
+// beside client-go's. It stays one function, as run does: the shared parts
+// are built once in an order the nodes' stacks depend on, and each step is
+// a call into its package.
 func runFleet(ctx context.Context, o *options, health *healthz.Checks, contact *healthz.Contact) error {
 	specs, err := o.fleetSpecs()
 	if err != nil {
