@@ -1,7 +1,9 @@
 package cri
 
 import (
+	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 
 	"github.com/crivk/crivk/podutil"
@@ -13,6 +15,46 @@ import (
 // log directory: <container>/<attempt>.log.
 func ContainerLogPath(name string, attempt uint32) string {
 	return filepath.Join(name, strconv.FormatUint(uint64(attempt), 10)+".log")
+}
+
+// logFileAttempt matches the log files a node writes for a container:
+// <attempt>.log and its rotated copies (<attempt>.log.<timestamp>[.gz]).
+var logFileAttempt = regexp.MustCompile(`^(\d+)\.log(\..*)?$`)
+
+// AttemptFromLogDir is the attempt a container must start with when the
+// runtime no longer knows any earlier one, read from the log files of the
+// earlier attempts in dir (<pod log dir>/<container>): one more than the
+// highest <attempt>.log there, or 0 when dir is missing or holds none. It is
+// the kubelet's calcRestartCountByLogDir: after a reboot or a purge of the
+// runtime's containers, the restart count goes on instead of starting at 0
+// and the new attempt does not write into an earlier attempt's 0.log.
+// Files that are not a node's log files are ignored.
+func AttemptFromLogDir(dir string) (uint32, error) {
+	entries, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	next := uint64(0)
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		m := logFileAttempt.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		n, err := strconv.ParseUint(m[1], 10, 32)
+		if err != nil || n == 1<<32-1 {
+			continue
+		}
+		if n+1 > next {
+			next = n + 1
+		}
+	}
+	return uint32(next), nil
 }
 
 // ConfigError is a container config that cannot be built from the pod spec.

@@ -2,6 +2,8 @@ package cri
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -218,5 +220,46 @@ func TestContainerConfigDevicePluginOptions(t *testing.T) {
 	}
 	if cfg.Annotations["example.com/dev"] != "d0" || cfg.Annotations[AnnotationRestartCount] != "2" {
 		t.Errorf("annotations %v: the plugin's are added, the container's own win", cfg.Annotations)
+	}
+}
+
+func TestAttemptFromLogDir(t *testing.T) {
+	for name, tc := range map[string]struct {
+		files []string
+		dirs  []string
+		want  uint32
+	}{
+		"no directory":        {want: 0},
+		"empty":               {dirs: []string{"."}, want: 0},
+		"first attempt":       {files: []string{"0.log"}, want: 1},
+		"highest wins":        {files: []string{"0.log", "2.log", "1.log"}, want: 3},
+		"rotated copies":      {files: []string{"4.log.20250601-120000", "4.log.20250601-110000.gz", "3.log"}, want: 5},
+		"others ignored":      {files: []string{"notes.txt", "x.log", "1.logs", "07.log"}, want: 8},
+		"directories ignored": {files: []string{"1.log"}, dirs: []string{"9.log"}, want: 2},
+		"out of range":        {files: []string{"4294967295.log", "99999999999.log", "5.log"}, want: 6},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "app")
+			for _, d := range tc.dirs {
+				if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, f := range tc.files {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, f), nil, 0o640); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := AttemptFromLogDir(dir)
+			if err != nil {
+				t.Fatalf("AttemptFromLogDir: %v", err)
+			}
+			if got != tc.want {
+				t.Errorf("AttemptFromLogDir(%v) = %d, want %d", tc.files, got, tc.want)
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +46,9 @@ type fakeRuntimeService struct {
 	handlers        []*runtimeapi.RuntimeHandler
 	sandboxHandlers map[string]string
 	created         map[string]*runtimeapi.ContainerConfig
+	// writeLogs makes CreateContainer write the container's log file
+	// (<sandbox log directory>/<log path>), as containerd does.
+	writeLogs bool
 	// updates records UpdateContainerResources calls ("<id> cpu=<shares>/<quota>
 	// mem=<bytes>") in order; memUsage answers the stats calls' memory
 	// usage by container ID ("" for the pod's sandbox).
@@ -206,7 +210,7 @@ func (r *fakeRuntimeService) ListPodSandbox(_ context.Context, f *runtimeapi.Pod
 	return out, nil
 }
 
-func (r *fakeRuntimeService) CreateContainer(_ context.Context, sandboxID string, cfg *runtimeapi.ContainerConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
+func (r *fakeRuntimeService) CreateContainer(_ context.Context, sandboxID string, cfg *runtimeapi.ContainerConfig, sbCfg *runtimeapi.PodSandboxConfig) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.enter("CreateContainer"); err != nil {
@@ -220,6 +224,16 @@ func (r *fakeRuntimeService) CreateContainer(_ context.Context, sandboxID string
 		r.created = map[string]*runtimeapi.ContainerConfig{}
 	}
 	r.created[id] = cfg
+	if r.writeLogs && sbCfg.GetLogDirectory() != "" {
+		// As containerd does, the log file is there from the creation on.
+		p := filepath.Join(sbCfg.GetLogDirectory(), cfg.LogPath)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(p, []byte("log\n"), 0o644); err != nil {
+			return "", err
+		}
+	}
 	r.containers[id] = &fakeContainer{SandboxID: sandboxID, ContainerStatus: runtimeapi.ContainerStatus{
 		Id: id, Metadata: cfg.Metadata, Image: cfg.Image, ImageRef: cfg.Image.Image, CreatedAt: r.now(),
 		State: runtimeapi.ContainerState_CONTAINER_CREATED, Labels: cfg.Labels, Annotations: cfg.Annotations,

@@ -72,18 +72,15 @@ func linkFixture(t *testing.T) (*syncFixture, string) {
 	return f, links
 }
 
-// writeLog makes container name's first log file of pod, as the runtime
-// does when it creates the container (the fake does not).
+// writeLog has the fake runtime write each container's log file when it
+// creates it, as containerd does, and returns the path of container name's
+// first one.
 func writeLog(t *testing.T, f *syncFixture, pod *v1.Pod, name string) string {
 	t.Helper()
-	p := filepath.Join(f.rt.PodLogDir(RefOf(pod)), ContainerLogPath(name, 0))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte("log\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	f.rs.mu.Lock()
+	f.rs.writeLogs = true
+	f.rs.mu.Unlock()
+	return filepath.Join(f.rt.PodLogDir(RefOf(pod)), ContainerLogPath(name, 0))
 }
 
 func links(t *testing.T, dir string) []string {

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/crivk/crivk/podutil"
+	"github.com/virtual-kubelet/virtual-kubelet/log"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	grpcstatus "google.golang.org/grpc/status"
@@ -341,6 +343,16 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	attempt := uint32(0)
 	if prev := status.Latest(c.Name, typ); prev != nil {
 		attempt = prev.Attempt + 1
+	} else if dir := sbCfg.GetLogDirectory(); dir != "" {
+		// The runtime knows no earlier attempt, but the pod's logs may:
+		// after a reboot or a purge of its containers the count goes on
+		// from them, as the kubelet's startContainer does.
+		n, err := AttemptFromLogDir(filepath.Join(dir, c.Name))
+		if err != nil {
+			log.G(ctx).WithField("pod", ref).WithField("container", c.Name).WithError(err).
+				Info("Cannot calculate the restart count from the log directory; starting at 0")
+		}
+		attempt = n
 	}
 	imageRef, pulled, err := r.ensureImage(ctx, pod, c, sbCfg)
 	if pulled != nil {

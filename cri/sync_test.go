@@ -3,6 +3,7 @@ package cri
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -938,5 +939,61 @@ func TestRemoveContainerDeletesALostTask(t *testing.T) {
 		} else if grpcstatus.Code(err) != codes.FailedPrecondition {
 			t.Errorf("without DeleteTask: RemovePod %v, want the FailedPrecondition error", err)
 		}
+	}
+}
+
+// After a reboot, or a purge of the runtime's containers, the runtime knows
+// no earlier attempt of a container but its logs are still there: the new
+// attempt goes on from them (the kubelet's calcRestartCountByLogDir), so
+// that the restart count does not fall back to 0 and 0.log is not written
+// again.
+func TestSyncPodAttemptGoesOnFromTheLogDirectory(t *testing.T) {
+	f := newSyncFixture(t)
+	f.is.SetFakeImages([]string{"busybox:1.36"})
+	pod := syncPod(v1.RestartPolicyAlways, image("a", "busybox:1.36"), image("b", "busybox:1.36"))
+	logs := filepath.Join(f.dir, "prod_web_uid-1", "a")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"0.log", "1.log", "2.log.20250601-110000.gz"} {
+		if err := os.WriteFile(filepath.Join(logs, name), []byte("earlier\n"), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	res, _ := f.sync(t, pod)
+	if err := res.Error(); err != nil {
+		t.Fatalf("SyncPod: %v", err)
+	}
+	st := f.status(t, pod)
+	for name, want := range map[string]uint32{"a": 3, "b": 0} {
+		c := st.Latest(name, ContainerTypeRegular)
+		if c == nil || c.Attempt != want {
+			t.Fatalf("container %s = %+v, want attempt %d", name, c, want)
+		}
+		if wantLog := fmt.Sprintf("%s/%d.log", name, want); c.LogPath != wantLog {
+			t.Errorf("container %s log path %q, want %s", name, c.LogPath, wantLog)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(logs, "0.log")); err != nil || string(b) != "earlier\n" {
+		t.Errorf("0.log of the earlier attempt = %q, %v; want it kept", b, err)
+	}
+	// Once the runtime knows an attempt, it counts from the runtime again.
+	if err := os.WriteFile(filepath.Join(logs, "9.log"), nil, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.rs.setContainer(st.Latest("a", ContainerTypeRegular).ID, func(c *fakeContainer) {
+		c.State = runtimeapi.ContainerState_CONTAINER_EXITED
+		c.ExitCode = 1
+		c.FinishedAt = f.clock.Now().UnixNano()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Step(time.Minute)
+	if res, _ := f.sync(t, pod); res.Error() != nil {
+		t.Fatalf("SyncPod after the exit: %v", res.Error())
+	}
+	if c := f.status(t, pod).Latest("a", ContainerTypeRegular); c == nil || c.Attempt != 4 {
+		t.Errorf("container a after a restart = %+v, want attempt 4 (the runtime's 3 + 1)", c)
 	}
 }
