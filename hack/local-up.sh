@@ -44,7 +44,9 @@
 # so the API server's watch cache lags and ends watches with "Too large
 # resource version" (docs/environment.md); hack/node-conformance.sh uses
 # built. An etcd of the other kind found running is stopped and the one
-# asked for started, each on its own data; local-down stops either kind.
+# asked for started, each on its own data, and kube-apiserver,
+# kube-controller-manager and kube-scheduler restart with it (etcd_data);
+# local-down stops either kind.
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -330,6 +332,15 @@ apiserver_ready() { [ "$(admin_get /readyz)" = ok ]; }
 default_sa_exists() { admin_get /api/v1/namespaces/default/serviceaccounts/default >/dev/null; }
 healthz() { [ "$(curl -skf --max-time 2 "https://127.0.0.1:$1/healthz")" = ok ]; }
 
+# etcd_data: for the fingerprints of the processes that read the API
+# (kube-apiserver, kube-controller-manager, kube-scheduler), which etcd
+# data they serve when it is not Debian's etcd's: switching LOCAL_ETCD
+# switches the data under them (the other data dir's objects and
+# revisions), which their watch caches and informers must not carry over,
+# so they restart with it. Empty for system, whose recorded fingerprints
+# stay what they were before LOCAL_ETCD.
+etcd_data() { [ "${LOCAL_ETCD}" = system ] || echo " etcd-data=${ETCD_DIR}"; }
+
 start_etcd() {
   [ "${LOCAL_ETCD}" = system ] || log "etcd: LOCAL_ETCD=${LOCAL_ETCD}, $(component_bin etcd), data in ${ETCD_DIR}"
   ensure_running etcd "" "$(component_bin etcd)" \
@@ -345,7 +356,7 @@ start_etcd() {
 
 start_apiserver() {
   ensure_running kube-apiserver \
-    "$(fingerprint "${PKI_DIR}"/{ca,apiserver,apiserver-kubelet-client,front-proxy-client}.crt "${PKI_DIR}/sa.pub")" \
+    "$(fingerprint "${PKI_DIR}"/{ca,apiserver,apiserver-kubelet-client,front-proxy-client}.crt "${PKI_DIR}/sa.pub")$(etcd_data)" \
     "${BIN_DIR}/kube-apiserver" \
     --advertise-address="${NODE_IP}" \
     --bind-address=0.0.0.0 \
@@ -382,7 +393,7 @@ start_apiserver() {
 
 start_controller_manager() {
   local kc=${LOCAL_DIR}/controller-manager.kubeconfig
-  ensure_running kube-controller-manager "$(fingerprint "${kc}" "${PKI_DIR}/sa.key")" \
+  ensure_running kube-controller-manager "$(fingerprint "${kc}" "${PKI_DIR}/sa.key")$(etcd_data)" \
     "${BIN_DIR}/kube-controller-manager" \
     --kubeconfig="${kc}" \
     --authentication-kubeconfig="${kc}" \
@@ -404,7 +415,7 @@ start_controller_manager() {
 
 start_scheduler() {
   local kc=${LOCAL_DIR}/scheduler.kubeconfig
-  ensure_running kube-scheduler "$(fingerprint "${kc}")" \
+  ensure_running kube-scheduler "$(fingerprint "${kc}")$(etcd_data)" \
     "${BIN_DIR}/kube-scheduler" \
     --kubeconfig="${kc}" \
     --authentication-kubeconfig="${kc}" \
