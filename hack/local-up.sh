@@ -33,7 +33,11 @@
 # CRIVK_RUN_DIR (/run/crivk), METRICS_SERVER (0), REGISTRY (0), REGISTRY_MIRROR (0),
 # KCM_CONTROLLERS (the controller manager's --controllers, '*,-nodeipam';
 # hack/node-conformance.sh adds -nodelifecycle, as upstream's node e2e runs
-# no controller manager),
+# no controller manager), DISABLE_ADMISSION_PLUGINS (kube-apiserver's
+# --disable-admission-plugins, none by default; hack/node-conformance.sh
+# gives TaintNodesByCondition, as upstream's node e2e API server: that
+# plugin taints every new Node node.kubernetes.io/not-ready:NoSchedule and
+# only the node lifecycle controller takes the taint off),
 # LOCAL_ETCD=system|built: which etcd runs. system (the default) is Debian's
 # etcd-server 3.4.23 from PATH, data in _output/local/etcd. built is etcd
 # 3.6.5 built from the module proxy (hack/tools/cmd/etcd, the
@@ -371,6 +375,7 @@ start_apiserver() {
     --api-audiences="${SA_ISSUER}" \
     --authorization-mode=Node,RBAC \
     --enable-admission-plugins=NodeRestriction \
+    ${DISABLE_ADMISSION_PLUGINS:+--disable-admission-plugins="${DISABLE_ADMISSION_PLUGINS}"} \
     --enable-bootstrap-token-auth=true \
     --service-cluster-ip-range="${SERVICE_CIDR}" \
     --allow-privileged=true \
