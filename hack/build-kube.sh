@@ -15,6 +15,9 @@
 #                       metrics-server  sigs.k8s.io/metrics-server ${METRICS_SERVER_VERSION}, built in
 #                                  its own module (its go.mod and go.sum) from the module proxy
 #                       helm       helm.sh/helm/v3 of hack/tools/helm (a module of its own)
+#                       etcd       etcd's own server (hack/tools/cmd/etcd) at the version of
+#                                  go.etcd.io/etcd/server/v3 in hack/tools/go.mod (3.6.5), for
+#                                  LOCAL_ETCD=built hack/local-up.sh
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -36,6 +39,7 @@ for c in "${components[@]}"; do
   version=${KUBE_VERSION}
   [ "${c}" != metrics-server ] || version=${METRICS_SERVER_VERSION}
   [ "${c}" != helm ] || version=$(awk '{for (i = 1; i < NF; i++) if ($i == "helm.sh/helm/v3") print $(i + 1)}' "${ROOT}/hack/tools/helm/go.mod")
+  [ "${c}" != etcd ] || version=$(awk '{for (i = 1; i < NF; i++) if ($i == "go.etcd.io/etcd/server/v3") print $(i + 1)}' "${ROOT}/hack/tools/go.mod")
   if [ -x "${BIN}/${c}" ] && [ "$(cat "${stamp}" 2>/dev/null)" = "${version}" ]; then
     echo "build-kube: ${c} ${version} already built"
     continue
@@ -54,6 +58,10 @@ for c in "${components[@]}"; do
     # The version k8s.io/kubernetes requires (go.mod), as upstream's CI uses.
     ginkgo)
       CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${BIN}/${c}" github.com/onsi/ginkgo/v2/ginkgo ;;
+    # etcdmain.Main, upstream's etcd binary; not Debian's etcd-server 3.4.23
+    # (docs/environment.md).
+    etcd)
+      CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${BIN}/${c}" ./cmd/etcd ;;
     helm)
       (cd "${ROOT}/hack/tools/helm" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${BIN}/${c}" helm.sh/helm/v3/cmd/helm) ;;
     # Not in hack/tools: its k8s.io libraries are older than k8s.io/kubernetes'.

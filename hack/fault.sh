@@ -44,8 +44,10 @@ case "${action}" in
     echo "===== $(date -u +%Y-%m-%dT%H:%M:%SZ) hack/fault.sh: starting ${name}" >>"${LOG_DIR}/${name}.log"
     setsid "$@" >>"${LOG_DIR}/${name}.log" 2>&1 </dev/null &
     pid=$!
+    # The recorded binary, not component_bin: this script is not told which
+    # etcd (LOCAL_ETCD) local-up ran.
     for _ in $(seq 1 50); do
-      [ "$(readlink "/proc/${pid}/exe" 2>/dev/null)" = "$(component_bin "${name}")" ] && break
+      [ "$(readlink "/proc/${pid}/exe" 2>/dev/null)" = "$1" ] && break
       sleep 0.1
     done
     echo "${pid}" >"${PID_DIR}/${name}.pid"

@@ -5,16 +5,18 @@
 #      containerd, so CNI releases pod IPs and iptables rules;
 #   2. stops the recorded processes in reverse start order (SIGTERM, SIGKILL
 #      after 10s), and any stray process of ours (same binary, our paths on
-#      its command line);
+#      its command line); etcd of either LOCAL_ETCD (Debian's or
+#      _output/bin/etcd), whichever local-up started;
 #   3. removes left-over runc containers, containerd-shim-runc-v2 processes
 #      whose -address is our socket, and every mount under our containerd's
 #      state dir and _output/local (deepest first), then the PID files and
 #      sockets.
 #
-# It never touches another containerd's processes, shims or mounts. etcd data,
-# certificates and images are kept for the next local-up unless CLEAN=1, which
-# also removes _output/local, our run dir and the CNI bridge. Running it when
-# nothing is up does nothing and exits 0.
+# It never touches another containerd's processes, shims or mounts. etcd data
+# (_output/local/etcd, and etcd-3.6 of LOCAL_ETCD=built), certificates and
+# images are kept for the next local-up unless CLEAN=1, which also removes
+# _output/local (both etcd data dirs with it), our run dir and the CNI
+# bridge. Running it when nothing is up does nothing and exits 0.
 #
 # Usage: [CLEAN=1] hack/local-down.sh
 set -o errexit -o nounset -o pipefail

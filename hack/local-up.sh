@@ -5,6 +5,7 @@
 #   containerd               project-owned: own config, root, state, socket and
 #                            CNI network (${CRIVK_RUN_DIR:-/run/crivk}/containerd/containerd.sock)
 #   etcd                     127.0.0.1:2479 (peer 2480), data in _output/local/etcd
+#                            (LOCAL_ETCD=built: _output/local/etcd-3.6)
 #   kube-apiserver           https://NODE_IP:6443
 #   kube-controller-manager  127.0.0.1:10357
 #   kube-scheduler           127.0.0.1:10359
@@ -32,7 +33,24 @@
 # CRIVK_RUN_DIR (/run/crivk), METRICS_SERVER (0), REGISTRY (0), REGISTRY_MIRROR (0),
 # KCM_CONTROLLERS (the controller manager's --controllers, '*,-nodeipam';
 # hack/node-conformance.sh adds -nodelifecycle, as upstream's node e2e runs
-# no controller manager).
+# no controller manager), DISABLE_ADMISSION_PLUGINS (kube-apiserver's
+# --disable-admission-plugins, none by default; hack/node-conformance.sh
+# gives TaintNodesByCondition, as upstream's node e2e API server: that
+# plugin taints every new Node node.kubernetes.io/not-ready:NoSchedule and
+# only the node lifecycle controller takes the taint off),
+# LOCAL_ETCD=system|built: which etcd runs. system (the default) is Debian's
+# etcd-server 3.4.23 from PATH, data in _output/local/etcd. built is etcd
+# 3.6.5 built from the module proxy (hack/tools/cmd/etcd, the
+# go.etcd.io/etcd/server/v3 of hack/tools/go.mod; hack/build-kube.sh etcd
+# builds _output/bin/etcd when it is missing or of another version), with
+# the same flags and ports, data in _output/local/etcd-3.6 (3.6 panics on a
+# 3.4 data dir). 3.4.23 lacks watch progress requests (RequestWatchProgress),
+# so the API server's watch cache lags and ends watches with "Too large
+# resource version" (docs/environment.md); hack/node-conformance.sh uses
+# built. An etcd of the other kind found running is stopped and the one
+# asked for started, each on its own data, and kube-apiserver,
+# kube-controller-manager and kube-scheduler restart with it (etcd_data);
+# local-down stops either kind.
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -57,9 +75,15 @@ fail() {
 preflight() {
   local missing=() c
   [ "$(id -u)" -eq 0 ] || { log "ERROR: must run as root" >&2; exit 1; }
-  for c in containerd containerd-shim-runc-v2 ctr runc etcd openssl gcc iptables ip curl go; do
+  case "${LOCAL_ETCD}" in
+    system | built) ;;
+    *) log "ERROR: LOCAL_ETCD must be system or built, not '${LOCAL_ETCD}'" >&2; exit 1 ;;
+  esac
+  for c in containerd containerd-shim-runc-v2 ctr runc openssl gcc iptables ip curl go; do
     command -v "${c}" >/dev/null || missing+=("${c}")
   done
+  # LOCAL_ETCD=built runs _output/bin/etcd (hack/build-kube.sh etcd, below).
+  [ "${LOCAL_ETCD}" = built ] || command -v etcd >/dev/null || missing+=(etcd)
   [ -x /usr/lib/cni/bridge ] || missing+=(/usr/lib/cni/bridge)
   [ -x /bin/busybox ] || missing+=(/bin/busybox)
   if [ ${#missing[@]} -gt 0 ]; then
@@ -312,7 +336,17 @@ apiserver_ready() { [ "$(admin_get /readyz)" = ok ]; }
 default_sa_exists() { admin_get /api/v1/namespaces/default/serviceaccounts/default >/dev/null; }
 healthz() { [ "$(curl -skf --max-time 2 "https://127.0.0.1:$1/healthz")" = ok ]; }
 
+# etcd_data: for the fingerprints of the processes that read the API
+# (kube-apiserver, kube-controller-manager, kube-scheduler), which etcd
+# data they serve when it is not Debian's etcd's: switching LOCAL_ETCD
+# switches the data under them (the other data dir's objects and
+# revisions), which their watch caches and informers must not carry over,
+# so they restart with it. Empty for system, whose recorded fingerprints
+# stay what they were before LOCAL_ETCD.
+etcd_data() { [ "${LOCAL_ETCD}" = system ] || echo " etcd-data=${ETCD_DIR}"; }
+
 start_etcd() {
+  [ "${LOCAL_ETCD}" = system ] || log "etcd: LOCAL_ETCD=${LOCAL_ETCD}, $(component_bin etcd), data in ${ETCD_DIR}"
   ensure_running etcd "" "$(component_bin etcd)" \
     --name crivk-local \
     --data-dir "${ETCD_DIR}" \
@@ -326,7 +360,7 @@ start_etcd() {
 
 start_apiserver() {
   ensure_running kube-apiserver \
-    "$(fingerprint "${PKI_DIR}"/{ca,apiserver,apiserver-kubelet-client,front-proxy-client}.crt "${PKI_DIR}/sa.pub")" \
+    "$(fingerprint "${PKI_DIR}"/{ca,apiserver,apiserver-kubelet-client,front-proxy-client}.crt "${PKI_DIR}/sa.pub")$(etcd_data)" \
     "${BIN_DIR}/kube-apiserver" \
     --advertise-address="${NODE_IP}" \
     --bind-address=0.0.0.0 \
@@ -341,6 +375,7 @@ start_apiserver() {
     --api-audiences="${SA_ISSUER}" \
     --authorization-mode=Node,RBAC \
     --enable-admission-plugins=NodeRestriction \
+    ${DISABLE_ADMISSION_PLUGINS:+--disable-admission-plugins="${DISABLE_ADMISSION_PLUGINS}"} \
     --enable-bootstrap-token-auth=true \
     --service-cluster-ip-range="${SERVICE_CIDR}" \
     --allow-privileged=true \
@@ -363,7 +398,7 @@ start_apiserver() {
 
 start_controller_manager() {
   local kc=${LOCAL_DIR}/controller-manager.kubeconfig
-  ensure_running kube-controller-manager "$(fingerprint "${kc}" "${PKI_DIR}/sa.key")" \
+  ensure_running kube-controller-manager "$(fingerprint "${kc}" "${PKI_DIR}/sa.key")$(etcd_data)" \
     "${BIN_DIR}/kube-controller-manager" \
     --kubeconfig="${kc}" \
     --authentication-kubeconfig="${kc}" \
@@ -385,7 +420,7 @@ start_controller_manager() {
 
 start_scheduler() {
   local kc=${LOCAL_DIR}/scheduler.kubeconfig
-  ensure_running kube-scheduler "$(fingerprint "${kc}")" \
+  ensure_running kube-scheduler "$(fingerprint "${kc}")$(etcd_data)" \
     "${BIN_DIR}/kube-scheduler" \
     --kubeconfig="${kc}" \
     --authentication-kubeconfig="${kc}" \
@@ -654,7 +689,9 @@ main() {
     REGISTRY_MIRROR_HOST=${NODE_IP}:${REGISTRY_MIRROR_PORT}
   fi
   log "node ${NODE_NAME}, IP ${NODE_IP}"
-  "${ROOT}/hack/build-kube.sh" kube-apiserver kube-controller-manager kube-scheduler
+  local kube=(kube-apiserver kube-controller-manager kube-scheduler)
+  [ "${LOCAL_ETCD}" = system ] || kube+=(etcd)
+  "${ROOT}/hack/build-kube.sh" "${kube[@]}"
   "${ROOT}/hack/build-crictl.sh"
 
   make_pki

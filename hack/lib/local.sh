@@ -15,7 +15,19 @@ BIN_DIR=${ROOT}/_output/bin
 PID_DIR=${LOCAL_DIR}/pids
 LOG_DIR=${LOCAL_DIR}/logs
 PKI_DIR=${LOCAL_DIR}/pki
-ETCD_DIR=${LOCAL_DIR}/etcd
+# LOCAL_ETCD (hack/local-up.sh): system runs Debian's etcd-server (3.4) from
+# PATH with its data in LOCAL_DIR/etcd; built runs etcd 3.6.5 of hack/tools
+# (hack/build-kube.sh etcd, BIN_DIR/etcd) with its data in
+# LOCAL_DIR/etcd-3.6. etcd 3.6 upgrades only from 3.5: on a 3.4 data dir it
+# panics ("detected disallowed v2 WAL for stage --v2-deprecation=write-only").
+# Each kind keeps its own data, so switching back finds the other's as it
+# was left.
+LOCAL_ETCD=${LOCAL_ETCD:-system}
+if [ "${LOCAL_ETCD}" = built ]; then
+  ETCD_DIR=${LOCAL_DIR}/etcd-3.6
+else
+  ETCD_DIR=${LOCAL_DIR}/etcd
+fi
 CNI_CONF_DIR=${LOCAL_DIR}/cni/net.d
 
 # Unix socket paths are limited to 108 bytes and the checkout may live
@@ -62,12 +74,35 @@ log() { echo "${LOG_PREFIX}: $*"; }
 warn() { echo "${LOG_PREFIX}: WARNING: $*" >&2; }
 
 # component_bin NAME: the absolute executable a component runs from
-# (registry-mirror is a second docker-registry).
+# (registry-mirror is a second docker-registry; etcd is the one LOCAL_ETCD
+# names).
 component_bin() {
   case "$1" in
-    containerd | etcd | docker-registry) readlink -f "$(command -v "$1")" ;;
+    etcd)
+      if [ "${LOCAL_ETCD}" = built ]; then
+        echo "${BIN_DIR}/etcd"
+      else
+        readlink -f "$(command -v etcd)"
+      fi
+      ;;
+    containerd | docker-registry) readlink -f "$(command -v "$1")" ;;
     registry-mirror) readlink -f "$(command -v docker-registry)" ;;
     *) echo "${BIN_DIR}/$1" ;;
+  esac
+}
+
+# component_bins NAME: every executable a process of NAME may run, one a
+# line: component_bin's, and for etcd that of either LOCAL_ETCD, so that an
+# etcd of the other kind is still ours: local-up stops it before it starts
+# the one asked for, and local-down and fault.sh, which are not told which
+# kind runs, find it.
+component_bins() {
+  case "$1" in
+    etcd)
+      LOCAL_ETCD=system component_bin etcd || true
+      LOCAL_ETCD=built component_bin etcd
+      ;;
+    *) component_bin "$1" ;;
   esac
 }
 
@@ -95,15 +130,20 @@ cmdline_of() {
   tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null || true
 }
 
-# is_ours NAME PID: PID runs NAME's binary (possibly since replaced on disk)
-# with LOCAL_DIR (component_mark) on its command line.
+# is_ours NAME PID: PID runs one of NAME's binaries (component_bins,
+# possibly since replaced on disk) with LOCAL_DIR (component_mark) on its
+# command line.
 is_ours() {
   local exe bin
   pid_alive "$2" || return 1
   exe=$(readlink "/proc/$2/exe" 2>/dev/null) || return 1
-  bin=$(component_bin "$1")
-  [ "${exe}" = "${bin}" ] || [ "${exe}" = "${bin} (deleted)" ] || return 1
-  case "$(cmdline_of "$2")" in *"$(component_mark "$1")"*) return 0 ;; esac
+  while IFS= read -r bin; do
+    [ -n "${bin}" ] || continue
+    if [ "${exe}" = "${bin}" ] || [ "${exe}" = "${bin} (deleted)" ]; then
+      case "$(cmdline_of "$2")" in *"$(component_mark "$1")"*) return 0 ;; esac
+      return 1
+    fi
+  done < <(component_bins "$1")
   return 1
 }
 
@@ -129,10 +169,12 @@ pids_running() {
 # all_pids NAME: every process of component NAME, recorded or stray (a lost
 # PID file, an earlier run's leftover).
 all_pids() {
-  local p
-  for p in $(pids_running "$(component_bin "$1")"); do
-    is_ours "$1" "${p}" && echo "${p}"
-  done
+  local bin p
+  while IFS= read -r bin; do
+    for p in $(pids_running "${bin}"); do
+      is_ours "$1" "${p}" && echo "${p}"
+    done
+  done < <(component_bins "$1")
   return 0
 }
 
