@@ -410,6 +410,10 @@ type planner struct {
 // sidecars are looked at: an exited or missing one starts again, a running
 // one is restarted when its spec changed, it failed a probe or its resize
 // needs a restart.
+//
+// It stays one function: the table above is one walk from the last init
+// container back, each row a branch of it, as the kubelet's
+// computeInitContainerActions.
 func (p *planner) initActions() (starts []int, initialized, failed bool) {
 	spec := &p.pod.Spec
 	if len(spec.InitContainers) == 0 {

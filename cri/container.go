@@ -130,6 +130,11 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, typ ContainerType, attempt ui
 	}, nil
 }
 
+// linuxContainerConfig is the container's security context for the runtime
+// (ContainerConfig adds the resources). It stays one function, as the
+// kubelet's determineEffectiveSecurityContext: each field is the container's
+// value over the pod's, one after the other, with the refusals of
+// runAsNonRoot, seccomp and AppArmor in their places.
 func linuxContainerConfig(pod *v1.Pod, c *v1.Container, opts *RunContainerOptions) (*runtimeapi.LinuxContainerConfig, error) {
 	sc := &runtimeapi.LinuxContainerSecurityContext{
 		NamespaceOptions: namespaceOptions(pod, opts.UserNamespace),

@@ -12,14 +12,13 @@ import (
 	"github.com/crivk/crivk/podutil"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	grpcstatus "google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 func isNotFound(err error) bool {
-	return status.Code(err) == codes.NotFound
+	return grpcstatus.Code(err) == codes.NotFound
 }
 
 // BackOff is the part of client-go's flowcontrol.Backoff that SyncPod uses.
@@ -333,6 +332,26 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 	return res
 }
 
+// nextAttempt is the attempt (and restart count) of the container's next
+// instance: one more than the runtime's newest; when the runtime knows none,
+// the pod's logs may (after a reboot or a purge of its containers), and the
+// count goes on from them, as the kubelet's startContainer does.
+func nextAttempt(ctx context.Context, ref PodRef, name string, typ ContainerType, status *PodStatus, sbCfg *runtimeapi.PodSandboxConfig) uint32 {
+	if prev := status.Latest(name, typ); prev != nil {
+		return prev.Attempt + 1
+	}
+	dir := sbCfg.GetLogDirectory()
+	if dir == "" {
+		return 0
+	}
+	n, err := AttemptFromLogDir(filepath.Join(dir, name))
+	if err != nil {
+		log.G(ctx).WithField("pod", ref).WithField("container", name).WithError(err).
+			Info("Cannot calculate the restart count from the log directory; starting at 0")
+	}
+	return n
+}
+
 // It stays one function, as the kubelet's startContainer: image, config,
 // create, start and the postStart hook are the steps of one attempt, each
 // failure recorded with its reason on the way.
@@ -340,20 +359,7 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	status *PodStatus, sandboxID string, sbCfg *runtimeapi.PodSandboxConfig, podIPs []string, backoff *BackOffs, now time.Time, res *SyncResult) {
 	ref := RefOf(pod)
 	key := BackOffKey(pod, c.Name)
-	attempt := uint32(0)
-	if prev := status.Latest(c.Name, typ); prev != nil {
-		attempt = prev.Attempt + 1
-	} else if dir := sbCfg.GetLogDirectory(); dir != "" {
-		// The runtime knows no earlier attempt, but the pod's logs may:
-		// after a reboot or a purge of its containers the count goes on
-		// from them, as the kubelet's startContainer does.
-		n, err := AttemptFromLogDir(filepath.Join(dir, c.Name))
-		if err != nil {
-			log.G(ctx).WithField("pod", ref).WithField("container", c.Name).WithError(err).
-				Info("Cannot calculate the restart count from the log directory; starting at 0")
-		}
-		attempt = n
-	}
+	attempt := nextAttempt(ctx, ref, c.Name, typ, status, sbCfg)
 	imageRef, pulled, err := r.ensureImage(ctx, pod, c, sbCfg)
 	if pulled != nil {
 		res.Pulls = append(res.Pulls, *pulled)
@@ -508,7 +514,7 @@ func (r *Runtime) removeContainer(ctx context.Context, id, link string) error {
 	if err == nil || isNotFound(err) {
 		return nil
 	}
-	if r.cfg.DeleteTask == nil || status.Code(err) != codes.FailedPrecondition {
+	if r.cfg.DeleteTask == nil || grpcstatus.Code(err) != codes.FailedPrecondition {
 		return err
 	}
 	if derr := r.cfg.DeleteTask(ctx, id); derr != nil {

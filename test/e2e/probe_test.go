@@ -183,8 +183,10 @@ func TestProbeReadyAcrossCrivkRestart(t *testing.T) {
 		// The kubelet's restart grace is wall-clock time: nothing to poll.
 		<-time.After(time.Until(r.StartedAt.Add(12 * time.Second)))
 	}
-	if p, err := client.CoreV1().Pods(ns).Get(context.Background(), pod.Name, metav1.GetOptions{}); err == nil {
-		pod = p
+	// The watch below starts from the pod as it is now.
+	pod, err := client.CoreV1().Pods(ns).Get(context.Background(), pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading pod %s again before the restart: %v", p.Name, err)
 	}
 
 	ctx := testContext(t, 3*time.Minute)
