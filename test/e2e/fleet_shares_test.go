@@ -24,8 +24,8 @@ import (
 // memory request fits node 0's share and not node 1's runs on node 0 and
 // is refused by node 1 with the kubelet's OutOfmemory against node 1's
 // share. (The per-node memory.available of the same change, a node's pods
-// filling its share, is unit-tested only: a quarter of this machine is
-// about 6 GiB of real memory to fill.)
+// filling its share, is TestFleetMemoryEvictionPerNode's, with a small
+// share for node 0 rather than a quarter of this machine.)
 func TestFleetNodeShares(t *testing.T) {
 	weights := []int64{3, 1}
 	const total = 4
