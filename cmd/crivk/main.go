@@ -31,6 +31,7 @@ import (
 	"github.com/crivk/crivk/internal/hostruntime"
 	"github.com/crivk/crivk/internal/incluster"
 	"github.com/crivk/crivk/internal/kubeletconfig"
+	"github.com/crivk/crivk/internal/memrelease"
 	"github.com/crivk/crivk/internal/runtimeclass"
 	"github.com/crivk/crivk/internal/staticpods"
 	"github.com/crivk/crivk/internal/uninstall"
@@ -532,6 +533,14 @@ func run(ctx context.Context, o *options) error {
 		}
 	}
 	ctx = setupLogging(ctx, o)
+	// The heap a burst of pod work leaves is returned once crivk is quiet
+	// again, not at the runtime's forced collection up to two minutes later
+	// (internal/memrelease).
+	releaser, err := memrelease.New(memrelease.Config{})
+	if err != nil {
+		return err
+	}
+	go releaser.Run(ctx)
 	// /healthz answers from the start; each check passes until what it
 	// watches has started (internal/healthz).
 	health := &healthz.Checks{}
