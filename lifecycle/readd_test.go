@@ -23,10 +23,19 @@ func TestEngineStaticPodReAdded(t *testing.T) {
 	pod.Annotations = map[string]string{"kubernetes.io/config.source": "file", "kubernetes.io/config.hash": "uid-static"}
 	f.startRunning(t, pod)
 
+	// The re-add must reach the engine while the pod terminates, as the
+	// manifest written again within the grace period: the fake runtime's
+	// KillPod would otherwise finish the termination first (then the
+	// runtime pod is removed and the new one starts from restartCount 0).
+	readded := make(chan struct{})
+	f.rt.mu.Lock()
+	f.rt.beforeKill = func() { <-readded }
+	f.rt.mu.Unlock()
 	if !f.e.Kill(ctx, deleted(pod, f.clock.Now(), nil)) {
 		t.Fatal("Kill of a known pod returned false")
 	}
 	f.e.UpdatePod(ctx, pod.DeepCopy())
+	close(readded)
 
 	f.eventually(t, "the old containers to be stopped", func() bool { return f.rt.count("uid-static", "KillPod") >= 1 })
 	f.eventually(t, "the pod to run again with restartCount 1", func() bool {
