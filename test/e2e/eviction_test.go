@@ -295,18 +295,12 @@ func crivkLogSize(t *testing.T) int64 {
 // within 2 s of an event: the round was the event's, not the 10 s poll's.
 func checkMemcgRound(t *testing.T, from int64) {
 	t.Helper()
-	raw, err := os.ReadFile(crivkLogPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if from > int64(len(raw)) {
-		from = 0
-	}
+	lines := crivkLogLinesSince(t, from)
 	var created bool
 	var events []time.Time
 	var reclaim time.Time
 	timeRE := regexp.MustCompile(`^time="([^"]+)"`)
-	for _, line := range strings.Split(string(raw[from:]), "\n") {
+	for _, line := range lines {
 		m := timeRE.FindStringSubmatch(line)
 		if m == nil {
 			continue
@@ -454,4 +448,19 @@ func checkLocalStorageEviction(t *testing.T, ns, name string, got *v1.Pod, want,
 	if n := evictionsMetric(t, signal); n < 1 {
 		t.Errorf("kubelet_evictions{eviction_signal=%s} = %v", signal, n)
 	}
+}
+
+// crivkLogLinesSince returns the lines of crivk's log from byte offset from
+// (crivkLogSize before the test's action); from the start when the log is
+// shorter than from (it was rotated or started again).
+func crivkLogLinesSince(t *testing.T, from int64) []string {
+	t.Helper()
+	raw, err := os.ReadFile(crivkLogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from > int64(len(raw)) {
+		from = 0
+	}
+	return strings.Split(string(raw[from:]), "\n")
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/crivk/crivk/cri"
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -58,14 +57,7 @@ func startFleet(t *testing.T, count int) (names, args []string) {
 	// Cleanups run last first: the fleet's pods go while it runs
 	// (fleetNamespace), then the single node is back (withCrivkFlags),
 	// then the fleet's Nodes go.
-	t.Cleanup(func() {
-		waitFleetRenewed(t, []string{nodeName}, time.Now(), 2*time.Minute)
-		for _, n := range names {
-			if err := client.CoreV1().Nodes().Delete(context.Background(), n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("deleting node %s: %v", n, err)
-			}
-		}
-	})
+	cleanupFleetNodes(t, names)
 	waitSingleNodeEmpty(t, 2*time.Minute)
 	args = []string{"--node-count=" + strconv.Itoa(count), "--pod-manifest-path=", "--node-labels=" + fleetLabel + "=true"}
 	withCrivkFlags(t, func() { removeDeadUnlabelledSandboxes(t) }, nil, args...)

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -74,14 +72,7 @@ func TestFleetMemoryEvictionPerNode(t *testing.T) {
 	}
 	shares := fmt.Sprintf("1,%d", other)
 
-	t.Cleanup(func() {
-		waitFleetRenewed(t, []string{nodeName}, time.Now(), 2*time.Minute)
-		for _, n := range names {
-			if err := client.CoreV1().Nodes().Delete(context.Background(), n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("deleting node %s: %v", n, err)
-			}
-		}
-	})
+	cleanupFleetNodes(t, names)
 	waitSingleNodeEmpty(t, 2*time.Minute)
 	logFrom := crivkLogSize(t)
 	// The disk thresholds are hack/run-crivk.sh's (the host's shared disk
@@ -355,24 +346,22 @@ func waitEvictedCleanedUp(t *testing.T, node string, uid types.UID, timeout time
 // measure (measure=node), and no reclaim by any other node.
 func checkReclaimLog(t *testing.T, from int64, names []string, thresholdMi int) {
 	t.Helper()
-	raw, err := os.ReadFile(crivkLogPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if from > int64(len(raw)) {
-		from = 0
-	}
+	lines := crivkLogLinesSince(t, from)
 	field := func(k, v string) *regexp.Regexp {
 		return regexp.MustCompile(`(^|\s)` + regexp.QuoteMeta(k) + `="?` + regexp.QuoteMeta(v) + `"?(\s|$)`)
 	}
 	own, threshold := field("measure", "node"), field("threshold", fmt.Sprintf("memory.available<%dMi", thresholdMi))
 	var found bool
-	for _, line := range strings.Split(string(raw[from:]), "\n") {
+	nodeFields := make([]*regexp.Regexp, len(names))
+	for i, n := range names {
+		nodeFields[i] = field("node", n)
+	}
+	for _, line := range lines {
 		if !strings.Contains(line, "eviction manager: attempting to reclaim") {
 			continue
 		}
 		for i, n := range names {
-			if !field("node", n).MatchString(line) {
+			if !nodeFields[i].MatchString(line) {
 				continue
 			}
 			if i != 0 {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -36,14 +34,7 @@ func TestFleetNodeShares(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		waitFleetRenewed(t, []string{nodeName}, time.Now(), 2*time.Minute)
-		for _, n := range names {
-			if err := client.CoreV1().Nodes().Delete(context.Background(), n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("deleting node %s: %v", n, err)
-			}
-		}
-	})
+	cleanupFleetNodes(t, names)
 	waitSingleNodeEmpty(t, 2*time.Minute)
 	args := []string{"--node-count=2", "--node-shares=3,1", "--pod-manifest-path=", "--node-labels=" + fleetLabel + "=true"}
 	withCrivkFlags(t, func() { removeDeadUnlabelledSandboxes(t) }, nil, args...)

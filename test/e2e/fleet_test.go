@@ -60,18 +60,7 @@ func TestFleetThreeNodes(t *testing.T) {
 
 	// Cleanups run last first: the fleet's pods go while it runs, then the
 	// single node is back (withCrivkFlags), then the fleet's Nodes go.
-	t.Cleanup(func() {
-		// The single node's Ready may still be the True of before the
-		// fleet ran (withCrivkFlags' wait then returns at once): wait for
-		// the restarted crivk's own lease renewal, so that it is past its
-		// start (its SIGTERM handler) when the next stop comes.
-		waitFleetRenewed(t, []string{nodeName}, time.Now(), 2*time.Minute)
-		for _, n := range names {
-			if err := client.CoreV1().Nodes().Delete(context.Background(), n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("deleting node %s: %v", n, err)
-			}
-		}
-	})
+	cleanupFleetNodes(t, names)
 	waitSingleNodeEmpty(t, 2*time.Minute)
 	lists1 := listsPerRelist(t, nodeName)
 	args := []string{"--node-count=" + strconv.Itoa(count), "--pod-manifest-path=", "--node-labels=" + fleetLabel + "=true"}
@@ -712,4 +701,22 @@ const evictionHardMemory = 100 << 20
 // the node measures on its own share (nodestatus.Reservations.AllocatableOf).
 func shareMemoryAllocatable(single, w, total int64) int64 {
 	return (single+evictionHardMemory)*w/total - evictionHardMemory
+}
+
+// cleanupFleetNodes registers the fleet tests' last cleanup: once the
+// single node is back (withCrivkFlags' cleanup, registered after this one,
+// runs first), wait for the restarted crivk's own lease renewal (its Ready
+// may still be the True of before the fleet ran, so it must be past its
+// start, its SIGTERM handler, before the next stop comes), then delete the
+// fleet's Node objects.
+func cleanupFleetNodes(t *testing.T, names []string) {
+	t.Helper()
+	t.Cleanup(func() {
+		waitFleetRenewed(t, []string{nodeName}, time.Now(), 2*time.Minute)
+		for _, n := range names {
+			if err := client.CoreV1().Nodes().Delete(context.Background(), n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting node %s: %v", n, err)
+			}
+		}
+	})
 }
