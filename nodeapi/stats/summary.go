@@ -105,14 +105,7 @@ func (s summary) get(ctx context.Context) (*statsapi.Summary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to list containers: %w", err)
 	}
-	var sandboxes []*runtimeapi.PodSandboxStats
-	if s.sandboxes != nil {
-		// Network stats are a plus: a runtime that cannot give them
-		// leaves them out, as the kubelet's CRI stats provider.
-		if sandboxes, err = s.sandboxes(ctx, &runtimeapi.PodSandboxStatsFilter{LabelSelector: managed}); err != nil {
-			log.G(ctx).WithError(err).Debug("node API: no pod sandbox stats for /stats/summary")
-		}
-	}
+	sandboxes := s.sandboxStats(ctx, managed, containers)
 	swap := s.swap.read(ctx, stats, containers)
 	out := statsapi.Summary{Node: s.nodeStats(ctx), Pods: podStats(stats, containers, swap)}
 	out.Node.Swap = swap.node
@@ -373,6 +366,40 @@ func (s summary) addProcesses(ctx context.Context, pods []statsapi.PodStats, sta
 			pods[i].ProcessStats = &statsapi.ProcessStats{ProcessCount: &n}
 		}
 	}
+}
+
+// sandboxStats is the sandbox stats of the running containers' pods.
+// Network stats are a plus: a runtime that cannot give them leaves them
+// out, as the kubelet's CRI stats provider. containerd fails the whole
+// list when one sandbox's metrics fail (a pod being torn down, its
+// cgroup gone): the sandboxes of the running containers are then asked
+// one by one, so one pod's teardown does not take every pod's network
+// figures away.
+func (s summary) sandboxStats(ctx context.Context, managed map[string]string, running []*runtimeapi.Container) []*runtimeapi.PodSandboxStats {
+	if s.sandboxes == nil {
+		return nil
+	}
+	all, err := s.sandboxes(ctx, &runtimeapi.PodSandboxStatsFilter{LabelSelector: managed})
+	if err == nil {
+		return all
+	}
+	log.G(ctx).WithError(err).Debug("node API: listing the pod sandbox stats failed; asking for each running pod's sandbox")
+	var out []*runtimeapi.PodSandboxStats
+	asked := map[string]bool{}
+	for _, c := range running {
+		id := c.GetPodSandboxId()
+		if id == "" || asked[id] {
+			continue
+		}
+		asked[id] = true
+		one, err := s.sandboxes(ctx, &runtimeapi.PodSandboxStatsFilter{Id: id, LabelSelector: managed})
+		if err != nil {
+			log.G(ctx).WithError(err).WithField("podSandboxID", id).Debug("node API: no pod sandbox stats for /stats/summary")
+			continue
+		}
+		out = append(out, one...)
+	}
+	return out
 }
 
 // addNetwork sets each pod's network stats from its sandbox's.

@@ -3,7 +3,9 @@ package stats
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -147,5 +149,71 @@ func TestSummaryFigures(t *testing.T) {
 	if *p.CPU.UsageNanoCores != 40 || *p.CPU.UsageCoreNanoSeconds != 5000 || *pm.WorkingSetBytes != 150 || *pm.UsageBytes != 120 ||
 		*pm.AvailableBytes != 900 || *pm.RSSBytes != 80 || *pm.PageFaults != 1000 || *pm.MajorPageFaults != 3 {
 		t.Errorf("pod cpu %+v memory %+v", p.CPU, p.Memory)
+	}
+}
+
+// TestSummarySandboxStatsOneByOne: containerd fails the whole
+// ListPodSandboxStats when one sandbox's metrics fail (a pod being torn
+// down); the running pods' sandboxes are then asked one by one, and the
+// pods whose sandbox answers keep their network figures.
+func TestSummarySandboxStatsOneByOne(t *testing.T) {
+	at := time.Unix(1700000000, 0)
+	web := ctrStats("c1", "web", "app", 3000, 100, at)
+	web.Attributes.Labels["io.kubernetes.pod.uid"] = "uid-web"
+	db := ctrStats("c2", "db", "app", 3000, 100, at)
+	db.Attributes.Labels["io.kubernetes.pod.uid"] = "uid-db"
+	f := &fakeStats{stats: []*runtimeapi.ContainerStats{web, db}, containers: []*runtimeapi.Container{
+		{Id: "c1", PodSandboxId: "sb-web", CreatedAt: at.UnixNano()},
+		{Id: "c2", PodSandboxId: "sb-db", CreatedAt: at.UnixNano()},
+		{Id: "c3", PodSandboxId: "sb-web", CreatedAt: at.UnixNano()},
+	}}
+	s := summary{
+		runtime: f, nodeName: "n1", rootDir: t.TempDir(), started: at,
+		imageFs: func(context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
+			return &runtimeapi.ImageFsInfoResponse{}, nil
+		},
+		node:        func() nodeUsage { return nodeUsage{cpuSeconds: 2, workingSetBytes: 1000, at: at} },
+		memCapacity: func() (int64, error) { return 4000, nil },
+	}
+	var asked []string
+	s.sandboxes = func(_ context.Context, f *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
+		asked = append(asked, f.GetId())
+		if f.GetLabelSelector()["io.crivk.managed-by"] != "crivk" {
+			t.Errorf("sandbox stats filter %v, want crivk's sandboxes", f)
+		}
+		switch f.GetId() {
+		case "sb-web":
+			return []*runtimeapi.PodSandboxStats{{
+				Attributes: &runtimeapi.PodSandboxAttributes{Id: "sb-web", Metadata: &runtimeapi.PodSandboxMetadata{Uid: "uid-web"}},
+				Linux: &runtimeapi.LinuxPodSandboxStats{Network: &runtimeapi.NetworkUsage{Timestamp: at.UnixNano(),
+					DefaultInterface: &runtimeapi.NetworkInterfaceUsage{Name: "eth0", RxBytes: &runtimeapi.UInt64Value{Value: 111}}}},
+			}}, nil
+		case "sb-db":
+			return nil, errors.New(`failed to decode sandbox container metrics for sandbox "sb-db": cgroups: cgroup deleted`)
+		default:
+			return nil, errors.New(`failed to decode sandbox container metrics for sandbox "sb-gone": cgroups: cgroup deleted`)
+		}
+	}
+	got, err := s.get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"", "sb-web", "sb-db"}; !slices.Equal(asked, want) {
+		t.Errorf("sandboxes asked %q, want %q (the list, then each running pod's sandbox once)", asked, want)
+	}
+	for _, p := range got.Pods {
+		switch p.PodRef.UID {
+		case "uid-web":
+			if p.Network == nil || p.Network.Name != "eth0" || *p.Network.RxBytes != 111 {
+				t.Errorf("web's network %+v, want eth0 with 111 bytes received", p.Network)
+			}
+		case "uid-db":
+			if p.Network != nil {
+				t.Errorf("db's network %+v, want none (its sandbox's stats failed)", p.Network)
+			}
+		}
+	}
+	if len(got.Pods) != 2 {
+		t.Errorf("pods %+v, want web and db", got.Pods)
 	}
 }
