@@ -26,8 +26,10 @@
 //	                             containers' (one a container lacks adds 0), as the kubelet's
 //	                             CRI stats provider without cAdvisor's pod cgroup
 //	pod network                  CRI ListPodSandboxStats (containerd answers it for sandboxes
-//	                             with a cgroup parent: pod cgroups, package cm); left out
-//	                             when the runtime cannot give it
+//	                             with a cgroup parent: pod cgroups, package cm); when the list
+//	                             fails (containerd fails it whole for one sandbox being torn
+//	                             down), each running pod's sandbox by id; left out when the
+//	                             runtime cannot give it
 //	pod volumes                  the volumes crivk keeps under <root-dir>/pods/<uid>/volumes,
 //	                             measured as the kubelet's du-based metrics at most once a
 //	                             minute (volumestats.go)
