@@ -184,6 +184,8 @@ func blkio(entries []cgroups.BlkioStatEntry, op string, scale float64, dev func(
 // (CpuUsage, MemoryUsage, CpuLoad, DiskIO, DiskUsage, NetworkUsage,
 // Process, OOM), named, typed and described as cAdvisor v0.53's. dev
 // names a block device (major, minor) as cAdvisor's machine info does.
+// It is long because it is a table, one entry per family in cAdvisor's
+// order; splitting it would only scatter the table.
 func cadvisorMetrics(now func() time.Time, dev func(major, minor uint64) string) []cadvisorMetric {
 	noLoad := func(e *cadvisorEntry) float64 { return 0 }
 	return []cadvisorMetric{
@@ -516,6 +518,9 @@ type cadvisorSource struct {
 // their cgroups and /proc. A
 // cgroup gone meanwhile is left out; a cgroup that cannot be read is
 // logged and left out (cAdvisor skips such a container too).
+// One function: the root cgroup, the sandboxes and the containers are all
+// read through its one closure (add), which keeps the rule above for
+// cgroups gone or unreadable in one place.
 func (s cadvisorSource) entries(ctx context.Context) ([]*cadvisorEntry, error) {
 	managed := s.owned
 	if managed == nil {

@@ -28,8 +28,8 @@
 //	pod network                  CRI ListPodSandboxStats (containerd answers it for sandboxes
 //	                             with a cgroup parent: pod cgroups, package cm); when the list
 //	                             fails (containerd fails it whole for one sandbox being torn
-//	                             down), each running pod's sandbox by id; left out when the
-//	                             runtime cannot give it
+//	                             down), each running pod's sandbox by id; not asked without
+//	                             pod cgroups, left out when the runtime cannot give it
 //	pod volumes                  the volumes crivk keeps under <root-dir>/pods/<uid>/volumes,
 //	                             measured as the kubelet's du-based metrics at most once a
 //	                             minute (volumestats.go)

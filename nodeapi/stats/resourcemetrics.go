@@ -177,6 +177,8 @@ func (f *family) write(w io.Writer) {
 // when the usage is known; a container's limit, available + usage, only
 // when its available swap is known: a limited swap limit). The swap
 // families, ALPHA in the kubelet, are left out when they have no series.
+// One function: the families are declared, filled and written in the
+// kubelet's order, each a few lines.
 func writeResourceMetrics(w io.Writer, node nodeUsage, stats []*runtimeapi.ContainerStats, running []*runtimeapi.Container, swap swapFigures, scrapeError int) {
 	nodeCPU := family{name: "node_cpu_usage_seconds_total", help: "[STABLE] Cumulative cpu time consumed by the node in core-seconds", typ: "counter"}
 	nodeMem := family{name: "node_memory_working_set_bytes", help: "[STABLE] Current working set of the node in bytes", typ: "gauge"}

@@ -87,7 +87,9 @@ type Config struct {
 	// (docs/scale.md). nil: every crivk container (a single-node crivk).
 	Owned map[string]string
 	// PodsCgroup reads kubepods (the "pods" system container); nil: no
-	// system container reported (--cgroups-per-qos=false).
+	// system container reported and no pod network figures
+	// (--cgroups-per-qos=false: no sandbox has the cgroup parent the
+	// runtime's sandbox stats need).
 	PodsCgroup PodsCgroup
 	// Cgroups and Sandboxes are /metrics/cadvisor's sources: the pods'
 	// and containers' cgroups, and the runtime's sandboxes. Either nil:
@@ -138,9 +140,15 @@ func New(cfg Config) (Handlers, error) {
 	}
 	volumes := newVolumeStats(cfg.RootDir)
 	volumes.now = cfg.Clock.Now
-	s := summary{runtime: cfg.Runtime, sandboxes: cfg.Runtime.ListPodSandboxStats, imageFs: cfg.ImageFs.ImageFsInfo, node: node,
+	s := summary{runtime: cfg.Runtime, imageFs: cfg.ImageFs.ImageFsInfo, node: node,
 		nodeName: cfg.NodeName, rootDir: cfg.RootDir, memCapacity: cfg.MemoryCapacity, started: cfg.Clock.Now(), volumes: volumes,
 		podLogDir: cfg.PodLogDir, processes: cfg.Processes, owned: cfg.Owned, podsCgroup: cfg.PodsCgroup, rates: newCPURates(), procRoot: cfg.ProcRoot, swap: swap, rlimit: func(at metav1.Time) *statsapi.RlimitStats { return readRlimit(cfg.ProcRoot, at) }}
+	if cfg.PodsCgroup != nil {
+		// containerd answers a sandbox's stats only when the sandbox has a
+		// cgroup parent, a pod cgroup: without pod cgroups every call
+		// fails, the list and each sandbox's (summary.sandboxStats).
+		s.sandboxes = cfg.Runtime.ListPodSandboxStats
+	}
 	h := Handlers{
 		Summary:         s,
 		ResourceMetrics: resourceMetrics{runtime: cfg.Runtime, node: node, owned: cfg.Owned, swap: swap},

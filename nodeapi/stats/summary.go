@@ -59,7 +59,8 @@ type summary struct {
 	podsCgroup PodsCgroup
 	// rlimit reads the node's process limit and count (nil: none).
 	rlimit func(at metav1.Time) *statsapi.RlimitStats
-	// sandboxes lists the pods' sandbox stats (nil: no network stats).
+	// sandboxes lists the pods' sandbox stats (nil: no network stats;
+	// New sets it only with pod cgroups).
 	sandboxes func(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error)
 	// owned selects the node's own containers and sandboxes
 	// (Config.Owned; nil: every crivk container).
