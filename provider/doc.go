@@ -9,7 +9,7 @@
 //	informer add/update ──> CreatePod / UpdatePod ──> Engine.UpdatePod
 //	deletionTimestamp   ──> DeletePod             ──> Engine.Kill (KillUnknown
 //	                                                  for a pod it never had)
-//	its own grace-0 delete ──> podstatus.DeleteGuard ──> DeletePod (the same)
+//	its own grace-0 delete ──> podwriter.DeleteGuard ──> DeletePod (the same)
 //	object gone         ──> GetPod + DeletePod    ──> Engine.Kill (a no-op,
 //	                                                  or the clean-up of leftovers)
 //	Engine status       ──> NotifyPods callback   ──> PodController UpdateStatus
@@ -28,8 +28,8 @@
 //	  (its force delete, at once for a          │ containers stopped
 //	   pod not running or at the end of         v
 //	   the grace period: DeletePod too,       terminated: final status,
-//	   through podstatus.DeleteGuard)         volumes and cgroup gone,
-//	UpdateStatus <──────NotifyPods──────────  API object deleted (podstatus:
+//	   through podwriter.DeleteGuard)         volumes and cgroup gone,
+//	UpdateStatus <──────NotifyPods──────────  API object deleted (podwriter:
 //	                                          grace 0, UID precondition),
 //	                                          runtime removed
 //	object gone ────────DeletePod (again)──>  no-op / clean-up of leftovers
@@ -41,13 +41,13 @@
 //   - Deletion. virtual-kubelet never removes a pod object itself: it
 //     force-deletes (grace 0) at the end of the deletion grace period, and
 //     at once for a pod marked for deletion whose API status shows no
-//     running container, but its pod client is podstatus.DeleteGuard,
+//     running container, but its pod client is podwriter.DeleteGuard,
 //     which turns each such delete into DeletePod. The object goes only
-//     from the engine's OnTerminated (podstatus.DeleteOnTerminated), once
+//     from the engine's OnTerminated (podwriter.DeleteOnTerminated), once
 //     the containers are stopped, the volumes and cgroup are gone and the
 //     final status is written: a pod that stops in one second is gone in
 //     about one second, and never before its containers stopped. The
-//     podstatus package states this promise and names every place that
+//     podwriter package states this promise and names every place that
 //     keeps it.
 //   - Identity. virtual-kubelet keys pods by namespace/name; the engine keys
 //     them by UID, so a pod recreated under the same name is a new pod.
@@ -69,7 +69,7 @@
 //     completed (so the terminal status virtual-kubelet writes already
 //     shows the sandbox stopped, PodReadyToStartContainers False). Later
 //     status changes of such a pod are written by the terminal hook
-//     NotifyPods calls first, podstatus.WriteTerminal.
+//     NotifyPods calls first, podwriter.WriteTerminal.
 //
 // Beside the handler the package holds what the engine reads of the API:
 // Objects (objects.go) is the engine's lifecycle.Objects with least
@@ -83,7 +83,7 @@
 // ConfigMap/Secret/Service informers (internal/vknode, docs/rbac.md).
 //
 // What it must never do: delete a pod object or decide when one goes
-// (podstatus does), decide what a pod runs or what its status is (the
+// (podwriter does), decide what a pod runs or what its status is (the
 // engine does), or hold the Node object or the node's HTTPS API (the
 // nodestatus and nodeapi packages).
 package provider

@@ -34,7 +34,7 @@ type Provider struct {
 	pods corev1listers.PodLister
 	// terminal (nil: none) is given every status handed to virtual-kubelet
 	// and writes those of pods whose API object is already terminal,
-	// which virtual-kubelet skips (podstatus.WriteTerminal).
+	// which virtual-kubelet skips (podwriter.WriteTerminal).
 	terminal func(ctx context.Context, pod *v1.Pod)
 }
 
@@ -47,7 +47,7 @@ var (
 // (nil: none), from which the conditions other writers set are kept in the
 // statuses handed on; terminal (nil: none) writes the statuses of pods
 // whose API object is terminal, which virtual-kubelet skips
-// (podstatus.WriteTerminal).
+// (podwriter.WriteTerminal).
 func New(engine Engine, pods corev1listers.PodLister, terminal func(ctx context.Context, pod *v1.Pod)) *Provider {
 	return &Provider{engine: engine, pods: pods, terminal: terminal}
 }

@@ -94,7 +94,7 @@ func TestProviderNotifyKeepsOtherWritersConditions(t *testing.T) {
 }
 
 // TestProviderNotifyCallsTheTerminalHook: every status goes through the
-// terminal hook (podstatus.WriteTerminal decides) and then to
+// terminal hook (podwriter.WriteTerminal decides) and then to
 // virtual-kubelet, in that order.
 func TestProviderNotifyCallsTheTerminalHook(t *testing.T) {
 	e := &fakeEngine{}

@@ -25,7 +25,7 @@ import (
 	"github.com/crivk/crivk/nodeapi"
 	"github.com/crivk/crivk/nodeapi/stats"
 	"github.com/crivk/crivk/nodestatus"
-	"github.com/crivk/crivk/podstatus"
+	"github.com/crivk/crivk/podwriter"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -265,7 +265,7 @@ func startFleetNode(ctx context.Context, n *fleetNode, base *cri.Runtime, ver cr
 		Nodes: n.clients.nodes, Leases: n.clients.leases, Node: nodeObj, Provider: a.provider, NodeProvider: a.nodeProvider, Recorder: n.recorder,
 		Mux: a.mux, ListenAddr: net.JoinHostPort(n.o.address, fmt.Sprint(n.o.port)), TLS: tlsOpts, Auth: auth.Wrap, Workers: 10,
 		StatusReport: n.o.nodeStatusReportFrequency, Watched: a.nodes.Watched, PodInformer: podInf,
-		PodClient: podstatus.NewDeleteGuard(n.clients.core, podInf.Lister(), a.provider.DeletePod, a.statusWrites),
+		PodClient: podwriter.NewDeleteGuard(n.clients.core, podInf.Lister(), a.provider.DeletePod, a.statusWrites),
 	})
 	if err != nil {
 		return nil, nil, err

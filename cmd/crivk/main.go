@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/crivk/crivk/apiobjects"
 	"github.com/crivk/crivk/cm"
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/cri/taskevents"
@@ -44,7 +45,7 @@ import (
 	"github.com/crivk/crivk/nodeapi"
 	"github.com/crivk/crivk/nodeapi/stats"
 	"github.com/crivk/crivk/nodestatus"
-	"github.com/crivk/crivk/podstatus"
+	"github.com/crivk/crivk/podwriter"
 	"github.com/crivk/crivk/provider"
 	"github.com/sirupsen/logrus"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
@@ -625,8 +626,8 @@ func run(ctx context.Context, o *options) error {
 		Mux: a.mux, ListenAddr: net.JoinHostPort(o.address, fmt.Sprint(o.port)), TLS: tlsOpts, Auth: auth.Wrap, Workers: 10,
 		StatusReport: o.nodeStatusReportFrequency, Watched: a.nodes.Watched, PodInformer: podInf,
 		// Removals with grace 0 become crivk's own termination: no
-		// object goes before its containers stop (podstatus).
-		PodClient: podstatus.NewDeleteGuard(clients.core, podInf.Lister(), a.provider.DeletePod, a.statusWrites),
+		// object goes before its containers stop (podwriter).
+		PodClient: podwriter.NewDeleteGuard(clients.core, podInf.Lister(), a.provider.DeletePod, a.statusWrites),
 	})
 	if err != nil {
 		return err
@@ -809,12 +810,12 @@ type agent struct {
 	engine       *lifecycle.Engine
 	provider     *provider.Provider
 	nodeProvider *nodestatus.NodeProvider
-	objects      *provider.Objects
+	objects      *apiobjects.Reader
 	nodes        *nodestatus.View
 	mux          *http.ServeMux
 	// statusWrites is shared by the deletion path and virtual-kubelet's
-	// status writes (podstatus.DeleteGuard).
-	statusWrites *podstatus.StatusWrites
+	// status writes (podwriter.DeleteGuard).
+	statusWrites *podwriter.StatusWrites
 	// relist is the runtime's relist loop (the PLEG); its Healthy is the
 	// health endpoint's runtime check.
 	relist *pleg.PLEG
@@ -827,12 +828,12 @@ type agent struct {
 // engine that asks it, the engine before the PLEG, the collectors and the
 // mirror client that ask the engine); each step is a call into its package.
 func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.Runtime, ver cri.VersionInfo, nodeObj *v1.Node, recorder record.EventRecorder, pods *cm.Manager, agentMetrics *metrics.Agent, podInf vknode.PodInformer) (*agent, error) {
-	a := &agent{mux: http.NewServeMux(), statusWrites: podstatus.NewStatusWrites()}
+	a := &agent{mux: http.NewServeMux(), statusWrites: podwriter.NewStatusWrites()}
 	apiPods := podInf.Lister()
 	cache := pleg.NewCache()
 	// Volumes: the objects pods reference are read with least privilege
 	// (per-object watches, docs/rbac.md).
-	a.objects = provider.NewObjects(clients.core, clock.RealClock{})
+	a.objects = apiobjects.New(clients.core, clock.RealClock{})
 	go a.objects.Run(ctx)
 	allocatable := nodeObj.Status.Allocatable.DeepCopy()
 	volumes, err := volume.New(volume.Config{
@@ -914,7 +915,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 		RuntimeName:   ver.RuntimeName,
 		NodeIP:        o.nodeIP,
 		SyncInterval:  o.syncInterval,
-		OnTerminated: staticpods.OnTerminated(podstatus.DeleteOnTerminated(clients.core, apiPods,
+		OnTerminated: staticpods.OnTerminated(podwriter.DeleteOnTerminated(clients.core, apiPods,
 			a.statusWrites), static, mirrors),
 		Recorder:           recorder,
 		RootDir:            o.rootDir,
@@ -966,7 +967,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	go mirrors.Run(ctx)
 	a.mux.Handle("/metrics/probes", probeMetrics.Handler())
 	a.mux.Handle("GET /metrics", agentMetrics.Handler())
-	a.provider = provider.New(staticpods.Apart(a.engine, mirrors), apiPods, podstatus.WriteTerminal(clients.core, apiPods, a.statusWrites))
+	a.provider = provider.New(staticpods.Apart(a.engine, mirrors), apiPods, podwriter.WriteTerminal(clients.core, apiPods, a.statusWrites))
 	nodeAPI, err := nodeapi.New(nodeapi.Config{NodeName: o.nodeName, RootDir: o.rootDir, Engine: a.engine,
 		APIPods:   func() ([]*v1.Pod, error) { return apiPods.List(labels.Everything()) },
 		PodStatus: rt, Streams: rt.Services(), LogFollow: rt.Services(), Stats: rt.Services(), ImageFs: rt,
@@ -989,7 +990,7 @@ func startEngine(ctx context.Context, o *options, clients *apiClients, rt *cri.R
 	if _, err := podInf.Informer().AddEventHandler(vknode.DeletedPodKills(func(p *v1.Pod) { a.engine.Kill(ctx, p) })); err != nil {
 		return nil, err
 	}
-	if _, err := podInf.Informer().AddEventHandler(podstatus.ForgetDeleted(a.statusWrites)); err != nil {
+	if _, err := podInf.Informer().AddEventHandler(podwriter.ForgetDeleted(a.statusWrites)); err != nil {
 		return nil, err
 	}
 	if _, err := podInf.Informer().AddEventHandler(mirrors.Handler()); err != nil {

@@ -53,13 +53,13 @@
 //     pods never reach the engine: virtual-kubelet sees them through the
 //     node's pod informer and calls CreatePod/UpdatePod/DeletePod with
 //     them; Apart turns each into a kick of the mirror client. That also
-//     covers podstatus.DeleteGuard, whose terminate is the provider's
+//     covers podwriter.DeleteGuard, whose terminate is the provider's
 //     DeletePod: a force delete of a mirror pod never kills its static
 //     pod. Static pods never reach virtual-kubelet: GetPod and GetPods do
 //     not return them (its start-up sweep would delete a pod the API does
 //     not have), and their statuses go to Mirrors.SetStatus instead of
 //     virtual-kubelet's status queue, which would write them to nothing.
-//   - OnTerminated wraps podstatus.DeleteOnTerminated: a static pod has no
+//   - OnTerminated wraps podwriter.DeleteOnTerminated: a static pod has no
 //     API object of its own (the mirror's UID differs, so the UID
 //     precondition would refuse anyway), so the deletion path is skipped;
 //     its end is recorded, and the mirror client deletes an orphaned mirror.

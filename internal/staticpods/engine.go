@@ -49,7 +49,7 @@ func (a apart) UpdatePod(ctx context.Context, pod *v1.Pod) {
 }
 
 // Kill stops a pod; a mirror pod's deletion (through the API, or a
-// force delete podstatus.DeleteGuard turned into a Kill) never stops its
+// force delete podwriter.DeleteGuard turned into a Kill) never stops its
 // static pod: the mirror client deletes the mirror and creates it again.
 func (a apart) Kill(ctx context.Context, pod *v1.Pod) bool {
 	if IsMirror(pod) {
@@ -101,7 +101,7 @@ func (a apart) NotifyPods(cb func(*v1.Pod)) {
 }
 
 // OnTerminated wraps the engine's OnTerminated hook (next:
-// podstatus.DeleteOnTerminated): a static pod has no API object of its
+// podwriter.DeleteOnTerminated): a static pod has no API object of its
 // own to delete (its mirror has another UID); its completed termination is
 // recorded in source, and the mirror client deletes its mirror pod if the
 // manifest is gone.

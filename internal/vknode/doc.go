@@ -23,10 +23,10 @@
 //     the kubelet's field selector). The caller reads its Lister before
 //     the node runs (the engine, the provider, the objects) and adds its own
 //     handlers to its Informer (ReadinessGateKicks, the status record's
-//     podstatus.ForgetDeleted). Node runs it; nobody else does.
+//     podwriter.ForgetDeleted). Node runs it; nobody else does.
 //  2. New(Config): the node, with the clients it writes through. The pod
 //     controller writes pods through Config.PodClient only; crivk hands it
-//     podstatus.DeleteGuard, so no removal of virtual-kubelet's takes a pod
+//     podwriter.DeleteGuard, so no removal of virtual-kubelet's takes a pod
 //     object before its containers stop. This package makes no deletion
 //     decision of its own.
 //  3. Run until ctx ends; WaitReady returns once both controllers run.
@@ -63,7 +63,7 @@
 // # What it must never do
 //
 // Hold pod logic: it does not decide when a pod starts, stops or goes (the
-// engine, lifecycle, and podstatus do), nor what status a pod has. It does
+// engine, lifecycle, and podwriter do), nor what status a pod has. It does
 // not list or watch cluster-wide objects. It does not import
 // k8s.io/kubernetes or virtual-kubelet's nodeutil.
 package vknode

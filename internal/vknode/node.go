@@ -54,7 +54,7 @@ type Config struct {
 	Leases coordinationv1client.LeasesGetter
 	// PodClient is the only client the pod controller writes pods through
 	// (their status, and virtual-kubelet's removals). crivk hands it
-	// podstatus.DeleteGuard: no pod object goes before its containers stop.
+	// podwriter.DeleteGuard: no pod object goes before its containers stop.
 	PodClient corev1client.PodsGetter
 	// Provider is handed the pods bound to this node.
 	Provider     PodProvider

@@ -29,7 +29,7 @@ func layer(pkg string) int {
 	// cm, whose cgroup samples it reads (as server/stats imports cm).
 	case p == "nodeapi/stats":
 		return 2
-	case strings.HasPrefix(p, "internal/"), hasRoot(p, "provider", "podstatus", "nodestatus", "nodeapi", "metrics", "eviction", "images"):
+	case strings.HasPrefix(p, "internal/"), hasRoot(p, "provider", "apiobjects", "podwriter", "nodestatus", "nodeapi", "metrics", "eviction", "images"):
 		return 1
 	case hasRoot(p, "lifecycle", "cm"):
 		return 3
@@ -84,7 +84,7 @@ func TestAllowed(t *testing.T) {
 		{"cri", "lifecycle", false},
 		{"podutil", "cri", false},
 		{"provider", "nodeapi", false},
-		{"podstatus", "internal/vknode", false},
+		{"podwriter", "internal/vknode", false},
 		{"internal/vknode", "internal/certificate", false},
 		{"lifecycle", "cm", false},
 		{"cm", "lifecycle", false},

@@ -1,4 +1,4 @@
-// Package podstatus is the API half of crivk's pod status manager, and the
+// Package podwriter is the API half of crivk's pod status manager, and the
 // one home of the promise users rely on most:
 //
 //	No pod object is deleted before its containers stop.
@@ -36,18 +36,18 @@
 //	  │  volumes unmounted, pod cgroup removed
 //	  v
 //	final status handed on (WaitDelivered, ≤ 5 s)    lifecycle/syncer.go removeDeleted
-//	  │  OnTerminated = DeleteOnTerminated:          podstatus/final.go
+//	  │  OnTerminated = DeleteOnTerminated:          podwriter/final.go
 //	  │    StatusWrites.Finalize (virtual-kubelet's
 //	  │      stale status writes dropped from now on,
 //	  │      its write in flight waited for)
 //	  │    final status written unless the API
 //	  │      object shows it already
 //	  v
-//	DELETE grace 0, UID precondition                 podstatus/final.go
+//	DELETE grace 0, UID precondition                 podwriter/final.go
 //	  │
 //	  v
 //	stopped containers, sandbox, pod files removed   lifecycle/syncer.go removeDeleted
-//	(meanwhile) informer DELETE ──> ForgetDeleted    podstatus/statuswrites.go
+//	(meanwhile) informer DELETE ──> ForgetDeleted    podwriter/statuswrites.go
 //
 // A pod that finished on its own (Succeeded, Failed) keeps its stopped
 // containers for their logs; once it is deleted, the engine's housekeeping
@@ -147,4 +147,4 @@
 // or change a terminal phase. It imports lifecycle for the
 // one condition rule and nothing above it (provider, internal/vknode,
 // cmd/crivk).
-package podstatus
+package podwriter

@@ -1,4 +1,4 @@
-package provider
+package apiobjects
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func TestListServicesFromTheInformer(t *testing.T) {
 		}
 		return true, w, err
 	})
-	o := NewObjects(fakeCore{client.CoreV1()}, clocktesting.NewFakeClock(time.Now()))
+	o := New(fakeCore{client.CoreV1()}, clocktesting.NewFakeClock(time.Now()))
 	go o.Run(ctx)
 
 	for range 3 {
@@ -95,7 +95,7 @@ func TestServiceCacheDropsManagedFields(t *testing.T) {
 		return s
 	}
 	client := fake.NewClientset(managed("a", "web"))
-	o := NewObjects(fakeCore{client.CoreV1()}, clocktesting.NewFakeClock(time.Now()))
+	o := New(fakeCore{client.CoreV1()}, clocktesting.NewFakeClock(time.Now()))
 	go o.Run(ctx)
 	if _, err := o.ListServices(ctx, "a"); err != nil {
 		t.Fatal(err)
@@ -131,7 +131,7 @@ func TestListServicesBeforeTheFirstList(t *testing.T) {
 	client.PrependReactor("list", "services", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("the API server is away")
 	})
-	o := NewObjects(fakeCore{client.CoreV1()}, clocktesting.NewFakeClock(time.Now()))
+	o := New(fakeCore{client.CoreV1()}, clocktesting.NewFakeClock(time.Now()))
 	go o.Run(ctx)
 
 	lctx, lcancel := context.WithTimeout(ctx, 300*time.Millisecond)

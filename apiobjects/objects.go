@@ -1,4 +1,4 @@
-package provider
+package apiobjects
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Objects is the provider's lifecycle.Objects with least privilege: it
+// Reader is the engine's lifecycle.Objects with least privilege: it
 // reads only the ConfigMaps and Secrets that the node's pods ask for, each
 // through its own watch restricted to that one object (a field selector on
 // metadata.name, which the API server's Node authorizer allows for objects
@@ -39,7 +39,7 @@ import (
 // informer (the Node authorizer grants a node list and watch of every
 // Service), since the service-link variables of a pod need every Service
 // of its namespace and of the default one.
-type Objects struct {
+type Reader struct {
 	client corev1client.CoreV1Interface
 	clock  clock.WithTicker
 
@@ -56,7 +56,7 @@ type Objects struct {
 	servicesCtrl cache.Controller
 }
 
-var _ lifecycle.Objects = (*Objects)(nil)
+var _ lifecycle.Objects = (*Reader)(nil)
 
 // idleTimeout: a watch no Get used for this long is stopped. Pods sync at
 // least every --sync-interval (10 s), so a live pod's objects stay watched.
@@ -78,22 +78,22 @@ type objectWatch struct {
 	store    cache.Store
 	synced   func() bool
 	stop     chan struct{}
-	lastUsed time.Time // guarded by Objects.mu
+	lastUsed time.Time // guarded by Reader.mu
 }
 
-// NewObjects returns the objects reader of client. Run its janitor with
-// Run.
-func NewObjects(client corev1client.CoreV1Interface, clk clock.WithTicker) *Objects {
+// New returns the reader of client's ConfigMaps, Secrets and Services.
+// Run runs its janitor and its Service informer.
+func New(client corev1client.CoreV1Interface, clk clock.WithTicker) *Reader {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
 	svc, ctrl := newServiceCache(client)
-	return &Objects{client: client, clock: clk, watches: map[objectKey]*objectWatch{}, services: svc, servicesCtrl: ctrl}
+	return &Reader{client: client, clock: clk, watches: map[objectKey]*objectWatch{}, services: svc, servicesCtrl: ctrl}
 }
 
 // SetKick installs how changed objects reach pods: pods lists the node's
 // pods of a namespace, kick syncs one now.
-func (o *Objects) SetKick(pods func(namespace string) []*v1.Pod, kick func(types.UID)) {
+func (o *Reader) SetKick(pods func(namespace string) []*v1.Pod, kick func(types.UID)) {
 	o.mu.Lock()
 	o.pods, o.kick = pods, kick
 	o.mu.Unlock()
@@ -101,7 +101,7 @@ func (o *Objects) SetKick(pods func(namespace string) []*v1.Pod, kick func(types
 
 // Run keeps the Services cache and stops idle watches until ctx ends, then
 // stops all of them.
-func (o *Objects) Run(ctx context.Context) {
+func (o *Reader) Run(ctx context.Context) {
 	go o.servicesCtrl.Run(ctx.Done())
 	t := o.clock.NewTicker(idleTimeout / 4)
 	defer t.Stop()
@@ -121,7 +121,7 @@ func (o *Objects) Run(ctx context.Context) {
 	}
 }
 
-func (o *Objects) stopIdle() {
+func (o *Reader) stopIdle() {
 	now := o.clock.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -136,7 +136,7 @@ func (o *Objects) stopIdle() {
 // GetConfigMap returns a ConfigMap a pod of the node references. A missing
 // one is a NotFound error saying `configmap "name" not found`, the
 // kubelet's words.
-func (o *Objects) GetConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error) {
+func (o *Reader) GetConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error) {
 	obj, err := o.get(ctx, objectKey{kindConfigMap, namespace, name})
 	if err != nil {
 		return nil, err
@@ -145,7 +145,7 @@ func (o *Objects) GetConfigMap(ctx context.Context, namespace, name string) (*v1
 }
 
 // GetSecret returns a Secret a pod of the node references.
-func (o *Objects) GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error) {
+func (o *Reader) GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error) {
 	obj, err := o.get(ctx, objectKey{kindSecret, namespace, name})
 	if err != nil {
 		return nil, err
@@ -153,7 +153,7 @@ func (o *Objects) GetSecret(ctx context.Context, namespace, name string) (*v1.Se
 	return obj.(*v1.Secret), nil
 }
 
-func (o *Objects) get(ctx context.Context, key objectKey) (runtime.Object, error) {
+func (o *Reader) get(ctx context.Context, key objectKey) (runtime.Object, error) {
 	w := o.watch(key)
 	if w.synced() {
 		obj, ok, err := w.store.GetByKey(key.namespace + "/" + key.name)
@@ -187,7 +187,7 @@ func notFound(key objectKey) error {
 }
 
 // watch returns the watch of key, starting it on first use.
-func (o *Objects) watch(key objectKey) *objectWatch {
+func (o *Reader) watch(key objectKey) *objectWatch {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if w, ok := o.watches[key]; ok {
@@ -224,7 +224,7 @@ func (o *Objects) watch(key objectKey) *objectWatch {
 }
 
 // kickReferencing syncs the node's pods that reference key.
-func (o *Objects) kickReferencing(key objectKey) {
+func (o *Reader) kickReferencing(key objectKey) {
 	o.mu.Lock()
 	pods, kick := o.pods, o.kick
 	o.mu.Unlock()
@@ -295,12 +295,12 @@ func references(pod *v1.Pod, key objectKey) bool {
 // environment variables) from the Services cache that Run keeps (shared:
 // read only). Before the cache's first list it waits for it, at most
 // servicesSyncTimeout.
-func (o *Objects) ListServices(ctx context.Context, namespace string) ([]*v1.Service, error) {
+func (o *Reader) ListServices(ctx context.Context, namespace string) ([]*v1.Service, error) {
 	return o.services.list(ctx, namespace)
 }
 
 // RequestToken asks the TokenRequest API for a token of serviceAccount.
-func (o *Objects) RequestToken(ctx context.Context, namespace, serviceAccount string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+func (o *Reader) RequestToken(ctx context.Context, namespace, serviceAccount string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
 	tr, err := o.client.ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, req, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("requesting a token of service account %s/%s: %w", namespace, serviceAccount, err)

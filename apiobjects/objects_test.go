@@ -1,4 +1,4 @@
-package provider
+package apiobjects
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func TestObjectsWatchesReferencedObjectsAndKicksPods(t *testing.T) {
 		return true, w, err
 	})
 	clk := clocktesting.NewFakeClock(time.Now())
-	o := NewObjects(fakeCore{client.CoreV1()}, clk)
+	o := New(fakeCore{client.CoreV1()}, clk)
 	go o.Run(ctx)
 
 	user := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "user", UID: "u1"}, Spec: v1.PodSpec{
