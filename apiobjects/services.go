@@ -59,7 +59,7 @@ func newServiceCache(client corev1client.CoreV1Interface) (*serviceCache, cache.
 // before the cache keeps it: the environment of a container reads names,
 // cluster IPs and ports only, and in a cluster of many Services the field
 // managers' records would be much of what every node holds. The pod
-// informer does the same (vknode.DropManagedFields; provider does not
+// informer does the same (vknode.DropManagedFields; apiobjects does not
 // import vknode, docs/architecture.md). The cache is never written back.
 func dropServiceManagedFields(obj any) (any, error) {
 	if svc, ok := obj.(*v1.Service); ok {

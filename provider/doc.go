@@ -71,19 +71,14 @@
 //     status changes of such a pod are written by the terminal hook
 //     NotifyPods calls first, podwriter.WriteTerminal.
 //
-// Beside the handler the package holds what the engine reads of the API:
-// Objects (objects.go) is the engine's lifecycle.Objects with least
-// privilege: the ConfigMaps and Secrets pods reference are read by name and
-// kept current by one watch per object (field selector on the name); a
-// change syncs the referencing pods at once (Engine.Kick), so mounted files
-// follow within about a second; the Services for the containers'
-// service-link variables come from one list-and-watch (services.go).
-// Container logs are served from the CRI log files (logs.go).
-// virtual-kubelet's controllers run without their cluster-wide
-// ConfigMap/Secret/Service informers (internal/vknode, docs/rbac.md).
+// The engine's reader of the API objects pods reference (ConfigMaps,
+// Secrets, Services) is not here: it is package apiobjects, which cmd/crivk
+// gives the engine directly. The handler reads only the node's pod
+// informer (for other writers' conditions).
 //
 // What it must never do: delete a pod object or decide when one goes
 // (podwriter does), decide what a pod runs or what its status is (the
-// engine does), or hold the Node object or the node's HTTPS API (the
+// engine does), read API objects for the engine (apiobjects does), or hold
+// the Node object or the node's HTTPS API, container logs included (the
 // nodestatus and nodeapi packages).
 package provider

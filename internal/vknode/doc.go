@@ -13,7 +13,7 @@
 // (a third of it, docs/benchmarks.md). Node builds the two controllers from
 // the typed core client alone: the pod controller is told to skip its own
 // environment resolution (crivk resolves environments in the engine and
-// reads referenced objects one by one, provider.Objects) and is given idle
+// reads referenced objects one by one, apiobjects.Reader) and is given idle
 // ConfigMap, Secret and Service informers that are never started
 // (informers.go).
 //

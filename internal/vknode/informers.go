@@ -90,7 +90,7 @@ func (i PodInformer) Lister() corev1listers.PodLister {
 // idleInformers satisfy virtual-kubelet's PodControllerConfig, which
 // requires ConfigMap, Secret and Service informers for its own environment
 // resolution. crivk turns that resolution off (SkipDownwardAPIResolution)
-// and reads objects with per-object watches (provider.Objects), so these
+// and reads objects with per-object watches (apiobjects.Reader), so these
 // are never started: their listers stay empty and nothing is listed or
 // watched cluster-wide (docs/rbac.md).
 type idleInformers struct {

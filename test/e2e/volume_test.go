@@ -378,7 +378,7 @@ func TestVolumeTokenRefresh(t *testing.T) {
 	t.Logf("token renewed after %v", time.Since(start).Round(time.Second))
 }
 
-// TestVolumeNodeCredentialsSuffice: what provider.Objects does (get and
+// TestVolumeNodeCredentialsSuffice: what apiobjects.Reader does (get and
 // watch, by name, the ConfigMaps and Secrets the node's pods reference;
 // TokenRequest for their service accounts) is allowed to the node's own
 // identity (system:node:<name>, Node authorizer), while reading objects no
