@@ -91,6 +91,9 @@ func (e *Engine) runResizeRetries(ctx context.Context) {
 		if e.retryPendingResizes(ctx, trigger) {
 			next = resizeRetryInitial
 		}
+		if trigger != allocation.TriggerPeriodic {
+			e.alloc.RetryHandled()
+		}
 		if !timer.Stop() {
 			select {
 			case <-timer.C():

@@ -66,6 +66,11 @@ func TestEngineResizeRetry(t *testing.T) {
 			resized.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: testutil.Resources("1", "64Mi"), Limits: testutil.Resources("1", "64Mi")}
 			f.e.UpdatePod(context.Background(), resized)
 			f.eventually(t, "PodResizePending Deferred", func() bool { c := pending(); return c != nil && c.Reason == v1.PodReasonDeferred })
+			// The resize's own decision asked the other deferred resizes to be
+			// retried (pod_updated); that retry must be over before the
+			// resources are freed, or it would find them free (under load it
+			// ran after free, and the periodic timer was not reset by it).
+			f.eventually(t, "the pod_updated retry handled", f.e.alloc.RetriesIdle)
 
 			tc.free(f, big)
 			f.e.Housekeeping(context.Background())

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
@@ -52,6 +53,10 @@ type Manager struct {
 	// retry carries RequestRetry's trigger to the retry loop (retry.go);
 	// one pending request is enough.
 	retry chan string
+	// requested counts the triggers RequestRetry handed to the loop, and
+	// handled those the loop finished (RetryHandled); equal, no retry
+	// is in flight (RetriesIdle).
+	requested, handled atomic.Int64
 }
 
 type resizeConditions struct {

@@ -37,11 +37,24 @@ const (
 // RequestRetry asks for the deferred resizes to be decided again; it
 // never blocks, and requests made before the loop takes one coalesce.
 func (m *Manager) RequestRetry(trigger string) {
+	// Counted before the send, so that the loop's RetryHandled can never
+	// be seen ahead of it.
+	m.requested.Add(1)
 	select {
 	case m.retry <- trigger:
 	default:
+		m.requested.Add(-1)
 	}
 }
+
+// RetryHandled is the loop's word that it finished deciding again the
+// resizes of one trigger it received from RetryRequests.
+func (m *Manager) RetryHandled() { m.handled.Add(1) }
+
+// RetriesIdle reports whether every trigger handed to the loop was
+// handled: no retry is queued or running. Tests wait on it before they
+// change what a retry would see.
+func (m *Manager) RetriesIdle() bool { return m.handled.Load() == m.requested.Load() }
 
 // RetryRequests delivers RequestRetry's triggers.
 func (m *Manager) RetryRequests() <-chan string { return m.retry }
