@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/podutil"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -1015,6 +1016,23 @@ type WorkingPod struct {
 	Work PodWorkerState
 	// RuntimeOnly: the pod was only ever seen in the runtime (no spec).
 	RuntimeOnly bool
+	// Static: the spec of its active update (else its pending one) is a
+	// static pod's (podutil.IsStaticPod), as the kubelet's
+	// PodWorkerSync.Static.
+	Static bool
+}
+
+// isStatic: the spec the worker holds, its active update's else its
+// pending one's, is a static pod's (the kubelet's SyncKnownPods rule).
+// Must hold p.mu.
+func (s *podSyncStatus) isStatic() bool {
+	switch {
+	case s.activeUpdate != nil:
+		return s.activeUpdate.Pod != nil && podutil.IsStaticPod(s.activeUpdate.Pod)
+	case s.pendingUpdate != nil:
+		return s.pendingUpdate.Pod != nil && podutil.IsStaticPod(s.pendingUpdate.Pod)
+	}
+	return false
 }
 
 // WorkingPods lists every pod with a worker record and the work its state
@@ -1024,7 +1042,7 @@ func (p *PodWorkers) WorkingPods() []WorkingPod {
 	defer p.mu.Unlock()
 	out := make([]WorkingPod, 0, len(p.podSyncStatuses))
 	for uid, s := range p.podSyncStatuses {
-		out = append(out, WorkingPod{UID: uid, Work: s.WorkType(), RuntimeOnly: s.observedRuntime})
+		out = append(out, WorkingPod{UID: uid, Work: s.WorkType(), RuntimeOnly: s.observedRuntime, Static: s.isStatic()})
 	}
 	return out
 }
