@@ -355,7 +355,8 @@ func runtimePodAsAPIPod(rp *cri.PodStatus) *v1.Pod {
 // Its checks run in the kubelet's podWorkers.UpdatePod order (finished, UID
 // reuse, termination, grace shortening), the contract the timeline above
 // PodWorkerState draws; the steps that change the podSyncStatus are its
-// methods, all called under p.mu.
+// methods, all called under p.mu. What is left here is that order, which
+// is read whole.
 func (p *PodWorkers) UpdatePod(options UpdatePodOptions) {
 	uid, ns, name, isRuntimePod, ok := updateIdentity(&options)
 	if !ok {
