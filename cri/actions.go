@@ -199,112 +199,138 @@ func specContainer(pod *v1.Pod, name string) *v1.Container {
 // ComputePodActions decides what SyncPod must do to bring the runtime's
 // state of a pod (status) to what its spec asks, given the probes' verdicts
 // and the back-offs (in). It is pure: no I/O, no clock.
-// It stays one function, as the kubelet's computePodActions: the steps of
-// the plan (sandbox, init sequence with sidecars, regular containers,
-// kills) read top to bottom and share what is computed on the way; it is
-// pure and covered step by step by TestComputePodActions's table.
+// Its steps read top to bottom in the kubelet's computePodActions order
+// (computePodActions); it is covered step by step by
+// TestComputePodActions's table.
 func ComputePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions {
 	a := computePodActions(pod, status, in)
 	a.ContainersToRemove = excessDead(status, in.MaxDeadPerContainer)
 	return a
 }
 
-// computePodActions is the plan but for the dead instances to remove. It is
-// long because it is the one decision point, read top to bottom in the
-// kubelet's order (sandbox, init containers, sidecars, regular and
-// ephemeral containers); its helpers hold each rule.
+// computePodActions is the plan but for the dead instances to remove, in
+// the kubelet's order: a new sandbox with its first step, or, in the ready
+// sandbox, the ephemeral containers, the init sequence with its sidecars,
+// the regular containers and last the sidecars of a pod that has finished.
+// Each step is a planner method that adds to the same plan.
 func computePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions {
 	a := PodActions{NextInit: -1, ContainersToKill: map[string]Kill{}}
 	p := planner{pod: pod, status: status, in: in, a: &a}
-	policy := pod.Spec.RestartPolicy
 
 	var newest *SandboxStatus
 	if len(status.Sandboxes) > 0 {
 		newest = &status.Sandboxes[0]
 	}
 	if newest == nil || !newest.Ready {
-		a.KillPod = newest != nil
-		if newest != nil {
-			a.Attempt = newest.Attempt + 1
-		}
-		// A pod that does not restart and already ran its containers is
-		// not started again in a new sandbox.
-		if policy == v1.RestartPolicyNever && newest != nil && len(status.Containers) > 0 {
-			return a
-		}
-		a.CreateSandbox = true
-		if len(pod.Spec.InitContainers) > 0 {
-			// Every regular container ran once and succeeded (an
-			// OnFailure pod): no new sandbox, no init sequence again.
-			ranBefore, left := false, false
-			for i := range pod.Spec.Containers {
-				c := status.Latest(pod.Spec.Containers[i].Name, ContainerTypeRegular)
-				ranBefore = ranBefore || c != nil
-				left = left || !(c != nil && c.State == StateExited && c.ExitCode == 0 && podutil.RunsOnce(&pod.Spec.Containers[i], &pod.Spec))
-			}
-			if ranBefore && !left {
-				a.CreateSandbox = false
-				return a
-			}
-			if p.start(pod.Spec.InitContainers[0].Name, ContainerTypeInit) {
-				a.NextInit = 0
-			}
-			return a
-		}
-		ranBefore := false
-		for i := range pod.Spec.Containers {
-			c := status.Latest(pod.Spec.Containers[i].Name, ContainerTypeRegular)
-			ranBefore = ranBefore || c != nil
-			// A container that runs once (OnFailure, its own policy or
-			// else the pod's) and succeeded is not run again.
-			if c != nil && c.State == StateExited && c.ExitCode == 0 && podutil.RunsOnce(&pod.Spec.Containers[i], &pod.Spec) {
-				continue
-			}
-			if p.start(pod.Spec.Containers[i].Name, ContainerTypeRegular) {
-				a.ContainersToStart = append(a.ContainersToStart, i)
-			}
-		}
-		// Nothing left to run (every container of an OnFailure pod
-		// succeeded): no new sandbox for it.
-		if len(a.ContainersToStart) == 0 && len(a.Waiting) == 0 && ranBefore {
-			a.CreateSandbox = false
-		}
+		p.planNewSandbox(newest)
 		return a
 	}
 	a.SandboxID = newest.ID
-	// Ephemeral containers start once in the running sandbox, even before
-	// the pod is initialized, and are never restarted (the kubelet's).
-	for i := range pod.Spec.EphemeralContainers {
-		name := pod.Spec.EphemeralContainers[i].Name
-		if status.Latest(name, ContainerTypeEphemeral) == nil && p.start(name, ContainerTypeEphemeral) {
-			a.EphemeralToStart = append(a.EphemeralToStart, i)
-		}
-	}
-
-	// The init sequence (initActions): which init containers start, and
-	// whether the regular containers are looked at at all.
-	starts, initialized, failed := p.initActions()
-	if failed {
-		a.InitFailed = true
+	p.planEphemeral()
+	if !p.planInit() {
 		return a
 	}
+	p.planRegular()
+	p.stopSidecarsWhenFinished()
+	return a
+}
+
+// planNewSandbox plans a pod without a ready sandbox (newest, the latest
+// one, nil if none): the old sandbox killed, a new one created with the
+// first step of the pod (its first init container, else its regular
+// containers), or nothing when the pod has finished.
+func (p *planner) planNewSandbox(newest *SandboxStatus) {
+	pod, status, a := p.pod, p.status, p.a
+	a.KillPod = newest != nil
+	if newest != nil {
+		a.Attempt = newest.Attempt + 1
+	}
+	// A pod that does not restart and already ran its containers is
+	// not started again in a new sandbox.
+	if pod.Spec.RestartPolicy == v1.RestartPolicyNever && newest != nil && len(status.Containers) > 0 {
+		return
+	}
+	a.CreateSandbox = true
+	if len(pod.Spec.InitContainers) > 0 {
+		// Every regular container ran once and succeeded (an
+		// OnFailure pod): no new sandbox, no init sequence again.
+		ranBefore, left := false, false
+		for i := range pod.Spec.Containers {
+			c := status.Latest(pod.Spec.Containers[i].Name, ContainerTypeRegular)
+			ranBefore = ranBefore || c != nil
+			left = left || !(c != nil && c.State == StateExited && c.ExitCode == 0 && podutil.RunsOnce(&pod.Spec.Containers[i], &pod.Spec))
+		}
+		if ranBefore && !left {
+			a.CreateSandbox = false
+			return
+		}
+		if p.start(pod.Spec.InitContainers[0].Name, ContainerTypeInit) {
+			a.NextInit = 0
+		}
+		return
+	}
+	ranBefore := false
+	for i := range pod.Spec.Containers {
+		c := status.Latest(pod.Spec.Containers[i].Name, ContainerTypeRegular)
+		ranBefore = ranBefore || c != nil
+		// A container that runs once (OnFailure, its own policy or
+		// else the pod's) and succeeded is not run again.
+		if c != nil && c.State == StateExited && c.ExitCode == 0 && podutil.RunsOnce(&pod.Spec.Containers[i], &pod.Spec) {
+			continue
+		}
+		if p.start(pod.Spec.Containers[i].Name, ContainerTypeRegular) {
+			a.ContainersToStart = append(a.ContainersToStart, i)
+		}
+	}
+	// Nothing left to run (every container of an OnFailure pod
+	// succeeded): no new sandbox for it.
+	if len(a.ContainersToStart) == 0 && len(a.Waiting) == 0 && ranBefore {
+		a.CreateSandbox = false
+	}
+}
+
+// planEphemeral starts the ephemeral containers that never ran: once, in
+// the running sandbox, even before the pod is initialized, never
+// restarted (the kubelet's).
+func (p *planner) planEphemeral() {
+	for i := range p.pod.Spec.EphemeralContainers {
+		name := p.pod.Spec.EphemeralContainers[i].Name
+		if p.status.Latest(name, ContainerTypeEphemeral) == nil && p.start(name, ContainerTypeEphemeral) {
+			p.a.EphemeralToStart = append(p.a.EphemeralToStart, i)
+		}
+	}
+}
+
+// planInit plans the init sequence (initActions): which init containers
+// start, as the sequence's next step or as sidecars started again. It
+// reports whether the pod is initialized, i.e. whether the regular
+// containers are looked at at all.
+func (p *planner) planInit() bool {
+	starts, initialized, failed := p.initActions()
+	if failed {
+		p.a.InitFailed = true
+		return false
+	}
 	for k, i := range starts {
-		if !p.start(pod.Spec.InitContainers[i].Name, ContainerTypeInit) {
+		if !p.start(p.pod.Spec.InitContainers[i].Name, ContainerTypeInit) {
 			continue
 		}
 		// Before initialization the last one is the next step of the
 		// sequence (a plain init container or a sidecar); the others,
 		// and all of them once initialized, are sidecars started again.
 		if !initialized && k == len(starts)-1 {
-			a.NextInit = i
+			p.a.NextInit = i
 		} else {
-			a.SidecarsToStart = append(a.SidecarsToStart, i)
+			p.a.SidecarsToStart = append(p.a.SidecarsToStart, i)
 		}
 	}
-	if !initialized {
-		return a
-	}
+	return initialized
+}
 
+// planRegular decides, for each regular container of an initialized pod,
+// whether it is killed and whether it starts (again).
+func (p *planner) planRegular() {
+	pod, status, a := p.pod, p.status, p.a
 	for i := range pod.Spec.Containers {
 		spec := &pod.Spec.Containers[i]
 		c := status.Latest(spec.Name, ContainerTypeRegular)
@@ -339,37 +365,38 @@ func computePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 			a.ContainersToStart = append(a.ContainersToStart, i)
 		}
 	}
+}
 
-	// Sidecars do not keep a pod alive: once no regular container runs or
-	// is to start again (a pod that does not restart has finished, or its
-	// containers' own restartPolicy keeps them exited), they are stopped
-	// rather than restarted (the kubelet's computePodActions).
-	if len(pod.Spec.Containers) > 0 && len(a.ContainersToStart) == 0 && !p.waitingRegular() {
-		anyRunning := false
-		for i := range pod.Spec.Containers {
-			// A container killed by this plan still counts: the sidecars
-			// stop after it, at the next sync.
-			if c := status.Latest(pod.Spec.Containers[i].Name, ContainerTypeRegular); c != nil && c.State == StateRunning {
-				anyRunning = true
-			}
-		}
-		if !anyRunning {
-			for _, i := range a.SidecarsToStart {
-				p.unstart(pod.Spec.InitContainers[i].Name)
-			}
-			a.SidecarsToStart = nil
-			for i := range pod.Spec.InitContainers {
-				spec := &pod.Spec.InitContainers[i]
-				if c := status.Latest(spec.Name, ContainerTypeInit); podutil.IsSidecar(spec) && c != nil && c.State == StateRunning {
-					p.kill(c, fmt.Sprintf("sidecar %q stops: the pod's containers have finished", c.Name))
-					k := p.a.ContainersToKill[c.ID]
-					k.PodEnds = true
-					p.a.ContainersToKill[c.ID] = k
-				}
-			}
+// stopSidecarsWhenFinished: sidecars do not keep a pod alive. Once no
+// regular container runs or is to start again (a pod that does not
+// restart has finished, or its containers' own restartPolicy keeps them
+// exited), they are stopped rather than restarted (the kubelet's
+// computePodActions).
+func (p *planner) stopSidecarsWhenFinished() {
+	pod, status, a := p.pod, p.status, p.a
+	if len(pod.Spec.Containers) == 0 || len(a.ContainersToStart) > 0 || p.waitingRegular() {
+		return
+	}
+	for i := range pod.Spec.Containers {
+		// A container killed by this plan still counts: the sidecars
+		// stop after it, at the next sync.
+		if c := status.Latest(pod.Spec.Containers[i].Name, ContainerTypeRegular); c != nil && c.State == StateRunning {
+			return
 		}
 	}
-	return a
+	for _, i := range a.SidecarsToStart {
+		p.unstart(pod.Spec.InitContainers[i].Name)
+	}
+	a.SidecarsToStart = nil
+	for i := range pod.Spec.InitContainers {
+		spec := &pod.Spec.InitContainers[i]
+		if c := status.Latest(spec.Name, ContainerTypeInit); podutil.IsSidecar(spec) && c != nil && c.State == StateRunning {
+			p.kill(c, fmt.Sprintf("sidecar %q stops: the pod's containers have finished", c.Name))
+			k := a.ContainersToKill[c.ID]
+			k.PodEnds = true
+			a.ContainersToKill[c.ID] = k
+		}
+	}
 }
 
 // planner holds what ComputePodActions's steps share.

@@ -182,121 +182,32 @@ func (r *SyncResult) Error() error {
 const minGracePeriod = int64(2)
 
 // SyncPod carries out plan for pod, given the runtime status the plan was
-// made from.
-// It stays one function, as kuberuntime's SyncPod: it carries out the
-// plan's numbered steps in order, stopping where the kubelet stops.
+// made from, in kuberuntime's SyncPod order, stopping where the kubelet
+// stops: the old sandbox killed, the sandbox's config and the new sandbox,
+// the planned kills and removals, the ephemeral containers and sidecars,
+// the in-place resize, then the next init container or else the regular
+// containers. Each step that may end the sync is a method returning
+// whether the sync goes on.
 func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, plan PodActions, backoff *BackOffs, now time.Time) *SyncResult {
 	res := &SyncResult{Waiting: map[string]Waiting{}}
 	for name, w := range plan.Waiting {
 		res.Waiting[name] = w
 	}
-	if plan.KillPod {
-		if plan.CreateSandbox {
-			// The only place this event is recorded (kuberuntime's SyncPod):
-			// a plan that kills the pod to create a sandbox replaces one.
-			r.event(pod, v1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
-		}
-		if err := r.KillPod(ctx, pod, status, gracePeriod(pod, nil)); err != nil {
-			res.Errs = append(res.Errs, err)
-			return res
-		}
-		if plan.CreateSandbox {
-			// The new sandbox runs the init sequence from the first
-			// (the kubelet's purgeInitContainers).
-			res.Errs = append(res.Errs, r.purgeInitContainers(ctx, pod, status)...)
-		}
+	if plan.KillPod && !r.killPodForPlan(ctx, pod, status, plan, res) {
+		return res
+	}
+	sbCfg, handler, ok := r.podSandboxConfig(ctx, pod, plan, sandboxAttempt(status, plan), res)
+	if !ok {
+		return res
 	}
 	sandboxID := plan.SandboxID
-	attempt := plan.Attempt
-	if !plan.CreateSandbox {
-		for _, sb := range status.Sandboxes {
-			if sb.ID == sandboxID {
-				attempt = sb.Attempt
-			}
-		}
-	}
-	// The sandbox's config, in the kubelet's order (generatePodSandboxConfig):
-	// the DNS config first (its MissingClusterDNS warning is reported even
-	// when the pod is then refused), the hostname, then the RuntimeClass's
-	// handler and the user namespace (NamespacesForPod). An unknown
-	// RuntimeClass or a user namespace the runtime cannot give fails the
-	// sandbox (FailedCreatePodSandBox, in the kubelet's words: the error
-	// is not wrapped) and nothing runs: all of this comes before anything
-	// of the pod is created. The handler is looked up only when it
-	// matters: a running sandbox keeps the one it was made with.
-	sbCfg, warn, err := r.sandboxConfig(pod, attempt, nil)
-	res.DNSWarning = warn
-	if err != nil {
-		res.SandboxErr = err
-		return res
-	}
-	handler := ""
-	if plan.CreateSandbox || (pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers) {
-		h, err := r.runtimeHandler(pod)
-		if err != nil {
-			res.SandboxErr = err
-			return res
-		}
-		handler = h
-	}
-	userns, err := r.userNamespace(ctx, pod, handler)
-	if err != nil {
-		res.SandboxErr = err
-		return res
-	}
-	sbCfg.Linux = r.sandboxLinuxConfig(pod, userns)
 	podIPs := status.IPs()
 	if plan.CreateSandbox {
-		if err := os.MkdirAll(sbCfg.LogDirectory, 0o755); err != nil {
-			res.SandboxErr = fmt.Errorf("creating log directory of pod %s: %w", RefOf(pod), err)
+		if sandboxID, podIPs, ok = r.createSandbox(ctx, pod, sbCfg, handler, res); !ok {
 			return res
 		}
-		id, err := r.runPodSandbox(ctx, sbCfg, handler)
-		if err != nil {
-			// The runtime's error as it is: the event says "Failed to
-			// create pod sandbox: <it>", as the kubelet's.
-			res.SandboxErr = runtimeWords(err)
-			return res
-		}
-		sandboxID = id
-		// The new sandbox's IPs, for the containers' environment
-		// (status.podIP), as the kubelet reads them right after creating it.
-		podIPs = nil
-		if st, err := r.rs.PodSandboxStatus(ctx, id, false); err == nil {
-			if n := st.GetStatus().GetNetwork(); n != nil && n.Ip != "" {
-				podIPs = append(podIPs, n.Ip)
-				for _, ip := range n.AdditionalIps {
-					podIPs = append(podIPs, ip.Ip)
-				}
-			}
-		} else {
-			res.Errs = append(res.Errs, fmt.Errorf("status of new sandbox %s of pod %s: %w", id, RefOf(pod), err))
-		}
 	}
-	var together []stopRequest
-	for id, k := range plan.ContainersToKill {
-		c := ContainerStatus{ID: id, Name: k.Name, Type: k.Type}
-		for _, s := range status.Containers {
-			if s.ID == id {
-				c.State = s.State
-			}
-		}
-		if k.PodEnds {
-			together = append(together, stopRequest{c: c, grace: k.Grace, message: k.Message, why: k.Reason})
-			continue
-		}
-		if err := r.stopContainer(ctx, pod, containerSpec(pod, k.Name, k.Type), id, c.State == StateRunning, podIPs, k.Grace, k.Message, nil); err != nil {
-			res.Errs = append(res.Errs, fmt.Errorf("stopping container %q (%s) of pod %s (%s): %w", k.Name, id, RefOf(pod), k.Reason, err))
-		}
-	}
-	if len(together) > 0 {
-		// The pod's last containers (its sidecars once its containers
-		// finished) stop as the kubelet's KillPod stops them: at once,
-		// in the termination order.
-		if err := r.stopContainers(ctx, pod, RefOf(pod), together, podIPs); err != nil {
-			res.Errs = append(res.Errs, err)
-		}
-	}
+	r.killPlanned(ctx, pod, status, plan, podIPs, res)
 	res.Errs = append(res.Errs, r.removeDead(ctx, status, plan.ContainersToRemove)...)
 	for name, exitedAt := range plan.Restarts {
 		backoff.Restart.Next(BackOffKey(pod, name), exitedAt)
@@ -330,6 +241,133 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 		r.startContainer(ctx, pod, c, ContainerTypeRegular, status, sandboxID, sbCfg, podIPs, backoff, now, res)
 	}
 	return res
+}
+
+// killPodForPlan kills the whole pod (plan.KillPod) and, when a new sandbox
+// replaces the old one, purges its init containers so the new sandbox runs
+// the init sequence from the first (the kubelet's purgeInitContainers). It
+// reports false when the kill failed: the sync stops there.
+func (r *Runtime) killPodForPlan(ctx context.Context, pod *v1.Pod, status *PodStatus, plan PodActions, res *SyncResult) bool {
+	if plan.CreateSandbox {
+		// The only place this event is recorded (kuberuntime's SyncPod):
+		// a plan that kills the pod to create a sandbox replaces one.
+		r.event(pod, v1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
+	}
+	if err := r.KillPod(ctx, pod, status, gracePeriod(pod, nil)); err != nil {
+		res.Errs = append(res.Errs, err)
+		return false
+	}
+	if plan.CreateSandbox {
+		res.Errs = append(res.Errs, r.purgeInitContainers(ctx, pod, status)...)
+	}
+	return true
+}
+
+// sandboxAttempt is the attempt of the sandbox the pod runs in: the plan's
+// for a new one, else the running sandbox's own.
+func sandboxAttempt(status *PodStatus, plan PodActions) uint32 {
+	attempt := plan.Attempt
+	if !plan.CreateSandbox {
+		for _, sb := range status.Sandboxes {
+			if sb.ID == plan.SandboxID {
+				attempt = sb.Attempt
+			}
+		}
+	}
+	return attempt
+}
+
+// podSandboxConfig is the sandbox's config and runtime handler, in the
+// kubelet's order (generatePodSandboxConfig): the DNS config first (its
+// MissingClusterDNS warning is reported even when the pod is then
+// refused), the hostname, then the RuntimeClass's handler and the user
+// namespace (NamespacesForPod). An unknown RuntimeClass or a user
+// namespace the runtime cannot give fails the sandbox
+// (FailedCreatePodSandBox, in the kubelet's words: the error is not
+// wrapped) and nothing runs: all of this comes before anything of the pod
+// is created. The handler is looked up only when it matters: a running
+// sandbox keeps the one it was made with. It reports false, with
+// res.SandboxErr set, when the sync stops.
+func (r *Runtime) podSandboxConfig(ctx context.Context, pod *v1.Pod, plan PodActions, attempt uint32, res *SyncResult) (*runtimeapi.PodSandboxConfig, string, bool) {
+	sbCfg, warn, err := r.sandboxConfig(pod, attempt, nil)
+	res.DNSWarning = warn
+	if err != nil {
+		res.SandboxErr = err
+		return nil, "", false
+	}
+	handler := ""
+	if plan.CreateSandbox || (pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers) {
+		h, err := r.runtimeHandler(pod)
+		if err != nil {
+			res.SandboxErr = err
+			return nil, "", false
+		}
+		handler = h
+	}
+	userns, err := r.userNamespace(ctx, pod, handler)
+	if err != nil {
+		res.SandboxErr = err
+		return nil, "", false
+	}
+	sbCfg.Linux = r.sandboxLinuxConfig(pod, userns)
+	return sbCfg, handler, true
+}
+
+// createSandbox makes the pod's log directory and runs its new sandbox,
+// returning the sandbox's ID and IPs (for the containers' environment,
+// status.podIP, as the kubelet reads them right after creating it). It
+// reports false, with res.SandboxErr set, when the sync stops.
+func (r *Runtime) createSandbox(ctx context.Context, pod *v1.Pod, sbCfg *runtimeapi.PodSandboxConfig, handler string, res *SyncResult) (string, []string, bool) {
+	if err := os.MkdirAll(sbCfg.LogDirectory, 0o755); err != nil {
+		res.SandboxErr = fmt.Errorf("creating log directory of pod %s: %w", RefOf(pod), err)
+		return "", nil, false
+	}
+	id, err := r.runPodSandbox(ctx, sbCfg, handler)
+	if err != nil {
+		// The runtime's error as it is: the event says "Failed to
+		// create pod sandbox: <it>", as the kubelet's.
+		res.SandboxErr = runtimeWords(err)
+		return "", nil, false
+	}
+	var podIPs []string
+	if st, err := r.rs.PodSandboxStatus(ctx, id, false); err == nil {
+		if n := st.GetStatus().GetNetwork(); n != nil && n.Ip != "" {
+			podIPs = append(podIPs, n.Ip)
+			for _, ip := range n.AdditionalIps {
+				podIPs = append(podIPs, ip.Ip)
+			}
+		}
+	} else {
+		res.Errs = append(res.Errs, fmt.Errorf("status of new sandbox %s of pod %s: %w", id, RefOf(pod), err))
+	}
+	return id, podIPs, true
+}
+
+// killPlanned stops the plan's ContainersToKill: one by one, except those
+// that end the pod (its sidecars once its containers finished), which stop
+// as the kubelet's KillPod stops them: at once, in the termination order.
+func (r *Runtime) killPlanned(ctx context.Context, pod *v1.Pod, status *PodStatus, plan PodActions, podIPs []string, res *SyncResult) {
+	var together []stopRequest
+	for id, k := range plan.ContainersToKill {
+		c := ContainerStatus{ID: id, Name: k.Name, Type: k.Type}
+		for _, s := range status.Containers {
+			if s.ID == id {
+				c.State = s.State
+			}
+		}
+		if k.PodEnds {
+			together = append(together, stopRequest{c: c, grace: k.Grace, message: k.Message, why: k.Reason})
+			continue
+		}
+		if err := r.stopContainer(ctx, pod, containerSpec(pod, k.Name, k.Type), id, c.State == StateRunning, podIPs, k.Grace, k.Message, nil); err != nil {
+			res.Errs = append(res.Errs, fmt.Errorf("stopping container %q (%s) of pod %s (%s): %w", k.Name, id, RefOf(pod), k.Reason, err))
+		}
+	}
+	if len(together) > 0 {
+		if err := r.stopContainers(ctx, pod, RefOf(pod), together, podIPs); err != nil {
+			res.Errs = append(res.Errs, err)
+		}
+	}
 }
 
 // nextAttempt is the attempt (and restart count) of the container's next

@@ -259,7 +259,29 @@ func (m *Manager) synchronize(ctx context.Context, pods Pods) (*v1.Pod, error) {
 	stats := podStatsOf(summary)
 	now := m.cfg.Clock.Now()
 	m.updateNotifiers(ctx, summary, now)
+	due, prevObs := m.decideThresholds(ctx, obs, now)
 
+	// Pods past an ephemeral-storage limit go first, pressure or not.
+	if m.cfg.LocalStorageCapacityIsolation {
+		if p := m.localStorageEviction(ctx, pods, active, stats); p != nil {
+			return p, nil
+		}
+	}
+	// Stats not renewed since the last round decide nothing again.
+	due = updatedSince(due, obs, prevObs)
+	if len(due) == 0 {
+		return nil, nil
+	}
+	return m.evictForPressure(ctx, pods, active, stats, obs, due, now)
+}
+
+// decideThresholds is the round's decision, the kubelet's: the thresholds
+// met (those met before stay met until reclaimed to value + minimum
+// reclaim), when each was first observed, the pressure conditions after
+// the transition period, and the thresholds whose grace period has passed
+// (due), all recorded for the next round and for the node's conditions.
+// It returns due and the previous round's observations.
+func (m *Manager) decideThresholds(ctx context.Context, obs observations, now time.Time) ([]Threshold, observations) {
 	m.mu.RLock()
 	prevMet, prevFirst, prevLast, prevObs := m.thresholdsMet, m.thresholdsFirstObservedAt, m.conditionsLastObservedAt, m.lastObservations
 	m.mu.RUnlock()
@@ -281,18 +303,13 @@ func (m *Manager) synchronize(ctx context.Context, pods Pods) (*v1.Pod, error) {
 	m.conditions, m.thresholdsFirstObservedAt, m.conditionsLastObservedAt, m.thresholdsMet = conds, first, last, due
 	m.lastObservations = obs
 	m.mu.Unlock()
+	return due, prevObs
+}
 
-	// Pods past an ephemeral-storage limit go first, pressure or not.
-	if m.cfg.LocalStorageCapacityIsolation {
-		if p := m.localStorageEviction(ctx, pods, active, stats); p != nil {
-			return p, nil
-		}
-	}
-	// Stats not renewed since the last round decide nothing again.
-	due = updatedSince(due, obs, prevObs)
-	if len(due) == 0 {
-		return nil, nil
-	}
+// evictForPressure answers the thresholds due (at least one), the
+// highest-priority first: the node-level reclaim, else the first pod in
+// the signal's ranking that can be evicted (at most one pod per round).
+func (m *Manager) evictForPressure(ctx context.Context, pods Pods, active []*v1.Pod, stats podStatsFunc, obs observations, due []Threshold, now time.Time) (*v1.Pod, error) {
 	byEvictionPriority(due)
 	t := due[0]
 	r := signalResource[t.Signal]
@@ -325,13 +342,7 @@ func (m *Manager) synchronize(ctx context.Context, pods Pods) (*v1.Pod, error) {
 	}
 	// At most one pod per round.
 	for _, pod := range active {
-		grace := int64(immediateGracePeriod)
-		if !t.hard() {
-			grace = m.cfg.MaxPodGracePeriodSeconds
-			if pod.Spec.TerminationGracePeriodSeconds != nil {
-				grace = min(grace, *pod.Spec.TerminationGracePeriodSeconds)
-			}
-		}
+		grace := evictionGrace(t, pod, m.cfg.MaxPodGracePeriodSeconds)
 		msg, ann := evictionMessage(r, pod, stats, due, obs)
 		if m.evict(ctx, pods, pod, lifecycle.Eviction{Message: msg, GracePeriod: grace, DisruptionTarget: true, EventAnnotations: ann}) {
 			m.observeEviction(string(t.Signal))
@@ -340,6 +351,19 @@ func (m *Manager) synchronize(ctx context.Context, pods Pods) (*v1.Pod, error) {
 	}
 	log.G(ctx).Warn("eviction manager: unable to evict any pods from the node")
 	return nil, nil
+}
+
+// evictionGrace is the grace period of a pod evicted for t: 1 s for a hard
+// threshold, else the shorter of --eviction-max-pod-grace-period and the
+// pod's own.
+func evictionGrace(t Threshold, pod *v1.Pod, maxGrace int64) int64 {
+	if t.hard() {
+		return immediateGracePeriod
+	}
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return min(maxGrace, *pod.Spec.TerminationGracePeriodSeconds)
+	}
+	return maxGrace
 }
 
 // reclaimNodeLevel runs the node-level reclaim of a disk signal (dead

@@ -111,6 +111,5 @@
 // two workers for one UID or two started pods of the same namespace/name.
 // Its subpackages (status, pleg, prober, volume, admission) must never
 // import it; they know the engine only through the callbacks it hands
-// them. forward.go keeps WithForeignConditions (status's) for provider
-// until provider imports lifecycle/status.
+// them.
 package lifecycle

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/podutil"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -351,27 +352,14 @@ func runtimePodAsAPIPod(rp *cri.PodStatus) *v1.Pod {
 // never blocks on the runtime. A newer update replaces a pending one; an
 // update that requests termination (kill, deletion, terminal phase) or
 // shortens the grace period cancels the work in flight.
-// It stays one function, as the kubelet's podWorkers.UpdatePod: every
-// branch changes the same podSyncStatus under one lock, and the order of
-// its checks (finished, UID reuse, termination, grace shortening) is the
-// contract the timeline above PodWorkerState draws.
+// Its checks run in the kubelet's podWorkers.UpdatePod order (finished, UID
+// reuse, termination, grace shortening), the contract the timeline above
+// PodWorkerState draws; the steps that change the podSyncStatus are its
+// methods, all called under p.mu. What is left here is that order, which
+// is read whole.
 func (p *PodWorkers) UpdatePod(options UpdatePodOptions) {
-	var uid types.UID
-	var ns, name string
-	isRuntimePod := false
-	switch {
-	case options.Pod != nil:
-		options.RunningPod = nil
-		uid, ns, name = options.Pod.UID, options.Pod.Namespace, options.Pod.Name
-	case options.RunningPod != nil:
-		if options.UpdateType != SyncPodKill {
-			log.L.WithField("uid", options.RunningPod.Ref.UID).Error("runtime pod update that is not a kill, ignored")
-			return
-		}
-		uid, ns, name = options.RunningPod.Ref.UID, options.RunningPod.Ref.Namespace, options.RunningPod.Ref.Name
-		isRuntimePod = true
-	default:
-		log.L.Error("pod update without a pod, ignored")
+	uid, ns, name, isRuntimePod, ok := updateIdentity(&options)
+	if !ok {
 		return
 	}
 
@@ -398,17 +386,7 @@ func (p *PodWorkers) UpdatePod(options UpdatePodOptions) {
 	pod := options.Pod
 	if isRuntimePod {
 		status.observedRuntime = true
-		// Prefer the spec we know to the runtime's stand-in.
-		switch {
-		case status.pendingUpdate != nil && status.pendingUpdate.Pod != nil:
-			pod = status.pendingUpdate.Pod
-			options.Pod, options.RunningPod = pod, nil
-		case status.activeUpdate != nil && status.activeUpdate.Pod != nil:
-			pod = status.activeUpdate.Pod
-			options.Pod, options.RunningPod = pod, nil
-		default:
-			pod = runtimePodAsAPIPod(options.RunningPod)
-		}
+		pod = status.knownSpec(&options)
 	}
 
 	// A create for a UID already terminating: the pod was re-added (UID
@@ -423,26 +401,7 @@ func (p *PodWorkers) UpdatePod(options UpdatePodOptions) {
 		return
 	}
 
-	becameTerminating := false
-	if !status.IsTerminationRequested() {
-		switch {
-		case isRuntimePod, pod.DeletionTimestamp != nil:
-			status.deleted = true
-			status.terminatingAt = now
-			becameTerminating = true
-		case isTerminalPhase(pod.Status.Phase):
-			status.terminatingAt = now
-			becameTerminating = true
-		case options.UpdateType == SyncPodKill:
-			if options.KillPodOptions != nil && options.KillPodOptions.Evict {
-				status.evicted = true
-			}
-			status.terminatingAt = now
-			becameTerminating = true
-		}
-	} else if pod.DeletionTimestamp != nil {
-		status.deleted = true
-	}
+	becameTerminating := status.requestTermination(pod, &options, isRuntimePod, now)
 
 	shortened := false
 	switch {
@@ -454,21 +413,7 @@ func (p *PodWorkers) UpdatePod(options UpdatePodOptions) {
 		closeKillChannel(options.KillPodOptions)
 		options.KillPodOptions = nil
 	case status.IsTerminationRequested():
-		if options.KillPodOptions == nil {
-			options.KillPodOptions = &KillPodOptions{}
-		}
-		if ch := options.KillPodOptions.CompletedCh; ch != nil {
-			status.notifyPostTerminating = append(status.notifyPostTerminating, ch)
-		}
-		if fn := options.KillPodOptions.PodStatusFunc; fn != nil {
-			status.statusPostTerminating = append(status.statusPostTerminating, fn)
-		}
-		var grace int64
-		grace, shortened = effectiveGracePeriod(status, pod, options.KillPodOptions)
-		status.gracePeriod = grace
-		ko := *options.KillPodOptions
-		ko.PodTerminationGracePeriodSecondsOverride = &grace
-		options.KillPodOptions = &ko
+		shortened = status.takeKillOptions(pod, &options)
 	default:
 		closeKillChannel(options.KillPodOptions)
 		options.KillPodOptions = nil
@@ -495,6 +440,92 @@ func (p *PodWorkers) UpdatePod(options UpdatePodOptions) {
 	if (becameTerminating || shortened) && status.cancelFn != nil {
 		status.cancelFn()
 	}
+}
+
+// updateIdentity is the pod an update is about: its spec's, else the
+// runtime pod's, which only a kill may carry (a runtime pod has no spec to
+// run). ok is false, and the update logged and ignored, otherwise.
+func updateIdentity(options *UpdatePodOptions) (uid types.UID, ns, name string, isRuntimePod, ok bool) {
+	switch {
+	case options.Pod != nil:
+		options.RunningPod = nil
+		return options.Pod.UID, options.Pod.Namespace, options.Pod.Name, false, true
+	case options.RunningPod != nil:
+		if options.UpdateType != SyncPodKill {
+			log.L.WithField("uid", options.RunningPod.Ref.UID).Error("runtime pod update that is not a kill, ignored")
+			return "", "", "", false, false
+		}
+		ref := options.RunningPod.Ref
+		return ref.UID, ref.Namespace, ref.Name, true, true
+	default:
+		log.L.Error("pod update without a pod, ignored")
+		return "", "", "", false, false
+	}
+}
+
+// knownSpec is the pod a runtime pod's kill is about: the spec the worker
+// knows (its pending update's, else its active one's), which then replaces
+// the runtime pod in options, else the runtime's stand-in. Must hold p.mu.
+func (s *podSyncStatus) knownSpec(options *UpdatePodOptions) *v1.Pod {
+	switch {
+	case s.pendingUpdate != nil && s.pendingUpdate.Pod != nil:
+		options.Pod, options.RunningPod = s.pendingUpdate.Pod, nil
+		return options.Pod
+	case s.activeUpdate != nil && s.activeUpdate.Pod != nil:
+		options.Pod, options.RunningPod = s.activeUpdate.Pod, nil
+		return options.Pod
+	default:
+		return runtimePodAsAPIPod(options.RunningPod)
+	}
+}
+
+// requestTermination marks the pod terminating at now when this update is
+// the first to ask for it (a runtime pod, a deletion, a terminal phase, a
+// kill, an eviction's kill) and reports whether it did; a deletion seen
+// after termination was requested is still recorded. Must hold p.mu.
+func (s *podSyncStatus) requestTermination(pod *v1.Pod, options *UpdatePodOptions, isRuntimePod bool, now time.Time) bool {
+	if s.IsTerminationRequested() {
+		if pod.DeletionTimestamp != nil {
+			s.deleted = true
+		}
+		return false
+	}
+	switch {
+	case isRuntimePod, pod.DeletionTimestamp != nil:
+		s.deleted = true
+	case isTerminalPhase(pod.Status.Phase):
+	case options.UpdateType == SyncPodKill:
+		if options.KillPodOptions != nil && options.KillPodOptions.Evict {
+			s.evicted = true
+		}
+	default:
+		return false
+	}
+	s.terminatingAt = now
+	return true
+}
+
+// takeKillOptions records, for a pod whose termination was requested, the
+// kill's completion channel and status function, and sets the grace period
+// in force (effectiveGracePeriod) as the update's override. It reports
+// whether the grace period was shortened. Must hold p.mu.
+func (s *podSyncStatus) takeKillOptions(pod *v1.Pod, options *UpdatePodOptions) (shortened bool) {
+	if options.KillPodOptions == nil {
+		options.KillPodOptions = &KillPodOptions{}
+	}
+	if ch := options.KillPodOptions.CompletedCh; ch != nil {
+		s.notifyPostTerminating = append(s.notifyPostTerminating, ch)
+	}
+	if fn := options.KillPodOptions.PodStatusFunc; fn != nil {
+		s.statusPostTerminating = append(s.statusPostTerminating, fn)
+	}
+	var grace int64
+	grace, shortened = effectiveGracePeriod(s, pod, options.KillPodOptions)
+	s.gracePeriod = grace
+	ko := *options.KillPodOptions
+	ko.PodTerminationGracePeriodSecondsOverride = &grace
+	options.KillPodOptions = &ko
+	return shortened
 }
 
 func closeKillChannel(o *KillPodOptions) {
@@ -1015,6 +1046,23 @@ type WorkingPod struct {
 	Work PodWorkerState
 	// RuntimeOnly: the pod was only ever seen in the runtime (no spec).
 	RuntimeOnly bool
+	// Static: the spec of its active update (else its pending one) is a
+	// static pod's (podutil.IsStaticPod), as the kubelet's
+	// PodWorkerSync.Static.
+	Static bool
+}
+
+// isStatic: the spec the worker holds, its active update's else its
+// pending one's, is a static pod's (the kubelet's SyncKnownPods rule).
+// Must hold p.mu.
+func (s *podSyncStatus) isStatic() bool {
+	switch {
+	case s.activeUpdate != nil:
+		return s.activeUpdate.Pod != nil && podutil.IsStaticPod(s.activeUpdate.Pod)
+	case s.pendingUpdate != nil:
+		return s.pendingUpdate.Pod != nil && podutil.IsStaticPod(s.pendingUpdate.Pod)
+	}
+	return false
 }
 
 // WorkingPods lists every pod with a worker record and the work its state
@@ -1024,7 +1072,7 @@ func (p *PodWorkers) WorkingPods() []WorkingPod {
 	defer p.mu.Unlock()
 	out := make([]WorkingPod, 0, len(p.podSyncStatuses))
 	for uid, s := range p.podSyncStatuses {
-		out = append(out, WorkingPod{UID: uid, Work: s.WorkType(), RuntimeOnly: s.observedRuntime})
+		out = append(out, WorkingPod{UID: uid, Work: s.WorkType(), RuntimeOnly: s.observedRuntime, Static: s.isStatic()})
 	}
 	return out
 }

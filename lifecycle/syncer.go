@@ -339,8 +339,9 @@ func isMirrorOf(mirror, pod *v1.Pod) bool {
 var errBackingOff = errors.New("a container is waiting for a back-off")
 
 // SyncPod publishes the pod's status from the runtime state it was given;
-// unless the pod is terminal, plans and carries out one round of actions,
-// reads the runtime back at once and publishes again.
+// unless the pod is terminal, prepares the pod (prepare), plans and
+// carries out one round of actions, reads the runtime back at once and
+// publishes again (afterSync).
 func (s *syncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, st *cri.PodStatus) (bool, error) {
 	pod, hold := s.withAPIStatus(pod), s.holdStaticStatus(pod)
 	// From here on the pod is the allocated one: its containers are sized,
@@ -355,38 +356,9 @@ func (s *syncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, st *cri
 		return true, nil
 	}
 	s.addProbes(pod)
-	if ne := s.networkError; ne != nil && !pod.Spec.HostNetwork {
-		if err := ne(); err != nil {
-			if s.recorder != nil {
-				s.recorder.Eventf(pod, v1.EventTypeWarning, "NetworkNotReady", "%s: %v", ErrNetworkNotReady, err)
-			}
-			return false, fmt.Errorf("%w: %v", ErrNetworkNotReady, err)
-		}
-	}
-	// The pod cgroup exists with its class's values before the sandbox is
-	// created in it (the kubelet's EnsureExists in SyncPod).
-	if pc := s.podCgroups; pc != nil {
-		if err := pc.EnsurePod(pod); err != nil {
-			if s.recorder != nil {
-				s.recorder.Eventf(pod, v1.EventTypeWarning, "FailedToCreatePodContainer", "unable to ensure pod container exists: %v", err)
-			}
-			return false, fmt.Errorf("failed to ensure that the pod %s cgroups exist and are correctly applied: %w", cri.RefOf(pod), err)
-		}
-	}
-	// Volumes are set up (or refreshed: live updates) before any container
-	// may start; until they are, the pod stays in ContainerCreating.
-	if err := s.mountVolumes(ctx, pod); err != nil {
+	st, err := s.prepare(ctx, pod, st)
+	if err != nil {
 		return false, err
-	}
-	// A container a killed predecessor created but never started is
-	// removed, not replaced: its attempt is made again, no restart counted.
-	if removed, err := s.runtime.RemoveInterrupted(ctx, st); err != nil {
-		return false, err
-	} else if removed {
-		log.G(ctx).WithField("pod", cri.RefOf(pod).String()).Info("removed containers created but never started by a previous crivk")
-		if st, err = s.refresh(ctx, cri.RefOf(pod)); err != nil {
-			return false, err
-		}
 	}
 	now := s.clock.Now()
 	plan := cri.ComputePodActions(pod, st, cri.PlanInputs{Started: s.startupPassed, Failed: s.failedProbe, BackOff: s.backoff.View(now),
@@ -412,6 +384,53 @@ func (s *syncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, st *cri
 	}
 	log.G(ctx).WithField("plan", plan.String()).Debug("syncing pod")
 	res := s.runtime.SyncPod(ctx, pod, st, plan, s.backoff, now)
+	return false, s.afterSync(ctx, pod, res, hold)
+}
+
+// prepare is what comes before a plan, in the kubelet's SyncPod order: the
+// network must be ready (for a pod not on the host network), the pod
+// cgroup exists, the volumes are set up, and containers a killed
+// predecessor created but never started are removed. It returns the
+// runtime state the plan is made from (read again after such a removal).
+func (s *syncer) prepare(ctx context.Context, pod *v1.Pod, st *cri.PodStatus) (*cri.PodStatus, error) {
+	if ne := s.networkError; ne != nil && !pod.Spec.HostNetwork {
+		if err := ne(); err != nil {
+			if s.recorder != nil {
+				s.recorder.Eventf(pod, v1.EventTypeWarning, "NetworkNotReady", "%s: %v", ErrNetworkNotReady, err)
+			}
+			return nil, fmt.Errorf("%w: %v", ErrNetworkNotReady, err)
+		}
+	}
+	// The pod cgroup exists with its class's values before the sandbox is
+	// created in it (the kubelet's EnsureExists in SyncPod).
+	if pc := s.podCgroups; pc != nil {
+		if err := pc.EnsurePod(pod); err != nil {
+			if s.recorder != nil {
+				s.recorder.Eventf(pod, v1.EventTypeWarning, "FailedToCreatePodContainer", "unable to ensure pod container exists: %v", err)
+			}
+			return nil, fmt.Errorf("failed to ensure that the pod %s cgroups exist and are correctly applied: %w", cri.RefOf(pod), err)
+		}
+	}
+	// Volumes are set up (or refreshed: live updates) before any container
+	// may start; until they are, the pod stays in ContainerCreating.
+	if err := s.mountVolumes(ctx, pod); err != nil {
+		return nil, err
+	}
+	// A container a killed predecessor created but never started is
+	// removed, not replaced: its attempt is made again, no restart counted.
+	removed, err := s.runtime.RemoveInterrupted(ctx, st)
+	if err != nil || !removed {
+		return st, err
+	}
+	log.G(ctx).WithField("pod", cri.RefOf(pod).String()).Info("removed containers created but never started by a previous crivk")
+	return s.refresh(ctx, cri.RefOf(pod))
+}
+
+// afterSync records a sync's result (events, back-offs, a failed resize),
+// reads the runtime back, publishes the status unless held and starts the
+// new containers' probes. It returns SyncPod's error: a *BackOffError
+// while a container backs off.
+func (s *syncer) afterSync(ctx context.Context, pod *v1.Pod, res *cri.SyncResult, hold bool) error {
 	backingOff := s.recordSync(pod, res)
 	s.resizeFailed(pod, res.ResizeErr)
 	syncErr := res.Error()
@@ -428,9 +447,9 @@ func (s *syncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, st *cri
 		syncErr = errBackingOff
 	}
 	if backingOff {
-		return false, &BackOffError{Err: syncErr, Until: s.clock.Now().Add(backOffPoll)}
+		return &BackOffError{Err: syncErr, Until: s.clock.Now().Add(backOffPoll)}
 	}
-	return false, syncErr
+	return syncErr
 }
 
 // setRunningStatus hands a sync's status to the status manager; the first

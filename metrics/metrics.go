@@ -36,7 +36,9 @@ import (
 //   - kubelet_desired_pods{static} and kubelet_working_pods{lifecycle,
 //     config,static}: the pod manager's pods and the pods with a worker
 //     by work and config, read from the engine at each scrape
-//     (lifecycle.Engine.PodCounts, WatchPods); crivk has no static pods;
+//     (lifecycle.Engine.PodCounts, WatchPods), static "true" for static
+//     pods (internal/staticpods), "" for the API's and "unknown" for a
+//     runtime_only pod, the kubelet's values;
 //   - rest_client_requests_total{code,host,method}: every API request
 //     (client-go's request result metric);
 //   - kubelet_evictions{eviction_signal} and
@@ -140,6 +142,15 @@ var (
 		[]string{"lifecycle", "config", "static"}, nil)
 )
 
+// workingPodsSeries are the kubelet's {config, static} pairs of
+// kubelet_working_pods: a pod with a spec is static or not, a runtime_only
+// pod has none ("unknown").
+var workingPodsSeries = [][2]string{
+	{"desired", "true"}, {"desired", ""},
+	{"orphan", "true"}, {"orphan", ""},
+	{"runtime_only", "unknown"},
+}
+
 // podCountsCollector reports the engine's pod gauges at each scrape.
 type podCountsCollector func() lifecycle.PodCounts
 
@@ -151,11 +162,13 @@ func (c podCountsCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c podCountsCollector) Collect(ch chan<- prometheus.Metric) {
 	pc := c()
 	ch <- prometheus.MustNewConstMetric(desiredPodsDesc, prometheus.GaugeValue, float64(pc.Desired), "")
-	// Every combination is reported, 0 when empty, so a series does not
-	// vanish when its last pod goes.
+	ch <- prometheus.MustNewConstMetric(desiredPodsDesc, prometheus.GaugeValue, float64(pc.DesiredStatic), "true")
+	// Every combination the kubelet reports (HandlePodCleanups) is
+	// reported, 0 when empty, so a series does not vanish when its last
+	// pod goes.
 	for _, work := range []string{"sync", "terminating", "terminated"} {
-		for _, config := range []string{"desired", "orphan", "runtime_only"} {
-			ch <- prometheus.MustNewConstMetric(workingPodsDesc, prometheus.GaugeValue, float64(pc.Working[[2]string{work, config}]), work, config, "")
+		for _, cs := range workingPodsSeries {
+			ch <- prometheus.MustNewConstMetric(workingPodsDesc, prometheus.GaugeValue, float64(pc.Working[[3]string{work, cs[0], cs[1]}]), work, cs[0], cs[1])
 		}
 	}
 }

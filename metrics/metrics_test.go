@@ -89,7 +89,8 @@ func TestAgentMetrics(t *testing.T) {
 	m.ObserveEvictionStatsAge("memory.available", 2*time.Second)
 	m.ObservePreemption("memory")
 	m.WatchPods(func() lifecycle.PodCounts {
-		return lifecycle.PodCounts{Desired: 5, Working: map[[2]string]int{{"sync", "desired"}: 4, {"terminating", "runtime_only"}: 1}}
+		return lifecycle.PodCounts{Desired: 5, DesiredStatic: 2, Working: map[[3]string]int{
+			{"sync", "desired", ""}: 4, {"sync", "desired", "true"}: 2, {"terminating", "runtime_only", "unknown"}: 1}}
 	})
 	after := scrape(t, m)
 	for _, c := range []struct {
@@ -110,6 +111,7 @@ func TestAgentMetrics(t *testing.T) {
 		{"kubelet_running_containers", "exited", 2},
 		{"kubelet_running_containers", "created", 0},
 		{"kubelet_desired_pods", "", 5},
+		{"kubelet_desired_pods", "true", 2},
 		{"kubelet_evictions", "memory.available", 2},
 		{"kubelet_eviction_stats_age_seconds", "memory.available", 1},
 		{"kubelet_preemptions", "memory", 1},
@@ -118,17 +120,18 @@ func TestAgentMetrics(t *testing.T) {
 			t.Errorf("%s{%s} = %v, want %v", c.name, c.label, got, c.want)
 		}
 	}
-	// kubelet_working_pods: every lifecycle x config series, the engine's
-	// counts where it has them.
+	// kubelet_working_pods: every lifecycle x (config, static) series the
+	// kubelet reports, the engine's counts where it has them.
 	working := map[string]float64{}
 	for _, mm := range after["kubelet_working_pods"].GetMetric() {
 		labels := map[string]string{}
 		for _, l := range mm.GetLabel() {
 			labels[l.GetName()] = l.GetValue()
 		}
-		working[labels["lifecycle"]+"/"+labels["config"]] = mm.GetGauge().GetValue()
+		working[labels["lifecycle"]+"/"+labels["config"]+"/"+labels["static"]] = mm.GetGauge().GetValue()
 	}
-	if len(working) != 9 || working["sync/desired"] != 4 || working["terminating/runtime_only"] != 1 || working["terminated/orphan"] != 0 {
+	if len(working) != 15 || working["sync/desired/"] != 4 || working["sync/desired/true"] != 2 ||
+		working["terminating/runtime_only/unknown"] != 1 || working["terminated/orphan/true"] != 0 {
 		t.Errorf("kubelet_working_pods %v", working)
 	}
 }

@@ -51,7 +51,7 @@
 // # Who writes what
 //
 //   - The Node's creation and its status after registration: virtual-
-//     kubelet's node controller (cmd/crivk's vkNode), from the Node that
+//     kubelet's node controller (internal/vknode), from the Node that
 //     NodeProvider hands it; the Lease, renewed whenever Ping answers.
 //   - Before the runtime first answers: NotReadyReporter, a Create or a
 //     status update of the conditions the node owns only.

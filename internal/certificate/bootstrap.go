@@ -91,6 +91,34 @@ func NodeClientConfig(ctx context.Context, c BootstrapConfig) (*rest.Config, err
 	server := serverOnly(base)
 	nodeCfg := rest.CopyConfig(server)
 	nodeCfg.CertFile, nodeCfg.KeyFile = store.CurrentPath(), store.CurrentPath()
+	mgr, err := clientCertManager(ctx, c, nodeCfg, store)
+	if err != nil {
+		return nil, err
+	}
+	if !unexpired(mgr.Current()) {
+		if err := checkBootstrapCredential(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	mgr.Start()
+	go func() { <-ctx.Done(); mgr.Stop() }()
+	if err := waitForCertificate(ctx, mgr, c.NodeName); err != nil {
+		return nil, err
+	}
+	if !fromKubeconfig {
+		if err := writeNodeKubeconfig(c.Kubeconfig, server, store.CurrentPath()); err != nil {
+			return nil, err
+		}
+	}
+	return rotatingConfig(ctx, server, mgr)
+}
+
+// clientCertManager is the certificate manager of the node's client
+// certificate in store, as the kubelet's: CSRs for system:node:<name> with
+// the kubelet's signer and usages, sent with the node's own certificate
+// (nodeCfg) while it is valid and with the bootstrap credential once it
+// has expired.
+func clientCertManager(ctx context.Context, c BootstrapConfig, nodeCfg *rest.Config, store certmgr.FileStore) (certmgr.Manager, error) {
 	mgr, err := certmgr.NewManager(&certmgr.Config{
 		ClientsetFn: func(current *tls.Certificate) (kubernetes.Interface, error) {
 			// The node's own certificate renews itself while it is valid;
@@ -117,22 +145,7 @@ func NodeClientConfig(ctx context.Context, c BootstrapConfig) (*rest.Config, err
 	if err != nil {
 		return nil, fmt.Errorf("client certificate manager: %w", err)
 	}
-	if !unexpired(mgr.Current()) {
-		if err := checkBootstrapCredential(ctx, c); err != nil {
-			return nil, err
-		}
-	}
-	mgr.Start()
-	go func() { <-ctx.Done(); mgr.Stop() }()
-	if err := waitForCertificate(ctx, mgr, c.NodeName); err != nil {
-		return nil, err
-	}
-	if !fromKubeconfig {
-		if err := writeNodeKubeconfig(c.Kubeconfig, server, store.CurrentPath()); err != nil {
-			return nil, err
-		}
-	}
-	return rotatingConfig(ctx, server, mgr)
+	return mgr, nil
 }
 
 // InClusterBootstrap is the --bootstrap-kubeconfig value that takes the

@@ -13,7 +13,7 @@
 // cri.Runtime, the one walk of the runtime that feeds every node's PLEG,
 // lifecycle/pleg.Shared, with the task-event stream that wakes it, and the
 // image collector) and then, for each Spec, one node's stack over
-// cri.Runtime.ForNode(Spec.Runtime()): API clients with the node's
+// cri.Runtime.ForNode(Spec.RuntimeNode()): API clients with the node's
 // identity, its pod cgroup tree, its Node object and Lease, its pod
 // informer, engine and node API. A count of 1 is a single-node crivk: its
 // one Spec is the settings unchanged and its runtime the base itself

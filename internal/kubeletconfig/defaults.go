@@ -14,6 +14,9 @@ import (
 // SetDefaults_KubeletConfiguration, with the default feature gates). A
 // field of the file holding the value here is never refused: a file
 // written for the kubelet may spell its defaults out.
+// It stays one literal: it is a table, one field per line in the order of
+// the kubelet's SetDefaults_KubeletConfiguration, read beside it; split,
+// a missing default would no longer show.
 func kubeletDefaults() KC {
 	d := func(t time.Duration) metav1.Duration { return metav1.Duration{Duration: t} }
 	c := KC{

@@ -73,12 +73,10 @@ type ProbeResults interface {
 }
 
 // Generate computes the API status of a pod from the runtime's state,
-// following the kubelet's generateAPIPodStatus.
-// It stays one function, as the kubelet's generateAPIPodStatus: the
-// container statuses, the phase and the conditions are derived in that
-// order from the same input and read best top to bottom.
+// following the kubelet's generateAPIPodStatus: the addresses, then the
+// container statuses, the phase and the conditions, each derived in that
+// order from the same input by a pure step below.
 func Generate(in Input) v1.PodStatus {
-	pod := in.Pod
 	now := metav1.NewTime(in.Now)
 	s := v1.PodStatus{
 		QOSClass:  in.Previous.QOSClass,
@@ -87,19 +85,36 @@ func Generate(in Input) v1.PodStatus {
 	if s.StartTime == nil {
 		s.StartTime = &now
 	}
-	if in.NodeIP != "" {
-		s.HostIP = in.NodeIP
-		s.HostIPs = []v1.HostIP{{IP: in.NodeIP}}
+	setAddresses(&s, in.NodeIP, in.PodIPs)
+	initDone, incompleteInit, unready := setContainerStatuses(&s, in)
+	prev := setPhase(&s, in)
+	s.Conditions = mergeConditions(prev.Conditions, nodeConditions(in, s.Phase, initDone, incompleteInit, unready), now)
+	return s
+}
+
+// setAddresses sets the host's and the pod's IPs.
+func setAddresses(s *v1.PodStatus, nodeIP string, podIPs []string) {
+	if nodeIP != "" {
+		s.HostIP = nodeIP
+		s.HostIPs = []v1.HostIP{{IP: nodeIP}}
 	}
-	if len(in.PodIPs) > 0 {
-		s.PodIP = in.PodIPs[0]
-		for _, ip := range in.PodIPs {
+	if len(podIPs) > 0 {
+		s.PodIP = podIPs[0]
+		for _, ip := range podIPs {
 			s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
 		}
 	}
+}
 
-	initDone := true
-	var incompleteInit, unready []string
+// setContainerStatuses sets the init, regular and ephemeral container
+// statuses. It returns whether the init sequence is done, the init
+// containers not done yet and the containers whose readiness holds the
+// pod's back (sidecars count, as in the kubelet's
+// GenerateContainersReadyCondition; ephemeral containers play no part in
+// the phase or the conditions).
+func setContainerStatuses(s *v1.PodStatus, in Input) (initDone bool, incompleteInit, unready []string) {
+	pod := in.Pod
+	initDone = true
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		cs := containerStatus(in, c, cri.ContainerTypeInit, initDone)
@@ -108,8 +123,6 @@ func Generate(in Input) v1.PodStatus {
 			initDone = false
 			incompleteInit = append(incompleteInit, c.Name)
 		}
-		// A sidecar's readiness counts for the pod's, as the kubelet's
-		// GenerateContainersReadyCondition.
 		if podutil.IsSidecar(c) && !cs.Ready {
 			unready = append(unready, c.Name)
 		}
@@ -122,14 +135,18 @@ func Generate(in Input) v1.PodStatus {
 			unready = append(unready, c.Name)
 		}
 	}
-
-	// Ephemeral containers have statuses of their own and play no part in
-	// the phase or the conditions.
 	for i := range pod.Spec.EphemeralContainers {
 		c := (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
 		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses, containerStatus(in, c, cri.ContainerTypeEphemeral, true))
 	}
+	return initDone, incompleteInit, unready
+}
 
+// setPhase sets the phase, with its reason and message, from the container
+// statuses and the previous status, and returns the status the merge takes
+// as the previous one: the kill's when there is one, else in.Previous.
+func setPhase(s *v1.PodStatus, in Input) *v1.PodStatus {
+	pod := in.Pod
 	// A static pod killed for deletion gets no terminal phase (the
 	// kubelet's getPhase, TODO(#116484)): its manifest may be written
 	// again with the same UID, and the pod then starts again.
@@ -155,7 +172,14 @@ func Generate(in Input) v1.PodStatus {
 		// Evicted), as the kubelet's generateAPIPodStatus keeps them.
 		s.Reason, s.Message = prev.Reason, prev.Message
 	}
+	return prev
+}
 
+// nodeConditions are the conditions the node owns (ownedConditions),
+// before the merge with the previous status: PodReadyToStartContainers,
+// Initialized, ContainersReady, Ready, PodScheduled and the resize
+// conditions.
+func nodeConditions(in Input, phase v1.PodPhase, initDone bool, incompleteInit, unready []string) []v1.PodCondition {
 	sandboxReady := false
 	for _, sb := range in.Runtime.Sandboxes {
 		if sb.Ready {
@@ -166,7 +190,7 @@ func Generate(in Input) v1.PodStatus {
 		condition(v1.PodReadyToStartContainers, sandboxReady, "", ""),
 	}
 	switch {
-	case initDone && s.Phase == v1.PodSucceeded:
+	case initDone && phase == v1.PodSucceeded:
 		conds = append(conds, condition(v1.PodInitialized, true, reasonPodCompleted, ""))
 	case initDone:
 		conds = append(conds, condition(v1.PodInitialized, true, "", ""))
@@ -174,29 +198,28 @@ func Generate(in Input) v1.PodStatus {
 		conds = append(conds, condition(v1.PodInitialized, false, "ContainersNotInitialized",
 			fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(incompleteInit, " "))))
 	}
-	switch reason, terminal := terminalReason(s.Phase); {
+	switch reason, terminal := terminalReason(phase); {
 	case terminal:
 		conds = append(conds, condition(v1.ContainersReady, false, reason, ""), condition(v1.PodReady, false, reason, ""))
 	case len(unready) > 0:
 		msg := fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))
 		conds = append(conds, condition(v1.ContainersReady, false, "ContainersNotReady", msg), condition(v1.PodReady, false, "ContainersNotReady", msg))
 	default:
-		conds = append(conds, condition(v1.ContainersReady, true, "", ""), readyWithGates(pod, in.Previous.Conditions))
+		conds = append(conds, condition(v1.ContainersReady, true, "", ""), readyWithGates(in.Pod, in.Previous.Conditions))
 	}
 	// As the kubelet's generateAPIPodStatus: PodScheduled=True, which a pod
 	// bound by spec.nodeName without the scheduler gets only from the node
 	// (a scheduler's condition, when there is one, is kept as it is).
 	conds = append(conds, condition(v1.PodScheduled, true, "", ""))
-	if _, terminal := terminalReason(s.Phase); !terminal {
+	if _, terminal := terminalReason(phase); !terminal {
 		// The resize conditions, with their own times (the kubelet's
 		// determinePodResizeStatus: none once the pod is terminal).
 		conds = append(conds, in.ResizeConditions...)
 	}
-	// The conditions the node does not own are the previous status's: a
-	// kill's DisruptionTarget among them (the kubelet's
-	// generateAPIPodStatus copies it from its cached status).
-	s.Conditions = mergeConditions(prev.Conditions, conds, now)
-	return s
+	// The conditions the node does not own are the previous status's
+	// (mergeConditions): a kill's DisruptionTarget among them (the
+	// kubelet's generateAPIPodStatus copies it from its cached status).
+	return conds
 }
 
 // readyWithGates is the Ready condition of a pod whose containers are all

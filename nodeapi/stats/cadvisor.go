@@ -182,15 +182,26 @@ func blkio(entries []cgroups.BlkioStatEntry, op string, scale float64, dev func(
 
 // cadvisorMetrics are the families of the kubelet's includedMetrics
 // (CpuUsage, MemoryUsage, CpuLoad, DiskIO, DiskUsage, NetworkUsage,
-// Process, OOM), named, typed and described as cAdvisor v0.53's. dev
-// names a block device (major, minor) as cAdvisor's machine info does.
-// It is long because it is a table, one entry per family in cAdvisor's
-// order; splitting it would only scatter the table.
+// Process, OOM), named, typed and described as cAdvisor v0.53's, in
+// cAdvisor's order: one table per metric kind below. dev names a block
+// device (major, minor) as cAdvisor's machine info does.
 func cadvisorMetrics(now func() time.Time, dev func(major, minor uint64) string) []cadvisorMetric {
+	out := []cadvisorMetric{
+		gauge("container_last_seen", "Last time a container was seen by the exporter", func(*cadvisorEntry) float64 { return float64(now().Unix()) }),
+	}
+	out = append(out, cpuMetrics()...)
+	out = append(out, memoryMetrics()...)
+	out = append(out, diskUsageMetrics()...)
+	out = append(out, diskIOMetrics(dev)...)
+	out = append(out, networkMetrics()...)
+	out = append(out, processMetrics()...)
+	return append(out, oomMetrics()...)
+}
+
+// cpuMetrics are cAdvisor's CpuUsageMetrics, then its CpuLoadMetrics.
+func cpuMetrics() []cadvisorMetric {
 	noLoad := func(e *cadvisorEntry) float64 { return 0 }
 	return []cadvisorMetric{
-		gauge("container_last_seen", "Last time a container was seen by the exporter", func(*cadvisorEntry) float64 { return float64(now().Unix()) }),
-		// CpuUsageMetrics
 		counter("container_cpu_user_seconds_total", "Cumulative user cpu time consumed in seconds.", func(e *cadvisorEntry) float64 {
 			return float64(e.cg.Stats.CpuStats.CpuUsage.UsageInUsermode) / 1e9
 		}),
@@ -227,7 +238,12 @@ func cadvisorMetrics(now func() time.Time, dev func(major, minor uint64) string)
 				}
 				return out
 			}},
-		// MemoryUsageMetrics
+	}
+}
+
+// memoryMetrics are cAdvisor's MemoryUsageMetrics.
+func memoryMetrics() []cadvisorMetric {
+	return []cadvisorMetric{
 		gauge("container_memory_cache", "Number of bytes of page cache memory.", func(e *cadvisorEntry) float64 { return memoryStat(e, "cache", "file") }),
 		gauge("container_memory_rss", "Size of RSS in bytes.", func(e *cadvisorEntry) float64 { return memoryStat(e, "rss", "anon") }),
 		gauge("container_memory_kernel_usage", "Size of kernel memory allocated in bytes.", func(e *cadvisorEntry) float64 {
@@ -262,8 +278,13 @@ func cadvisorMetrics(now func() time.Time, dev func(major, minor uint64) string)
 				return []cadvisorValue{{[]string{"pgfault", "container"}, pf}, {[]string{"pgmajfault", "container"}, mf},
 					{[]string{"pgfault", "hierarchy"}, pf}, {[]string{"pgmajfault", "hierarchy"}, mf}}
 			}},
-		// DiskUsageMetrics: the root's filesystems only (cAdvisor has no
-		// filesystem usage for containerd's containers).
+	}
+}
+
+// diskUsageMetrics are cAdvisor's DiskUsageMetrics: the root's filesystems
+// only (cAdvisor has no filesystem usage for containerd's containers).
+func diskUsageMetrics() []cadvisorMetric {
+	return []cadvisorMetric{
 		fsGauge("container_fs_inodes_free", "Number of available Inodes", func(f fsStat) float64 { return float64(f.inodesFree) }),
 		fsGauge("container_fs_inodes_total", "Number of Inodes", func(f fsStat) float64 { return float64(f.inodes) }),
 		fsGauge("container_fs_limit_bytes", "Number of bytes that can be consumed by the container on this filesystem.", func(f fsStat) float64 {
@@ -272,12 +293,16 @@ func cadvisorMetrics(now func() time.Time, dev func(major, minor uint64) string)
 		fsGauge("container_fs_usage_bytes", "Number of bytes that are consumed by the container on this filesystem.", func(f fsStat) float64 {
 			return float64(f.capacity - f.free)
 		}),
-		// DiskIOMetrics: the cgroup's blkio lists (the library reads the
-		// BFQ or CFQ files, else the throttle ones), one series per
-		// device, then, on the root, one per filesystem from
-		// /proc/diskstats. cAdvisor divides the diskstats' milliseconds by
-		// 1e9 for its *_seconds_total: kept, so that the values are the
-		// kubelet's.
+	}
+}
+
+// diskIOMetrics are cAdvisor's DiskIOMetrics: the cgroup's blkio lists
+// (the library reads the BFQ or CFQ files, else the throttle ones), one
+// series per device, then, on the root, one per filesystem from
+// /proc/diskstats. cAdvisor divides the diskstats' milliseconds by 1e9 for
+// its *_seconds_total: kept, so that the values are the kubelet's.
+func diskIOMetrics(dev func(major, minor uint64) string) []cadvisorMetric {
+	return []cadvisorMetric{
 		ioCounter("container_fs_reads_bytes_total", "Cumulative count of bytes read", serviceBytes, "Read", 1, dev, nil),
 		ioCounter("container_fs_reads_total", "Cumulative count of reads completed", serviced, "Read", 1, dev, disk(0)),
 		ioCounter("container_fs_sector_reads_total", "Cumulative count of sector reads completed", sectors, "Read", 1, dev, disk(2)),
@@ -304,7 +329,12 @@ func cadvisorMetrics(now func() time.Time, dev func(major, minor uint64) string)
 				}
 				return out
 			}},
-		// NetworkUsageMetrics: the sandbox's only.
+	}
+}
+
+// networkMetrics are cAdvisor's NetworkUsageMetrics: the sandbox's only.
+func networkMetrics() []cadvisorMetric {
+	return []cadvisorMetric{
 		netMetric("container_network_receive_bytes_total", "Cumulative count of bytes received", func(i netIface) uint64 { return i.rxBytes }),
 		netMetric("container_network_receive_packets_total", "Cumulative count of packets received", func(i netIface) uint64 { return i.rxPackets }),
 		netMetric("container_network_receive_packets_dropped_total", "Cumulative count of packets dropped while receiving", func(i netIface) uint64 { return i.rxDropped }),
@@ -313,7 +343,12 @@ func cadvisorMetrics(now func() time.Time, dev func(major, minor uint64) string)
 		netMetric("container_network_transmit_packets_total", "Cumulative count of packets transmitted", func(i netIface) uint64 { return i.txPackets }),
 		netMetric("container_network_transmit_packets_dropped_total", "Cumulative count of packets dropped while transmitting", func(i netIface) uint64 { return i.txDropped }),
 		netMetric("container_network_transmit_errors_total", "Cumulative count of errors encountered while transmitting", func(i netIface) uint64 { return i.txErrors }),
-		// ProcessMetrics
+	}
+}
+
+// processMetrics are cAdvisor's ProcessMetrics.
+func processMetrics() []cadvisorMetric {
+	return []cadvisorMetric{
 		gauge("container_processes", "Number of processes running inside the container.", func(e *cadvisorEntry) float64 { return float64(len(e.cg.Procs)) }),
 		gauge("container_file_descriptors", "Number of open file descriptors for the container.", func(e *cadvisorEntry) float64 { return float64(e.procs.fds) }),
 		gauge("container_sockets", "Number of open sockets for the container.", func(e *cadvisorEntry) float64 { return float64(e.procs.sockets) }),
@@ -330,7 +365,12 @@ func cadvisorMetrics(now func() time.Time, dev func(major, minor uint64) string)
 				}
 				return []cadvisorValue{{labels: []string{"max_open_files"}, v: float64(*e.procs.maxOpenFiles)}}
 			}},
-		// OOMMetrics
+	}
+}
+
+// oomMetrics are cAdvisor's OOMMetrics.
+func oomMetrics() []cadvisorMetric {
+	return []cadvisorMetric{
 		counter("container_oom_events_total", "Count of out of memory events observed for the container", func(e *cadvisorEntry) float64 {
 			return float64(e.cg.OOMKills)
 		}),

@@ -39,7 +39,7 @@
 // empty is not run; the next lane tries again.
 //
 // Workloads (workloads.go), the same for every lane through the driver
-// interface (apidriver.go for the agents, rawdriver.go for the CRI):
+// interface (driver.go: apiDriver for the agents, rawDriver for the CRI):
 //
 //	W1 one pod, create -> Running with all containers ready, seen via watch, in sequence
 //	W2 batches created at once: per-pod create -> Running, batch lag, pods/s;
