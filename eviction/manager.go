@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	evictionapi "github.com/crivk/crivk/eviction/api"
 	"github.com/crivk/crivk/lifecycle"
 	"github.com/crivk/crivk/lifecycle/admission"
 	"github.com/crivk/crivk/podutil"
@@ -64,7 +65,7 @@ type Manager struct {
 	thresholdsFirstObservedAt map[key]time.Time
 	// thresholdsMet: met and past their grace period, not yet resolved
 	// with their minimum reclaim.
-	thresholdsMet []Threshold
+	thresholdsMet []evictionapi.Threshold
 	// lastObservations are the previous synchronize's.
 	lastObservations observations
 	// dedicatedImageFs is decided at the first synchronize with stats.
@@ -165,8 +166,8 @@ func (m *Manager) startNotifiers(ctx context.Context) {
 	for _, t := range m.cfg.Thresholds {
 		dir := m.cfg.MemoryCgroup
 		switch t.Signal {
-		case SignalMemoryAvailable:
-		case SignalAllocatableMemoryAvailable:
+		case evictionapi.SignalMemoryAvailable:
+		case evictionapi.SignalAllocatableMemoryAvailable:
 			dir = m.cfg.PodsMemoryCgroup
 		default:
 			continue
@@ -295,7 +296,7 @@ func (m *Manager) synchronize(ctx context.Context, pods Pods) (*v1.Pod, error) {
 	}
 	byEvictionPriority(due)
 	t := due[0]
-	r := signalResource[t.Signal]
+	r := t.Signal.Resource()
 	logger := log.G(ctx).WithField("resource", r).WithField("threshold", t.String())
 	if o := obs[t.Signal].cause(t); o.of != "" {
 		// A node of many: its own pods' use, or the machine's pressure,
@@ -326,7 +327,7 @@ func (m *Manager) synchronize(ctx context.Context, pods Pods) (*v1.Pod, error) {
 	// At most one pod per round.
 	for _, pod := range active {
 		grace := int64(immediateGracePeriod)
-		if !t.hard() {
+		if !t.Hard() {
 			grace = m.cfg.MaxPodGracePeriodSeconds
 			if pod.Spec.TerminationGracePeriodSeconds != nil {
 				grace = min(grace, *pod.Spec.TerminationGracePeriodSeconds)
@@ -346,7 +347,7 @@ func (m *Manager) synchronize(ctx context.Context, pods Pods) (*v1.Pod, error) {
 // containers, then unused images: the kubelet's buildSignalToNodeReclaimFuncs
 // for one filesystem or an image filesystem apart) and reports whether,
 // measured again, no threshold is met any more with its minimum reclaim.
-func (m *Manager) reclaimNodeLevel(ctx context.Context, s Signal, r v1.ResourceName) bool {
+func (m *Manager) reclaimNodeLevel(ctx context.Context, s evictionapi.Signal, r v1.ResourceName) bool {
 	var funcs []func(context.Context) error
 	containerGC := func(ctx context.Context) error {
 		if m.cfg.ContainerGC == nil {
@@ -366,9 +367,9 @@ func (m *Manager) reclaimNodeLevel(ctx context.Context, s Signal, r v1.ResourceN
 		return false
 	}
 	switch s {
-	case SignalImageFsAvailable, SignalImageFsInodesFree:
+	case evictionapi.SignalImageFsAvailable, evictionapi.SignalImageFsInodesFree:
 		funcs = append(funcs, containerGC, imageGC)
-	case SignalNodeFsAvailable, SignalNodeFsInodesFree:
+	case evictionapi.SignalNodeFsAvailable, evictionapi.SignalNodeFsInodesFree:
 		if !*m.dedicatedImageFs {
 			funcs = append(funcs, containerGC, imageGC)
 		}
