@@ -121,10 +121,11 @@ type Config struct {
 	// none (then pods are evicted at once under disk pressure).
 	ImageGC     ImageGC
 	ContainerGC ContainerGC
-	// Recorder receives the node's EvictionThresholdMet events; nil drops
-	// them. NodeName names the node in them.
+	// Recorder receives the node's EvictionThresholdMet events on NodeRef
+	// (nodestatus.NodeRef, filled by the wiring: this package does not
+	// import nodestatus); either nil drops them.
 	Recorder record.EventRecorder
-	NodeName string
+	NodeRef  *v1.ObjectReference
 	// Clock times thresholds and conditions; nil: the real clock.
 	Clock clock.WithTicker
 	// ObserveEviction counts an eviction by signal (kubelet_evictions);

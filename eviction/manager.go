@@ -488,11 +488,10 @@ func (m *Manager) observeEviction(signal string) {
 }
 
 func (m *Manager) nodeEvent(typ, reason, format string, args ...any) {
-	if m.cfg.Recorder == nil || m.cfg.NodeName == "" {
+	if m.cfg.Recorder == nil || m.cfg.NodeRef == nil {
 		return
 	}
-	ref := &v1.ObjectReference{Kind: "Node", Name: m.cfg.NodeName, UID: types.UID(m.cfg.NodeName)}
-	m.cfg.Recorder.Eventf(ref, typ, reason, format, args...)
+	m.cfg.Recorder.Eventf(m.cfg.NodeRef, typ, reason, format, args...)
 }
 
 func sameConditions(a, b []v1.NodeConditionType) bool {
