@@ -103,14 +103,9 @@ func parseStatements(flag, s string) ([]Threshold, error) {
 	var out []Threshold
 	seen := map[Signal]bool{}
 	for _, st := range splitList(s) {
-		k, v, ok := strings.Cut(st, "<")
-		if !ok {
-			return nil, fmt.Errorf("%s: %q is not signal<value", flag, st)
-		}
-		sig := Signal(strings.TrimSpace(k))
-		v = strings.TrimSpace(v)
-		if !sig.Valid() {
-			return nil, fmt.Errorf("%s: unsupported eviction signal %v", flag, sig)
+		sig, v, err := cutStatement(flag, st, "<")
+		if err != nil {
+			return nil, err
 		}
 		if seen[sig] {
 			return nil, fmt.Errorf("%s: %v given twice", flag, sig)
@@ -149,21 +144,31 @@ func parseStatements(flag, s string) ([]Threshold, error) {
 func parseMap[T any](flag, s string, parse func(Signal, string) (T, error)) (map[Signal]T, error) {
 	out := map[Signal]T{}
 	for _, st := range splitList(s) {
-		k, v, ok := strings.Cut(st, "=")
-		if !ok {
-			return nil, fmt.Errorf("%s: %q is not signal=value", flag, st)
+		sig, v, err := cutStatement(flag, st, "=")
+		if err != nil {
+			return nil, err
 		}
-		sig := Signal(strings.TrimSpace(k))
-		if !sig.Valid() {
-			return nil, fmt.Errorf("%s: unsupported eviction signal %v", flag, sig)
-		}
-		x, err := parse(sig, strings.TrimSpace(v))
+		x, err := parse(sig, v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v: %w", flag, sig, err)
 		}
 		out[sig] = x
 	}
 	return out, nil
+}
+
+// cutStatement splits a statement "signal<sep>value" of flag into its
+// signal, which must be one of the kubelet's, and its value, both trimmed.
+func cutStatement(flag, st, sep string) (Signal, string, error) {
+	k, v, ok := strings.Cut(st, sep)
+	if !ok {
+		return "", "", fmt.Errorf("%s: %q is not signal%svalue", flag, st, sep)
+	}
+	sig := Signal(strings.TrimSpace(k))
+	if !sig.Valid() {
+		return "", "", fmt.Errorf("%s: unsupported eviction signal %v", flag, sig)
+	}
+	return sig, strings.TrimSpace(v), nil
 }
 
 func splitList(s string) []string {
