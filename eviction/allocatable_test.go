@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	evictionapi "github.com/crivk/crivk/eviction/api"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -39,7 +40,7 @@ func TestObserveAllocatableMemory(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			o, ok := observe(tc.s, 0)[SignalAllocatableMemoryAvailable]
+			o, ok := observe(tc.s, 0)[evictionapi.SignalAllocatableMemoryAvailable]
 			if tc.wantAvail == 0 {
 				if ok {
 					t.Fatalf("observed %v of %v, want none", o.available, o.capacity)
@@ -49,7 +50,7 @@ func TestObserveAllocatableMemory(t *testing.T) {
 			if !ok || o.available.Value() != tc.wantAvail || o.capacity.Value() != tc.wantCapa || !o.at.Equal(at.Time) {
 				t.Errorf("observed %v of %v at %v, want %d of %d at %v", o.available, o.capacity, o.at, tc.wantAvail, tc.wantCapa, at)
 			}
-			if _, ok := observe(tc.s, 0)[SignalMemoryAvailable]; ok {
+			if _, ok := observe(tc.s, 0)[evictionapi.SignalMemoryAvailable]; ok {
 				t.Error("memory.available observed from the pods container")
 			}
 		})
@@ -62,24 +63,24 @@ func TestObserveAllocatableMemory(t *testing.T) {
 // allocatableMemory.available threshold given keeps its own value.
 func TestAddAllocatableThresholds(t *testing.T) {
 	tests := map[string]struct {
-		flags   Flags
+		flags   evictionapi.Flags
 		enforce bool
 		want    []string
 	}{
-		"hard memory twinned": {flags: Flags{Hard: "memory.available<100Mi,nodefs.available<10%"}, enforce: true,
+		"hard memory twinned": {flags: evictionapi.Flags{Hard: "memory.available<100Mi,nodefs.available<10%"}, enforce: true,
 			want: []string{"memory.available<100Mi", "nodefs.available<10%", "allocatableMemory.available<100Mi"}},
-		"not enforced": {flags: Flags{Hard: "memory.available<100Mi"}, want: []string{"memory.available<100Mi"}},
-		"percentage": {flags: Flags{Hard: "memory.available<5%"}, enforce: true,
+		"not enforced": {flags: evictionapi.Flags{Hard: "memory.available<100Mi"}, want: []string{"memory.available<100Mi"}},
+		"percentage": {flags: evictionapi.Flags{Hard: "memory.available<5%"}, enforce: true,
 			want: []string{"memory.available<5%", "allocatableMemory.available<5%"}},
-		"soft is not twinned": {flags: Flags{Soft: "memory.available<200Mi", SoftGracePeriod: "memory.available=1m"}, enforce: true,
+		"soft is not twinned": {flags: evictionapi.Flags{Soft: "memory.available<200Mi", SoftGracePeriod: "memory.available=1m"}, enforce: true,
 			want: []string{"memory.available<200Mi (soft, grace 1m0s)"}},
-		"hard allocatable given": {flags: Flags{Hard: "memory.available<100Mi,allocatableMemory.available<300Mi"}, enforce: true,
+		"hard allocatable given": {flags: evictionapi.Flags{Hard: "memory.available<100Mi,allocatableMemory.available<300Mi"}, enforce: true,
 			want: []string{"memory.available<100Mi", "allocatableMemory.available<300Mi"}},
-		"no memory threshold": {flags: Flags{Hard: "pid.available<1000"}, enforce: true, want: []string{"pid.available<1k"}},
+		"no memory threshold": {flags: evictionapi.Flags{Hard: "pid.available<1000"}, enforce: true, want: []string{"pid.available<1k"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			th, err := ParseThresholds(tc.flags)
+			th, err := evictionapi.ParseThresholds(tc.flags)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,7 +118,7 @@ func TestAllocatableMemoryPressure(t *testing.T) {
 		at := metav1.NewTime(n.clock.Now())
 		return withPods(s, &statsapi.MemoryStats{Time: at, AvailableBytes: ptr.To(podsAvail), WorkingSetBytes: ptr.To[uint64](1000 * mi)}), err
 	}
-	th, _ := ParseThresholds(Flags{Hard: "memory.available<100Mi"})
+	th, _ := evictionapi.ParseThresholds(evictionapi.Flags{Hard: "memory.available<100Mi"})
 	m, err := New(Config{Thresholds: th, EnforceNodeAllocatable: true, Summary: summary, Clock: n.clock, PressureTransitionPeriod: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +148,7 @@ func TestAllocatableMemoryPressure(t *testing.T) {
 // memory cgroup ("hard allocatable memory eviction threshold"), armed from
 // the pods system container's figures; none without that cgroup.
 func TestAllocatableNotifier(t *testing.T) {
-	th, _ := ParseThresholds(Flags{Hard: "memory.available<100Mi"})
+	th, _ := evictionapi.ParseThresholds(evictionapi.Flags{Hard: "memory.available<100Mi"})
 	tests := map[string]struct {
 		podsCgroup string
 		wantDirs   []string
@@ -200,7 +201,7 @@ func TestAllocatableNotifier(t *testing.T) {
 	}
 	// The pods container missing: the allocatable notifier reports the
 	// summary incomplete and arms nothing.
-	n := &memoryNotifier{threshold: Threshold{Signal: SignalAllocatableMemoryAvailable, Value: th[0].Value}, cgroup: &fakeMemcg{}}
+	n := &memoryNotifier{threshold: evictionapi.Threshold{Signal: evictionapi.SignalAllocatableMemoryAvailable, Value: th[0].Value}, cgroup: &fakeMemcg{}}
 	if err := n.UpdateThreshold(context.Background(), memSummary(1, 1, ptr.To[uint64](1))); err == nil || !strings.Contains(err.Error(), "pods system container") {
 		t.Errorf("no pods container: %v", err)
 	}

@@ -55,10 +55,14 @@
 // share's capacity. MemoryShare 0 (a single node) is the kubelet's
 // memory.available, unchanged.
 //
-// # Thresholds (ParseThresholds, the kubelet's flags and formats)
+// # Thresholds (evictionapi.ParseThresholds, the kubelet's flags and formats)
 //
-// --eviction-hard (default DefaultHard, also taken off the allocatable by
-// nodestatus; with pod cgroups, Config.EnforceNodeAllocatable, each hard
+// The signals, the Threshold type and the parser of the flags are package
+// eviction/api's (evictionapi, the kubelet's pkg/kubelet/eviction/api):
+// cmd/crivk parses the flags once and gives the same thresholds to this
+// manager (Config.Thresholds) and to nodestatus (Reservations.EvictionHard).
+// --eviction-hard (default evictionapi.DefaultHard, also taken off the
+// allocatable by nodestatus; with pod cgroups, Config.EnforceNodeAllocatable, each hard
 // memory.available threshold gets an allocatableMemory.available twin, as
 // the kubelet's with --enforce-node-allocatable=pods), --eviction-soft
 // with --eviction-soft-grace-period,

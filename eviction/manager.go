@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	evictionapi "github.com/crivk/crivk/eviction/api"
 	"github.com/crivk/crivk/lifecycle"
 	"github.com/crivk/crivk/lifecycle/admission"
 	"github.com/crivk/crivk/podutil"
@@ -64,7 +65,7 @@ type Manager struct {
 	thresholdsFirstObservedAt map[key]time.Time
 	// thresholdsMet: met and past their grace period, not yet resolved
 	// with their minimum reclaim.
-	thresholdsMet []Threshold
+	thresholdsMet []evictionapi.Threshold
 	// lastObservations are the previous synchronize's.
 	lastObservations observations
 	// dedicatedImageFs is decided at the first synchronize with stats.
@@ -165,8 +166,8 @@ func (m *Manager) startNotifiers(ctx context.Context) {
 	for _, t := range m.cfg.Thresholds {
 		dir := m.cfg.MemoryCgroup
 		switch t.Signal {
-		case SignalMemoryAvailable:
-		case SignalAllocatableMemoryAvailable:
+		case evictionapi.SignalMemoryAvailable:
+		case evictionapi.SignalAllocatableMemoryAvailable:
 			dir = m.cfg.PodsMemoryCgroup
 		default:
 			continue
@@ -281,7 +282,7 @@ func (m *Manager) synchronize(ctx context.Context, pods Pods) (*v1.Pod, error) {
 // the transition period, and the thresholds whose grace period has passed
 // (due), all recorded for the next round and for the node's conditions.
 // It returns due and the previous round's observations.
-func (m *Manager) decideThresholds(ctx context.Context, obs observations, now time.Time) ([]Threshold, observations) {
+func (m *Manager) decideThresholds(ctx context.Context, obs observations, now time.Time) ([]evictionapi.Threshold, observations) {
 	m.mu.RLock()
 	prevMet, prevFirst, prevLast, prevObs := m.thresholdsMet, m.thresholdsFirstObservedAt, m.conditionsLastObservedAt, m.lastObservations
 	m.mu.RUnlock()
@@ -309,10 +310,10 @@ func (m *Manager) decideThresholds(ctx context.Context, obs observations, now ti
 // evictForPressure answers the thresholds due (at least one), the
 // highest-priority first: the node-level reclaim, else the first pod in
 // the signal's ranking that can be evicted (at most one pod per round).
-func (m *Manager) evictForPressure(ctx context.Context, pods Pods, active []*v1.Pod, stats podStatsFunc, obs observations, due []Threshold, now time.Time) (*v1.Pod, error) {
+func (m *Manager) evictForPressure(ctx context.Context, pods Pods, active []*v1.Pod, stats podStatsFunc, obs observations, due []evictionapi.Threshold, now time.Time) (*v1.Pod, error) {
 	byEvictionPriority(due)
 	t := due[0]
-	r := signalResource[t.Signal]
+	r := t.Signal.Resource()
 	logger := log.G(ctx).WithField("resource", r).WithField("threshold", t.String())
 	if o := obs[t.Signal].cause(t); o.of != "" {
 		// A node of many: its own pods' use, or the machine's pressure,
@@ -356,8 +357,8 @@ func (m *Manager) evictForPressure(ctx context.Context, pods Pods, active []*v1.
 // evictionGrace is the grace period of a pod evicted for t: 1 s for a hard
 // threshold, else the shorter of --eviction-max-pod-grace-period and the
 // pod's own.
-func evictionGrace(t Threshold, pod *v1.Pod, maxGrace int64) int64 {
-	if t.hard() {
+func evictionGrace(t evictionapi.Threshold, pod *v1.Pod, maxGrace int64) int64 {
+	if t.Hard() {
 		return immediateGracePeriod
 	}
 	if pod.Spec.TerminationGracePeriodSeconds != nil {
@@ -370,7 +371,7 @@ func evictionGrace(t Threshold, pod *v1.Pod, maxGrace int64) int64 {
 // containers, then unused images: the kubelet's buildSignalToNodeReclaimFuncs
 // for one filesystem or an image filesystem apart) and reports whether,
 // measured again, no threshold is met any more with its minimum reclaim.
-func (m *Manager) reclaimNodeLevel(ctx context.Context, s Signal, r v1.ResourceName) bool {
+func (m *Manager) reclaimNodeLevel(ctx context.Context, s evictionapi.Signal, r v1.ResourceName) bool {
 	var funcs []func(context.Context) error
 	containerGC := func(ctx context.Context) error {
 		if m.cfg.ContainerGC == nil {
@@ -390,9 +391,9 @@ func (m *Manager) reclaimNodeLevel(ctx context.Context, s Signal, r v1.ResourceN
 		return false
 	}
 	switch s {
-	case SignalImageFsAvailable, SignalImageFsInodesFree:
+	case evictionapi.SignalImageFsAvailable, evictionapi.SignalImageFsInodesFree:
 		funcs = append(funcs, containerGC, imageGC)
-	case SignalNodeFsAvailable, SignalNodeFsInodesFree:
+	case evictionapi.SignalNodeFsAvailable, evictionapi.SignalNodeFsInodesFree:
 		if !*m.dedicatedImageFs {
 			funcs = append(funcs, containerGC, imageGC)
 		}
@@ -511,11 +512,10 @@ func (m *Manager) observeEviction(signal string) {
 }
 
 func (m *Manager) nodeEvent(typ, reason, format string, args ...any) {
-	if m.cfg.Recorder == nil || m.cfg.NodeName == "" {
+	if m.cfg.Recorder == nil || m.cfg.NodeRef == nil {
 		return
 	}
-	ref := &v1.ObjectReference{Kind: "Node", Name: m.cfg.NodeName, UID: types.UID(m.cfg.NodeName)}
-	m.cfg.Recorder.Eventf(ref, typ, reason, format, args...)
+	m.cfg.Recorder.Eventf(m.cfg.NodeRef, typ, reason, format, args...)
 }
 
 func sameConditions(a, b []v1.NodeConditionType) bool {

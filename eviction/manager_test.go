@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	evictionapi "github.com/crivk/crivk/eviction/api"
 	"github.com/crivk/crivk/lifecycle"
 	"github.com/crivk/crivk/nodeapi/stats"
 	v1 "k8s.io/api/core/v1"
@@ -184,7 +185,7 @@ func TestRankMemory(t *testing.T) {
 					s.Pods = append(s.Pods, podStats(pp, x.usage))
 				}
 			}
-			rankFor(SignalMemoryAvailable, false, podStatsOf(s))(pods)
+			rankFor(evictionapi.SignalMemoryAvailable, false, podStatsOf(s))(pods)
 			var got []string
 			for _, pp := range pods {
 				got = append(got, pp.Name)
@@ -213,15 +214,15 @@ func TestRankDisk(t *testing.T) {
 	c, cs := mk("requested", 0, 0, 900*mi, "1Gi")
 	s := &statsapi.Summary{Pods: []statsapi.PodStats{as, bs, cs}}
 	for _, tc := range []struct {
-		signal    Signal
+		signal    evictionapi.Signal
 		dedicated bool
 		want      string
 	}{
-		{SignalNodeFsAvailable, false, "[layers volume requested]"},
+		{evictionapi.SignalNodeFsAvailable, false, "[layers volume requested]"},
 		// With an image filesystem apart, nodefs counts logs and volumes,
 		// imagefs the writable layers.
-		{SignalNodeFsAvailable, true, "[volume layers requested]"},
-		{SignalImageFsAvailable, true, "[layers volume requested]"},
+		{evictionapi.SignalNodeFsAvailable, true, "[volume layers requested]"},
+		{evictionapi.SignalImageFsAvailable, true, "[layers volume requested]"},
 	} {
 		pods := []*v1.Pod{c, b, a}
 		rankFor(tc.signal, tc.dedicated, podStatsOf(s))(pods)
@@ -256,7 +257,7 @@ func TestMemoryPressure(t *testing.T) {
 	n := newFakeNode()
 	hog, guaranteed := pod("hog", 0, "64Mi", ""), pod("guaranteed", 0, "256Mi", "256Mi")
 	n.pods = []statsapi.PodStats{podStats(hog, 900*mi), podStats(guaranteed, 100*mi)}
-	th, _ := ParseThresholds(Flags{Hard: "memory.available<100Mi"})
+	th, _ := evictionapi.ParseThresholds(evictionapi.Flags{Hard: "memory.available<100Mi"})
 	m := newTestManager(t, n, Config{Thresholds: th, PressureTransitionPeriod: 30 * time.Second})
 	pods := &fakePods{active: []*v1.Pod{guaranteed, hog}}
 	ctx := context.Background()
@@ -320,7 +321,7 @@ func TestSoftThreshold(t *testing.T) {
 	hog.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5)
 	n.pods = []statsapi.PodStats{podStats(hog, 900*mi)}
 	n.memAvail = 500 * mi
-	th, err := ParseThresholds(Flags{Soft: "memory.available<1Gi", SoftGracePeriod: "memory.available=1m"})
+	th, err := evictionapi.ParseThresholds(evictionapi.Flags{Soft: "memory.available<1Gi", SoftGracePeriod: "memory.available=1m"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +365,7 @@ func TestDiskPressureReclaimsFirst(t *testing.T) {
 			n.imageAvail = 1 << 30 // 1% of 100Gi
 			p := pod("writer", 0, "", "")
 			n.pods = []statsapi.PodStats{podStats(p, mi)}
-			th, _ := ParseThresholds(Flags{Hard: "imagefs.available<15%"})
+			th, _ := evictionapi.ParseThresholds(evictionapi.Flags{Hard: "imagefs.available<15%"})
 			gc := &fakeImageGC{n: n, frees: tc.frees}
 			m := newTestManager(t, n, Config{Thresholds: th, PressureTransitionPeriod: time.Minute, ImageGC: gc})
 			pods := &fakePods{active: []*v1.Pod{p}}
@@ -520,16 +521,16 @@ func TestSignalsFromFixtures(t *testing.T) {
 		t.Fatal(err)
 	}
 	obs := observe(s, 0)
-	for sig, want := range map[Signal][2]int64{
-		SignalMemoryAvailable: {6 << 30, 8 << 30}, // 8 GiB - (3 - 1) GiB
-		SignalPIDAvailable:    {32768 - 1234, 32768},
+	for sig, want := range map[evictionapi.Signal][2]int64{
+		evictionapi.SignalMemoryAvailable: {6 << 30, 8 << 30}, // 8 GiB - (3 - 1) GiB
+		evictionapi.SignalPIDAvailable:    {32768 - 1234, 32768},
 	} {
 		o, ok := obs[sig]
 		if !ok || o.available.Value() != want[0] || o.capacity.Value() != want[1] {
 			t.Errorf("%s: %v of %v, want %d of %d", sig, o.available, o.capacity, want[0], want[1])
 		}
 	}
-	for _, sig := range []Signal{SignalNodeFsAvailable, SignalNodeFsInodesFree, SignalImageFsAvailable, SignalImageFsInodesFree} {
+	for _, sig := range []evictionapi.Signal{evictionapi.SignalNodeFsAvailable, evictionapi.SignalNodeFsInodesFree, evictionapi.SignalImageFsAvailable, evictionapi.SignalImageFsInodesFree} {
 		if o, ok := obs[sig]; !ok || o.capacity.Sign() <= 0 {
 			t.Errorf("%s: no observation from statfs", sig)
 		}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	evictionapi "github.com/crivk/crivk/eviction/api"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	"k8s.io/apimachinery/pkg/api/resource"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -56,20 +57,20 @@ type memcg interface {
 // memcgThreshold is the usage at which the kernel must signal: the kubelet's
 // capacity - eviction threshold + inactive_file, where capacity = available
 // + working set and inactive_file = usage - working set.
-func memcgThreshold(t Threshold, available, workingSet, usage uint64) int64 {
+func memcgThreshold(t evictionapi.Threshold, available, workingSet, usage uint64) int64 {
 	capacity := resource.NewQuantity(int64(available+workingSet), resource.BinarySI)
 	var inactive int64
 	if usage > workingSet {
 		inactive = int64(usage - workingSet)
 	}
-	return capacity.Value() - t.Value.of(capacity).Value() + inactive
+	return capacity.Value() - t.Value.Of(capacity).Value() + inactive
 }
 
 // memoryNotifier re-arms one memory.available threshold's cgroup notifier
 // from the latest stats (the kubelet's linuxMemoryThresholdNotifier). It is
 // used only by the manager's Run goroutine.
 type memoryNotifier struct {
-	threshold Threshold
+	threshold evictionapi.Threshold
 	cgroup    memcg
 	// events receives the armed notifier's signals; the manager reads it.
 	events   chan<- struct{}
@@ -82,10 +83,10 @@ type memoryNotifier struct {
 // allocatable memory eviction threshold".
 func (n *memoryNotifier) Description() string {
 	kind := "hard "
-	if !n.threshold.hard() {
+	if !n.threshold.Hard() {
 		kind = "soft "
 	}
-	if n.threshold.Signal == SignalAllocatableMemoryAvailable {
+	if n.threshold.Signal == evictionapi.SignalAllocatableMemoryAvailable {
 		kind += "allocatable "
 	}
 	return kind + "memory eviction threshold"
@@ -95,7 +96,7 @@ func (n *memoryNotifier) Description() string {
 // for allocatableMemory.available, from its "pods" system container's.
 func (n *memoryNotifier) UpdateThreshold(ctx context.Context, summary *statsapi.Summary) error {
 	m, of := summary.Node.Memory, "node"
-	if n.threshold.Signal == SignalAllocatableMemoryAvailable {
+	if n.threshold.Signal == evictionapi.SignalAllocatableMemoryAvailable {
 		m, of = podsMemory(summary), "pods system container"
 	}
 	if m == nil || m.WorkingSetBytes == nil || m.AvailableBytes == nil {

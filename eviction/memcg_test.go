@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	evictionapi "github.com/crivk/crivk/eviction/api"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -17,10 +18,10 @@ import (
 // TestMemcgThreshold: the usage the kernel is told to signal at is the
 // kubelet's capacity - threshold + inactive_file.
 func TestMemcgThreshold(t *testing.T) {
-	hard100Mi, _ := ParseThresholds(Flags{Hard: "memory.available<100Mi"})
-	hard10pct, _ := ParseThresholds(Flags{Hard: "memory.available<10%"})
+	hard100Mi, _ := evictionapi.ParseThresholds(evictionapi.Flags{Hard: "memory.available<100Mi"})
+	hard10pct, _ := evictionapi.ParseThresholds(evictionapi.Flags{Hard: "memory.available<10%"})
 	tests := map[string]struct {
-		t                            Threshold
+		t                            evictionapi.Threshold
 		available, workingSet, usage uint64
 		want                         int64
 	}{
@@ -92,7 +93,7 @@ func memSummary(avail, ws uint64, usage *uint64) *statsapi.Summary {
 // latest stats and stops the one armed before; the usage comes from the
 // summary, else from the cgroup; incomplete stats arm nothing.
 func TestMemoryNotifierUpdateThreshold(t *testing.T) {
-	th, _ := ParseThresholds(Flags{Hard: "memory.available<100Mi"})
+	th, _ := evictionapi.ParseThresholds(evictionapi.Flags{Hard: "memory.available<100Mi"})
 	cg := &fakeMemcg{usage: 1536 * mi}
 	events := make(chan struct{}, 1)
 	n := &memoryNotifier{threshold: th[0], cgroup: cg, events: events}
@@ -131,7 +132,7 @@ func TestMemoryNotifierUpdateThreshold(t *testing.T) {
 // one per memory.available threshold; none when the cgroup cannot be used
 // (cgroup v2), and the manager runs as without.
 func TestNotifiersEnabled(t *testing.T) {
-	th, _ := ParseThresholds(Flags{Hard: "memory.available<100Mi,nodefs.available<10%", Soft: "memory.available<200Mi", SoftGracePeriod: "memory.available=1m"})
+	th, _ := evictionapi.ParseThresholds(evictionapi.Flags{Hard: "memory.available<100Mi,nodefs.available<10%", Soft: "memory.available<200Mi", SoftGracePeriod: "memory.available=1m"})
 	tests := map[string]struct {
 		enabled bool
 		memcg   error
@@ -171,7 +172,7 @@ func TestNotifiersEnabled(t *testing.T) {
 // not again until notifierRefreshInterval has passed.
 func TestNotifierRefresh(t *testing.T) {
 	n := newFakeNode()
-	th, _ := ParseThresholds(Flags{Hard: "memory.available<100Mi"})
+	th, _ := evictionapi.ParseThresholds(evictionapi.Flags{Hard: "memory.available<100Mi"})
 	m := newTestManager(t, n, Config{Thresholds: th, KernelMemcgNotification: true})
 	cg := &fakeMemcg{}
 	m.memcgOf = func(string) (memcg, error) { return cg, nil }
@@ -198,7 +199,7 @@ func TestNotifierRefresh(t *testing.T) {
 // monitoring period passing (the fake clock never moves).
 func TestMemcgEventRunsRound(t *testing.T) {
 	n := newFakeNode()
-	th, _ := ParseThresholds(Flags{Hard: "memory.available<100Mi"})
+	th, _ := evictionapi.ParseThresholds(evictionapi.Flags{Hard: "memory.available<100Mi"})
 	m := newTestManager(t, n, Config{Thresholds: th, KernelMemcgNotification: true, PressureTransitionPeriod: time.Minute})
 	cg := &fakeMemcg{armedCh: make(chan int64, 4)}
 	m.memcgOf = func(string) (memcg, error) { return cg, nil }

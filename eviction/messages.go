@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	evictionapi "github.com/crivk/crivk/eviction/api"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -33,15 +34,15 @@ const (
 // the resource, the threshold met with what was available, and each
 // container using more than it requested; with the Evicted event's
 // annotations.
-func evictionMessage(r v1.ResourceName, pod *v1.Pod, stats podStatsFunc, met []Threshold, obs observations) (string, map[string]string) {
+func evictionMessage(r v1.ResourceName, pod *v1.Pod, stats podStatsFunc, met []evictionapi.Threshold, obs observations) (string, map[string]string) {
 	msg := fmt.Sprintf(nodeLowMessageFmt, r)
 	for _, t := range met {
-		if signalResource[t.Signal] != r {
+		if t.Signal.Resource() != r {
 			continue
 		}
 		if o, ok := obs[t.Signal]; ok {
 			o = o.cause(t)
-			msg += fmt.Sprintf(thresholdMetMessageFmt, t.Value.of(o.capacity), o.available)
+			msg += fmt.Sprintf(thresholdMetMessageFmt, t.Value.Of(o.capacity), o.available)
 			break
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	evictionapi "github.com/crivk/crivk/eviction/api"
 	v1 "k8s.io/api/core/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
@@ -57,7 +58,7 @@ func TestRankPIDs(t *testing.T) {
 				}
 				s.Pods = append(s.Pods, ps)
 			}
-			rankFor(SignalPIDAvailable, false, podStatsOf(s))(pods)
+			rankFor(evictionapi.SignalPIDAvailable, false, podStatsOf(s))(pods)
 			var got []string
 			for _, pp := range pods {
 				got = append(got, pp.Name)

@@ -3,6 +3,7 @@ package eviction
 import (
 	"sort"
 
+	evictionapi "github.com/crivk/crivk/eviction/api"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -49,7 +50,7 @@ func rank(pods []*v1.Pod, cmps ...cmpFunc) {
 
 // rankFor returns the ranking of signal s; dedicated tells whether the
 // image filesystem is apart from the node's.
-func rankFor(s Signal, dedicated bool, stats podStatsFunc) func([]*v1.Pod) {
+func rankFor(s evictionapi.Signal, dedicated bool, stats podStatsFunc) func([]*v1.Pod) {
 	disk := func(measure fsUsage, r v1.ResourceName) func([]*v1.Pod) {
 		return func(pods []*v1.Pod) {
 			rank(pods, exceedsRequests(stats, r, func(p statsapi.PodStats, pod *v1.Pod) *resource.Quantity {
@@ -65,21 +66,21 @@ func rankFor(s Signal, dedicated bool, stats podStatsFunc) func([]*v1.Pod) {
 		nodeFs, imageFs = fsLogs|fsLocalVolume, fsRoot
 	}
 	switch s {
-	case SignalMemoryAvailable, SignalAllocatableMemoryAvailable:
+	case evictionapi.SignalMemoryAvailable, evictionapi.SignalAllocatableMemoryAvailable:
 		mem := func(p statsapi.PodStats, _ *v1.Pod) *resource.Quantity { return memoryUsage(p.Memory) }
 		return func(pods []*v1.Pod) {
 			rank(pods, exceedsRequests(stats, v1.ResourceMemory, mem), priority, usageAboveRequests(stats, v1.ResourceMemory, mem))
 		}
-	case SignalPIDAvailable:
+	case evictionapi.SignalPIDAvailable:
 		return func(pods []*v1.Pod) { rank(pods, priority, processes(stats)) }
-	case SignalNodeFsAvailable:
+	case evictionapi.SignalNodeFsAvailable:
 		return disk(nodeFs, v1.ResourceEphemeralStorage)
-	case SignalNodeFsInodesFree:
-		return disk(nodeFs, resourceInodes)
-	case SignalImageFsAvailable:
+	case evictionapi.SignalNodeFsInodesFree:
+		return disk(nodeFs, evictionapi.ResourceInodes)
+	case evictionapi.SignalImageFsAvailable:
 		return disk(imageFs, v1.ResourceEphemeralStorage)
-	case SignalImageFsInodesFree:
-		return disk(imageFs, resourceInodes)
+	case evictionapi.SignalImageFsInodesFree:
+		return disk(imageFs, evictionapi.ResourceInodes)
 	}
 	return nil
 }
@@ -184,7 +185,7 @@ func fsUsed(f *statsapi.FsStats, r v1.ResourceName) int64 {
 	if f == nil {
 		return 0
 	}
-	if r == resourceInodes {
+	if r == evictionapi.ResourceInodes {
 		if f.InodesUsed == nil {
 			return 0
 		}
@@ -222,7 +223,7 @@ func podDiskUsage(p statsapi.PodStats, pod *v1.Pod, measure fsUsage, r v1.Resour
 			}
 		}
 	}
-	if r == resourceInodes {
+	if r == evictionapi.ResourceInodes {
 		return resource.NewQuantity(n, resource.DecimalSI)
 	}
 	return resource.NewQuantity(n, resource.BinarySI)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	evictionapi "github.com/crivk/crivk/eviction/api"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,7 +47,7 @@ func TestObserveMemoryShare(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			obs := observe(tc.s, tc.share)
-			o, ok := obs[SignalMemoryAvailable]
+			o, ok := obs[evictionapi.SignalMemoryAvailable]
 			if !ok {
 				t.Fatal("no memory.available")
 			}
@@ -73,8 +74,8 @@ func TestObserveMemoryShare(t *testing.T) {
 // machine for the other), and the eviction message gives the figures of
 // the measure that met it.
 func TestThresholdsMetOnShare(t *testing.T) {
-	q := func(v string) Value {
-		th, _ := ParseThresholds(Flags{Hard: "memory.available<" + v})
+	q := func(v string) evictionapi.Value {
+		th, _ := evictionapi.ParseThresholds(evictionapi.Flags{Hard: "memory.available<" + v})
 		return th[0].Value
 	}
 	// The node: a 1Gi share; the machine: 4Gi.
@@ -83,8 +84,8 @@ func TestThresholdsMetOnShare(t *testing.T) {
 			&statsapi.MemoryStats{WorkingSetBytes: ptr.To(uint64(1024*mi - nodeAvail))}), 1024*mi)
 	}
 	tests := map[string]struct {
-		value                Value
-		minReclaim           *Value
+		value                evictionapi.Value
+		minReclaim           *evictionapi.Value
 		nodeAvail, hostAvail int64
 		wantMet              bool
 		wantMessage          string // the threshold's part of the eviction message
@@ -102,22 +103,22 @@ func TestThresholdsMetOnShare(t *testing.T) {
 		"percentage of the machine": {value: q("10%"), nodeAvail: 500 * mi, hostAvail: 400 * mi, wantMet: true,
 			wantMessage: "Threshold quantity: 429496729, available: 400Mi. "},
 		"percentage clear on both": {value: q("10%"), nodeAvail: 110 * mi, hostAvail: 410 * mi},
-		"minimum reclaim on the machine": {value: q("100Mi"), minReclaim: &Value{Quantity: ptr.To(resource.MustParse("200Mi"))},
+		"minimum reclaim on the machine": {value: q("100Mi"), minReclaim: &evictionapi.Value{Quantity: ptr.To(resource.MustParse("200Mi"))},
 			nodeAvail: 500 * mi, hostAvail: 250 * mi, wantMet: true, wantMessage: "Threshold quantity: 100Mi, available: 250Mi. "},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			th := Threshold{Signal: SignalMemoryAvailable, Value: tc.value, MinReclaim: tc.minReclaim}
+			th := evictionapi.Threshold{Signal: evictionapi.SignalMemoryAvailable, Value: tc.value, MinReclaim: tc.minReclaim}
 			o := obs(tc.nodeAvail, tc.hostAvail)
 			enforce := tc.minReclaim != nil
-			if got := len(thresholdsMet([]Threshold{th}, o, enforce)) == 1; got != tc.wantMet {
+			if got := len(thresholdsMet([]evictionapi.Threshold{th}, o, enforce)) == 1; got != tc.wantMet {
 				t.Fatalf("met %v, want %v", got, tc.wantMet)
 			}
 			if !tc.wantMet || enforce {
 				return
 			}
 			msg, _ := evictionMessage(v1.ResourceMemory, pod("p", 0, "", ""), func(string) (statsapi.PodStats, bool) { return statsapi.PodStats{}, false },
-				[]Threshold{th}, o)
+				[]evictionapi.Threshold{th}, o)
 			if want := "The node was low on resource: memory. " + tc.wantMessage; msg != want {
 				t.Errorf("message %q, want %q", msg, want)
 			}
@@ -131,7 +132,7 @@ func TestThresholdsMetOnShare(t *testing.T) {
 // machine's measure alone, as before); the machine's own pressure still
 // evicts the node's pod, with the machine's figures.
 func TestMemoryShareEvictsOwnPods(t *testing.T) {
-	th, _ := ParseThresholds(Flags{Hard: "memory.available<100Mi"})
+	th, _ := evictionapi.ParseThresholds(evictionapi.Flags{Hard: "memory.available<100Mi"})
 	tests := map[string]struct {
 		share         int64
 		hostAvail     uint64

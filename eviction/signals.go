@@ -3,6 +3,7 @@ package eviction
 import (
 	"time"
 
+	evictionapi "github.com/crivk/crivk/eviction/api"
 	"k8s.io/apimachinery/pkg/api/resource"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
@@ -30,10 +31,10 @@ const (
 // meets reports whether o's available amount is below t's value (with
 // minReclaim, below the value plus t's minimum reclaim), each a quantity
 // or a fraction of o's capacity.
-func (o observation) meets(t Threshold, minReclaim bool) bool {
-	q := t.Value.of(o.capacity)
+func (o observation) meets(t evictionapi.Threshold, minReclaim bool) bool {
+	q := t.Value.Of(o.capacity)
 	if minReclaim && t.MinReclaim != nil {
-		q.Add(*t.MinReclaim.of(o.capacity))
+		q.Add(*t.MinReclaim.Of(o.capacity))
 	}
 	return q.Cmp(*o.available) > 0
 }
@@ -42,7 +43,7 @@ func (o observation) meets(t Threshold, minReclaim bool) bool {
 // the machine's when it meets t and the node's does not (the host's
 // pressure still evicts: the eviction message then gives the machine's
 // figures).
-func (o observation) facing(t Threshold, minReclaim bool) observation {
+func (o observation) facing(t evictionapi.Threshold, minReclaim bool) observation {
 	if o.machine != nil && !o.meets(t, minReclaim) && o.machine.meets(t, minReclaim) {
 		return *o.machine
 	}
@@ -53,7 +54,7 @@ func (o observation) facing(t Threshold, minReclaim bool) observation {
 // meets it without the minimum reclaim, else the one that meets it with it
 // (a threshold held met by its minimum reclaim on the machine's measure).
 // A single node's is o itself.
-func (o observation) cause(t Threshold) observation {
+func (o observation) cause(t evictionapi.Threshold) observation {
 	if f := o.facing(t, false); f.meets(t, false) {
 		return f
 	}
@@ -61,7 +62,7 @@ func (o observation) cause(t Threshold) observation {
 }
 
 // observations maps each signal the summary measures to its measure.
-type observations map[Signal]observation
+type observations map[evictionapi.Signal]observation
 
 // observe derives the signals from a summary as the kubelet's
 // makeSignalObservations:
@@ -89,14 +90,14 @@ type observations map[Signal]observation
 func observe(s *statsapi.Summary, memoryShare int64) observations {
 	out := observations{}
 	if m := s.Node.Memory; m != nil && m.AvailableBytes != nil && m.WorkingSetBytes != nil {
-		out[SignalMemoryAvailable] = observation{
+		out[evictionapi.SignalMemoryAvailable] = observation{
 			available: resource.NewQuantity(int64(*m.AvailableBytes), resource.BinarySI),
 			capacity:  resource.NewQuantity(int64(*m.AvailableBytes+*m.WorkingSetBytes), resource.BinarySI),
 			at:        m.Time.Time,
 		}
 	}
 	if m := podsMemory(s); m != nil && m.AvailableBytes != nil && m.WorkingSetBytes != nil {
-		out[SignalAllocatableMemoryAvailable] = observation{
+		out[evictionapi.SignalAllocatableMemoryAvailable] = observation{
 			available: resource.NewQuantity(int64(*m.AvailableBytes), resource.BinarySI),
 			capacity:  resource.NewQuantity(int64(*m.AvailableBytes+*m.WorkingSetBytes), resource.BinarySI),
 			at:        m.Time.Time,
@@ -114,14 +115,14 @@ func observe(s *statsapi.Summary, memoryShare int64) observations {
 				at:        m.Time.Time,
 				of:        measureNode,
 			}
-			if host, ok := out[SignalMemoryAvailable]; ok {
+			if host, ok := out[evictionapi.SignalMemoryAvailable]; ok {
 				host.of = measureMachine
 				node.machine = &host
 			}
-			out[SignalMemoryAvailable] = node
+			out[evictionapi.SignalMemoryAvailable] = node
 		}
 	}
-	fs := func(f *statsapi.FsStats, bytes, inodes Signal) {
+	fs := func(f *statsapi.FsStats, bytes, inodes evictionapi.Signal) {
 		if f == nil {
 			return
 		}
@@ -140,12 +141,12 @@ func observe(s *statsapi.Summary, memoryShare int64) observations {
 			}
 		}
 	}
-	fs(s.Node.Fs, SignalNodeFsAvailable, SignalNodeFsInodesFree)
+	fs(s.Node.Fs, evictionapi.SignalNodeFsAvailable, evictionapi.SignalNodeFsInodesFree)
 	if s.Node.Runtime != nil {
-		fs(s.Node.Runtime.ImageFs, SignalImageFsAvailable, SignalImageFsInodesFree)
+		fs(s.Node.Runtime.ImageFs, evictionapi.SignalImageFsAvailable, evictionapi.SignalImageFsInodesFree)
 	}
 	if r := s.Node.Rlimit; r != nil && r.MaxPID != nil && r.NumOfRunningProcesses != nil {
-		out[SignalPIDAvailable] = observation{
+		out[evictionapi.SignalPIDAvailable] = observation{
 			available: resource.NewQuantity(*r.MaxPID-*r.NumOfRunningProcesses, resource.DecimalSI),
 			capacity:  resource.NewQuantity(*r.MaxPID, resource.DecimalSI),
 			at:        r.Time.Time,

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"time"
 
+	evictionapi "github.com/crivk/crivk/eviction/api"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -22,8 +23,8 @@ import (
 // value plus its minimum reclaim). A signal without an observation meets
 // nothing; on a node of many, memory.available is met by the node's
 // measure or the machine's (observation.facing).
-func thresholdsMet(ts []Threshold, obs observations, enforceMinReclaim bool) []Threshold {
-	var out []Threshold
+func thresholdsMet(ts []evictionapi.Threshold, obs observations, enforceMinReclaim bool) []evictionapi.Threshold {
+	var out []evictionapi.Threshold
 	for _, t := range ts {
 		o, ok := obs[t.Signal]
 		if !ok {
@@ -37,16 +38,16 @@ func thresholdsMet(ts []Threshold, obs observations, enforceMinReclaim bool) []T
 }
 
 // mergeThresholds is a with those of b it lacks.
-func mergeThresholds(a, b []Threshold) []Threshold {
-	out := append([]Threshold(nil), a...)
+func mergeThresholds(a, b []evictionapi.Threshold) []evictionapi.Threshold {
+	out := append([]evictionapi.Threshold(nil), a...)
 	have := map[key]bool{}
 	for _, t := range a {
-		have[t.key()] = true
+		have[keyOf(t)] = true
 	}
 	for _, t := range b {
-		if !have[t.key()] {
+		if !have[keyOf(t)] {
 			out = append(out, t)
-			have[t.key()] = true
+			have[keyOf(t)] = true
 		}
 	}
 	return out
@@ -54,24 +55,24 @@ func mergeThresholds(a, b []Threshold) []Threshold {
 
 // firstObservedAt keeps, for each threshold met now, when it was first met
 // (now for those newly met); thresholds no longer met are forgotten.
-func firstObservedAt(met []Threshold, prev map[key]time.Time, now time.Time) map[key]time.Time {
+func firstObservedAt(met []evictionapi.Threshold, prev map[key]time.Time, now time.Time) map[key]time.Time {
 	out := map[key]time.Time{}
 	for _, t := range met {
-		at, ok := prev[t.key()]
+		at, ok := prev[keyOf(t)]
 		if !ok {
 			at = now
 		}
-		out[t.key()] = at
+		out[keyOf(t)] = at
 	}
 	return out
 }
 
 // graceMet returns the thresholds of met whose grace period has passed
 // since they were first met.
-func graceMet(met []Threshold, first map[key]time.Time, now time.Time) []Threshold {
-	var out []Threshold
+func graceMet(met []evictionapi.Threshold, first map[key]time.Time, now time.Time) []evictionapi.Threshold {
+	var out []evictionapi.Threshold
 	for _, t := range met {
-		if now.Sub(first[t.key()]) >= t.GracePeriod {
+		if now.Sub(first[keyOf(t)]) >= t.GracePeriod {
 			out = append(out, t)
 		}
 	}
@@ -79,7 +80,7 @@ func graceMet(met []Threshold, first map[key]time.Time, now time.Time) []Thresho
 }
 
 // conditionsOf returns the node conditions of thresholds, each once.
-func conditionsOf(ts []Threshold) []v1.NodeConditionType {
+func conditionsOf(ts []evictionapi.Threshold) []v1.NodeConditionType {
 	var out []v1.NodeConditionType
 	for _, t := range ts {
 		c, ok := signalCondition[t.Signal]
@@ -120,8 +121,8 @@ func observedSince(last map[v1.NodeConditionType]time.Time, period time.Duration
 // updatedSince returns the thresholds whose signal was measured after the
 // last synchronize's measure (or that had none): stale stats never evict
 // twice for one measure.
-func updatedSince(ts []Threshold, obs, last observations) []Threshold {
-	var out []Threshold
+func updatedSince(ts []evictionapi.Threshold, obs, last observations) []evictionapi.Threshold {
+	var out []evictionapi.Threshold
 	for _, t := range ts {
 		o, ok := obs[t.Signal]
 		if !ok {
@@ -137,10 +138,10 @@ func updatedSince(ts []Threshold, obs, last observations) []Threshold {
 
 // byEvictionPriority puts memory thresholds first, as the kubelet
 // (byEvictionPriority): memory pressure is the most urgent.
-func byEvictionPriority(ts []Threshold) {
+func byEvictionPriority(ts []evictionapi.Threshold) {
 	sort.SliceStable(ts, func(i, j int) bool {
-		mi := ts[i].Signal == SignalMemoryAvailable || ts[i].Signal == SignalAllocatableMemoryAvailable
-		mj := ts[j].Signal == SignalMemoryAvailable || ts[j].Signal == SignalAllocatableMemoryAvailable
+		mi := ts[i].Signal == evictionapi.SignalMemoryAvailable || ts[i].Signal == evictionapi.SignalAllocatableMemoryAvailable
+		mj := ts[j].Signal == evictionapi.SignalMemoryAvailable || ts[j].Signal == evictionapi.SignalAllocatableMemoryAvailable
 		return mi && !mj
 	})
 }

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math/big"
 	"sort"
-	"strconv"
 	"strings"
 
+	evictionapi "github.com/crivk/crivk/eviction/api"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -16,31 +16,16 @@ import (
 type Reservations struct {
 	SystemReserved v1.ResourceList
 	KubeReserved   v1.ResourceList
-	// EvictionHard holds the hard eviction thresholds by signal
-	// (memory.available, nodefs.available, ...).
-	EvictionHard map[string]Threshold
+	// EvictionHard holds the eviction thresholds as parsed once
+	// (evictionapi.ParseThresholds): the hard memory.available and
+	// nodefs.available ones are taken off the allocatable, the others are
+	// the eviction manager's alone.
+	EvictionHard []evictionapi.Threshold
 }
-
-// Threshold is an eviction threshold: an absolute quantity or a fraction
-// of the capacity.
-type Threshold struct {
-	Quantity   *resource.Quantity
-	Percentage float64 // 0.1 for 10%
-}
-
-// DefaultEvictionHard is the kubelet's default on Linux.
-const DefaultEvictionHard = "memory.available<100Mi,nodefs.available<10%,imagefs.available<15%,nodefs.inodesFree<5%,imagefs.inodesFree<5%"
 
 // reservable names the resources --system-reserved and --kube-reserved
 // accept, as the kubelet's.
 var reservable = map[string]bool{"cpu": true, "memory": true, "ephemeral-storage": true, "pid": true}
-
-// evictionSignals are the kubelet's hard eviction signals.
-var evictionSignals = map[string]bool{
-	"memory.available": true, "nodefs.available": true, "nodefs.inodesFree": true, "imagefs.available": true,
-	"imagefs.inodesFree": true, "containerfs.available": true, "containerfs.inodesFree": true,
-	"pid.available": true, "allocatableMemory.available": true,
-}
 
 // ParseResourceList parses the kubelet's --system-reserved/--kube-reserved
 // format, e.g. "cpu=100m,memory=500Mi,ephemeral-storage=1Gi". Empty is
@@ -70,38 +55,6 @@ func ParseResourceList(s string) (v1.ResourceList, error) {
 	return l, nil
 }
 
-// ParseEvictionHard parses the kubelet's --eviction-hard format, e.g.
-// "memory.available<100Mi,nodefs.available<10%". Empty is none.
-func ParseEvictionHard(s string) (map[string]Threshold, error) {
-	m := map[string]Threshold{}
-	if strings.TrimSpace(s) == "" {
-		return m, nil
-	}
-	for _, kv := range strings.Split(s, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(kv), "<")
-		if !ok {
-			return nil, fmt.Errorf("%q is not signal<value (only < is supported, as the kubelet's)", kv)
-		}
-		if !evictionSignals[k] {
-			return nil, fmt.Errorf("unknown eviction signal %q", k)
-		}
-		if p, isPct := strings.CutSuffix(v, "%"); isPct {
-			f, err := strconv.ParseFloat(p, 64)
-			if err != nil || f < 0 || f > 100 {
-				return nil, fmt.Errorf("%s<%s: not a percentage between 0 and 100", k, v)
-			}
-			m[k] = Threshold{Percentage: f / 100}
-			continue
-		}
-		q, err := resource.ParseQuantity(v)
-		if err != nil || q.Sign() < 0 {
-			return nil, fmt.Errorf("%s<%s: not a non-negative quantity", k, v)
-		}
-		m[k] = Threshold{Quantity: &q}
-	}
-	return m, nil
-}
-
 // String prints the reservations for a log line.
 func (r Reservations) String() string {
 	var parts []string
@@ -113,11 +66,9 @@ func (r Reservations) String() string {
 			parts = append(parts, fmt.Sprintf("%s-reserved %s=%s", l.name, k, q.String()))
 		}
 	}
-	for k, t := range r.EvictionHard {
-		if t.Quantity != nil {
-			parts = append(parts, fmt.Sprintf("eviction-hard %s<%s", k, t.Quantity))
-		} else {
-			parts = append(parts, fmt.Sprintf("eviction-hard %s<%g%%", k, t.Percentage*100))
+	for _, t := range r.EvictionHard {
+		if t.Hard() {
+			parts = append(parts, "eviction-hard "+t.String())
 		}
 	}
 	sort.Strings(parts)
@@ -150,18 +101,14 @@ func (r Reservations) PodsBound(capacity v1.ResourceList) v1.ResourceList {
 // ephemeral-storage), never below zero.
 func (r Reservations) Allocatable(capacity v1.ResourceList) v1.ResourceList {
 	out := r.PodsBound(capacity)
-	for res, signal := range map[v1.ResourceName]string{v1.ResourceMemory: "memory.available", v1.ResourceEphemeralStorage: "nodefs.available"} {
-		t, ok := r.EvictionHard[signal]
+	for res, signal := range map[v1.ResourceName]evictionapi.Signal{v1.ResourceMemory: evictionapi.SignalMemoryAvailable, v1.ResourceEphemeralStorage: evictionapi.SignalNodeFsAvailable} {
+		t, ok := evictionapi.HardFor(r.EvictionHard, signal)
 		q, has := out[res]
 		if !ok || !has {
 			continue
 		}
-		if t.Quantity != nil {
-			q.Sub(*t.Quantity)
-		} else {
-			c := capacity[res]
-			q.Sub(*resource.NewQuantity(int64(float64(c.Value())*t.Percentage), resource.BinarySI))
-		}
+		c := capacity[res]
+		q.Sub(*t.Value.Of(&c))
 		if q.Sign() < 0 {
 			q.Set(0)
 		}
@@ -183,7 +130,7 @@ func (r Reservations) Allocatable(capacity v1.ResourceList) v1.ResourceList {
 // their share of the threshold.
 func (r Reservations) AllocatableOf(capacity v1.ResourceList, p Portion) v1.ResourceList {
 	out := p.Of(r.Allocatable(capacity))
-	t, ok := r.EvictionHard["memory.available"]
+	t, ok := evictionapi.HardFor(r.EvictionHard, evictionapi.SignalMemoryAvailable)
 	if p.Whole() || !ok {
 		return out
 	}
@@ -191,12 +138,8 @@ func (r Reservations) AllocatableOf(capacity v1.ResourceList, p Portion) v1.Reso
 	if !has {
 		return out
 	}
-	if t.Quantity != nil {
-		q.Sub(*t.Quantity)
-	} else {
-		share := p.Of(capacity)[v1.ResourceMemory]
-		q.Sub(*resource.NewQuantity(int64(float64(share.Value())*t.Percentage), resource.BinarySI))
-	}
+	share := p.Of(capacity)[v1.ResourceMemory]
+	q.Sub(*t.Value.Of(&share))
 	if q.Sign() < 0 {
 		q.Set(0)
 	}

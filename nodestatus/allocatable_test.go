@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	evictionapi "github.com/crivk/crivk/eviction/api"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -32,29 +33,6 @@ func TestParseResourceList(t *testing.T) {
 	}
 }
 
-func TestParseEvictionHard(t *testing.T) {
-	m, err := ParseEvictionHard(DefaultEvictionHard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if q := m["memory.available"].Quantity; q == nil || q.Value() != 100<<20 {
-		t.Errorf("memory.available = %+v", m["memory.available"])
-	}
-	if p := m["nodefs.available"].Percentage; p != 0.1 {
-		t.Errorf("nodefs.available = %v", p)
-	}
-	for in, want := range map[string]string{
-		"memory.available>1Gi":    "not signal<value",
-		"disk.available<1Gi":      "unknown eviction signal",
-		"nodefs.available<110%":   "not a percentage",
-		"memory.available<plenty": "not a non-negative quantity",
-	} {
-		if _, err := ParseEvictionHard(in); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("ParseEvictionHard(%q) = %v, want an error with %q", in, err, want)
-		}
-	}
-}
-
 // TestAllocatable: capacity - system-reserved - kube-reserved - hard
 // eviction (memory.available for memory, nodefs.available for
 // ephemeral-storage), never negative; the pods' bound leaves the eviction
@@ -68,7 +46,7 @@ func TestAllocatable(t *testing.T) {
 	}
 	sys, _ := ParseResourceList("cpu=100m,memory=1Gi")
 	kube, _ := ParseResourceList("cpu=200m,memory=512Mi,ephemeral-storage=10Gi")
-	ev, _ := ParseEvictionHard(DefaultEvictionHard)
+	ev, _ := evictionapi.ParseThresholds(evictionapi.Flags{Hard: evictionapi.DefaultHard})
 	r := Reservations{SystemReserved: sys, KubeReserved: kube, EvictionHard: ev}
 	a := r.Allocatable(capacity)
 	want := map[v1.ResourceName]string{

@@ -23,10 +23,12 @@
 //
 // cmd/crivk wires it in this order:
 //
-//  1. Parse --system-reserved and --kube-reserved (ParseResourceList) and
-//     --eviction-hard (ParseEvictionHard, default DefaultEvictionHard) into
-//     Reservations. Reservations.PodsBound bounds the pod cgroup tree;
-//     Reservations.Allocatable is the Node's allocatable.
+//  1. Parse --system-reserved and --kube-reserved (ParseResourceList) into
+//     Reservations, with the thresholds evictionapi.ParseThresholds parsed
+//     once from --eviction-hard (default evictionapi.DefaultHard; the
+//     eviction manager gets the same ones). Reservations.PodsBound bounds
+//     the pod cgroup tree; Reservations.Allocatable is the Node's
+//     allocatable.
 //  2. While the runtime does not answer, run NotReadyReporter.Run. Cancel it
 //     and wait for it to return once the runtime answers, before step 5: it
 //     writes the Node itself, and a late NotReady must not follow the node
@@ -86,6 +88,7 @@
 // ("KubeletHasInsufficientMemory" / "kubelet has insufficient memory
 // available", ...) and node events (NodeHasInsufficientMemory, ...). The
 // node lifecycle controller turns them into the node's pressure taints.
-// --eviction-hard is parsed here too (ParseEvictionHard), for the
+// --eviction-hard is parsed once (package eviction/api); nodestatus reads
+// its hard memory.available and nodefs.available thresholds, for the
 // allocatable only. The eviction manager never writes the Node.
 package nodestatus

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	evictionapi "github.com/crivk/crivk/eviction/api"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -220,8 +221,8 @@ func TestAllocatableOfHoldsTheMemoryThresholdPerNode(t *testing.T) {
 		v1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
 		v1.ResourcePods:             resource.MustParse("110"),
 	}
-	fixed, _ := ParseEvictionHard("memory.available<100Mi,nodefs.available<10%")
-	pct, _ := ParseEvictionHard("memory.available<5%")
+	fixed, _ := evictionapi.ParseThresholds(evictionapi.Flags{Hard: "memory.available<100Mi,nodefs.available<10%"})
+	pct, _ := evictionapi.ParseThresholds(evictionapi.Flags{Hard: "memory.available<5%"})
 	sys := v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")}
 	const mi = int64(1 << 20)
 	for name, tc := range map[string]struct {

@@ -70,9 +70,14 @@ func (p *NodeProvider) nodeEvent(name, typ, reason, format string, args ...any) 
 	if p.recorder == nil {
 		return
 	}
-	// The kubelet's node reference: the node's name doubles as its UID.
-	ref := &v1.ObjectReference{Kind: "Node", Name: name, UID: types.UID(name)}
-	p.recorder.Eventf(ref, typ, reason, format, args...)
+	p.recorder.Eventf(NodeRef(name), typ, reason, format, args...)
+}
+
+// NodeRef is the reference the node's events are recorded on, the
+// kubelet's: Kind Node, the node's name doubling as its UID (the kubelet's
+// nodeRef, so that its events are found whatever the Node object's UID).
+func NodeRef(name string) *v1.ObjectReference {
+	return &v1.ObjectReference{Kind: "Node", Name: name, UID: types.UID(name)}
 }
 
 // startEvents records what the kubelet records when it starts: Starting,

@@ -7,6 +7,9 @@
 // of a probe's or hook's port and whether a pod is static (from a file).
 // It also holds ErrExecTimedOut, the one error the runtime (cri) returns and
 // the prober tests for, so that the prober needs no import of cri.
-// It is a leaf: it imports only k8s.io/api and apimachinery, never another
-// crivk package, and it does no I/O.
+// The pod's requests (PodRequests, PodRequest: the kubelet's rule,
+// component-helpers' resource.PodRequests) are here too, so that
+// admission, preemption and resize count them one way.
+// It is a leaf: it imports only k8s.io/api, apimachinery and
+// component-helpers, never another crivk package, and it does no I/O.
 package podutil

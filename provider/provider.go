@@ -3,7 +3,7 @@ package provider
 import (
 	"context"
 
-	"github.com/crivk/crivk/lifecycle"
+	"github.com/crivk/crivk/internal/staticpods"
 	"github.com/crivk/crivk/lifecycle/status"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
@@ -11,24 +11,12 @@ import (
 	corev1listers "k8s.io/client-go/listers/core/v1"
 )
 
-// Engine is what the provider needs of the pod engine; lifecycle.Engine
-// implements it.
-type Engine interface {
-	UpdatePod(ctx context.Context, pod *v1.Pod)
-	// Kill terminates a pod the engine knows and reports whether it did.
-	Kill(ctx context.Context, pod *v1.Pod) bool
-	// KillUnknown terminates a pod the engine was never given.
-	KillUnknown(ctx context.Context, pod *v1.Pod)
-	PodByName(namespace, name string) *v1.Pod
-	Pods() []*v1.Pod
-	NotifyPods(cb func(*v1.Pod))
-}
-
-var _ Engine = (*lifecycle.Engine)(nil)
-
 // Provider implements virtual-kubelet's pod interfaces over the engine.
 type Provider struct {
-	engine Engine
+	// engine is staticpods.Engine, the one declaration of what the
+	// provider needs of the pod engine: lifecycle.Engine, or
+	// staticpods.Apart over it.
+	engine staticpods.Engine
 	// pods is the node's pod informer's view (nil: none), for other
 	// writers' conditions.
 	pods corev1listers.PodLister
@@ -48,7 +36,7 @@ var (
 // statuses handed on; terminal (nil: none) writes the statuses of pods
 // whose API object is terminal, which virtual-kubelet skips
 // (podwriter.WriteTerminal).
-func New(engine Engine, pods corev1listers.PodLister, terminal func(ctx context.Context, pod *v1.Pod)) *Provider {
+func New(engine staticpods.Engine, pods corev1listers.PodLister, terminal func(ctx context.Context, pod *v1.Pod)) *Provider {
 	return &Provider{engine: engine, pods: pods, terminal: terminal}
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/cri/taskevents"
 	"github.com/crivk/crivk/eviction"
+	evictionapi "github.com/crivk/crivk/eviction/api"
 	"github.com/crivk/crivk/internal/certificate"
 	"github.com/crivk/crivk/internal/debugserver"
 	"github.com/crivk/crivk/internal/devicemanager"
@@ -155,8 +156,8 @@ type options struct {
 	// kubelet's /var/log/containers); empty: no links.
 	containerLogsDir string
 	// The eviction manager's flags (package eviction), the kubelet's.
-	evictionFlags              eviction.Flags
-	evictionThresholds         []eviction.Threshold
+	evictionFlags              evictionapi.Flags
+	evictionThresholds         []evictionapi.Threshold
 	evictionMaxPodGracePeriod  int64
 	evictionPressureTransition time.Duration
 	evictionMonitoringPeriod   time.Duration
@@ -279,7 +280,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.systemReserved, "system-reserved", "", "resources reserved for the system, e.g. cpu=100m,memory=500Mi,ephemeral-storage=1Gi (the kubelet's format)")
 	fs.StringVar(&o.kubeReserved, "kube-reserved", "", "resources reserved for Kubernetes daemons, in --system-reserved's format")
 	fs.Int64Var(&o.podMaxPids, "pod-max-pids", -1, "Set the maximum number of processes per pod.  If -1, the kubelet defaults to the node allocatable pid capacity.")
-	fs.StringVar(&o.evictionHard, "eviction-hard", nodestatus.DefaultEvictionHard, "hard eviction thresholds (e.g. memory.available<1Gi): met, a pod is evicted; taken off the allocatable too (the kubelet's format and default)")
+	fs.StringVar(&o.evictionHard, "eviction-hard", evictionapi.DefaultHard, "hard eviction thresholds (e.g. memory.available<1Gi): met, a pod is evicted; taken off the allocatable too (the kubelet's format and default)")
 	fs.StringVar(&o.evictionFlags.Soft, "eviction-soft", "", "soft eviction thresholds (e.g. memory.available<1.5Gi): met for their --eviction-soft-grace-period, a pod is evicted")
 	fs.StringVar(&o.evictionFlags.SoftGracePeriod, "eviction-soft-grace-period", "", "grace periods of the soft eviction thresholds (e.g. memory.available=1m30s)")
 	fs.Int64Var(&o.evictionMaxPodGracePeriod, "eviction-max-pod-grace-period", 0, "maximum grace period (seconds) of a pod evicted for a soft threshold")
@@ -428,16 +429,14 @@ func parseFlags(args []string) (*options, error) {
 	if o.reservations.KubeReserved, err = nodestatus.ParseResourceList(o.kubeReserved); err != nil {
 		return nil, fmt.Errorf("--kube-reserved: %w", err)
 	}
-	if o.reservations.EvictionHard, err = nodestatus.ParseEvictionHard(o.evictionHard); err != nil {
-		return nil, fmt.Errorf("--eviction-hard: %w", err)
-	}
 	if err := o.gc.validate(); err != nil {
 		return nil, err
 	}
 	o.evictionFlags.Hard = o.evictionHard
-	if o.evictionThresholds, err = eviction.ParseThresholds(o.evictionFlags); err != nil {
+	if o.evictionThresholds, err = evictionapi.ParseThresholds(o.evictionFlags); err != nil {
 		return nil, err
 	}
+	o.reservations.EvictionHard = o.evictionThresholds
 	if o.oomScoreAdj < -1000 || o.oomScoreAdj > 1000 {
 		return nil, fmt.Errorf("--oom-score-adj %d is not in [-1000, 1000]", o.oomScoreAdj)
 	}
@@ -1039,7 +1038,7 @@ func newEvictionManager(o *options, rt *cri.Runtime, recorder record.EventRecord
 	return eviction.New(eviction.Config{
 		Thresholds: o.evictionThresholds, PressureTransitionPeriod: o.evictionPressureTransition,
 		MaxPodGracePeriodSeconds: o.evictionMaxPodGracePeriod, MonitoringPeriod: o.evictionMonitoringPeriod,
-		LocalStorageCapacityIsolation: true, Summary: st.Summarize, Recorder: recorder, NodeName: o.nodeName,
+		LocalStorageCapacityIsolation: true, Summary: st.Summarize, Recorder: recorder, NodeRef: nodestatus.NodeRef(o.nodeName),
 		ObserveEviction: agentMetrics.ObserveEviction, ObserveStatsAge: agentMetrics.ObserveEvictionStatsAge,
 		ImageGC: gcs, ContainerGC: gcs, KernelMemcgNotification: o.kernelMemcgNotification,
 		EnforceNodeAllocatable: pods != nil, PodsMemoryCgroup: podsMemcg, MemoryShare: memoryShare,

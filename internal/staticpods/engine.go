@@ -7,11 +7,14 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// Engine is the pod engine as virtual-kubelet's provider uses it
-// (provider.Engine's methods); lifecycle.Engine implements it.
+// Engine is the pod engine as virtual-kubelet's provider uses it: the one
+// declaration for both its users, Apart (which wraps one and is one) and
+// package provider (which takes one). lifecycle.Engine implements it.
 type Engine interface {
 	UpdatePod(ctx context.Context, pod *v1.Pod)
+	// Kill terminates a pod the engine knows and reports whether it did.
 	Kill(ctx context.Context, pod *v1.Pod) bool
+	// KillUnknown terminates a pod the engine was never given.
 	KillUnknown(ctx context.Context, pod *v1.Pod)
 	PodByName(namespace, name string) *v1.Pod
 	Pods() []*v1.Pod

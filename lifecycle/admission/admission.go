@@ -5,9 +5,9 @@ import (
 	"runtime"
 	"sort"
 
+	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	resourcehelper "k8s.io/component-helpers/resource"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
@@ -124,10 +124,10 @@ func fits(pod *v1.Pod, node *v1.Node, active []*v1.Pod) []Insufficient {
 	if maxPods, ok := alloc[v1.ResourcePods]; ok && int64(len(active))+1 > maxPods.Value() {
 		out = append(out, Insufficient{Resource: v1.ResourcePods, Requested: 1, Used: int64(len(active)), Capacity: maxPods.Value()})
 	}
-	want := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	want := podutil.PodRequests(pod)
 	used := v1.ResourceList{}
 	for _, p := range active {
-		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+		for name, q := range podutil.PodRequests(p) {
 			sum := q.DeepCopy()
 			if prev, ok := used[name]; ok {
 				sum.Add(prev)

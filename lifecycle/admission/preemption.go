@@ -7,7 +7,6 @@ import (
 
 	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // The critical pod admission (the kubelet's preemption package,
@@ -67,7 +66,7 @@ func (rs requirements) minus(pods ...*v1.Pod) requirements {
 	for _, r := range rs {
 		q := r.quantity
 		for _, p := range pods {
-			q -= request(p, r.name)
+			q -= podutil.PodRequest(p, r.name)
 			if q <= 0 {
 				break
 			}
@@ -85,28 +84,11 @@ func (rs requirements) minus(pods ...*v1.Pod) requirements {
 func (rs requirements) distance(pod *v1.Pod) float64 {
 	d := 0.0
 	for _, r := range rs {
-		if left := float64(r.quantity - request(pod, r.name)); left > 0 {
+		if left := float64(r.quantity - podutil.PodRequest(pod, r.name)); left > 0 {
 			d += math.Pow(left/float64(r.quantity), 2)
 		}
 	}
 	return d
-}
-
-// request is pod's request of name as the kubelet's GetResourceRequest
-// counts it: 1 for pods, millicores for cpu, the overhead added only to a
-// request that is not zero.
-func request(pod *v1.Pod, name v1.ResourceName) int64 {
-	if name == v1.ResourcePods {
-		return 1
-	}
-	q := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{ExcludeOverhead: true})[name]
-	if o, ok := pod.Spec.Overhead[name]; ok && !q.IsZero() {
-		q.Add(o)
-	}
-	if name == v1.ResourceCPU {
-		return q.MilliValue()
-	}
-	return q.Value()
 }
 
 // PodsToPreempt chooses, among candidates (the pods holding resources,
@@ -184,7 +166,7 @@ func nearest(pods []*v1.Pod, reqs requirements) ([]*v1.Pod, error) {
 // (or the same of both).
 func smallerRequest(a, b *v1.Pod) bool {
 	for _, name := range []v1.ResourceName{v1.ResourceMemory, v1.ResourceCPU} {
-		ra, rb := request(a, name), request(b, name)
+		ra, rb := podutil.PodRequest(a, name), podutil.PodRequest(b, name)
 		if ra != rb {
 			return ra < rb
 		}

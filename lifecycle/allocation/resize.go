@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // The kubelet's resize event reasons (pkg/kubelet/events).
@@ -50,8 +50,8 @@ type Decision struct {
 func Decide(pod *v1.Pod, others []*v1.Pod, allocatable v1.ResourceList, admit Admitter) Decision {
 	cpuAvailable := allocatable.Cpu().MilliValue()
 	memAvailable := allocatable.Memory().Value()
-	cpuRequests := request(pod, v1.ResourceCPU)
-	memRequests := request(pod, v1.ResourceMemory)
+	cpuRequests := podutil.PodRequest(pod, v1.ResourceCPU)
+	memRequests := podutil.PodRequest(pod, v1.ResourceMemory)
 	if cpuRequests > cpuAvailable || memRequests > memAvailable {
 		msg := fmt.Sprintf("cpu, requested: %d, capacity: %d", cpuRequests, cpuAvailable)
 		if memRequests > memAvailable {
@@ -71,20 +71,6 @@ func Decide(pod *v1.Pod, others []*v1.Pod, allocatable v1.ResourceList, admit Ad
 		}
 	}
 	return Decision{Allocate: true}
-}
-
-// request is the kubelet's resource.GetResourceRequest: the pod's
-// requests of name (millicores for CPU), its overhead added when they are
-// not zero.
-func request(pod *v1.Pod, name v1.ResourceName) int64 {
-	q := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{ExcludeOverhead: true})[name]
-	if o, ok := pod.Spec.Overhead[name]; ok && !q.IsZero() {
-		q.Add(o)
-	}
-	if name == v1.ResourceCPU {
-		return q.MilliValue()
-	}
-	return q.Value()
 }
 
 // HandleResize decides a resize of pod (its spec as the API has it), the

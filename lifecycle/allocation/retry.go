@@ -7,7 +7,6 @@ import (
 	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // Retrying deferred resizes, the kubelet's RetryPendingResizes: a resize
@@ -133,8 +132,8 @@ func (m *Manager) increasesRequests(pod *v1.Pod) bool {
 	if !ok || allocated == pod {
 		return false
 	}
-	old := resourcehelper.PodRequests(allocated, resourcehelper.PodResourcesOptions{})
-	want := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	old := podutil.PodRequests(allocated)
+	want := podutil.PodRequests(pod)
 	return want.Memory().Cmp(*old.Memory()) > 0 || want.Cpu().Cmp(*old.Cpu()) > 0
 }
 
