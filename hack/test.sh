@@ -71,7 +71,10 @@ disk_room() {
 # FRESH=1 hack/local-down.sh stops whatever runs (a user's `make run`
 # left-overs, an earlier tier's), removes the pods in our containerd, and
 # empties LOCAL_STATE=test's etcd data and the node's root dir and
-# manifests. A failure fails the tier (log: LOGS/TIER-own-state.log).
+# manifests. So crivk joins afresh with the bootstrap token (a certificate
+# left by an earlier run, which the conformance tiers sign for a year, would
+# leave the end-to-end tier nothing to bootstrap or rotate). A failure
+# fails the tier (log: LOGS/TIER-own-state.log).
 own_state() {
   FRESH=1 hack/local-down.sh >"${LOGS}/$1-own-state.log" 2>&1 && return 0
   echo "test: $1: emptying the tests' cluster state failed (FRESH=1 hack/local-down.sh), see ${LOGS}/$1-own-state.log"
@@ -126,10 +129,6 @@ e2e() {
   fi
   # shellcheck source=/dev/null
   source _output/local/env
-  # crivk joins afresh with the bootstrap token: a certificate left by an
-  # earlier run (the conformance step signs for a year) would leave nothing
-  # to bootstrap or rotate.
-  rm -rf "${LOCAL_DIR}/crivk/pki" "${LOCAL_DIR}/crivk/kubeconfig"
   export CRIVK_E2E_ROTATION=1
   echo "test: end-to-end tests (crivk log: _output/local/logs/crivk-e2e.log)"
   local rc=0
@@ -155,9 +154,6 @@ e2e() {
   return "${rc}"
 }
 
-# conformance: the specs listed in hack/conformance-quick.txt (one spec
-# text per line, as Ginkgo prints it without [It] and labels), matched
-# literally, against crivk. A regression in any of them fails the tests.
 # chart: helm lint and helm template of charts/crivk, good and bad values.
 chart() {
   echo "test: Helm chart (hack/chart-test.sh)"
@@ -181,6 +177,9 @@ literal_focus() {
   sed 's/[][\.*^$()+?{}|]/\\&/g' <<<"$1" | paste -sd'|'
 }
 
+# conformance: the specs listed in hack/conformance-quick.txt (one spec
+# text per line, as Ginkgo prints it without [It] and labels), matched
+# literally, against crivk. A regression in any of them fails the tests.
 # The list's lines are as many specs as must run and pass: one that skips
 # itself, a line matching none or several, or a run that ran nothing fails
 # the tier (ginkgo_count_check).
