@@ -60,7 +60,7 @@ FRESH=1 hack/local-down.sh >"${LOGS}/own-state.log" 2>&1 || fail "FRESH=1 hack/l
 # for a job started from a terminal), which Ctrl-C signals as a whole.
 log "make run's script: hack/run.sh (log: run.log)"
 set -m
-hack/run.sh >"${LOGS}/run.log" 2>&1 &
+hack/run.sh >"${LOGS}/run.log" 2>&1 </dev/null &
 run_pid=$!
 set +m
 # Whatever happens below, nothing of the group outlives the script.
