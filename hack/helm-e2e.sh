@@ -60,7 +60,7 @@ RUNTIME_BRIDGE=crivk1
 
 # config_of PID: the --config argument of a containerd's command line.
 config_of() {
-  local prev= arg
+  local prev='' arg
   while IFS= read -r -d '' arg; do
     if [ "${prev}" = --config ]; then echo "${arg}"; return 0; fi
     case "${arg}" in --config=*) echo "${arg#--config=}"; return 0 ;; esac
