@@ -63,12 +63,25 @@ set -m
 hack/run.sh >"${LOGS}/run.log" 2>&1 </dev/null &
 run_pid=$!
 set +m
+# alive PID: PID runs (an exited child not yet waited for is a zombie,
+# which kill -0 still finds).
+alive() {
+  local state
+  state=$(sed -e 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+  [ -n "${state}" ] && [ "${state}" != Z ]
+}
+# group_alive: the PIDs of run.sh's process group that run.
+group_alive() {
+  local p
+  for p in $(pgrep -g "${run_pid}"); do alive "${p}" && echo "${p}"; done
+  return 0
+}
 # Whatever happens below, nothing of the group outlives the script.
 stop_group() {
-  kill -0 -- "-${run_pid}" 2>/dev/null || return 0
+  [ -n "$(group_alive)" ] || return 0
   kill -INT -- "-${run_pid}" 2>/dev/null || true
   for _ in $(seq 1 "$((STOP_SECONDS * 10))"); do
-    kill -0 -- "-${run_pid}" 2>/dev/null || return 0
+    [ -n "$(group_alive)" ] || return 0
     sleep 0.1
   done
   kill -KILL -- "-${run_pid}" 2>/dev/null || true
@@ -77,7 +90,7 @@ trap 'stop_group' EXIT
 
 deadline=$((started + UP_SECONDS))
 until grep -q 'node registered and running' "${LOGS}/run.log"; do
-  kill -0 "${run_pid}" 2>/dev/null || { tail -n 30 "${LOGS}/run.log"; fail "hack/run.sh exited before \"node registered and running\""; }
+  alive "${run_pid}" || { tail -n 30 "${LOGS}/run.log"; fail "hack/run.sh exited before \"node registered and running\""; }
   [ "$(date +%s)" -lt "${deadline}" ] || { tail -n 30 "${LOGS}/run.log"; fail "no \"node registered and running\" after ${UP_SECONDS}s"; }
   sleep 1
 done
@@ -110,16 +123,16 @@ stop_at=$(date +%s)
 kill -INT -- "-${run_pid}"
 rc=0
 for _ in $(seq 1 "$((STOP_SECONDS * 10))"); do
-  kill -0 "${run_pid}" 2>/dev/null || break
+  alive "${run_pid}" || break
   sleep 0.1
 done
-kill -0 "${run_pid}" 2>/dev/null && { tail -n 30 "${LOGS}/run.log"; fail "make run still runs ${STOP_SECONDS}s after Ctrl-C"; }
+alive "${run_pid}" && { tail -n 30 "${LOGS}/run.log"; fail "make run still runs ${STOP_SECONDS}s after Ctrl-C"; }
 wait "${run_pid}" || rc=$?
 trap - EXIT
 [ "${rc}" -eq 0 ] || { tail -n 30 "${LOGS}/run.log"; fail "make run exited ${rc} after Ctrl-C"; }
 grep -q '^local-down: done' "${LOGS}/run.log" || fail "make run's output has no \"local-down: done\" after Ctrl-C"
 grep -q '^run: stopped. Kept for the next make run' "${LOGS}/run.log" || fail "make run did not say what it keeps for the next run"
-if kill -0 -- "-${run_pid}" 2>/dev/null; then
-  fail "processes of make run's group still run after it exited: $(pgrep -g "${run_pid}" | tr '\n' ' ')"
-fi
+left=$(group_alive)
+[ -z "${left}" ] || fail "processes of make run's group still run after it exited: ${left//$'\n'/ }"
+
 log "make run stopped $(($(date +%s) - stop_at))s after Ctrl-C (local-down done); the walkthrough took $(($(date +%s) - started))s"
