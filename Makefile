@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 VERSION ?= v1.35.4-crivk.0
 NODE_AGENT ?= crivk
 
-.PHONY: all build run test test-unit test-conformance test-e2e test-helm conformance node-conformance bench chaos release bench-fleet update-features local-up local-down deps clean
+.PHONY: all build run test test-unit test-walkthrough test-conformance test-e2e test-helm parity conformance node-conformance bench chaos release bench-fleet update-features local-up local-down deps clean
 
 all: build
 
@@ -11,17 +11,21 @@ all: build
 build:
 	VERSION=$(VERSION) hack/build.sh
 
-## run: install deps, build, bring up the local control plane + containerd, run crivk as node crivk-local (Ctrl-C stops everything)
+## run: install deps, build, bring up the local control plane + containerd, run crivk as node crivk-local (Ctrl-C stops everything; the cluster's etcd data, with its pods, is kept for the next run)
 run:
 	VERSION=$(VERSION) hack/run.sh
 
-## test: unit tests (go test -race), chart checks, the quick conformance subset, end-to-end tests against a local cluster brought up and torn down here, then the chart beside a real kubelet
+## test: unit tests (go test -race), chart checks, the README's walkthrough, the quick conformance subsets, end-to-end tests against a local cluster brought up and torn down here, then the chart beside a real kubelet; the cluster tiers start from a state of their own (not make run's), count their specs and accept only the skips of hack/allowed-skips.txt
 test:
 	VERSION=$(VERSION) hack/test.sh
 
 ## test-unit: unit tests only (no root, no cluster)
 test-unit:
 	hack/test.sh unit
+
+## test-walkthrough: the README's quick start as a user runs it: make run, kubectl run bb, kubectl logs bb says hello, Ctrl-C (hack/walkthrough.sh)
+test-walkthrough:
+	VERSION=$(VERSION) hack/test.sh walkthrough
 
 ## test-conformance: the quick conformance subset (hack/conformance-quick.txt) against crivk only
 test-conformance:
@@ -33,7 +37,11 @@ test-e2e:
 
 ## test-helm: charts/crivk installed beside a real kubelet node (hack/helm-e2e.sh; the last stage of make test)
 test-helm:
-	VERSION=$(VERSION) hack/helm-e2e.sh
+	VERSION=$(VERSION) hack/test.sh helm
+
+## parity: the comparisons with the kubelet (TestFieldsKubelet, TestEvictionMemoryKubelet, TestEvictionDiskPressureKubelet, each beside crivk's run) through hack/test.sh e2e; writes docs/parity.md with the date (hack/parity.sh; about 12 minutes)
+parity:
+	VERSION=$(VERSION) hack/parity.sh
 
 ## conformance: upstream node conformance specs against NODE_AGENT=crivk|kubelet (CONFORMANCE_FOCUS/CONFORMANCE_SKIP override)
 conformance:

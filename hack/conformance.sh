@@ -74,7 +74,8 @@ setup() {
   hack/build-kube.sh kubelet e2e.test agnhost ginkgo || return
   CONFORMANCE_IMAGES=1 hack/local-up.sh
 }
-trap 'hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 || log "local-down failed, see ${RESULTS}/local-down.log"' EXIT
+# A clean-up that fails fails the run (its log kept in RESULTS).
+trap 'rc=$?; hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 || { log "ERROR: local-down failed, see ${RESULTS}/local-down.log"; rc=1; }; exit "${rc}"' EXIT
 if ! setup >"${RESULTS}/setup.log" 2>&1; then
   tail -n 30 "${RESULTS}/setup.log"
   exit 1
@@ -110,7 +111,7 @@ stop_agent() {
   agent_pid=
   delete_node
 }
-trap 'stop_agent; hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 || log "local-down failed, see ${RESULTS}/local-down.log"' EXIT
+trap 'rc=$?; stop_agent; hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 || { log "ERROR: local-down failed, see ${RESULTS}/local-down.log"; rc=1; }; exit "${rc}"' EXIT
 
 delete_node
 log "starting ${NODE_AGENT} (log: ${RESULTS}/agent.log)"
@@ -150,9 +151,12 @@ elapsed=$(($(date +%s) - started))
 
 [ "${rc}" -eq 0 ] || collect_evidence "e2e.test (ginkgo) exited ${rc}: a spec failed or the run did not complete"
 stop_agent
-hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 || log "local-down failed, see ${RESULTS}/local-down.log"
 trap - EXIT
+down_rc=0
+hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 ||
+  { log "ERROR: local-down failed (a failed clean-up fails the run), see ${RESULTS}/local-down.log"; down_rc=1; }
 
 # ---------------------------------------------------------------- summary
 
-ginkgo_summary "${RESULTS}/e2e.log" e2e.test "agent ${NODE_AGENT}; e2e.test ran ${elapsed}s (exit ${rc}); results in ${RESULTS}" "not selected by the focus, or skipped by the spec" "${rc}"
+ginkgo_summary "${RESULTS}/e2e.log" e2e.test "agent ${NODE_AGENT}; e2e.test ran ${elapsed}s (exit ${rc}); results in ${RESULTS}" "not selected by the focus, or skipped by the spec" "${rc}" &&
+  [ "${down_rc}" -eq 0 ]

@@ -22,7 +22,9 @@
 #   5. on failure, names the evidence each failed test left in
 #      _output/test-logs/helm/<test>/ (collected before any clean-up; a go
 #      test that died without collecting gets _output/test-logs/helm/script/);
-#   6. stops everything it started.
+#   6. stops everything it started; a step of it that fails (the
+#      release's uninstall, the kubelet or crivk's runtime still running,
+#      local-down) fails the tier, named, its output in cleanup.log.
 #
 # Logs: _output/test-logs/helm/{setup,release,local-up,kubelet,go-test,
 # cleanup}.log. Output ends with go test's summary (and the evidence lines).
@@ -58,7 +60,7 @@ RUNTIME_BRIDGE=crivk1
 
 # config_of PID: the --config argument of a containerd's command line.
 config_of() {
-  local prev= arg
+  local prev='' arg
   while IFS= read -r -d '' arg; do
     if [ "${prev}" = --config ]; then echo "${arg}"; return 0; fi
     case "${arg}" in --config=*) echo "${arg#--config=}"; return 0 ;; esac
@@ -148,23 +150,44 @@ clean_start() {
 }
 
 kubelet_pid=
+# cleanup stops everything the tier started, in cleanup.log; each step that
+# fails (the release's uninstall, a kubelet or a chart runtime still
+# running afterwards, local-down) is named on the output and in
+# cleanup.log, and makes it return 1: a clean-up that fails fails the tier
+# (what it left is what the next run would find). The release is
+# uninstalled only when it exists (the tests uninstall their own).
 cleanup() {
   set +o errexit
+  local failed=() pids
   {
-    [ -x _output/bin/helm ] && [ -n "${KUBECONFIG:-}" ] && _output/bin/helm uninstall crivk --namespace crivk-system --wait
+    if [ -x _output/bin/helm ] && [ -n "${KUBECONFIG:-}" ] &&
+      _output/bin/helm status crivk --namespace crivk-system >/dev/null 2>&1; then
+      _output/bin/helm uninstall crivk --namespace crivk-system --wait --timeout 5m ||
+        failed+=("helm uninstall crivk --wait")
+    fi
     if [ -n "${kubelet_pid}" ]; then
       kill -TERM "${kubelet_pid}" 2>/dev/null
       for _ in $(seq 1 100); do kill -0 "${kubelet_pid}" 2>/dev/null || break; sleep 0.1; done
       kill -KILL "${kubelet_pid}" 2>/dev/null
       wait "${kubelet_pid}" 2>/dev/null
     fi
-    hack/crivk-runtime.sh stop || log "stopping crivk's runtime failed"
+    pids=$(leftover_kubelets)
+    [ -z "${pids}" ] || failed+=("the kubelet still runs (pid ${pids//$'\n'/ })")
+    hack/crivk-runtime.sh stop || failed+=("hack/crivk-runtime.sh stop")
+    pids=$(leftover_runtimes)
+    [ -z "${pids}" ] || failed+=("crivk's runtime (containerd on ${RUNTIME_SOCK}) still runs (pid ${pids//$'\n'/ })")
     if mountpoint -q "${CRIVK_ROOT}"; then umount -R "${CRIVK_ROOT}" || umount -R -l "${CRIVK_ROOT}"; fi
-    rm -rf "${CRIVK_ROOT}" "${CRIVK_POD_LOGS}"
-    hack/local-down.sh || log "local-down failed"
+    rm -rf "${CRIVK_ROOT}" "${CRIVK_POD_LOGS}" || failed+=("removing ${CRIVK_ROOT} ${CRIVK_POD_LOGS}")
+    hack/local-down.sh || failed+=("hack/local-down.sh")
+    local f
+    for f in "${failed[@]}"; do echo "${LOG_PREFIX}: CLEAN-UP FAILED: ${f}"; done
   } >>"${LOGS}/cleanup.log" 2>&1
+  [ ${#failed[@]} -gt 0 ] || return 0
+  for f in "${failed[@]}"; do log "ERROR: clean-up failed: ${f} (see ${LOGS#"${ROOT}/"}/cleanup.log)"; done
+  return 1
 }
-trap cleanup EXIT
+# However the script ends, a failed clean-up fails it.
+trap 'rc=$?; cleanup || rc=1; exit "${rc}"' EXIT
 
 log "clean start (log: ${LOGS#"${ROOT}/"}/cleanup.log)"
 clean_start
@@ -256,6 +279,6 @@ if [ "${rc}" -ne 0 ]; then
   print_evidence "${LOG_PREFIX}" helm
   log "the tier's own logs: ${LOGS#"${ROOT}/"}/{setup,local-up,kubelet,go-test,cleanup}.log"
 fi
-cleanup
 trap - EXIT
+cleanup || rc=1
 exit "${rc}"

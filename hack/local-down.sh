@@ -18,7 +18,18 @@
 # _output/local (both etcd data dirs with it), our run dir and the CNI
 # bridge. Running it when nothing is up does nothing and exits 0.
 #
-# Usage: [CLEAN=1] hack/local-down.sh
+# FRESH=1, with LOCAL_STATE=NAME (hack/lib/local.sh), then empties that
+# state for the next local-up: its etcd data (_output/local/etcd-NAME and
+# etcd-3.6-NAME) and the node's (crivk's root dir _output/local/crivk and
+# the static pod manifests _output/local/manifests, which every run of
+# crivk as crivk-local shares). hack/test.sh's cluster tiers and
+# hack/walkthrough.sh run it first: they start from a state of their own,
+# whatever `make run` or a user left (`make run`'s etcd data is not
+# touched). The sandboxes a user's crivk left in our containerd are
+# removed by step 1, or, if containerd is not running, by local-up when it
+# starts it.
+#
+# Usage: [CLEAN=1] [LOCAL_STATE=NAME FRESH=1] hack/local-down.sh
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -27,6 +38,11 @@ LOG_PREFIX=local-down
 source "${ROOT}/hack/lib/local.sh"
 
 CLEAN=${CLEAN:-0}
+FRESH=${FRESH:-0}
+if [ "${FRESH}" = 1 ] && [ -z "${LOCAL_STATE}" ]; then
+  log "ERROR: FRESH=1 empties a LOCAL_STATE of its own; without one it would empty make run's etcd data" >&2
+  exit 2
+fi
 
 # remove_pod_cgroups removes crivk's pod cgroup tree (run-crivk.sh's
 # --cgroup-root, /crivk) in every hierarchy, deepest first, once no pod
@@ -65,6 +81,10 @@ main() {
   find /var/log/containers -maxdepth 1 -type l -lname "${LOCAL_DIR}/pods/*" -delete 2>/dev/null || true
   rm -f "${PID_DIR}"/*.pid "${PID_DIR}"/*.args 2>/dev/null || true
 
+  if [ "${FRESH}" = 1 ]; then
+    log "FRESH=1: emptying LOCAL_STATE=${LOCAL_STATE}: ${LOCAL_DIR}/etcd-${LOCAL_STATE}, ${LOCAL_DIR}/etcd-3.6-${LOCAL_STATE}, the node's ${LOCAL_DIR}/crivk and ${LOCAL_DIR}/manifests"
+    rm -rf "${LOCAL_DIR}/etcd-${LOCAL_STATE}" "${LOCAL_DIR}/etcd-3.6-${LOCAL_STATE}" "${LOCAL_DIR}/crivk" "${LOCAL_DIR}/manifests"
+  fi
   if [ "${CLEAN}" = 1 ]; then
     log "CLEAN=1: removing ${LOCAL_DIR}, ${CONTAINERD_RUN}, ${RUNC_ROOT}, ${CRIVK_RUN_DIR}/cni and bridge ${CNI_BRIDGE}"
     rm -rf "${LOCAL_DIR}" "${CONTAINERD_RUN}" "${RUNC_ROOT}" "${CRIVK_RUN_DIR}/cni"

@@ -5,7 +5,8 @@
 #   containerd               project-owned: own config, root, state, socket and
 #                            CNI network (${CRIVK_RUN_DIR:-/run/crivk}/containerd/containerd.sock)
 #   etcd                     127.0.0.1:2479 (peer 2480), data in _output/local/etcd
-#                            (LOCAL_ETCD=built: _output/local/etcd-3.6)
+#                            (LOCAL_ETCD=built: _output/local/etcd-3.6; with
+#                            LOCAL_STATE=NAME: etcd-NAME, etcd-3.6-NAME)
 #   kube-apiserver           https://NODE_IP:6443
 #   kube-controller-manager  127.0.0.1:10357
 #   kube-scheduler           127.0.0.1:10359
@@ -51,6 +52,10 @@
 # asked for started, each on its own data, and kube-apiserver,
 # kube-controller-manager and kube-scheduler restart with it (etcd_data);
 # local-down stops either kind.
+# LOCAL_STATE=NAME (hack/lib/local.sh): etcd's data in a dir of its own,
+# _output/local/etcd-NAME (etcd-3.6-NAME): hack/test.sh's cluster tiers
+# (test) and hack/walkthrough.sh (walkthrough) do not see what `make run`
+# keeps in _output/local/etcd.
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -341,12 +346,14 @@ healthz() { [ "$(curl -skf --max-time 2 "https://127.0.0.1:$1/healthz")" = ok ];
 # data they serve when it is not Debian's etcd's: switching LOCAL_ETCD
 # switches the data under them (the other data dir's objects and
 # revisions), which their watch caches and informers must not carry over,
-# so they restart with it. Empty for system, whose recorded fingerprints
-# stay what they were before LOCAL_ETCD.
-etcd_data() { [ "${LOCAL_ETCD}" = system ] || echo " etcd-data=${ETCD_DIR}"; }
+# so they restart with it; as does switching LOCAL_STATE. Empty for
+# Debian's etcd on `make run`'s data (LOCAL_DIR/etcd), whose recorded
+# fingerprints stay what they were before LOCAL_ETCD.
+etcd_data() { [ "${ETCD_DIR}" = "${LOCAL_DIR}/etcd" ] || echo " etcd-data=${ETCD_DIR}"; }
 
 start_etcd() {
-  [ "${LOCAL_ETCD}" = system ] || log "etcd: LOCAL_ETCD=${LOCAL_ETCD}, $(component_bin etcd), data in ${ETCD_DIR}"
+  [ "${ETCD_DIR}" = "${LOCAL_DIR}/etcd" ] ||
+    log "etcd: LOCAL_ETCD=${LOCAL_ETCD}${LOCAL_STATE:+ LOCAL_STATE=${LOCAL_STATE}}, $(component_bin etcd), data in ${ETCD_DIR}"
   ensure_running etcd "" "$(component_bin etcd)" \
     --name crivk-local \
     --data-dir "${ETCD_DIR}" \

@@ -256,7 +256,8 @@ setup() {
   LOCAL_ETCD=${LOCAL_ETCD:-built} CONFORMANCE_IMAGES=1 NODE_E2E_IMAGES=1 REGISTRY_MIRROR=1 KCM_CONTROLLERS='*,-nodeipam,-nodelifecycle' \
     DISABLE_ADMISSION_PLUGINS=TaintNodesByCondition hack/local-up.sh
 }
-trap 'hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 || log "local-down failed, see ${RESULTS}/local-down.log"' EXIT
+# A clean-up that fails fails the run (its log kept in RESULTS).
+trap 'rc=$?; hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 || { log "ERROR: local-down failed, see ${RESULTS}/local-down.log"; rc=1; }; exit "${rc}"' EXIT
 if ! setup >"${RESULTS}/setup.log" 2>&1; then
   tail -n 30 "${RESULTS}/setup.log"
   exit 1
@@ -369,7 +370,7 @@ stop_agent() {
   agent_locked agent_stop "hack/node-conformance.sh"
   delete_node
 }
-trap 'stop_agent; hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 || log "local-down failed, see ${RESULTS}/local-down.log"' EXIT
+trap 'rc=$?; stop_agent; hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 || { log "ERROR: local-down failed, see ${RESULTS}/local-down.log"; rc=1; }; exit "${rc}"' EXIT
 
 delete_node
 log "starting ${NODE_AGENT} with ${RESULTS#"${ROOT}/"}/agent-config.d (log: ${RESULTS}/agent.log)"
@@ -425,9 +426,12 @@ stop_agent
 rm -rf "${MANIFESTS}"
 api DELETE /apis/rbac.authorization.k8s.io/v1/clusterrolebindings/node-e2e >/dev/null 2>&1 || true
 api DELETE /api/v1/namespaces/kube-system/serviceaccounts/node-e2e >/dev/null 2>&1 || true
-hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 || log "local-down failed, see ${RESULTS}/local-down.log"
 trap - EXIT
+down_rc=0
+hack/local-down.sh >"${RESULTS}/local-down.log" 2>&1 ||
+  { log "ERROR: local-down failed (a failed clean-up fails the run), see ${RESULTS}/local-down.log"; down_rc=1; }
 
 # ---------------------------------------------------------------- summary
 
-ginkgo_summary "${RESULTS}/e2e.log" e2e_node.test "agent ${NODE_AGENT}; selection ${SELECTION}; e2e_node.test ran ${elapsed}s (exit ${rc}); results in ${RESULTS}" "not selected, or skipped by the spec" "${rc}"
+ginkgo_summary "${RESULTS}/e2e.log" e2e_node.test "agent ${NODE_AGENT}; selection ${SELECTION}; e2e_node.test ran ${elapsed}s (exit ${rc}); results in ${RESULTS}" "not selected, or skipped by the spec" "${rc}" &&
+  [ "${down_rc}" -eq 0 ]

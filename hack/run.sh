@@ -2,7 +2,12 @@
 # The main job: installs what is missing, builds, brings up the local control
 # plane and containerd, and runs crivk in the foreground as their node.
 # Ctrl-C stops crivk (pods keep running in containerd), then local-down stops
-# the rest.
+# the rest: it removes the pods' containers from containerd, and keeps for
+# the next `make run` the cluster's etcd data (_output/local/etcd: the pods,
+# namespaces and nodes made meanwhile, whose pods crivk runs again next
+# time), crivk's root dir, the certificates and the images; it says so when
+# it stops. `make clean` removes them. A failed local-down makes the exit
+# status 1. The tests do not share this state (hack/test.sh: LOCAL_STATE).
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -12,7 +17,18 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # than the v1.35 skew allows, or missing).
 "${ROOT}/hack/build-kube.sh" kubectl
 METRICS_SERVER=${METRICS_SERVER:-1} "${ROOT}/hack/local-up.sh"
-trap '"${ROOT}/hack/local-down.sh"' EXIT
+# stopped: what local-down kept for the next run.
+stopped() {
+  local rc=$1 etcd=${ROOT}/_output/local/etcd${LOCAL_STATE:+-${LOCAL_STATE}}
+  "${ROOT}/hack/local-down.sh" || { echo "run: ERROR: local-down failed: something of the cluster may still run" >&2; rc=1; }
+  echo
+  echo "run: stopped. Kept for the next make run: the cluster's etcd data (${etcd#"${ROOT}/"}: every pod,"
+  echo "run: namespace and node made in it; crivk runs those pods again next time), crivk's root dir"
+  echo "run: (_output/local/crivk), the certificates and the images. Delete the pods first"
+  echo "run: (kubectl delete pod bb) to start empty; make clean removes all of it."
+  exit "${rc}"
+}
+trap 'stopped $?' EXIT
 echo
 echo "run: the cluster is up; in another shell:"
 echo "  cd ${ROOT}"

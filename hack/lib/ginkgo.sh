@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Shared by hack/conformance.sh and hack/node-conformance.sh (sourced): the
-# summary of a Ginkgo run of an e2e binary.
+# summary of a Ginkgo run of an e2e binary; and by hack/test.sh: the check
+# of a ginkgo tier's count against its selection.
 
 # ginkgo_summary LOG BINARY HEADER SKIPPED_NOTE RC prints, and writes to
 # summary.txt beside LOG (the caller's log function reports a missing summary): HEADER; "Ran R of T Specs; skipped K
@@ -29,4 +30,23 @@ ginkgo_summary() {
       sed -nE 's/^[[:space:]]*\[(FAIL|TIMEDOUT|PANICKED|INTERRUPTED)\][[:space:]]*//p'
   } | tee "$(dirname "${file}")/summary.txt"
   [ "${failed}" -eq 0 ] && [ "${rc}" -eq 0 ]
+}
+
+# ginkgo_count_check OUT WANT WHAT: a tier's count (hack/test.sh). OUT is
+# the output of hack/conformance.sh or hack/node-conformance.sh, whose last
+# summary (ginkgo_summary above) says "Ran R of T Specs; ..." and "P passed,
+# F failed"; WANT is how many specs the tier's selection WHAT must run.
+# Unless R and P both equal WANT it prints one line saying what differs and
+# returns 1: a run with no failure and exit 0 passes the suite, not the
+# tier, when a spec of the list skipped itself, a line matched no spec, or
+# the run ran none at all.
+ginkgo_count_check() {
+  local out=$1 want=$2 what=$3 ran passed
+  ran=$(sed -nE 's/^Ran ([0-9]+) of [0-9]+ Specs.*/\1/p' "${out}" | tail -n 1)
+  passed=$(sed -nE 's/^([0-9]+) passed, [0-9]+ failed$/\1/p' "${out}" | tail -n 1)
+  if [ -n "${want}" ] && [ "${ran}" = "${want}" ] && [ "${passed}" = "${want}" ]; then
+    return 0
+  fi
+  echo "test: ${what}: COUNT MISMATCH: ${want:-?} specs selected, ${ran:-no count of} ran, ${passed:-no count of} passed (a spec skipped itself, a line matched none or several, or the run stopped early)"
+  return 1
 }

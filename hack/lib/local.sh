@@ -28,6 +28,17 @@ if [ "${LOCAL_ETCD}" = built ]; then
 else
   ETCD_DIR=${LOCAL_DIR}/etcd
 fi
+# LOCAL_STATE=NAME: a cluster state of its own, apart from `make run`'s:
+# etcd keeps its data in ETCD_DIR-NAME (_output/local/etcd-NAME), so what a
+# user made in the cluster (pods, namespaces, nodes) is not there.
+# hack/test.sh's cluster tiers run with LOCAL_STATE=test and
+# hack/walkthrough.sh with LOCAL_STATE=walkthrough; `FRESH=1
+# hack/local-down.sh` empties it (and the node's state, see there).
+LOCAL_STATE=${LOCAL_STATE:-}
+case "${LOCAL_STATE}" in
+  -* | *[!a-z0-9-]*) echo "LOCAL_STATE must be empty or a lower-case name, not '${LOCAL_STATE}'" >&2; exit 2 ;;
+esac
+ETCD_DIR=${ETCD_DIR}${LOCAL_STATE:+-${LOCAL_STATE}}
 CNI_CONF_DIR=${LOCAL_DIR}/cni/net.d
 
 # Unix socket paths are limited to 108 bytes and the checkout may live
