@@ -42,6 +42,12 @@ func newStore(dir string) (*store, error) {
 	return s, nil
 }
 
+// PulledRecordFile is where the pulled record of imageRef is kept under
+// dir (Config.Dir): for tools and tests that must find it.
+func PulledRecordFile(dir, imageRef string) string {
+	return filepath.Join(dir, "pulled", fileName(imageRef))
+}
+
 // fileName is the record's file for key (an image, or an image ID).
 func fileName(key string) string {
 	return fmt.Sprintf("%s%x", filePrefix, sha256.Sum256([]byte(key)))
