@@ -29,17 +29,21 @@
 //
 // The life of the records of one image:
 //
-//	               pull starts                  pull fails (last in flight)
-//	(no record) ─────────────────▶ intent ─────────────────────────▶ (no record)
-//	                                 │
-//	                                 │ pull succeeds, with credential K
-//	                                 ▼
-//	                    pulled record {repo: [K]} ◀──┐ another pull succeeds with K',
-//	                                 │               │ or a pod's secret matches K by
-//	                                 └───────────────┘ hash or by coordinates: K' merged
+//	              RecordPullIntent              RecordPullFailed (the last in flight)
+//	(no intent) ───────────────────▶ intent ──────────────────────────────▶ (no intent)
+//	                                   │
+//	                                   │ RecordPulled with credential K
+//	                                   │ (the intent goes with the last pull in flight)
+//	                                   ▼
+//	            pulled record {repo: [K]} ◀──┐ another pull succeeds with K', or
+//	                      │                  │ MustAttemptPull matches a pod's secret
+//	                      └──────────────────┘ by hash only or coordinates only: K' merged
 //
-//	intent left by an agent that stopped ──(start, the runtime has the image)──▶
-//	        pulled record with no credentials (every pod must authenticate)
+//	intent left by an agent that stopped ──(first use after a restart, the runtime
+//	        has the image)──▶ pulled record with no credentials (every pod must authenticate)
+//
+// While an intent or a pulled record exists, the image counts as pulled
+// by crivk (NeverVerifyPreloadedImages verifies it).
 //
 // A record is never removed here: the image collector's pruning of the
 // records of removed images (the kubelet's PruneUnknownRecords) is not
