@@ -91,6 +91,9 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 			policy = v1.PullAlways
 		}
 	}
+	// The pod's secrets are read once, when first needed (reading them
+	// may record a FailedToRetrieveImagePullSecret event).
+	podCreds := sync.OnceValue(func() []trackedAuth { return r.podCredentials(ctx, pod, image) })
 	if policy != v1.PullAlways {
 		ref, ok, err := r.ImagePresent(ctx, image)
 		if err != nil {
@@ -104,7 +107,7 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 		// KubeletEnsureSecretPulledImages: an image present is used only
 		// if the records say this pod may (pullrecords, doc.go); else it
 		// is pulled again with the pod's own credentials.
-		if ok && !r.pulls.MustAttemptPull(ctx, image, ref, func() []pullrecords.Secret { return podSecrets(r.podCredentials(ctx, pod, image)) }) {
+		if ok && !r.pulls.MustAttemptPull(ctx, image, ref, func() []pullrecords.Secret { return podSecrets(podCreds()) }) {
 			r.containerEvent(pod, c, v1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine and can be accessed by the pod", image))
 			return ref, nil, nil
 		}
@@ -116,7 +119,7 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 			return "", nil, &ImageError{Reason: ReasonErrImageNeverPull, Image: image, Err: errors.New(msg)}
 		}
 	}
-	creds := r.podCredentials(ctx, pod, image)
+	creds := podCreds()
 	if r.pulls != nil {
 		if err := r.pulls.RecordPullIntent(ctx, image); err != nil {
 			return "", nil, &ImageError{Reason: ReasonErrImagePull, Image: image,

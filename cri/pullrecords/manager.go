@@ -81,9 +81,6 @@ func New(cfg Config, images func(context.Context) ([]Image, error)) (*Manager, e
 	return m, nil
 }
 
-// Policy is the policy in force (for the record and the docs' /configz).
-func (m *Manager) Policy() string { return m.policy.name }
-
 // initialize turns the intents a previous run left into pulled records
 // with no credentials, for the images the runtime has: they may have been
 // pulled by crivk, with credentials nobody recorded, so every pod must
