@@ -111,6 +111,14 @@
 // images.go reads the images for package images' image
 // collector (ListImages, RemoveImage, ContainerImages, SandboxImage).
 //
+// An image already present is used under IfNotPresent or Never only if the
+// pod may (image.go, the kubelet's KubeletEnsureSecretPulledImages): the
+// subpackage pullrecords keeps, under Config.PulledImages.Dir, a record of
+// every pull ensureImage makes and the credential it succeeded with, and
+// decides from it and the policy; a pod refused pulls again with its own
+// credentials, or under Never gets ErrImageNeverPull
+// (TestEnsureImagePrivateImagePresent).
+//
 // Whose objects: a Runtime owns the sandboxes and containers that match
 // OwnedSelector(Config.Node). A single-node crivk (Node empty) owns every
 // object labelled io.crivk.managed-by=crivk, as before, those of earlier

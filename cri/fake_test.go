@@ -353,6 +353,8 @@ type fakeImageService struct {
 	pulling    int
 	maxPulling int
 	auths      []string // "user@server" of every PullImage, "" for none
+	// private are images only their user may pull (a registry's 401).
+	private map[string]string
 }
 
 func newFakeImageService(images ...string) *fakeImageService {
@@ -422,6 +424,9 @@ func (s *fakeImageService) PullImage(_ context.Context, img *runtimeapi.ImageSpe
 	s.pulling--
 	if err := s.enter("PullImage"); err != nil {
 		return "", err
+	}
+	if user, ok := s.private[img.Image]; ok && (auth == nil || auth.Username != user) {
+		return "", fmt.Errorf("failed to pull and unpack image %q: 401 Unauthorized", img.Image)
 	}
 	s.images[img.Image] = true
 	return "sha256:" + img.Image, nil

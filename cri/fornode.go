@@ -54,7 +54,7 @@ func (r *Runtime) ForNode(v NodeView) (*Runtime, error) {
 	cfg := r.cfg
 	cfg.Node, cfg.PodLogDir, cfg.CgroupParent, cfg.PodCgroups, cfg.Recorder = v.Node, v.PodLogDir, v.CgroupParent, v.PodCgroups, v.Recorder
 	return &Runtime{cfg: cfg, rs: r.rs, is: r.is, resolv: r.resolv, classes: r.classes, recorder: v.Recorder,
-		clock: r.clock, puller: r.puller, sandboxes: r.sandboxes, started: r.started}, nil
+		clock: r.clock, puller: r.puller, pulls: r.pulls, sandboxes: r.sandboxes, started: r.started}, nil
 }
 
 // UnlabelledSandboxes returns the IDs, sorted, of the crivk sandboxes that

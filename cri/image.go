@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crivk/crivk/cri/pullrecords"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -90,40 +91,64 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 			policy = v1.PullAlways
 		}
 	}
+	// The pod's secrets are read once, when first needed (reading them
+	// may record a FailedToRetrieveImagePullSecret event).
+	podCreds := sync.OnceValue(func() []trackedAuth { return r.podCredentials(ctx, pod, image) })
 	if policy != v1.PullAlways {
 		ref, ok, err := r.ImagePresent(ctx, image)
 		if err != nil {
 			return "", nil, &ImageError{Reason: ReasonImageInspectError, Image: image,
 				Err: fmt.Errorf("Failed to inspect image %q: %w", image, err)}
 		}
-		if ok {
+		if ok && r.pulls == nil {
 			r.containerEvent(pod, c, v1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", image))
 			return ref, nil, nil
 		}
+		// KubeletEnsureSecretPulledImages: an image present is used only
+		// if the records say this pod may (pullrecords, doc.go); else it
+		// is pulled again with the pod's own credentials.
+		if ok && !r.pulls.MustAttemptPull(ctx, image, ref, func() []pullrecords.Secret { return podSecrets(podCreds()) }) {
+			r.containerEvent(pod, c, v1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine and can be accessed by the pod", image))
+			return ref, nil, nil
+		}
 		if policy == v1.PullNever {
+			// The same answer whether the image is absent or present but
+			// not for this pod: its presence is not revealed.
 			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", image)
 			r.containerEvent(pod, c, v1.EventTypeWarning, ReasonErrImageNeverPull, msg)
 			return "", nil, &ImageError{Reason: ReasonErrImageNeverPull, Image: image, Err: errors.New(msg)}
 		}
 	}
+	creds := podCreds()
+	if r.pulls != nil {
+		if err := r.pulls.RecordPullIntent(ctx, image); err != nil {
+			return "", nil, &ImageError{Reason: ReasonErrImagePull, Image: image,
+				Err: fmt.Errorf("Failed to record image pull intent for container image %q: %w", image, err)}
+		}
+	}
 	r.containerEvent(pod, c, v1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", image))
 	start := r.clock.Now()
-	var auths []*runtimeapi.AuthConfig
-	if r.helper != nil {
-		auths = pullCredentials(image, r.helper.PullSecrets(ctx, pod))
-	}
-	if len(auths) == 0 {
-		auths = []*runtimeapi.AuthConfig{nil} // anonymous
+	if len(creds) == 0 {
+		creds = []trackedAuth{{}} // anonymous
 	}
 	var (
 		ref    string
 		waited time.Duration
 		err    error
+		used   trackedAuth
 	)
-	for _, auth := range auths {
-		ref, waited, err = r.pull(ctx, image, auth, sandbox)
+	for _, cred := range creds {
+		ref, waited, err = r.pull(ctx, image, cred.auth, sandbox)
+		used = cred
 		if err == nil || errors.Is(err, context.Canceled) {
 			break
+		}
+	}
+	if r.pulls != nil {
+		if err != nil {
+			r.pulls.RecordPullFailed(ctx, image)
+		} else {
+			r.pulls.RecordPulled(ctx, image, ref, pulledWith(used))
 		}
 	}
 	if err != nil {
@@ -140,6 +165,35 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	}
 	r.containerEvent(pod, c, v1.EventTypeNormal, "Pulled", msg)
 	return ref, &PullSpan{Start: start, End: start.Add(took)}, nil
+}
+
+// podCredentials are the pod's pull secrets' credentials for image, most
+// specific first.
+func (r *Runtime) podCredentials(ctx context.Context, pod *v1.Pod, image string) []trackedAuth {
+	if r.helper == nil {
+		return nil
+	}
+	return pullCredentials(image, r.helper.PullSecrets(ctx, pod))
+}
+
+// podSecrets are the secrets creds came from, for the records' check.
+func podSecrets(creds []trackedAuth) []pullrecords.Secret {
+	out := make([]pullrecords.Secret, 0, len(creds))
+	for _, c := range creds {
+		out = append(out, c.secret)
+	}
+	return out
+}
+
+// pulledWith is what a pulled record keeps of the credential a pull
+// succeeded with: the secret, or node-wide access for an anonymous pull
+// (the kubelet's trackedToImagePullCreds; crivk has no node-wide keyring,
+// so only an anonymous pull is node-wide).
+func pulledWith(c trackedAuth) *pullrecords.Credentials {
+	if c.auth == nil {
+		return &pullrecords.Credentials{NodePodsAccessible: true}
+	}
+	return &pullrecords.Credentials{KubernetesSecrets: []pullrecords.Secret{c.secret}}
 }
 
 func lastPathElem(image string) string {

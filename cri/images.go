@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/crivk/crivk/cri/pullrecords"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -76,4 +77,17 @@ func sandboxImageOf(info map[string]string) string {
 		return ""
 	}
 	return cfg.SandboxImage
+}
+
+// imagesForRecords lists the runtime's images for package pullrecords.
+func (r *Runtime) imagesForRecords(ctx context.Context) ([]pullrecords.Image, error) {
+	imgs, err := r.is.ListImages(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]pullrecords.Image, 0, len(imgs))
+	for _, i := range imgs {
+		out = append(out, pullrecords.Image{ID: i.GetId(), RepoTags: i.GetRepoTags(), RepoDigests: i.GetRepoDigests()})
+	}
+	return out, nil
 }

@@ -1,13 +1,16 @@
 package cri
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"net"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/crivk/crivk/cri/pullrecords"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -30,12 +33,35 @@ type dockerConfigEntry struct {
 
 type registryCredential struct {
 	host, path string // the key, normalised
-	auth       *runtimeapi.AuthConfig
+	cred       trackedAuth
+}
+
+// trackedAuth is a credential with the secret it came from: the pulled
+// image's record keeps the secret's coordinates and a hash of the
+// credential (package pullrecords).
+type trackedAuth struct {
+	auth   *runtimeapi.AuthConfig
+	secret pullrecords.Secret
+}
+
+// credentialHash is the hash a pulled record keeps of a credential: a
+// SHA-256 of its JSON, as the kubelet's hashAuthConfig (crivk's hashes are
+// its own: its records are never read by a kubelet).
+func credentialHash(a *runtimeapi.AuthConfig) string {
+	b, err := json.Marshal(struct {
+		Username, Password, Auth, ServerAddress, IdentityToken, RegistryToken string
+	}{a.Username, a.Password, a.Auth, a.ServerAddress, a.IdentityToken, a.RegistryToken})
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // pullCredentials returns the credentials of secrets that apply to image,
-// most specific first. Malformed secrets are skipped.
-func pullCredentials(image string, secrets []v1.Secret) []*runtimeapi.AuthConfig {
+// most specific first, each with its secret. Malformed secrets are
+// skipped.
+func pullCredentials(image string, secrets []v1.Secret) []trackedAuth {
 	host, path := splitImage(image)
 	var matched []registryCredential
 	for _, s := range secrets {
@@ -56,15 +82,16 @@ func pullCredentials(image string, secrets []v1.Secret) []*runtimeapi.AuthConfig
 					}
 				}
 			}
-			matched = append(matched, registryCredential{host: kh, path: kp, auth: auth})
+			matched = append(matched, registryCredential{host: kh, path: kp, cred: trackedAuth{auth: auth,
+				secret: pullrecords.Secret{UID: string(s.UID), Namespace: s.Namespace, Name: s.Name, CredentialHash: credentialHash(auth)}}})
 		}
 	}
 	sort.SliceStable(matched, func(i, j int) bool {
 		return len(matched[i].host)+len(matched[i].path) > len(matched[j].host)+len(matched[j].path)
 	})
-	out := make([]*runtimeapi.AuthConfig, 0, len(matched))
+	out := make([]trackedAuth, 0, len(matched))
 	for _, m := range matched {
-		out = append(out, m.auth)
+		out = append(out, m.cred)
 	}
 	return out
 }

@@ -46,7 +46,8 @@ func TestPullCredentials(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			var got []string
-			for _, a := range pullCredentials(tc.image, secrets) {
+			for _, c := range pullCredentials(tc.image, secrets) {
+				a := c.auth
 				if a.Password == "" {
 					t.Errorf("credential %+v has no password", a)
 				}

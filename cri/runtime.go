@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crivk/crivk/cri/pullrecords"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -101,11 +102,25 @@ type Config struct {
 	// Clock times hooks (sleep, the preStop share of the grace period);
 	// nil is the real clock.
 	Clock clock.WithTicker
+	// PulledImages are the records of crivk's image pulls and the
+	// credentials they succeeded with, and the policy deciding whether a
+	// pod may use an image already present without pulling it with its
+	// own credentials (package pullrecords; the kubelet's
+	// KubeletEnsureSecretPulledImages, imagePullCredentialsVerificationPolicy
+	// and preloadedImagesVerificationAllowlist). Dir is
+	// <root-dir>/image_manager; New refuses an invalid policy. Dir empty:
+	// no records and no check, every pod uses any image present (tests,
+	// and the e2e suite's own runtime connection).
+	PulledImages PulledImagesConfig
 	// SELinuxEnabled reports whether the host has SELinux enabled, which
 	// decides whether the mounts that ask for it are relabelled
 	// (selinux.go). nil is go-selinux's GetEnabled, the kubelet's check.
 	SELinuxEnabled func() bool
 }
+
+// PulledImagesConfig is pullrecords.Config: the records' directory, the
+// policy and its allowlist.
+type PulledImagesConfig = pullrecords.Config
 
 // EventRecorder receives the kubelet-style events of the runtime manager
 // (Pulling, Pulled, Created, Killing, FailedPostStartHook, ...); client-go's
@@ -131,6 +146,9 @@ type Runtime struct {
 	recorder EventRecorder
 	clock    clock.WithTicker
 	puller   *puller
+	// pulls are the image pull records (Config.PulledImages); nil: none.
+	// One Manager for the runtime, shared by every node's view (ForNode).
+	pulls *pullrecords.Manager
 	// sandboxes holds a token per RunPodSandbox in flight; nil: no limit.
 	sandboxes chan struct{}
 	// started is when this Runtime was made: a container still created
@@ -219,6 +237,13 @@ func New(cfg Config, rs RuntimeService, is ImageService) (*Runtime, error) {
 		r.clock = clock.RealClock{}
 	}
 	r.started = r.clock.Now()
+	if cfg.PulledImages.Dir != "" {
+		m, err := pullrecords.New(cfg.PulledImages, r.imagesForRecords)
+		if err != nil {
+			return nil, err
+		}
+		r.pulls = m
+	}
 	if cfg.DNS.ResolvConf != "" {
 		rc, err := parseResolvConfFile(cfg.DNS.ResolvConf)
 		if err != nil {

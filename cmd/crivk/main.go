@@ -771,6 +771,7 @@ func connectRuntime(ctx context.Context, o *options, recorder record.EventRecord
 		cfg.PodCgroups = pods
 	}
 	cfg.SeccompProfileRoot = filepath.Join(o.rootDir, "seccomp")
+	cfg.PulledImages = cri.PulledImagesConfig{Dir: filepath.Join(o.rootDir, "image_manager"), Policy: o.config.ImagePullCredentialsVerificationPolicy, Allowlist: o.config.PreloadedImagesVerificationAllowlist()}
 	if strings.HasPrefix(o.criEndpoint, "unix://") {
 		reaper, err := taskevents.NewReaper(o.criEndpoint, "k8s.io")
 		if err != nil {

@@ -23,6 +23,7 @@ var flagGroups = []struct {
 	{"Container runtime", []string{
 		"cri-endpoint", "runtime-request-timeout", "runtime-events", "pleg-relist-period", "pleg-wake-spacing",
 		"sync-interval", "max-parallel-sandboxes", "max-parallel-image-pulls", "max-container-restart-period",
+		"image-pull-credentials-verification-policy", "preloaded-images-verification-allowlist",
 	}},
 	{"Pods: directories, logs, DNS, sysctls", []string{
 		"root-dir", "pod-log-dir", "container-logs-dir", "container-log-max-size", "container-log-max-files",

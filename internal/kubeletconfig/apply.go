@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/crivk/crivk/cri/pullrecords"
 )
 
 // Files are --config and --config-dir, and the flag set they configure.
@@ -22,6 +24,28 @@ type Files struct {
 	// the kubelet's /configz does: nothing in crivk reads them. Written by
 	// Apply, before Effective is first called; never written after.
 	featureGates map[string]bool
+
+	// ImagePullCredentialsVerificationPolicy and preloadedAllowlist are
+	// --image-pull-credentials-verification-policy and
+	// --preloaded-images-verification-allowlist (comma-separated), crivk's
+	// flags for the kubelet's file-only imagePullCredentialsVerificationPolicy
+	// and preloadedImagesVerificationAllowlist: they are registered here,
+	// with --config, because the runtime (cri.Config.PulledImages) reads
+	// them as the file sets them; Apply validates them as the kubelet does.
+	ImagePullCredentialsVerificationPolicy string
+	preloadedAllowlist                     string
+}
+
+// PreloadedImagesVerificationAllowlist is
+// --preloaded-images-verification-allowlist's patterns.
+func (f *Files) PreloadedImagesVerificationAllowlist() []string {
+	var out []string
+	for _, p := range strings.Split(f.preloadedAllowlist, ",") {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // AddFlags registers --config and --config-dir on fs (before fs.Parse).
@@ -29,6 +53,10 @@ func AddFlags(fs *flag.FlagSet) *Files {
 	f := &Files{fs: fs}
 	fs.StringVar(&f.Config, "config", "", "a kubelet.config.k8s.io/v1beta1 KubeletConfiguration file, as the kubelet's: each field crivk supports sets its flag (flags given on the command line win); a field crivk does not support is refused by name (docs/configuration.md)")
 	fs.StringVar(&f.ConfigDir, "config-dir", "", "a directory of KubeletConfiguration drop-ins (*.conf, in lexical order) merged over --config, as the kubelet's")
+	fs.StringVar(&f.ImagePullCredentialsVerificationPolicy, "image-pull-credentials-verification-policy", pullrecords.DefaultPolicy,
+		"whether a pod must show its own credentials for an image already on the node (the kubelet's imagePullCredentialsVerificationPolicy): NeverVerify, NeverVerifyPreloadedImages (images crivk did not pull are exempt), NeverVerifyAllowlistedImages (the allowlist's images are exempt) or AlwaysVerify; a pod that may not use the image pulls it again with its own pull secrets (docs/security.md)")
+	fs.StringVar(&f.preloadedAllowlist, "preloaded-images-verification-allowlist", "",
+		"comma-separated images exempt from credential verification under NeverVerifyAllowlistedImages (the kubelet's preloadedImagesVerificationAllowlist): full repositories without tag or digest, or prefixes ending in /*")
 	return f
 }
 
@@ -37,6 +65,15 @@ func AddFlags(fs *flag.FlagSet) *Files {
 // after fs.Parse and before the flags are validated. The error names the
 // first unsupported field set (fields sorted by path).
 func (f *Files) Apply() error {
+	if err := f.load(); err != nil {
+		return err
+	}
+	// With KubeletEnsureSecretPulledImages on (crivk runs every gate at
+	// its default, and this one is on), as the kubelet validates them.
+	return pullrecords.Validate(f.ImagePullCredentialsVerificationPolicy, f.PreloadedImagesVerificationAllowlist())
+}
+
+func (f *Files) load() error {
 	if f.Config == "" && f.ConfigDir == "" {
 		return nil
 	}

@@ -10,11 +10,16 @@
 // validating them:
 //
 //  1. AddFlags(fs) registers --config and --config-dir on crivk's flag set,
-//     before fs.Parse.
+//     before fs.Parse, and the two flags of the kubelet's file-only image
+//     credential settings (--image-pull-credentials-verification-policy,
+//     --preloaded-images-verification-allowlist), which the runtime's
+//     wiring reads from Files.
 //  2. After fs.Parse, Files.Apply(fs) loads the file and the drop-ins
 //     (Load), refuses every field crivk does not support, and sets each
 //     flag that a field of the file maps to, unless that flag was given on
-//     the command line: flags override the file, as in the kubelet.
+//     the command line: flags override the file, as in the kubelet. It then
+//     validates the image credential policy and allowlist as the kubelet
+//     does (pullrecords.Validate), with or without a file.
 //  3. crivk validates its flags as always: a value from the file is checked
 //     exactly as the same value on the command line.
 //  4. Files.Effective() is the configuration crivk runs with, as the

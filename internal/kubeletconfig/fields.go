@@ -105,6 +105,15 @@ var mappings = []mapping{
 		}},
 	str("healthzBindAddress", "healthz-bind-address", func(c *KC) *string { return &c.HealthzBindAddress }),
 	i32("readOnlyPort", "read-only-port", func(c *KC) *int32 { return &c.ReadOnlyPort }),
+	{path: "imagePullCredentialsVerificationPolicy", flag: "image-pull-credentials-verification-policy",
+		get: func(c *KC) (string, bool) {
+			return string(c.ImagePullCredentialsVerificationPolicy), c.ImagePullCredentialsVerificationPolicy != ""
+		},
+		put: func(c *KC, v string) error {
+			c.ImagePullCredentialsVerificationPolicy = kubeletv1beta1.ImagePullCredentialsVerificationPolicy(v)
+			return nil
+		}},
+	list("preloadedImagesVerificationAllowlist", "preloaded-images-verification-allowlist", func(c *KC) *[]string { return &c.PreloadedImagesVerificationAllowlist }),
 }
 
 // handledElsewhere are the fields checked by code of their own rather

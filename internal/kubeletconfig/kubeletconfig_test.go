@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -608,4 +609,63 @@ func TestEffectiveLogRotation(t *testing.T) {
 				got["containerLogMonitorInterval"], got["containerLogMaxSize"], got["containerLogMaxFiles"])
 		}
 	})
+}
+
+// TestImagePullCredentialsVerification: imagePullCredentialsVerificationPolicy
+// and preloadedImagesVerificationAllowlist set their flags, are validated
+// with the kubelet's messages (the flags too, without a file), and
+// /configz shows them (the default policy when nothing sets it).
+func TestImagePullCredentialsVerification(t *testing.T) {
+	tests := map[string]struct {
+		file, flag    string
+		wantErr       string
+		wantPolicy    string
+		wantAllowlist []string
+	}{
+		"default": {wantPolicy: "NeverVerifyPreloadedImages"},
+		"the file": {file: "imagePullCredentialsVerificationPolicy: NeverVerifyAllowlistedImages\npreloadedImagesVerificationAllowlist: [registry.example/team/app, quay.io/*]\n",
+			wantPolicy: "NeverVerifyAllowlistedImages", wantAllowlist: []string{"registry.example/team/app", "quay.io/*"}},
+		"the flag wins": {file: "imagePullCredentialsVerificationPolicy: NeverVerify\n", flag: "--image-pull-credentials-verification-policy=AlwaysVerify",
+			wantPolicy: "AlwaysVerify"},
+		"unknown policy": {file: "imagePullCredentialsVerificationPolicy: Sometimes\n",
+			wantErr: `invalid configuration: option "Sometimes" specified for imagePullCredentialsVerificationPolicy. Valid options are "NeverVerify", "NeverVerifyPreloadedImages", "NeverVerifyAllowlistedImages" or "AlwaysVerify"`},
+		"unknown policy, flag only": {flag: "--image-pull-credentials-verification-policy=sometimes", wantErr: `option "sometimes" specified for imagePullCredentialsVerificationPolicy`},
+		"allowlist without its policy": {file: "preloadedImagesVerificationAllowlist: [quay.io/*]\n",
+			wantErr: "invalid configuration: can't set `preloadedImagesVerificationAllowlist` if `imagePullCredentialsVertificationPolicy` is not \"NeverVerifyAllowlistedImages\""},
+		"allowlist entry with a tag": {file: "imagePullCredentialsVerificationPolicy: NeverVerifyAllowlistedImages\npreloadedImagesVerificationAllowlist: [docker.io/library/busybox:1.36]\n",
+			wantErr: "invalid image pattern in `preloadedImagesVerificationAllowlist`: neither tag nor digest is accepted in an image reference"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			var args []string
+			if tt.file != "" {
+				dir := writeFiles(t, map[string]string{"k.yaml": header + tt.file})
+				args = append(args, "--config", filepath.Join(dir, "k.yaml"))
+			}
+			if tt.flag != "" {
+				args = append(args, tt.flag)
+			}
+			f := newTestFlags()
+			if err := f.fs.Parse(args); err != nil {
+				t.Fatal(err)
+			}
+			err := f.files.Apply()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Apply error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.files.ImagePullCredentialsVerificationPolicy != tt.wantPolicy || !slices.Equal(f.files.PreloadedImagesVerificationAllowlist(), tt.wantAllowlist) {
+				t.Errorf("flags: %q %q, want %q %q", f.files.ImagePullCredentialsVerificationPolicy, f.files.PreloadedImagesVerificationAllowlist(), tt.wantPolicy, tt.wantAllowlist)
+			}
+			c := f.files.Effective()
+			if string(c.ImagePullCredentialsVerificationPolicy) != tt.wantPolicy || !slices.Equal(c.PreloadedImagesVerificationAllowlist, tt.wantAllowlist) {
+				t.Errorf("/configz: %q %q, want %q %q", c.ImagePullCredentialsVerificationPolicy, c.PreloadedImagesVerificationAllowlist, tt.wantPolicy, tt.wantAllowlist)
+			}
+		})
+	}
 }
