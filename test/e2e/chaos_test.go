@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -160,13 +159,9 @@ func TestKill9DuringChurn(t *testing.T) {
 	// The faults: kill -9 every 5 s, restart 1 s later.
 	for i := range cycles {
 		time.Sleep(5 * time.Second)
-		if err := syscall.Kill(crivkPID(t), syscall.SIGKILL); err != nil {
-			t.Fatalf("cycle %d: %v", i+1, err)
-		}
-		_ = stopCrivk() // reaps the killed process
+		killCrivkFor(t)
 		time.Sleep(time.Second)
-		var err error
-		if stopCrivk, err = startCrivk(); err != nil {
+		if err := startCrivkFor(t); err != nil {
 			t.Fatalf("cycle %d: restarting crivk: %v", i+1, err)
 		}
 	}

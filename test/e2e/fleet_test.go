@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -298,16 +297,10 @@ func TestFleetThreeNodes(t *testing.T) {
 	// pods run with the same containers, nothing is duplicated or leaked.
 	before := podContainers(t, ns, "app=fleet-spread")
 	killed := time.Now()
-	if err := syscall.Kill(crivkPID(t), syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = stopCrivk() // reaps the killed process
-	stopCrivk = func() error { return nil }
-	stop, err := startCrivk(args...)
-	if err != nil {
+	killCrivkFor(t)
+	if err := startCrivkFor(t, args...); err != nil {
 		t.Fatalf("restarting crivk after kill -9: %v", err)
 	}
-	stopCrivk = stop
 	waitFleetRenewed(t, names, killed, 2*time.Minute)
 	waitRuntimeMatches(t, names, time.Minute)
 	after := podContainers(t, ns, "app=fleet-spread")
