@@ -1,7 +1,19 @@
 // Package e2e tests crivk as the node of a real local cluster: kube-apiserver,
 // scheduler and controller-manager from hack/local-up.sh, the project's own
 // containerd, and crivk started by this package's TestMain through
-// hack/run-crivk.sh. Run it with `make test-e2e` (or `make test`).
+// hack/run-crivk.sh. Run it with `make test-e2e` (or `make test`); without
+// CRIVK_E2E=1 (set by hack/test.sh once the cluster is up) the package
+// fails rather than pass having run nothing.
+//
+// The harness owns crivk's process: a test stops or restarts it only
+// through stopCrivkFor, killCrivkFor, startCrivkFor or withCrivkFlags,
+// which make the test end with crivk running with the defaults. Each test
+// deletes its namespaces and waits for them to go (newNamespace,
+// deleteNamespace). After each test that restarts crivk, and at the
+// suite's end, the leak check (leak_test.go) fails the run on anything
+// crivk left of a deleted pod (sandbox, container, pod cgroup, mount) and
+// on a crivk process whose goroutines, open files or RSS grew past the
+// bounds of its baseline.
 package e2e
 
 import (
