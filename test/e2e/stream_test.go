@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -407,24 +406,8 @@ func crivkPID(t *testing.T) int {
 // findCrivkPID is the PID of the process running crivk's binary, or 0.
 func findCrivkPID(t *testing.T) int {
 	t.Helper()
-	bin, err := filepath.Abs("../../_output/bin/crivk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && exe == bin {
-			return pid
-		}
-	}
-	return 0
+	pid, _ := lookupCrivkPID()
+	return pid
 }
 
 func openFiles(t *testing.T, pid int) int {
@@ -436,19 +419,12 @@ func openFiles(t *testing.T, pid int) int {
 	return len(fds)
 }
 
-// goroutines reads crivk's goroutine count from its pprof endpoint
-// ("goroutine profile: total N").
+// goroutines reads crivk's goroutine count from its pprof endpoint.
 func goroutines(t *testing.T) int {
 	t.Helper()
-	resp, err := http.Get("http://" + crivkProfilingAddr + "/debug/pprof/goroutine?debug=1")
+	n, _, err := goroutineProfile(testContext(t, 10*time.Second))
 	if err != nil {
-		t.Fatalf("crivk's goroutines: %v", err)
-	}
-	defer resp.Body.Close()
-	line, err := bufio.NewReader(resp.Body).ReadString('\n')
-	var n int
-	if _, scanErr := fmt.Sscanf(line, "goroutine profile: total %d", &n); err != nil || scanErr != nil {
-		t.Fatalf("crivk's goroutines: %q, %v %v", line, err, scanErr)
+		t.Fatal(err)
 	}
 	return n
 }
