@@ -104,18 +104,19 @@ func takeBaseline(ctx context.Context, after string) (*procBaseline, error) {
 	if err != nil {
 		return nil, err
 	}
-	var b *procBaseline
-	var prev *procBaseline
+	var b, prev *procBaseline
+	var lastErr error
 	settled := wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		cur, err := sampleProcess(ctx, pid)
 		if err != nil {
-			return false, err
+			lastErr = err // pprof not serving yet, an API hiccup: the next sample
+			return false, nil
 		}
 		b, prev = cur, b
 		return prev != nil && abs(cur.goroutines-prev.goroutines) <= 3 && abs(sum(cur.fds)-sum(prev.fds)) <= 3, nil
 	})
 	if b == nil {
-		return nil, fmt.Errorf("crivk (pid %d): no sample for the baseline: %v", pid, settled)
+		return nil, fmt.Errorf("crivk (pid %d): no sample for the baseline in 30s: %v", pid, lastErr)
 	}
 	b.takenAfter = after
 	note := ""
