@@ -129,7 +129,9 @@ func TestTLSBootstrap(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = client.CoreV1().Nodes().Delete(context.Background(), other.Name, metav1.DeleteOptions{})
+		if err := client.CoreV1().Nodes().Delete(context.Background(), other.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("clean-up: deleting node %s: %v", other.Name, err)
+		}
 	})
 	_, err = nc.CoreV1().Nodes().Patch(ctx, other.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"crivk-e2e":"x"}}}`), metav1.PatchOptions{})
 	if !apierrors.IsForbidden(err) {

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -143,10 +142,7 @@ func TestPodCgroupsCleanedAfterKill9(t *testing.T) {
 	for _, name := range []string{"k1", "k2", "k3"} {
 		pods = append(pods, runningPod(t, ns, busyboxPod(name, v1.RestartPolicyAlways, "sleep 3600")))
 	}
-	if err := syscall.Kill(crivkPID(t), syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = stopCrivk() // reaps the killed process; its error is the SIGKILL
+	killCrivkFor(t)
 	for _, p := range pods {
 		if err := client.CoreV1().Pods(ns).Delete(testContext(t, 10*time.Second), p.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -158,8 +154,7 @@ func TestPodCgroupsCleanedAfterKill9(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var err error
-	if stopCrivk, err = startCrivk(); err != nil {
+	if err := startCrivkFor(t); err != nil {
 		t.Fatalf("restarting crivk: %v", err)
 	}
 	start := time.Now()
@@ -180,7 +175,7 @@ func TestPodCgroupsCleanedAfterKill9(t *testing.T) {
 		}
 		return anyDirLeft(stray)
 	}
-	err = wait.PollUntilContextTimeout(context.Background(), poll, 10*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), poll, 10*time.Second, true, func(context.Context) (bool, error) {
 		return left() == "", nil
 	})
 	if err != nil {

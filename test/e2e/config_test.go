@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -112,7 +113,11 @@ func TestStaticPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Removed before the namespace goes (cleanups run last first).
-	t.Cleanup(func() { _ = os.Remove(file) })
+	t.Cleanup(func() {
+		if err := os.Remove(file); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("clean-up: %v", err)
+		}
+	})
 	name := "static-web-" + strings.ToLower(nodeName)
 
 	mirror := waitPod(t, ns, name, 90*time.Second, "the mirror pod Running and Ready", isRunningReady)

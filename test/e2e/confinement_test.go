@@ -10,6 +10,7 @@ import (
 	"github.com/crivk/crivk/lifecycle/admission"
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -80,7 +81,9 @@ func TestConfinementRuntimeClass(t *testing.T) {
 		t.Fatalf("creating RuntimeClass: %v", err)
 	}
 	t.Cleanup(func() {
-		_ = client.NodeV1().RuntimeClasses().Delete(context.Background(), rc.Name, metav1.DeleteOptions{})
+		if err := client.NodeV1().RuntimeClasses().Delete(context.Background(), rc.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("clean-up: deleting RuntimeClass %s: %v", rc.Name, err)
+		}
 	})
 	ns := newNamespace(t)
 	pod := busyboxPod("rtclass", v1.RestartPolicyAlways, "sleep 3600")

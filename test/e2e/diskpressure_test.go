@@ -377,7 +377,8 @@ func startDiskNode(t *testing.T, agent diskAgent, rootDir, sock string, extraArg
 }
 
 // deleteNodePods deletes the pods bound to node and waits (up to 60 s)
-// for the node to have removed them.
+// for the node to have removed them; pods it did not remove fail the
+// test, named.
 func deleteNodePods(t *testing.T, node string) {
 	t.Helper()
 	ctx := testContext(t, 90*time.Second)
@@ -388,16 +389,30 @@ func deleteNodePods(t *testing.T, node string) {
 		return
 	}
 	for _, p := range l.Items {
-		_ = client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](1)})
+		if err := client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](1)}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting pod %s/%s of %s: %v", p.Namespace, p.Name, node, err)
+		}
 	}
-	_ = wait.PollUntilContextTimeout(ctx, poll, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+	var left []string
+	err = wait.PollUntilContextTimeout(ctx, poll, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		l, err := client.CoreV1().Pods("").List(ctx, sel)
-		return err == nil && len(l.Items) == 0, nil
+		if err != nil {
+			return false, nil
+		}
+		left = left[:0]
+		for _, p := range l.Items {
+			left = append(left, fmt.Sprintf("%s/%s (phase %s)", p.Namespace, p.Name, p.Status.Phase))
+		}
+		return len(l.Items) == 0, nil
 	})
+	if err != nil {
+		t.Errorf("clean-up: node %s did not remove its pods within 60s of their deletion: %v (%v)", node, left, err)
+	}
 }
 
 // forceDeleteNodePods removes what is left of node's pods from the API
-// (grace period 0: no node confirms it any more).
+// (grace period 0: no node confirms it any more). A pod left is a
+// clean-up the node did not do: it fails the test.
 func forceDeleteNodePods(t *testing.T, node string) {
 	t.Helper()
 	ctx := testContext(t, 30*time.Second)
@@ -407,7 +422,7 @@ func forceDeleteNodePods(t *testing.T, node string) {
 		return
 	}
 	for _, p := range l.Items {
-		t.Logf("pod %s/%s still on %s when it stopped: deleted with grace period 0", p.Namespace, p.Name, node)
+		t.Errorf("clean-up: pod %s/%s (phase %s, deletion %v) still on %s when it stopped: deleted with grace period 0", p.Namespace, p.Name, p.Status.Phase, p.DeletionTimestamp, node)
 		if err := client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("force-deleting pod %s/%s: %v", p.Namespace, p.Name, err)
 		}

@@ -26,7 +26,7 @@ func podEvents(ctx context.Context, ns, kind, name string) ([]v1.Event, error) {
 func describe(evs []v1.Event) string {
 	var b strings.Builder
 	for _, e := range evs {
-		fmt.Fprintf(&b, "  %s\t%s\t%s\t%s\t%s\n", e.Type, e.Reason, e.Source.Component, e.InvolvedObject.FieldPath, e.Message)
+		fmt.Fprintf(&b, "  %s\t%s\t%s\t%s\t%s\t%s\n", eventTime(e).UTC().Format(time.TimeOnly), e.Type, e.Reason, e.Source.Component, e.InvolvedObject.FieldPath, e.Message)
 	}
 	return b.String()
 }
@@ -40,6 +40,14 @@ func waitEvent(t *testing.T, ns, pod, typ, reason, msg string) v1.Event {
 
 func waitObjectEvent(t *testing.T, ns, kind, name, typ, reason, msg string) v1.Event {
 	t.Helper()
+	return waitObjectEventSince(t, ns, kind, name, typ, reason, msg, time.Time{})
+}
+
+// waitObjectEventSince is waitObjectEvent for an event last recorded at
+// or after since (the events' times have a second's precision).
+func waitObjectEventSince(t *testing.T, ns, kind, name, typ, reason, msg string, since time.Time) v1.Event {
+	t.Helper()
+	since = since.Truncate(time.Second)
 	ctx := testContext(t, 60*time.Second)
 	var evs []v1.Event
 	var found v1.Event
@@ -50,7 +58,7 @@ func waitObjectEvent(t *testing.T, ns, kind, name, typ, reason, msg string) v1.E
 		}
 		evs = l
 		for _, e := range evs {
-			if e.Type == typ && e.Reason == reason && strings.HasPrefix(e.Message, msg) && e.Source.Component == "kubelet" {
+			if e.Type == typ && e.Reason == reason && strings.HasPrefix(e.Message, msg) && e.Source.Component == "kubelet" && !eventTime(e).Before(since) {
 				found = e
 				return true, nil
 			}
@@ -58,7 +66,7 @@ func waitObjectEvent(t *testing.T, ns, kind, name, typ, reason, msg string) v1.E
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("%s %s/%s: no %s event %s %q; events:\n%s", kind, ns, name, typ, reason, msg, describe(evs))
+		t.Fatalf("%s %s/%s: no %s event %s %q since %s; events:\n%s", kind, ns, name, typ, reason, msg, since.UTC().Format(time.TimeOnly), describe(evs))
 	}
 	return found
 }
@@ -96,9 +104,24 @@ func TestEventsErrImageNeverPull(t *testing.T) {
 	waitEvent(t, ns, pod.Name, v1.EventTypeWarning, "ErrImageNeverPull", `Container image "registry.invalid/none:1" is not present with pull policy of Never`)
 }
 
+// eventTime is when an event was last recorded: LastTimestamp (the
+// core/v1 recorder's), else EventTime, else FirstTimestamp.
+func eventTime(e v1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.FirstTimestamp.Time
+}
+
 // The node's own events when crivk starts: Starting and NodeReady, in the
-// kubelet's words.
+// kubelet's words, recorded by the running crivk (since its start: crivk
+// restarts many times in the suite, and an earlier process's events prove
+// nothing of this one's).
 func TestEventsNode(t *testing.T) {
-	waitObjectEvent(t, "default", "Node", nodeName, v1.EventTypeNormal, "Starting", "Starting kubelet.")
-	waitObjectEvent(t, "default", "Node", nodeName, v1.EventTypeNormal, "NodeReady", fmt.Sprintf("Node %s status is now: NodeReady", nodeName))
+	since := crivkStartedAt
+	waitObjectEventSince(t, "default", "Node", nodeName, v1.EventTypeNormal, "Starting", "Starting kubelet.", since)
+	waitObjectEventSince(t, "default", "Node", nodeName, v1.EventTypeNormal, "NodeReady", fmt.Sprintf("Node %s status is now: NodeReady", nodeName), since)
 }

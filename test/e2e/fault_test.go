@@ -371,7 +371,7 @@ func TestCrivkWaitsForTheRuntime(t *testing.T) {
 	ns := newNamespace(t)
 	runningPod(t, ns, busyboxPod("survivor", v1.RestartPolicyAlways, "sleep 3600"))
 	before := podContainerIDs(t, ns, "survivor")
-	if err := stopCrivk(); err != nil {
+	if err := stopCrivkFor(t); err != nil {
 		t.Fatalf("crivk did not stop cleanly: %v", err)
 	}
 	fault(t, "kill", "containerd")
@@ -381,13 +381,12 @@ func TestCrivkWaitsForTheRuntime(t *testing.T) {
 			fault(t, "start", "containerd")
 		}
 	}()
-	var err error
-	if stopCrivk, err = startCrivk(); err != nil {
+	if err := startCrivkFor(t); err != nil {
 		t.Fatalf("starting crivk: %v", err)
 	}
 	// The script execs crivk: wait for its process, then it must still run
 	// 15 s later (crivkPID fails the test when none runs).
-	err = wait.PollUntilContextTimeout(context.Background(), poll, 10*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), poll, 10*time.Second, true, func(context.Context) (bool, error) {
 		return findCrivkPID(t) != 0, nil
 	})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/crivk/crivk/lifecycle/admission"
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -49,7 +50,9 @@ func TestFieldsKubelet(t *testing.T) {
 		t.Fatalf("creating RuntimeClass: %v", err)
 	}
 	t.Cleanup(func() {
-		_ = client.NodeV1().RuntimeClasses().Delete(context.Background(), rc.Name, metav1.DeleteOptions{})
+		if err := client.NodeV1().RuntimeClasses().Delete(context.Background(), rc.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("clean-up: deleting RuntimeClass %s: %v", rc.Name, err)
+		}
 	})
 
 	kubeletNode := startMemoryKubelet(t)

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -638,17 +637,11 @@ func TestFleetKill9DuringChurn(t *testing.T) {
 	for i := range cycles {
 		time.Sleep(5 * time.Second)
 		killed = time.Now()
-		if err := syscall.Kill(crivkPID(t), syscall.SIGKILL); err != nil {
-			t.Fatalf("cycle %d: %v", i+1, err)
-		}
-		_ = stopCrivk() // reaps the killed process
-		stopCrivk = func() error { return nil }
+		killCrivkFor(t)
 		time.Sleep(time.Second)
-		stop, err := startCrivk(args...)
-		if err != nil {
+		if err := startCrivkFor(t, args...); err != nil {
 			t.Fatalf("cycle %d: restarting crivk: %v", i+1, err)
 		}
-		stopCrivk = stop
 	}
 	// Every node of the last process renews its Lease, then the churn
 	// stops; each node's runtime then settles to exactly its pods.

@@ -18,8 +18,10 @@ import (
 
 const poll = 200 * time.Millisecond
 
-// newNamespace creates a namespace for one test and deletes it afterwards.
-// It waits for the default ServiceAccount, without which pods are refused.
+// newNamespace creates a namespace for one test; when the test ends it is
+// deleted and waited for (deleteNamespace: its pods stopped and gone), a
+// namespace that does not go failing the test. It waits for the default
+// ServiceAccount, without which pods are refused.
 func newNamespace(t *testing.T) string {
 	t.Helper()
 	ctx := testContext(t, time.Minute)
@@ -32,8 +34,13 @@ func newNamespace(t *testing.T) string {
 	if err != nil {
 		t.Fatalf("creating namespace: %v", err)
 	}
+	recordNamespace(t, name)
 	t.Cleanup(func() {
-		_ = client.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+		ctx, cancel := context.WithTimeout(context.Background(), namespaceGone+time.Minute)
+		defer cancel()
+		if err := deleteNamespace(ctx, name); err != nil {
+			t.Errorf("clean-up: %v", err)
+		}
 	})
 	keepTestEvidence(t, name) // runs before the deletion
 	err = wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {

@@ -1,7 +1,19 @@
 // Package e2e tests crivk as the node of a real local cluster: kube-apiserver,
 // scheduler and controller-manager from hack/local-up.sh, the project's own
 // containerd, and crivk started by this package's TestMain through
-// hack/run-crivk.sh. Run it with `make test-e2e` (or `make test`).
+// hack/run-crivk.sh. Run it with `make test-e2e` (or `make test`); without
+// CRIVK_E2E=1 (set by hack/test.sh once the cluster is up) the package
+// fails rather than pass having run nothing.
+//
+// The harness owns crivk's process: a test stops or restarts it only
+// through stopCrivkFor, killCrivkFor, startCrivkFor or withCrivkFlags,
+// which make the test end with crivk running with the defaults. Each test
+// deletes its namespaces and waits for them to go (newNamespace,
+// deleteNamespace). After each test that restarts crivk, and at the
+// suite's end, the leak check (leak_test.go) fails the run on anything
+// crivk left of a deleted pod (sandbox, container, pod cgroup, mount) and
+// on a crivk process whose goroutines, open files or RSS grew past the
+// bounds of its baseline.
 package e2e
 
 import (
@@ -10,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -32,14 +45,22 @@ var (
 	// build SPDY and WebSocket executors from it).
 	restConfig *rest.Config
 
-	// stopCrivk stops the running crivk; tests that restart it replace it.
+	// stopCrivk stops the running crivk; nil while crivk is down. Tests
+	// that stop or restart crivk do it through stopCrivkFor, killCrivkFor,
+	// startCrivkFor or withCrivkFlags, which make the test end with crivk
+	// running (restartsCrivk).
 	stopCrivk func() error
+	// crivkStartedAt is when the running crivk was started (its node's
+	// events since then are its own).
+	crivkStartedAt time.Time
 )
 
 func TestMain(m *testing.M) {
 	if os.Getenv("CRIVK_E2E") != "1" {
-		fmt.Println("e2e: skipped; run through `make test-e2e`, which brings up the local cluster (CRIVK_E2E=1)")
-		os.Exit(0)
+		// Not a pass: nothing was tested. go test ./... fails here
+		// rather than report ok for a package that ran nothing.
+		fmt.Println("e2e: FAIL: these tests need the local cluster: run them through `make test-e2e` (hack/test.sh e2e), which brings it up and sets CRIVK_E2E=1")
+		os.Exit(1)
 	}
 	os.Exit(run(m))
 }
@@ -73,10 +94,9 @@ func run(m *testing.M) int {
 	defer rt.Close()
 	runtime = rt.Services()
 
-	var err2 error
-	stopCrivk, err2 = startCrivk()
-	if err2 != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err2)
+	stopCrivk, err = startCrivk()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 2
 	}
 	// The tests start from a Ready node, as they would after an earlier
@@ -90,9 +110,29 @@ func run(m *testing.M) int {
 		_ = stopCrivk()
 		return 2
 	}
+	if baseline, err = takeBaseline(context.Background(), "the suite's start"); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: crivk's baseline:", err)
+		_ = stopCrivk()
+		return 2
+	}
 	code := m.Run()
+	// The leak check: every test namespace gone, nothing left of a
+	// deleted pod, crivk's process within its baseline's bounds.
+	fmt.Println("e2e: leak check at the suite's end")
+	if leaks := suiteLeakCheck(); len(leaks) > 0 {
+		fmt.Printf("e2e: FAIL: leak check at the suite's end: %d leaks:\n  %s\n", len(leaks), strings.Join(leaks, "\n  "))
+		if code == 0 {
+			code = 1
+		}
+	} else {
+		fmt.Println("e2e: leak check at the suite's end: no test namespace, no sandbox, container, pod cgroup or mount of a deleted pod left; crivk's goroutines, open files and RSS within their bounds")
+	}
 	if code != 0 {
 		collectSuiteEvidence(code)
+	}
+	if stopCrivk == nil {
+		fmt.Fprintln(os.Stderr, "e2e: crivk was down at the suite's end")
+		return max(code, 1)
 	}
 	if err := stopCrivk(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: stopping crivk:", err)
@@ -107,30 +147,31 @@ func run(m *testing.M) int {
 // is stopped, prepare runs (nil: nothing), crivk starts with the flags.
 // When the test ends crivk is stopped, restore runs (nil: nothing) and
 // crivk runs again with the defaults, its node Ready, as the other tests
-// expect it.
+// expect it; then restartsCrivk's leak check runs.
 func withCrivkFlags(t *testing.T, prepare, restore func(), extraArgs ...string) {
 	t.Helper()
+	restartsCrivk(t) // registered first: its check runs after the restart below
 	// The process is gone either way (stopCrivk kills what SIGTERM did not
 	// end): the clean-up below still starts crivk with the defaults, so
 	// that one unclean stop fails this test, not every test after it.
-	if err := stopCrivk(); err != nil {
+	if err := stopCrivkFor(t); err != nil {
 		t.Errorf("crivk did not stop cleanly: %v", err)
 	}
-	stopCrivk = func() error { return nil } // stopped; replaced once started
 	t.Cleanup(func() {
-		if err := stopCrivk(); err != nil {
-			t.Errorf("crivk with %v did not stop cleanly: %v", extraArgs, err)
+		if stopCrivk != nil {
+			if err := stopCrivk(); err != nil {
+				t.Errorf("crivk with %v did not stop cleanly: %v", extraArgs, err)
+			}
+			stopCrivk = nil
 		}
 		if restore != nil {
 			restore()
 		}
 		started := time.Now()
-		stop, err := startCrivk()
-		if err != nil {
+		if err := startCrivkFor(t); err != nil {
 			t.Errorf("restarting crivk with the defaults: %v", err)
 			return
 		}
-		stopCrivk = stop
 		// Ready may still be the True of before the restart (a stop
 		// shorter than the node controller's grace changes nothing):
 		// wait for the restarted crivk's own lease renewal, so that it is
@@ -141,11 +182,56 @@ func withCrivkFlags(t *testing.T, prepare, restore func(), extraArgs ...string) 
 	if prepare != nil {
 		prepare()
 	}
-	stop, err := startCrivk(extraArgs...)
-	if err != nil {
+	if err := startCrivkFor(t, extraArgs...); err != nil {
 		t.Fatalf("starting crivk with %v: %v", extraArgs, err)
 	}
+}
+
+// stopCrivkFor stops crivk with SIGTERM for the rest of t or until
+// startCrivkFor, after checking its process against its baseline
+// (checkBeforeStop). If t ends with crivk down, restartsCrivk's cleanup
+// starts it again with the defaults.
+func stopCrivkFor(t *testing.T) error {
+	t.Helper()
+	restartsCrivk(t)
+	checkBeforeStop(t)
+	if stopCrivk == nil {
+		return nil
+	}
+	err := stopCrivk()
+	stopCrivk = nil
+	return err
+}
+
+// killCrivkFor kills crivk with SIGKILL and reaps it, for the rest of t
+// or until startCrivkFor (restartsCrivk as stopCrivkFor).
+func killCrivkFor(t *testing.T) {
+	t.Helper()
+	restartsCrivk(t)
+	baseline = nil // no graceful stop to check before
+	if err := syscall.Kill(crivkPID(t), syscall.SIGKILL); err != nil {
+		t.Fatalf("kill -9 crivk: %v", err)
+	}
+	if stopCrivk != nil {
+		_ = stopCrivk() // reaps the killed process; its error is the SIGKILL
+		stopCrivk = nil
+	}
+}
+
+// startCrivkFor starts crivk with extraArgs (none: the defaults) after
+// stopCrivkFor or killCrivkFor.
+func startCrivkFor(t *testing.T, extraArgs ...string) error {
+	t.Helper()
+	restartsCrivk(t)
+	if stopCrivk != nil {
+		return fmt.Errorf("crivk already runs")
+	}
+	stop, err := startCrivk(extraArgs...)
+	if err != nil {
+		return err
+	}
 	stopCrivk = stop
+	return nil
 }
 
 // startCrivk runs crivk as the local node, its log in
@@ -169,6 +255,8 @@ func startCrivk(extraArgs ...string) (func() error, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
+	crivkStartedAt = time.Now()
+	baseline = nil // taken once the new process is clean (restartsCrivk)
 	fmt.Printf("e2e: crivk started (pid %d), log %s\n", cmd.Process.Pid, logPath)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

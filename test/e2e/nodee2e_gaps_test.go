@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -233,7 +235,11 @@ func TestStaticPodUpdateKeepsMirrorDuringGrace(t *testing.T) {
 		}
 	}
 	write("v1")
-	t.Cleanup(func() { _ = os.Remove(file) })
+	t.Cleanup(func() {
+		if err := os.Remove(file); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("clean-up: %v", err)
+		}
+	})
 	name := "graceful-" + strings.ToLower(nodeName)
 	mirror := waitPod(t, ns, name, 90*time.Second, "the mirror pod Running and Ready", isRunningReady)
 	oldHash := mirror.Annotations["kubernetes.io/config.hash"]

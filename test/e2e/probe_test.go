@@ -205,10 +205,10 @@ func TestProbeReadyAcrossCrivkRestart(t *testing.T) {
 		}
 	}()
 
-	if err := stopCrivk(); err != nil {
+	if err := stopCrivkFor(t); err != nil {
 		t.Fatalf("crivk did not stop cleanly on SIGTERM: %v", err)
 	}
-	if stopCrivk, err = startCrivk(); err != nil {
+	if err = startCrivkFor(t); err != nil {
 		t.Fatalf("restarting crivk: %v", err)
 	}
 	// The new crivk probed the container (its counter starts at zero).

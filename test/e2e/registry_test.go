@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -148,9 +149,10 @@ func TestRegistryPulls(t *testing.T) {
 
 // TestRegistryPullWithoutCredentials: the same image without a pull
 // secret, and with a secret holding a wrong password, fails with the
-// kubelet's ErrImagePull, then ImagePullBackOff "Back-off pulling image",
-// and a Warning "Failed to pull image" event; the registry's refusal is in
-// the message.
+// kubelet's ErrImagePull, then ImagePullBackOff "Back-off pulling image"
+// (in that order, every status update seen through a watch), with the
+// kubelet's Warning events "Failed to pull image" (the registry's refusal
+// in the message) and "Error: ErrImagePull".
 func TestRegistryPullWithoutCredentials(t *testing.T) {
 	host, _, _ := registry(t)
 	ns := newNamespace(t)
@@ -163,17 +165,45 @@ func TestRegistryPullWithoutCredentials(t *testing.T) {
 		if secret != "" {
 			pod.Spec.ImagePullSecrets = []v1.LocalObjectReference{{Name: secret}}
 		}
+		// The watch starts before the pod: a polled Get could miss the
+		// ErrImagePull between two polls.
+		ctx := testContext(t, 90*time.Second)
+		w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+		if err != nil {
+			t.Fatalf("%s: watching the pod: %v", name, err)
+		}
 		createPod(t, ns, pod)
+		var order []string // the waiting reasons, as they changed
 		seen := map[string]string{}
-		waitPod(t, ns, name, 90*time.Second, "ErrImagePull, then ImagePullBackOff", func(p *v1.Pod) bool {
-			if len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Waiting != nil {
-				w := p.Status.ContainerStatuses[0].State.Waiting
-				seen[w.Reason] = w.Message
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*v1.Pod)
+			if !ok || len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Waiting == nil {
+				continue
 			}
-			_, backoff := seen["ImagePullBackOff"]
-			return backoff
-		})
-		t.Logf("%s: waiting reasons seen %v", name, seen)
+			wt := p.Status.ContainerStatuses[0].State.Waiting
+			if len(order) == 0 || order[len(order)-1] != wt.Reason {
+				order = append(order, wt.Reason)
+			}
+			if _, ok := seen[wt.Reason]; !ok {
+				seen[wt.Reason] = wt.Message
+			}
+			if wt.Reason == "ImagePullBackOff" {
+				break
+			}
+		}
+		w.Stop()
+		t.Logf("%s: waiting reasons in order %v", name, order)
+		pull := slices.Index(order, "ErrImagePull")
+		backoff := slices.Index(order, "ImagePullBackOff")
+		switch {
+		case backoff < 0:
+			t.Fatalf("%s: no ImagePullBackOff within 90s; waiting reasons %v; %s", name, order, nodeDigest(context.Background()))
+		case pull < 0 || pull > backoff:
+			t.Errorf("%s: waiting reasons %v, want ErrImagePull before ImagePullBackOff", name, order)
+		}
+		if msg := seen["ErrImagePull"]; pull >= 0 && msg == "" {
+			t.Errorf("%s: ErrImagePull with no message, want the pull's error", name)
+		}
 		if msg := seen["ImagePullBackOff"]; !strings.HasPrefix(msg, fmt.Sprintf("Back-off pulling image %q", image)) {
 			t.Errorf("%s: ImagePullBackOff message %q, want it to start with Back-off pulling image %q", name, msg, image)
 		}
@@ -181,6 +211,7 @@ func TestRegistryPullWithoutCredentials(t *testing.T) {
 		if low := strings.ToLower(ev.Message); !strings.Contains(low, "401") && !strings.Contains(low, "unauthorized") && !strings.Contains(low, "authoriz") {
 			t.Errorf("%s: the Failed event %q does not carry the registry's refusal", name, ev.Message)
 		}
+		waitEvent(t, ns, name, v1.EventTypeWarning, "Failed", "Error: ErrImagePull")
 	}
 }
 

@@ -20,21 +20,20 @@ func TestCrivkRestartKeepsPods(t *testing.T) {
 	p := waitPod(t, ns, pod.Name, 60*time.Second, "Running", isRunningReady)
 	before := p.Status.ContainerStatuses[0].ContainerID
 
-	if err := stopCrivk(); err != nil {
+	if err := stopCrivkFor(t); err != nil {
 		t.Fatalf("crivk did not stop cleanly on SIGTERM: %v", err)
 	}
 	if sb, c := runtimeObjects(t, p.UID); sb != 1 || c != 1 {
 		t.Fatalf("with crivk stopped the runtime holds %d sandboxes and %d containers, want the running 1 and 1", sb, c)
 	}
-	var err error
-	if stopCrivk, err = startCrivk(); err != nil {
+	if err := startCrivkFor(t); err != nil {
 		t.Fatalf("restarting crivk: %v", err)
 	}
 	// crivk's own view (the node API's /runningpods/, through the API server proxy)
 	// must show the pod adopted with its old container.
 	ctx := testContext(t, 60*time.Second)
 	var seen string
-	err = wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
 		raw, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy", "runningpods/").DoRaw(ctx)
 		if err != nil {
 			seen = err.Error()
@@ -74,7 +73,7 @@ func TestOrphanCleanedOnStart(t *testing.T) {
 	pod := createPod(t, ns, busyboxPod("orphan", v1.RestartPolicyAlways, "exec sleep 3600"))
 	p := waitPod(t, ns, pod.Name, 60*time.Second, "Running", isRunningReady)
 
-	if err := stopCrivk(); err != nil {
+	if err := stopCrivkFor(t); err != nil {
 		t.Fatalf("crivk did not stop cleanly on SIGTERM: %v", err)
 	}
 	zero := int64(0)
@@ -85,12 +84,11 @@ func TestOrphanCleanedOnStart(t *testing.T) {
 	if sb, c := runtimeObjects(t, p.UID); sb != 1 || c != 1 {
 		t.Fatalf("with crivk down the runtime holds %d sandboxes and %d containers of the deleted pod, want 1 and 1", sb, c)
 	}
-	var err error
-	if stopCrivk, err = startCrivk(); err != nil {
+	if err := startCrivkFor(t); err != nil {
 		t.Fatalf("restarting crivk: %v", err)
 	}
 	ctx := testContext(t, 60*time.Second)
-	err = wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
 		sb, c := runtimeObjects(t, p.UID)
 		return sb == 0 && c == 0, nil
 	})
