@@ -20,7 +20,9 @@ const module = "github.com/crivk/crivk/"
 func layer(pkg string) int {
 	p := strings.TrimPrefix(pkg, module)
 	switch {
-	case strings.HasPrefix(p, "cmd/"), strings.HasPrefix(p, "test/"), strings.HasPrefix(p, "hack/"):
+	// internal/nodeagent is the node agent's assembly, cmd/crivk's run
+	// phases: like cmd it imports every layer below.
+	case strings.HasPrefix(p, "cmd/"), strings.HasPrefix(p, "test/"), strings.HasPrefix(p, "hack/"), p == "internal/nodeagent":
 		return 0
 	case p == "internal/testutil", p == "internal/incluster":
 		return 9
@@ -63,6 +65,10 @@ func tree(pkg string) string {
 // allowed says whether package from may import package to.
 func allowed(from, to string) bool {
 	lf, lt := layer(from), layer(to)
+	if to == module+"internal/nodeagent" {
+		// The assembly, layer 0 as cmd is: only cmd/crivk runs it.
+		return from == module+"cmd/crivk"
+	}
 	if tree(from) == tree(to) {
 		return true // a package and its subpackages (nodeapi, nodeapi/stats)
 	}
@@ -92,6 +98,10 @@ func TestAllowed(t *testing.T) {
 		{"eviction", "nodeapi/stats", true},
 		{"nodeapi/stats", "cm", true},
 		{"nodeapi/stats", "eviction", false},
+		{"cmd/crivk", "internal/nodeagent", true},
+		{"internal/nodeagent", "lifecycle", true},
+		{"internal/nodeagent", "internal/vknode", true},
+		{"internal/vknode", "internal/nodeagent", false},
 	} {
 		if got := allowed(module+tc.from, module+tc.to); got != tc.ok {
 			t.Errorf("%s -> %s allowed = %v, want %v", tc.from, tc.to, got, tc.ok)
