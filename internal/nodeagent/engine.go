@@ -75,17 +75,15 @@ func startEngine(ctx context.Context, n *node, rt *cri.Runtime, ver cri.VersionI
 	go nodes.Run(ctx, nodes.ListWatch(clients.core, o.NodeName))
 	a.nodes = nodes
 	var podCgroups lifecycle.PodCgroups
-	var processes stats.Processes
-	var podsCgroup stats.PodsCgroup
-	var cgroupStats stats.Cgroups
 	if pods != nil {
 		podCgroups = pods
-		processes = pods
-		podsCgroup = pods
-		cgroupStats = pods
+	}
+	st, err := nodeStats(n, rt)
+	if err != nil {
+		return nil, err
 	}
 	gcs := &reclaim{}
-	evictions, err := newEvictionManager(n, rt, gcs, processes)
+	evictions, err := newEvictionManager(n, st, gcs)
 	if err != nil {
 		return nil, err
 	}
@@ -131,9 +129,9 @@ func startEngine(ctx context.Context, n *node, rt *cri.Runtime, ver cri.VersionI
 			return p
 		},
 		// Runtime pods of no API pod are cleaned up once the informer
-		// synced (the kubelet's sourcesReady).
+		// and the static pods synced (the kubelet's sourcesReady).
 		APIPods:       staticpods.WithStatic(func() ([]*v1.Pod, error) { return apiPods.List(labels.Everything()) }, static),
-		APIPodsSynced: func() bool { return podInf.Informer().HasSynced() && static.HasSynced() },
+		APIPodsSynced: lifecycle.SourcesReady(podInf.Informer().HasSynced, static.HasSynced),
 		Runtime:       rt,
 		Cache:         cache,
 		RuntimeName:   ver.RuntimeName,
@@ -192,11 +190,9 @@ func startEngine(ctx context.Context, n *node, rt *cri.Runtime, ver cri.VersionI
 	a.mux.Handle("/metrics/probes", probeMetrics.Handler())
 	a.mux.Handle("GET /metrics", agentMetrics.Handler())
 	a.provider = provider.New(staticpods.Apart(a.engine, mirrors), apiPods, podstatus.WriteTerminal(clients.core, apiPods, a.statusWrites))
-	nodeAPI, err := nodeapi.New(nodeapi.Config{NodeName: o.NodeName, RootDir: o.RootDir, Engine: a.engine,
+	nodeAPI, err := nodeapi.New(nodeapi.Config{Engine: a.engine,
 		APIPods:   func() ([]*v1.Pod, error) { return apiPods.List(labels.Everything()) },
-		PodStatus: rt, Streams: rt.Services(), LogFollow: rt.Services(), Stats: rt.Services(), ImageFs: rt,
-		MemoryCapacity: nodestatus.MemoryCapacity, KubeletConfig: o.Config.Effective, Processes: processes, Owned: rt.Owned(), PodsCgroup: podsCgroup,
-		Cgroups: cgroupStats, Sandboxes: rt.Services(), SandboxImage: rt})
+		PodStatus: rt, Streams: rt.Services(), LogFollow: rt.Services(), Stats: st, KubeletConfig: o.Config.Effective})
 	if err != nil {
 		return nil, err
 	}
@@ -205,51 +201,68 @@ func startEngine(ctx context.Context, n *node, rt *cri.Runtime, ver cri.VersionI
 		pods, _ := apiPods.Pods(namespace).List(labels.Everything())
 		return pods
 	}, a.engine.Kick)
-	if _, err := podInf.Informer().AddEventHandler(vknode.ReadinessGateKicks(a.engine.Kick)); err != nil {
-		log.L.WithError(err).Warn("readiness gates are seen at each pod's resync only")
-	}
-	if _, err := podInf.Informer().AddEventHandler(vknode.StatusReconciles(a.engine.ReconcileStatus)); err != nil {
-		return nil, err
-	}
-	if _, err := podInf.Informer().AddEventHandler(vknode.DeletedPodKills(func(p *v1.Pod) { a.engine.Kill(ctx, p) })); err != nil {
-		return nil, err
-	}
-	if _, err := podInf.Informer().AddEventHandler(podstatus.ForgetDeleted(a.statusWrites)); err != nil {
-		return nil, err
-	}
-	if _, err := podInf.Informer().AddEventHandler(mirrors.Handler()); err != nil {
-		return nil, err
-	}
-	// A static pod is synced again once its mirror pod is seen: its status
-	// waits for the mirror's right after a restart (lifecycle's
-	// holdStaticStatus).
-	if _, err := podInf.Informer().AddEventHandler(staticpods.MirrorSeenKicks(a.engine.Kick)); err != nil {
+	if err := watchPods(ctx, podInf, a, mirrors); err != nil {
 		return nil, err
 	}
 	return a, nil
 }
 
-// newEvictionManager is the eviction manager of the flags, observing the
-// node through its own nodeapi/stats summary (with the containers' logs).
-// Image and container GC (package images) are not wired yet: disk
-// pressure evicts pods at once. With pod cgroups (pods non-nil) kubepods
-// bounds the pods, as the kubelet's --enforce-node-allocatable=pods: the
-// summary has its "pods" system container, and allocatableMemory.available
-// is observed and twinned with each hard memory.available threshold. A
-// node of many measures memory.available on its part of the machine too
-// (eviction.Config.MemoryShare).
-func newEvictionManager(n *node, rt *cri.Runtime, gcs *reclaim, processes stats.Processes) (*eviction.Manager, error) {
+// watchPods adds the engine's, the deletion path's and the mirror
+// client's handlers to the node's pod informer, before it runs.
+func watchPods(ctx context.Context, podInf vknode.PodInformer, a *agent, mirrors *staticpods.Mirrors) error {
+	if _, err := podInf.Informer().AddEventHandler(vknode.ReadinessGateKicks(a.engine.Kick)); err != nil {
+		log.L.WithError(err).Warn("readiness gates are seen at each pod's resync only")
+	}
+	if _, err := podInf.Informer().AddEventHandler(vknode.StatusReconciles(a.engine.ReconcileStatus)); err != nil {
+		return err
+	}
+	if _, err := podInf.Informer().AddEventHandler(vknode.DeletedPodKills(func(p *v1.Pod) { a.engine.Kill(ctx, p) })); err != nil {
+		return err
+	}
+	if _, err := podInf.Informer().AddEventHandler(podstatus.ForgetDeleted(a.statusWrites)); err != nil {
+		return err
+	}
+	if _, err := podInf.Informer().AddEventHandler(mirrors.Handler()); err != nil {
+		return err
+	}
+	// A static pod is synced again once its mirror pod is seen: its status
+	// waits for the mirror's right after a restart (lifecycle's
+	// holdStaticStatus).
+	if _, err := podInf.Informer().AddEventHandler(staticpods.MirrorSeenKicks(a.engine.Kick)); err != nil {
+		return err
+	}
+	return nil
+}
+
+// nodeStats is the node's one statistics provider (nodeapi/stats): the
+// node API's /stats/summary, /metrics/resource and /metrics/cadvisor and
+// the eviction manager's observations, so the volumes are walked and the
+// CPU rates sampled once per node. Its summary has the containers' logs
+// (the pod log directory); with pod cgroups (pods non-nil) kubepods, the
+// processes and /metrics/cadvisor.
+func nodeStats(n *node, rt *cri.Runtime) (stats.Handlers, error) {
+	cfg := stats.Config{NodeName: n.o.NodeName, RootDir: n.o.RootDir, PodLogDir: n.o.PodLogDir, Runtime: rt.Services(), ImageFs: rt,
+		MemoryCapacity: nodestatus.MemoryCapacity, Owned: rt.Owned(), Sandboxes: rt.Services(), SandboxImage: rt}
+	if n.pods != nil {
+		cfg.Processes, cfg.PodsCgroup, cfg.Cgroups = n.pods, n.pods, n.pods
+	}
+	return stats.New(cfg)
+}
+
+// newEvictionManager is the eviction manager of the settings, observing
+// the node through its statistics (nodeStats). With pod cgroups (pods
+// non-nil) kubepods bounds the pods, as the kubelet's
+// --enforce-node-allocatable=pods: the summary has its "pods" system
+// container, and allocatableMemory.available is observed and twinned with
+// each hard memory.available threshold. A node of many measures
+// memory.available on its part of the machine too
+// (eviction.Config.MemoryShare). Under disk pressure it reclaims through
+// the garbage collectors (gcs, bound by startGC).
+func newEvictionManager(n *node, st stats.Handlers, gcs *reclaim) (*eviction.Manager, error) {
 	o, recorder, agentMetrics, pods := n.o, n.recorder, n.metrics, n.pods
-	var podsCgroup stats.PodsCgroup
 	var podsMemcg string
 	if pods != nil {
-		podsCgroup = pods
 		podsMemcg, _ = pods.PodsDir("memory")
-	}
-	st, err := stats.New(stats.Config{NodeName: o.NodeName, RootDir: o.RootDir, PodLogDir: o.PodLogDir, Runtime: rt.Services(), ImageFs: rt,
-		MemoryCapacity: nodestatus.MemoryCapacity, Processes: processes, Owned: rt.Owned(), PodsCgroup: podsCgroup})
-	if err != nil {
-		return nil, err
 	}
 	// A node of many: memory.available is also its part of the machine's
 	// memory less its own pods' working set (docs/scale.md).
