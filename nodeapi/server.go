@@ -43,6 +43,11 @@ type Config struct {
 	// Summarize the eviction manager observes too: one set of volume
 	// walks and CPU-rate samples per node.
 	Stats stats.Handlers
+	// Metrics serves GET /metrics (the agent's kubelet-named metrics) and
+	// ProbeMetrics /metrics/probes (the prober's prober_probe_total); nil:
+	// not served. Their scrapes are not logged.
+	Metrics      http.Handler
+	ProbeMetrics *ProbeMetrics
 	// Clock dates the answers; nil: the real clock.
 	Clock clock.PassiveClock
 	// KubeletConfig is the effective configuration /configz serves
@@ -74,7 +79,7 @@ var (
 // New returns the node API's handler (the routes of the package's doc):
 // the kubelet's container logs, /pods, /runningpods/, /healthz, the
 // streaming endpoints (streaming.go), /stats/summary, /metrics/resource
-// and /metrics/cadvisor (package stats), with the kubelet's query parameters, status codes and
+// and /metrics/cadvisor (package stats), /metrics and /metrics/probes, with the kubelet's query parameters, status codes and
 // messages (pkg/kubelet/server). The other /stats/ paths answer 501 Not
 // Implemented. It does not authenticate: the caller wraps it (Auth.Wrap).
 func New(cfg Config) (http.Handler, error) {
@@ -98,7 +103,15 @@ func New(cfg Config) (http.Handler, error) {
 		mux.Handle("/configz", configz{config: cfg.KubeletConfig})
 	}
 	mux.Handle("/", h)
-	return logRequests(mux), nil
+	all := http.NewServeMux()
+	all.Handle("/", logRequests(mux))
+	if cfg.ProbeMetrics != nil {
+		all.Handle("/metrics/probes", cfg.ProbeMetrics.Handler())
+	}
+	if cfg.Metrics != nil {
+		all.Handle("GET /metrics", cfg.Metrics)
+	}
+	return all, nil
 }
 
 // logRequests logs each node API request with its answer's status code

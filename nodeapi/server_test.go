@@ -180,3 +180,25 @@ func TestHandlerRoutes(t *testing.T) {
 		t.Errorf("/nothing: %d, want 404", code)
 	}
 }
+
+// TestNewServesMetrics: the node API's mux has /metrics and
+// /metrics/probes too, when given.
+func TestNewServesMetrics(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Metrics = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("agent_metric 1\n")) })
+	cfg.ProbeMetrics = NewProbeMetrics()
+	h, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]int{"/metrics": http.StatusOK, "/metrics/probes": http.StatusOK} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != want {
+			t.Errorf("GET %s: %d, want %d", path, rec.Code, want)
+		}
+		if path == "/metrics" && !strings.Contains(rec.Body.String(), "agent_metric 1") {
+			t.Errorf("GET /metrics: %q, want the agent's metrics", rec.Body.String())
+		}
+	}
+}

@@ -187,12 +187,11 @@ func startEngine(ctx context.Context, n *node, rt *cri.Runtime, ver cri.VersionI
 	go evictions.Run(ctx, a.engine)
 	go static.Run(ctx, a.engine)
 	go mirrors.Run(ctx)
-	a.mux.Handle("/metrics/probes", probeMetrics.Handler())
-	a.mux.Handle("GET /metrics", agentMetrics.Handler())
 	a.provider = provider.New(staticpods.Apart(a.engine, mirrors), apiPods, podstatus.WriteTerminal(clients.core, apiPods, a.statusWrites))
 	nodeAPI, err := nodeapi.New(nodeapi.Config{Engine: a.engine,
 		APIPods:   func() ([]*v1.Pod, error) { return apiPods.List(labels.Everything()) },
-		PodStatus: rt, Streams: rt.Services(), LogFollow: rt.Services(), Stats: st, KubeletConfig: o.Config.Effective})
+		PodStatus: rt, Streams: rt.Services(), LogFollow: rt.Services(), Stats: st, KubeletConfig: o.Config.Effective,
+		Metrics: agentMetrics.Handler(), ProbeMetrics: probeMetrics})
 	if err != nil {
 		return nil, err
 	}
