@@ -1,6 +1,6 @@
 // Package apiobjects is the engine's reader of the API objects pods
 // reference, with least privilege: Reader is the lifecycle.Objects (and
-// the volume plugins' object source) that cmd/crivk gives the engine. It
+// the volume plugins' object source) that internal/nodeagent gives the engine. It
 // reads only what the node's pods ask for, as the Node authorizer allows a
 // node to, and never a cluster-wide list of ConfigMaps or Secrets.
 //
@@ -32,5 +32,5 @@
 // Secrets beyond the one object asked for, or decide anything about a pod
 // (the engine does; a change here only kicks a pod's sync). It imports
 // lifecycle for the interface it implements and nothing above it
-// (provider, internal/vknode, cmd/crivk).
+// (provider, internal/vknode, internal/nodeagent).
 package apiobjects

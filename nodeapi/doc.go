@@ -28,10 +28,11 @@
 //	          /stats/... (any other)                          501 Not Implemented
 //	          anything else                                   404
 //
-// Two more paths live on the same listener and mux but are mounted by
-// cmd/crivk: /metrics/probes (ProbeMetrics.Handler, the prober's
+// Two more paths are on the same mux (Config.ProbeMetrics and
+// Config.Metrics): /metrics/probes (ProbeMetrics.Handler, the prober's
 // prober_probe_total) and /metrics (the agent's kubelet-named metrics).
-// Every request is logged at debug level with its answer's code.
+// Every request but their scrapes is logged at debug level with its
+// answer's code.
 //
 // # The read-only port
 //
@@ -61,9 +62,10 @@
 //     SubjectAccessReview clients and the node's name.
 //  2. New(Config) with the engine's pods, the API's pods and the runtime's
 //     calls, each a small interface declared here or in package stats.
-//  3. Mount the handler at "/" of the node's mux beside /metrics and
-//     /metrics/probes, wrap the mux with Auth.Wrap and serve it over TLS
-//     with the serving certificate (cmd/crivk).
+//  3. Wrap the handler, the whole node API, with Auth.Wrap and serve it
+//     over TLS with the serving certificate (internal/vknode's listener,
+//     wired by internal/nodeagent), and without Auth on the read-only port
+//     (ReadOnly, ServeReadOnly).
 //
 // # What it must never do
 //

@@ -22,11 +22,9 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Config is what the node API reads. Every field but Clock is required.
+// Config is what the node API reads. Every field but Clock and
+// KubeletConfig is required.
 type Config struct {
-	// NodeName and RootDir describe the node in /stats/summary; the pods'
-	// volumes measured there are under RootDir.
-	NodeName, RootDir string
 	// Engine holds the pods the node runs: the targets of logs and streams,
 	// and /runningpods/.
 	Engine Engine
@@ -40,27 +38,16 @@ type Config struct {
 	// LogFollow tells a followed log's reader whether its container still
 	// runs.
 	LogFollow crilog.StatusGetter
-	// Stats and ImageFs are the runtime's statistics (package stats).
-	Stats   stats.Runtime
-	ImageFs stats.ImageFs
-	// MemoryCapacity is the machine's memory in bytes (/stats/summary's
-	// available memory).
-	MemoryCapacity func() (int64, error)
-	// Processes counts the containers' processes (/stats/summary's
-	// process_stats); nil: none reported.
-	Processes stats.Processes
-	// Owned selects the node's own containers for /stats/summary and
-	// /metrics/resource (stats.Config.Owned; nil: every crivk container).
-	Owned map[string]string
-	// PodsCgroup reads kubepods (/stats/summary's "pods" system
-	// container); nil: none reported.
-	PodsCgroup stats.PodsCgroup
-	// Cgroups, Sandboxes and SandboxImage are /metrics/cadvisor's
-	// sources (stats.Config); Cgroups or Sandboxes nil: /metrics/cadvisor
-	// answers 501.
-	Cgroups      stats.Cgroups
-	Sandboxes    stats.Sandboxes
-	SandboxImage stats.SandboxImager
+	// Stats is the node's statistics (package stats): /stats/summary,
+	// /metrics/resource and /metrics/cadvisor. The node has one, whose
+	// Summarize the eviction manager observes too: one set of volume
+	// walks and CPU-rate samples per node.
+	Stats stats.Handlers
+	// Metrics serves GET /metrics (the agent's kubelet-named metrics) and
+	// ProbeMetrics /metrics/probes (the prober's prober_probe_total); nil:
+	// not served. Their scrapes are not logged.
+	Metrics      http.Handler
+	ProbeMetrics *ProbeMetrics
 	// Clock dates the answers; nil: the real clock.
 	Clock clock.PassiveClock
 	// KubeletConfig is the effective configuration /configz serves
@@ -92,22 +79,17 @@ var (
 // New returns the node API's handler (the routes of the package's doc):
 // the kubelet's container logs, /pods, /runningpods/, /healthz, the
 // streaming endpoints (streaming.go), /stats/summary, /metrics/resource
-// and /metrics/cadvisor (package stats), with the kubelet's query parameters, status codes and
+// and /metrics/cadvisor (package stats), /metrics and /metrics/probes, with the kubelet's query parameters, status codes and
 // messages (pkg/kubelet/server). The other /stats/ paths answer 501 Not
 // Implemented. It does not authenticate: the caller wraps it (Auth.Wrap).
 func New(cfg Config) (http.Handler, error) {
-	if cfg.Engine == nil || cfg.APIPods == nil || cfg.PodStatus == nil || cfg.Streams == nil || cfg.LogFollow == nil {
-		return nil, errors.New("node API: the engine, the API's pods, the pod status reader, the stream runtime and the log follower are required")
+	if cfg.Engine == nil || cfg.APIPods == nil || cfg.PodStatus == nil || cfg.Streams == nil || cfg.LogFollow == nil || cfg.Stats.Summary == nil {
+		return nil, errors.New("node API: the engine, the API's pods, the pod status reader, the stream runtime, the log follower and the statistics are required")
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	st, err := stats.New(stats.Config{NodeName: cfg.NodeName, RootDir: cfg.RootDir, Runtime: cfg.Stats, ImageFs: cfg.ImageFs,
-		MemoryCapacity: cfg.MemoryCapacity, Clock: cfg.Clock, Processes: cfg.Processes, Owned: cfg.Owned, PodsCgroup: cfg.PodsCgroup,
-		Cgroups: cfg.Cgroups, Sandboxes: cfg.Sandboxes, SandboxImage: cfg.SandboxImage})
-	if err != nil {
-		return nil, fmt.Errorf("node API: %w", err)
-	}
+	st := cfg.Stats
 	streams := &streamServer{
 		runtime: cfg.Streams,
 		targets: runtimeTargets{pods: cfg.Engine.PodByName, status: cfg.PodStatus.GetPodStatus},
@@ -121,7 +103,15 @@ func New(cfg Config) (http.Handler, error) {
 		mux.Handle("/configz", configz{config: cfg.KubeletConfig})
 	}
 	mux.Handle("/", h)
-	return logRequests(mux), nil
+	all := http.NewServeMux()
+	all.Handle("/", logRequests(mux))
+	if cfg.ProbeMetrics != nil {
+		all.Handle("/metrics/probes", cfg.ProbeMetrics.Handler())
+	}
+	if cfg.Metrics != nil {
+		all.Handle("GET /metrics", cfg.Metrics)
+	}
+	return all, nil
 }
 
 // logRequests logs each node API request with its answer's status code

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/nodeapi/stats"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -66,12 +67,17 @@ func (fakeRuntime) ImageFsInfo(context.Context) (*runtimeapi.ImageFsInfoResponse
 
 func testConfig(t *testing.T) Config {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}}
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
+	st, err := stats.New(stats.Config{NodeName: "n1", RootDir: t.TempDir(), Runtime: fakeRuntime{}, ImageFs: fakeRuntime{},
+		MemoryCapacity: func() (int64, error) { return 1 << 30, nil }, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return Config{
-		NodeName: "n1", RootDir: t.TempDir(), Engine: fakeEngine{"ns/p": pod},
+		Engine:    fakeEngine{"ns/p": pod},
 		APIPods:   func() ([]*v1.Pod, error) { return []*v1.Pod{pod}, nil },
 		PodStatus: fakePodStatus{st: &cri.PodStatus{}}, Streams: newFakeStreams(), LogFollow: fakeRuntime{},
-		Stats: fakeRuntime{}, ImageFs: fakeRuntime{}, MemoryCapacity: func() (int64, error) { return 1 << 30, nil },
-		Clock: clocktesting.NewFakePassiveClock(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)),
+		Stats: st, Clock: clk,
 	}
 }
 
@@ -79,14 +85,12 @@ func testConfig(t *testing.T) Config {
 // is refused with an error, not a handler that panics at its first request.
 func TestNewRequiresItsInputs(t *testing.T) {
 	for name, drop := range map[string]func(*Config){
-		"engine":          func(c *Config) { c.Engine = nil },
-		"API pods":        func(c *Config) { c.APIPods = nil },
-		"pod status":      func(c *Config) { c.PodStatus = nil },
-		"streams":         func(c *Config) { c.Streams = nil },
-		"log follower":    func(c *Config) { c.LogFollow = nil },
-		"stats":           func(c *Config) { c.Stats = nil },
-		"image fs":        func(c *Config) { c.ImageFs = nil },
-		"memory capacity": func(c *Config) { c.MemoryCapacity = nil },
+		"engine":       func(c *Config) { c.Engine = nil },
+		"API pods":     func(c *Config) { c.APIPods = nil },
+		"pod status":   func(c *Config) { c.PodStatus = nil },
+		"streams":      func(c *Config) { c.Streams = nil },
+		"log follower": func(c *Config) { c.LogFollow = nil },
+		"stats":        func(c *Config) { c.Stats = stats.Handlers{} },
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := testConfig(t)
@@ -174,5 +178,27 @@ func TestHandlerRoutes(t *testing.T) {
 	}
 	if code, _ := get("/nothing"); code != http.StatusNotFound {
 		t.Errorf("/nothing: %d, want 404", code)
+	}
+}
+
+// TestNewServesMetrics: the node API's mux has /metrics and
+// /metrics/probes too, when given.
+func TestNewServesMetrics(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Metrics = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("agent_metric 1\n")) })
+	cfg.ProbeMetrics = NewProbeMetrics()
+	h, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]int{"/metrics": http.StatusOK, "/metrics/probes": http.StatusOK} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != want {
+			t.Errorf("GET %s: %d, want %d", path, rec.Code, want)
+		}
+		if path == "/metrics" && !strings.Contains(rec.Body.String(), "agent_metric 1") {
+			t.Errorf("GET /metrics: %q, want the agent's metrics", rec.Body.String())
+		}
 	}
 }

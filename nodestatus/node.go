@@ -41,7 +41,7 @@ type NodeConfig struct {
 // BuildNode returns the Node object crivk registers, with capacity read from
 // the machine and conditions from the runtime's readiness rd.
 func BuildNode(cfg NodeConfig, rd cri.Readiness, now time.Time) (*v1.Node, error) {
-	mem, err := memTotal()
+	capacity, err := MachineCapacity()
 	if err != nil {
 		return nil, err
 	}
@@ -50,12 +50,8 @@ func BuildNode(cfg NodeConfig, rd cri.Readiness, now time.Time) (*v1.Node, error
 		return nil, fmt.Errorf("statfs of root dir %s: %w", cfg.RootDir, err)
 	}
 	storage := int64(fs.Blocks) * int64(fs.Bsize)
-	capacity := v1.ResourceList{
-		v1.ResourceCPU:              *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI),
-		v1.ResourceMemory:           *resource.NewQuantity(mem, resource.BinarySI),
-		v1.ResourcePods:             *resource.NewQuantity(cfg.MaxPods, resource.DecimalSI),
-		v1.ResourceEphemeralStorage: *resource.NewQuantity(storage, resource.BinarySI),
-	}
+	capacity[v1.ResourcePods] = *resource.NewQuantity(cfg.MaxPods, resource.DecimalSI)
+	capacity[v1.ResourceEphemeralStorage] = *resource.NewQuantity(storage, resource.BinarySI)
 	labels := map[string]string{
 		"kubernetes.io/hostname":  cfg.Name,
 		"kubernetes.io/os":        runtime.GOOS,
@@ -103,6 +99,21 @@ func BuildNode(cfg NodeConfig, rd cri.Readiness, now time.Time) (*v1.Node, error
 // MemoryCapacity is the machine's memory in bytes (MemTotal of
 // /proc/meminfo), the node's memory capacity.
 func MemoryCapacity() (int64, error) { return memTotal() }
+
+// MachineCapacity is the machine's CPU (its logical CPUs) and memory
+// (MemTotal), the base of the Node's capacity (BuildNode) and of the pod
+// cgroup tree's bound (cmd's pod cgroups, Reservations.PodsBound): one
+// reading of the machine for both.
+func MachineCapacity() (v1.ResourceList, error) {
+	mem, err := memTotal()
+	if err != nil {
+		return nil, fmt.Errorf("reading the machine's memory: %w", err)
+	}
+	return v1.ResourceList{
+		v1.ResourceCPU:    *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI),
+		v1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI),
+	}, nil
+}
 
 func memTotal() (int64, error) {
 	f, err := os.Open("/proc/meminfo")

@@ -124,8 +124,8 @@
 //
 //   - The DeleteGuard each node's stack is built with
 //     (podwriter/deleteguard.go guardedPods.Delete; NewDeleteGuard is
-//     internal/vknode's Config.PodClient, built today in cmd/crivk/main.go
-//     for one node and in cmd/crivk/fleet.go for each node of a fleet) is
+//     internal/vknode's Config.PodClient, built once per node, single or
+//     one of a fleet, by internal/nodeagent's startNode (fleet.go)) is
 //     the only pod client virtual-kubelet's pod controller has: its grace-0
 //     deletes become the engine's termination (the provider's DeletePod),
 //     graceful ones pass (they only mark); a recreated pod (other UID) or
@@ -181,8 +181,8 @@
 //     removes it then. TestEngineEvict (no OnTerminated for an evicted pod).
 //   - The wiring: the DeleteGuard above; DeleteOnTerminated, inside
 //     staticpods.OnTerminated, is the engine's lifecycle.Config.OnTerminated;
-//     ForgetDeleted is a handler of the pod informer (all in cmd/crivk
-//     today). No unit test; end to end, TestNoPodObjectBeforeContainersStop
+//     ForgetDeleted is a handler of the pod informer (all in
+//     internal/nodeagent, engine.go). No unit test; end to end, TestNoPodObjectBeforeContainersStop
 //     (test/e2e/fault_test.go: 30 pods ignoring SIGTERM, sampled every
 //     second), TestGracePeriod and TestDeletedPodsLastStateIsTerminal.
 //
@@ -203,7 +203,7 @@
 // this, a finished pod's PodReadyToStartContainers stayed True after its
 // sandbox was stopped. WriteTerminal (terminal.go) is the one place that
 // does it: the provider hands it every status before virtual-kubelet gets
-// it (provider.New's terminal hook, wired in cmd/crivk/main.go), and it
+// it (provider.New's terminal hook, wired in internal/nodeagent/engine.go), and it
 // writes with UpdateStatus only a terminal status over an object known
 // terminal with the same phase (a terminal phase is never changed; a write
 // that would is refused), only when the object differs, with other writers'
@@ -236,5 +236,5 @@
 // writes follow a pod's final status; write a status past virtual-kubelet
 // anywhere but in DeleteOnTerminated and WriteTerminal, or change a
 // terminal phase. It imports lifecycle for the one condition rule and
-// nothing above it (provider, internal/vknode, cmd/crivk).
+// nothing above it (provider, internal/vknode, internal/nodeagent, cmd/crivk).
 package podwriter

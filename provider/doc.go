@@ -72,7 +72,7 @@
 //     NotifyPods calls first, podwriter.WriteTerminal.
 //
 // The engine's reader of the API objects pods reference (ConfigMaps,
-// Secrets, Services) is not here: it is package apiobjects, which cmd/crivk
+// Secrets, Services) is not here: it is package apiobjects, which internal/nodeagent
 // gives the engine directly. The handler reads only the node's pod
 // informer (for other writers' conditions).
 //

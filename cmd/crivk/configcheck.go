@@ -36,7 +36,7 @@ func configCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	var out []byte
 	if err == nil {
-		out, err = kubeletconfig.Marshal(o.config.Effective())
+		out, err = kubeletconfig.Marshal(o.Config.Effective())
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "crivk config check: %v\n", err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/images"
+	"github.com/crivk/crivk/internal/nodeagent"
 )
 
 func TestGCFlags(t *testing.T) {
@@ -14,8 +15,8 @@ func TestGCFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.gc.image != images.DefaultPolicy || o.gc.container != cri.DefaultGCPolicy {
-		t.Errorf("defaults %+v, want the kubelet's", o.gc)
+	if o.GC.Image != images.DefaultPolicy || o.GC.Container != cri.DefaultGCPolicy {
+		t.Errorf("defaults %+v, want the kubelet's", o.GC)
 	}
 	o, err = parseFlags([]string{"--kubeconfig=/k", "--image-gc-high-threshold=50", "--image-gc-low-threshold=40",
 		"--image-minimum-gc-age=0s", "--image-maximum-gc-age=1h", "--minimum-container-ttl-duration=1m",
@@ -23,10 +24,10 @@ func TestGCFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := gcOptions{image: images.Policy{HighThresholdPercent: 50, LowThresholdPercent: 40, MaxAge: time.Hour},
-		container: cri.GCPolicy{MinAge: time.Minute, MaxPerPodContainer: 2, MaxContainers: 10}}
-	if o.gc != want {
-		t.Errorf("parsed %+v, want %+v", o.gc, want)
+	want := nodeagent.GCSettings{Image: images.Policy{HighThresholdPercent: 50, LowThresholdPercent: 40, MaxAge: time.Hour},
+		Container: cri.GCPolicy{MinAge: time.Minute, MaxPerPodContainer: 2, MaxContainers: 10}}
+	if o.GC != want {
+		t.Errorf("parsed %+v, want %+v", o.GC, want)
 	}
 	for args, msg := range map[string]string{
 		"--image-gc-low-threshold=90":          "LowThresholdPercent 90 can not be higher than HighThresholdPercent 85",

@@ -60,7 +60,7 @@ func TestParseFlags(t *testing.T) {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)
 				}
-				if o.port != 10250 || o.maxPods != 110 || o.podLogDir != "/var/log/pods" {
+				if o.Port != 10250 || o.MaxPods != 110 || o.PodLogDir != "/var/log/pods" {
 					t.Errorf("defaults not applied: %+v", o)
 				}
 				return
@@ -151,7 +151,7 @@ func TestParseFlagsChecksBeforeWaiting(t *testing.T) {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)
 				}
-				if o.healthzBindAddress == "" {
+				if o.HealthzBindAddress == "" {
 					t.Errorf("defaults not applied: %+v", o)
 				}
 				return
@@ -190,7 +190,7 @@ func TestParseFlagsInPod(t *testing.T) {
 			defer func() { inClusterTokenFile = old }()
 			o, err := parseFlags(nil)
 			if tc.wantErr == "" {
-				if err != nil || o.kubeconfig != "" {
+				if err != nil || o.Kubeconfig != "" {
 					t.Fatalf("parseFlags() = %+v, %v; want no kubeconfig, no error", o, err)
 				}
 				return
@@ -323,11 +323,11 @@ func TestConfigFileSetsHealthAndEvictionFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.healthzPort != 10301 {
-		t.Errorf("--healthz-port %d, want the command line's 10301 over the file's", o.healthzPort)
+	if o.HealthzPort != 10301 {
+		t.Errorf("--healthz-port %d, want the command line's 10301 over the file's", o.HealthzPort)
 	}
-	if o.evictionFlags.Soft != "memory.available<1Gi" || o.evictionFlags.SoftGracePeriod != "memory.available=1m" || o.evictionPressureTransition.String() != "30s" {
-		t.Errorf("eviction from the file: soft %q, grace %q, transition %s", o.evictionFlags.Soft, o.evictionFlags.SoftGracePeriod, o.evictionPressureTransition)
+	if o.EvictionFlags.Soft != "memory.available<1Gi" || o.EvictionFlags.SoftGracePeriod != "memory.available=1m" || o.EvictionPressureTransition.String() != "30s" {
+		t.Errorf("eviction from the file: soft %q, grace %q, transition %s", o.EvictionFlags.Soft, o.EvictionFlags.SoftGracePeriod, o.EvictionPressureTransition)
 	}
 }
 
@@ -373,10 +373,10 @@ func TestParseFlagsLogRotation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.logMaxWorkers != tc.wantWorkers || o.logMonitorInterval != tc.wantInterval {
-				t.Errorf("workers %d interval %s, want %d and %s", o.logMaxWorkers, o.logMonitorInterval, tc.wantWorkers, tc.wantInterval)
+			if o.LogMaxWorkers != tc.wantWorkers || o.LogMonitorInterval != tc.wantInterval {
+				t.Errorf("workers %d interval %s, want %d and %s", o.LogMaxWorkers, o.LogMonitorInterval, tc.wantWorkers, tc.wantInterval)
 			}
-			eff := o.config.Effective()
+			eff := o.Config.Effective()
 			if got := *eff.ContainerLogMaxWorkers; int(got) != tc.wantWorkers {
 				t.Errorf("effective containerLogMaxWorkers %d, want %d", got, tc.wantWorkers)
 			}

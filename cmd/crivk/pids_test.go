@@ -29,8 +29,8 @@ func TestPodMaxPidsFlag(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.podMaxPids != tt.want {
-				t.Errorf("--pod-max-pids = %d, want %d", o.podMaxPids, tt.want)
+			if o.PodMaxPids != tt.want {
+				t.Errorf("--pod-max-pids = %d, want %d", o.PodMaxPids, tt.want)
 			}
 		})
 	}

@@ -10,11 +10,11 @@ func TestProfilingFlagOffByDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.profilingAddress != "" {
-		t.Errorf("profiling is on by default (%q)", o.profilingAddress)
+	if o.ProfilingAddress != "" {
+		t.Errorf("profiling is on by default (%q)", o.ProfilingAddress)
 	}
 	o, err = parseFlags([]string{"--kubeconfig=/k", "--profiling-address=127.0.0.1:6060"})
-	if err != nil || o.profilingAddress != "127.0.0.1:6060" {
+	if err != nil || o.ProfilingAddress != "127.0.0.1:6060" {
 		t.Errorf("--profiling-address not parsed: %+v %v", o, err)
 	}
 }

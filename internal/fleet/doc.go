@@ -8,7 +8,7 @@
 // allocatable, its kubepods bound and its eviction manager's share of the
 // machine's memory.
 //
-// The caller (cmd/crivk) runs, once per process, what the nodes share
+// The caller (internal/nodeagent) runs, once per process, what the nodes share
 // (logging, /healthz, profiling, the CRI connection as the base
 // cri.Runtime, the one walk of the runtime that feeds every node's PLEG,
 // lifecycle/pleg.Shared, with the task-event stream that wakes it, and the
@@ -51,6 +51,10 @@
 // listener (TestHostPortsOwnListeners). A single-node crivk has no
 // HostPorts and refuses neither, as the kubelet does not refuse its own
 // ports.
+//
+// RefuseUnlabelled is the fleet's one rule about the runtime: many nodes
+// refuse a runtime that holds crivk sandboxes with no node label (a
+// single-node crivk's), which a fleet of one adopts (TestRefuseUnlabelled).
 //
 // The package does no I/O and starts nothing. It must never hold a node's
 // loop, keep a record of pods (what a node holds is read from its engine at

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -197,4 +198,31 @@ func copyTaints(in []v1.Taint) []v1.Taint {
 		in[i].DeepCopyInto(&out[i])
 	}
 	return out
+}
+
+// SandboxLister lists the crivk sandboxes that carry no node label
+// (cri.Runtime.UnlabelledSandboxes).
+type SandboxLister interface {
+	UnlabelledSandboxes(ctx context.Context) ([]string, error)
+}
+
+// RefuseUnlabelled returns an error when the nodes of specs are many and
+// the runtime holds crivk sandboxes with no node label: a single-node
+// crivk's or an earlier version's, which no node of many owns, so that a
+// fleet neither leaves them to nobody nor guesses their node
+// (docs/scale.md). A single node (Spec.Multi false) owns every crivk
+// sandbox, labelled or not, and adopts them: for it the runtime is not
+// asked.
+func RefuseUnlabelled(ctx context.Context, specs []Spec, rt SandboxLister) error {
+	if len(specs) == 0 || !specs[0].Multi {
+		return nil
+	}
+	ids, err := rt.UnlabelledSandboxes(ctx)
+	if err != nil {
+		return err
+	}
+	if len(ids) > 0 {
+		return fmt.Errorf("the runtime holds %d sandboxes of a single-node crivk (%s first): drain them, or run with --node-count 1 (docs/scale.md)", len(ids), ids[0])
+	}
+	return nil
 }

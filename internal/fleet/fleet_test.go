@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"strings"
@@ -167,5 +168,47 @@ func TestSpecsShareNoMutableState(t *testing.T) {
 		if other.labels["pool"] != "a" || len(other.taints) != 1 || other.taints[0].Value != "v" {
 			t.Errorf("%s saw node 0's change: labels %v, taints %v", other.name, other.labels, other.taints)
 		}
+	}
+}
+
+// listed is a runtime's unlabelled sandboxes, its calls counted.
+type listed struct {
+	ids   []string
+	calls int
+}
+
+func (l *listed) UnlabelledSandboxes(context.Context) ([]string, error) {
+	l.calls++
+	return l.ids, nil
+}
+
+// TestRefuseUnlabelled: many nodes refuse a runtime with unlabelled crivk
+// sandboxes; a single node does not ask.
+func TestRefuseUnlabelled(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		count   int
+		ids     []string
+		wantErr string
+		asked   int
+	}{
+		{"one node adopts", 1, []string{"a"}, "", 0},
+		{"many nodes, none", 3, nil, "", 1},
+		{"many nodes refuse", 3, []string{"a", "b"}, "the runtime holds 2 sandboxes of a single-node crivk (a first)", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			specs, err := Specs(Settings{Count: tc.count, Name: "m", Port: 10250, RootDir: "/r", PodLogDir: "/l", CgroupRoot: "/"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := &listed{ids: tc.ids}
+			err = RefuseUnlabelled(context.Background(), specs, l)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("RefuseUnlabelled: %v, want %q", err, tc.wantErr)
+			}
+			if l.calls != tc.asked {
+				t.Errorf("runtime asked %d times, want %d", l.calls, tc.asked)
+			}
+		})
 	}
 }

@@ -47,7 +47,7 @@
 //
 // Keeping static pods apart from the API's pods is the design's point; it
 // is enforced in three places, each by one wrapper of this package that
-// cmd/crivk puts around the engine's hooks:
+// internal/nodeagent puts around the engine's hooks:
 //
 //   - Apart(engine) is the engine virtual-kubelet's provider gets. Mirror
 //     pods never reach the engine: virtual-kubelet sees them through the
@@ -66,7 +66,7 @@
 //     The mirror pod is therefore never deleted by the deletion path while
 //     the static pod exists.
 //   - WithStatic adds the static pods to the pods housekeeping must not take
-//     for orphans, and cmd/crivk counts the source's first read in
+//     for orphans, and internal/nodeagent counts the source's first read in
 //     APIPodsSynced (the kubelet's sourcesReady): after a restart, static
 //     pods' containers are adopted, not swept.
 //

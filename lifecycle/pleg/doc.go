@@ -34,7 +34,7 @@
 // A multi-node crivk (--node-count above 1, docs/scale.md) walks the
 // shared runtime once per period for all its nodes, not once per node:
 //
-//	cmd/crivk (runFleet)                      once per process
+//	internal/nodeagent (runNodes)             once per process
 //	  s := NewShared(SharedConfig{Runtime: base, Period, Wake: <one task-event stream>, WakeSpacing})
 //	  for each node: p := New(Config{..., Feed: s.Feed(node)}); go p.Run(ctx)
 //	  go s.Run(ctx)
