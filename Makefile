@@ -67,7 +67,7 @@ chaos:
 release:
 	VERSION=$(VERSION) hack/release.sh
 
-## update-features: regenerate internal/kubeletconfig/zz_generated_features.go, the kubelet's feature gates, from hack/tools' k8s.io/kubernetes (commit the result)
+## update-features: regenerate kubeletconfig/zz_generated_features.go, the kubelet's feature gates, from hack/tools' k8s.io/kubernetes (commit the result)
 update-features:
 	hack/update-features.sh
 

@@ -192,10 +192,10 @@ else
 fi
 
 # No setting that has a KubeletConfiguration field stays a flag of crivk's:
-# the flags the file's fields map to are internal/kubeletconfig's table.
-mapped=$(grep -oE '^\s+[a-zA-Z0-9]+\("[^"]+", "[^"]+"|flag: "[^"]+"' "${ROOT}/internal/kubeletconfig/fields.go" | grep -oE '"[^"]+"$' | tr -d '"')
+# the flags the file's fields map to are kubeletconfig's table.
+mapped=$(grep -oE '^\s+[a-zA-Z0-9]+\("[^"]+", "[^"]+"|flag: "[^"]+"' "${ROOT}/kubeletconfig/fields.go" | grep -oE '"[^"]+"$' | tr -d '"')
 if [ "$(wc -l <<<"${mapped}")" -lt 40 ]; then
-  bad "read only $(wc -l <<<"${mapped}") field -> flag mappings from internal/kubeletconfig/fields.go (its table changed shape?)"
+  bad "read only $(wc -l <<<"${mapped}") field -> flag mappings from kubeletconfig/fields.go (its table changed shape?)"
 else
   for set in "" "identity=rbac,servingCert=csr" "profiling.enabled=true,profiling.tracing=true" "clientCAFile=,registerWithTaints=null"; do
     moved=()

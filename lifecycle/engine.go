@@ -157,7 +157,7 @@ type Config struct {
 	// critical pod, with the first resource it lacked (the kubelet's
 	// kubelet_preemptions{preemption_signal}).
 	ObservePreemption func(resource string)
-	// Devices is the device plugin manager (internal/devicemanager):
+	// Devices is the device plugin manager (devicemanager):
 	// admission allocates a pod's devices (admit.go) and each container's
 	// CRI config gets what the plugins answered (runoptions.go); nil: no
 	// device plugins.
@@ -165,7 +165,7 @@ type Config struct {
 }
 
 // Devices is the device plugin manager as the engine uses it
-// (internal/devicemanager's Manager, the kubelet's devicemanager).
+// (devicemanager's Manager, the kubelet's devicemanager).
 type Devices interface {
 	// Allocate allocates the devices of every container of pod; active
 	// are the other pods holding resources (the devices of the others are

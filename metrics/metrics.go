@@ -37,7 +37,7 @@ import (
 //     config,static}: the pod manager's pods and the pods with a worker
 //     by work and config, read from the engine at each scrape
 //     (lifecycle.Engine.PodCounts, WatchPods), static "true" for static
-//     pods (internal/staticpods), "" for the API's and "unknown" for a
+//     pods (staticpods), "" for the API's and "unknown" for a
 //     runtime_only pod, the kubelet's values;
 //   - rest_client_requests_total{code,host,method}: every API request
 //     (client-go's request result metric);

@@ -6,7 +6,7 @@ import (
 )
 
 // DevicePluginCapacity is the device plugin manager's capacity
-// (internal/devicemanager's Manager.Capacity, the kubelet's
+// (devicemanager's Manager.Capacity, the kubelet's
 // GetDevicePluginResourceCapacity): each resource's count of devices and
 // of healthy ones, and the resources removed since the last call.
 type DevicePluginCapacity func() (capacity, allocatable v1.ResourceList, removed []string)

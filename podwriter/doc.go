@@ -44,7 +44,7 @@
 //	final status handed on (WaitDelivered, ≤ 5 s)       lifecycle/syncer.go
 //	  │  a pod desired again (no deletionTimestamp)       removeDeleted
 //	  │  is left alone
-//	  │  OnTerminated = staticpods.OnTerminated         internal/staticpods/
+//	  │  OnTerminated = staticpods.OnTerminated         staticpods/
 //	  │  (a static pod stops here), then                  engine.go
 //	  │  DeleteOnTerminated:                            podwriter/final.go
 //	  │    StatusWrites.Finalize (virtual-kubelet's
@@ -83,7 +83,7 @@
 //     TestDeleteOnTerminated, TestDeleteOnTerminatedWritesFinalStatus,
 //     TestDeleteOnTerminatedUsesTheCache, TestDeleteOnTerminatedUsesItsWrites,
 //     TestDeleteOnTerminatedForgetsAPodGoneAlready, TestFinalConditions.
-//   - internal/staticpods/mirror.go Mirrors.deleteMirror (called by
+//   - staticpods/mirror.go Mirrors.deleteMirror (called by
 //     Reconcile and syncMirror): mirror pods, deleted with grace 0 and a
 //     UID precondition, as the kubelet's DeleteMirrorPod. This is safe
 //     because a mirror pod has no containers of its own: it is the API's
@@ -108,7 +108,7 @@
 //     orphan at once, and may go before housekeeping has stopped the old
 //     static pod's containers (as runtime orphans); no test asserts either
 //     way.
-//   - internal/uninstall/uninstall.go uninstaller.drain (`crivk uninstall
+//   - internal/subcmd/uninstall/uninstall.go uninstaller.drain (`crivk uninstall
 //     drain`): deletes each pod of the release's nodes with its own grace
 //     period and a UID precondition, which only marks the object; the
 //     removal is then DeleteOnTerminated's, through the sequence above.
@@ -167,7 +167,7 @@
 //     TestPodWorkerDeletionIsTerminationAndContentRemovable,
 //     TestPodWorkerEffectiveGracePeriod, TestPodWorkerKillDuringSync,
 //     TestPodWorkerGraceShortening.
-//   - Static pods (internal/staticpods/engine.go OnTerminated, wrapping
+//   - Static pods (staticpods/engine.go OnTerminated, wrapping
 //     DeleteOnTerminated): a static pod's object in the API is its mirror,
 //     under another UID, so it bypasses the deletion path (the UID
 //     precondition would refuse anyway). What guards it is the same engine
@@ -230,7 +230,7 @@
 // # What it must never do
 //
 // Remove a pod object anywhere but in DeleteOnTerminated, or there without
-// the UID precondition (mirror pods are internal/staticpods' and have no
+// the UID precondition (mirror pods are staticpods' and have no
 // containers); decide that a pod's containers are stopped (the engine
 // does, and calls OnTerminated); let virtual-kubelet's queued status
 // writes follow a pod's final status; write a status past virtual-kubelet

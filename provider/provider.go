@@ -3,8 +3,8 @@ package provider
 import (
 	"context"
 
-	"github.com/crivk/crivk/internal/staticpods"
 	"github.com/crivk/crivk/lifecycle/status"
+	"github.com/crivk/crivk/staticpods"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	v1 "k8s.io/api/core/v1"

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/crivk/crivk/internal/kubeletconfig"
+	"github.com/crivk/crivk/kubeletconfig"
 )
 
 // checkKubeconfig stands in for --kubeconfig in `crivk config check`,

@@ -21,10 +21,10 @@ import (
 	"github.com/crivk/crivk/eviction"
 	evictionapi "github.com/crivk/crivk/eviction/api"
 	"github.com/crivk/crivk/images"
-	"github.com/crivk/crivk/internal/hostruntime"
-	"github.com/crivk/crivk/internal/kubeletconfig"
 	"github.com/crivk/crivk/internal/nodeagent"
-	"github.com/crivk/crivk/internal/uninstall"
+	"github.com/crivk/crivk/internal/subcmd/hostruntime"
+	"github.com/crivk/crivk/internal/subcmd/uninstall"
+	"github.com/crivk/crivk/kubeletconfig"
 	"github.com/sirupsen/logrus"
 	"google.golang.org/grpc/grpclog"
 )
@@ -87,7 +87,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.RootDir, "root-dir", "/var/lib/crivk", "directory for crivk's state")
 	fs.StringVar(&o.PodLogDir, "pod-log-dir", "/var/log/pods", "directory of pod container logs")
 	o.Config = kubeletconfig.AddFlags(fs)
-	fs.StringVar(&o.PodManifestPath, "pod-manifest-path", "", "directory of static pod manifests (files starting with a dot are ignored), or a single manifest file, as the kubelet's; their pods run with mirror pods in the API (internal/staticpods)")
+	fs.StringVar(&o.PodManifestPath, "pod-manifest-path", "", "directory of static pod manifests (files starting with a dot are ignored), or a single manifest file, as the kubelet's; their pods run with mirror pods in the API (staticpods)")
 	fs.DurationVar(&o.FileCheckFrequency, "file-check-frequency", 20*time.Second, "how often --pod-manifest-path is read again besides its change notifications, as the kubelet's")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "serving certificate of the node API (default: self-signed under <root-dir>/pki)")
 	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", "", "key of --tls-cert-file")
@@ -179,7 +179,7 @@ func parseFlags(args []string) (*options, error) {
 func main() {
 	if len(os.Args) > 1 && (os.Args[1] == "runtime" || os.Args[1] == "uninstall") {
 		// The chart's other uses of the one image: the runtime container
-		// (internal/hostruntime) and the uninstall hooks (internal/uninstall).
+		// (internal/subcmd/hostruntime) and the uninstall hooks (internal/subcmd/uninstall).
 		ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 		defer cancel()
 		grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, os.Stderr))

@@ -388,7 +388,7 @@ remove_metrics_apiservice() {
 
 # crivk_render WHAT prints one of the files of the project's containerds
 # (WHAT: config, the config.toml; cni, the CNI conflist) with crivk's own
-# template (`crivk runtime render`, internal/hostruntime/files.go), the one
+# template (`crivk runtime render`, internal/subcmd/hostruntime/files.go), the one
 # charts/crivk's runtime container writes, from CONTAINERD_ROOT,
 # CONTAINERD_STATE, CONTAINERD_SOCK, RUNC_ROOT, CNI_CONF_DIR, CNI_DATA_DIR,
 # CNI_NETWORK, CNI_BRIDGE, POD_CIDR and PAUSE_IMAGE; with REGISTRY_HOST set,

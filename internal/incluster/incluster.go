@@ -6,8 +6,8 @@
 // without a service proxy cannot reach the kubernetes Service.
 //
 // Callers: cmd/crivk (identity: rbac, no --kubeconfig in a pod),
-// internal/certificate (--bootstrap-kubeconfig=in-cluster) and
-// internal/uninstall (the chart's hooks). It imports no crivk package.
+// certificate (--bootstrap-kubeconfig=in-cluster) and
+// internal/subcmd/uninstall (the chart's hooks). It imports no crivk package.
 package incluster
 
 import (

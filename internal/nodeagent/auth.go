@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/crivk/crivk/internal/certificate"
+	"github.com/crivk/crivk/certificate"
 	"github.com/crivk/crivk/nodeapi"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/crivk/crivk/internal/certificate"
+	"github.com/crivk/crivk/certificate"
 	"k8s.io/client-go/kubernetes"
 	authnv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authzv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
@@ -40,7 +40,7 @@ type apiClients struct {
 	csrs      kubernetes.Interface
 	heartbeat time.Duration
 
-	// runtimeClasses reads RuntimeClasses (internal/runtimeclass), on the
+	// runtimeClasses reads RuntimeClasses (runtimeclass), on the
 	// pods client's limits.
 	runtimeClasses nodev1client.NodeV1Interface
 	// resourceClaims reads the ResourceClaims of pods (lifecycle's DRA

@@ -26,7 +26,7 @@
 //     registration while the runtime is not up.
 //  5. One runtime connection (cri.Await), refused for many nodes while it
 //     holds a single-node crivk's sandboxes (fleet.RefuseUnlabelled); a
-//     single node adopts them. RuntimeClasses (internal/runtimeclass).
+//     single node adopts them. RuntimeClasses (runtimeclass).
 //  6. For many nodes only, what they share (startShared): one walk of the
 //     runtime feeding each node's PLEG (pleg.Shared), woken by one
 //     task-event stream, and one image collector.

@@ -9,9 +9,8 @@ import (
 
 	"github.com/crivk/crivk/apiobjects"
 	"github.com/crivk/crivk/cri"
+	"github.com/crivk/crivk/devicemanager"
 	"github.com/crivk/crivk/eviction"
-	"github.com/crivk/crivk/internal/devicemanager"
-	"github.com/crivk/crivk/internal/staticpods"
 	"github.com/crivk/crivk/internal/vknode"
 	"github.com/crivk/crivk/lifecycle"
 	"github.com/crivk/crivk/lifecycle/pleg"
@@ -21,6 +20,7 @@ import (
 	"github.com/crivk/crivk/nodestatus"
 	"github.com/crivk/crivk/podwriter"
 	"github.com/crivk/crivk/provider"
+	"github.com/crivk/crivk/staticpods"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -89,7 +89,7 @@ func startEngine(ctx context.Context, n *node, rt *cri.Runtime, ver cri.VersionI
 		return nil, err
 	}
 	// Static pods and their mirror pods, kept apart from virtual-kubelet's
-	// pods (internal/staticpods). The mirror client runs without
+	// pods (staticpods). The mirror client runs without
 	// --pod-manifest-path too: it deletes mirror pods of no static pod.
 	static := staticpods.NewSource(staticpods.SourceConfig{Path: o.PodManifestPath, NodeName: o.NodeName, Period: o.FileCheckFrequency})
 	mirrors, err := staticpods.NewMirrors(staticpods.MirrorConfig{Client: clients.core, Pods: apiPods, NodeName: o.NodeName, Static: static,
@@ -105,7 +105,7 @@ func startEngine(ctx context.Context, n *node, rt *cri.Runtime, ver cri.VersionI
 		return nil, err
 	}
 	// Device plugins register on <root-dir>/device-plugins/kubelet.sock
-	// (internal/devicemanager).
+	// (devicemanager).
 	devices, err := devicemanager.New(devicemanager.Config{Dir: filepath.Join(o.RootDir, "device-plugins"), Runtime: rt.Services()})
 	if err != nil {
 		return nil, err

@@ -10,10 +10,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crivk/crivk/certificate"
 	"github.com/crivk/crivk/cm"
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/cri/taskevents"
-	"github.com/crivk/crivk/internal/certificate"
 	"github.com/crivk/crivk/internal/debugserver"
 	"github.com/crivk/crivk/internal/healthz"
 	"github.com/crivk/crivk/internal/incluster"

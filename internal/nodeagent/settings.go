@@ -8,11 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crivk/crivk/certificate"
 	"github.com/crivk/crivk/cri"
 	evictionapi "github.com/crivk/crivk/eviction/api"
 	"github.com/crivk/crivk/images"
-	"github.com/crivk/crivk/internal/certificate"
-	"github.com/crivk/crivk/internal/kubeletconfig"
+	"github.com/crivk/crivk/kubeletconfig"
 	"github.com/crivk/crivk/lifecycle/admission"
 	"github.com/crivk/crivk/nodestatus"
 	"github.com/sirupsen/logrus"
@@ -31,7 +31,7 @@ type Settings struct {
 	AgentVersion string
 	Kubeconfig   string
 	// bootstrapKubeconfig, when set, is the TLS bootstrap credential the
-	// node's client certificate is requested with (internal/certificate).
+	// node's client certificate is requested with (certificate).
 	BootstrapKubeconfig string
 	NodeName            string
 	NodeCount           int // --node-count: nodes sharing the machine (fleet.go)
@@ -119,10 +119,10 @@ type Settings struct {
 	// maxContainerRestartPeriod caps the crash-loop back-off.
 	MaxContainerRestartPeriod time.Duration
 
-	// config is --config and --config-dir (internal/kubeletconfig).
+	// config is --config and --config-dir (kubeletconfig).
 	Config *kubeletconfig.Files
 	// podManifestPath is the static pods' directory or file (the kubelet's
-	// staticPodPath), read every fileCheckFrequency (internal/staticpods).
+	// staticPodPath), read every fileCheckFrequency (staticpods).
 	PodManifestPath    string
 	FileCheckFrequency time.Duration
 	// GC: the image and container garbage collectors' policies (gc.go).

@@ -38,15 +38,20 @@ func layer(pkg string) int {
 	// The static pods' view of the engine, under the provider, which takes
 	// the Engine it declares (staticpods.Apart is the engine the provider
 	// is given when the node has static pods).
-	case p == "internal/staticpods":
+	case p == "staticpods":
 		return 2
 	// The eviction thresholds, parsed once, read by the eviction manager
 	// and by nodestatus's allocatable (the kubelet's eviction/api): a
 	// leaf, like podutil.
 	case p == "eviction/api":
 		return 5
+	// The adapters and the kubelet's subsystems beside cm, eviction and
+	// images (devicemanager, certificate, kubeletconfig, runtimeclass), the
+	// glue under internal/ and the other programs of the binary under
+	// internal/subcmd.
 	case strings.HasPrefix(p, "internal/"), hasRoot(p, "provider", "apiobjects", "podwriter",
-		"nodestatus", "nodeapi", "metrics", "eviction", "images"):
+		"nodestatus", "nodeapi", "metrics", "eviction", "images",
+		"devicemanager", "certificate", "kubeletconfig", "runtimeclass"):
 		return 1
 	case hasRoot(p, "lifecycle", "cm"):
 		return 3
@@ -92,7 +97,7 @@ func command(p string) bool { return hasRoot(p, "cmd", "test", "hack") }
 
 // tree is the package's top folder, or its two top folders under
 // internal/, cmd/, test/ and hack/ (internal/vknode and
-// internal/certificate are separate trees, so are test/e2e and
+// certificate are separate trees, so are test/e2e and
 // test/evidence).
 func tree(p string) string {
 	parts := strings.SplitN(p, "/", 3)
@@ -141,8 +146,8 @@ func TestAllowed(t *testing.T) {
 		"the assembly never to cmd":         {from: "internal/nodeagent", to: "cmd/crivk"},
 		"the assembly down":                 {from: "internal/nodeagent", to: "apiobjects", ok: true},
 		"provider down":                     {from: "provider", to: "lifecycle", ok: true},
-		"provider to staticpods":            {from: "provider", to: "internal/staticpods", ok: true},
-		"staticpods never to provider":      {from: "internal/staticpods", to: "provider"},
+		"provider to staticpods":            {from: "provider", to: "staticpods", ok: true},
+		"staticpods never to provider":      {from: "staticpods", to: "provider"},
 		"a package to its subpackage":       {from: "nodeapi", to: "nodeapi/stats", ok: true},
 		"to a grandchild":                   {from: "cri", to: "cri/crilog/x", ok: true},
 		"lifecycle to status":               {from: "lifecycle", to: "lifecycle/status", ok: true},
@@ -157,7 +162,7 @@ func TestAllowed(t *testing.T) {
 		"an adapter to another":             {from: "provider", to: "nodeapi"},
 		"apiobjects to podwriter":           {from: "apiobjects", to: "podwriter"},
 		"podwriter to vknode":               {from: "podwriter", to: "internal/vknode"},
-		"vknode to certificate":             {from: "internal/vknode", to: "internal/certificate"},
+		"vknode to certificate":             {from: "internal/vknode", to: "certificate"},
 		"lifecycle to cm":                   {from: "lifecycle", to: "cm"},
 		"cm to lifecycle":                   {from: "cm", to: "lifecycle"},
 		"eviction to the stats":             {from: "eviction", to: "nodeapi/stats", ok: true},

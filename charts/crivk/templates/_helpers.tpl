@@ -41,7 +41,7 @@ crivk.io/release={{ .Release.Name }},crivk.io/release-namespace={{ .Release.Name
 crivk.kubeletConfig: crivk's KubeletConfiguration file. Every value that
 has a field of the kubelet's file is written there, not as a flag; config:
 is merged over them (crivk.validate refuses the keys the chart writes).
-Only fields crivk maps to a flag (internal/kubeletconfig's fields.go) are
+Only fields crivk maps to a flag (kubeletconfig's fields.go) are
 written: crivk refuses any other field set to a value not the kubelet's
 default.
 */}}

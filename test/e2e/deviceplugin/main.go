@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/crivk/crivk/internal/devicemanager/deviceplugintest"
+	"github.com/crivk/crivk/devicemanager/deviceplugintest"
 )
 
 func main() {

@@ -1,7 +1,7 @@
 // Command genfeatures writes the kubelet's feature gates as a Go file of
-// crivk's internal/kubeletconfig (hack/update-features.sh runs it):
+// crivk's kubeletconfig (hack/update-features.sh runs it):
 //
-//	genfeatures -o internal/kubeletconfig/zz_generated_features.go
+//	genfeatures -o kubeletconfig/zz_generated_features.go
 //
 // The gates are the kubelet's own: the ones k8s.io/kubernetes/pkg/features
 // (with the generic apiserver's and client-go's) registers on the shared

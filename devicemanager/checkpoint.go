@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/crivk/crivk/cri"
-	"github.com/crivk/crivk/internal/devicemanager/checkpoint"
+	"github.com/crivk/crivk/devicemanager/checkpoint"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	"google.golang.org/protobuf/proto"
 	"k8s.io/apimachinery/pkg/types"

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crivk/crivk/internal/devicemanager/deviceplugintest"
+	"github.com/crivk/crivk/devicemanager/deviceplugintest"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
