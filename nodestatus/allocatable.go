@@ -179,6 +179,21 @@ func (p Portion) String() string {
 	return fmt.Sprintf("%d/%d", p.Weight, p.Total)
 }
 
+// MemoryShare is a node of many's part of the machine's memory, against
+// which its eviction manager measures memory.available beside the
+// machine's (eviction.Config.MemoryShare, docs/scale.md); 0 for the whole
+// machine (a single node: the machine's measure alone, as the kubelet's).
+func (p Portion) MemoryShare() (int64, error) {
+	if p.Whole() {
+		return 0, nil
+	}
+	mem, err := MemoryCapacity()
+	if err != nil {
+		return 0, fmt.Errorf("reading the machine's memory: %w", err)
+	}
+	return p.Scale(mem), nil
+}
+
 // Scale is p of v, rounded down (v × Weight / Total without overflow);
 // v itself when p is the whole, 0 for a negative v or Weight.
 func (p Portion) Scale(v int64) int64 {

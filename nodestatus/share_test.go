@@ -250,3 +250,29 @@ func TestAllocatableOfHoldsTheMemoryThresholdPerNode(t *testing.T) {
 		})
 	}
 }
+
+func TestPortionMemoryShare(t *testing.T) {
+	mem, err := MemoryCapacity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		p    Portion
+		want int64
+	}{
+		"a single node: none, the machine's measure alone": {p: Portion{}, want: 0},
+		"the whole by weight":                              {p: Portion{Weight: 3, Total: 3}, want: 0},
+		"one of four":                                      {p: Portion{Weight: 1, Total: 4}, want: mem / 4},
+		"two of three":                                     {p: Portion{Weight: 2, Total: 3}, want: Portion{Weight: 2, Total: 3}.Scale(mem)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := tc.p.MemoryShare()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("%v.MemoryShare() = %d, want %d (machine %d)", tc.p, got, tc.want, mem)
+			}
+		})
+	}
+}

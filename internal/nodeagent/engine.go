@@ -2,7 +2,6 @@ package nodeagent
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -266,13 +265,9 @@ func newEvictionManager(n *node, st stats.Handlers, gcs *reclaim) (*eviction.Man
 	}
 	// A node of many: memory.available is also its part of the machine's
 	// memory less its own pods' working set (docs/scale.md).
-	var memoryShare int64
-	if !n.portion.Whole() {
-		mem, err := nodestatus.MemoryCapacity()
-		if err != nil {
-			return nil, fmt.Errorf("reading the machine's memory: %w", err)
-		}
-		memoryShare = n.portion.Scale(mem)
+	memoryShare, err := n.portion.MemoryShare()
+	if err != nil {
+		return nil, err
 	}
 	return eviction.New(eviction.Config{
 		Thresholds: o.evictionThresholds, PressureTransitionPeriod: o.EvictionPressureTransition,
