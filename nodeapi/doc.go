@@ -62,10 +62,11 @@
 //     SubjectAccessReview clients and the node's name.
 //  2. New(Config) with the engine's pods, the API's pods and the runtime's
 //     calls, each a small interface declared here or in package stats.
-//  3. Wrap the handler, the whole node API, with Auth.Wrap and serve it
-//     over TLS with the serving certificate (internal/vknode's listener,
-//     wired by internal/nodeagent), and without Auth on the read-only port
-//     (ReadOnly, ServeReadOnly).
+//  3. Serve the handler, the whole node API, with ServeTLS (listen.go:
+//     behind Auth.Wrap, over TLS with the serving certificate and the
+//     client CA), and without Auth on the read-only port (ReadOnly,
+//     ServeReadOnly). Both servers are this package's: each binds its
+//     port before it returns and serves until the context ends.
 //
 // # What it must never do
 //

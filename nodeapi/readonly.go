@@ -1,14 +1,8 @@
 package nodeapi
 
 import (
-	"context"
-	"fmt"
-	"net"
 	"net/http"
 	"strings"
-	"time"
-
-	"github.com/virtual-kubelet/virtual-kubelet/log"
 )
 
 // readOnlyPaths are the paths of the kubelet's read-only server
@@ -52,29 +46,4 @@ func ReadOnly(node, healthz http.Handler) http.Handler {
 		mux.HandleFunc(strings.TrimSuffix(p, "/"), disabled)
 	}
 	return mux
-}
-
-// ServeReadOnly serves h over plain HTTP on addr until ctx ends, with the
-// kubelet's read-only server's timeouts. The listener is bound before it
-// returns: an address in use is its error.
-func ServeReadOnly(ctx context.Context, addr string, h http.Handler) (net.Addr, error) {
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("read-only port: %w", err)
-	}
-	srv := &http.Server{Handler: h, IdleTimeout: 90 * time.Second, ReadTimeout: 4 * time.Hour, WriteTimeout: 4 * time.Hour,
-		MaxHeaderBytes: 1 << 20}
-	go func() {
-		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
-			log.G(ctx).WithError(err).Error("read-only port stopped serving")
-		}
-	}()
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	return ln.Addr(), nil
 }

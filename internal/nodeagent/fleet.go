@@ -346,9 +346,14 @@ func startNode(ctx context.Context, n *node, base *cri.Runtime, ver cri.VersionI
 	}
 	// Not nodeutil.NewNode: it lists and watches every ConfigMap, Secret
 	// and Service of the cluster (internal/vknode).
+	// The node API on its port, bound here so that a port in use stops
+	// the start (nodeapi owns both servers and the mux).
+	if _, err := nodeapi.ServeTLS(ctx, net.JoinHostPort(n.o.Address, strconv.Itoa(n.o.Port)), a.mux, auth.Wrap, tlsOpts); err != nil {
+		return nil, nil, err
+	}
 	vn, err := vknode.New(vknode.Config{
 		Nodes: n.clients.nodes, Leases: n.clients.leases, Node: nodeObj, Provider: a.provider, NodeProvider: a.nodeProvider, Recorder: n.recorder,
-		Mux: a.mux, ListenAddr: net.JoinHostPort(n.o.Address, fmt.Sprint(n.o.Port)), TLS: tlsOpts, Auth: auth.Wrap, Workers: 10,
+		Workers:      10,
 		StatusReport: n.o.NodeStatusReportFrequency, Watched: a.nodes.Watched, PodInformer: podInf,
 		// Removals with grace 0 become crivk's own termination: no
 		// object goes before its containers stop (podwriter).

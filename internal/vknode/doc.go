@@ -2,8 +2,8 @@
 // virtual-kubelet's node controller (the Node object and its Lease) and pod
 // controller (the pods bound to this node, handed to a
 // node.PodLifecycleHandler) the way virtual-kubelet's nodeutil.Node does,
-// with the differences a node agent needs, and serves the node API over TLS
-// beside them.
+// with the differences a node agent needs. It serves nothing: the node
+// API's servers and mux are package nodeapi's.
 //
 // # Why not nodeutil.Node
 //

@@ -2,15 +2,11 @@ package vknode
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"sync/atomic"
 	"time"
 
-	"github.com/virtual-kubelet/virtual-kubelet/log"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,15 +20,12 @@ import (
 
 // Node runs virtual-kubelet's node and pod controllers like
 // nodeutil.Node, but without its cluster-wide ConfigMap, Secret and Service
-// informers (doc.go says why), and serves the node API.
+// informers (doc.go says why). The node API is not served here: package
+// nodeapi owns its servers (nodeapi.ServeTLS).
 type Node struct {
 	nc          *node.NodeController
 	pc          *node.PodController
 	podInformer PodInformer
-	srv         *http.Server
-	handler     http.Handler
-	listenAddr  string
-	tlsConfig   *tls.Config
 	workers     int
 	ready       chan struct{}
 }
@@ -44,7 +37,7 @@ type PodProvider interface {
 }
 
 // Config is what New needs. Node, Nodes, Leases, PodClient, Provider,
-// NodeProvider, Recorder, Mux and PodInformer are required.
+// NodeProvider, Recorder and PodInformer are required.
 type Config struct {
 	// Node is the Node object to register and keep.
 	Node *v1.Node
@@ -60,14 +53,8 @@ type Config struct {
 	Provider     PodProvider
 	NodeProvider node.NodeProvider
 	Recorder     record.EventRecorder
-	// Mux is the node API's mux (package nodeapi's handler is mounted on
-	// it by the caller); it is served on ListenAddr behind Auth.
-	Mux        *http.ServeMux
-	ListenAddr string
-	TLS        []func(*tls.Config) error
-	Workers    int
-	// Auth wraps the node API with authentication and authorization.
-	Auth func(http.Handler) http.Handler
+	// Workers is how many pods the pod controller syncs at once.
+	Workers int
 	// StatusReport is how often the node status is written when nothing
 	// changed (--node-status-report-frequency).
 	StatusReport time.Duration
@@ -80,27 +67,13 @@ type Config struct {
 	PodInformer PodInformer
 }
 
-// New builds the node's controllers and its node API server; nothing runs
-// before Run.
+// New builds the node's controllers; nothing runs before Run.
 func New(cfg Config) (*Node, error) {
 	switch {
 	case cfg.Node == nil, cfg.Nodes == nil, cfg.Leases == nil, cfg.PodClient == nil,
 		cfg.Provider == nil, cfg.NodeProvider == nil, cfg.Recorder == nil,
-		cfg.Mux == nil, cfg.PodInformer.informer == nil:
-		return nil, errors.New("vknode: Node, Nodes, Leases, PodClient, Provider, NodeProvider, Recorder, Mux and PodInformer are required")
-	}
-	if _, _, err := net.SplitHostPort(cfg.ListenAddr); err != nil {
-		return nil, fmt.Errorf("listen address %q: %w", cfg.ListenAddr, err)
-	}
-	tlsCfg := &tls.Config{
-		// Go's default cipher suites, as the kubelet without --tls-cipher-suites.
-		MinVersion: tls.VersionTLS12,
-		ClientAuth: tls.RequestClientCert,
-	}
-	for _, o := range cfg.TLS {
-		if err := o(tlsCfg); err != nil {
-			return nil, err
-		}
+		cfg.PodInformer.informer == nil:
+		return nil, errors.New("vknode: Node, Nodes, Leases, PodClient, Provider, NodeProvider, Recorder and PodInformer are required")
 	}
 	podInformer := cfg.PodInformer
 	var nodes corev1client.NodeInterface = cfg.Nodes.Nodes()
@@ -127,12 +100,7 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the pod controller: %w", err)
 	}
-	var handler http.Handler = cfg.Mux
-	if cfg.Auth != nil {
-		handler = cfg.Auth(handler)
-	}
-	return &Node{nc: nc, pc: pc, podInformer: podInformer, listenAddr: cfg.ListenAddr,
-		handler: handler, tlsConfig: tlsCfg, workers: cfg.Workers, ready: make(chan struct{})}, nil
+	return &Node{nc: nc, pc: pc, podInformer: podInformer, workers: cfg.Workers, ready: make(chan struct{})}, nil
 }
 
 // podControllerConfig is virtual-kubelet's pod controller as crivk runs
@@ -158,26 +126,12 @@ func podControllerConfig(client corev1client.PodsGetter, recorder record.EventRe
 	}
 }
 
-// Run serves the node API, runs the controllers and returns when one of
+// Run runs the pod informer and the controllers (the pod controller
+// first, the node controller once it is ready) and returns when one of
 // them stops or ctx ends.
 func (n *Node) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	l, err := tls.Listen("tcp", n.listenAddr, n.tlsConfig)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", n.listenAddr, err)
-	}
-	n.srv = &http.Server{Handler: n.handler, TLSConfig: n.tlsConfig, ReadHeaderTimeout: 30 * time.Second}
-	return n.run(ctx, l)
-}
-
-func (n *Node) run(ctx context.Context, l net.Listener) error {
-	go func() {
-		if err := n.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.G(ctx).WithError(err).Error("node API server stopped")
-		}
-	}()
-	defer n.srv.Close()
 	go n.podInformer.Informer().RunWithContext(ctx)
 	go n.pc.Run(ctx, n.workers) //nolint:errcheck // reported through Done/Err
 	select {

@@ -3,7 +3,6 @@ package vknode
 import (
 	"context"
 	"errors"
-	"net/http"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -149,17 +148,15 @@ func TestNodeControllerRequestsAtIdle(t *testing.T) {
 	})
 }
 
-// New refuses a configuration without one of its required parts or with a
-// listen address that is not host:port, and builds the node from one that
-// has them.
+// New refuses a configuration without one of its required parts and
+// builds the node from one that has them.
 func TestNewValidates(t *testing.T) {
 	valid := func() Config {
 		cs := fake.NewClientset()
 		return Config{
 			Node: &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, Nodes: cs.CoreV1(), Leases: cs.CoordinationV1(),
 			PodClient: cs.CoreV1(), Provider: &fakePodProvider{}, NodeProvider: quietNode{},
-			Recorder: record.NewFakeRecorder(1), Mux: http.NewServeMux(),
-			ListenAddr:  "127.0.0.1:10250",
+			Recorder:    record.NewFakeRecorder(1),
 			PodInformer: NewPodInformer(cs.CoreV1(), "n1", 0),
 		}
 	}
@@ -167,12 +164,11 @@ func TestNewValidates(t *testing.T) {
 		change func(*Config)
 		ok     bool
 	}{
-		"valid":               {change: func(*Config) {}, ok: true},
-		"no node":             {change: func(c *Config) { c.Node = nil }},
-		"no pod client":       {change: func(c *Config) { c.PodClient = nil }},
-		"no provider":         {change: func(c *Config) { c.Provider = nil }},
-		"no pod informer":     {change: func(c *Config) { c.PodInformer = PodInformer{} }},
-		"listen without port": {change: func(c *Config) { c.ListenAddr = "127.0.0.1" }},
+		"valid":           {change: func(*Config) {}, ok: true},
+		"no node":         {change: func(c *Config) { c.Node = nil }},
+		"no pod client":   {change: func(c *Config) { c.PodClient = nil }},
+		"no provider":     {change: func(c *Config) { c.Provider = nil }},
+		"no pod informer": {change: func(c *Config) { c.PodInformer = PodInformer{} }},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := valid()
