@@ -21,8 +21,12 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 )
 
 // The local registry (hack/local-up.sh, REGISTRY=1): TLS with the cluster
@@ -166,9 +170,19 @@ func TestRegistryPullWithoutCredentials(t *testing.T) {
 			pod.Spec.ImagePullSecrets = []v1.LocalObjectReference{{Name: secret}}
 		}
 		// The watch starts before the pod: a polled Get could miss the
-		// ErrImagePull between two polls.
+		// ErrImagePull between two polls. A retry watcher from the list's
+		// resourceVersion: a plain watch the API server ends (its watch
+		// cache's timeouts) would end the loop before any status.
 		ctx := testContext(t, 90*time.Second)
-		w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+		l, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+		if err != nil {
+			t.Fatalf("%s: listing the pod: %v", name, err)
+		}
+		lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = "metadata.name=" + name
+			return client.CoreV1().Pods(ns).Watch(ctx, o)
+		}}
+		w, err := watchtools.NewRetryWatcherWithContext(ctx, l.ResourceVersion, lw)
 		if err != nil {
 			t.Fatalf("%s: watching the pod: %v", name, err)
 		}
@@ -176,6 +190,10 @@ func TestRegistryPullWithoutCredentials(t *testing.T) {
 		var order []string // the waiting reasons, as they changed
 		seen := map[string]string{}
 		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error {
+				t.Logf("%s: watch error %v", name, apierrors.FromObject(ev.Object))
+				continue
+			}
 			p, ok := ev.Object.(*v1.Pod)
 			if !ok || len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Waiting == nil {
 				continue
