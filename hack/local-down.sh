@@ -67,6 +67,11 @@ main() {
   if [ -n "$(recorded_pid metrics-server)" ] && [ -n "$(recorded_pid kube-apiserver)" ]; then
     remove_metrics_apiservice
   fi
+  # A crivk of this checkout that outlived whatever started it (an e2e run
+  # interrupted before its TestMain stopped crivk) would keep the node API
+  # port and talk to the next cluster as its node: it goes first.
+  # shellcheck disable=SC2046 # word splitting intended
+  stop_pids crivk $(pids_running "${ROOT}/_output/bin/crivk")
   for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
     stop_component "${COMPONENTS[i]}"
   done
