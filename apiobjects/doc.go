@@ -11,7 +11,9 @@
 //     synced. A change seen by a watch syncs the pods of the namespace that
 //     reference the object at once (SetKick: Engine.Kick), so mounted files
 //     and the next container's environment follow within about a second. A
-//     watch no Get used for idleTimeout is stopped (its pods are gone).
+//     watch that no pod of the node references any more is stopped within
+//     about 10 s (the kubelet stops it with the last referencing pod), and
+//     one no Get used for idleTimeout in any case.
 //   - Services (services.go): one list-and-watch of every Service, as the
 //     kubelet's Service informer (the Node authorizer grants a node list
 //     and watch of all Services); the service-link variables of each

@@ -62,6 +62,14 @@ var _ lifecycle.Objects = (*Reader)(nil)
 // least every --sync-interval (10 s), so a live pod's objects stay watched.
 const idleTimeout = 2 * time.Minute
 
+// unreferencedAfter: a watch no pod of the node references any more is
+// stopped once it has not been used for this long, checked as often. The
+// kubelet's watch-based manager stops an object's reflector when the last
+// pod referencing it is unregistered (DeleteReference); this is that rule
+// read from the node's pods, with a few seconds' grace for a Get made by a
+// pod that the informer shows a moment later.
+const unreferencedAfter = 5 * time.Second
+
 type objectKind string
 
 const (
@@ -103,7 +111,7 @@ func (o *Reader) SetKick(pods func(namespace string) []*v1.Pod, kick func(types.
 // stops all of them.
 func (o *Reader) Run(ctx context.Context) {
 	go o.servicesCtrl.Run(ctx.Done())
-	t := o.clock.NewTicker(idleTimeout / 4)
+	t := o.clock.NewTicker(unreferencedAfter)
 	defer t.Stop()
 	for {
 		select {
@@ -121,12 +129,39 @@ func (o *Reader) Run(ctx context.Context) {
 	}
 }
 
+// stopIdle stops the watches no pod references (as the kubelet does when
+// the last referencing pod goes) and those unused for idleTimeout.
 func (o *Reader) stopIdle() {
 	now := o.clock.Now()
 	o.mu.Lock()
+	pods := o.pods
+	var candidates []objectKey
+	for k, w := range o.watches {
+		if now.Sub(w.lastUsed) >= unreferencedAfter {
+			candidates = append(candidates, k)
+		}
+	}
+	o.mu.Unlock()
+	stop := map[objectKey]bool{}
+	for _, k := range candidates {
+		if pods == nil {
+			continue
+		}
+		referenced := false
+		for _, p := range pods(k.namespace) {
+			if references(p, k) {
+				referenced = true
+				break
+			}
+		}
+		stop[k] = !referenced
+	}
+	o.mu.Lock()
 	defer o.mu.Unlock()
 	for k, w := range o.watches {
-		if now.Sub(w.lastUsed) >= idleTimeout {
+		idle := now.Sub(w.lastUsed) >= idleTimeout
+		unreferenced := stop[k] && now.Sub(w.lastUsed) >= unreferencedAfter
+		if idle || unreferenced {
 			close(w.stop)
 			delete(o.watches, k)
 		}
@@ -261,6 +296,13 @@ func references(pod *v1.Pod, key objectKey) bool {
 				if key.kind == kindSecret && s.Secret != nil && s.Secret.Name == key.name {
 					return true
 				}
+			}
+		}
+	}
+	if key.kind == kindSecret {
+		for _, s := range pod.Spec.ImagePullSecrets {
+			if s.Name == key.name {
+				return true
 			}
 		}
 	}

@@ -102,8 +102,66 @@ func TestObjectsWatchesReferencedObjectsAndKicksPods(t *testing.T) {
 	})
 }
 
+// The kubelet stops an object's watch when the last pod referencing it
+// goes; a watch of an object still referenced stays.
+func TestObjectsStopsUnreferencedWatches(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := fake.NewClientset()
+	clk := clocktesting.NewFakeClock(time.Now())
+	o := New(fakeCore{client.CoreV1()}, clk)
+	go o.Run(ctx)
+	keep := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "keep", UID: "u1"}, Spec: v1.PodSpec{
+		Containers: []v1.Container{{Name: "c", EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{
+			LocalObjectReference: v1.LocalObjectReference{Name: "kept"}}}}}}}}
+	gone := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gone", UID: "u2"}, Spec: v1.PodSpec{
+		ImagePullSecrets: []v1.LocalObjectReference{{Name: "pull"}}}}
+	var mu sync.Mutex
+	pods := []*v1.Pod{keep, gone}
+	o.SetKick(func(string) []*v1.Pod { mu.Lock(); defer mu.Unlock(); return pods }, func(types.UID) {})
+	watched := func() map[objectKey]bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		m := map[objectKey]bool{}
+		for k := range o.watches {
+			m[k] = true
+		}
+		return m
+	}
+	_, _ = o.GetConfigMap(ctx, "ns", "kept")
+	_, _ = o.GetSecret(ctx, "ns", "pull")
+	kept, pull := objectKey{kindConfigMap, "ns", "kept"}, objectKey{kindSecret, "ns", "pull"}
+	if w := watched(); !w[kept] || !w[pull] {
+		t.Fatalf("watches after the Gets: %v", w)
+	}
+	// Both still referenced: a tick stops neither.
+	for !clk.HasWaiters() { // Run's ticker
+		time.Sleep(time.Millisecond)
+	}
+	clk.Step(unreferencedAfter + time.Second)
+	time.Sleep(100 * time.Millisecond)
+	if w := watched(); !w[kept] || !w[pull] {
+		t.Fatalf("a referenced watch was stopped: %v", w)
+	}
+	// The pull secret's pod goes: its watch stops at the next tick, the
+	// other stays.
+	mu.Lock()
+	pods = []*v1.Pod{keep}
+	mu.Unlock()
+	clk.Step(unreferencedAfter + time.Second)
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return !watched()[pull], nil
+	}); err != nil {
+		t.Fatalf("the unreferenced watch was not stopped: %v", watched())
+	}
+	if !watched()[kept] {
+		t.Fatal("the referenced watch was stopped with the unreferenced one")
+	}
+}
+
 func TestReferences(t *testing.T) {
 	pod := &v1.Pod{Spec: v1.PodSpec{
+		ImagePullSecrets: []v1.LocalObjectReference{{Name: "pull"}},
 		Volumes: []v1.Volume{{Name: "s", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "sec"}}}},
 		Containers: []v1.Container{{Name: "c",
 			EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "envcm"}}}},
@@ -120,6 +178,8 @@ func TestReferences(t *testing.T) {
 		{objectKey{kindConfigMap, "", "envcm"}, true},
 		{objectKey{kindSecret, "", "envsec"}, true},
 		{objectKey{kindSecret, "", "nope"}, false},
+		{objectKey{kindSecret, "", "pull"}, true},
+		{objectKey{kindConfigMap, "", "pull"}, false},
 	} {
 		t.Run(string(tt.key.kind)+"/"+tt.key.name, func(t *testing.T) {
 			if got := references(pod, tt.key); got != tt.want {

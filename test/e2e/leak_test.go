@@ -181,15 +181,15 @@ func processLeaksOnce(ctx context.Context, b *procBaseline) (out []string, gorou
 	return out, overG && sum(cur.fds) <= maxF && cur.rss <= maxRSS, nil
 }
 
-// objectWatchesIdle is how long after its last pod sync a watch of a
-// ConfigMap or Secret can outlive the pods that referenced it: apiobjects
-// keeps each per-object watch (7 goroutines: reflector, watch stream,
-// informer loop) until it is unused for 2 minutes, checked every 30 s
-// (apiobjects.idleTimeout), as the kubelet's watch-based object managers
-// keep theirs for a while. A cache, not a leak: processLeaksSettled waits
-// that long (and a margin for a loaded machine) before it calls goroutines
-// leaked.
-const objectWatchesIdle = 2*time.Minute + 30*time.Second + 30*time.Second
+// objectWatchesIdle is how long a watch of a ConfigMap or Secret can
+// outlive the pods that referenced it: apiobjects stops each per-object
+// watch (7 goroutines: reflector, watch stream, informer loop) once no pod
+// of the node references it and it went 5 s unused, checked every 5 s
+// (apiobjects.unreferencedAfter), as the kubelet stops its watch with the
+// last referencing pod. processLeaksSettled waits that long, with a margin
+// for a loaded machine and a pod informer that sees the deletion late,
+// before it calls goroutines leaked.
+const objectWatchesIdle = 45 * time.Second
 
 // processLeaksSettled is processLeaksOnce, sampled again every 15 s while
 // goroutines alone are over their bound, for at most objectWatchesIdle:
@@ -201,7 +201,7 @@ func processLeaksSettled(ctx context.Context, b *procBaseline) ([]string, error)
 		if err != nil || len(leaks) == 0 || !goroutinesOnly || time.Now().After(deadline) {
 			return leaks, err
 		}
-		fmt.Printf("e2e: crivk's goroutines over their bound: sampled again in 15 s (idle object watches stop within %s)\n", objectWatchesIdle)
+		fmt.Printf("e2e: crivk's goroutines over their bound: sampled again in 15 s (unreferenced object watches stop within %s)\n", objectWatchesIdle)
 		select {
 		case <-ctx.Done():
 			return leaks, nil
