@@ -316,6 +316,19 @@ const (
 	SandboxNotReady State = "sandbox-notready"
 )
 
+// Running reports whether the pod with uid has, in this snapshot, a
+// container that is running (or whose state the runtime cannot tell) or a
+// ready sandbox: its containers are not yet gone.
+func (s *Snapshot) Running(uid types.UID) bool {
+	for _, st := range s.Pods[uid] {
+		switch st {
+		case StateRunning, StateUnknown, SandboxReady:
+			return true
+		}
+	}
+	return false
+}
+
 // Snapshot lists every sandbox and container of r's node (OwnedSelector),
 // with two list calls and no per-object status call.
 func (r *Runtime) Snapshot(ctx context.Context) (*Snapshot, error) {

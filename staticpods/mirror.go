@@ -54,6 +54,15 @@ type MirrorConfig struct {
 	// for a pod whose status was published before anything listened
 	// (SetStatus is the usual way).
 	PodStatus func(types.UID) *v1.Pod
+	// Running reports whether the runtime still has a running container
+	// or a ready sandbox of the pod with this UID (a static pod's UID is
+	// its mirror's kubernetes.io/config.mirror hash). A mirror pod of
+	// another static pod than the current one (an orphan, or of an older
+	// version) is deleted only once it reports false: after a restart,
+	// with the manifest removed or changed while crivk was down, nothing
+	// in memory says the old pod still terminates, and the mirror must
+	// not go before its containers. An error counts as running.
+	Running func(ctx context.Context, uid types.UID) (bool, error)
 	// Period is how often everything is reconciled besides the kicks
 	// (default 10 s).
 	Period time.Duration
@@ -106,8 +115,8 @@ func (w writtenStatus) stillOurs(mirror *v1.Pod, st *v1.PodStatus) bool {
 // NewMirrors validates cfg and returns the mirror client; Run keeps the
 // mirror pods.
 func NewMirrors(cfg MirrorConfig) (*Mirrors, error) {
-	if cfg.Client == nil || cfg.Pods == nil || cfg.NodeName == "" || cfg.NodeUID == nil || cfg.Static == nil {
-		return nil, errors.New("staticpods: the mirror client needs a client, the pod lister, the node's name and UID and the static pods")
+	if cfg.Client == nil || cfg.Pods == nil || cfg.NodeName == "" || cfg.NodeUID == nil || cfg.Static == nil || cfg.Running == nil {
+		return nil, errors.New("staticpods: the mirror client needs a client, the pod lister, the node's name and UID, the static pods and the runtime's running pods")
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
@@ -212,6 +221,9 @@ func (m *Mirrors) Reconcile(ctx context.Context) error {
 		if !IsMirror(p) || p.Spec.NodeName != m.cfg.NodeName || want[fullName(p)] || m.cfg.Static.Terminating(p.Namespace, p.Name) {
 			continue
 		}
+		if m.stillRunning(ctx, p) {
+			continue
+		}
 		log.G(ctx).WithField("pod", fullName(p)).WithField("uid", p.UID).Info("deleting orphaned mirror pod: no static pod of its name")
 		if err := m.deleteMirror(ctx, p); err != nil {
 			errs = append(errs, err)
@@ -247,6 +259,12 @@ func (m *Mirrors) syncMirror(ctx context.Context, s *v1.Pod) error {
 		// Another pod holds the name: the kubelet's create fails the same
 		// way; nothing of it is touched.
 		return fmt.Errorf("static pod %s: a pod that is not its mirror holds the name (uid %s)", fullName(s), mirror.UID)
+	}
+	if mirror != nil && mirror.Annotations[AnnotationMirror] != hash && m.stillRunning(ctx, mirror) {
+		// An older version's containers still run, unknown to the source
+		// (changed while crivk was down): its mirror stays until they
+		// are gone, as while Terminating.
+		return nil
 	}
 	if mirror != nil && (mirror.DeletionTimestamp != nil || mirror.Annotations[AnnotationMirror] != hash) {
 		log.G(ctx).WithField("pod", fullName(s)).WithField("uid", mirror.UID).Info("deleting mirror pod: marked for deletion or of another version of the static pod; it is created again")
@@ -303,6 +321,21 @@ func (m *Mirrors) createMirror(ctx context.Context, s *v1.Pod) (*v1.Pod, error) 
 
 // deleteMirror deletes a mirror pod with grace 0 and its UID as
 // precondition (the kubelet's DeleteMirrorPod); gone already is success.
+// stillRunning reports whether the static pod that mirror reflects still
+// has a running container or a ready sandbox (MirrorConfig.Running): its
+// mirror must stay until they are gone. An error counts as running.
+func (m *Mirrors) stillRunning(ctx context.Context, mirror *v1.Pod) bool {
+	running, err := m.cfg.Running(ctx, types.UID(mirror.Annotations[AnnotationMirror]))
+	if err != nil {
+		log.G(ctx).WithError(err).WithField("pod", fullName(mirror)).Warn("mirror pod kept: cannot tell whether its static pod's containers are gone")
+		return true
+	}
+	if running {
+		log.G(ctx).WithField("pod", fullName(mirror)).WithField("uid", mirror.UID).Debug("mirror pod kept until its static pod's containers are gone")
+	}
+	return running
+}
+
 func (m *Mirrors) deleteMirror(ctx context.Context, mirror *v1.Pod) error {
 	err := m.cfg.Client.Pods(mirror.Namespace).Delete(ctx, mirror.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: new(int64), Preconditions: metav1.NewUIDPreconditions(string(mirror.UID)),

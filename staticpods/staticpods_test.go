@@ -222,12 +222,16 @@ type mirrorEnv struct {
 	indexer cache.Indexer
 	static  *fixedStatic
 	m       *Mirrors
+	// running: the runtime's pods with a running container or a ready
+	// sandbox (MirrorConfig.Running), by UID.
+	mu      sync.Mutex
+	running map[types.UID]bool
 }
 
 func newMirrorEnv(t *testing.T, static ...*v1.Pod) *mirrorEnv {
 	t.Helper()
 	e := &mirrorEnv{client: fake.NewClientset(), indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
-		static: &fixedStatic{pods: static, terminating: map[string]bool{}}}
+		static: &fixedStatic{pods: static, terminating: map[string]bool{}}, running: map[types.UID]bool{}}
 	// The fake API assigns no UIDs; the mirror client's preconditions
 	// and the tests need them.
 	n := 0
@@ -240,7 +244,12 @@ func newMirrorEnv(t *testing.T, static ...*v1.Pod) *mirrorEnv {
 	})
 	var err error
 	e.m, err = NewMirrors(MirrorConfig{Client: e.client.CoreV1(), Pods: corev1listers.NewPodLister(e.indexer), NodeName: "n1",
-		NodeUID: func() (types.UID, error) { return "node-uid", nil }, Static: e.static})
+		NodeUID: func() (types.UID, error) { return "node-uid", nil }, Static: e.static,
+		Running: func(_ context.Context, uid types.UID) (bool, error) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			return e.running[uid], nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,5 +501,59 @@ func TestMirrorsKeepMirrorsUntilTheManifestsWereRead(t *testing.T) {
 	e.reconcile(t)
 	if e.get(t, "web-n1") != nil {
 		t.Error("an orphaned mirror pod must be deleted once the manifests were read")
+	}
+}
+
+// TestMirrorsKeepMirrorsWhileTheRuntimeRunsTheirPod: after a restart,
+// with a manifest removed or changed while crivk was down, the source
+// knows of no terminating pod; the old mirror pod stays while the
+// runtime still runs the old static pod's containers (the orphan sweep
+// stops them), and goes once they are gone: a pod object never goes
+// before its containers.
+func TestMirrorsKeepMirrorsWhileTheRuntimeRunsTheirPod(t *testing.T) {
+	static, err := decodeManifest([]byte(manifest), "/etc/m/web.yaml", "n1", seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed, err := decodeManifest([]byte(strings.Replace(manifest, "1.37", "1.36", 1)), "/etc/m/web.yaml", "n1", seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name  string
+		after []*v1.Pod // the static pods after the restart
+	}{
+		{"manifest removed while down", nil},
+		{"manifest changed while down", []*v1.Pod{changed}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newMirrorEnv(t, static)
+			e.reconcile(t)
+			old := e.get(t, "web-n1")
+			if old == nil {
+				t.Fatal("no mirror pod created")
+			}
+			// The restart: a source that read the new manifests, and
+			// the old pod's containers still running.
+			e.static.pods = tt.after
+			e.mu.Lock()
+			e.running[static.UID] = true
+			e.mu.Unlock()
+			e.reconcile(t)
+			if m := e.get(t, "web-n1"); m == nil || m.UID != old.UID {
+				t.Fatalf("mirror while the old static pod's containers run: %v, want the old one (uid %s)", m, old.UID)
+			}
+			e.mu.Lock()
+			e.running[static.UID] = false
+			e.mu.Unlock()
+			e.reconcile(t)
+			m := e.get(t, "web-n1")
+			switch {
+			case tt.after == nil && m != nil:
+				t.Errorf("orphaned mirror pod %s kept after its containers stopped", m.UID)
+			case tt.after != nil && (m == nil || m.UID == old.UID || m.Annotations[AnnotationMirror] != string(changed.UID)):
+				t.Errorf("mirror after the old containers stopped: %v, want a new one of hash %s", m, changed.UID)
+			}
+		})
 	}
 }

@@ -94,6 +94,13 @@ func startEngine(ctx context.Context, n *node, rt *cri.Runtime, ver cri.VersionI
 	mirrors, err := staticpods.NewMirrors(staticpods.MirrorConfig{Client: clients.core, Pods: apiPods, NodeName: o.NodeName, Static: static,
 		// The engine is made below, before the mirror client runs.
 		PodStatus: func(uid types.UID) *v1.Pod { return a.engine.PublishedPod(uid) },
+		Running: func(ctx context.Context, uid types.UID) (bool, error) {
+			s, err := rt.Snapshot(ctx)
+			if err != nil {
+				return false, err
+			}
+			return s.Running(uid), nil
+		},
 		NodeUID: func() (types.UID, error) {
 			if n, ok := nodes.Watched(); ok {
 				return n.UID, nil

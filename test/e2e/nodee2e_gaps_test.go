@@ -18,6 +18,7 @@ import (
 
 	"github.com/crivk/crivk/cri"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -206,40 +207,8 @@ func TestReadOnlyPort(t *testing.T) {
 func TestStaticPodUpdateKeepsMirrorDuringGrace(t *testing.T) {
 	waitNodeReady(t, v1.ConditionTrue, 90*time.Second)
 	ns := newNamespace(t)
-	manifests := os.Getenv("CRIVK_POD_MANIFEST_PATH")
-	if manifests == "" {
-		manifests = filepath.Join(mustEnv("LOCAL_DIR"), "manifests")
-	}
-	if err := os.MkdirAll(manifests, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(manifests, ns+".json")
-	write := func(version string) {
-		t.Helper()
-		pod := busyboxPod("graceful", v1.RestartPolicyAlways, "trap 'echo TERM; sleep 12; exit 0' TERM; echo "+version+"; while true; do sleep 1; done")
-		pod.APIVersion, pod.Kind = "v1", "Pod"
-		pod.Namespace = ns
-		pod.Spec.NodeSelector = nil
-		grace := int64(20)
-		pod.Spec.TerminationGracePeriodSeconds = &grace
-		data, err := json.Marshal(pod)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmp := filepath.Join(manifests, "."+ns+".json.tmp")
-		if err := os.WriteFile(tmp, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, file); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := staticManifest(t, ns)
 	write("v1")
-	t.Cleanup(func() {
-		if err := os.Remove(file); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("clean-up: %v", err)
-		}
-	})
 	name := "graceful-" + strings.ToLower(nodeName)
 	mirror := waitPod(t, ns, name, 90*time.Second, "the mirror pod Running and Ready", isRunningReady)
 	oldHash := mirror.Annotations["kubernetes.io/config.hash"]
@@ -295,6 +264,127 @@ func TestStaticPodUpdateKeepsMirrorDuringGrace(t *testing.T) {
 	}
 	if again.Annotations["kubernetes.io/config.mirror"] != again.Annotations["kubernetes.io/config.hash"] {
 		t.Errorf("new mirror annotations %v", again.Annotations)
+	}
+}
+
+// staticManifest returns how to write (and write again) the manifest of
+// the static pod "graceful" in ns: a busybox whose TERM trap takes 12 s of
+// its 20 s grace period, printing version. The file goes at the test's end.
+func staticManifest(t *testing.T, ns string) (write func(version string)) {
+	t.Helper()
+	manifests := os.Getenv("CRIVK_POD_MANIFEST_PATH")
+	if manifests == "" {
+		manifests = filepath.Join(mustEnv("LOCAL_DIR"), "manifests")
+	}
+	if err := os.MkdirAll(manifests, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(manifests, ns+".json")
+	t.Cleanup(func() {
+		if err := os.Remove(file); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("clean-up: %v", err)
+		}
+	})
+	return func(version string) {
+		t.Helper()
+		if version == "" {
+			if err := os.Remove(file); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		pod := busyboxPod("graceful", v1.RestartPolicyAlways, "trap 'echo TERM; sleep 12; exit 0' TERM; echo "+version+"; while true; do sleep 1; done")
+		pod.APIVersion, pod.Kind = "v1", "Pod"
+		pod.Namespace = ns
+		pod.Spec.NodeSelector = nil
+		grace := int64(20)
+		pod.Spec.TerminationGracePeriodSeconds = &grace
+		data, err := json.Marshal(pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmp := filepath.Join(manifests, "."+ns+".json.tmp")
+		if err := os.WriteFile(tmp, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, file); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestStaticPodRemovedWhileDownKeepsMirrorUntilStopped: crivk is killed
+// (kill -9) with a static pod running, its manifest removed while crivk
+// is down, and crivk started again. Nothing in the new process knows the
+// old pod terminates; its containers are an orphan that the sweep stops
+// (the TERM trap takes 12 s). The mirror pod must not go before them: at
+// no sample is the mirror gone while a container of the old pod runs or
+// its sandbox is ready, and it does go once they stopped.
+func TestStaticPodRemovedWhileDownKeepsMirrorUntilStopped(t *testing.T) {
+	waitNodeReady(t, v1.ConditionTrue, 90*time.Second)
+	ns := newNamespace(t)
+	write := staticManifest(t, ns)
+	write("v1")
+	name := "graceful-" + strings.ToLower(nodeName)
+	mirror := waitPod(t, ns, name, 90*time.Second, "the mirror pod Running and Ready", isRunningReady)
+	uid := types.UID(mirror.Annotations["kubernetes.io/config.hash"])
+
+	killCrivkFor(t)
+	write("") // the manifest removed while crivk is down
+	if err := startCrivkFor(t); err != nil {
+		t.Fatalf("starting crivk again: %v", err)
+	}
+	started := time.Now()
+	running := func(ctx context.Context) (int, error) {
+		sel := map[string]string{cri.LabelPodUID: string(uid)}
+		sbs, err := runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel,
+			State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}})
+		if err != nil {
+			return 0, err
+		}
+		cs, err := runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel,
+			State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}})
+		if err != nil {
+			return 0, err
+		}
+		return len(sbs) + len(cs), nil
+	}
+	var heldWhileRunning int
+	err := wait.PollUntilContextTimeout(context.Background(), poll, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		// The runtime first, then the API: a mirror seen gone after
+		// the runtime showed the pod running was deleted too early,
+		// or the containers stopped in between (the next sample says).
+		n, err := running(ctx)
+		if err != nil {
+			t.Logf("listing the runtime: %v", err)
+			return false, nil
+		}
+		_, err = client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err != nil && !apierrors.IsNotFound(err):
+			t.Logf("reading the mirror pod: %v", err)
+			return false, nil
+		case err == nil && n > 0:
+			heldWhileRunning++
+			return false, nil
+		case err == nil:
+			return false, nil
+		}
+		// The mirror is gone: the old pod's containers must be too.
+		if n, err := running(ctx); err == nil && n > 0 {
+			return false, fmt.Errorf("%s after crivk's start the mirror pod is gone while the runtime still runs %d sandboxes and containers of its static pod (uid %s)",
+				time.Since(started).Round(100*time.Millisecond), n, uid)
+		}
+		return true, nil
+	})
+	if err != nil {
+		sb, cs := runtimeObjects(t, uid)
+		t.Fatalf("%v (runtime now: %d sandboxes, %d containers of uid %s)", err, sb, cs, uid)
+	}
+	t.Logf("the mirror pod was kept for %d samples while the old pod's containers ran, and deleted %s after crivk's start, once they stopped",
+		heldWhileRunning, time.Since(started).Round(100*time.Millisecond))
+	if heldWhileRunning == 0 {
+		t.Errorf("the old pod's containers were never seen running after the restart: the test did not exercise the window (its TERM trap takes 12 s)")
 	}
 }
 
