@@ -44,6 +44,13 @@
 // SyncPod); deleted when no static pod of its
 // name exists and none is terminating (removing the file: the containers
 // stop first, then the mirror goes, as the kubelet's HandlePodCleanups).
+// A mirror pod of another static pod than the current one (an orphan, or
+// of an older version) is also kept while the runtime still has a running
+// container or a ready sandbox of the pod it reflects (its hash is that
+// pod's UID; MirrorConfig.Running): after a restart with the manifest
+// removed or changed while crivk was down, nothing in memory says the old
+// pod terminates, and its mirror must not go before its containers (the
+// kubelet would delete it at once; crivk's rule is stricter).
 //
 // Keeping static pods apart from the API's pods is the design's point; it
 // is enforced in three places, each by one wrapper of this package that
