@@ -102,12 +102,16 @@
 //     static pod's containers go on running under the new mirror (the
 //     manifest, not the API, owns them). TestMirrors (marked; gone; another
 //     hash; manifest removed), TestApart, TestMirrorsNeverTouchOtherPods,
-//     TestMirrorsKeepMirrorsUntilTheManifestsWereRead. Not covered: Source
-//     keeps its record of terminating static pods in memory, so after a
-//     restart the mirror of a manifest removed while crivk was down is an
-//     orphan at once, and may go before housekeeping has stopped the old
-//     static pod's containers (as runtime orphans); no test asserts either
-//     way.
+//     TestMirrorsKeepMirrorsUntilTheManifestsWereRead. Source keeps its
+//     record of terminating static pods in memory; after a restart with
+//     the manifest removed or changed while crivk was down, the old
+//     mirror stays while the runtime still runs its pod (a running
+//     container or ready sandbox of its hash UID, MirrorConfig.Running)
+//     and goes once housekeeping stopped them as runtime orphans:
+//     TestMirrorsKeepMirrorsWhileTheRuntimeRunsTheirPod, and on the
+//     cluster TestStaticPodRemovedWhileDownKeepsMirrorUntilStopped
+//     (test/e2e, kill -9). The volumes and cgroup of such an orphan go
+//     after its containers, and the mirror does not wait for them.
 //   - internal/subcmd/uninstall/uninstall.go uninstaller.drain (`crivk uninstall
 //     drain`): deletes each pod of the release's nodes with its own grace
 //     period and a UID precondition, which only marks the object; the
