@@ -332,16 +332,25 @@ func (s *Snapshot) Running(uid types.UID) bool {
 // Snapshot lists every sandbox and container of r's node (OwnedSelector),
 // with two list calls and no per-object status call.
 func (r *Runtime) Snapshot(ctx context.Context) (*Snapshot, error) {
-	sel := r.owned()
+	sbs, cs, err := r.listSelected(ctx, r.owned())
+	if err != nil {
+		return nil, err
+	}
+	return snapshotOf(sbs, cs), nil
+}
+
+// listSelected lists the sandboxes and containers whose labels match sel:
+// the two list calls of a snapshot.
+func (r *Runtime) listSelected(ctx context.Context, sel map[string]string) ([]*runtimeapi.PodSandbox, []*runtimeapi.Container, error) {
 	sbs, err := r.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
 	if err != nil {
-		return nil, fmt.Errorf("listing sandboxes: %w", err)
+		return nil, nil, fmt.Errorf("listing sandboxes: %w", err)
 	}
 	cs, err := r.rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
 	if err != nil {
-		return nil, fmt.Errorf("listing containers: %w", err)
+		return nil, nil, fmt.Errorf("listing containers: %w", err)
 	}
-	return snapshotOf(sbs, cs), nil
+	return sbs, cs, nil
 }
 
 // snapshotOf is the Snapshot of the listed sandboxes and containers.

@@ -28,14 +28,9 @@ func (r *Runtime) SnapshotNodes(ctx context.Context) (*NodeSnapshots, error) {
 	if r.cfg.Node != "" {
 		return nil, fmt.Errorf("runtime of node %q: only the base runtime lists every node's objects", r.cfg.Node)
 	}
-	sel := OwnedSelector("")
-	sbs, err := r.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	sbs, cs, err := r.listSelected(ctx, OwnedSelector(""))
 	if err != nil {
-		return nil, fmt.Errorf("listing sandboxes: %w", err)
-	}
-	cs, err := r.rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
-	if err != nil {
-		return nil, fmt.Errorf("listing containers: %w", err)
+		return nil, err
 	}
 	out := &NodeSnapshots{Nodes: map[string]*Snapshot{}}
 	nodeSbs := map[string][]*runtimeapi.PodSandbox{}
