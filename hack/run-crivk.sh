@@ -11,6 +11,8 @@
 # kubelet's /kubepods. Its static pod manifests are read from
 # _output/local/manifests (CRIVK_POD_MANIFEST_PATH), as the node e2e suite
 # runs a kubelet with a manifest directory.
+# CRIVK_BIN runs another build of crivk with the same settings (the e2e
+# upgrade test's previous release, hack/build-previous.sh).
 # CRIVK_SETTINGS_FROM_CONFIG=1 leaves out the flags below that are
 # KubeletConfiguration fields (the CRI endpoint, pod logs, serving
 # certificate, client CA, cgroup root, manifests, image GC, eviction):
@@ -57,7 +59,7 @@ settings=(
 )
 [ "${CRIVK_SETTINGS_FROM_CONFIG:-0}" != 1 ] || settings=()
 
-exec "${ROOT}/_output/bin/crivk" \
+exec "${CRIVK_BIN:-${ROOT}/_output/bin/crivk}" \
   "${credentials[@]}" \
   --node-name="${NODE_NAME}" \
   --node-ip="${NODE_IP}" \

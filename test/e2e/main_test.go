@@ -238,6 +238,12 @@ func startCrivkFor(t *testing.T, extraArgs ...string) error {
 // _output/local/logs/crivk-e2e.log, and returns how to stop it (SIGTERM,
 // then an error if it did not exit cleanly within 10 s).
 func startCrivk(extraArgs ...string) (func() error, error) {
+	return startCrivkBinary("", extraArgs...)
+}
+
+// startCrivkBinary is startCrivk with another build of crivk (empty: the
+// one under test), run by hack/run-crivk.sh with the same settings.
+func startCrivkBinary(bin string, extraArgs ...string) (func() error, error) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		return nil, err
@@ -252,12 +258,19 @@ func startCrivk(extraArgs ...string) (func() error, error) {
 	args := append([]string{"--log-level=debug", "--profiling-address=" + crivkProfilingAddr, "--tracing"}, extraArgs...)
 	cmd := exec.Command(filepath.Join(root, "hack", "run-crivk.sh"), args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if bin != "" {
+		cmd.Env = append(os.Environ(), "CRIVK_BIN="+bin)
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	crivkStartedAt = time.Now()
 	baseline = nil // taken once the new process is clean (restartsCrivk)
-	fmt.Printf("e2e: crivk started (pid %d), log %s\n", cmd.Process.Pid, logPath)
+	what := "crivk"
+	if bin != "" {
+		what = "crivk " + bin
+	}
+	fmt.Printf("e2e: %s started (pid %d), log %s\n", what, cmd.Process.Pid, logPath)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	return func() error {
