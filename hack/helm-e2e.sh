@@ -260,12 +260,20 @@ kubelet_pid=$!
 
 # ---------------------------------------------------------- the tests
 
-log "go test ./test/helm (log: ${LOGS#"${ROOT}/"}/go-test.log)"
+log "go test ./test/helm (log: ${LOGS#"${ROOT}/"}/go-test.log; skips checked against hack/allowed-skips.txt)"
+# go test -json through hack/tools/cmd/skipcheck, as hack/test.sh's tiers:
+# printed as go test -v prints, and a skip not on the list fails.
+SKIPCHECK=${ROOT}/_output/bin/skipcheck
+if ! (cd "${ROOT}/hack/tools" && go build -o "${SKIPCHECK}" ./cmd/skipcheck) >"${LOGS}/skipcheck-build.log" 2>&1; then
+  cat "${LOGS}/skipcheck-build.log"
+  log "ERROR: building hack/tools/cmd/skipcheck failed"; exit 1
+fi
 rc=0
 CRIVK_HELM_E2E=1 VERSION=${VERSION} CRIVK_HELM_CHART=${CHART} CRIVK_IMAGE=${IMAGE_NAME} \
   CRIVK_RUNTIME_SOCK=${RUNTIME_SOCK} CRIVK_RUNTIME_DIR=${ROOT}/_output/runtime-b \
   KUBELET_POD_LOG_DIR=${LOCAL_DIR}/pods HELM_KUBELET_LOG=${LOGS}/kubelet.log \
-  go test -count=1 -timeout 20m -v -run "${HELM_E2E_RUN:-.}" ./test/helm/ 2>&1 | tee "${LOGS}/go-test.log" || rc=$?
+  go test -json -count=1 -timeout 20m -v -run "${HELM_E2E_RUN:-.}" ./test/helm/ 2>&1 |
+  "${SKIPCHECK}" -v -allowed hack/allowed-skips.txt -log "${LOGS}/go-test.log" || rc=$?
 
 if [ "${rc}" -ne 0 ]; then
   if [ -z "$(evidence_dirs "${LOGS}")" ]; then
