@@ -49,10 +49,12 @@ const (
 	ReasonSpace = "space"
 )
 
-// The kubelet's periods: ImageGCPeriod, the image cache's refresh.
+// The kubelet's periods: ImageGCPeriod, the image cache's refresh, and
+// the detection of images (realImageGCManager.Start's detectImages loop).
 const (
-	GCPeriod   = 5 * time.Minute
-	ListPeriod = 30 * time.Second
+	GCPeriod     = 5 * time.Minute
+	ListPeriod   = 30 * time.Second
+	DetectPeriod = 5 * time.Minute
 )
 
 // Policy is the kubelet's ImageGCPolicy and its flags.
@@ -161,18 +163,30 @@ func New(cfg Config) (*Manager, error) {
 	return &Manager{cfg: cfg, began: cfg.Clock.Now(), records: map[string]*record{}}, nil
 }
 
-// Run refreshes the image list every ListPeriod and collects every
-// GCPeriod (unless the policy turns collection off), both at once first,
-// until ctx ends. A collection that fails twice in a row records
-// ImageGCFailed on the node.
+// Run refreshes the image list every ListPeriod, detects images every
+// DetectPeriod and collects every GCPeriod (unless the policy turns
+// collection off), each at once first, until ctx ends. Detection runs
+// with collection off too, as the kubelet's: an image's age (MinAge) counts
+// from when it was first detected, and the eviction manager's reclaim
+// (DeleteUnusedImages) frees images past that age whether or not the
+// periodic collection runs. A collection that fails twice in a row
+// records ImageGCFailed on the node.
 func (m *Manager) Run(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		m.every(ctx, ListPeriod, func() {
 			if err := m.refreshCache(ctx); err != nil && ctx.Err() == nil {
 				log.G(ctx).WithError(err).Info("Failed to update image list")
+			}
+		})
+	}()
+	go func() {
+		defer wg.Done()
+		m.every(ctx, DetectPeriod, func() {
+			if _, err := m.detect(ctx, m.cfg.Clock.Now()); err != nil && ctx.Err() == nil {
+				log.G(ctx).WithError(err).Info("Failed to monitor images")
 			}
 		})
 	}()

@@ -360,6 +360,35 @@ func TestImagesBiggestFirst(t *testing.T) {
 	}
 }
 
+// TestRunDetectsImagesWithCollectionOff: with the periodic collection off
+// (as hack/run-crivk.sh and hack/run-kubelet.sh run the agents), Run still
+// detects images at start and every DetectPeriod, as the kubelet's image
+// manager; a reclaim (DeleteUnusedImages) past MinAge then removes an
+// unused image detected at start. Without the detection every image looked
+// first detected at the reclaim, younger than MinAge, and none was freed.
+func TestRunDetectsImagesWithCollectionOff(t *testing.T) {
+	rt := newFakeRuntime(img("sha256:unused", 10, "unused:1"))
+	off := Policy{HighThresholdPercent: 100, LowThresholdPercent: 80, MinAge: 2 * time.Minute}
+	f := newFixture(t, off, rt, 100, 99)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { f.m.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	testutil.WaitFor(t, "the detection at start", func() bool {
+		f.m.mu.Lock()
+		defer f.m.mu.Unlock()
+		return f.m.records["sha256:unused"] != nil
+	})
+	f.clock.Step(3 * time.Minute)
+	freed, err := f.m.DeleteUnusedImages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.takeRemoved(); !reflect.DeepEqual(got, []string{"sha256:unused"}) || freed != 10 {
+		t.Errorf("reclaim 3m after the start removed %v (%d bytes), want the unused image detected at start (10 bytes)", got, freed)
+	}
+}
+
 // TestRunRecordsImageGCFailedOnRepeatedFailure: the first failure is only
 // logged (stats may not be ready), the second in a row is an event.
 func TestRunRecordsImageGCFailedOnRepeatedFailure(t *testing.T) {
