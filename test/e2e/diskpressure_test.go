@@ -49,12 +49,16 @@ const (
 	// filler writes diskFill into its emptyDir, enough to cross it.
 	diskNodeFsThreshold = 48 << 20
 	diskFill            = 100 // MiB
-	// diskImageSize is the unused image imported to cross the imagefs
-	// threshold: its layer is stored twice (content blob, unpacked
-	// snapshot); the threshold is set diskImageFsHeadroom below what is
-	// available before the import.
-	diskImageSize       = 48 << 20
-	diskImageFsHeadroom = 64 << 20
+	// diskAgedImageSize is the unused image imported before the agent
+	// starts, older than diskImageMinAge when the pressure comes; the
+	// fresh one (diskFreshImageSize), imported once that age has passed,
+	// crosses the imagefs threshold, which is set diskImageFsHeadroom
+	// below what is available after the aged image. Each layer is stored
+	// twice (content blob, unpacked snapshot).
+	diskAgedImageSize   = 48 << 20
+	diskFreshImageSize  = 24 << 20
+	diskImageFsHeadroom = 40 << 20
+	diskImageMinAge     = 20 * time.Second
 	diskTransition      = 30 * time.Second
 )
 
@@ -63,11 +67,14 @@ const (
 // with --eviction-hard=nodefs.available<48Mi,imagefs.available<X, and a
 // bystander pod that asks for 8Mi of ephemeral storage:
 //
-//  1. An unused image imported past the imagefs threshold makes
-//     DiskPressure (the kubelet's reason and message); the node-level
-//     reclaim removes the image (image GC itself is off, so the eviction
-//     manager did) and no pod is evicted. The pressure clears after the
-//     transition period (30 s here).
+//  1. Image GC is off, with a minimum image age of 20 s. An unused image
+//     imported before the agent starts (so detected at its start, as the
+//     kubelet's image manager detects images whether or not GC runs) is
+//     older than that when a fresh unused image, imported past the
+//     imagefs threshold, makes DiskPressure (the kubelet's reason and
+//     message); the node-level reclaim removes the aged image, keeps the
+//     fresh one (younger than the minimum age), and no pod is evicted.
+//     The pressure clears after the transition period (30 s here).
 //  2. A pod writing 100 MiB into an emptyDir past the nodefs threshold
 //     makes DiskPressure and is evicted with the kubelet's reason, message,
 //     event and DisruptionTarget condition; the bystander is untouched;
@@ -136,17 +143,26 @@ func testDiskPressure(t *testing.T, agent diskAgent) {
 	}
 	defer rt.Close()
 
+	// The aged image: imported before the agent starts.
 	imageFsAvail := statfsAvailable(t, imageFs)
-	imageFsThreshold := imageFsAvail - diskImageFsHeadroom
+	aged := fmt.Sprintf("crivk.test/disk-aged:%d", time.Now().Unix())
+	importImage(t, ctrBin, sock, aged, diskAgedImageSize)
+	afterAged := statfsAvailable(t, imageFs)
+	imageFsThreshold := afterAged - diskImageFsHeadroom
 	if imageFsThreshold < 32<<20 {
-		t.Fatalf("imagefs has %d MiB available after the images: too little", imageFsAvail>>20)
+		t.Fatalf("imagefs has %d MiB available after the images: too little", afterAged>>20)
 	}
 	evictionHard := fmt.Sprintf("--eviction-hard=nodefs.available<%dMi,imagefs.available<%dMi", diskNodeFsThreshold>>20, imageFsThreshold>>20)
 	// Image GC off (high threshold 100, maximum age 0): only the eviction
-	// manager's reclaim removes images; no minimum age, the image to
-	// remove is imported during the test.
+	// manager's reclaim removes images, those first detected at least
+	// diskImageMinAge before.
+	minAge := "--image-minimum-gc-age=" + diskImageMinAge.String()
+	if agent == agentKubelet {
+		minAge = "--minimum-image-ttl-duration=" + diskImageMinAge.String()
+	}
 	startDiskNode(t, agent, nodeFs, sock, evictionHard,
-		"--eviction-pressure-transition-period="+diskTransition.String(), "--image-gc-high-threshold=100")
+		"--eviction-pressure-transition-period="+diskTransition.String(), "--image-gc-high-threshold=100", minAge)
+	agentStarted := time.Now()
 
 	s := nodeSummaryOf(t, diskNode)
 	if s.Node.Fs == nil || s.Node.Runtime == nil || s.Node.Runtime.ImageFs == nil || s.Node.Fs.CapacityBytes == nil || s.Node.Runtime.ImageFs.CapacityBytes == nil {
@@ -185,18 +201,18 @@ func testDiskPressure(t *testing.T, agent diskAgent) {
 		t.Fatalf("busybox (%q) or the sandbox image (%q) is not in the second containerd", busyboxID, pauseID)
 	}
 
-	// 1. imagefs: an unused image past the threshold; the reclaim removes it.
-	name := fmt.Sprintf("crivk.test/disk-unused:%d", time.Now().Unix())
-	tarPath := filepath.Join(t.TempDir(), "unused.tar")
-	if err := writeOCIImage(tarPath, name, diskImageSize); err != nil {
-		t.Fatal(err)
+	// 1. imagefs: once the aged image is older than the minimum age, a
+	// fresh unused image past the threshold; the reclaim removes the aged
+	// one and keeps the fresh one.
+	if d := diskImageMinAge + 2*time.Second - time.Since(agentStarted); d > 0 {
+		time.Sleep(d)
 	}
-	if out, err := exec.Command(ctrBin, "-n", "k8s.io", "-a", sock, "images", "import", tarPath).CombinedOutput(); err != nil {
-		t.Fatalf("ctr images import: %v: %s", err, out)
-	}
+	name := fmt.Sprintf("crivk.test/disk-fresh:%d", time.Now().Unix())
+	importImage(t, ctrBin, sock, name, diskFreshImageSize)
 	imported := time.Now()
 	afterImport := statfsAvailable(t, imageFs)
-	t.Logf("imagefs: %d MiB available before the import, %d MiB after, threshold %d MiB", imageFsAvail>>20, afterImport>>20, imageFsThreshold>>20)
+	t.Logf("imagefs: %d MiB available before the images, %d MiB after the aged one (before the agent started), %d MiB after the fresh one, threshold %d MiB",
+		imageFsAvail>>20, afterAged>>20, afterImport>>20, imageFsThreshold>>20)
 	if afterImport >= imageFsThreshold {
 		t.Fatalf("the import left %d MiB available, not below the %d MiB threshold", afterImport>>20, imageFsThreshold>>20)
 	}
@@ -207,12 +223,16 @@ func testDiskPressure(t *testing.T, agent diskAgent) {
 		t.Errorf("DiskPressure %q %q, want the kubelet's", c.Reason, c.Message)
 	}
 	err = wait.PollUntilContextCancel(testContext(t, 60*time.Second), poll, true, func(context.Context) (bool, error) {
-		return imageID(t, rt, name) == "", nil
+		return imageID(t, rt, aged) == "", nil
 	})
 	if err != nil {
-		t.Fatalf("the unused image %s is still there 60 s after the import", name)
+		t.Fatalf("the aged unused image %s is still there 60 s after the fresh import (the reclaim must remove an image detected at the agent's start, %s before)",
+			aged, imported.Sub(agentStarted).Round(time.Second))
 	}
 	toReclaim := time.Since(imported)
+	if imageID(t, rt, name) == "" {
+		t.Errorf("the reclaim removed the fresh image %s, younger than the minimum age %s", name, diskImageMinAge)
+	}
 	reclaimed := statfsAvailable(t, imageFs)
 	if reclaimed < imageFsThreshold {
 		t.Errorf("imagefs has %d MiB available after the reclaim, below the %d MiB threshold", reclaimed>>20, imageFsThreshold>>20)
@@ -242,7 +262,7 @@ func testDiskPressure(t *testing.T, agent diskAgent) {
 	if n := evictionsMetricOf(t, diskNode, "imagefs.available"); n != 0 {
 		t.Errorf("kubelet_evictions{eviction_signal=imagefs.available} = %v after a reclaim that sufficed", n)
 	}
-	t.Logf("figures (%s, imagefs): import -> DiskPressure=True in the API %.1fs; -> image removed %.1fs (%d MiB -> %d MiB available); "+
+	t.Logf("figures (%s, imagefs): fresh import -> DiskPressure=True in the API %.1fs; -> aged image removed %.1fs (%d MiB -> %d MiB available); "+
 		"no pod evicted; DiskPressure=False %.1fs after it was True", agent, toPressure1.Seconds(), toReclaim.Seconds(), afterImport>>20, reclaimed>>20, toClear1.Seconds())
 
 	// 2. nodefs: the filler writes into its emptyDir and is evicted.
@@ -294,6 +314,19 @@ func testDiskPressure(t *testing.T, agent diskAgent) {
 	t.Logf("figures (%s, nodefs): emptyDir fill started -> DiskPressure=True in the API %.1fs; -> filler Failed/Evicted %.1fs after the pressure; "+
 		"-> DiskPressure=False %.1fs after the eviction (transition period %s); message %q",
 		agent, toPressure2.Seconds(), evictedAt.Sub(pressureAt).Seconds(), toClear2.Seconds(), diskTransition, msg)
+}
+
+// importImage writes an image of size bytes named name and imports it
+// into the containerd at sock.
+func importImage(t *testing.T, ctrBin, sock, name string, size int) {
+	t.Helper()
+	tarPath := filepath.Join(t.TempDir(), "image.tar")
+	if err := writeOCIImage(tarPath, name, size); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(ctrBin, "-n", "k8s.io", "-a", sock, "images", "import", tarPath).CombinedOutput(); err != nil {
+		t.Fatalf("ctr images import %s: %v: %s", name, err, out)
+	}
 }
 
 // startDiskNode runs the agent (a second crivk, or the kubelet) as the
