@@ -4,9 +4,12 @@
 # images, curl for health checks). Idempotent: installs only what is missing
 # and does nothing when everything is present.
 #
-# Usage: [CONFORMANCE_IMAGES=1] hack/install-deps.sh   (as root)
+# Usage: [CONFORMANCE_IMAGES=1] hack/install-deps.sh [runtime-build]   (as root)
 #   CONFORMANCE_IMAGES=1 also installs debootstrap, which hack/images.sh uses
 #   for the conformance images' Debian root filesystem.
+#   runtime-build: instead, only what hack/build-runtime.sh needs to compile
+#   runc with seccomp: gcc, libc6-dev, pkg-config and libseccomp-dev (whose
+#   libseccomp.a links runc statically).
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -15,18 +18,29 @@ cd "${ROOT}"
 # curl is used by hack/local-up.sh to probe etcd and the API server's /readyz
 # with the admin client certificate (kubectl is not built here, and
 # `openssl s_client` cannot easily report an HTTP status).
-packages=(
-  containerd runc containernetworking-plugins iptables
-  etcd-server openssl busybox-static gcc libc6-dev iproute2 curl
-)
-# The local image registry (REGISTRY=1: make test) and the mirror of
-# registry.k8s.io (REGISTRY_MIRROR=1: hack/node-conformance.sh).
-if [ "${REGISTRY:-0}" = 1 ] || [ "${REGISTRY_MIRROR:-0}" = 1 ]; then
-  packages+=(docker-registry)
-fi
-if [ "${CONFORMANCE_IMAGES:-0}" = 1 ]; then
-  packages+=(debootstrap)
-fi
+case "${1:-}" in
+  "")
+    packages=(
+      containerd runc containernetworking-plugins iptables
+      etcd-server openssl busybox-static gcc libc6-dev iproute2 curl
+    )
+    # The local image registry (REGISTRY=1: make test) and the mirror of
+    # registry.k8s.io (REGISTRY_MIRROR=1: hack/node-conformance.sh).
+    if [ "${REGISTRY:-0}" = 1 ] || [ "${REGISTRY_MIRROR:-0}" = 1 ]; then
+      packages+=(docker-registry)
+    fi
+    if [ "${CONFORMANCE_IMAGES:-0}" = 1 ]; then
+      packages+=(debootstrap)
+    fi
+    ;;
+  runtime-build)
+    packages=(gcc libc6-dev pkg-config libseccomp-dev)
+    ;;
+  *)
+    echo "usage: hack/install-deps.sh [runtime-build]" >&2
+    exit 2
+    ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
