@@ -13,6 +13,13 @@
 #               and gid_map inside are "0 65536 65536"
 #   image       an image volume (CRI Mount.image, read-only): busybox's
 #               /bin/busybox is at the mount path, which cannot be written
+#   registry    the registries' hosts.toml files: Debian's docker-registry
+#               on NODE_IP:5453 (TLS, a certificate of a CA of the test's
+#               own), rendered as crivk_render's REGISTRY_HOST and as the
+#               mirror of registry.k8s.io (REGISTRY_MIRROR); a tag pushed
+#               there (hack/tools' regtool) is pulled through the CRI both
+#               as registry.k8s.io/... (unreachable here: only the mirror
+#               can serve it) and by its own name, at the tarball's digest
 #
 # and, for information, what the CRI reports that crivk's cri package reads
 # (RuntimeConfig's cgroup driver, the pinned sandbox image, the runtime
@@ -63,6 +70,14 @@ LOG=${C}/containerd.log
 CGROUP_PARENT=/crivk-smoke-c2
 WORK=${C}/smoke
 NS=smoke-c2
+# The registry step's docker-registry (port apart from local-up's 5443 and
+# 5444), its CA and certificate: PKI_DIR/ca.crt is what crivk_render
+# trusts.
+REGISTRY_PORT_C2=5453
+REG_DIR=${C}/registry
+PKI_DIR=${C}/pki
+REGISTRY_PIDFILE=${C}/registry.pid
+MIRROR_TAG=e2e-test-images/busybox:smoke-c2
 
 fail() {
   log "ERROR: $*" >&2
@@ -89,8 +104,21 @@ our_containerd() {
   case "$(cmdline_of "${pid}")" in *"${CONTAINERD_CONFIG}"*) echo "${pid}" ;; esac
 }
 
+# our_registry: the PID of the docker-registry with our config.
+our_registry() {
+  local pid
+  pid=$(cat "${REGISTRY_PIDFILE}" 2>/dev/null) || return 0
+  pid_alive "${pid}" || return 0
+  case "$(cmdline_of "${pid}")" in *"${REG_DIR}/config.yml"*) echo "${pid}" ;; esac
+}
+
 stop_all() {
   local pid
+  pid=$(our_registry)
+  if [ -n "${pid}" ]; then
+    stop_pids docker-registry "${pid}"
+  fi
+  rm -f "${REGISTRY_PIDFILE}"
   pid=$(our_containerd)
   if [ -n "${pid}" ] && [ -S "${CONTAINERD_SOCK}" ]; then
     remove_all_pods
@@ -122,7 +150,26 @@ stop_all # a previous run's left-overs
 trap 'set +o errexit; stop_all' EXIT
 
 mkdir -p "${C}" "${CNI_CONF_DIR}" "${CONTAINERD_RUN}" "${WORK}"
-rm -rf "${WORK:?}"/*
+rm -rf "${WORK:?}"/* "${REG_DIR}" "${PKI_DIR}"
+
+# The registry step's PKI, made before the config: the hosts files name the
+# CA. NODE_IP: the source address of the default route (not a loopback
+# address, for which containerd would skip TLS verification by itself).
+NODE_IP=$(ip -4 route get 1.1.1.1 2>/dev/null | awk '{for (i = 1; i < NF; i++) if ($i == "src") {print $(i + 1); exit}}')
+case "${NODE_IP}" in "" | 127.*) fail "no routable IPv4 address for the registry step" ;; esac
+REGISTRY_HOST=${NODE_IP}:${REGISTRY_PORT_C2}
+REGISTRY_MIRROR=1
+REGISTRY_MIRROR_HOST=${REGISTRY_HOST}
+mkdir -p "${PKI_DIR}" "${REG_DIR}/data"
+(
+  cd "${PKI_DIR}"
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 2 -subj /CN=crivk-smoke-c2-ca 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -keyout registry.key -out registry.csr -subj /CN=crivk-smoke-c2-registry 2>/dev/null
+  printf 'subjectAltName=IP:%s\n' "${NODE_IP}" >registry.ext
+  openssl x509 -req -in registry.csr -CA ca.crt -CAkey ca.key -set_serial "0x$(openssl rand -hex 16)" -days 2 -sha256 \
+    -extfile registry.ext -out registry.crt 2>/dev/null
+)
+
 containerd_config >"${CONTAINERD_CONFIG}"
 registry_hosts
 cni_conflist >"${CNI_CONF_DIR}/10-${CNI_NETWORK}.conflist"
@@ -148,8 +195,11 @@ if [ "${ready}" != true ]; then
   fail "containerd at ${CONTAINERD_SOCK} is not ready (RuntimeReady and NetworkReady)"
 fi
 log "containerd ready: $(crictl_ours version | awk '/RuntimeName|RuntimeVersion/ {printf "%s ", $2}')"
-# (ctr warns on each call that cgroup v1 is deprecated: a fact of the host.)
-"${ROOT}/hack/images.sh" "${CONTAINERD_SOCK}" 2> >(grep -v 'support for cgroup v1 is deprecated' >&2) | sed 's/^/  /'
+# ctr warns on each call that cgroup v1 is deprecated (a fact of the host):
+# that line is left out.
+without_cgroup_v1_warning() { grep -v 'support for cgroup v1 is deprecated' >&2 || true; }
+ctr_ours() { ctr --address "${CONTAINERD_SOCK}" -n k8s.io "$@" 2> >(without_cgroup_v1_warning); }
+"${ROOT}/hack/images.sh" "${CONTAINERD_SOCK}" 2> >(without_cgroup_v1_warning) | sed 's/^/  /'
 
 # ----------------------------------------------------------------- steps
 
@@ -321,6 +371,53 @@ image_volume() {
   logs_have "read-only"
 }
 
+registry() {
+  local regtool=${ROOT}/_output/bin/regtool digest got ref
+  command -v docker-registry >/dev/null || {
+    echo "docker-registry is missing (REGISTRY_MIRROR=1 hack/install-deps.sh)" >&2
+    return 1
+  }
+  if ss -Hltn "sport = :${REGISTRY_PORT_C2}" | grep -q .; then
+    echo "port ${REGISTRY_PORT_C2} is in use" >&2
+    return 1
+  fi
+  sed 's|^|  hosts.toml: |' "${CONTAINERD_HOSTS_DIR}/registry.k8s.io/hosts.toml"
+  cat >"${REG_DIR}/config.yml" <<EOF
+version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: ${REG_DIR}/data
+http:
+  addr: ${REGISTRY_HOST}
+  tls:
+    certificate: ${PKI_DIR}/registry.crt
+    key: ${PKI_DIR}/registry.key
+EOF
+  start_detached "${REGISTRY_PIDFILE}" "${REG_DIR}/registry.log" "$(command -v docker-registry)" serve "${REG_DIR}/config.yml"
+  for _ in $(seq 1 100); do
+    ! curl -sf --max-time 2 --cacert "${PKI_DIR}/ca.crt" "https://${REGISTRY_HOST}/v2/" >/dev/null || break
+    sleep 0.2
+  done
+  [ -x "${regtool}" ] || (cd "${ROOT}/hack/tools" && CGO_ENABLED=0 go build -trimpath -o "${regtool}" ./cmd/regtool)
+  digest=$(cat "${ROOT}/_output/images/busybox.tar.digest")
+  "${regtool}" push -ca "${PKI_DIR}/ca.crt" "${ROOT}/_output/images/busybox.tar" "${REGISTRY_HOST}/${MIRROR_TAG}" >/dev/null
+  # (ctr removes a name; the CRI's RemoveImage would remove every name of
+  # the image, the 1.37.0-1 tag too.)
+  for ref in "registry.k8s.io/${MIRROR_TAG}" "${REGISTRY_HOST}/${MIRROR_TAG}"; do
+    ctr_ours images rm "${ref}" >/dev/null 2>&1 || true
+    crictl_ours pull "${ref}" | sed 's/^/  /'
+    got=$(crictl_ours inspecti -o go-template --template '{{range .status.repoDigests}}{{.}} {{end}}' "${ref}")
+    echo "  ${ref}: ${got}"
+    grep -qF "@${digest}" <<<"${got}" || {
+      echo "${ref} is not at the tarball's digest ${digest}" >&2
+      return 1
+    }
+    ctr_ours images rm "${ref}" >/dev/null
+  done
+}
+
 # report: what crivk's cri package reads and containerd 2 answers
 # differently from 1.6 (information, not a step).
 report() {
@@ -339,6 +436,7 @@ step config config
 step echo echo_pod
 step userns userns_pod
 step image image_volume
+step registry registry
 report
 
 log "passed: ${passed[*]:-none}; failed: ${failed[*]:-none}"
