@@ -29,6 +29,7 @@ CONTAINERD_ROOT=${B}/root
 CONTAINERD_CONFIG=${B}/config.toml
 RUNC_ROOT=${CONTAINERD_RUN}/runc
 CNI_CONF_DIR=${B}/net.d
+CONTAINERD_HOSTS_DIR=${B}/certs.d
 CNI_DATA_DIR=${CONTAINERD_RUN}/cni
 CNI_NETWORK=crivk-b
 CNI_BRIDGE=crivk1
@@ -38,6 +39,7 @@ PIDFILE=${B}/containerd.pid
 start() {
   mkdir -p "${B}" "${CNI_CONF_DIR}" "${CONTAINERD_RUN}"
   containerd_config >"${CONTAINERD_CONFIG}"
+  registry_hosts
   cni_conflist >"${CNI_CONF_DIR}/10-${CNI_NETWORK}.conflist"
   if [ -s "${PIDFILE}" ] && pid_alive "$(cat "${PIDFILE}")"; then
     log "already running (pid $(cat "${PIDFILE}"))"

@@ -298,6 +298,7 @@ write_containerd_config() {
     write_if_changed "${CRICTL_CONFIG}"
 
   containerd_config | write_if_changed "${CONTAINERD_CONFIG}"
+  registry_hosts
 
   cni_conflist | write_if_changed "${CNI_CONF_DIR}/10-${CNI_NETWORK}.conflist"
 }

@@ -55,6 +55,10 @@ CRI_ENDPOINT=unix://${CONTAINERD_SOCK}
 # shim appends the containerd namespace (k8s.io).
 RUNC_ROOT=${CRIVK_RUN_DIR}/runc
 CNI_DATA_DIR=${CRIVK_RUN_DIR}/cni/networks
+CNI_BIN_DIR=/usr/lib/cni
+# containerd 2's registry.config_path: the registries' <host>/hosts.toml
+# (crivk_render hosts); containerd 1 takes them in its config.toml.
+CONTAINERD_HOSTS_DIR=${CONTAINERD_DIR}/certs.d
 
 CNI_NETWORK=crivk
 CNI_BRIDGE=${CNI_BRIDGE:-crivk0}
@@ -387,11 +391,14 @@ remove_metrics_apiservice() {
 # ------------------------------------------------------ containerd and CNI
 
 # crivk_render WHAT prints one of the files of the project's containerds
-# (WHAT: config, the config.toml; cni, the CNI conflist) with crivk's own
-# template (`crivk runtime render`, internal/subcmd/hostruntime/files.go), the one
-# charts/crivk's runtime container writes, from CONTAINERD_ROOT,
-# CONTAINERD_STATE, CONTAINERD_SOCK, RUNC_ROOT, CNI_CONF_DIR, CNI_DATA_DIR,
-# CNI_NETWORK, CNI_BRIDGE, POD_CIDR and PAUSE_IMAGE; with REGISTRY_HOST set,
+# (WHAT: config, the config.toml; cni, the CNI conflist; hosts writes the
+# registries' hosts.toml files under CONTAINERD_HOSTS_DIR for containerd 2
+# and prints their paths) with crivk's own template (`crivk runtime
+# render`, internal/subcmd/hostruntime/files.go), the one charts/crivk's
+# runtime container writes, for the containerd in PATH (its --version picks
+# the config's version) from CONTAINERD_ROOT, CONTAINERD_STATE,
+# CONTAINERD_SOCK, RUNC_ROOT, CNI_BIN_DIR, CNI_CONF_DIR, CNI_DATA_DIR,
+# CNI_NETWORK, CNI_BRIDGE, POD_CIDR, CONTAINERD_HOSTS_DIR and PAUSE_IMAGE; with REGISTRY_HOST set,
 # the local registry's certificate (of the cluster CA in PKI_DIR) is trusted
 # for that host; with REGISTRY_MIRROR=1 and REGISTRY_MIRROR_HOST set, pulls
 # of registry.k8s.io images try https://REGISTRY_MIRROR_HOST first (its
@@ -400,10 +407,12 @@ remove_metrics_apiservice() {
 # render.
 crivk_render() {
   local args=(runtime render -what "$1" -written-by "hack/${LOG_PREFIX}.sh"
+    -containerd "$(component_bin containerd)"
     -root "${CONTAINERD_ROOT}" -state "${CONTAINERD_STATE}" -socket "${CONTAINERD_SOCK}"
     -sandbox-image "${PAUSE_IMAGE}" -restrict-oom-score-adj -runc-root "${RUNC_ROOT}"
-    -cni-bin-dir /usr/lib/cni -cni-conf-dir "${CNI_CONF_DIR}" -cni-data-dir "${CNI_DATA_DIR}"
-    -network "${CNI_NETWORK}" -bridge "${CNI_BRIDGE}" -pod-cidr "${POD_CIDR}")
+    -cni-bin-dir "${CNI_BIN_DIR}" -cni-conf-dir "${CNI_CONF_DIR}" -cni-data-dir "${CNI_DATA_DIR}"
+    -network "${CNI_NETWORK}" -bridge "${CNI_BRIDGE}" -pod-cidr "${POD_CIDR}"
+    -registry-config-path "${CONTAINERD_HOSTS_DIR}")
   if [ -n "${REGISTRY_HOST:-}" ]; then
     args+=(-registry-host "${REGISTRY_HOST}" -registry-ca "${PKI_DIR}/ca.crt")
   fi
@@ -424,3 +433,7 @@ containerd_config() { crivk_render config; }
 # cni_conflist prints the CNI network CNI_NETWORK: a bridge CNI_BRIDGE with
 # host-local IPAM in POD_CIDR (state in CNI_DATA_DIR), and portmap.
 cni_conflist() { crivk_render cni; }
+
+# registry_hosts writes containerd 2's registry hosts files (crivk_render
+# hosts; none for containerd 1). containerd reads them at each pull.
+registry_hosts() { crivk_render hosts >/dev/null; }

@@ -11,7 +11,10 @@
 //	start ──> the socket answers? ──yes──> adopt it (a previous pod started it)
 //	              │ no
 //	              v
-//	          write config.toml and the CNI conflist on the host
+//	          read the host containerd's --version (1.6, 1.7, 2.3+; else
+//	          refused: ErrUnsupportedContainerd)
+//	          write config.toml (version 2 for 1.x, 4 for 2.x), the CNI
+//	          conflist and (2.x) the registry hosts on the host
 //	          join <cgroup-root>/runtime (cm.Manager.Join)
 //	          nsenter --target=<host pid> (the host's mount, UTS, IPC and
 //	          network namespaces, chrooted to the host's root) containerd
@@ -33,9 +36,14 @@
 // pod. containerd's output goes to a file on the host, never to this
 // container's pipes, which end with the container.
 //
-// The containerd config it writes (containerdConfig, cniConflist) is the
-// same configuration hack/lib/local.sh writes for the project's own
-// containerds; a change to one is a change to the other.
+// The containerd config it writes (containerdConfig for containerd 1,
+// containerdConfigV4 and the hosts.toml files for containerd 2,
+// cniConflist) is the same configuration hack/lib/local.sh writes for the
+// project's own containerds; a change to one is a change to the other. The
+// config's version follows the containerd's (version.go): the two
+// templates say the same things in each version's keys, tested in
+// files_test.go, and containerd 2.4 itself reads the version 4 one in
+// hack/smoke-containerd2.sh.
 //
 // It must never stop a containerd that still runs a ready sandbox (crivk's
 // pods outlive an upgrade of the DaemonSet), never share a socket, root or

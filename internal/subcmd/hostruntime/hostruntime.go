@@ -140,32 +140,29 @@ func (o *hostRuntimeOptions) resolveHost() error {
 // onHost is a host path as this process reaches it.
 func (o *hostRuntimeOptions) onHost(p string) string { return filepath.Join(o.hostRoot, p) }
 
-// files are the runtime's files of the flags: the chart's network is
-// "crivk", its IPAM state beside the containerd's state.
-func (o *hostRuntimeOptions) files() Files {
+// files are the runtime's files of the flags for containerd v: the
+// chart's network is "crivk", its IPAM state beside the containerd's state;
+// containerd 2's registry hosts are read from certs.d in the config dir
+// (empty: the registries' defaults; an operator may add hosts.toml files).
+func (o *hostRuntimeOptions) files(v ContainerdVersion) Files {
 	return Files{
-		WrittenBy: "crivk runtime (charts/crivk)", Root: o.rootDir, State: o.stateDir, Socket: o.socket(),
+		WrittenBy: "crivk runtime (charts/crivk)", Containerd: v, Root: o.rootDir, State: o.stateDir, Socket: o.socket(),
 		SandboxImage: o.sandboxImage, RestrictOOMScoreAdj: o.restrictOOMScoreAdj, RuncRoot: o.runcRoot,
 		CNIBinDir: o.cniBinDir, CNIConfDir: filepath.Join(o.configDir, "net.d"),
 		CNIDataDir: filepath.Join(filepath.Dir(o.stateDir), "cni"), Network: "crivk", Bridge: o.cniBridge, PodCIDR: o.podCIDR,
+		RegistryConfigPath: filepath.Join(o.configDir, "certs.d"),
 	}
 }
 
-// renderRuntimeFiles returns the config.toml and the CNI conflist.
-func (o *hostRuntimeOptions) renderRuntimeFiles() (config, conflist []byte, err error) {
-	f := o.files()
-	if config, err = f.ContainerdConfig(); err != nil {
-		return nil, nil, err
+// writeRuntimeFiles writes the config, the conflist and the registry hosts
+// (none: the chart configures no registry) for containerd v on the host.
+func (o *hostRuntimeOptions) writeRuntimeFiles(v ContainerdVersion) error {
+	f := o.files(v)
+	config, err := f.ContainerdConfig()
+	if err != nil {
+		return err
 	}
-	if conflist, err = f.CNIConflist(); err != nil {
-		return nil, nil, err
-	}
-	return config, conflist, nil
-}
-
-// writeRuntimeFiles writes the config and the conflist on the host.
-func (o *hostRuntimeOptions) writeRuntimeFiles() error {
-	config, conflist, err := o.renderRuntimeFiles()
+	conflist, err := f.CNIConflist()
 	if err != nil {
 		return err
 	}
@@ -178,7 +175,33 @@ func (o *hostRuntimeOptions) writeRuntimeFiles() error {
 	if err := os.WriteFile(o.onHost(o.configPath()), config, 0o644); err != nil {
 		return err
 	}
+	if _, err := f.WriteRegistryHosts(o.onHost(f.RegistryConfigPath)); err != nil {
+		return err
+	}
 	return os.WriteFile(filepath.Join(netd, "10-crivk.conflist"), conflist, 0o644)
+}
+
+// hostCommand is bin (a host path) with args, to run chrooted to the
+// host's root in this process's namespaces (the host's network and PID
+// namespaces: hostNetwork, hostPID).
+func (o *hostRuntimeOptions) hostCommand(bin string, args ...string) *exec.Cmd {
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: o.hostRoot}
+	return cmd
+}
+
+// containerdVersion is the version of the host's containerd bin, refused
+// (ErrUnsupportedContainerd) when crivk writes no config for it.
+func (o *hostRuntimeOptions) containerdVersion(bin string) (ContainerdVersion, error) {
+	v, err := versionOf(o.hostCommand(bin, "--version"))
+	if err != nil {
+		return v, fmt.Errorf("reading the version of the host's containerd: %w", err)
+	}
+	if _, err := v.configVersion(); err != nil {
+		return v, fmt.Errorf("the host's %s: %w; set runtime.containerd to another containerd binary", bin, err)
+	}
+	return v, nil
 }
 
 // containerdBinary is the host's containerd, as the host names it.
@@ -260,14 +283,19 @@ func (h *hostRuntime) start() error {
 	if err != nil {
 		return err
 	}
+	// Refused before anything is changed on the host.
+	v, err := o.containerdVersion(bin)
+	if err != nil {
+		return err
+	}
 	if pid, err := h.containerdPID(); err == nil {
 		// A containerd of this config runs but does not answer (hung, or
 		// its socket removed): a second one would block on its database.
 		h.log.Warnf("crivk's containerd (pid %d) runs but does not answer: stopping it before starting another", pid)
 		h.kill(pid)
 	}
-	if err := o.writeRuntimeFiles(); err != nil {
-		return fmt.Errorf("writing crivk's runtime config: %w", err)
+	if err := o.writeRuntimeFiles(v); err != nil {
+		return fmt.Errorf("writing crivk's runtime config for containerd %s: %w", v, err)
 	}
 	cg, err := cm.New(cm.Config{Root: o.cgroupRoot})
 	if err != nil {
@@ -305,7 +333,7 @@ func (h *hostRuntime) start() error {
 		h.log.WithError(err).Warn("writing the containerd's pid file")
 	}
 	h.log.WithFields(logrus.Fields{"pid": cmd.Process.Pid, "config": o.configPath(), "log": o.logFile,
-		"cgroup": o.cgroupRoot + "/runtime"}).Infof("started crivk's runtime: %s", bin)
+		"cgroup": o.cgroupRoot + "/runtime"}).Infof("started crivk's runtime: %s (containerd %s)", bin, v)
 	return nil
 }
 
@@ -437,9 +465,7 @@ func (h *hostRuntime) removeBridge() {
 		h.log.Warnf("no ip command on the host: the bridge %s stays", o.cniBridge)
 		return
 	}
-	cmd := exec.Command(ip, "link", "delete", o.cniBridge)
-	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: o.hostRoot}
+	cmd := o.hostCommand(ip, "link", "delete", o.cniBridge)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		h.log.WithError(err).Warnf("deleting the bridge %s: %s", o.cniBridge, strings.TrimSpace(string(out)))
 		return

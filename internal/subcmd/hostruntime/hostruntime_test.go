@@ -42,7 +42,7 @@ func TestHostRuntimeFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.hostRoot = host
-	if err := o.writeRuntimeFiles(); err != nil {
+	if err := o.writeRuntimeFiles(ContainerdVersion{1, 6, 20}); err != nil {
 		t.Fatal(err)
 	}
 	config, err := os.ReadFile(filepath.Join(host, "/etc/crivk-containerd/config.toml"))
@@ -64,6 +64,25 @@ func TestHostRuntimeFiles(t *testing.T) {
 		if !strings.Contains(string(conflist), want) {
 			t.Errorf("conflist lacks %s:\n%s", want, conflist)
 		}
+	}
+	// The host's containerd 2.4: a version 4 config, registry hosts in the
+	// config dir; a containerd 2.1 is refused.
+	if err := o.writeRuntimeFiles(ContainerdVersion{2, 4, 2}); err != nil {
+		t.Fatal(err)
+	}
+	config, err = os.ReadFile(filepath.Join(host, "/etc/crivk-containerd/config.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\nversion = 4\n", `address = "/run/crivk-b/containerd.sock"`, `Root = "/run/crivk-b/runc"`,
+		`bin_dirs = ["/usr/lib/cni"]`, `conf_dir = "/etc/crivk-containerd/net.d"`, `sandbox = "registry.k8s.io/pause:3.10.1"`,
+		`config_path = "/etc/crivk-containerd/certs.d"`} {
+		if !strings.Contains(string(config), want) {
+			t.Errorf("config.toml for containerd 2.4 lacks %s:\n%s", want, config)
+		}
+	}
+	if err := o.writeRuntimeFiles(ContainerdVersion{2, 1, 0}); err == nil || !strings.Contains(err.Error(), "containerd 2.1.0 reads config versions up to 3") {
+		t.Errorf("writeRuntimeFiles for containerd 2.1: %v", err)
 	}
 	for _, d := range []string{"/var/lib/crivk-containerd", "/run/crivk-b/state", "/run/crivk-b"} {
 		if st, err := os.Stat(filepath.Join(host, d)); err != nil || !st.IsDir() {
