@@ -185,7 +185,7 @@ func (m *Manager) Run(ctx context.Context) {
 	go func() {
 		defer wg.Done()
 		m.every(ctx, DetectPeriod, func() {
-			if _, err := m.detect(ctx, m.cfg.Clock.Now()); err != nil && ctx.Err() == nil {
+			if err := m.detectNow(ctx); err != nil && ctx.Err() == nil {
 				log.G(ctx).WithError(err).Info("Failed to monitor images")
 			}
 		})
@@ -363,6 +363,19 @@ func (m *Manager) evictionOrder(ctx context.Context, now time.Time) ([]candidate
 		return a.id < b.id
 	})
 	return out, nil
+}
+
+// detectNow is the periodic detection, serialised with the collections:
+// a collection's free time is taken once it holds collecting, so no
+// detection it did not make stamps an image later than that time (an
+// image first detected after the free time would look younger than a
+// minimum age of 0 and never go: the e2e TestGCImages saw the collection
+// at start free nothing while the detection at start ran beside it).
+func (m *Manager) detectNow(ctx context.Context) error {
+	m.collecting.Lock()
+	defer m.collecting.Unlock()
+	_, err := m.detect(ctx, m.cfg.Clock.Now())
+	return err
 }
 
 // GarbageCollect is one collection (see the package documentation). Its
