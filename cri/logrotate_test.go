@@ -142,17 +142,22 @@ func TestRotateLogsCompresses(t *testing.T) {
 			}
 			f.rs.addContainer(&fakeContainer{ContainerStatus: runtimeapi.ContainerStatus{Id: "c1", LogPath: log,
 				State: runtimeapi.ContainerState_CONTAINER_RUNNING, Labels: map[string]string{LabelManagedBy: managedByValue}}})
+			// The new file's stamp is a second of the rotation: the
+			// clock may tick to the next second during it.
+			before := "." + f.rt.clock.Now().UTC().Format(rotatedTimeFormat)
 			if err := f.rt.RotateLogs(context.Background(), LogRotation{MaxSize: 100, MaxFiles: tc.maxFiles}); err != nil {
 				t.Fatal(err)
 			}
+			after := "." + f.rt.clock.Now().UTC().Format(rotatedTimeFormat)
 			matches, _ := filepath.Glob(log + ".*")
 			var got []string
 			for _, m := range matches {
 				got = append(got, strings.TrimPrefix(m, log))
 			}
-			stamp := "." + f.rt.clock.Now().UTC().Format(rotatedTimeFormat)
+			stamp := after
 			for i, s := range got {
-				if s == stamp {
+				if s == before || s == after {
+					stamp = s
 					got[i] = now
 				}
 			}
