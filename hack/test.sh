@@ -139,15 +139,16 @@ e2e() {
   local rc=0
   # An earlier run's evidence would be taken for this run's.
   rm -rf "${LOGS}/e2e"
-  # -timeout 45m: the tier takes 30 to 35 minutes; at 35 it once ended in
-  # go test's timeout panic (the CI of 0a43e89), which says nothing of
-  # which test was slow.
+  # -timeout 60m: the tier takes about 40 minutes (2399 s in the run of
+  # 72b8cd0: the serial tests, then the parallel ones, the last of which
+  # waits 8 minutes for a token's refresh); at 35 it once ended in go
+  # test's timeout panic (the CI of 0a43e89), which names no slow test.
   # -parallel 4: the parallel tests (each in its own namespace, none
   # restarting crivk) mostly wait (TestVolumeTokenRefresh 8 minutes for the
   # token's refresh); GOMAXPROCS (2 here) would run them two at a time.
   # go test -json through skipcheck: printed as go test -v prints (also
   # into LOGS/e2e.log), each skip with its verdict before the last line.
-  CRIVK_E2E=1 go test -json -count=1 -timeout 45m -parallel 4 -v -run "${E2E_RUN:-.}" ./test/e2e/ 2>&1 |
+  CRIVK_E2E=1 go test -json -count=1 -timeout 60m -parallel 4 -v -run "${E2E_RUN:-.}" ./test/e2e/ 2>&1 |
     skipcheck -v -log "${LOGS}/e2e.log" || rc=$?
   if [ "${rc}" -ne 0 ] && [ -z "$(evidence_dirs "${LOGS}/e2e")" ]; then
     # go test died before TestMain collected (a panic, its timeout).
