@@ -41,6 +41,15 @@ started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 dirty=
 if git status --porcelain 2>/dev/null | grep -qv '^??'; then dirty=" (with uncommitted changes)"; fi
+# The kubelet the comparisons run (hack/test.sh e2e builds crivk and the
+# control plane, not the kubelet: a fresh clone has none, and its tests
+# failed "exit status 127").
+mkdir -p _output/test-logs
+echo "parity: building the kubelet (hack/build-kube.sh kubelet; log: _output/test-logs/parity-build.log)"
+if ! hack/build-kube.sh kubelet >_output/test-logs/parity-build.log 2>&1; then
+  tail -n 20 _output/test-logs/parity-build.log
+  exit 1
+fi
 echo "parity: ${TESTS[*]} (hack/test.sh e2e; log: ${LOG#"${ROOT}/"})"
 rm -f "${LOG}"
 rc=0
