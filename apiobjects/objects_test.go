@@ -109,8 +109,16 @@ func TestObjectsStopsUnreferencedWatches(t *testing.T) {
 	defer cancel()
 	client := fake.NewClientset()
 	clk := clocktesting.NewFakeClock(time.Now())
+	// Run's ticker calls stopIdle; the test calls it itself after each
+	// clock step, so that each check follows a pass it knows ran.
 	o := New(fakeCore{client.CoreV1()}, clk)
-	go o.Run(ctx)
+	defer func() { // what Run does when its context ends
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		for _, w := range o.watches {
+			close(w.stop)
+		}
+	}()
 	keep := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "keep", UID: "u1"}, Spec: v1.PodSpec{
 		Containers: []v1.Container{{Name: "c", EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{
 			LocalObjectReference: v1.LocalObjectReference{Name: "kept"}}}}}}}}
@@ -134,12 +142,9 @@ func TestObjectsStopsUnreferencedWatches(t *testing.T) {
 	if w := watched(); !w[kept] || !w[pull] {
 		t.Fatalf("watches after the Gets: %v", w)
 	}
-	// Both still referenced: a tick stops neither.
-	for !clk.HasWaiters() { // Run's ticker
-		time.Sleep(time.Millisecond)
-	}
+	// Both still referenced: a pass stops neither.
 	clk.Step(unreferencedAfter + time.Second)
-	time.Sleep(100 * time.Millisecond)
+	o.stopIdle()
 	if w := watched(); !w[kept] || !w[pull] {
 		t.Fatalf("a referenced watch was stopped: %v", w)
 	}
@@ -149,9 +154,8 @@ func TestObjectsStopsUnreferencedWatches(t *testing.T) {
 	pods = []*v1.Pod{keep}
 	mu.Unlock()
 	clk.Step(unreferencedAfter + time.Second)
-	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
-		return !watched()[pull], nil
-	}); err != nil {
+	o.stopIdle()
+	if watched()[pull] {
 		t.Fatalf("the unreferenced watch was not stopped: %v", watched())
 	}
 	if !watched()[kept] {
@@ -162,7 +166,7 @@ func TestObjectsStopsUnreferencedWatches(t *testing.T) {
 func TestReferences(t *testing.T) {
 	pod := &v1.Pod{Spec: v1.PodSpec{
 		ImagePullSecrets: []v1.LocalObjectReference{{Name: "pull"}},
-		Volumes: []v1.Volume{{Name: "s", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "sec"}}}},
+		Volumes:          []v1.Volume{{Name: "s", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "sec"}}}},
 		Containers: []v1.Container{{Name: "c",
 			EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "envcm"}}}},
 			Env: []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{

@@ -204,6 +204,8 @@ func testDiskPressure(t *testing.T, agent diskAgent) {
 	// 1. imagefs: once the aged image is older than the minimum age, a
 	// fresh unused image past the threshold; the reclaim removes the aged
 	// one and keeps the fresh one.
+	// The condition is the passing of time itself (the aged image's age
+	// on the agent's clock): nothing to poll for.
 	if d := diskImageMinAge + 2*time.Second - time.Since(agentStarted); d > 0 {
 		time.Sleep(d)
 	}

@@ -205,12 +205,7 @@ func TestReadOnlyPort(t *testing.T) {
 // satisfy grace period when static pod is updated" checks the same for
 // 19 s of a 20 s grace.
 func TestStaticPodUpdateKeepsMirrorDuringGrace(t *testing.T) {
-	waitNodeReady(t, v1.ConditionTrue, 90*time.Second)
-	ns := newNamespace(t)
-	write := staticManifest(t, ns)
-	write("v1")
-	name := "graceful-" + strings.ToLower(nodeName)
-	mirror := waitPod(t, ns, name, 90*time.Second, "the mirror pod Running and Ready", isRunningReady)
+	ns, name, mirror, write := runningStaticPod(t)
 	oldHash := mirror.Annotations["kubernetes.io/config.hash"]
 
 	write("v2")
@@ -313,6 +308,19 @@ func staticManifest(t *testing.T, ns string) (write func(version string)) {
 	}
 }
 
+// runningStaticPod writes the manifest of staticManifest's pod (v1) in a
+// namespace of its own and waits for its mirror pod, Running and Ready.
+func runningStaticPod(t *testing.T) (ns, name string, mirror *v1.Pod, write func(version string)) {
+	t.Helper()
+	waitNodeReady(t, v1.ConditionTrue, 90*time.Second)
+	ns = newNamespace(t)
+	write = staticManifest(t, ns)
+	write("v1")
+	name = "graceful-" + strings.ToLower(nodeName)
+	mirror = waitPod(t, ns, name, 90*time.Second, "the mirror pod Running and Ready", isRunningReady)
+	return ns, name, mirror, write
+}
+
 // TestStaticPodRemovedWhileDownKeepsMirrorUntilStopped: crivk is killed
 // (kill -9) with a static pod running, its manifest removed while crivk
 // is down, and crivk started again. Nothing in the new process knows the
@@ -321,12 +329,7 @@ func staticManifest(t *testing.T, ns string) (write func(version string)) {
 // no sample is the mirror gone while a container of the old pod runs or
 // its sandbox is ready, and it does go once they stopped.
 func TestStaticPodRemovedWhileDownKeepsMirrorUntilStopped(t *testing.T) {
-	waitNodeReady(t, v1.ConditionTrue, 90*time.Second)
-	ns := newNamespace(t)
-	write := staticManifest(t, ns)
-	write("v1")
-	name := "graceful-" + strings.ToLower(nodeName)
-	mirror := waitPod(t, ns, name, 90*time.Second, "the mirror pod Running and Ready", isRunningReady)
+	ns, name, mirror, write := runningStaticPod(t)
 	uid := types.UID(mirror.Annotations["kubernetes.io/config.hash"])
 
 	killCrivkFor(t)
