@@ -341,13 +341,39 @@ func (o *Reader) ListServices(ctx context.Context, namespace string) ([]*v1.Serv
 	return o.services.list(ctx, namespace)
 }
 
+// tokenNotFoundRetries and tokenNotFoundDelay: how often, and how far
+// apart, RequestToken asks again after a NotFound for a token bound to a
+// pod (about one second in all).
+const (
+	tokenNotFoundRetries = 5
+	tokenNotFoundDelay   = 200 * time.Millisecond
+)
+
 // RequestToken asks the TokenRequest API for a token of serviceAccount.
+//
+// A token bound to a pod that the API answers NotFound for is asked again,
+// up to tokenNotFoundRetries times tokenNotFoundDelay apart: the API
+// server's NodeRestriction admission looks the pod up in its own informer,
+// which can be some milliseconds behind the watch that brought the pod to
+// crivk, and crivk mounts a new pod's volumes at once (the kubelet's
+// volume reconciler starts 100 ms or more later, and rarely meets it). A
+// pod really gone stays NotFound, and the error is the last answer's.
 func (o *Reader) RequestToken(ctx context.Context, namespace, serviceAccount string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
-	tr, err := o.client.ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, req, metav1.CreateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("requesting a token of service account %s/%s: %w", namespace, serviceAccount, err)
+	for attempt := 0; ; attempt++ {
+		tr, err := o.client.ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, req, metav1.CreateOptions{})
+		if err == nil {
+			return tr, nil
+		}
+		boundToPod := req.Spec.BoundObjectRef != nil && req.Spec.BoundObjectRef.Kind == "Pod"
+		if !apierrors.IsNotFound(err) || !boundToPod || attempt == tokenNotFoundRetries {
+			return nil, fmt.Errorf("requesting a token of service account %s/%s: %w", namespace, serviceAccount, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("requesting a token of service account %s/%s: %w", namespace, serviceAccount, err)
+		case <-o.clock.After(tokenNotFoundDelay):
+		}
 	}
-	return tr, nil
 }
 
 // listWatchByName lists and watches one object, by a field selector on its

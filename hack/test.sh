@@ -10,8 +10,10 @@
 # the end-to-end tier each bring up and tear down their own local cluster.
 # Before the cluster tiers, `all` runs the README's walkthrough
 # (hack/walkthrough.sh: make run, kubectl run bb, Ctrl-C).
-# Usage: hack/test.sh [unit|chart|walkthrough|conformance|node-conformance|e2e|helm|all]   (default all)
+# Usage: hack/test.sh [unit|chart|walkthrough|conformance|node-conformance|e2e|long|helm|all]   (default all)
 # E2E_RUN=regexp limits the end-to-end tests to those go test -run selects.
+# `long` runs the end-to-end tests of hack/e2e-long.txt (make test-long),
+# which the e2e tier leaves out: each waits on a clock it cannot shorten.
 # The output ends with go test's own summary lines; the environment's set-up
 # and tear-down logs go to _output/test-logs/. A failed tier keeps its
 # evidence (collected before its clean-up) in _output/test-logs/<tier>/
@@ -110,7 +112,19 @@ unit() {
     skipcheck -log "${LOGS}/unit.log"
 }
 
+# long_tests: the names of hack/e2e-long.txt as one go test regexp.
+long_tests() {
+  local names
+  names=$(grep -v -e '^#' -e '^[[:space:]]*$' hack/e2e-long.txt | cut -d'|' -f1 | tr -d ' ' | paste -sd'|')
+  [ -n "${names}" ] || { echo "hack/e2e-long.txt lists no test" >&2; return 1; }
+  echo "^(${names})\$"
+}
+
+# e2e: test/e2e against the local cluster, without the long lane's tests
+# (hack/e2e-long.txt) unless E2E_RUN selects tests itself.
 e2e() {
+  local skip=
+  if [ -z "${E2E_RUN:-}" ]; then skip=$(long_tests) || return 1; fi
   disk_room || return 1
   own_state e2e || return 1
   echo "test: installing dependencies and building (log: ${LOGS}/setup.log)"
@@ -139,16 +153,17 @@ e2e() {
   local rc=0
   # An earlier run's evidence would be taken for this run's.
   rm -rf "${LOGS}/e2e"
-  # -timeout 60m: the tier takes about 40 minutes (2399 s in the run of
-  # 72b8cd0: the serial tests, then the parallel ones, the last of which
-  # waits 8 minutes for a token's refresh); at 35 it once ended in go
-  # test's timeout panic (the CI of 0a43e89), which names no slow test.
+  # -timeout 60m: the tier took about 40 minutes with the long lane's
+  # token refresh (2399 s in the run of 72b8cd0), about 34 without it; at
+  # 35 it once ended in go test's timeout panic (the CI of 0a43e89), which
+  # names no slow test.
   # -parallel 4: the parallel tests (each in its own namespace, none
-  # restarting crivk) mostly wait (TestVolumeTokenRefresh 8 minutes for the
-  # token's refresh); GOMAXPROCS (2 here) would run them two at a time.
+  # restarting crivk) mostly wait; GOMAXPROCS (2 here) would run them two
+  # at a time.
+  # -skip: the long lane's tests (hack/e2e-long.txt, make test-long).
   # go test -json through skipcheck: printed as go test -v prints (also
   # into LOGS/e2e.log), each skip with its verdict before the last line.
-  CRIVK_E2E=1 go test -json -count=1 -timeout 60m -parallel 4 -v -run "${E2E_RUN:-.}" ./test/e2e/ 2>&1 |
+  CRIVK_E2E=1 go test -json -count=1 -timeout 60m -parallel 4 -v -run "${E2E_RUN:-.}" -skip "${skip}" ./test/e2e/ 2>&1 |
     skipcheck -v -log "${LOGS}/e2e.log" || rc=$?
   if [ "${rc}" -ne 0 ] && [ -z "$(evidence_dirs "${LOGS}/e2e")" ]; then
     # go test died before TestMain collected (a panic, its timeout).
@@ -268,6 +283,7 @@ case "${WHAT}" in
   conformance) conformance ;;
   node-conformance) node_conformance ;;
   e2e) e2e ;;
+  long) E2E_RUN=$(long_tests) || exit 1; export E2E_RUN; e2e ;;
   all)
     urc=0; unit || urc=$?
     hrc=0; chart || hrc=$?
@@ -282,5 +298,5 @@ case "${WHAT}" in
     krc=0; helm_e2e || krc=$?
     if [ "${urc}" -ne 0 ] || [ "${hrc}" -ne 0 ] || [ "${wrc}" -ne 0 ] || [ "${crc}" -ne 0 ] || [ "${nrc}" -ne 0 ] || [ "${erc}" -ne 0 ] || [ "${krc}" -ne 0 ]; then exit 1; fi
     ;;
-  *) echo "usage: hack/test.sh [unit|chart|walkthrough|conformance|node-conformance|e2e|helm|all]" >&2; exit 2 ;;
+  *) echo "usage: hack/test.sh [unit|chart|walkthrough|conformance|node-conformance|e2e|long|helm|all]" >&2; exit 2 ;;
 esac

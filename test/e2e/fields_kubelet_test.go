@@ -127,6 +127,10 @@ type fieldsCase struct {
 	// events are the reasons waited for (up to 20 s) once settled;
 	// normal are the Normal reasons compared beside every Warning.
 	events, normal []string
+	// kubeletRace, if set, says which of the kubelet's events (as
+	// fieldsOutcome.Events writes them) come from a race the kubelet's own
+	// code names, and why: they are left out of its side, and logged.
+	kubeletRace func(event string) (why string)
 	// read returns the case's own observations.
 	read func(t *testing.T, ns string, p *v1.Pod) []string
 	// image adds the containers' status image to the comparison.
@@ -239,6 +243,12 @@ func runFieldsCase(t *testing.T, fc fieldsCase, s fieldsSide) fieldsOutcome {
 			continue
 		}
 		k := fmt.Sprintf("%s %s %q", e.Type, e.Reason, n(e.Message))
+		if s.agent == "kubelet" && fc.kubeletRace != nil {
+			if why := fc.kubeletRace(k); why != "" {
+				t.Logf("%s: left out %s: %s", s.agent, k, why)
+				continue
+			}
+		}
 		if !seen[k] {
 			seen[k] = true
 			o.Events = append(o.Events, k)
@@ -373,6 +383,19 @@ func fieldsCases(t *testing.T, runtimeClass string) []fieldsCase {
 				resizeCondition(p, v1.PodResizePending) == nil && resizeCondition(p, v1.PodResizeInProgress) == nil
 		},
 		events: []string{"ResizeCompleted"}, normal: []string{"ResizeStarted", "ResizeCompleted"},
+		// The kubelet v1.35's SyncPod may clear the in-progress condition
+		// for the allocation before the resize, which the allocation
+		// manager's goroutine has just replaced ("TODO(natasha41575): There
+		// is a race condition here", pkg/kubelet/kubelet.go), and record a
+		// ResizeCompleted with the old resources: seen in the parity run of
+		// 2026-12-07, not in earlier ones.
+		kubeletRace: func(ev string) string {
+			if strings.HasPrefix(ev, "Normal ResizeCompleted ") &&
+				strings.Contains(ev, `\"limits\":{\"cpu\":\"200m\",\"memory\":\"64Mi\"},\"requests\":{\"cpu\":\"100m\"`) {
+				return "a ResizeCompleted with the resources before the resize: the kubelet's SyncPod race (kubelet.go, TODO(natasha41575))"
+			}
+			return ""
+		},
 		read: func(t *testing.T, ns string, p *v1.Pod) []string {
 			c := p.Status.ContainerStatuses[0]
 			var r v1.ResourceRequirements
