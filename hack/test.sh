@@ -155,9 +155,8 @@ e2e() {
   rm -rf "${LOGS}/e2e"
   # -timeout 60m: the tier took about 40 minutes with the long lane's
   # token refresh (2399 s in the run of 72b8cd0), 32 without it (1932 s,
-  # d293030); at
-  # 35 it once ended in go test's timeout panic (the CI of 0a43e89), which
-  # names no slow test.
+  # d293030); at 35 it once ended in go test's timeout panic (the CI of
+  # 0a43e89), which names no slow test.
   # -parallel 4: the parallel tests (each in its own namespace, none
   # restarting crivk) mostly wait; GOMAXPROCS (2 here) would run them two
   # at a time.
