@@ -602,7 +602,16 @@ func (e *Engine) cleanupOrphans(ctx context.Context, listDesired func() ([]*v1.P
 		return inAPI[uid] || e.pods.pod(uid) != nil || e.workers.IsKnown(uid)
 	}
 	rerr := e.terminateRuntimeOrphans(ctx, refs, wanted)
-	derr := e.sync.cleanupPodDirs(ctx, wanted)
+	// What the runtime still has keeps its directory (its volumes),
+	// orphan or not: a runtime orphan's goes with its termination
+	// (SyncTerminatingRuntimePod), after its containers stopped, also when
+	// handing it over above failed (the kubelet's cleanupOrphanedPodDirs
+	// skips the running pods too).
+	inRuntime := map[types.UID]bool{}
+	for _, r := range refs {
+		inRuntime[r.UID] = true
+	}
+	derr := e.sync.cleanupPodDirs(ctx, func(uid types.UID) bool { return inRuntime[uid] || wanted(uid) })
 	cerr := e.cleanupPodCgroups(ctx, refs, wanted)
 	return errors.Join(rerr, derr, cerr)
 }

@@ -48,6 +48,8 @@ type fakeRuntime struct {
 	// beforeKill (nil: none) runs at the start of every KillPod, without
 	// the lock.
 	beforeKill func()
+	// statusErr fails GetPodStatus of these pods.
+	statusErr map[types.UID]error
 }
 
 var _ Runtime = (*fakeRuntime)(nil)
@@ -82,6 +84,9 @@ func (f *fakeRuntime) GetPodStatus(_ context.Context, ref cri.PodRef) (*cri.PodS
 	f.record(event{op: "GetPodStatus", uid: ref.UID})
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := f.statusErr[ref.UID]; err != nil {
+		return nil, err
+	}
 	return copyStatus(f.podLocked(ref)), nil
 }
 
@@ -1101,5 +1106,35 @@ func TestEngineWaitingPodKilled(t *testing.T) {
 	f.eventually(t, "uid-3 idle", func() bool { return !f.e.workers.isWorking("uid-3") })
 	if n := f.rt.count("uid-3", "SyncPod"); n != 0 {
 		t.Fatalf("uid-3 started while uid-1 still runs under the same name")
+	}
+}
+
+// TestEngineOrphanSweepKeepsWhatTheRuntimeRuns: a runtime orphan that
+// could not be handed to a worker (its status unreadable) keeps its pod
+// directory (its volumes): it goes only with its termination, after its
+// containers stopped.
+func TestEngineOrphanSweepKeepsWhatTheRuntimeRuns(t *testing.T) {
+	vols := newFakeVolumes()
+	vols.orphans = []types.UID{"uid-o", "uid-gone"}
+	var synced atomic.Bool
+	f := newEngineFixture(t, func(c *Config) {
+		c.Volumes = vols
+		c.APIPods = func() ([]*v1.Pod, error) { return nil, nil }
+		c.APIPodsSynced = synced.Load
+	})
+	orphan := enginePod("uid-o", "gone", v1.RestartPolicyAlways)
+	f.rt.mu.Lock()
+	f.rt.pods[orphan.UID] = &cri.PodStatus{Ref: cri.RefOf(orphan),
+		Sandboxes:  []cri.SandboxStatus{{ID: "o-sb", Ready: true}},
+		Containers: []cri.ContainerStatus{{ID: "o-c", Name: "a", Type: cri.ContainerTypeRegular, State: cri.StateRunning}}}
+	f.rt.statusErr = map[types.UID]error{"uid-o": errors.New("status unreadable")}
+	f.rt.mu.Unlock()
+	synced.Store(true)
+	f.e.Housekeeping(context.Background())
+	vols.mu.Lock()
+	cleaned := fmt.Sprint(vols.cleanedUp)
+	vols.mu.Unlock()
+	if cleaned != "[uid-gone]" {
+		t.Errorf("pod directories removed %s, want only uid-gone's (uid-o's containers run)", cleaned)
 	}
 }
