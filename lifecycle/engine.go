@@ -611,16 +611,18 @@ func (e *Engine) cleanupOrphans(ctx context.Context, listDesired func() ([]*v1.P
 	for _, r := range refs {
 		inRuntime[r.UID] = true
 	}
-	derr := e.sync.cleanupPodDirs(ctx, func(uid types.UID) bool { return inRuntime[uid] || wanted(uid) })
-	cerr := e.cleanupPodCgroups(ctx, refs, wanted)
+	keep := func(uid types.UID) bool { return inRuntime[uid] || wanted(uid) }
+	derr := e.sync.cleanupPodDirs(ctx, keep)
+	cerr := e.cleanupPodCgroups(keep)
 	return errors.Join(rerr, derr, cerr)
 }
 
-// cleanupPodCgroups removes the cgroups of pods nobody wants and the
-// runtime does not have (a pod deleted while crivk was down whose runtime
-// pod is already gone): a runtime pod's cgroup goes when its termination
-// is done (SyncTerminatingRuntimePod), after its containers stopped.
-func (e *Engine) cleanupPodCgroups(ctx context.Context, refs []cri.PodRef, wanted func(types.UID) bool) error {
+// cleanupPodCgroups removes the cgroups of pods keep does not want:
+// neither wanted nor in the runtime (a pod deleted while crivk was down
+// whose runtime pod is already gone); a runtime pod's cgroup goes when its
+// termination is done (SyncTerminatingRuntimePod), after its containers
+// stopped.
+func (e *Engine) cleanupPodCgroups(keep func(types.UID) bool) error {
 	pc := e.cfg.PodCgroups
 	if pc == nil {
 		return nil
@@ -629,16 +631,12 @@ func (e *Engine) cleanupPodCgroups(ctx context.Context, refs []cri.PodRef, wante
 	if err != nil {
 		return fmt.Errorf("listing pod cgroups: %w", err)
 	}
-	inRuntime := map[types.UID]bool{}
-	for _, r := range refs {
-		inRuntime[r.UID] = true
-	}
 	var errs []error
 	for _, uid := range uids {
-		if inRuntime[uid] || wanted(uid) {
+		if keep(uid) {
 			continue
 		}
-		log.G(ctx).WithField("uid", uid).Info("removing the cgroup of a pod that no longer exists")
+		log.L.WithField("uid", uid).Info("removing the cgroup of a pod that no longer exists")
 		errs = append(errs, pc.RemovePod(uid))
 	}
 	return errors.Join(errs...)
