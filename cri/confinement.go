@@ -55,12 +55,12 @@ func (r *Runtime) runtimeHandler(pod *v1.Pod) (string, error) {
 
 // userNamespace is the user namespace of pod's sandbox and containers run
 // by handler (the kubelet's UsernsManager.GetOrCreateUserNamespaceMappings):
-// the node's without spec.hostUsers: false; with it, an error, in the
-// kubelet's words where the runtime (or the handler) does not support user
-// namespaces (as containerd 1.6 does not). Where it does, crivk still
-// refuses: it does not allocate the pod's ID mappings (the kubelet's
-// userns manager), and a pod that asks for a user namespace must not run
-// in the host's.
+// the node's without spec.hostUsers: false; with it, the pod's own ID
+// mappings (Config.UserNamespaces), or an error, in the kubelet's words,
+// where the runtime (or the handler) does not support user namespaces (as
+// containerd 1.6 does not), checked before anything is allocated. Without
+// an allocator the pod is refused: a pod that asks for a user namespace
+// must not run in the host's.
 func (r *Runtime) userNamespace(ctx context.Context, pod *v1.Pod, handler string) (*runtimeapi.UserNamespace, error) {
 	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
 		return &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}, nil
@@ -76,7 +76,10 @@ func (r *Runtime) userNamespace(ctx context.Context, pod *v1.Pod, handler string
 		}
 		return nil, errors.New(msg)
 	}
-	return nil, errors.New("can't set `spec.hostUsers: false`, crivk does not allocate user namespace ID mappings yet")
+	if r.cfg.UserNamespaces == nil {
+		return nil, errors.New("can't set `spec.hostUsers: false`, this crivk has no user namespace ID mappings configured")
+	}
+	return r.cfg.UserNamespaces.PodMappings(pod.UID)
 }
 
 // handlerSupportsUserns asks the runtime's Status which handlers it has

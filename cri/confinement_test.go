@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 )
@@ -45,6 +46,9 @@ func TestSyncPodRuntimeClassAndUserNamespace(t *testing.T) {
 		handlers    []*runtimeapi.RuntimeHandler
 		wantHandler string
 		wantErr     string
+		noAllocator bool
+		allocErr    error
+		wantPodNS   bool // the pod's own user namespace (else the node's)
 	}{
 		"no RuntimeClass: the default handler": {classes: fakeClasses{}},
 		"empty RuntimeClass name: the default": {class: ptr.To(""), classes: fakeClasses{}},
@@ -62,9 +66,14 @@ func TestSyncPodRuntimeClassAndUserNamespace(t *testing.T) {
 		"hostUsers false, handler unknown to the runtime": {hostUsers: ptr.To(false),
 			handlers: []*runtimeapi.RuntimeHandler{userns("runc", true)},
 			wantErr:  "can't set `spec.hostUsers: false`, runtime does not support user namespaces: the handler \"\" is not known"},
-		"hostUsers false, supported: still refused (no ID mappings)": {hostUsers: ptr.To(false),
-			handlers: []*runtimeapi.RuntimeHandler{userns("", true)},
-			wantErr:  "can't set `spec.hostUsers: false`, crivk does not allocate user namespace ID mappings yet"},
+		"hostUsers false, supported, no allocator: refused": {hostUsers: ptr.To(false),
+			handlers: []*runtimeapi.RuntimeHandler{userns("", true)}, noAllocator: true,
+			wantErr: "can't set `spec.hostUsers: false`, this crivk has no user namespace ID mappings configured"},
+		"hostUsers false, supported: the pod's own mappings": {hostUsers: ptr.To(false),
+			handlers: []*runtimeapi.RuntimeHandler{userns("", true)}, wantPodNS: true},
+		"hostUsers false, the allocator fails: refused": {hostUsers: ptr.To(false),
+			handlers: []*runtimeapi.RuntimeHandler{userns("", true)}, allocErr: errors.New("create user namespace: could not find an empty slot to allocate a user namespace"),
+			wantErr: "create user namespace: could not find an empty slot to allocate a user namespace"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newSyncFixture(t)
@@ -73,6 +82,10 @@ func TestSyncPodRuntimeClassAndUserNamespace(t *testing.T) {
 				f.rt.SetRuntimeClasses(tc.classes)
 			}
 			f.rs.handlers = tc.handlers
+			alloc := &fakeUserns{err: tc.allocErr}
+			if !tc.noAllocator {
+				f.rt.cfg.UserNamespaces = alloc
+			}
 			pod := syncPod(v1.RestartPolicyAlways, image("a", "busybox:1.36"))
 			pod.Spec.RuntimeClassName = tc.class
 			pod.Spec.HostUsers = tc.hostUsers
@@ -97,13 +110,53 @@ func TestSyncPodRuntimeClassAndUserNamespace(t *testing.T) {
 					t.Errorf("runtime handler %q, want %q", h, tc.wantHandler)
 				}
 			}
+			want := runtimeapi.NamespaceMode_NODE
+			if tc.wantPodNS {
+				want = runtimeapi.NamespaceMode_POD
+			}
+			if len(f.rs.created) == 0 {
+				t.Fatal("no container created")
+			}
 			for id, cfg := range f.rs.created {
-				if m := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions().GetMode(); m != runtimeapi.NamespaceMode_NODE {
-					t.Errorf("container %s user namespace %s, want NODE", id, m)
+				ns := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions()
+				if ns.GetMode() != want {
+					t.Errorf("container %s user namespace %s, want %s", id, ns.GetMode(), want)
 				}
+				if want == runtimeapi.NamespaceMode_POD && (len(ns.GetUids()) != 1 || ns.GetUids()[0].GetHostId() != 65536) {
+					t.Errorf("container %s mappings %v, want the allocator's", id, ns.GetUids())
+				}
+			}
+			if want == runtimeapi.NamespaceMode_POD {
+				if alloc.calls == 0 || alloc.uid != pod.UID {
+					t.Errorf("allocator asked %d times for %q, want the pod's UID", alloc.calls, alloc.uid)
+				}
+				for _, sb := range f.rs.sandboxConfigs() {
+					if m := sb.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions().GetMode(); m != runtimeapi.NamespaceMode_POD {
+						t.Errorf("sandbox user namespace %s, want POD", m)
+					}
+				}
+			} else if alloc.calls != 0 {
+				t.Errorf("allocator asked %d times for a pod it must not allocate for", alloc.calls)
 			}
 		})
 	}
+}
+
+// fakeUserns is an allocator giving every pod host IDs 65536+65536.
+type fakeUserns struct {
+	err   error
+	calls int
+	uid   types.UID
+}
+
+func (f *fakeUserns) PodMappings(uid types.UID) (*runtimeapi.UserNamespace, error) {
+	f.calls++
+	f.uid = uid
+	if f.err != nil {
+		return nil, f.err
+	}
+	m := []*runtimeapi.IDMapping{{HostId: 65536, ContainerId: 0, Length: 65536}}
+	return &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: m, Gids: m}, nil
 }
 
 // TestSyncPodRuntimeErrorIsTheEventText: the runtime's RunPodSandbox error

@@ -45,6 +45,7 @@ type fakeRuntimeService struct {
 	// sandbox ID, created the container configs by container ID.
 	handlers        []*runtimeapi.RuntimeHandler
 	sandboxHandlers map[string]string
+	sandboxCfgs     map[string]*runtimeapi.PodSandboxConfig
 	created         map[string]*runtimeapi.ContainerConfig
 	// writeLogs makes CreateContainer write the container's log file
 	// (<sandbox log directory>/<log path>), as containerd does.
@@ -128,6 +129,17 @@ func (r *fakeRuntimeService) stopTimeouts() map[string]int64 {
 	return out
 }
 
+// sandboxConfigs are the configs RunPodSandbox was given.
+func (r *fakeRuntimeService) sandboxConfigs() []*runtimeapi.PodSandboxConfig {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*runtimeapi.PodSandboxConfig
+	for _, c := range r.sandboxCfgs {
+		out = append(out, c)
+	}
+	return out
+}
+
 func (r *fakeRuntimeService) RunPodSandbox(_ context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -140,6 +152,10 @@ func (r *fakeRuntimeService) RunPodSandbox(_ context.Context, cfg *runtimeapi.Po
 		r.sandboxHandlers = map[string]string{}
 	}
 	r.sandboxHandlers[id] = handler
+	if r.sandboxCfgs == nil {
+		r.sandboxCfgs = map[string]*runtimeapi.PodSandboxConfig{}
+	}
+	r.sandboxCfgs[id] = cfg
 	r.sandboxes[id] = &runtimeapi.PodSandboxStatus{
 		Id: id, Metadata: m, State: runtimeapi.PodSandboxState_SANDBOX_READY, CreatedAt: r.now(),
 		Network: &runtimeapi.PodSandboxNetworkStatus{Ip: fakePodIP},

@@ -28,6 +28,9 @@ type NodeView struct {
 	PodCgroups   PodCgroupResizer
 	// Recorder records the node's events (its own event source).
 	Recorder EventRecorder
+	// UserNamespaces is the node's user namespace allocator (its share of
+	// the machine's IDs); nil: hostUsers: false is refused.
+	UserNamespaces UserNamespaces
 }
 
 // ForNode returns the Runtime of one node of a multi-node crivk over r's
@@ -53,6 +56,7 @@ func (r *Runtime) ForNode(v NodeView) (*Runtime, error) {
 	}
 	cfg := r.cfg
 	cfg.Node, cfg.PodLogDir, cfg.CgroupParent, cfg.PodCgroups, cfg.Recorder = v.Node, v.PodLogDir, v.CgroupParent, v.PodCgroups, v.Recorder
+	cfg.UserNamespaces = v.UserNamespaces
 	return &Runtime{cfg: cfg, rs: r.rs, is: r.is, resolv: r.resolv, classes: r.classes, recorder: v.Recorder,
 		clock: r.clock, puller: r.puller, pulls: r.pulls, sandboxes: r.sandboxes, started: r.started}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/crivk/crivk/cri/pullrecords"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 )
@@ -116,6 +117,17 @@ type Config struct {
 	// decides whether the mounts that ask for it are relabelled
 	// (selinux.go). nil is go-selinux's GetEnabled, the kubelet's check.
 	SELinuxEnabled func() bool
+	// UserNamespaces gives a pod with spec.hostUsers: false its ID
+	// mappings (package userns, the kubelet's userns manager); nil: such a
+	// pod is refused on any runtime, since it must not run in the host's
+	// user namespace.
+	UserNamespaces UserNamespaces
+}
+
+// UserNamespaces allocates a pod's user namespace: its mappings, the same
+// at every call until the pod's allocation is released (userns.Manager).
+type UserNamespaces interface {
+	PodMappings(uid types.UID) (*runtimeapi.UserNamespace, error)
 }
 
 // PulledImagesConfig is pullrecords.Config: the records' directory, the

@@ -103,6 +103,18 @@ var mappings = []mapping{
 			c.CrashLoopBackOff.MaxContainerRestartPeriod = &metav1.Duration{Duration: d}
 			return err
 		}},
+	{path: "userNamespaces.idsPerPod", flag: "user-namespaces-ids-per-pod",
+		get: func(c *KC) (string, bool) {
+			if c.UserNamespaces == nil || c.UserNamespaces.IDsPerPod == nil {
+				return "", false
+			}
+			return strconv.FormatInt(*c.UserNamespaces.IDsPerPod, 10), true
+		},
+		put: func(c *KC, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			c.UserNamespaces = &kubeletv1beta1.UserNamespaces{IDsPerPod: &n}
+			return err
+		}},
 	str("healthzBindAddress", "healthz-bind-address", func(c *KC) *string { return &c.HealthzBindAddress }),
 	i32("readOnlyPort", "read-only-port", func(c *KC) *int32 { return &c.ReadOnlyPort }),
 	{path: "imagePullCredentialsVerificationPolicy", flag: "image-pull-credentials-verification-policy",

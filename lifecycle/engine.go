@@ -148,6 +148,10 @@ type Config struct {
 	// PodCgroups keeps the pod cgroups (package cm); nil: pods get
 	// none (the runtime's default cgroup parent).
 	PodCgroups PodCgroups
+	// UserNamespaces holds the pods' user namespace ID ranges (package
+	// userns; cri allocates them): released when a pod's containers are
+	// gone, and by the orphan sweep; nil: none kept.
+	UserNamespaces UserNamespaces
 	// MaxDeadPerContainer is the container GC's
 	// --maximum-dead-containers-per-container: every sync leaves at most
 	// max(it, 1) dead instances of each container
@@ -178,6 +182,15 @@ type Devices interface {
 	// ContainerOptions is what the plugins add to container c's CRI
 	// config (nil: nothing); an error is a CreateContainerConfigError.
 	ContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Container) (*cri.RunContainerOptions, error)
+}
+
+// UserNamespaces is the user namespace allocator as the engine uses it
+// (package userns's Manager, the kubelet's UsernsManager).
+type UserNamespaces interface {
+	// Release frees the pod's range: none of its containers runs.
+	Release(uid types.UID)
+	// CleanupOrphans frees the range of every pod keep does not want.
+	CleanupOrphans(keep func(types.UID) bool) error
 }
 
 // PodCgroups is the pod cgroup tree as the engine uses it (package cm's
@@ -602,11 +615,12 @@ func (e *Engine) cleanupOrphans(ctx context.Context, listDesired func() ([]*v1.P
 		return inAPI[uid] || e.pods.pod(uid) != nil || e.workers.IsKnown(uid)
 	}
 	rerr := e.terminateRuntimeOrphans(ctx, refs, wanted)
-	// What the runtime still has keeps its directory (its volumes),
-	// orphan or not: a runtime orphan's goes with its termination
-	// (SyncTerminatingRuntimePod), after its containers stopped, also when
-	// handing it over above failed (the kubelet's cleanupOrphanedPodDirs
-	// skips the running pods too).
+	// What the runtime still has keeps its directory (its volumes) and its
+	// user namespace range, orphan or not: a runtime orphan's go with its
+	// termination (SyncTerminatingRuntimePod), after its containers
+	// stopped, also when handing it over above failed (the kubelet's
+	// cleanupOrphanedPodDirs and CleanupOrphanedPodUsernsAllocations skip
+	// the running pods too).
 	inRuntime := map[types.UID]bool{}
 	for _, r := range refs {
 		inRuntime[r.UID] = true
@@ -614,7 +628,23 @@ func (e *Engine) cleanupOrphans(ctx context.Context, listDesired func() ([]*v1.P
 	keep := func(uid types.UID) bool { return inRuntime[uid] || wanted(uid) }
 	derr := e.sync.cleanupPodDirs(ctx, keep)
 	cerr := e.cleanupPodCgroups(keep)
-	return errors.Join(rerr, derr, cerr)
+	uerr := e.cleanupUserNamespaces(keep)
+	return errors.Join(rerr, derr, cerr, uerr)
+}
+
+// cleanupUserNamespaces frees the user namespace ranges of pods keep does
+// not want (neither wanted nor in the runtime): a runtime orphan keeps its
+// range until its termination is done (SyncTerminatingRuntimePod), so no
+// new pod gets IDs its containers may still use.
+func (e *Engine) cleanupUserNamespaces(keep func(types.UID) bool) error {
+	un := e.cfg.UserNamespaces
+	if un == nil {
+		return nil
+	}
+	if err := un.CleanupOrphans(keep); err != nil {
+		return fmt.Errorf("user namespaces: %w", err)
+	}
+	return nil
 }
 
 // cleanupPodCgroups removes the cgroups of pods keep does not want:

@@ -1138,3 +1138,80 @@ func TestEngineOrphanSweepKeepsWhatTheRuntimeRuns(t *testing.T) {
 		t.Errorf("pod directories removed %s, want only uid-gone's (uid-o's containers run)", cleaned)
 	}
 }
+
+// fakeUserns records the engine's user namespace calls among the
+// runtime's calls, and what CleanupOrphans would keep.
+type fakeUserns struct {
+	rt   *fakeRuntime
+	mu   sync.Mutex
+	kept map[types.UID]bool // the last CleanupOrphans' verdicts
+}
+
+func (u *fakeUserns) Release(uid types.UID) { u.rt.record(event{op: "ReleaseUserns", uid: uid}) }
+
+func (u *fakeUserns) CleanupOrphans(keep func(types.UID) bool) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.kept = map[types.UID]bool{}
+	for _, uid := range []types.UID{"uid-1", "uid-o", "uid-gone"} {
+		u.kept[uid] = keep(uid)
+	}
+	return nil
+}
+
+// TestEngineUserNamespacesReleased: a pod's user namespace range is
+// released once its containers stopped, before its API object goes (the
+// kubelet's SyncTerminatedPod); the orphan sweep keeps the range of a
+// runtime orphan whose containers still run (released by its own
+// termination, after KillPod: by the sweep's verdict the orphan is its
+// worker's already, and the runtime's listing would keep it too) and
+// frees one nobody has.
+func TestEngineUserNamespacesReleased(t *testing.T) {
+	var un *fakeUserns
+	pod := enginePod("uid-1", "web", v1.RestartPolicyAlways)
+	var synced atomic.Bool
+	f := newEngineFixture(t, func(c *Config) {
+		un = &fakeUserns{}
+		c.UserNamespaces = un
+		c.APIPods = func() ([]*v1.Pod, error) { return []*v1.Pod{pod}, nil }
+		c.APIPodsSynced = synced.Load
+	})
+	un.rt = f.rt
+	f.startRunning(t, pod)
+	orphan := enginePod("uid-o", "gone", v1.RestartPolicyAlways)
+	f.rt.mu.Lock()
+	f.rt.pods[orphan.UID] = &cri.PodStatus{Ref: cri.RefOf(orphan),
+		Sandboxes:  []cri.SandboxStatus{{ID: "o-sb", Ready: true}},
+		Containers: []cri.ContainerStatus{{ID: "o-c", Name: "a", Type: cri.ContainerTypeRegular, State: cri.StateRunning}}}
+	f.rt.mu.Unlock()
+	synced.Store(true)
+	f.e.Housekeeping(context.Background())
+	un.mu.Lock()
+	kept := un.kept
+	un.mu.Unlock()
+	if !kept["uid-1"] || !kept["uid-o"] || kept["uid-gone"] {
+		t.Errorf("orphan sweep keeps %v: want the API's pod and the running runtime orphan kept, the unknown one not", kept)
+	}
+	f.eventually(t, "the runtime orphan's range released", func() bool { return f.rt.count("uid-o", "ReleaseUserns") == 1 })
+	var seq []string
+	for _, e := range f.rt.ops("uid-o", "KillPod", "ReleaseUserns") {
+		seq = append(seq, e.op)
+	}
+	if seq[0] != "KillPod" {
+		t.Errorf("runtime orphan: %v, want its range released only after KillPod", seq)
+	}
+	if n := f.rt.count("uid-1", "ReleaseUserns"); n != 0 {
+		t.Fatalf("the running pod's range was released %d times", n)
+	}
+
+	f.e.Kill(context.Background(), deleted(pod, f.clock.Now(), nil))
+	f.relist()
+	f.eventually(t, "the pod to be forgotten", func() bool { return f.e.Pod("uid-1") == nil })
+	seq = nil
+	for _, e := range f.rt.ops("uid-1", "KillPod", "ReleaseUserns", "OnTerminated") {
+		seq = append(seq, e.op)
+	}
+	if want := []string{"KillPod", "ReleaseUserns", "OnTerminated"}; fmt.Sprint(seq) != fmt.Sprint(want) {
+		t.Errorf("termination sequence %v, want %v", seq, want)
+	}
+}

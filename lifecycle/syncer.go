@@ -46,6 +46,7 @@ type syncer struct {
 	volumes     Volumes
 	objects     Objects
 	podCgroups  PodCgroups
+	userns      UserNamespaces
 	// probes is set by NewEngine right after the syncer is made (the
 	// prober calls back into the engine); nil: nothing is probed.
 	probes          probeManager
@@ -100,6 +101,7 @@ func newSyncer(cfg Config, pods *podManager, status *status.Manager, backoff *cr
 		volumes:         cfg.Volumes,
 		objects:         cfg.Objects,
 		podCgroups:      cfg.PodCgroups,
+		userns:          cfg.UserNamespaces,
 		networkError:    cfg.NetworkError,
 		apiPod:          cfg.APIPod,
 		apiPodsSynced:   cfg.APIPodsSynced,
@@ -542,6 +544,11 @@ func (s *syncer) SyncTerminatingRuntimePod(ctx context.Context, rp *cri.PodStatu
 			return fmt.Errorf("removing the cgroup of runtime pod %s: %w", rp.Ref, err)
 		}
 	}
+	// Its containers and sandbox are gone: its user namespace's IDs are
+	// free for another pod.
+	if s.userns != nil {
+		s.userns.Release(rp.Ref.UID)
+	}
 	s.cache.Delete(rp.Ref.UID)
 	return s.unmountVolumes(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: rp.Ref.UID, Namespace: rp.Ref.Namespace, Name: rp.Ref.Name}})
 }
@@ -567,6 +574,11 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, st *cri.Pod
 		if err := pc.RemovePod(pod.UID); err != nil {
 			return fmt.Errorf("removing the cgroup of pod %s: %w", cri.RefOf(pod), err)
 		}
+	}
+	// Nor in its user namespace: its IDs are free for another pod (the
+	// kubelet's SyncTerminatedPod releases them here too).
+	if s.userns != nil {
+		s.userns.Release(pod.UID)
 	}
 	if pod.DeletionTimestamp == nil {
 		return nil

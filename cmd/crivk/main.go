@@ -145,6 +145,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.HealthzBindAddress, "healthz-bind-address", "127.0.0.1", "IP address the /healthz endpoint listens on")
 	fs.IntVar(&o.ReadOnlyPort, "read-only-port", 0, "port of the kubelet's read-only node API on --address: /healthz, /pods, /stats/, /metrics... over plain HTTP without authentication (nodeapi.ReadOnly); 0 disables it")
 	fs.StringVar(&o.ContainerLogsDir, "container-logs-dir", "/var/log/containers", "directory of the links <pod>_<namespace>_<container>-<container ID>.log to each container's log, the kubelet's /var/log/containers (which the kubelet has no flag for); empty: no links")
+	fs.Int64Var(&o.UserNamespacesIDsPerPod, "user-namespaces-ids-per-pod", 65536, "the length of the ID range of each pod with hostUsers: false, a multiple of 65536 (the KubeletConfiguration's userNamespaces.idsPerPod, which the kubelet has no flag for)")
 	fs.DurationVar(&o.MaxContainerRestartPeriod, "max-container-restart-period", 300*time.Second, "the longest crash-loop back-off delay between restarts of a container, in [1s, 300s]; the first delay is 10s or this if shorter (the KubeletConfiguration's crashLoopBackOff.maxContainerRestartPeriod, which the kubelet has no flag for)")
 	addGCFlags(fs, &o.GC)
 	if err := fs.Parse(args); err != nil {

@@ -42,6 +42,8 @@ type Settings struct {
 type Spec struct {
 	// Index is the node's place, 0 … Count-1.
 	Index int
+	// Count is how many nodes the process runs.
+	Count int
 	// Multi: the node is one of several (Count > 1); its runtime objects
 	// carry its name (cri.Config.Node).
 	Multi bool
@@ -83,7 +85,7 @@ func Specs(s Settings) ([]Spec, error) {
 		return nil, fmt.Errorf("%w: %d weights for --node-count %d", ErrShares, len(s.Shares), s.Count)
 	}
 	if s.Count == 1 {
-		return []Spec{{Name: s.Name, Port: s.Port, ReadOnlyPort: s.ReadOnlyPort, RootDir: s.RootDir, PodLogDir: s.PodLogDir,
+		return []Spec{{Count: 1, Name: s.Name, Port: s.Port, ReadOnlyPort: s.ReadOnlyPort, RootDir: s.RootDir, PodLogDir: s.PodLogDir,
 			CgroupRoot: s.CgroupRoot, Kubeconfig: s.Kubeconfig, Labels: maps.Clone(s.Labels), Taints: copyTaints(s.Taints)}}, nil
 	}
 	last := s.Name + "-" + strconv.Itoa(s.Count-1)
@@ -100,7 +102,7 @@ func Specs(s Settings) ([]Spec, error) {
 	out := make([]Spec, s.Count)
 	for i := range out {
 		name := s.Name + "-" + strconv.Itoa(i)
-		sp := Spec{Index: i, Multi: true, Name: name, Port: s.Port + i,
+		sp := Spec{Index: i, Count: s.Count, Multi: true, Name: name, Port: s.Port + i,
 			RootDir:    filepath.Join(s.RootDir, "nodes", name),
 			PodLogDir:  filepath.Join(s.PodLogDir, name),
 			CgroupRoot: path.Join(s.CgroupRoot, name),

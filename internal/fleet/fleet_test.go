@@ -24,19 +24,19 @@ func TestSpecs(t *testing.T) {
 	}{
 		"one node: the settings unchanged, no node label": {
 			change: func(*Settings) {},
-			want: []Spec{{Name: "crivk", Port: 10260, RootDir: "/var/lib/crivk", PodLogDir: "/var/log/crivk-pods", CgroupRoot: "/crivk",
+			want: []Spec{{Count: 1, Name: "crivk", Port: 10260, RootDir: "/var/lib/crivk", PodLogDir: "/var/log/crivk-pods", CgroupRoot: "/crivk",
 				Kubeconfig: "/etc/crivk/kubeconfig", Labels: map[string]string{"pool": "a"}, Taints: base().Taints}},
 		},
 		"three nodes": {
 			change: func(s *Settings) { s.Count, s.ReadOnlyPort, s.HealthzPort = 3, 10270, 10248 },
 			want: []Spec{
-				{Index: 0, Multi: true, Name: "crivk-0", Port: 10260, ReadOnlyPort: 10270, RootDir: "/var/lib/crivk/nodes/crivk-0",
+				{Index: 0, Count: 3, Multi: true, Name: "crivk-0", Port: 10260, ReadOnlyPort: 10270, RootDir: "/var/lib/crivk/nodes/crivk-0",
 					PodLogDir: "/var/log/crivk-pods/crivk-0", CgroupRoot: "/crivk/crivk-0", Kubeconfig: "/etc/crivk/kubeconfig",
 					Labels: map[string]string{"pool": "a"}, Taints: base().Taints, Weight: 1, TotalWeight: 3},
-				{Index: 1, Multi: true, Name: "crivk-1", Port: 10261, ReadOnlyPort: 10271, RootDir: "/var/lib/crivk/nodes/crivk-1",
+				{Index: 1, Count: 3, Multi: true, Name: "crivk-1", Port: 10261, ReadOnlyPort: 10271, RootDir: "/var/lib/crivk/nodes/crivk-1",
 					PodLogDir: "/var/log/crivk-pods/crivk-1", CgroupRoot: "/crivk/crivk-1", Kubeconfig: "/etc/crivk/kubeconfig",
 					Labels: map[string]string{"pool": "a"}, Taints: base().Taints, Weight: 1, TotalWeight: 3},
-				{Index: 2, Multi: true, Name: "crivk-2", Port: 10262, ReadOnlyPort: 10272, RootDir: "/var/lib/crivk/nodes/crivk-2",
+				{Index: 2, Count: 3, Multi: true, Name: "crivk-2", Port: 10262, ReadOnlyPort: 10272, RootDir: "/var/lib/crivk/nodes/crivk-2",
 					PodLogDir: "/var/log/crivk-pods/crivk-2", CgroupRoot: "/crivk/crivk-2", Kubeconfig: "/etc/crivk/kubeconfig",
 					Labels: map[string]string{"pool": "a"}, Taints: base().Taints, Weight: 1, TotalWeight: 3},
 			},
@@ -45,10 +45,10 @@ func TestSpecs(t *testing.T) {
 		"bootstrap: a kubeconfig per node": {
 			change: func(s *Settings) { s.Count, s.HealthzPort, s.Bootstrap, s.Labels, s.Taints = 2, 0, true, nil, nil },
 			want: []Spec{
-				{Index: 0, Multi: true, Name: "crivk-0", Port: 10260, RootDir: "/var/lib/crivk/nodes/crivk-0",
+				{Index: 0, Count: 2, Multi: true, Name: "crivk-0", Port: 10260, RootDir: "/var/lib/crivk/nodes/crivk-0",
 					PodLogDir: "/var/log/crivk-pods/crivk-0", CgroupRoot: "/crivk/crivk-0", Kubeconfig: "/var/lib/crivk/nodes/crivk-0/kubeconfig",
 					Weight: 1, TotalWeight: 2},
-				{Index: 1, Multi: true, Name: "crivk-1", Port: 10261, RootDir: "/var/lib/crivk/nodes/crivk-1",
+				{Index: 1, Count: 2, Multi: true, Name: "crivk-1", Port: 10261, RootDir: "/var/lib/crivk/nodes/crivk-1",
 					PodLogDir: "/var/log/crivk-pods/crivk-1", CgroupRoot: "/crivk/crivk-1", Kubeconfig: "/var/lib/crivk/nodes/crivk-1/kubeconfig",
 					Weight: 1, TotalWeight: 2},
 			},
@@ -58,17 +58,17 @@ func TestSpecs(t *testing.T) {
 				s.Count, s.HealthzPort, s.Labels, s.Taints, s.Shares = 2, 0, nil, nil, []int64{3, 1}
 			},
 			want: []Spec{
-				{Index: 0, Multi: true, Name: "crivk-0", Port: 10260, RootDir: "/var/lib/crivk/nodes/crivk-0",
+				{Index: 0, Count: 2, Multi: true, Name: "crivk-0", Port: 10260, RootDir: "/var/lib/crivk/nodes/crivk-0",
 					PodLogDir: "/var/log/crivk-pods/crivk-0", CgroupRoot: "/crivk/crivk-0", Kubeconfig: "/etc/crivk/kubeconfig",
 					Weight: 3, TotalWeight: 4},
-				{Index: 1, Multi: true, Name: "crivk-1", Port: 10261, RootDir: "/var/lib/crivk/nodes/crivk-1",
+				{Index: 1, Count: 2, Multi: true, Name: "crivk-1", Port: 10261, RootDir: "/var/lib/crivk/nodes/crivk-1",
 					PodLogDir: "/var/log/crivk-pods/crivk-1", CgroupRoot: "/crivk/crivk-1", Kubeconfig: "/etc/crivk/kubeconfig",
 					Weight: 1, TotalWeight: 4},
 			},
 		},
 		"one weight for one node: the whole": {
 			change: func(s *Settings) { s.Shares = []int64{5} },
-			want: []Spec{{Name: "crivk", Port: 10260, RootDir: "/var/lib/crivk", PodLogDir: "/var/log/crivk-pods", CgroupRoot: "/crivk",
+			want: []Spec{{Count: 1, Name: "crivk", Port: 10260, RootDir: "/var/lib/crivk", PodLogDir: "/var/log/crivk-pods", CgroupRoot: "/crivk",
 				Kubeconfig: "/etc/crivk/kubeconfig", Labels: map[string]string{"pool": "a"}, Taints: base().Taints}},
 		},
 		"fewer weights than nodes": {change: func(s *Settings) { s.Count, s.HealthzPort, s.Shares = 3, 0, []int64{2, 1} },

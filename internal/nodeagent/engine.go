@@ -20,6 +20,7 @@ import (
 	"github.com/crivk/crivk/podwriter"
 	"github.com/crivk/crivk/provider"
 	"github.com/crivk/crivk/staticpods"
+	"github.com/crivk/crivk/userns"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -124,7 +125,9 @@ func startEngine(ctx context.Context, n *node, rt *cri.Runtime, ver cri.VersionI
 		Pressure:   evictions,
 		PodCgroups: podCgroups,
 		Node:       nodes.Node,
-		Sysctls:    o.sysctls,
+		// The node's user namespace ranges, released with its pods.
+		UserNamespaces: engineUserns(n.userns),
+		Sysctls:        o.sysctls,
 		// The node provider is made after the engine (it needs the PLEG,
 		// which needs the engine) but before anything runs.
 		NetworkError: func() error { return a.nodeProvider.NetworkError() },
@@ -215,6 +218,15 @@ func startEngine(ctx context.Context, n *node, rt *cri.Runtime, ver cri.VersionI
 
 // watchPods adds the engine's, the deletion path's and the mirror
 // client's handlers to the node's pod informer, before it runs.
+// engineUserns is un as the engine takes it: nil (no allocator, the gate
+// off) stays a nil interface.
+func engineUserns(un *userns.Manager) lifecycle.UserNamespaces {
+	if un == nil {
+		return nil
+	}
+	return un
+}
+
 func watchPods(ctx context.Context, podInf vknode.PodInformer, a *agent, mirrors *staticpods.Mirrors) error {
 	if _, err := podInf.Informer().AddEventHandler(vknode.ReadinessGateKicks(a.engine.Kick)); err != nil {
 		log.L.WithError(err).Warn("readiness gates are seen at each pod's resync only")

@@ -27,6 +27,7 @@ import (
 	"github.com/crivk/crivk/nodestatus"
 	"github.com/crivk/crivk/podwriter"
 	"github.com/crivk/crivk/runtimeclass"
+	"github.com/crivk/crivk/userns"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -101,6 +102,9 @@ type node struct {
 	// run by runNodes; nil for a single node, which makes and runs its
 	// own (startGC).
 	sharedImages *images.Manager
+	// userns allocates the user namespaces of the node's pods from its
+	// share of the machine's IDs (userNamespaces).
+	userns *userns.Manager
 }
 
 // wrap names the node in err for a node of many; a single node's errors
@@ -196,6 +200,9 @@ func newNode(ctx context.Context, o *Settings, s fleet.Spec, hostPorts *fleet.Ho
 	if n.pods, err = setupCgroups(nctx, n.o, n.portion); err != nil {
 		return nil, n.wrap(err)
 	}
+	if n.userns, err = userNamespaces(n.o, s); err != nil {
+		return nil, n.wrap(err)
+	}
 	n.eb = record.NewBroadcaster()
 	n.recorder = n.eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: s.Name})
 	n.nodeCfg = nodestatus.NodeConfig{
@@ -219,10 +226,11 @@ func newNode(ctx context.Context, o *Settings, s fleet.Spec, hostPorts *fleet.Ho
 // connection are the process': node 0's.
 func connectNodesRuntime(ctx context.Context, o *Settings, nodes []*node) (*cri.Runtime, cri.VersionInfo, cri.Readiness, error) {
 	var pods *cm.Manager
+	var un *userns.Manager
 	if !nodes[0].spec.Multi {
-		pods = nodes[0].pods
+		pods, un = nodes[0].pods, nodes[0].userns
 	}
-	return connectRuntime(ctx, o, nodes[0].recorder, pods, nodes[0].metrics, func(ctx context.Context) {
+	return connectRuntime(ctx, o, nodes[0].recorder, pods, un, nodes[0].metrics, func(ctx context.Context) {
 		var wg sync.WaitGroup
 		for _, n := range nodes {
 			wg.Add(1)
@@ -301,6 +309,9 @@ func nodeRuntime(base *cri.Runtime, n *node) (*cri.Runtime, error) {
 	view := cri.NodeView{Node: n.spec.RuntimeNode(), PodLogDir: n.o.PodLogDir, Recorder: n.recorder}
 	if n.pods != nil {
 		view.CgroupParent, view.PodCgroups = n.pods.PodCgroup, n.pods
+	}
+	if n.userns != nil {
+		view.UserNamespaces = n.userns
 	}
 	return base.ForNode(view)
 }

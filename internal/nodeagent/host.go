@@ -15,11 +15,13 @@ import (
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/cri/taskevents"
 	"github.com/crivk/crivk/internal/debugserver"
+	"github.com/crivk/crivk/internal/fleet"
 	"github.com/crivk/crivk/internal/healthz"
 	"github.com/crivk/crivk/internal/incluster"
 	"github.com/crivk/crivk/internal/memrelease"
 	"github.com/crivk/crivk/metrics"
 	"github.com/crivk/crivk/nodestatus"
+	"github.com/crivk/crivk/userns"
 	"github.com/sirupsen/logrus"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	logruslogger "github.com/virtual-kubelet/virtual-kubelet/log/logrus"
@@ -146,6 +148,34 @@ func setupCgroups(ctx context.Context, o *Settings, portion nodestatus.Portion) 
 	return m, nil
 }
 
+// userNamespaces is the user namespace allocator of node s (package
+// userns, the kubelet's userns manager) over its pod directories: the
+// machine's IDs (the `kubelet` user's subordinate range, or every ID from
+// one pod's length up), a node of many taking the Index-th of Count equal
+// shares of whole pod ranges, so that no two nodes of the process give a
+// pod the same IDs. (The UserNamespacesSupport gate is on: crivk takes
+// every feature gate at the kubelet's default only.)
+func userNamespaces(o *Settings, s fleet.Spec) (*userns.Manager, error) {
+	ids := uint32(o.UserNamespacesIDsPerPod)
+	if ids == 0 {
+		ids = userns.UnitLength
+	}
+	first, length, err := userns.Mappings(ids)
+	if err != nil {
+		return nil, fmt.Errorf("user namespaces: kubelet mappings: %w", err)
+	}
+	if s.Count > 1 {
+		per := length / ids / uint32(s.Count)
+		first += uint32(s.Index) * per * ids
+		length = per * ids
+	}
+	m, err := userns.New(userns.Config{PodsDir: filepath.Join(o.RootDir, "pods"), IDsPerPod: ids, First: first, Length: length, MaxPods: int(o.MaxPods)})
+	if err != nil {
+		return nil, fmt.Errorf("user namespaces: %w", err)
+	}
+	return m, nil
+}
+
 // setOOMScoreAdj writes crivk's oom_score_adj, as the kubelet does for
 // itself. Lowering it needs CAP_SYS_RESOURCE: without it (this project's
 // test machines) the kernel refuses, which is logged and not fatal, as the
@@ -191,7 +221,7 @@ func connectAPI(ctx context.Context, o *Settings, wrap func(http.RoundTripper) h
 
 // connectRuntime is the runtime of the flags, waited for while it is not
 // up (cri.Await; whileWaiting runs meanwhile).
-func connectRuntime(ctx context.Context, o *Settings, recorder record.EventRecorder, pods *cm.Manager, agentMetrics *metrics.Agent, whileWaiting func(context.Context)) (*cri.Runtime, cri.VersionInfo, cri.Readiness, error) {
+func connectRuntime(ctx context.Context, o *Settings, recorder record.EventRecorder, pods *cm.Manager, un *userns.Manager, agentMetrics *metrics.Agent, whileWaiting func(context.Context)) (*cri.Runtime, cri.VersionInfo, cri.Readiness, error) {
 	var ver cri.VersionInfo
 	var rd cri.Readiness
 	dns := cri.DNSConfig{ClusterDomain: o.ClusterDomain, ResolvConf: o.ResolvConf}
@@ -211,6 +241,9 @@ func connectRuntime(ctx context.Context, o *Settings, recorder record.EventRecor
 	if pods != nil {
 		cfg.CgroupParent = pods.PodCgroup
 		cfg.PodCgroups = pods
+	}
+	if un != nil {
+		cfg.UserNamespaces = un
 	}
 	cfg.SeccompProfileRoot = filepath.Join(o.RootDir, "seccomp")
 	// The kubelet's pulled-image records (KubeletEnsureSecretPulledImages).

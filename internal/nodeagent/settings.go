@@ -3,6 +3,7 @@ package nodeagent
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"path/filepath"
 	"strings"
@@ -118,6 +119,9 @@ type Settings struct {
 	KernelMemcgNotification    bool
 	// maxContainerRestartPeriod caps the crash-loop back-off.
 	MaxContainerRestartPeriod time.Duration
+	// UserNamespacesIDsPerPod is the length of each user-namespaced pod's
+	// ID range (the KubeletConfiguration's userNamespaces.idsPerPod).
+	UserNamespacesIDsPerPod int64
 
 	// config is --config and --config-dir (kubeletconfig).
 	Config *kubeletconfig.Files
@@ -169,6 +173,9 @@ func (o *Settings) Validate() error {
 	}
 	if o.Port <= 0 || o.Port > 65535 {
 		return fmt.Errorf("--port %d is not a port number", o.Port)
+	}
+	if o.UserNamespacesIDsPerPod < 0 || o.UserNamespacesIDsPerPod > math.MaxUint32 || o.UserNamespacesIDsPerPod%65536 != 0 {
+		return fmt.Errorf("--user-namespaces-ids-per-pod %d must be a positive multiple of 65536 below 2^32", o.UserNamespacesIDsPerPod)
 	}
 	if o.MaxContainerRestartPeriod < time.Second || o.MaxContainerRestartPeriod > 300*time.Second {
 		return fmt.Errorf("--max-container-restart-period %s must be between 1s and 300s", o.MaxContainerRestartPeriod)

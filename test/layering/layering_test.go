@@ -46,12 +46,13 @@ func layer(pkg string) int {
 	case p == "eviction/api":
 		return 5
 	// The adapters and the kubelet's subsystems beside cm, eviction and
-	// images (devicemanager, certificate, kubeletconfig, runtimeclass), the
+	// images (devicemanager, certificate, kubeletconfig, runtimeclass,
+	// userns), the
 	// glue under internal/ and the other programs of the binary under
 	// internal/subcmd.
 	case strings.HasPrefix(p, "internal/"), hasRoot(p, "provider", "apiobjects", "podwriter",
 		"nodestatus", "nodeapi", "metrics", "eviction", "images",
-		"devicemanager", "certificate", "kubeletconfig", "runtimeclass"):
+		"devicemanager", "certificate", "kubeletconfig", "runtimeclass", "userns"):
 		return 1
 	case hasRoot(p, "lifecycle", "cm"):
 		return 3
