@@ -86,7 +86,11 @@ func TestSyncPodRuntimeClassAndUserNamespace(t *testing.T) {
 			if !tc.noAllocator {
 				f.rt.cfg.UserNamespaces = alloc
 			}
-			pod := syncPod(v1.RestartPolicyAlways, image("a", "busybox:1.36"))
+			// A volume and the termination message file: mounts to idmap.
+			f.rt.SetRuntimeHelper(relabelHelper{})
+			c := image("a", "busybox:1.36")
+			c.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
+			pod := syncPod(v1.RestartPolicyAlways, c)
 			pod.Spec.RuntimeClassName = tc.class
 			pod.Spec.HostUsers = tc.hostUsers
 			res, _ := f.sync(t, pod)
@@ -124,6 +128,18 @@ func TestSyncPodRuntimeClassAndUserNamespace(t *testing.T) {
 				}
 				if want == runtimeapi.NamespaceMode_POD && (len(ns.GetUids()) != 1 || ns.GetUids()[0].GetHostId() != 65536) {
 					t.Errorf("container %s mappings %v, want the allocator's", id, ns.GetUids())
+				}
+				if len(cfg.GetMounts()) == 0 {
+					t.Fatalf("container %s has no mounts to check", id)
+				}
+				for _, m := range cfg.GetMounts() {
+					idm := len(m.GetUidMappings()) == 1 && m.GetUidMappings()[0].GetHostId() == 65536 && len(m.GetGidMappings()) == 1
+					if want == runtimeapi.NamespaceMode_POD && !idm {
+						t.Errorf("container %s mount %s mappings uid %v gid %v, want the pod's (idmapped)", id, m.GetContainerPath(), m.GetUidMappings(), m.GetGidMappings())
+					}
+					if want != runtimeapi.NamespaceMode_POD && (len(m.GetUidMappings()) > 0 || len(m.GetGidMappings()) > 0) {
+						t.Errorf("container %s mount %s idmapped in the node's user namespace", id, m.GetContainerPath())
+					}
 				}
 			}
 			if want == runtimeapi.NamespaceMode_POD {

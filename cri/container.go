@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/crivk/crivk/podutil"
+	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -117,7 +118,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, typ ContainerType, attempt ui
 		Args:        args,
 		WorkingDir:  c.WorkingDir,
 		Envs:        env,
-		Mounts:      opts.Mounts,
+		Mounts:      idmapped(opts.Mounts, lc.SecurityContext.NamespaceOptions.UsernsOptions),
 		Devices:     opts.Devices,
 		CDIDevices:  opts.CDIDevices,
 		Labels:      containerLabels(pod, c.Name, typ, opts.Node),
@@ -128,6 +129,24 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, typ ContainerType, attempt ui
 		Tty:         c.TTY,
 		Linux:       lc,
 	}, nil
+}
+
+// idmapped is mounts for a container in user namespace un: in the pod's
+// own, each mount carries the namespace's mappings, for the runtime to
+// mount it idmapped (the kubelet's applyPlatformSpecificContainerConfig),
+// so that the pod's root owns what the host's root owns; copies, the
+// caller's mounts unchanged. In the node's, mounts as they are.
+func idmapped(mounts []*runtimeapi.Mount, un *runtimeapi.UserNamespace) []*runtimeapi.Mount {
+	if un.GetMode() != runtimeapi.NamespaceMode_POD || len(mounts) == 0 {
+		return mounts
+	}
+	out := make([]*runtimeapi.Mount, 0, len(mounts))
+	for _, m := range mounts {
+		mc := proto.Clone(m).(*runtimeapi.Mount)
+		mc.UidMappings, mc.GidMappings = un.GetUids(), un.GetGids()
+		out = append(out, mc)
+	}
+	return out
 }
 
 // linuxContainerConfig is the container's security context for the runtime
