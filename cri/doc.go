@@ -75,9 +75,10 @@
 // lists every field, where it is enforced and the test that proves it):
 // the RuntimeClass's handler goes to RunPodSandbox (a pod naming a class
 // that cannot be resolved gets no sandbox, never the default handler);
-// hostUsers: false fails the sandbox with the kubelet's message where the
-// runtime has no user namespaces (and, until crivk allocates ID mappings,
-// everywhere); AppArmor and seccomp profiles go to each container (the
+// hostUsers: false runs the pod in a user namespace of its own, with the
+// ID mappings of Config.UserNamespaces (package userns) and every mount
+// idmapped, or fails the sandbox with the kubelet's message where the
+// runtime handler has no user namespaces; AppArmor and seccomp profiles go to each container (the
 // sandbox always runs RuntimeDefault seccomp), a Localhost seccomp profile
 // resolved under Config.SeccompProfileRoot; procMount decides the masked
 // /proc paths; the mounts that ask for SELinux relabelling (volumes of the
