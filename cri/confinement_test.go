@@ -101,6 +101,11 @@ func TestSyncPodRuntimeClassAndUserNamespace(t *testing.T) {
 				if n := f.rs.count("RunPodSandbox") + f.rs.count("CreateContainer"); n != 0 {
 					t.Fatalf("%d sandboxes and containers created for a refused pod", n)
 				}
+				// The handler is checked first: nothing is allocated for
+				// a pod the runtime cannot run in a user namespace.
+				if tc.allocErr == nil && alloc.calls != 0 {
+					t.Fatalf("allocator asked %d times for a refused pod", alloc.calls)
+				}
 				return
 			}
 			if err := res.Error(); err != nil {

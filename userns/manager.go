@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/bits"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
@@ -23,26 +23,47 @@ const mappingsFile = "userns"
 
 // Config is what New needs.
 type Config struct {
-	// PodsDir is <root-dir>/pods: each pod's directory is PodsDir/<uid>.
-	PodsDir string
+	// PodsDirs are the directories of pod directories (<root-dir>/pods of
+	// each node the process runs, and of nodes it ran before): the
+	// mappings files in them are the ranges in use.
+	PodsDirs []string
 	// IDsPerPod is the length of each pod's range; 0 means UnitLength.
 	IDsPerPod uint32
-	// First and Length are the node's range of host IDs (Mappings).
+	// First and Length are the machine's range of host IDs (Mappings).
 	First, Length uint32
-	// MaxPods is the node's maxPods: the range must hold as many pods.
+	// MaxPods is the pods of all the process' nodes: the range must hold
+	// as many.
 	MaxPods int
 }
 
-// Manager allocates the pods' ID ranges. It is safe for concurrent use.
-type Manager struct {
-	podsDir   string
+// Pool is the machine's range of IDs, cut into slots, shared by the
+// Managers of the process' nodes, so that no two of them give the same
+// IDs, whatever the node count was when a pod got its range. It is safe
+// for concurrent use.
+type Pool struct {
 	idsPerPod uint32
 	off       uint32 // the first usable slot (First / idsPerPod)
-	slots     uint32 // how many slots the node's range has
+	slots     uint32 // how many slots the machine's range has
 
 	mu     sync.Mutex
-	used   []uint64             // a bit per slot; guarded by mu
-	usedBy map[types.UID]uint32 // pod -> first host ID; guarded by mu
+	used   []uint64                // a bit per slot; guarded by mu
+	usedBy map[types.UID]allocated // guarded by mu
+	// randIntN picks where the search for a free slot starts (the
+	// kubelet's allocation map searches from a random place too).
+	randIntN func(n int) int
+}
+
+// allocated is one pod's range: its first host ID and the directory of
+// pod directories its file is in.
+type allocated struct {
+	first   uint32
+	podsDir string
+}
+
+// Manager is one node's view of the Pool: the pods of its pods directory.
+type Manager struct {
+	pool    *Pool
+	podsDir string
 }
 
 // userNamespace and idMapping are the file's format (the kubelet's).
@@ -57,9 +78,11 @@ type idMapping struct {
 	Length      uint32 `json:"length"`
 }
 
-// New checks the node's range as the kubelet's MakeUserNsManager does and
-// records the range of every pod directory that has a mappings file.
-func New(cfg Config) (*Manager, error) {
+// New checks the machine's range as the kubelet's MakeUserNsManager does
+// (and that it does not pass 2^32, where a slot would wrap to host ID 0)
+// and records the range of every pod directory of cfg.PodsDirs that has a
+// mappings file.
+func New(cfg Config) (*Pool, error) {
 	n := cfg.IDsPerPod
 	if n == 0 {
 		n = UnitLength
@@ -74,147 +97,167 @@ func New(cfg Config) (*Manager, error) {
 		// Mapping host ID 0 would circumvent security.
 		return nil, fmt.Errorf("kubelet user assigned ID %v must be greater or equal to %v", cfg.First, n)
 	}
+	if uint64(cfg.First)+uint64(cfg.Length) > 1<<32 {
+		return nil, fmt.Errorf("kubelet user assigned IDs %v+%v pass the last ID 4294967295", cfg.First, cfg.Length)
+	}
 	if cfg.Length%n != 0 {
 		return nil, fmt.Errorf("kubelet user assigned IDs length %v is not a multiple of %v", cfg.Length, n)
 	}
 	if cfg.MaxPods > 0 && uint64(cfg.Length/n) < uint64(cfg.MaxPods) {
 		return nil, fmt.Errorf("kubelet user assigned IDs are not enough to support %v pods", cfg.MaxPods)
 	}
-	m := &Manager{
-		podsDir:   cfg.PodsDir,
+	p := &Pool{
 		idsPerPod: n,
 		off:       cfg.First / n,
 		slots:     cfg.Length / n,
-		usedBy:    map[types.UID]uint32{},
+		usedBy:    map[types.UID]allocated{},
+		randIntN:  rand.IntN,
 	}
-	m.used = make([]uint64, (m.slots+63)/64)
-	entries, err := os.ReadDir(cfg.PodsDir)
-	if err != nil && !os.IsNotExist(err) {
-		return nil, fmt.Errorf("read pods from disk: %w", err)
+	p.used = make([]uint64, (p.slots+63)/64)
+	for _, dir := range cfg.PodsDirs {
+		entries, err := os.ReadDir(dir)
+		if err != nil && !os.IsNotExist(err) {
+			return nil, fmt.Errorf("read pods from disk: %w", err)
+		}
+		for _, e := range entries {
+			if !e.IsDir() {
+				continue
+			}
+			uid := types.UID(e.Name())
+			data, err := os.ReadFile(mappingsPath(dir, uid))
+			if os.IsNotExist(err) || (err == nil && len(data) == 0) {
+				continue
+			}
+			if err == nil {
+				_, err = p.recordFile(dir, uid, data)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("record pod mappings for existing pod %q: %w", uid, err)
+			}
+		}
 	}
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		uid := types.UID(e.Name())
-		data, err := os.ReadFile(m.file(uid))
-		if os.IsNotExist(err) || (err == nil && len(data) == 0) {
-			continue
-		}
-		if err == nil {
-			_, err = m.recordFile(uid, data)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("record pod mappings for existing pod %q: %w", uid, err)
-		}
-	}
-	return m, nil
+	return p, nil
 }
 
-// IDsPerPod is the length of each pod's range.
-func (m *Manager) IDsPerPod() uint32 { return m.idsPerPod }
+// Manager is the view of the node whose pod directories are in podsDir.
+func (p *Pool) Manager(podsDir string) *Manager { return &Manager{pool: p, podsDir: podsDir} }
 
-// PodMappings is the user namespace of pod uid's sandbox: the range its
-// mappings file names, or a new one, written to the file (and the file
-// synced) before it is returned. The caller has checked that the runtime
-// handler supports user namespaces.
+// IDsPerPod is the length of each pod's range.
+func (p *Pool) IDsPerPod() uint32 { return p.idsPerPod }
+
+// PodMappings is the user namespace of pod uid's sandbox: the range it
+// has (its mappings file, written again if it went missing), or a new
+// one, written to the file (and the file synced) before it is returned.
+// The caller has checked that the runtime handler supports user
+// namespaces.
 func (m *Manager) PodMappings(uid types.UID) (*runtimeapi.UserNamespace, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	data, err := os.ReadFile(m.file(uid))
+	p := m.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	data, err := os.ReadFile(mappingsPath(m.podsDir, uid))
 	if err != nil && !os.IsNotExist(err) {
-		return nil, fmt.Errorf("user namespace: %w", err)
+		return nil, err
 	}
 	var first uint32
-	if len(data) > 0 {
-		if first, err = m.recordFile(uid, data); err != nil {
+	switch a, ok := p.usedBy[uid]; {
+	case len(data) > 0:
+		if first, err = p.recordFile(m.podsDir, uid, data); err != nil {
 			return nil, fmt.Errorf("user namespace: %w", err)
 		}
-	} else if first, err = m.create(uid); err != nil {
-		return nil, fmt.Errorf("create user namespace: %w", err)
+	case ok:
+		// The pod has its range, its file is gone: the same range, never
+		// a second one (its sandbox may run in the first).
+		first = a.first
+		if err := p.writeFile(m.podsDir, uid, first); err != nil {
+			return nil, fmt.Errorf("user namespace: %w", err)
+		}
+	default:
+		if first, err = p.create(m.podsDir, uid); err != nil {
+			return nil, fmt.Errorf("create user namespace: %w", err)
+		}
 	}
-	ids := []*runtimeapi.IDMapping{{HostId: first, ContainerId: 0, Length: m.idsPerPod}}
-	gids := []*runtimeapi.IDMapping{{HostId: first, ContainerId: 0, Length: m.idsPerPod}}
+	ids := []*runtimeapi.IDMapping{{HostId: first, ContainerId: 0, Length: p.idsPerPod}}
+	gids := []*runtimeapi.IDMapping{{HostId: first, ContainerId: 0, Length: p.idsPerPod}}
 	return &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: ids, Gids: gids}, nil
 }
 
 // Release frees pod uid's range and removes its mappings file: its
 // containers have stopped. A pod without a range is nothing to do.
 func (m *Manager) Release(uid types.UID) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.release(uid)
+	m.pool.mu.Lock()
+	defer m.pool.mu.Unlock()
+	m.pool.release(uid)
 }
 
 // Allocated reports whether pod uid has a range.
 func (m *Manager) Allocated(uid types.UID) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	_, ok := m.usedBy[uid]
+	m.pool.mu.Lock()
+	defer m.pool.mu.Unlock()
+	_, ok := m.pool.usedBy[uid]
 	return ok
 }
 
-// CleanupOrphans frees the ranges of pods keep does not want and of pods
-// whose directory is gone (the kubelet's
-// CleanupOrphanedPodUsernsAllocations): keep says whether a pod is known,
-// to the API or to the runtime.
+// CleanupOrphans frees the ranges of this node's pods that keep does not
+// want (the kubelet's CleanupOrphanedPodUsernsAllocations): keep says
+// whether a pod is known, to the API, to the engine or to the runtime. A
+// pod keep wants keeps its range, its directory gone or not.
 func (m *Manager) CleanupOrphans(keep func(types.UID) bool) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	p := m.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	entries, err := os.ReadDir(m.podsDir)
 	if err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("user namespace: read pods from disk: %w", err)
 	}
-	onDisk := map[types.UID]bool{}
 	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		uid := types.UID(e.Name())
-		onDisk[uid] = true
-		if !keep(uid) {
-			m.release(uid)
+		if uid := types.UID(e.Name()); e.IsDir() && !keep(uid) {
+			p.release(uid)
 		}
 	}
-	for uid := range m.usedBy {
-		if !onDisk[uid] {
-			m.release(uid)
+	for uid, a := range p.usedBy {
+		if a.podsDir == m.podsDir && !keep(uid) {
+			p.release(uid)
 		}
 	}
 	return nil
 }
 
-func (m *Manager) file(uid types.UID) string {
-	return filepath.Join(m.podsDir, string(uid), mappingsFile)
+func mappingsPath(podsDir string, uid types.UID) string {
+	return filepath.Join(podsDir, string(uid), mappingsFile)
 }
 
-// create allocates the first free slot to uid and writes its file; on a
-// failed write the slot is freed again. Called with mu held.
-func (m *Manager) create(uid types.UID) (first uint32, retErr error) {
-	slot, ok := m.firstFree()
+// create allocates a free slot to uid and writes its file; on a failed
+// write the slot is freed again. Called with mu held.
+func (p *Pool) create(podsDir string, uid types.UID) (first uint32, retErr error) {
+	slot, ok := p.free()
 	if !ok {
 		return 0, errors.New("could not find an empty slot to allocate a user namespace")
 	}
-	first = (slot + m.off) * m.idsPerPod
-	m.set(slot)
-	m.usedBy[uid] = first
+	first = (slot + p.off) * p.idsPerPod
+	p.set(slot)
+	p.usedBy[uid] = allocated{first: first, podsDir: podsDir}
 	defer func() {
 		if retErr != nil {
-			m.release(uid)
+			p.release(uid)
 		}
 	}()
-	one := []idMapping{{HostID: first, ContainerID: 0, Length: m.idsPerPod}}
+	return first, p.writeFile(podsDir, uid, first)
+}
+
+// writeFile writes uid's mappings file for the range at first.
+func (p *Pool) writeFile(podsDir string, uid types.UID, first uint32) error {
+	one := []idMapping{{HostID: first, ContainerID: 0, Length: p.idsPerPod}}
 	data, err := json.Marshal(userNamespace{UIDMappings: one, GIDMappings: one})
 	if err != nil {
-		return 0, err
+		return err
 	}
-	return first, writeSynced(filepath.Dir(m.file(uid)), mappingsFile, data)
+	return writeSynced(filepath.Join(podsDir, string(uid)), mappingsFile, data)
 }
 
 // recordFile checks a mappings file as the kubelet's
 // parseUserNsFileAndRecord does and records its range for uid. Called
 // with mu held.
-func (m *Manager) recordFile(uid types.UID, data []byte) (uint32, error) {
+func (p *Pool) recordFile(podsDir string, uid types.UID, data []byte) (uint32, error) {
 	var ns userNamespace
 	if err := json.Unmarshal(data, &ns); err != nil {
 		return 0, fmt.Errorf("invalid user namespace mappings file: %w", err)
@@ -230,54 +273,52 @@ func (m *Manager) recordFile(uid types.UID, data []byte) (uint32, error) {
 		return 0, errors.New("invalid user namespace configuration: UID 0 must be mapped")
 	}
 	from, length := ns.UIDMappings[0].HostID, ns.UIDMappings[0].Length
-	if length != m.idsPerPod {
+	if length != p.idsPerPod {
 		return 0, fmt.Errorf("wrong user namespace length %v", length)
 	}
-	if from%m.idsPerPod != 0 {
+	if from%p.idsPerPod != 0 {
 		return 0, fmt.Errorf("wrong user namespace offset specified %v", from)
 	}
-	prev, found := m.usedBy[uid]
-	if found && prev != from {
+	prev, found := p.usedBy[uid]
+	if found && prev.first != from {
 		return 0, fmt.Errorf("different user namespace range already used by pod %q", uid)
 	}
 	if found {
 		return from, nil
 	}
-	slot := from/m.idsPerPod - m.off
-	if from/m.idsPerPod < m.off || slot >= m.slots {
+	slot := from/p.idsPerPod - p.off
+	if from/p.idsPerPod < p.off || slot >= p.slots {
 		return 0, fmt.Errorf("id %v is out of range", from)
 	}
-	if m.isSet(slot) {
+	if p.isSet(slot) {
 		return 0, fmt.Errorf("range picked for pod %q already taken", uid)
 	}
-	m.set(slot)
-	m.usedBy[uid] = from
+	p.set(slot)
+	p.usedBy[uid] = allocated{first: from, podsDir: podsDir}
 	return from, nil
 }
 
 // release frees uid's slot and removes its file. Called with mu held.
-func (m *Manager) release(uid types.UID) {
-	first, ok := m.usedBy[uid]
+func (p *Pool) release(uid types.UID) {
+	a, ok := p.usedBy[uid]
 	if !ok {
 		return
 	}
-	delete(m.usedBy, uid)
-	_ = os.Remove(m.file(uid))
-	slot := first/m.idsPerPod - m.off
-	m.used[slot/64] &^= 1 << (slot % 64)
+	delete(p.usedBy, uid)
+	_ = os.Remove(mappingsPath(a.podsDir, uid))
+	slot := a.first/p.idsPerPod - p.off
+	p.used[slot/64] &^= 1 << (slot % 64)
 }
 
-func (m *Manager) isSet(slot uint32) bool { return m.used[slot/64]&(1<<(slot%64)) != 0 }
-func (m *Manager) set(slot uint32)        { m.used[slot/64] |= 1 << (slot % 64) }
+func (p *Pool) isSet(slot uint32) bool { return p.used[slot/64]&(1<<(slot%64)) != 0 }
+func (p *Pool) set(slot uint32)        { p.used[slot/64] |= 1 << (slot % 64) }
 
-// firstFree is the lowest free slot.
-func (m *Manager) firstFree() (uint32, bool) {
-	for i, w := range m.used {
-		if w == ^uint64(0) {
-			continue
-		}
-		slot := uint32(i)*64 + uint32(bits.TrailingZeros64(^w))
-		if slot < m.slots {
+// free is a free slot: the first at or after a random one, wrapping.
+func (p *Pool) free() (uint32, bool) {
+	start := uint32(p.randIntN(int(p.slots)))
+	for i := uint32(0); i < p.slots; i++ {
+		slot := (start + i) % p.slots
+		if !p.isSet(slot) {
 			return slot, true
 		}
 	}

@@ -2,6 +2,7 @@ package userns
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/user"
@@ -13,13 +14,16 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
+// newManager is the Manager of dir over a pool of the range that looks
+// for free slots from the lowest one.
 func newManager(t *testing.T, dir string, first, length uint32, maxPods int) *Manager {
 	t.Helper()
-	m, err := New(Config{PodsDir: dir, First: first, Length: length, MaxPods: maxPods})
+	p, err := New(Config{PodsDirs: []string{dir}, First: first, Length: length, MaxPods: maxPods})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	return m
+	p.randIntN = func(int) int { return 0 }
+	return p.Manager(dir)
 }
 
 func hostID(t *testing.T, ns *runtimeapi.UserNamespace) uint32 {
@@ -120,6 +124,13 @@ func TestNewRefusesWhatTheKubeletRefuses(t *testing.T) {
 			file: `{"uidMappings":[{"hostId":6553600,"containerId":0,"length":65536}],"gidMappings":[{"hostId":6553600,"containerId":0,"length":65536}]}`,
 			want: "id 6553600 is out of range"},
 		{name: "not JSON", first: 65536, length: 65536 * 4, file: `{`, want: "invalid user namespace mappings file"},
+		{name: "past 2^32 (a slot would wrap to host ID 0)", first: 4293918720, length: 7208960, want: "pass the last ID 4294967295"},
+		{name: "wrong length", first: 65536, length: 65536 * 4,
+			file: `{"uidMappings":[{"hostId":65536,"containerId":0,"length":1000}],"gidMappings":[{"hostId":65536,"containerId":0,"length":1000}]}`,
+			want: "wrong user namespace length 1000"},
+		{name: "offset not a slot", first: 65536, length: 65536 * 4,
+			file: `{"uidMappings":[{"hostId":70000,"containerId":0,"length":65536}],"gidMappings":[{"hostId":70000,"containerId":0,"length":65536}]}`,
+			want: "wrong user namespace offset specified 70000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -131,7 +142,7 @@ func TestNewRefusesWhatTheKubeletRefuses(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			_, err := New(Config{PodsDir: dir, IDsPerPod: tc.ids, First: tc.first, Length: tc.length, MaxPods: tc.maxPods})
+			_, err := New(Config{PodsDirs: []string{dir}, IDsPerPod: tc.ids, First: tc.first, Length: tc.length, MaxPods: tc.maxPods})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("New: %v, want %q", err, tc.want)
 			}
@@ -139,25 +150,121 @@ func TestNewRefusesWhatTheKubeletRefuses(t *testing.T) {
 	}
 }
 
-// TestCleanupOrphans: a range of a pod nobody knows, or whose directory
-// is gone, is freed; a known pod's stays.
+// TestCleanupOrphans: the range of a pod nobody wants is freed, its
+// directory there or gone; a wanted pod keeps its range even when its
+// directory went (its sandbox may still run in it); another node's pods
+// are not this node's to free.
 func TestCleanupOrphans(t *testing.T) {
-	dir := t.TempDir()
-	m := newManager(t, dir, UnitLength, 8*UnitLength, 0)
-	for _, uid := range []types.UID{"known", "unknown", "dirgone"} {
+	dir, other := t.TempDir(), t.TempDir()
+	p, err := New(Config{PodsDirs: []string{dir, other}, First: UnitLength, Length: 8 * UnitLength})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, o := p.Manager(dir), p.Manager(other)
+	for _, uid := range []types.UID{"known", "unknown", "dirgone", "wanted-dirgone"} {
 		if _, err := m.PodMappings(uid); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := os.RemoveAll(filepath.Join(dir, "dirgone")); err != nil {
+	if _, err := o.PodMappings("elsewhere"); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.CleanupOrphans(func(uid types.UID) bool { return uid == "known" || uid == "dirgone" }); err != nil {
+	for _, uid := range []string{"dirgone", "wanted-dirgone"} {
+		if err := os.RemoveAll(filepath.Join(dir, uid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keep := func(uid types.UID) bool { return uid == "known" || uid == "wanted-dirgone" }
+	if err := m.CleanupOrphans(keep); err != nil {
 		t.Fatal(err)
 	}
-	if !m.Allocated("known") || m.Allocated("unknown") || m.Allocated("dirgone") {
-		t.Fatalf("after CleanupOrphans: known %v (want true), unknown %v, dirgone %v (want false)",
-			m.Allocated("known"), m.Allocated("unknown"), m.Allocated("dirgone"))
+	for uid, want := range map[types.UID]bool{"known": true, "wanted-dirgone": true, "unknown": false, "dirgone": false, "elsewhere": true} {
+		if got := m.Allocated(uid); got != want {
+			t.Errorf("after CleanupOrphans, %s allocated %v, want %v", uid, got, want)
+		}
+	}
+	// The wanted pod whose file went gets its range again, not a new one.
+	before := p.usedBy["wanted-dirgone"].first
+	again, err := m.PodMappings("wanted-dirgone")
+	if err != nil || hostID(t, again) != before {
+		t.Fatalf("the wanted pod after its file went: %v, %v; want its range %d again", again, err, before)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "wanted-dirgone", "userns")); err != nil {
+		t.Errorf("its file not written again: %v", err)
+	}
+}
+
+// TestPoolSharedByNodes: the nodes of one process never get the same
+// range, and a pool started over a node's files (another node count, a
+// node removed) keeps their ranges taken.
+func TestPoolSharedByNodes(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	p, err := New(Config{PodsDirs: []string{a, b}, First: UnitLength, Length: 16 * UnitLength})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[uint32]string{}
+	for i := 0; i < 8; i++ {
+		for _, d := range []string{a, b} {
+			uid := types.UID(filepath.Base(d) + "-" + string(rune('a'+i)))
+			ns, err := p.Manager(d).PodMappings(uid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := hostID(t, ns)
+			if prev, ok := seen[h]; ok {
+				t.Fatalf("%s got host ID %d, already %s's", uid, h, prev)
+			}
+			seen[h] = string(uid)
+		}
+	}
+	if _, err := p.Manager(a).PodMappings("one-too-many"); err == nil {
+		t.Fatal("a 17th pod on 16 slots got a range")
+	}
+	// A single node over the same root, the other node's directory kept:
+	// every range taken, none given again.
+	p2, err := New(Config{PodsDirs: []string{a, b}, First: UnitLength, Length: 16 * UnitLength})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p2.Manager(a).PodMappings("new"); err == nil {
+		t.Fatal("a new pod got a range that a recorded pod has")
+	}
+}
+
+// TestPodMappingsFailedWriteFreesTheSlot: a range whose file cannot be
+// written is not kept.
+func TestPodMappingsFailedWriteFreesTheSlot(t *testing.T) {
+	dir := t.TempDir()
+	m := newManager(t, dir, UnitLength, 2*UnitLength, 0)
+	// The pod's directory is a file: its mappings file cannot be made.
+	if err := os.WriteFile(filepath.Join(dir, "p"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.PodMappings("p"); err == nil {
+		t.Fatal("PodMappings succeeded without its file")
+	}
+	if m.Allocated("p") {
+		t.Fatal("the pod holds a range after its file could not be written")
+	}
+	for _, uid := range []types.UID{"q", "r"} {
+		if _, err := m.PodMappings(uid); err != nil {
+			t.Fatalf("%s: %v (the failed pod's slot not freed?)", uid, err)
+		}
+	}
+}
+
+// TestPodMappingsRandomStart: the search for a free slot starts where
+// randIntN says and wraps.
+func TestPodMappingsRandomStart(t *testing.T) {
+	dir := t.TempDir()
+	m := newManager(t, dir, UnitLength, 4*UnitLength, 0)
+	m.pool.randIntN = func(n int) int { return n - 1 }
+	for _, want := range []uint32{4 * UnitLength, UnitLength} {
+		ns, err := m.PodMappings(types.UID(fmt.Sprint(want)))
+		if err != nil || hostID(t, ns) != want {
+			t.Fatalf("got %v, %v; want host ID %d", ns, err, want)
+		}
 	}
 }
 
@@ -165,7 +272,7 @@ func TestCleanupOrphans(t *testing.T) {
 func TestMappings(t *testing.T) {
 	noUser := func(string) error { return user.UnknownUserError("kubelet") }
 	hasUser := func(string) error { return nil }
-	noTool := func(string) (string, error) { return "", exec.ErrNotFound }
+	noTool := func(name string) (string, error) { return "", &exec.Error{Name: name, Err: exec.ErrNotFound} }
 	tool := func(string) (string, error) { return "/usr/bin/getsubids", nil }
 	answer := func(uids, gids string) func(string, ...string) ([]byte, error) {
 		return func(_ string, args ...string) ([]byte, error) {
@@ -184,7 +291,7 @@ func TestMappings(t *testing.T) {
 		err           string
 	}{
 		{name: "no kubelet user", lookup: noUser, lookPath: tool, first: 65536, length: 1<<32 - 65536},
-		{name: "no getsubids", lookup: hasUser, lookPath: noTool, first: 65536, length: 1<<32 - 65536},
+		{name: "a kubelet user, no getsubids", lookup: hasUser, lookPath: noTool, err: "executable file not found"},
 		{name: "getsubids", lookup: hasUser, lookPath: tool, run: answer("0: kubelet 65536 2147483648\n", "0: kubelet 65536 2147483648\n"),
 			first: 65536, length: 2147483648},
 		{name: "uids and gids differ", lookup: hasUser, lookPath: tool, run: answer("0: kubelet 65536 655360\n", "0: kubelet 131072 655360\n"),

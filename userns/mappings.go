@@ -15,12 +15,12 @@ import (
 const kubeletUser = "kubelet"
 
 // Mappings is the node's range of host IDs for pods' user namespaces (the
-// kubelet's getKubeletMappings): without a `kubelet` user, or without the
-// getsubids tool, every ID from idsPerPod to 2^32; with both, the one
+// kubelet's getKubeletMappings): without a `kubelet` user, every ID from
+// idsPerPod to 2^32; with one, the one
 // range getsubids gives for the user, which must be the same for UIDs and
-// GIDs. A `kubelet` user that getsubids gives nothing for is an error (its
-// answer may come from a remote service that is down), as it is for the
-// kubelet.
+// GIDs. A `kubelet` user without getsubids, or that getsubids gives
+// nothing for (its answer may come from a remote service that is down), is
+// an error, as it is for the kubelet.
 func Mappings(idsPerPod uint32) (first, length uint32, err error) {
 	return mappings(idsPerPod, lookupUser, exec.LookPath, runGetsubids)
 }
@@ -38,11 +38,11 @@ func mappings(idsPerPod uint32, lookup func(string) error, lookPath func(string)
 		}
 		return 0, 0, err
 	}
+	// A `kubelet` user without getsubids is the kubelet's error too (its
+	// os.IsNotExist test is false for exec.LookPath's error): its range
+	// may be in /etc/subuid, and the default would overlap it.
 	cmd, err := lookPath("getsubids")
 	if err != nil {
-		if errors.Is(err, exec.ErrNotFound) {
-			return defFirst, defLen, nil
-		}
 		return 0, 0, err
 	}
 	uids, err := run(cmd, kubeletUser)

@@ -142,6 +142,11 @@ func TestParseFlagsChecksBeforeWaiting(t *testing.T) {
 		{"healthz bind address", []string{"--healthz-bind-address=localhost"}, `--healthz-bind-address "localhost" is not an IP address`},
 		{"bootstrap without kubeconfig", []string{"--kubeconfig=", "--bootstrap-kubeconfig=in-cluster"}, "--bootstrap-kubeconfig needs --kubeconfig"},
 		{"restart period of 1s", []string{"--max-container-restart-period=1s"}, ""},
+		{"user namespaces of 0 IDs", []string{"--user-namespaces-ids-per-pod=0"}, "--user-namespaces-ids-per-pod 0 must be a positive multiple of 65536 below 2^32"},
+		{"user namespaces of 2^16+1 IDs", []string{"--user-namespaces-ids-per-pod=65537"}, "--user-namespaces-ids-per-pod 65537 must be a positive multiple of 65536 below 2^32"},
+		{"user namespace range", []string{"--user-namespaces-range=131072:6553600"}, ""},
+		{"user namespace range none", []string{"--user-namespaces-range=none"}, ""},
+		{"bad user namespace range", []string{"--user-namespaces-range=65536"}, `--user-namespaces-range "65536": want kubelet, none or FIRST:LENGTH (two numbers below 2^32)`},
 		{"restart period below 1s", []string{"--max-container-restart-period=500ms"}, "--max-container-restart-period 500ms must be between 1s and 300s"},
 		{"restart period above 300s", []string{"--max-container-restart-period=6m"}, "--max-container-restart-period 6m0s must be between 1s and 300s"},
 	} {

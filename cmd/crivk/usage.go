@@ -22,7 +22,7 @@ var flagGroups = []struct {
 	}},
 	{"Container runtime", []string{
 		"cri-endpoint", "runtime-request-timeout", "runtime-events", "pleg-relist-period", "pleg-wake-spacing",
-		"sync-interval", "max-parallel-sandboxes", "max-parallel-image-pulls", "max-container-restart-period", "user-namespaces-ids-per-pod",
+		"sync-interval", "max-parallel-sandboxes", "max-parallel-image-pulls", "max-container-restart-period", "user-namespaces-ids-per-pod", "user-namespaces-range",
 		"image-pull-credentials-verification-policy", "preloaded-images-verification-allowlist",
 	}},
 	{"Pods: directories, logs, DNS, sysctls", []string{

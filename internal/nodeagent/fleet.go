@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,9 +103,20 @@ type node struct {
 	// run by runNodes; nil for a single node, which makes and runs its
 	// own (startGC).
 	sharedImages *images.Manager
-	// userns allocates the user namespaces of the node's pods from its
-	// share of the machine's IDs (userNamespaces).
-	userns *userns.Manager
+	// userns allocates the user namespaces of the node's pods from the
+	// process' pool (userNamespacePool); nil when the pool could not be
+	// made, usernsErr says why (its pods with hostUsers: false are
+	// refused).
+	userns    *userns.Manager
+	usernsErr error
+}
+
+// usernsAllocator is the node's allocator as cri takes it.
+func (n *node) usernsAllocator() cri.UserNamespaces {
+	if n.userns != nil {
+		return n.userns
+	}
+	return usernsRefusal{err: n.usernsErr}
 }
 
 // wrap names the node in err for a node of many; a single node's errors
@@ -147,10 +159,20 @@ func runNodes(ctx context.Context, o *Settings, health *healthz.Checks, contact 
 		hostPorts = &fleet.HostPorts{}
 		hostPorts.Listening(fleet.Listeners(specs, fleet.Addresses{Node: o.Address, HealthzPort: o.HealthzPort, HealthzBindAddress: o.HealthzBindAddress, Profiling: o.ProfilingAddress}))
 	}
+	pool, perr := userNamespacePool(o, len(specs))
+	if perr != nil {
+		perr = fmt.Errorf("user namespaces: %w", perr)
+		log.G(ctx).WithError(perr).Warn("pods with hostUsers: false will be refused")
+	}
 	nodes := make([]*node, len(specs))
 	for i, s := range specs {
 		if nodes[i], err = newNode(ctx, o, s, hostPorts, contact); err != nil {
 			return err
+		}
+		if pool != nil {
+			nodes[i].userns = pool.Manager(filepath.Join(nodes[i].o.RootDir, "pods"))
+		} else {
+			nodes[i].usernsErr = perr
 		}
 	}
 	contact.Start()
@@ -200,9 +222,6 @@ func newNode(ctx context.Context, o *Settings, s fleet.Spec, hostPorts *fleet.Ho
 	if n.pods, err = setupCgroups(nctx, n.o, n.portion); err != nil {
 		return nil, n.wrap(err)
 	}
-	if n.userns, err = userNamespaces(n.o, s); err != nil {
-		return nil, n.wrap(err)
-	}
 	n.eb = record.NewBroadcaster()
 	n.recorder = n.eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: s.Name})
 	n.nodeCfg = nodestatus.NodeConfig{
@@ -226,9 +245,9 @@ func newNode(ctx context.Context, o *Settings, s fleet.Spec, hostPorts *fleet.Ho
 // connection are the process': node 0's.
 func connectNodesRuntime(ctx context.Context, o *Settings, nodes []*node) (*cri.Runtime, cri.VersionInfo, cri.Readiness, error) {
 	var pods *cm.Manager
-	var un *userns.Manager
+	var un cri.UserNamespaces
 	if !nodes[0].spec.Multi {
-		pods, un = nodes[0].pods, nodes[0].userns
+		pods, un = nodes[0].pods, nodes[0].usernsAllocator()
 	}
 	return connectRuntime(ctx, o, nodes[0].recorder, pods, un, nodes[0].metrics, func(ctx context.Context) {
 		var wg sync.WaitGroup
@@ -310,9 +329,7 @@ func nodeRuntime(base *cri.Runtime, n *node) (*cri.Runtime, error) {
 	if n.pods != nil {
 		view.CgroupParent, view.PodCgroups = n.pods.PodCgroup, n.pods
 	}
-	if n.userns != nil {
-		view.UserNamespaces = n.userns
-	}
+	view.UserNamespaces = n.usernsAllocator()
 	return base.ForNode(view)
 }
 

@@ -2,6 +2,7 @@ package nodeagent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,7 +16,6 @@ import (
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/cri/taskevents"
 	"github.com/crivk/crivk/internal/debugserver"
-	"github.com/crivk/crivk/internal/fleet"
 	"github.com/crivk/crivk/internal/healthz"
 	"github.com/crivk/crivk/internal/incluster"
 	"github.com/crivk/crivk/internal/memrelease"
@@ -26,9 +26,11 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	logruslogger "github.com/virtual-kubelet/virtual-kubelet/log/logrus"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // Run is the node agent's life: it validates o, then runs the
@@ -148,32 +150,57 @@ func setupCgroups(ctx context.Context, o *Settings, portion nodestatus.Portion) 
 	return m, nil
 }
 
-// userNamespaces is the user namespace allocator of node s (package
-// userns, the kubelet's userns manager) over its pod directories: the
-// machine's IDs (the `kubelet` user's subordinate range, or every ID from
-// one pod's length up), a node of many taking the Index-th of Count equal
-// shares of whole pod ranges, so that no two nodes of the process give a
-// pod the same IDs. (The UserNamespacesSupport gate is on: crivk takes
-// every feature gate at the kubelet's default only.)
-func userNamespaces(o *Settings, s fleet.Spec) (*userns.Manager, error) {
+// userNamespacePool is the process' user namespace IDs (package userns,
+// the kubelet's userns manager): the machine's range (the `kubelet`
+// user's subordinate range, or every ID from one pod's length up), shared
+// by its nodes, with the ranges recorded in every pods directory under the
+// root dir (the single node's and each node's of a fleet, whatever the
+// node count was), so that no two pods get the same IDs. The range must
+// hold maxPods pods of each of count nodes. (The UserNamespacesSupport
+// gate is on: crivk takes every feature gate at the kubelet's default.)
+func userNamespacePool(o *Settings, count int) (*userns.Pool, error) {
 	ids := uint32(o.UserNamespacesIDsPerPod)
-	if ids == 0 {
-		ids = userns.UnitLength
+	var first, length uint32
+	var err error
+	switch r := o.UserNamespacesRange; r {
+	case "", "kubelet":
+		if first, length, err = userns.Mappings(ids); err != nil {
+			return nil, fmt.Errorf("kubelet mappings: %w", err)
+		}
+	case "none":
+		return nil, errors.New("off (--user-namespaces-range=none)")
+	default:
+		if first, length, err = parseIDRange(r); err != nil {
+			return nil, err
+		}
 	}
-	first, length, err := userns.Mappings(ids)
+	dirs := []string{filepath.Join(o.RootDir, "pods")}
+	nodes, err := filepath.Glob(filepath.Join(o.RootDir, "nodes", "*", "pods"))
 	if err != nil {
-		return nil, fmt.Errorf("user namespaces: kubelet mappings: %w", err)
+		return nil, err
 	}
-	if s.Count > 1 {
-		per := length / ids / uint32(s.Count)
-		first += uint32(s.Index) * per * ids
-		length = per * ids
+	return userns.New(userns.Config{PodsDirs: append(dirs, nodes...), IDsPerPod: ids, First: first, Length: length,
+		MaxPods: int(o.MaxPods) * count})
+}
+
+// parseIDRange reads --user-namespaces-range's FIRST:LENGTH.
+func parseIDRange(r string) (uint32, uint32, error) {
+	f, l, ok := strings.Cut(r, ":")
+	first, ferr := strconv.ParseUint(f, 10, 32)
+	length, lerr := strconv.ParseUint(l, 10, 32)
+	if !ok || ferr != nil || lerr != nil {
+		return 0, 0, fmt.Errorf("--user-namespaces-range %q: want kubelet, none or FIRST:LENGTH (two numbers below 2^32)", r)
 	}
-	m, err := userns.New(userns.Config{PodsDir: filepath.Join(o.RootDir, "pods"), IDsPerPod: ids, First: first, Length: length, MaxPods: int(o.MaxPods)})
-	if err != nil {
-		return nil, fmt.Errorf("user namespaces: %w", err)
-	}
-	return m, nil
+	return uint32(first), uint32(length), nil
+}
+
+// usernsRefusal is the user namespace allocator of the nodes of a process
+// whose pool could not be made: a pod with hostUsers: false is refused,
+// with why, and nothing of the rest of the node changes.
+type usernsRefusal struct{ err error }
+
+func (r usernsRefusal) PodMappings(types.UID) (*runtimeapi.UserNamespace, error) {
+	return nil, fmt.Errorf("can't set `spec.hostUsers: false`, user namespaces are not available on this node: %w", r.err)
 }
 
 // setOOMScoreAdj writes crivk's oom_score_adj, as the kubelet does for
@@ -221,7 +248,7 @@ func connectAPI(ctx context.Context, o *Settings, wrap func(http.RoundTripper) h
 
 // connectRuntime is the runtime of the flags, waited for while it is not
 // up (cri.Await; whileWaiting runs meanwhile).
-func connectRuntime(ctx context.Context, o *Settings, recorder record.EventRecorder, pods *cm.Manager, un *userns.Manager, agentMetrics *metrics.Agent, whileWaiting func(context.Context)) (*cri.Runtime, cri.VersionInfo, cri.Readiness, error) {
+func connectRuntime(ctx context.Context, o *Settings, recorder record.EventRecorder, pods *cm.Manager, un cri.UserNamespaces, agentMetrics *metrics.Agent, whileWaiting func(context.Context)) (*cri.Runtime, cri.VersionInfo, cri.Readiness, error) {
 	var ver cri.VersionInfo
 	var rd cri.Readiness
 	dns := cri.DNSConfig{ClusterDomain: o.ClusterDomain, ResolvConf: o.ResolvConf}

@@ -122,6 +122,12 @@ type Settings struct {
 	// UserNamespacesIDsPerPod is the length of each user-namespaced pod's
 	// ID range (the KubeletConfiguration's userNamespaces.idsPerPod).
 	UserNamespacesIDsPerPod int64
+	// UserNamespacesRange is where the pods' user namespace IDs come
+	// from: "kubelet" (the kubelet's: the `kubelet` user's subordinate
+	// range, or every ID from one pod's length up), "none" (pods with
+	// hostUsers: false are refused: beside another agent that takes the
+	// same IDs) or FIRST:LENGTH.
+	UserNamespacesRange string
 
 	// config is --config and --config-dir (kubeletconfig).
 	Config *kubeletconfig.Files
@@ -174,8 +180,13 @@ func (o *Settings) Validate() error {
 	if o.Port <= 0 || o.Port > 65535 {
 		return fmt.Errorf("--port %d is not a port number", o.Port)
 	}
-	if o.UserNamespacesIDsPerPod < 0 || o.UserNamespacesIDsPerPod > math.MaxUint32 || o.UserNamespacesIDsPerPod%65536 != 0 {
+	if o.UserNamespacesIDsPerPod < 65536 || o.UserNamespacesIDsPerPod > math.MaxUint32 || o.UserNamespacesIDsPerPod%65536 != 0 {
 		return fmt.Errorf("--user-namespaces-ids-per-pod %d must be a positive multiple of 65536 below 2^32", o.UserNamespacesIDsPerPod)
+	}
+	if r := o.UserNamespacesRange; r != "kubelet" && r != "none" {
+		if _, _, err := parseIDRange(r); err != nil {
+			return err
+		}
 	}
 	if o.MaxContainerRestartPeriod < time.Second || o.MaxContainerRestartPeriod > 300*time.Second {
 		return fmt.Errorf("--max-container-restart-period %s must be between 1s and 300s", o.MaxContainerRestartPeriod)
