@@ -61,9 +61,19 @@ func (r *Runtime) runtimeHandler(pod *v1.Pod) (string, error) {
 // containerd 1.6 does not), checked before anything is allocated. Without
 // an allocator the pod is refused: a pod that asks for a user namespace
 // must not run in the host's.
-func (r *Runtime) userNamespace(ctx context.Context, pod *v1.Pod, handler string) (*runtimeapi.UserNamespace, error) {
+//
+// For a sandbox that runs already (creating false), the handler was
+// checked when it was made: the pod's mappings are its range again, with
+// no runtime call, so that a runtime's passing Status error (or a
+// RuntimeClass deleted since) never stops the sync of a running pod (the
+// kubelet generates the sandbox config only when it starts containers,
+// against its cached runtime state).
+func (r *Runtime) userNamespace(ctx context.Context, pod *v1.Pod, handler string, creating bool) (*runtimeapi.UserNamespace, error) {
 	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
 		return &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}, nil
+	}
+	if !creating && r.cfg.UserNamespaces != nil {
+		return r.cfg.UserNamespaces.PodMappings(pod.UID)
 	}
 	supported, err := r.handlerSupportsUserns(ctx, handler)
 	if err != nil || !supported {

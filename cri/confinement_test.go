@@ -467,3 +467,40 @@ func TestSyncPodRefusalAfterTheDNSWarning(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncPodUserNamespaceOfARunningSandbox: once a pod's sandbox runs in
+// its user namespace, a later sync takes the pod's mappings again without
+// asking the runtime: a runtime whose Status fails (or that no longer
+// reports user namespaces) does not stop the sync of the running pod.
+func TestSyncPodUserNamespaceOfARunningSandbox(t *testing.T) {
+	f := newSyncFixture(t)
+	f.is.SetFakeImages([]string{"busybox:1.36"})
+	f.rs.handlers = []*runtimeapi.RuntimeHandler{{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{UserNamespaces: true}}}
+	alloc := &fakeUserns{}
+	f.rt.cfg.UserNamespaces = alloc
+	pod := syncPod(v1.RestartPolicyAlways, image("a", "busybox:1.36"), image("b", "busybox:1.36"))
+	pod.Spec.HostUsers = ptr.To(false)
+	// The first sync makes the sandbox and container a; b's start is
+	// made to fail, so that the second sync (no new sandbox) starts it.
+	f.rs.InjectError("CreateContainer", nil)
+	f.rs.InjectError("CreateContainer", errors.New("transient"))
+	res, _ := f.sync(t, pod)
+	if res.SandboxErr != nil {
+		t.Fatalf("first sync: %v", res.SandboxErr)
+	}
+	f.rs.handlers = nil
+	f.rs.InjectError("Status", errors.New("runtime busy"))
+	res, plan := f.sync(t, pod)
+	if plan.CreateSandbox {
+		t.Fatal("the second sync plans a new sandbox")
+	}
+	if res.SandboxErr != nil {
+		t.Fatalf("second sync of the running pod: %v", res.SandboxErr)
+	}
+	if err := res.Error(); err != nil {
+		t.Fatalf("second sync: %v", err)
+	}
+	if alloc.calls < 2 {
+		t.Fatalf("allocator asked %d times, want the pod's mappings at each sync", alloc.calls)
+	}
+}

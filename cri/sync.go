@@ -296,7 +296,7 @@ func (r *Runtime) podSandboxConfig(ctx context.Context, pod *v1.Pod, plan PodAct
 		return nil, "", false
 	}
 	handler := ""
-	if plan.CreateSandbox || (pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers) {
+	if plan.CreateSandbox {
 		h, err := r.runtimeHandler(pod)
 		if err != nil {
 			res.SandboxErr = err
@@ -304,7 +304,7 @@ func (r *Runtime) podSandboxConfig(ctx context.Context, pod *v1.Pod, plan PodAct
 		}
 		handler = h
 	}
-	userns, err := r.userNamespace(ctx, pod, handler)
+	userns, err := r.userNamespace(ctx, pod, handler, plan.CreateSandbox)
 	if err != nil {
 		res.SandboxErr = err
 		return nil, "", false
