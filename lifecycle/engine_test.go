@@ -1111,17 +1111,20 @@ func TestEngineWaitingPodKilled(t *testing.T) {
 
 // TestEngineOrphanSweepKeepsWhatTheRuntimeRuns: a runtime orphan that
 // could not be handed to a worker (its status unreadable) keeps its pod
-// directory (its volumes): it goes only with its termination, after its
-// containers stopped.
+// directory (its volumes) and its user namespace range: both go only with
+// its termination, after its containers stopped.
 func TestEngineOrphanSweepKeepsWhatTheRuntimeRuns(t *testing.T) {
 	vols := newFakeVolumes()
 	vols.orphans = []types.UID{"uid-o", "uid-gone"}
+	un := &fakeUserns{}
 	var synced atomic.Bool
 	f := newEngineFixture(t, func(c *Config) {
 		c.Volumes = vols
+		c.UserNamespaces = un
 		c.APIPods = func() ([]*v1.Pod, error) { return nil, nil }
 		c.APIPodsSynced = synced.Load
 	})
+	un.rt = f.rt
 	orphan := enginePod("uid-o", "gone", v1.RestartPolicyAlways)
 	f.rt.mu.Lock()
 	f.rt.pods[orphan.UID] = &cri.PodStatus{Ref: cri.RefOf(orphan),
@@ -1136,6 +1139,11 @@ func TestEngineOrphanSweepKeepsWhatTheRuntimeRuns(t *testing.T) {
 	vols.mu.Unlock()
 	if cleaned != "[uid-gone]" {
 		t.Errorf("pod directories removed %s, want only uid-gone's (uid-o's containers run)", cleaned)
+	}
+	un.mu.Lock()
+	defer un.mu.Unlock()
+	if !un.kept["uid-o"] || un.kept["uid-gone"] {
+		t.Errorf("user namespace sweep keeps %v: want uid-o kept, uid-gone not", un.kept)
 	}
 }
 
