@@ -83,14 +83,17 @@ leftover_kubelets() {
   return 0
 }
 
-# leftover_runtimes: containerds whose config serves the chart runtime's
-# socket (an earlier run's, of any checkout).
+# leftover_runtimes: containerds (of either lane) whose config serves the
+# chart runtime's socket (an earlier run's, of any checkout).
 leftover_runtimes() {
-  local p cfg
-  for p in $(pids_running "$(readlink -f "$(command -v containerd)")"); do
-    cfg=$(config_of "${p}")
-    [ -n "${cfg}" ] && grep -qF "address = \"${RUNTIME_SOCK}\"" "${cfg}" 2>/dev/null && echo "${p}"
-  done
+  local p cfg bin
+  while IFS= read -r bin; do
+    [ -n "${bin}" ] || continue
+    for p in $(pids_running "${bin}"); do
+      cfg=$(config_of "${p}")
+      [ -n "${cfg}" ] && grep -qF "address = \"${RUNTIME_SOCK}\"" "${cfg}" 2>/dev/null && echo "${p}"
+    done
+  done < <(component_bins containerd)
   return 0
 }
 

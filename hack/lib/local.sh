@@ -28,6 +28,31 @@ if [ "${LOCAL_ETCD}" = built ]; then
 else
   ETCD_DIR=${LOCAL_DIR}/etcd
 fi
+# CONTAINERD (hack/local-up.sh): the container runtime's lane. built (the
+# default) runs containerd 2, its shim, ctr, runc and the CNI plugins of
+# hack/build-runtime.sh from RUNTIME_BIN_DIR, which comes first in PATH for
+# every script that sources this (so containerd's shim and the shim's runc,
+# both looked up in PATH, and ctr are these too); its root and config live
+# in LOCAL_DIR/containerd2. system runs Debian's containerd 1.6, runc and
+# containernetworking-plugins from PATH (/usr/lib/cni), root and config in
+# LOCAL_DIR/containerd. Each lane keeps its own root (containerd 1.6 does
+# not read back what 2.x wrote), so switching finds the other's images as
+# they were left; the socket, state and runc root are the same paths, and
+# only one lane's containerd runs at a time (local-up stops the other's,
+# and its shims, first: component_bins, our_shims).
+CONTAINERD=${CONTAINERD:-built}
+case "${CONTAINERD}" in
+  built | system) ;;
+  *) echo "CONTAINERD must be built or system, not '${CONTAINERD}'" >&2; exit 2 ;;
+esac
+RUNTIME_BIN_DIR=${ROOT}/_output/bin/runtime
+if [ "${CONTAINERD}" = built ]; then
+  case ":${PATH}:" in
+    *":${RUNTIME_BIN_DIR}:"*) ;;
+    *) PATH=${RUNTIME_BIN_DIR}:${PATH} ;;
+  esac
+  export PATH
+fi
 # LOCAL_STATE=NAME: a cluster state of its own, apart from `make run`'s:
 # etcd keeps its data in ETCD_DIR-NAME (_output/local/etcd-NAME), so what a
 # user made in the cluster (pods, namespaces, nodes) is not there.
@@ -44,7 +69,11 @@ CNI_CONF_DIR=${LOCAL_DIR}/cni/net.d
 # Unix socket paths are limited to 108 bytes and the checkout may live
 # anywhere, so sockets and runtime state live under a short fixed directory.
 CRIVK_RUN_DIR=${CRIVK_RUN_DIR:-/run/crivk}
-CONTAINERD_DIR=${LOCAL_DIR}/containerd
+if [ "${CONTAINERD}" = built ]; then
+  CONTAINERD_DIR=${LOCAL_DIR}/containerd2
+else
+  CONTAINERD_DIR=${LOCAL_DIR}/containerd
+fi
 CONTAINERD_CONFIG=${CONTAINERD_DIR}/config.toml
 CONTAINERD_ROOT=${CONTAINERD_DIR}/root
 CONTAINERD_RUN=${CRIVK_RUN_DIR}/containerd
@@ -55,7 +84,11 @@ CRI_ENDPOINT=unix://${CONTAINERD_SOCK}
 # shim appends the containerd namespace (k8s.io).
 RUNC_ROOT=${CRIVK_RUN_DIR}/runc
 CNI_DATA_DIR=${CRIVK_RUN_DIR}/cni/networks
-CNI_BIN_DIR=/usr/lib/cni
+if [ "${CONTAINERD}" = built ]; then
+  CNI_BIN_DIR=${RUNTIME_BIN_DIR}/cni
+else
+  CNI_BIN_DIR=/usr/lib/cni
+fi
 # containerd 2's registry.config_path: the registries' <host>/hosts.toml
 # (crivk_render hosts); containerd 1 takes them in its config.toml.
 CONTAINERD_HOSTS_DIR=${CONTAINERD_DIR}/certs.d
@@ -100,22 +133,41 @@ component_bin() {
         readlink -f "$(command -v etcd)"
       fi
       ;;
-    containerd | docker-registry) readlink -f "$(command -v "$1")" ;;
+    containerd)
+      if [ "${CONTAINERD}" = built ]; then
+        echo "${RUNTIME_BIN_DIR}/containerd"
+      else
+        readlink -f "$(command -v containerd)"
+      fi
+      ;;
+    containerd-shim-runc-v2)
+      if [ "${CONTAINERD}" = built ]; then
+        echo "${RUNTIME_BIN_DIR}/containerd-shim-runc-v2"
+      else
+        readlink -f "$(command -v containerd-shim-runc-v2)"
+      fi
+      ;;
+    docker-registry) readlink -f "$(command -v "$1")" ;;
     registry-mirror) readlink -f "$(command -v docker-registry)" ;;
     *) echo "${BIN_DIR}/$1" ;;
   esac
 }
 
 # component_bins NAME: every executable a process of NAME may run, one a
-# line: component_bin's, and for etcd that of either LOCAL_ETCD, so that an
-# etcd of the other kind is still ours: local-up stops it before it starts
-# the one asked for, and local-down and fault.sh, which are not told which
-# kind runs, find it.
+# line: component_bin's, and for etcd that of either LOCAL_ETCD (for
+# containerd and its shim that of either CONTAINERD), so that a process of
+# the other kind is still ours: local-up stops it before it starts the one
+# asked for, and local-down and fault.sh, which are not told which kind
+# runs, find it.
 component_bins() {
   case "$1" in
     etcd)
       LOCAL_ETCD=system component_bin etcd || true
       LOCAL_ETCD=built component_bin etcd
+      ;;
+    containerd | containerd-shim-runc-v2)
+      CONTAINERD=system PATH=${PATH//${RUNTIME_BIN_DIR}:/} component_bin "$1" || true
+      CONTAINERD=built component_bin "$1"
       ;;
     *) component_bin "$1" ;;
   esac
@@ -250,18 +302,21 @@ stop_component() {
 # our_shims: containerd-shim-runc-v2 processes started by our containerd
 # (their `-address` argument is our socket).
 our_shims() {
-  local p prev arg
-  for p in $(pids_running "$(readlink -f "$(command -v containerd-shim-runc-v2)")"); do
-    pid_alive "${p}" || continue
-    prev=
-    while IFS= read -r -d '' arg; do
-      if [ "${prev}" = -address ] && [ "${arg}" = "${CONTAINERD_SOCK}" ]; then
-        echo "${p}"
-        break
-      fi
-      prev=${arg}
-    done <"/proc/${p}/cmdline" 2>/dev/null || true
-  done
+  local p prev arg bin
+  while IFS= read -r bin; do
+    [ -n "${bin}" ] || continue
+    for p in $(pids_running "${bin}"); do
+      pid_alive "${p}" || continue
+      prev=
+      while IFS= read -r -d '' arg; do
+        if [ "${prev}" = -address ] && [ "${arg}" = "${CONTAINERD_SOCK}" ]; then
+          echo "${p}"
+          break
+        fi
+        prev=${arg}
+      done <"/proc/${p}/cmdline" 2>/dev/null || true
+    done
+  done < <(component_bins containerd-shim-runc-v2)
   return 0
 }
 

@@ -2,8 +2,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,16 +61,72 @@ func TestConfinementAppArmor(t *testing.T) {
 	}
 }
 
-// TestConfinementHostUsers: hostUsers: false on a runtime without user
-// namespaces (containerd 1.6) never runs: the sandbox is refused with the
-// kubelet's FailedCreatePodSandBox event and the pod stays Pending.
+// TestConfinementHostUsers: hostUsers: false. On a runtime whose default
+// handler has user namespaces (CONTAINERD=built, containerd 2) the pod runs
+// in a user namespace of its own with the ID mappings crivk wrote to its
+// pod directory, as the kubelet's userns file: container ID 0 is a host ID
+// of a 65536-wide slot, never host 0 (uid_map and gid_map "0 H 65536", not
+// the host's "0 0 4294967295"), and its emptyDir is mounted idmapped (what
+// the container's root writes is the host's root's on disk). On a runtime
+// without them (CONTAINERD=system, containerd 1.6) it never runs: the
+// sandbox is refused with the kubelet's FailedCreatePodSandBox event and
+// the pod stays Pending.
 func TestConfinementHostUsers(t *testing.T) {
 	ns := newNamespace(t)
-	pod := busyboxPod("userns", v1.RestartPolicyAlways, "sleep 3600")
+	if !runtimeSupportsUserNamespaces(t) {
+		pod := busyboxPod("userns", v1.RestartPolicyAlways, "sleep 3600")
+		pod.Spec.HostUsers = ptr.To(false)
+		created := createPod(t, ns, pod)
+		waitEvent(t, ns, pod.Name, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: can't set `spec.hostUsers: false`")
+		stillPending(t, ns, pod.Name, created.UID)
+		return
+	}
+	pod := busyboxPod("userns", v1.RestartPolicyAlways,
+		"cat /proc/self/uid_map /proc/self/gid_map; echo x >/data/f && stat -c 'owner %u' /data/f; sleep 3600")
 	pod.Spec.HostUsers = ptr.To(false)
+	pod.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
 	created := createPod(t, ns, pod)
-	waitEvent(t, ns, pod.Name, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: can't set `spec.hostUsers: false`")
-	stillPending(t, ns, pod.Name, created.UID)
+	logs := waitLogs(t, ns, pod.Name, 90*time.Second, "the ID maps and the file's owner", func(l string) bool {
+		return strings.Contains(l, "owner ")
+	})
+	lines := strings.Split(strings.TrimSpace(logs), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("logs %q: want uid_map, gid_map and the owner line", logs)
+	}
+	uidMap, gidMap := strings.Fields(lines[0]), strings.Fields(lines[1])
+	if len(uidMap) != 3 || uidMap[0] != "0" || uidMap[1] == "0" || uidMap[2] != "65536" {
+		t.Errorf("uid_map %q: want \"0 <host ID> 65536\" with a host ID not 0 (the host's own map is \"0 0 4294967295\")", lines[0])
+	}
+	if strings.Join(gidMap, " ") != strings.Join(uidMap, " ") {
+		t.Errorf("gid_map %q, want the uid_map %q", lines[1], lines[0])
+	}
+	if lines[2] != "owner 0" {
+		t.Errorf("inside the pod the file is %q, want root's (owner 0)", lines[2])
+	}
+	// The mappings are those of the pod's userns file (the kubelet's format).
+	podDir := filepath.Join(mustEnv("LOCAL_DIR"), "crivk", "pods", string(created.UID))
+	raw, err := os.ReadFile(filepath.Join(podDir, "userns"))
+	if err != nil {
+		t.Fatalf("the pod's userns file: %v", err)
+	}
+	var file struct {
+		UIDMappings []struct{ HostID, ContainerID, Length uint32 } `json:"uidMappings"`
+	}
+	if err := json.Unmarshal(raw, &file); err != nil || len(file.UIDMappings) != 1 {
+		t.Fatalf("userns file %s: %v", raw, err)
+	}
+	if m := file.UIDMappings[0]; len(uidMap) == 3 && (fmt.Sprint(m.HostID) != uidMap[1] || m.ContainerID != 0 || m.Length != 65536) {
+		t.Errorf("userns file %s, the container's uid_map %q", raw, lines[0])
+	}
+	// Idmapped: on the host the file is root's, not the slot's host ID.
+	st, err := os.Stat(filepath.Join(podDir, "volumes", "kubernetes.io~empty-dir", "data", "f"))
+	if err != nil {
+		t.Fatalf("the emptyDir's file on the host: %v", err)
+	}
+	if uid := st.Sys().(*syscall.Stat_t).Uid; uid != 0 {
+		t.Errorf("on the host the file the pod's root wrote belongs to %d, want 0 (an idmapped mount)", uid)
+	}
 }
 
 // TestConfinementRuntimeClass: a RuntimeClass whose handler the runtime

@@ -117,9 +117,10 @@ echo "groups $(id -G)"`
 
 // TestFields2StatusVolumeMounts: the container statuses report the
 // containers' volumeMounts as the kubelet does (name, mountPath, readOnly,
-// and for read-only mounts recursiveReadOnly, here Disabled: containerd
-// 1.6 reports no handler with the feature, so IfPossible resolves to a
-// plain mount), for init and regular containers, from before the
+// and for read-only mounts recursiveReadOnly: IfPossible resolves to
+// Enabled where the runtime's default handler has the feature (containerd
+// 2), else to Disabled (containerd 1.6 reports no handler with it); a
+// read-only mount without it is Disabled), for init and regular containers, from before the
 // containers exist until after they ran, the API server's
 // kube-api-access mount included. The status' user is the runtime's: none
 // from containerd 1.6, else the container's uid, gid and groups.
@@ -143,11 +144,18 @@ func TestFields2StatusVolumeMounts(t *testing.T) {
 
 	// What the statuses must say: every mount of the created pod (the API
 	// server added the kube-api-access one), in order.
+	ifPossible := v1.RecursiveReadOnlyDisabled
+	if runtimeSupportsRecursiveReadOnly(t) {
+		ifPossible = v1.RecursiveReadOnlyEnabled
+	}
 	expect := func(c v1.Container) []v1.VolumeMountStatus {
 		var out []v1.VolumeMountStatus
 		for _, vm := range c.VolumeMounts {
 			s := v1.VolumeMountStatus{Name: vm.Name, MountPath: vm.MountPath, ReadOnly: vm.ReadOnly}
-			if vm.ReadOnly {
+			switch {
+			case vm.ReadOnly && vm.RecursiveReadOnly != nil && *vm.RecursiveReadOnly == v1.RecursiveReadOnlyIfPossible:
+				s.RecursiveReadOnly = ptr.To(ifPossible)
+			case vm.ReadOnly:
 				s.RecursiveReadOnly = ptr.To(v1.RecursiveReadOnlyDisabled)
 			}
 			out = append(out, s)

@@ -328,15 +328,39 @@ func fieldsCases(t *testing.T, runtimeClass string) []fieldsCase {
 	} else {
 		t.Logf("AppArmor is enabled on this host: its refusal case is left out")
 	}
-	cs = append(cs, fieldsCase{
-		name: "hostUsers: false, containerd 1.6 (no user namespaces)", podName: "userns",
-		pod: func() *v1.Pod {
-			p := sleeper()
-			p.Spec.HostUsers = ptr.To(false)
-			return p
-		},
-		settled: event("FailedCreatePodSandBox"), timeout: 60 * time.Second,
-	})
+	if runtimeSupportsUserNamespaces(t) {
+		cs = append(cs, fieldsCase{
+			name: "hostUsers: false, a runtime with user namespaces", podName: "userns",
+			pod: func() *v1.Pod {
+				p := busyboxPod("x", v1.RestartPolicyNever, "cat /proc/self/uid_map")
+				p.Spec.HostUsers = ptr.To(false)
+				return p
+			},
+			settled: terminal,
+			// The host ID of the slot is each agent's own (a free one).
+			read: func(t *testing.T, ns string, p *v1.Pod) []string {
+				l, err := podLogs(testContext(t, 30*time.Second), ns, p.Name, &v1.PodLogOptions{Container: "c"})
+				if err != nil {
+					return []string{"logs: error " + err.Error()}
+				}
+				f := strings.Fields(l)
+				if len(f) != 3 {
+					return []string{fmt.Sprintf("uid_map %q", l)}
+				}
+				return []string{fmt.Sprintf("uid_map container %s, host ID 0: %t, length %s", f[0], f[1] == "0", f[2])}
+			},
+		})
+	} else {
+		cs = append(cs, fieldsCase{
+			name: "hostUsers: false, containerd 1.6 (no user namespaces)", podName: "userns",
+			pod: func() *v1.Pod {
+				p := sleeper()
+				p.Spec.HostUsers = ptr.To(false)
+				return p
+			},
+			settled: event("FailedCreatePodSandBox"), timeout: 60 * time.Second,
+		})
+	}
 	cs = append(cs, fieldsCase{
 		name: "seccomp Localhost profile missing", podName: "seccomp",
 		pod: func() *v1.Pod {
@@ -347,7 +371,7 @@ func fieldsCases(t *testing.T, runtimeClass string) []fieldsCase {
 		},
 		settled: waiting("CreateContainerError"), events: []string{"Failed"},
 	})
-	cs = append(cs, fieldsCase{
+	rroCase := fieldsCase{
 		name: "recursiveReadOnly: Enabled, containerd 1.6", podName: "rro",
 		pod: func() *v1.Pod {
 			p := busyboxPod("x", v1.RestartPolicyNever, "touch /data/x 2>&1; echo done")
@@ -356,7 +380,11 @@ func fieldsCases(t *testing.T, runtimeClass string) []fieldsCase {
 			return p
 		},
 		settled: waiting("CreateContainerConfigError"), events: []string{"Failed"},
-	})
+	}
+	if runtimeSupportsRecursiveReadOnly(t) {
+		rroCase.name, rroCase.settled, rroCase.events, rroCase.read = "recursiveReadOnly: Enabled, a runtime with recursive read-only mounts", terminal, nil, logs
+	}
+	cs = append(cs, rroCase)
 	cs = append(cs, fieldsCase{
 		name: "in-place CPU resize (resize subresource)", podName: "resize",
 		pod: func() *v1.Pod {

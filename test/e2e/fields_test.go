@@ -205,11 +205,14 @@ func TestFieldsHostname(t *testing.T) {
 	})
 }
 
-// TestFieldsRecursiveReadOnly: containerd here reports no runtime handler
-// features in CRI Status, so a mount asking for recursiveReadOnly: Enabled
-// is refused as the kubelet refuses it (CreateContainerConfigError, its
+// TestFieldsRecursiveReadOnly: recursiveReadOnly by what the runtime's
+// default handler reports in CRI Status. Where it has recursive read-only
+// mounts (CONTAINERD=built, containerd 2), Enabled and IfPossible both run
+// read-only, with the status' recursiveReadOnly Enabled. Where it reports
+// none (CONTAINERD=system, containerd 1.6), a mount asking for Enabled is
+// refused as the kubelet refuses it (CreateContainerConfigError, its
 // message) and the container never runs; IfPossible runs with a plain
-// read-only mount.
+// read-only mount (Disabled).
 func TestFieldsRecursiveReadOnly(t *testing.T) {
 	ns := newNamespace(t)
 	rroPod := func(name string, mode v1.RecursiveReadOnlyMode) *v1.Pod {
@@ -218,10 +221,36 @@ func TestFieldsRecursiveReadOnly(t *testing.T) {
 		p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data", ReadOnly: true, RecursiveReadOnly: ptr.To(mode)}}
 		return p
 	}
+	supported := runtimeSupportsRecursiveReadOnly(t)
 	createPod(t, ns, rroPod("enabled", v1.RecursiveReadOnlyEnabled))
 	createPod(t, ns, rroPod("ifpossible", v1.RecursiveReadOnlyIfPossible))
+	readOnly := func(t *testing.T, name string, want v1.RecursiveReadOnlyMode) {
+		t.Helper()
+		p, logs := finishedLogs(t, ns, name)
+		if p.Status.Phase != v1.PodSucceeded {
+			t.Fatalf("phase %s, logs %q", p.Status.Phase, logs)
+		}
+		if !strings.Contains(logs, "Read-only file system") {
+			t.Errorf("the mount is writable:\n%s", logs)
+		}
+		var got []string
+		for _, cs := range p.Status.ContainerStatuses {
+			for _, m := range cs.VolumeMounts {
+				if m.Name == "data" && m.RecursiveReadOnly != nil {
+					got = append(got, string(*m.RecursiveReadOnly))
+				}
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint([]string{string(want)}) {
+			t.Errorf("status volumeMounts' recursiveReadOnly %v, want [%s]", got, want)
+		}
+	}
 
 	t.Run("Enabled", func(t *testing.T) {
+		if supported {
+			readOnly(t, "enabled", v1.RecursiveReadOnlyEnabled)
+			return
+		}
 		msg := waitingReason(t, ns, "enabled", "c", "CreateContainerConfigError")
 		if want := `failed to resolve recursive read-only mode: volume "data" requested recursive read-only mode, but it is not supported by the runtime`; msg != want {
 			t.Errorf("waiting message %q, want %q", msg, want)
@@ -235,13 +264,11 @@ func TestFieldsRecursiveReadOnly(t *testing.T) {
 		}
 	})
 	t.Run("IfPossible", func(t *testing.T) {
-		p, logs := finishedLogs(t, ns, "ifpossible")
-		if p.Status.Phase != v1.PodSucceeded {
-			t.Fatalf("phase %s, logs %q", p.Status.Phase, logs)
+		want := v1.RecursiveReadOnlyDisabled
+		if supported {
+			want = v1.RecursiveReadOnlyEnabled
 		}
-		if !strings.Contains(logs, "Read-only file system") {
-			t.Errorf("the mount is writable:\n%s", logs)
-		}
+		readOnly(t, "ifpossible", want)
 	})
 }
 

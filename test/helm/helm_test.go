@@ -170,13 +170,16 @@ func setup(t *testing.T) *env {
 		e.crivk = rt.Services()
 	}
 	// crivk's runtime is the chart's (runtime.managed): apart from the
-	// kubelet's containerd (local-up's) in every path, bridge and subnet;
-	// restrictOOMScoreAdj as this machine needs (docs/environment.md).
+	// kubelet's containerd (local-up's) in every path, bridge and subnet,
+	// the same binaries (its lane's: CONTAINERD_BIN, CNI_BIN_DIR; the
+	// shim and runc beside that containerd); restrictOOMScoreAdj as this
+	// machine needs (docs/environment.md).
 	runDir := filepath.Dir(e.runtimeSock)
 	e.values = []string{
 		"--set", "runtime.configDir=" + e.runtimeDir, "--set", "runtime.root=" + e.runtimeDir + "/root",
 		"--set", "runtime.state=" + runDir + "/state", "--set", "runtime.runcRoot=" + runDir + "/runc",
-		"--set", "runtime.logFile=" + e.runtimeDir + "/containerd.log", "--set", "runtime.cniBinDir=/usr/lib/cni",
+		"--set", "runtime.logFile=" + e.runtimeDir + "/containerd.log", "--set", "runtime.cniBinDir=" + need(t, "CNI_BIN_DIR"),
+		"--set", "runtime.containerd=" + need(t, "CONTAINERD_BIN"),
 		"--set", "runtime.cniBridge=crivk1", "--set", "runtime.podCIDR=10.89.0.0/16",
 		"--set", "runtime.restrictOOMScoreAdj=true", "--set", "runtime.sandboxImage=" + need(t, "PAUSE_IMAGE"),
 		"--set", "image.pullPolicy=Never",

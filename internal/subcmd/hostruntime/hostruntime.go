@@ -322,6 +322,7 @@ func (h *hostRuntime) start() error {
 	cmd := exec.Command(nsenter, "--target="+strconv.Itoa(o.hostPID), "--mount", "--uts", "--ipc", "--net", "--",
 		bin, "--config", o.configPath())
 	cmd.Dir = "/"
+	cmd.Env = containerdEnv(os.Environ(), bin)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: o.hostRoot, Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -525,4 +526,24 @@ func processAlive(pid int) bool {
 		return b[i+2] != 'Z'
 	}
 	return true
+}
+
+// hostPath is the PATH of the host's containerd after the directory of its
+// binary: the host's usual directories, not this image's.
+const hostPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// containerdEnv is env with PATH the host containerd bin's directory, then
+// hostPath: containerd looks its shim up in PATH (and only then beside
+// itself) and the shim looks up runc in PATH, so a containerd installed
+// with its shim and runc in a directory of their own (/usr/local/bin, as
+// containerd's release tarball, or a build's output) runs with those, never
+// with another containerd's shim that PATH names first.
+func containerdEnv(env []string, bin string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "PATH=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "PATH="+filepath.Dir(bin)+":"+hostPath)
 }

@@ -3,6 +3,7 @@ package hostruntime
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -112,5 +113,17 @@ func TestResolveHost(t *testing.T) {
 	o.hostPID = 1 << 30 // no such process
 	if err := o.resolveHost(); err == nil || !strings.Contains(err.Error(), "hostPID and privileged") {
 		t.Errorf("resolveHost of no process: %v", err)
+	}
+}
+
+// TestContainerdEnv: the host's containerd runs with the directory of its
+// own binary first in PATH (its shim and runc), then the host's usual
+// directories, whatever this image's PATH; the rest of the environment
+// is kept.
+func TestContainerdEnv(t *testing.T) {
+	env := containerdEnv([]string{"HOME=/root", "PATH=/crivk/bin", "LANG=C"}, "/opt/runtime/containerd")
+	want := []string{"HOME=/root", "LANG=C", "PATH=/opt/runtime:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	if !slices.Equal(env, want) {
+		t.Errorf("containerdEnv = %q, want %q", env, want)
 	}
 }
