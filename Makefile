@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 VERSION ?= v1.35.4-crivk.0
 NODE_AGENT ?= crivk
 
-.PHONY: all build run test test-unit test-walkthrough test-conformance test-e2e test-long test-helm parity conformance node-conformance bench chaos release bench-fleet update-features local-up local-down deps clean
+.PHONY: all build run test test-unit test-walkthrough test-conformance test-e2e test-long test-containerd-system test-helm parity conformance node-conformance bench chaos release bench-fleet update-features local-up local-down deps clean
 
 all: build
 
@@ -38,6 +38,10 @@ test-e2e:
 ## test-long: the end-to-end tests of hack/e2e-long.txt, which make test leaves out because each waits on a clock it cannot shorten (TestVolumeTokenRefresh: 8 minutes; about 11 with the cluster)
 test-long:
 	VERSION=$(VERSION) hack/test.sh long
+
+## test-containerd-system: the containerd 1.6 lane: the quick conformance subset and the e2e tests of hack/e2e-containerd-system.txt on Debian's containerd 1.6 (CONTAINERD=system); make test runs on containerd 2
+test-containerd-system:
+	VERSION=$(VERSION) hack/test.sh containerd-system
 
 ## test-helm: charts/crivk installed beside a real kubelet node (hack/helm-e2e.sh; the last stage of make test)
 test-helm:

@@ -10,10 +10,14 @@
 # the end-to-end tier each bring up and tear down their own local cluster.
 # Before the cluster tiers, `all` runs the README's walkthrough
 # (hack/walkthrough.sh: make run, kubectl run bb, Ctrl-C).
-# Usage: hack/test.sh [unit|chart|walkthrough|conformance|node-conformance|e2e|long|helm|all]   (default all)
+# Usage: hack/test.sh [unit|chart|walkthrough|conformance|node-conformance|e2e|long|helm|containerd-system|all]   (default all)
 # E2E_RUN=regexp limits the end-to-end tests to those go test -run selects.
 # `long` runs the end-to-end tests of hack/e2e-long.txt (make test-long),
 # which the e2e tier leaves out: each waits on a clock it cannot shorten.
+# `containerd-system` runs the containerd 1.6 lane (make
+# test-containerd-system): the quick conformance subset and the e2e tests of
+# hack/e2e-containerd-system.txt on Debian's containerd (CONTAINERD=system);
+# the other tiers run on containerd 2 (CONTAINERD=built, the default).
 # The output ends with go test's own summary lines; the environment's set-up
 # and tear-down logs go to _output/test-logs/. A failed tier keeps its
 # evidence (collected before its clean-up) in _output/test-logs/<tier>/
@@ -113,11 +117,30 @@ unit() {
 }
 
 # long_tests: the names of hack/e2e-long.txt as one go test regexp.
-long_tests() {
+long_tests() { listed_tests hack/e2e-long.txt; }
+
+# listed_tests FILE: a go test -run (or -skip) of the tests FILE lists (its
+# lines' first field).
+listed_tests() {
   local names
-  names=$(grep -v -e '^#' -e '^[[:space:]]*$' hack/e2e-long.txt | cut -d'|' -f1 | tr -d ' ' | paste -sd'|')
-  [ -n "${names}" ] || { echo "hack/e2e-long.txt lists no test" >&2; return 1; }
+  names=$(grep -v -e '^#' -e '^[[:space:]]*$' "$1" | cut -d'|' -f1 | tr -d ' ' | paste -sd'|')
+  [ -n "${names}" ] || { echo "$1 lists no test" >&2; return 1; }
   echo "^(${names})\$"
+}
+
+# containerd_system: the containerd 1.6 lane (CONTAINERD=system, Debian's
+# containerd, runc and CNI plugins, hack/lib/local.sh): the quick
+# conformance subset and the end-to-end tests of
+# hack/e2e-containerd-system.txt, each tier with its own cluster on that
+# runtime, as make test's.
+containerd_system() {
+  echo "test: the containerd 1.6 lane (CONTAINERD=system)"
+  export CONTAINERD=system
+  local crc=0 erc=0 run
+  conformance || crc=$?
+  run=$(listed_tests hack/e2e-containerd-system.txt) || return 1
+  E2E_RUN=${run} e2e || erc=$?
+  [ "${crc}" -eq 0 ] && [ "${erc}" -eq 0 ]
 }
 
 # e2e: test/e2e against the local cluster, without the long lane's tests
@@ -284,6 +307,7 @@ case "${WHAT}" in
   node-conformance) node_conformance ;;
   e2e) e2e ;;
   long) E2E_RUN=$(long_tests) || exit 1; export E2E_RUN; e2e ;;
+  containerd-system) containerd_system ;;
   all)
     urc=0; unit || urc=$?
     hrc=0; chart || hrc=$?
@@ -298,5 +322,5 @@ case "${WHAT}" in
     krc=0; helm_e2e || krc=$?
     if [ "${urc}" -ne 0 ] || [ "${hrc}" -ne 0 ] || [ "${wrc}" -ne 0 ] || [ "${crc}" -ne 0 ] || [ "${nrc}" -ne 0 ] || [ "${erc}" -ne 0 ] || [ "${krc}" -ne 0 ]; then exit 1; fi
     ;;
-  *) echo "usage: hack/test.sh [unit|chart|walkthrough|conformance|node-conformance|e2e|long|helm|all]" >&2; exit 2 ;;
+  *) echo "usage: hack/test.sh [unit|chart|walkthrough|conformance|node-conformance|e2e|long|helm|containerd-system|all]" >&2; exit 2 ;;
 esac
