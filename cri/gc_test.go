@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -351,6 +352,32 @@ func TestSandboxImageOf(t *testing.T) {
 		}
 		if got := sandboxImageOf(m); got != want {
 			t.Errorf("sandboxImageOf(%q) = %q, want %q", info, got, want)
+		}
+	}
+}
+
+// TestPinnedSandboxImage: where the status config has no sandboxImage
+// (containerd 2), the sandbox image is the pinned pause image, or the only
+// pinned image; none when that does not say which.
+func TestPinnedSandboxImage(t *testing.T) {
+	img := func(pinned bool, tags ...string) *runtimeapi.Image {
+		return &runtimeapi.Image{Id: "sha256:" + strings.Join(tags, ","), RepoTags: tags, Pinned: pinned}
+	}
+	for _, c := range []struct {
+		name string
+		imgs []*runtimeapi.Image
+		want string
+	}{
+		{"containerd 2's pinned pause", []*runtimeapi.Image{img(false, "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"),
+			img(true, "registry.k8s.io/pause:3.10.1")}, "registry.k8s.io/pause:3.10.1"},
+		{"the pause among several pinned", []*runtimeapi.Image{img(true, "example.com/agent:1"), img(true, "example.com/x:1", "registry.k8s.io/pause:3.10.2")},
+			"registry.k8s.io/pause:3.10.2"},
+		{"the only pinned one", []*runtimeapi.Image{img(true, "example.com/sandbox:1"), img(false, "example.com/pause:2")}, "example.com/sandbox:1"},
+		{"several pinned, no pause", []*runtimeapi.Image{img(true, "example.com/a:1"), img(true, "example.com/b:1")}, ""},
+		{"none pinned (containerd 1.6)", []*runtimeapi.Image{img(false, "registry.k8s.io/pause:3.10.1")}, ""},
+	} {
+		if got := pinnedSandboxImage(c.imgs); got != c.want {
+			t.Errorf("%s: pinnedSandboxImage = %q, want %q", c.name, got, c.want)
 		}
 	}
 }

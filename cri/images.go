@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/crivk/crivk/cri/pullrecords"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -60,7 +61,38 @@ func (r *Runtime) SandboxImage(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("CRI Status on %s: %w", r.cfg.Endpoint, err)
 	}
-	return sandboxImageOf(resp.GetInfo()), nil
+	if img := sandboxImageOf(resp.GetInfo()); img != "" {
+		return img, nil
+	}
+	// containerd 2's status config has no sandboxImage: the sandbox
+	// image is the one its CRI pins (pinned_images.sandbox).
+	imgs, err := r.is.ListImages(ctx, nil)
+	if err != nil {
+		return "", fmt.Errorf("CRI ListImages on %s: %w", r.cfg.Endpoint, err)
+	}
+	return pinnedSandboxImage(imgs), nil
+}
+
+// pinnedSandboxImage is the first tag of the runtime's pinned image that is
+// a pause image (a ".../pause:" tag), else of its only pinned image; ""
+// when that does not tell which one the sandboxes run.
+func pinnedSandboxImage(imgs []*runtimeapi.Image) string {
+	var pinned []string
+	for _, img := range imgs {
+		if !img.GetPinned() || len(img.GetRepoTags()) == 0 {
+			continue
+		}
+		for _, tag := range img.GetRepoTags() {
+			if strings.Contains(tag, "/pause:") || strings.HasPrefix(tag, "pause:") {
+				return tag
+			}
+		}
+		pinned = append(pinned, img.GetRepoTags()[0])
+	}
+	if len(pinned) == 1 {
+		return pinned[0]
+	}
+	return ""
 }
 
 // sandboxImageOf reads containerd's sandboxImage from a verbose Status's
