@@ -79,12 +79,7 @@ func TestResourceMetricsAPI(t *testing.T) {
 func TestAgentMetricsMove(t *testing.T) {
 	ns := newNamespace(t)
 	runningPod(t, ns, busyboxPod("counted", v1.RestartPolicyNever, "sleep 3600"))
-	raw, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy/metrics").DoRaw(testContext(t, 10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := string(raw)
-	for _, series := range []string{
+	series := []string{
 		`kubelet_runtime_operations_total{operation_type="run_podsandbox"}`,
 		`kubelet_runtime_operations_duration_seconds_count{operation_type="create_container"}`,
 		`kubelet_pleg_relist_duration_seconds_count`,
@@ -97,22 +92,52 @@ func TestAgentMetricsMove(t *testing.T) {
 		`kubelet_running_containers{container_state="running"}`,
 		`kubelet_desired_pods{static=""}`,
 		`kubelet_working_pods{config="desired",lifecycle="sync",static=""}`,
-	} {
-		found := false
-		for _, line := range strings.Split(body, "\n") {
-			if strings.HasPrefix(line, series) {
-				f := strings.Fields(line)
-				if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil && v > 0 {
-					found = true
-					t.Logf("%s", line)
-					break
-				}
+	}
+	// The running gauges are set at a PLEG relist (every second, and
+	// after runtime events), which may come just after the pod shows
+	// Ready: /metrics is read again for up to 10 relist periods until
+	// every series has a positive sample.
+	var missing []string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		raw, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy/metrics").DoRaw(testContext(t, 10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		missing = missing[:0]
+		var found []string
+		for _, s := range series {
+			if line := positiveSample(string(raw), s); line != "" {
+				found = append(found, line)
+			} else {
+				missing = append(missing, s)
 			}
 		}
-		if !found {
-			t.Errorf("/metrics has no positive sample of %s", series)
+		if len(missing) == 0 || time.Now().After(deadline) {
+			for _, line := range found {
+				t.Logf("%s", line)
+			}
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	for _, s := range missing {
+		t.Errorf("/metrics has no positive sample of %s within 10 s of the pod's Ready", s)
+	}
+}
+
+// positiveSample is the first line of body that starts with series and
+// has a positive value, "" when none.
+func positiveSample(body, series string) string {
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, series) {
+			f := strings.Fields(line)
+			if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil && v > 0 {
+				return line
+			}
 		}
 	}
+	return ""
 }
 
 // TestTracing: crivk runs with --tracing in the e2e; after a pod starts,
