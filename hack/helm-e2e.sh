@@ -246,14 +246,18 @@ mkdir -p "${CRIVK_ROOT}"
 mountpoint -q "${CRIVK_ROOT}" || mount --bind "${CRIVK_ROOT}" "${CRIVK_ROOT}"
 mount --make-rshared "${CRIVK_ROOT}"
 
-# The image's name is the tarball's (its io.containerd.image.name): ctr
-# prints "unpacking NAME (DIGEST)...".
+# The image's name is the tarball's (the io.containerd.image.name of its
+# index.json), which the import gives it: read from the tarball, since
+# what ctr prints differs between containerd 1.6 ("unpacking NAME
+# (DIGEST)...") and 2.x (a progress table), then checked in the runtime.
 if ! out=$(ctr --address "${CONTAINERD_ADDRESS}" -n k8s.io images import --no-unpack=false "${IMAGE_TAR}" 2>&1); then
   log "ERROR: importing ${IMAGE_TAR}: ${out}"; exit 1
 fi
 echo "${out}" >>"${LOGS}/local-up.log"
-IMAGE_NAME=$(awk '$1 == "unpacking" {print $2; exit}' <<<"${out}")
-[ -n "${IMAGE_NAME}" ] || { log "ERROR: ${IMAGE_TAR} names no image (ctr import: ${out})"; exit 1; }
+IMAGE_NAME=$(tar -xOf "${IMAGE_TAR}" index.json | sed -n 's/.*"io\.containerd\.image\.name":"\([^"]*\)".*/\1/p')
+[ -n "${IMAGE_NAME}" ] || { log "ERROR: ${IMAGE_TAR}'s index.json names no image (io.containerd.image.name)"; exit 1; }
+ctr --address "${CONTAINERD_ADDRESS}" -n k8s.io images ls -q "name==${IMAGE_NAME}" | grep -qxF "${IMAGE_NAME}" ||
+  { log "ERROR: ${IMAGE_NAME} is not in the runtime after importing ${IMAGE_TAR} (ctr import: ${out})"; exit 1; }
 ctr --address "${CONTAINERD_ADDRESS}" -n k8s.io images tag --force "${IMAGE_NAME}" "${IMAGE_NAME%:*}:e2e-upgrade" >/dev/null
 log "imported ${IMAGE_NAME} (and ${IMAGE_NAME%:*}:e2e-upgrade) into the kubelet's containerd"
 
