@@ -14,10 +14,10 @@ import (
 
 // PodActions is the plan ComputePodActions makes for one sync of a pod and
 // SyncPod carries out, in this order: kill, create sandbox, kill containers,
-// remove dead instances, start the ephemeral containers, the sidecars,
-// resize running containers in place, then the next init container or the
-// regular containers. Every decision is in
-// it, with its reason: SyncPod only executes it.
+// remove dead instances, make the image volumes' images available, start
+// the ephemeral containers, the sidecars, resize running containers in
+// place, then the next init container or the regular containers. Every
+// decision is in it, with its reason: SyncPod only executes it.
 type PodActions struct {
 	// KillPod stops every container and sandbox of the pod first (the
 	// sandbox is gone or broken and a new one is needed).
@@ -65,6 +65,11 @@ type PodActions struct {
 	// UpdatePodResources is set when a container is restarted for a
 	// resize (its resizePolicy): the pod cgroup is resized as well.
 	UpdatePodResources bool
+	// ImageVolumes are the pod's image volumes whose images SyncPod makes
+	// available before it starts a container: all those whose pull
+	// back-off does not run, and only when the plan starts a container
+	// (imagevolumes.go).
+	ImageVolumes []string
 }
 
 // Kill is one container the plan stops, with why.
@@ -129,6 +134,9 @@ func (a PodActions) String() string {
 	}
 	if n := len(a.ContainersToUpdate[v1.ResourceCPU]) + len(a.ContainersToUpdate[v1.ResourceMemory]); n > 0 || a.UpdatePodResources {
 		parts = append(parts, fmt.Sprintf("resize(%d)", n))
+	}
+	if len(a.ImageVolumes) > 0 {
+		parts = append(parts, fmt.Sprintf("image-volumes(%d)", len(a.ImageVolumes)))
 	}
 	if len(parts) == 0 {
 		return "none"
@@ -205,6 +213,7 @@ func specContainer(pod *v1.Pod, name string) *v1.Container {
 func ComputePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions {
 	a := computePodActions(pod, status, in)
 	a.ContainersToRemove = excessDead(status, in.MaxDeadPerContainer)
+	a.ImageVolumes = planImageVolumes(pod, &a, in.BackOff)
 	return a
 }
 
@@ -589,9 +598,11 @@ func (p *planner) killUnhealthy(spec *v1.Container, c *ContainerStatus, willRest
 
 // start reports whether the named container may start now: not while its
 // restart back-off runs (measured from the exit of its newest dead
-// instance, as the kubelet's doBackOff) or its pull back-off does; those
-// are held back in Waiting. For a container that starts, a restart is
-// recorded.
+// instance, as the kubelet's doBackOff), nor the pull back-off of an image
+// volume it mounts, nor its own image's pull back-off, in the kubelet's
+// order (doBackOff, toKubeContainerImageVolumes, then the container's
+// EnsureImageExists); those are held back in Waiting. For a container that
+// starts, a restart is recorded.
 func (p *planner) start(name string, typ ContainerType) bool {
 	key := BackOffKey(p.pod, name)
 	var lastExit *ContainerStatus
@@ -608,6 +619,10 @@ func (p *planner) start(name string, typ ContainerType) bool {
 					Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", d, name, p.pod.Name, p.pod.Namespace, p.pod.UID)})
 				return false
 			}
+		}
+		if w, wait := imageVolumeHold(p.pod, containerSpec(p.pod, name, typ), bo); wait {
+			p.hold(name, w)
+			return false
 		}
 		if last, wait := bo.Pull(key); wait {
 			p.hold(name, Waiting{Reason: ReasonImagePullBackOff,

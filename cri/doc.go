@@ -120,6 +120,18 @@
 // credentials, or under Never gets ErrImageNeverPull
 // (TestEnsureImagePrivateImagePresent).
 //
+// Image volumes (imagevolumes.go, the kubelet's getImageVolumes and
+// toKubeContainerImageVolumes): when a sync starts a container, the images
+// of the pod's image volumes are made available after the sandbox and
+// before the first container, through the same ensure as container images
+// (pull policy, pull secrets, the records of pulled images, events on the
+// pod); a container is created only with every image volume it mounts
+// (else it waits with the pull's reason, ErrImagePull then
+// ImagePullBackOff, or ErrImageNeverPull), the images' specs going to
+// GenerateRunContainerOptions for the runtime's image mounts
+// (TestSyncPodImageVolume, TestSyncPodImageVolumePrivateImage).
+// ContainerImages counts the images a container mounts as in use.
+//
 // Whose objects: a Runtime owns the sandboxes and containers that match
 // OwnedSelector(Config.Node). A single-node crivk (Node empty) owns every
 // object labelled io.crivk.managed-by=crivk, as before, those of earlier

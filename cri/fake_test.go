@@ -254,6 +254,7 @@ func (r *fakeRuntimeService) CreateContainer(_ context.Context, sandboxID string
 		Id: id, Metadata: cfg.Metadata, Image: cfg.Image, ImageRef: cfg.Image.Image, CreatedAt: r.now(),
 		State: runtimeapi.ContainerState_CONTAINER_CREATED, Labels: cfg.Labels, Annotations: cfg.Annotations,
 		LogPath: cfg.LogPath, Resources: &runtimeapi.ContainerResources{Linux: withSwap(cfg.GetLinux().GetResources())},
+		Mounts: cfg.Mounts, // containerd reports the mounts it was created with
 	}}
 	return id, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/cri/pullrecords"
+	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -79,17 +80,33 @@ type PullSpan struct {
 // did. Failures are *ImageError with the kubelet's reason; whether to back
 // off is the plan's decision.
 func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandbox *runtimeapi.PodSandboxConfig) (string, *PullSpan, error) {
-	image := c.Image
+	return r.ensure(ctx, pod, imageRequest{image: c.Image, policy: c.ImagePullPolicy,
+		record: func(typ, reason, message string) { r.containerEvent(pod, c, typ, reason, message) }}, sandbox)
+}
+
+// imageRequest is one image a pod needs: a container's, or an image
+// volume's (imagevolumes.go). Both go through ensure, the kubelet's
+// EnsureImageExists: the same pull policy, pull secrets, records of pulled
+// images and events.
+type imageRequest struct {
+	image  string
+	policy v1.PullPolicy // "" is the API server's default for image
+	// record records one of the pull's events: on the container for its
+	// image, on the pod for an image volume (the kubelet's objRef).
+	record func(typ, reason, message string)
+}
+
+// ensure makes req's image available per its pull policy and returns the
+// reference the runtime knows it by, and when it pulled, if it did.
+func (r *Runtime) ensure(ctx context.Context, pod *v1.Pod, req imageRequest, sandbox *runtimeapi.PodSandboxConfig) (string, *PullSpan, error) {
+	image := req.image
 	if image == "" || strings.ContainsAny(image, " \t\n") || strings.HasSuffix(image, ":") {
 		return "", nil, &ImageError{Reason: ReasonInvalidImageName, Image: image,
 			Err: fmt.Errorf("Failed to apply default image tag %q: couldn't parse image name %q: invalid reference format", image, image)}
 	}
-	policy := c.ImagePullPolicy
+	policy := req.policy
 	if policy == "" {
-		policy = v1.PullIfNotPresent
-		if !strings.Contains(lastPathElem(image), ":") && !strings.Contains(image, "@") || strings.HasSuffix(image, ":latest") {
-			policy = v1.PullAlways
-		}
+		policy = podutil.DefaultPullPolicy(image)
 	}
 	// The pod's secrets are read once, when first needed (reading them
 	// may record a FailedToRetrieveImagePullSecret event).
@@ -101,21 +118,21 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 				Err: fmt.Errorf("Failed to inspect image %q: %w", image, err)}
 		}
 		if ok && r.pulls == nil {
-			r.containerEvent(pod, c, v1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", image))
+			req.record(v1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", image))
 			return ref, nil, nil
 		}
 		// KubeletEnsureSecretPulledImages: an image present is used only
 		// if the records say this pod may (pullrecords, doc.go); else it
 		// is pulled again with the pod's own credentials.
 		if ok && !r.pulls.MustAttemptPull(ctx, image, ref, func() []pullrecords.Secret { return podSecrets(podCreds()) }) {
-			r.containerEvent(pod, c, v1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine and can be accessed by the pod", image))
+			req.record(v1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine and can be accessed by the pod", image))
 			return ref, nil, nil
 		}
 		if policy == v1.PullNever {
 			// The same answer whether the image is absent or present but
 			// not for this pod: its presence is not revealed.
 			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", image)
-			r.containerEvent(pod, c, v1.EventTypeWarning, ReasonErrImageNeverPull, msg)
+			req.record(v1.EventTypeWarning, ReasonErrImageNeverPull, msg)
 			return "", nil, &ImageError{Reason: ReasonErrImageNeverPull, Image: image, Err: errors.New(msg)}
 		}
 	}
@@ -126,7 +143,7 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 				Err: fmt.Errorf("Failed to record image pull intent for container image %q: %w", image, err)}
 		}
 	}
-	r.containerEvent(pod, c, v1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", image))
+	req.record(v1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", image))
 	start := r.clock.Now()
 	if len(creds) == 0 {
 		creds = []trackedAuth{{}} // anonymous
@@ -155,7 +172,7 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 		if errors.Is(err, context.Canceled) {
 			return "", nil, err
 		}
-		r.containerEvent(pod, c, v1.EventTypeWarning, "Failed", fmt.Sprintf("Failed to pull image %q: %v", image, err))
+		req.record(v1.EventTypeWarning, "Failed", fmt.Sprintf("Failed to pull image %q: %v", image, err))
 		return "", nil, &ImageError{Reason: ReasonErrImagePull, Image: image, Err: err}
 	}
 	took := r.clock.Since(start)
@@ -163,7 +180,7 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	if st, err := r.is.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: ref}, false); err == nil && st.GetImage() != nil {
 		msg += fmt.Sprintf(". Image size: %d bytes.", st.GetImage().GetSize())
 	}
-	r.containerEvent(pod, c, v1.EventTypeNormal, "Pulled", msg)
+	req.record(v1.EventTypeNormal, "Pulled", msg)
 	return ref, &PullSpan{Start: start, End: start.Add(took)}, nil
 }
 
@@ -194,13 +211,6 @@ func pulledWith(c trackedAuth) *pullrecords.Credentials {
 		return &pullrecords.Credentials{NodePodsAccessible: true}
 	}
 	return &pullrecords.Credentials{KubernetesSecrets: []pullrecords.Secret{c.secret}}
-}
-
-func lastPathElem(image string) string {
-	if i := strings.LastIndex(image, "/"); i >= 0 {
-		return image[i+1:]
-	}
-	return image
 }
 
 // puller coalesces concurrent pulls of one image into one CRI call and

@@ -34,8 +34,15 @@ func (r *Runtime) RemoveImage(ctx context.Context, id string) error {
 
 // ContainerImages returns the image references (the image ID the runtime
 // resolved, and the image as the container was created with) of every
-// container the runtime holds, running or not. Every container counts, not
-// only crivk's: an image another client's container uses is in use too.
+// container the runtime holds, running or not, and those of the image
+// volumes each mounts. Every container counts, not only crivk's: an image
+// another client's container uses is in use too.
+//
+// Only a container's status names its image mounts (the CRI mounts it was
+// created with, which containerd keeps), so each container's status is
+// read, as the kubelet's image GC reads each one's (handleImageVolumes).
+// A container gone meanwhile uses nothing; a status that cannot be read
+// fails the call, and the collector then removes nothing.
 func (r *Runtime) ContainerImages(ctx context.Context) ([]string, error) {
 	cs, err := r.rs.ListContainers(ctx, &runtimeapi.ContainerFilter{})
 	if err != nil {
@@ -48,6 +55,18 @@ func (r *Runtime) ContainerImages(ctx context.Context) ([]string, error) {
 		}
 		if img := c.GetImage().GetImage(); img != "" {
 			refs = append(refs, img)
+		}
+		st, err := r.rs.ContainerStatus(ctx, c.GetId(), false)
+		if isNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("image volumes of container %s: %w", c.GetId(), err)
+		}
+		for _, m := range st.GetStatus().GetMounts() {
+			if img := m.GetImage().GetImage(); img != "" {
+				refs = append(refs, img)
+			}
 		}
 	}
 	return refs, nil

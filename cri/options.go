@@ -61,10 +61,12 @@ type ImageUser struct {
 // The lifecycle engine implements it.
 type RuntimeHelper interface {
 	// GenerateRunContainerOptions returns the options of container c of pod,
-	// given the pod's IPs (known once the sandbox exists). An error is the
-	// kubelet's CreateContainerConfigError: the container is not created and
-	// the error's text is the waiting message.
-	GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string) (*RunContainerOptions, error)
+	// given the pod's IPs (known once the sandbox exists) and the images of
+	// the image volumes c mounts, by volume name (the runtime's mounts of
+	// them carry these specs). An error is the kubelet's
+	// CreateContainerConfigError: the container is not created and the
+	// error's text is the waiting message.
+	GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string, imageVolumes ImageVolumes) (*RunContainerOptions, error)
 	// PullSecrets returns the pod's imagePullSecrets that exist (missing
 	// ones are skipped, as the kubelet does, after a warning).
 	PullSecrets(ctx context.Context, pod *v1.Pod) []v1.Secret

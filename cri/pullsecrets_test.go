@@ -67,7 +67,7 @@ func TestPullCredentials(t *testing.T) {
 
 type secretsHelper struct{ secrets []v1.Secret }
 
-func (h secretsHelper) GenerateRunContainerOptions(context.Context, *v1.Pod, *v1.Container, []string) (*RunContainerOptions, error) {
+func (h secretsHelper) GenerateRunContainerOptions(context.Context, *v1.Pod, *v1.Container, []string, ImageVolumes) (*RunContainerOptions, error) {
 	return &RunContainerOptions{}, nil
 }
 func (h secretsHelper) PullSecrets(context.Context, *v1.Pod) []v1.Secret { return h.secrets }

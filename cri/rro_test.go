@@ -13,7 +13,7 @@ import (
 // mountsHelper gives every container one read-only mount per volumeMount.
 type mountsHelper struct{}
 
-func (mountsHelper) GenerateRunContainerOptions(_ context.Context, _ *v1.Pod, c *v1.Container, _ []string) (*RunContainerOptions, error) {
+func (mountsHelper) GenerateRunContainerOptions(_ context.Context, _ *v1.Pod, c *v1.Container, _ []string, _ ImageVolumes) (*RunContainerOptions, error) {
 	opts := &RunContainerOptions{}
 	for _, vm := range c.VolumeMounts {
 		opts.Mounts = append(opts.Mounts, &runtimeapi.Mount{ContainerPath: vm.MountPath, HostPath: "/host/" + vm.Name, Readonly: vm.ReadOnly})

@@ -50,7 +50,7 @@ func TestContainerSELinuxOptions(t *testing.T) {
 // message file mount that asks for it, as package lifecycle does.
 type relabelHelper struct{ relabel map[string]bool }
 
-func (h relabelHelper) GenerateRunContainerOptions(_ context.Context, _ *v1.Pod, c *v1.Container, _ []string) (*RunContainerOptions, error) {
+func (h relabelHelper) GenerateRunContainerOptions(_ context.Context, _ *v1.Pod, c *v1.Container, _ []string, _ ImageVolumes) (*RunContainerOptions, error) {
 	opts := &RunContainerOptions{}
 	for _, vm := range c.VolumeMounts {
 		opts.Mounts = append(opts.Mounts, &runtimeapi.Mount{ContainerPath: vm.MountPath, HostPath: "/host/" + vm.Name,

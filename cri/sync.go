@@ -122,6 +122,13 @@ func (b *BackOffs) Forget(pod *v1.Pod) {
 		delete(b.pullErr, k)
 		return true
 	})
+	for i := range pod.Spec.Volumes {
+		if src := pod.Spec.Volumes[i].Image; src != nil {
+			k := ImageVolumeBackOffKey(pod, src.Reference)
+			b.Pull.Reset(k)
+			delete(b.pullErr, k)
+		}
+	}
 }
 
 // GC drops the back-offs not updated for twice their maximum (the
@@ -184,10 +191,11 @@ const minGracePeriod = int64(2)
 // SyncPod carries out plan for pod, given the runtime status the plan was
 // made from, in kuberuntime's SyncPod order, stopping where the kubelet
 // stops: the old sandbox killed, the sandbox's config and the new sandbox,
-// the planned kills and removals, the ephemeral containers and sidecars,
-// the in-place resize, then the next init container or else the regular
-// containers. Each step that may end the sync is a method returning
-// whether the sync goes on.
+// the planned kills and removals, the images of the image volumes
+// (imagevolumes.go), the ephemeral containers and sidecars, the in-place
+// resize, then the next init container or else the regular containers.
+// Each step that may end the sync is a method returning whether the sync
+// goes on.
 func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, plan PodActions, backoff *BackOffs, now time.Time) *SyncResult {
 	res := &SyncResult{Waiting: map[string]Waiting{}}
 	for name, w := range plan.Waiting {
@@ -212,13 +220,17 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 	for name, exitedAt := range plan.Restarts {
 		backoff.Restart.Next(BackOffKey(pod, name), exitedAt)
 	}
+	// The kubelet's getImageVolumes: after the sandbox's config, before
+	// the first container.
+	vols := r.ensureImageVolumes(ctx, pod, plan.ImageVolumes, sbCfg, backoff, now, res)
+	start := func(c *v1.Container, typ ContainerType) {
+		r.startContainer(ctx, pod, c, typ, status, sandboxID, sbCfg, podIPs, vols, backoff, now, res)
+	}
 	for _, i := range plan.EphemeralToStart {
-		c := (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
-		r.startContainer(ctx, pod, c, ContainerTypeEphemeral, status, sandboxID, sbCfg, podIPs, backoff, now, res)
+		start((*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon), ContainerTypeEphemeral)
 	}
 	for _, i := range plan.SidecarsToStart {
-		c := &pod.Spec.InitContainers[i]
-		r.startContainer(ctx, pod, c, ContainerTypeInit, status, sandboxID, sbCfg, podIPs, backoff, now, res)
+		start(&pod.Spec.InitContainers[i], ContainerTypeInit)
 	}
 	// The in-place resize (resize.go), the kubelet's step 7: after the init
 	// containers, before the regular containers start, so that one
@@ -230,15 +242,13 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 		}
 	}
 	if plan.NextInit >= 0 {
-		c := &pod.Spec.InitContainers[plan.NextInit]
-		r.startContainer(ctx, pod, c, ContainerTypeInit, status, sandboxID, sbCfg, podIPs, backoff, now, res)
+		start(&pod.Spec.InitContainers[plan.NextInit], ContainerTypeInit)
 		return res
 	}
 	// Containers start in order, as the kubelet does, so that a failure of
 	// one does not hold back the others.
 	for _, i := range plan.ContainersToStart {
-		c := &pod.Spec.Containers[i]
-		r.startContainer(ctx, pod, c, ContainerTypeRegular, status, sandboxID, sbCfg, podIPs, backoff, now, res)
+		start(&pod.Spec.Containers[i], ContainerTypeRegular)
 	}
 	return res
 }
@@ -390,14 +400,28 @@ func nextAttempt(ctx context.Context, ref PodRef, name string, typ ContainerType
 	return n
 }
 
-// It stays one function, as the kubelet's startContainer: image, config,
-// create, start and the postStart hook are the steps of one attempt, each
-// failure recorded with its reason on the way.
+// It stays one function, as the kubelet's startContainer: image volumes,
+// image, config, create, start and the postStart hook are the steps of one
+// attempt, each failure recorded with its reason on the way. vols are the
+// sync's image volumes (ensureImageVolumes).
 func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, typ ContainerType,
-	status *PodStatus, sandboxID string, sbCfg *runtimeapi.PodSandboxConfig, podIPs []string, backoff *BackOffs, now time.Time, res *SyncResult) {
+	status *PodStatus, sandboxID string, sbCfg *runtimeapi.PodSandboxConfig, podIPs []string,
+	vols map[string]imageVolumePull, backoff *BackOffs, now time.Time, res *SyncResult) {
 	ref := RefOf(pod)
 	key := BackOffKey(pod, c.Name)
 	attempt := nextAttempt(ctx, ref, c.Name, typ, status, sbCfg)
+	// The kubelet fails late here (toKubeContainerImageVolumes, before the
+	// container's own image): a container is not created without the
+	// image volumes it mounts, and waits with their pull's reason.
+	imageVolumes, err := containerImageVolumes(c, vols)
+	if err != nil {
+		var ie *ImageError
+		if errors.As(err, &ie) {
+			res.Waiting[c.Name] = Waiting{Reason: ie.Reason, Message: ie.Error()}
+		}
+		res.Errs = append(res.Errs, fmt.Errorf("container %q of pod %s: %w", c.Name, ref, err))
+		return
+	}
 	imageRef, pulled, err := r.ensureImage(ctx, pod, c, sbCfg)
 	if pulled != nil {
 		res.Pulls = append(res.Pulls, *pulled)
@@ -417,7 +441,7 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 
 	var opts *RunContainerOptions
 	if r.helper != nil {
-		opts, err = r.helper.GenerateRunContainerOptions(ctx, pod, c, podIPs)
+		opts, err = r.helper.GenerateRunContainerOptions(ctx, pod, c, podIPs, imageVolumes)
 		if err != nil {
 			res.Waiting[c.Name] = Waiting{Reason: ReasonCreateConfigError, Message: err.Error()}
 			res.Errs = append(res.Errs, fmt.Errorf("options of container %q of pod %s: %w", c.Name, ref, err))

@@ -137,7 +137,7 @@ func TestRunContainerOptionsWithDevices(t *testing.T) {
 	f := newEngineFixture(t, func(c *Config) { c.Devices = d })
 	pod := enginePod("uid-dev", "dev", v1.RestartPolicyAlways)
 	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "OWN", Value: "x"}}
-	opts, err := f.e.sync.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], []string{"10.0.0.2"})
+	opts, err := f.e.sync.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], []string{"10.0.0.2"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,8 +34,10 @@ type Volumes interface {
 	MountPod(ctx context.Context, pod *v1.Pod) error
 	// Mounts returns the CRI mounts of container c of pod (volumeMounts,
 	// subPath resolved; subPathExpr expanded with env, the container's
-	// resolved environment).
-	Mounts(pod *v1.Pod, c *v1.Container, env map[string]string) ([]*runtimeapi.Mount, error)
+	// resolved environment); a mount of an image volume carries its image
+	// spec from images (by volume name, what the runtime manager pulled:
+	// cri.ImageVolumes).
+	Mounts(pod *v1.Pod, c *v1.Container, env map[string]string, images map[string]*runtimeapi.ImageSpec) ([]*runtimeapi.Mount, error)
 	// UnmountPod removes everything of the pod's volumes from the node once
 	// no container of it can run any more.
 	UnmountPod(ctx context.Context, pod *v1.Pod) error

@@ -17,10 +17,11 @@ func (e *Engine) RuntimeHelper() cri.RuntimeHelper { return e.sync }
 
 // GenerateRunContainerOptions is the kubelet's RuntimeHelper: the runtime
 // manager calls it right before creating a container, once the sandbox (and
-// so the pod IP) exists. It resolves the container's environment
-// (envvars.go), its volume mounts (the Volumes manager) and the mounts the
-// node manages itself (node_mounts.go).
-func (s *syncer) GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string) (*cri.RunContainerOptions, error) {
+// so the pod IP) exists and the images of the image volumes the container
+// mounts are on the node (imageVolumes). It resolves the container's
+// environment (envvars.go), its volume mounts (the Volumes manager) and the
+// mounts the node manages itself (node_mounts.go).
+func (s *syncer) GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string, imageVolumes cri.ImageVolumes) (*cri.RunContainerOptions, error) {
 	envs, err := s.makeEnvironment(ctx, pod, c, podIPs)
 	if err != nil {
 		return nil, err
@@ -44,7 +45,7 @@ func (s *syncer) GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, c
 		for _, kv := range envs {
 			vars[kv.Key] = kv.Value
 		}
-		m, err := s.volumes.Mounts(pod, c, vars)
+		m, err := s.volumes.Mounts(pod, c, vars, imageVolumes)
 		if err != nil {
 			return nil, fmt.Errorf("mounts of container %q of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
 		}

@@ -36,7 +36,7 @@ func (f *fakeVolumes) MountPod(_ context.Context, pod *v1.Pod) error {
 	return f.err
 }
 
-func (f *fakeVolumes) Mounts(*v1.Pod, *v1.Container, map[string]string) ([]*runtimeapi.Mount, error) {
+func (f *fakeVolumes) Mounts(*v1.Pod, *v1.Container, map[string]string, map[string]*runtimeapi.ImageSpec) ([]*runtimeapi.Mount, error) {
 	return nil, nil
 }
 

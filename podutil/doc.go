@@ -4,7 +4,8 @@
 // containers), whether an exited container restarts (its restartPolicy
 // and restartPolicyRules over the pod's), the pod's hostname and domain,
 // the downward API's resource values, $(VAR) expansion, the resolution
-// of a probe's or hook's port and whether a pod is static (from a file).
+// of a probe's or hook's port, whether a pod is static (from a file) and
+// the API's default pull policy of an image.
 // It also holds ErrExecTimedOut, the one error the runtime (cri) returns and
 // the prober tests for, so that the prober needs no import of cri.
 // The pod's requests (PodRequests, PodRequest: the kubelet's rule,

@@ -1,8 +1,7 @@
 package staticpods
 
 import (
-	"strings"
-
+	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 )
@@ -50,17 +49,15 @@ func setAPIDefaults(pod *v1.Pod) {
 		if s.Volumes[i].VolumeSource == (v1.VolumeSource{}) {
 			s.Volumes[i].EmptyDir = &v1.EmptyDirVolumeSource{}
 		}
+		if im := s.Volumes[i].Image; im != nil && im.PullPolicy == "" {
+			im.PullPolicy = podutil.DefaultPullPolicy(im.Reference)
+		}
 	}
 }
 
 func setContainerDefaults(c *v1.Container) {
 	if c.ImagePullPolicy == "" {
-		_, tag, hasTag := strings.Cut(lastPathElement(c.Image), ":")
-		if strings.Contains(c.Image, "@") || (hasTag && tag != "latest") {
-			c.ImagePullPolicy = v1.PullIfNotPresent
-		} else {
-			c.ImagePullPolicy = v1.PullAlways
-		}
+		c.ImagePullPolicy = podutil.DefaultPullPolicy(c.Image)
 	}
 	if c.TerminationMessagePath == "" {
 		c.TerminationMessagePath = v1.TerminationMessagePathDefault
@@ -119,13 +116,4 @@ func setProbeDefaults(p *v1.Probe) {
 	if g := p.GRPC; g != nil && g.Service == nil {
 		g.Service = ptr.To("")
 	}
-}
-
-// lastPathElement is the image reference after its last slash (a
-// registry's port is not a tag).
-func lastPathElement(image string) string {
-	if i := strings.LastIndex(image, "/"); i >= 0 {
-		return image[i+1:]
-	}
-	return image
 }

@@ -77,7 +77,11 @@
 //     that a rotated or copied secret is known next time); else pull.
 //
 // "Pull" means the caller pulls the image again with the pod's own
-// credentials (cri.ensureImage): with none, or wrong ones, the registry
+// credentials (cri's ensure, for a container's image as for an image
+// volume's: a private image volume is never mounted for a pod that cannot
+// show its credentials, TestSyncPodImageVolumePrivateImage, as a private
+// container image is never run, TestEnsureImagePrivateImagePresent): with
+// none, or wrong ones, the registry
 // refuses, and the pod gets the kubelet's ErrImagePull, then
 // ImagePullBackOff; under pull policy Never it gets ErrImageNeverPull
 // with the kubelet's "is not present" message, which does not reveal that
@@ -85,7 +89,7 @@
 //
 // # The caller's duties
 //
-// Around every pull (cri.ensureImage): RecordPullIntent before it,
+// Around every pull (cri's ensure): RecordPullIntent before it,
 // then RecordPulled with the credential that succeeded, or
 // RecordPullFailed. The records are read and written under one lock; the
 // pod's secrets are read outside it.

@@ -18,9 +18,12 @@
 //     stays in ContainerCreating. A refresh failure of a volume already set
 //     up is logged and leaves the old files in place (the kubelet's
 //     behaviour: running containers keep their data).
-//  2. Mounts(pod, container) right before a container is created: the CRI
-//     mounts of its volumeMounts (subPath and subPathExpr resolved inside the
-//     volume, readOnly, mountPropagation).
+//  2. Mounts(pod, container, env, images) right before a container is
+//     created: the CRI mounts of its volumeMounts (subPath and subPathExpr
+//     resolved inside the volume, readOnly, mountPropagation). A mount of
+//     an image volume carries the image spec the runtime manager pulled
+//     for it (images), the subPath as ImageSubPath, read-only: the
+//     runtime mounts the image (package cri's imagevolumes.go).
 //  3. UnmountPod(pod) once no container of the pod can run any more: every
 //     mount under the pod's directory is unmounted, then the directory is
 //     removed. CleanupOrphans(keep) removes the directories of pods the engine
@@ -32,7 +35,10 @@
 //
 // with plugin kubernetes.io~empty-dir, ~configmap, ~secret, ~downward-api,
 // ~projected (the kubelet's names, "/" escaped as "~"). hostPath volumes have
-// no directory: the host path itself is bound. Secret and projected volumes
+// no directory: the host path itself is bound. Image volumes have none
+// either, and nothing of them is on the node's file system (the kubelet's
+// image plugin is a stub too): MountPod sets up nothing for them,
+// UnmountPod and the orphan sweep find nothing, VolumePath has no path. Secret and projected volumes
 // and emptyDir with medium Memory are tmpfs mounts (secrets never touch the
 // disk, as with the kubelet); the others are plain directories.
 //
@@ -63,7 +69,7 @@
 // Every CRI mount of an emptyDir, configMap, secret, downwardAPI or
 // projected volume asks the runtime to relabel it (Mount.SelinuxRelabel,
 // the kubelet's plugins' Managed and SELinuxRelabel attributes); a hostPath
-// mount never does. The runtime manager (package cri) keeps the ask only
+// or image mount never does. The runtime manager (package cri) keeps the ask only
 // on a host with SELinux enabled. No volume is mounted with an SELinux
 // context option (ownership.go).
 //

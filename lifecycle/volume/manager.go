@@ -105,6 +105,9 @@ const (
 	pluginSecret      = "kubernetes.io~secret"
 	pluginDownwardAPI = "kubernetes.io~downward-api"
 	pluginProjected   = "kubernetes.io~projected"
+	// pluginImage is the kubelet's image plugin (pkg/volume/image), a stub
+	// with no directory: the runtime mounts the image (Mounts).
+	pluginImage = "kubernetes.io~image"
 )
 
 // PodDir is the directory of pod uid.
@@ -116,8 +119,9 @@ func (m *Manager) volumeDir(uid types.UID, plugin, name string) string {
 	return filepath.Join(m.PodDir(uid), "volumes", plugin, name)
 }
 
-// plugin returns the plugin directory name of vol, "" for a volume with no
-// directory of its own (hostPath), or an error for unsupported types.
+// plugin returns the plugin directory name of vol, "" for a hostPath
+// volume (the host path itself is bound), pluginImage for an image volume
+// (no directory either), or an error for unsupported types.
 func pluginOf(vol *v1.Volume) (string, error) {
 	switch {
 	case vol.EmptyDir != nil:
@@ -132,6 +136,8 @@ func pluginOf(vol *v1.Volume) (string, error) {
 		return pluginProjected, nil
 	case vol.HostPath != nil:
 		return "", nil
+	case vol.Image != nil:
+		return pluginImage, nil
 	}
 	return "", fmt.Errorf("volume type is not supported by crivk")
 }
@@ -166,8 +172,14 @@ func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (ready
 	if err != nil {
 		return false, err
 	}
-	if plugin == "" {
+	switch plugin {
+	case "":
 		return false, checkHostPath(vol.HostPath)
+	case pluginImage:
+		// Nothing on the node: the runtime manager makes the image
+		// available and the runtime mounts it (the kubelet's image
+		// plugin's SetUp does nothing).
+		return false, nil
 	}
 	dir := m.volumeDir(pod.UID, plugin, vol.Name)
 	switch plugin {
@@ -240,7 +252,9 @@ func (m *Manager) VolumePath(pod *v1.Pod, name string) (path string, ok bool) {
 			continue
 		}
 		plugin, err := pluginOf(vol)
-		if err != nil {
+		if err != nil || plugin == pluginImage {
+			// An image volume has no path on the node (the kubelet's
+			// image plugin's GetPath is "").
 			return "", false
 		}
 		if plugin == "" {
@@ -266,7 +280,16 @@ func selinuxRelabel(plugin string) bool {
 }
 
 // Mounts returns the CRI mounts of container c's volumeMounts; env is the
-// container's resolved environment, for subPathExpr.
+// container's resolved environment, for subPathExpr; images are the image
+// specs of the image volumes c mounts, by volume name (the runtime
+// manager's pulls, cri.ImageVolumes).
+//
+// A mount of an image volume is the kubelet's (makeMounts): no host path,
+// the volume's image spec, the subPath (or expanded subPathExpr, relative
+// and without "..") as ImageSubPath, which the runtime resolves inside the
+// image, always read-only (the image plugin's ReadOnly attribute), never
+// relabelled (neither Managed nor SELinuxRelabel). An image volume without
+// a spec in images is an error: nothing is mounted in its place.
 //
 // A mount's SelinuxRelabel says the volume asks for relabelling (the
 // kubelet's kubecontainer.Mount.SELinuxRelabel, selinuxRelabel); the
@@ -276,7 +299,7 @@ func selinuxRelabel(plugin string) bool {
 // included: the kubelet's makeMounts marks the volume SELinuxLabeled on a
 // copy of its VolumeMap entry, fresh for each container, so that mark
 // never keeps a later mount from asking again.
-func (m *Manager) Mounts(pod *v1.Pod, c *v1.Container, env map[string]string) ([]*runtimeapi.Mount, error) {
+func (m *Manager) Mounts(pod *v1.Pod, c *v1.Container, env map[string]string, images map[string]*runtimeapi.ImageSpec) ([]*runtimeapi.Mount, error) {
 	vols := map[string]*v1.Volume{}
 	for i := range pod.Spec.Volumes {
 		vols[pod.Spec.Volumes[i].Name] = &pod.Spec.Volumes[i]
@@ -290,6 +313,14 @@ func (m *Manager) Mounts(pod *v1.Pod, c *v1.Container, env map[string]string) ([
 		plugin, err := pluginOf(vol)
 		if err != nil {
 			return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
+		}
+		if plugin == pluginImage {
+			im, err := imageMount(vm, c, env, images[vol.Name])
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, im)
+			continue
 		}
 		var base string
 		readOnly := vm.ReadOnly
@@ -329,6 +360,42 @@ func (m *Manager) Mounts(pod *v1.Pod, c *v1.Container, env map[string]string) ([
 		})
 	}
 	return out, nil
+}
+
+// imageMount is the CRI mount of volumeMount vm of an image volume whose
+// image is spec (Mounts).
+func imageMount(vm v1.VolumeMount, c *v1.Container, env map[string]string, spec *runtimeapi.ImageSpec) (*runtimeapi.Mount, error) {
+	if spec == nil {
+		return nil, fmt.Errorf("the image of image volume %q is not on the node", vm.Name)
+	}
+	sub := vm.SubPath
+	if vm.SubPathExpr != "" {
+		var err error
+		if sub, err = expandSubPath(vm.SubPathExpr, c, env); err != nil {
+			return nil, err
+		}
+	}
+	// The kubelet's checks and words (makeMounts); the runtime resolves
+	// the rest inside the image (containerd: a directory, never outside).
+	if filepath.IsAbs(sub) {
+		return nil, fmt.Errorf("error SubPath `%s` must not be an absolute path", sub)
+	}
+	for _, part := range strings.Split(sub, "/") {
+		if part == ".." {
+			return nil, fmt.Errorf("unable to provision SubPath `%s`: must not contain '..'", sub)
+		}
+	}
+	prop, err := propagation(vm.MountPropagation, c)
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.Mount{
+		ContainerPath: vm.MountPath,
+		Image:         spec,
+		ImageSubPath:  sub,
+		Readonly:      true,
+		Propagation:   prop,
+	}, nil
 }
 
 func propagation(p *v1.MountPropagationMode, c *v1.Container) (runtimeapi.MountPropagation, error) {

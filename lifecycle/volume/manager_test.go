@@ -436,7 +436,7 @@ func TestMountsAndSubPaths(t *testing.T) {
 		{Name: "cm", MountPath: "/k", SubPath: "k"},
 		{Name: "host", MountPath: "/host", ReadOnly: true, MountPropagation: ptr(v1.MountPropagationHostToContainer)},
 	}
-	got, err := f.m.Mounts(pod, c, env)
+	got, err := f.m.Mounts(pod, c, env, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +476,7 @@ func TestMountsAndSubPaths(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c2 := c.DeepCopy()
 			c2.VolumeMounts = []v1.VolumeMount{vm}
-			if _, err := f.m.Mounts(pod, c2, env); err == nil {
+			if _, err := f.m.Mounts(pod, c2, env, nil); err == nil {
 				t.Fatal("accepted")
 			}
 		})
@@ -533,7 +533,7 @@ func TestMountsSELinuxRelabel(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := pod.Spec.Containers[0].DeepCopy()
 			c.VolumeMounts = tc.mounts
-			got, err := f.m.Mounts(pod, c, nil)
+			got, err := f.m.Mounts(pod, c, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -684,4 +684,85 @@ func TestVolumePath(t *testing.T) {
 	check("set up", "hp", "/srv", true)
 	check("set up", "nfs", "", false)
 	check("set up", "none", "", false)
+}
+
+// TestImageVolumes: an image volume (the kubelet's image plugin) sets up
+// nothing on the node and leaves nothing for the orphan sweep; its mount
+// is the CRI image mount with the spec the runtime manager pulled, the
+// subPath (or expanded subPathExpr) as ImageSubPath, read-only whatever
+// the volumeMount says and never relabelled (the kubelet's makeMounts).
+// A mount without a pulled spec, and an absolute or ".." subPath, are
+// refused in the kubelet's words.
+func TestImageVolumes(t *testing.T) {
+	f := newFixture(t)
+	pod := testPod(v1.Volume{Name: "tools", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{
+		Reference: "registry.example/tools:1", PullPolicy: v1.PullIfNotPresent}}})
+	ctx := context.Background()
+	if err := f.m.MountPod(ctx, pod); err != nil {
+		t.Fatalf("MountPod: %v", err)
+	}
+	if _, err := os.Stat(f.m.PodDir(pod.UID)); !os.IsNotExist(err) {
+		t.Errorf("pod directory after MountPod of an image volume only: %v, want none", err)
+	}
+	if p, ok := f.m.VolumePath(pod, "tools"); p != "" || ok {
+		t.Errorf("VolumePath = %q, %v; an image volume has no path on the node", p, ok)
+	}
+
+	spec := &runtimeapi.ImageSpec{Image: "sha256:abc", UserSpecifiedImage: "registry.example/tools:1"}
+	images := map[string]*runtimeapi.ImageSpec{"tools": spec}
+	c := &pod.Spec.Containers[0]
+	c.VolumeMounts = []v1.VolumeMount{
+		{Name: "tools", MountPath: "/vol"},
+		{Name: "tools", MountPath: "/bin-ro", SubPath: "bin", ReadOnly: true},
+		{Name: "tools", MountPath: "/by-pod", SubPathExpr: "$(DIR)/x", MountPropagation: ptr(v1.MountPropagationHostToContainer)},
+	}
+	got, err := f.m.Mounts(pod, c, map[string]string{"DIR": "etc"}, images)
+	if err != nil {
+		t.Fatalf("Mounts: %v", err)
+	}
+	want := []*runtimeapi.Mount{
+		{ContainerPath: "/vol", Image: spec, Readonly: true},
+		{ContainerPath: "/bin-ro", Image: spec, ImageSubPath: "bin", Readonly: true},
+		{ContainerPath: "/by-pod", Image: spec, ImageSubPath: "etc/x", Readonly: true,
+			Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d mounts, want %d: %v", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i].String() != want[i].String() {
+			t.Errorf("mount %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+
+	for name, tc := range map[string]struct {
+		vm      v1.VolumeMount
+		images  map[string]*runtimeapi.ImageSpec
+		wantErr string
+	}{
+		"no pulled image": {vm: v1.VolumeMount{Name: "tools", MountPath: "/x"}, images: nil,
+			wantErr: `the image of image volume "tools" is not on the node`},
+		"absolute subPath": {vm: v1.VolumeMount{Name: "tools", MountPath: "/x", SubPath: "/etc"}, images: images,
+			wantErr: "error SubPath `/etc` must not be an absolute path"},
+		"dot dot": {vm: v1.VolumeMount{Name: "tools", MountPath: "/x", SubPath: "a/../../b"}, images: images,
+			wantErr: "unable to provision SubPath `a/../../b`: must not contain '..'"},
+		"subPathExpr with an unknown variable": {vm: v1.VolumeMount{Name: "tools", MountPath: "/x", SubPathExpr: "$(NOPE)"}, images: images,
+			wantErr: "references an unknown variable"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c2 := c.DeepCopy()
+			c2.VolumeMounts = []v1.VolumeMount{tc.vm}
+			if _, err := f.m.Mounts(pod, c2, nil, tc.images); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Mounts: %v, want an error with %q", err, tc.wantErr)
+			}
+		})
+	}
+
+	// Nothing to remove: UnmountPod and the orphan sweep find no directory.
+	if err := f.m.UnmountPod(ctx, pod); err != nil {
+		t.Errorf("UnmountPod: %v", err)
+	}
+	if err := f.m.CleanupOrphans(ctx, func(types.UID) bool { return false }); err != nil {
+		t.Errorf("CleanupOrphans: %v", err)
+	}
 }
