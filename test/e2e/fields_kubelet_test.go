@@ -385,6 +385,19 @@ func fieldsCases(t *testing.T, runtimeClass string) []fieldsCase {
 		rroCase.name, rroCase.settled, rroCase.events, rroCase.read = "recursiveReadOnly: Enabled, a runtime with recursive read-only mounts", terminal, nil, logs
 	}
 	cs = append(cs, rroCase)
+	if v, err := runtime.Version(testContext(t, 10*time.Second), ""); err == nil && versionAtLeast(v.GetRuntimeVersion(), 2, 1) {
+		cs = append(cs, fieldsCase{
+			name: "image volume, whole and subPath (containerd 2.1+)", podName: "imagevol",
+			pod: func() *v1.Pod {
+				p := busyboxPod("x", v1.RestartPolicyNever, "ls /vol/bin/busybox /sub/busybox; touch /vol/x 2>&1; echo done")
+				p.Spec.Volumes = []v1.Volume{{Name: "img", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{
+					Reference: busybox, PullPolicy: v1.PullIfNotPresent}}}}
+				p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "img", MountPath: "/vol"}, {Name: "img", MountPath: "/sub", SubPath: "bin"}}
+				return p
+			},
+			settled: terminal, read: logs,
+		})
+	}
 	cs = append(cs, fieldsCase{
 		name: "in-place CPU resize (resize subresource)", podName: "resize",
 		pod: func() *v1.Pod {
