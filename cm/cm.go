@@ -228,22 +228,25 @@ func (m *Manager) updateBurstable() error {
 // and PodLimits: a pod-level value (spec.resources) replaces the
 // containers' sum for its resource, and the overhead is added (to the
 // limits only where they are set). A limit is declared, and so written,
-// when every container (init containers counted as PodLimits sees them)
-// sets it, or the pod sets it at pod level: a pod-level request alone
-// leaves the containers' limits in force.
+// when every container, init containers and sidecars included, sets it in
+// its own spec (v1.37: each container's own limits, no longer the
+// cumulative limits PodLimits passed to its ContainerFn, now removed), or
+// the pod sets it at pod level: a pod-level request alone leaves the
+// containers' limits in force.
 func PodResources(pod *v1.Pod) *cgroups.Resources {
 	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	lims := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
 	cpuLimits, memLimits := true, true
-	lims := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{
-		ContainerFn: func(res v1.ResourceList, _ resourcehelper.ContainerType) {
-			if res.Cpu().IsZero() {
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			if cs[i].Resources.Limits.Cpu().IsZero() {
 				cpuLimits = false
 			}
-			if res.Memory().IsZero() {
+			if cs[i].Resources.Limits.Memory().IsZero() {
 				memLimits = false
 			}
-		},
-	})
+		}
+	}
 	if resourcehelper.IsPodLevelResourcesSet(pod) {
 		if !pod.Spec.Resources.Limits.Cpu().IsZero() {
 			cpuLimits = true

@@ -77,14 +77,14 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, typ ContainerType, attempt ui
 		// Resolved by the caller, $(VAR) references included.
 		env = opts.Envs
 		for _, kv := range env {
-			vars[kv.Key] = kv.Value
+			vars[kv.Key] = string(kv.Value)
 		}
 	} else {
 		env = make([]*runtimeapi.KeyValue, 0, len(c.Env))
 		for _, e := range c.Env {
 			v := expand(e.Value, vars)
 			vars[e.Name] = v
-			env = append(env, &runtimeapi.KeyValue{Key: e.Name, Value: v})
+			env = append(env, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(v)})
 		}
 	}
 	cmd := make([]string, len(c.Command))

@@ -44,7 +44,7 @@ func TestContainerConfig(t *testing.T) {
 			check: func(t *testing.T, cfg *runtimeapi.ContainerConfig) {
 				var env []string
 				for _, kv := range cfg.Envs {
-					env = append(env, kv.Key+"="+kv.Value)
+					env = append(env, kv.Key+"="+string(kv.Value))
 				}
 				if want := []string{"A=x", "B=x-$(C)", "C=c", "D=$(A)"}; !reflect.DeepEqual(env, want) {
 					t.Errorf("env = %v, want %v", env, want)

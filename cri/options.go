@@ -14,7 +14,8 @@ import (
 // message file) arrives here, so that this package never reads the API.
 type RunContainerOptions struct {
 	// Envs is the container's fully resolved environment, in order. When nil,
-	// the literal values of the spec's env are used.
+	// the literal values of the spec's env are used. Values are bytes: a
+	// Secret's value that is not UTF-8 passes unchanged.
 	Envs []*runtimeapi.KeyValue
 	// Mounts are the container's mounts (volumes, /etc/hosts, termination
 	// message file), in the order they are to be applied. A mount's

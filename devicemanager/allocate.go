@@ -322,7 +322,7 @@ func runOptions(resources map[string]*containerDevices) *cri.RunContainerOptions
 		for _, k := range slices.Sorted(maps.Keys(resp.Envs)) {
 			if !envs.Has(k) {
 				envs.Insert(k)
-				opts.Envs = append(opts.Envs, &runtimeapi.KeyValue{Key: k, Value: resp.Envs[k]})
+				opts.Envs = append(opts.Envs, &runtimeapi.KeyValue{Key: k, Value: []byte(resp.Envs[k])})
 			}
 		}
 		for _, d := range resp.Devices {

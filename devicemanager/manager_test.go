@@ -1,6 +1,7 @@
 package devicemanager
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -366,8 +367,8 @@ func TestAllocate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantEnv := []*runtimeapi.KeyValue{{Key: deviceplugintest.EnvDevices, Value: got[0]}}
-	if len(opts.Envs) != 1 || opts.Envs[0].Key != wantEnv[0].Key || opts.Envs[0].Value != wantEnv[0].Value {
+	wantEnv := []*runtimeapi.KeyValue{{Key: deviceplugintest.EnvDevices, Value: []byte(got[0])}}
+	if len(opts.Envs) != 1 || opts.Envs[0].Key != wantEnv[0].Key || !bytes.Equal(opts.Envs[0].Value, wantEnv[0].Value) {
 		t.Errorf("envs %v, want %v", opts.Envs, wantEnv)
 	}
 	if opts.Annotations["deviceplugintest/devices"] != got[0] {
@@ -590,7 +591,7 @@ func TestRestartRestoresAllocations(t *testing.T) {
 		t.Errorf("the running pod's devices %v, want %v", got, held)
 	}
 	o, err := f.m.ContainerOptions(context.Background(), one, &one.Spec.Containers[0])
-	if err != nil || len(o.Envs) != 1 || o.Envs[0].Value != held[0] {
+	if err != nil || len(o.Envs) != 1 || string(o.Envs[0].Value) != held[0] {
 		t.Errorf("restored options %v, %v", o, err)
 	}
 	p2 := f.plugin(t, "p2", deviceplugintest.Devices("d", 2)...)

@@ -128,7 +128,7 @@ func TestEngineDeviceAdmission(t *testing.T) {
 // envs before the container's), then the container's own.
 func TestRunContainerOptionsWithDevices(t *testing.T) {
 	d := &fakeDevices{options: &cri.RunContainerOptions{
-		Envs:        []*runtimeapi.KeyValue{{Key: "DEV", Value: "d0"}},
+		Envs:        []*runtimeapi.KeyValue{{Key: "DEV", Value: []byte("d0")}},
 		Mounts:      []*runtimeapi.Mount{{ContainerPath: "/dev-data", HostPath: "/var/dev-data"}},
 		Devices:     []*runtimeapi.Device{{ContainerPath: "/dev/x0", HostPath: "/dev/null", Permissions: "rw"}},
 		Annotations: map[string]string{"a": "b"},

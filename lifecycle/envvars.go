@@ -155,11 +155,11 @@ func (r *envResolver) resolve(ctx context.Context, pod *v1.Pod, c *v1.Container,
 
 	out := make([]*runtimeapi.KeyValue, 0, len(env.names)+len(serviceEnv.names))
 	for _, k := range env.names {
-		out = append(out, &runtimeapi.KeyValue{Key: k, Value: env.vals[k]})
+		out = append(out, &runtimeapi.KeyValue{Key: k, Value: []byte(env.vals[k])})
 	}
 	for _, k := range serviceEnv.names {
 		if _, ok := env.vals[k]; !ok {
-			out = append(out, &runtimeapi.KeyValue{Key: k, Value: serviceEnv.vals[k]})
+			out = append(out, &runtimeapi.KeyValue{Key: k, Value: []byte(serviceEnv.vals[k])})
 		}
 	}
 	return out, nil
@@ -239,8 +239,12 @@ const (
 )
 
 // refData returns the data of the ConfigMap or Secret (kind) ns/name, a
-// Secret's values as strings. skip is set when the object does not exist
-// and the reference is optional: what it would define stays undefined.
+// Secret's values as strings: a Go string holds the bytes as they are, so
+// a value that is not UTF-8 reaches the CRI unchanged (KeyValue.Value is
+// bytes, kubernetes#139168; the kubelet too keeps the values as strings
+// and converts them when it builds the ContainerConfig). skip is set when
+// the object does not exist and the reference is optional: what it would
+// define stays undefined.
 func (r *envResolver) refData(ctx context.Context, kind, ns, name string, opt *bool) (data map[string]string, skip bool, err error) {
 	if kind == kindConfigMap {
 		var cm *v1.ConfigMap

@@ -79,7 +79,7 @@ func resEnv(name, res, divisor string) v1.EnvVar {
 func envString(kvs []*runtimeapi.KeyValue) string {
 	var parts []string
 	for _, kv := range kvs {
-		parts = append(parts, kv.Key+"="+kv.Value)
+		parts = append(parts, kv.Key+"="+string(kv.Value))
 	}
 	return strings.Join(parts, ";")
 }

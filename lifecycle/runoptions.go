@@ -43,7 +43,7 @@ func (s *syncer) GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, c
 	if s.volumes != nil {
 		vars := make(map[string]string, len(envs))
 		for _, kv := range envs {
-			vars[kv.Key] = kv.Value
+			vars[kv.Key] = string(kv.Value)
 		}
 		m, err := s.volumes.Mounts(pod, c, vars, imageVolumes)
 		if err != nil {
