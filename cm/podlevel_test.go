@@ -8,6 +8,7 @@ import (
 	"github.com/crivk/crivk/podutil"
 	"github.com/opencontainers/cgroups"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 // TestPodResourcesPodLevel checks the pod cgroup values of pods with
@@ -25,6 +26,7 @@ func TestPodResourcesPodLevel(t *testing.T) {
 	for name, tc := range map[string]struct {
 		podLevel   *v1.ResourceRequirements
 		containers []v1.ResourceRequirements
+		sidecars   []v1.ResourceRequirements // init containers before inits, restartPolicy Always
 		inits      []v1.ResourceRequirements
 		overhead   v1.ResourceList
 		wantQOS    v1.PodQOSClass
@@ -83,11 +85,31 @@ func TestPodResourcesPodLevel(t *testing.T) {
 			inits:      []v1.ResourceRequirements{rr(res("10m", ""), nil)},
 			wantQOS:    v1.PodQOSBurstable, want: cgroups.Resources{CpuShares: 102},
 		},
+		// v1.37 looks at each container's own limits: a plain init
+		// container without limits after a sidecar with limits leaves them
+		// undeclared (v1.35's ContainerFn saw it with the sidecar's limits
+		// added, and wrote quota 25000 and 250Mi).
+		"init container without limits after a sidecar with limits": {
+			containers: []v1.ResourceRequirements{rr(res("100m", "100Mi"), res("200m", "200Mi"))},
+			sidecars:   []v1.ResourceRequirements{rr(res("50m", "50Mi"), res("50m", "50Mi"))},
+			inits:      []v1.ResourceRequirements{rr(res("10m", ""), nil)},
+			wantQOS:    v1.PodQOSBurstable, want: cgroups.Resources{CpuShares: 153},
+		},
+		"every container with limits, a sidecar included": {
+			containers: []v1.ResourceRequirements{rr(res("100m", "100Mi"), res("200m", "200Mi"))},
+			sidecars:   []v1.ResourceRequirements{rr(res("50m", "50Mi"), res("50m", "50Mi"))},
+			inits:      []v1.ResourceRequirements{rr(res("10m", "10Mi"), res("10m", "10Mi"))},
+			wantQOS:    v1.PodQOSBurstable, want: cgroups.Resources{CpuShares: 153, CpuQuota: 25000, CpuPeriod: quotaPeriod, Memory: 250 * mi},
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := pod("u", tc.containers...)
 			p.Spec.Resources = tc.podLevel
 			p.Spec.Overhead = tc.overhead
+			for i, r := range tc.sidecars {
+				p.Spec.InitContainers = append(p.Spec.InitContainers, v1.Container{Name: "sidecar" + string(rune('a'+i)), Resources: r,
+					RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways)})
+			}
 			for i, r := range tc.inits {
 				p.Spec.InitContainers = append(p.Spec.InitContainers, v1.Container{Name: "init" + string(rune('a'+i)), Resources: r})
 			}
