@@ -1,6 +1,6 @@
 # The Makefile only delegates to hack/ scripts (see hack/README.md).
 SHELL := /usr/bin/env bash
-VERSION ?= v1.35.4-crivk.0
+VERSION ?= v1.37.2-crivk.0
 NODE_AGENT ?= crivk
 
 .PHONY: all build run test test-unit test-walkthrough test-conformance test-e2e test-long test-containerd-system test-helm parity conformance node-conformance bench chaos release bench-fleet update-features local-up local-down deps clean

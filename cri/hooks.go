@@ -36,8 +36,9 @@ import (
 // postStart hook failed.
 const ReasonPostStartHookError = "PostStartHookError"
 
-// hookUserAgent is the User-Agent of httpGet hooks.
-const hookUserAgent = "kube-lifecycle/1.35"
+// hookUserAgent is the User-Agent of httpGet hooks, the kubelet v1.37's
+// (kube-lifecycle/<major>.<minor> of its version).
+const hookUserAgent = "kube-lifecycle/1.37"
 
 // podName is the kubelet's format.Pod: name_namespace(uid).
 func podName(pod *v1.Pod) string {

@@ -35,7 +35,7 @@
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-VERSION=${VERSION:-v1.35.4-crivk.0}
+VERSION=${VERSION:-v1.37.2-crivk.0}
 LOG_PREFIX=helm-e2e
 # shellcheck source=hack/lib/local.sh
 source "${ROOT}/hack/lib/local.sh"

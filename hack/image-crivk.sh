@@ -10,7 +10,7 @@
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-VERSION=${VERSION:-v1.35.4-crivk.0}
+VERSION=${VERSION:-v1.37.2-crivk.0}
 IMAGE=${IMAGE:-crivk}
 OUT=${ROOT}/_output/images
 BIN=${ROOT}/_output/bin

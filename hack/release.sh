@@ -15,16 +15,16 @@
 #                                   leading "v" (SemVer, as Helm requires),
 #   SHA256SUMS                      sha256sum of all the above.
 # Then hack/verify-release.sh checks them. VERSION is v<major>.<minor>.<patch>
-# with an optional -pre-release (default v1.35.4-crivk.0).
+# with an optional -pre-release (default v1.37.2-crivk.0).
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-VERSION=${VERSION:-v1.35.4-crivk.0}
+VERSION=${VERSION:-v1.37.2-crivk.0}
 OUT=${ROOT}/_output/release
 IMAGE=docker.io/library/crivk
 
 if ! [[ "${VERSION}" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]]; then
-  echo "release: VERSION=${VERSION} is not v<major>.<minor>.<patch>[-<pre-release>], e.g. v1.35.4-crivk.0" >&2
+  echo "release: VERSION=${VERSION} is not v<major>.<minor>.<patch>[-<pre-release>], e.g. v1.37.2-crivk.0" >&2
   exit 2
 fi
 CHART_VERSION=${VERSION#v}

@@ -26,7 +26,7 @@ var update = flag.Bool("update", false, "rewrite testdata/exposition.txt from th
 // A deliberate change is written with `go test ./metrics -run
 // TestExposition -update` and shows in the diff.
 func TestExposition(t *testing.T) {
-	m := NewAgent("v1.35.4-crivk.0")
+	m := NewAgent("v1.37.2-crivk.0")
 	m.ObserveCall("run_podsandbox", time.Second, context.Canceled)
 	m.ObserveRelist(time.Second, time.Second)
 	m.ObserveSync("create", time.Second)

@@ -63,7 +63,7 @@ func sample(families map[string]*dto.MetricFamily, name, label string) float64 {
 // process's metrics, and each kubelet metric registered and moving with
 // what it observes.
 func TestAgentMetrics(t *testing.T) {
-	const version = "v1.35.4-crivk.0"
+	const version = "v1.37.2-crivk.0"
 	m := NewAgent(version)
 	before := scrape(t, m)
 	b := before["crivk_build_info"]

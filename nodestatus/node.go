@@ -23,7 +23,7 @@ type NodeConfig struct {
 	KubeletPort    int32
 	MaxPods        int64
 	RootDir        string // its filesystem gives ephemeral-storage
-	AgentVersion   string // reported as kubeletVersion, e.g. v1.35.4-crivk.0
+	AgentVersion   string // reported as kubeletVersion, e.g. v1.37.2-crivk.0
 	RuntimeVersion cri.VersionInfo
 	Labels         map[string]string
 	// Taints are set when the Node is created (--register-with-taints).

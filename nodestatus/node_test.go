@@ -11,7 +11,7 @@ import (
 func TestBuildNode(t *testing.T) {
 	n, err := BuildNode(NodeConfig{
 		Name: "n1", InternalIP: "192.0.2.7", KubeletPort: 10250, MaxPods: 110, RootDir: t.TempDir(),
-		AgentVersion: "v1.35.4-crivk.0", RuntimeVersion: cri.VersionInfo{RuntimeName: "containerd", RuntimeVersion: "1.6.20"},
+		AgentVersion: "v1.37.2-crivk.0", RuntimeVersion: cri.VersionInfo{RuntimeName: "containerd", RuntimeVersion: "1.6.20"},
 	}, cri.Readiness{RuntimeReady: true, NetworkReady: true}, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -19,7 +19,7 @@ func TestBuildNode(t *testing.T) {
 	if n.Status.Capacity.Pods().Value() != 110 || n.Status.Capacity.Memory().IsZero() || n.Status.Capacity.StorageEphemeral().IsZero() {
 		t.Errorf("capacity %v", n.Status.Capacity)
 	}
-	if n.Status.NodeInfo.ContainerRuntimeVersion != "containerd://1.6.20" || n.Status.NodeInfo.KubeletVersion != "v1.35.4-crivk.0" {
+	if n.Status.NodeInfo.ContainerRuntimeVersion != "containerd://1.6.20" || n.Status.NodeInfo.KubeletVersion != "v1.37.2-crivk.0" {
 		t.Errorf("nodeInfo %+v", n.Status.NodeInfo)
 	}
 	if n.Status.Addresses[0] != (v1.NodeAddress{Type: v1.NodeInternalIP, Address: "192.0.2.7"}) {

@@ -31,7 +31,7 @@ import (
 
 // version is set at build time (-X main.version=...): the Kubernetes version
 // crivk implements, then crivk's own build number.
-var version = "v1.35.4-crivk.0"
+var version = "v1.37.2-crivk.0"
 
 // options are the parsed command line: the node agent's settings, and
 // --version.

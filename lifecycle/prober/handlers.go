@@ -38,8 +38,9 @@ const (
 // kubelet's 10 KiB.
 const maxOutput = 10 * 1024
 
-// userAgent is what the kubelet v1.35 sends with HTTP probes.
-const userAgent = "kube-probe/1.35"
+// userAgent is what the kubelet v1.37 sends with HTTP and gRPC probes
+// (kube-probe/<major>.<minor> of its version).
+const userAgent = "kube-probe/1.37"
 
 // Execer runs a command in a container (cri.Runtime.ExecSync). An error
 // that wraps podutil.ErrExecTimedOut means the command ran out of time: the

@@ -165,7 +165,7 @@ func TestHTTPProbe(t *testing.T) {
 		if got, out, _ := httpProbe(context.Background(), u, headers, 5*time.Second); got != outcomeSuccess {
 			t.Fatalf("outcome %v (%q)", got, out)
 		}
-		if ua, header, host := seen(); ua != "kube-probe/1.35" || header != "v" || host != "example.test" {
+		if ua, header, host := seen(); ua != "kube-probe/1.37" || header != "v" || host != "example.test" {
 			t.Errorf("server saw UA %q, X-Custom %q, Host %q", ua, header, host)
 		}
 	})

@@ -50,8 +50,8 @@ func TestNodeReadyAndLeaseRenews(t *testing.T) {
 		t.Errorf("conditions missing: %v", want)
 	}
 	info := node.Status.NodeInfo
-	if !strings.HasPrefix(info.KubeletVersion, "v1.35.4-crivk.") {
-		t.Errorf("kubeletVersion %q, want v1.35.4-crivk.<n>", info.KubeletVersion)
+	if !strings.HasPrefix(info.KubeletVersion, "v1.37.2-crivk.") {
+		t.Errorf("kubeletVersion %q, want v1.37.2-crivk.<n>", info.KubeletVersion)
 	}
 	if !strings.HasPrefix(info.ContainerRuntimeVersion, "containerd://") {
 		t.Errorf("containerRuntimeVersion %q, want containerd://<version>", info.ContainerRuntimeVersion)
