@@ -1,5 +1,5 @@
-// Command etcd is etcd v3.6.5's own server, built from the module proxy
-// (go.etcd.io/etcd/server/v3, the version k8s.io/kubernetes v1.35.4
+// Command etcd is etcd v3.7.0's own server, built from the module proxy
+// (go.etcd.io/etcd/server/v3, the version k8s.io/kubernetes v1.37.2
 // requires in this module's go.mod), for the local cluster's
 // LOCAL_ETCD=built (hack/local-up.sh; hack/build-kube.sh etcd builds it
 // into _output/bin/etcd).
