@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestFeatureGates: featureGates at the kubelet v1.35.4's defaults load and
+// TestFeatureGates: featureGates at the kubelet v1.37.2's defaults load and
 // are reported as the file set them; anything else is refused, in the
 // kubelet's words where the kubelet refuses it too.
 func TestFeatureGates(t *testing.T) {
@@ -39,17 +39,25 @@ func TestFeatureGates(t *testing.T) {
 			wantErr: "KubeletConfiguration featureGates: unrecognized feature gate: Zzz",
 		},
 		"an alpha gate turned on": {
+			file:    "featureGates: {EventedPLEG: true}\n",
+			wantErr: "KubeletConfiguration featureGates: EventedPLEG=true is not supported by crivk (it implements Kubernetes v1.37.2's default, false)",
+		},
+		"a beta gate off by default turned on": {
 			file:    "featureGates: {PodAndContainerStatsFromCRI: true}\n",
-			wantErr: "KubeletConfiguration featureGates: PodAndContainerStatsFromCRI=true is not supported by crivk (it implements Kubernetes v1.35.4's default, false)",
+			wantErr: "KubeletConfiguration featureGates: PodAndContainerStatsFromCRI=true is not supported by crivk (it implements Kubernetes v1.37.2's default, false)",
 		},
 		"a beta gate turned off": {
-			file:    "featureGates: {PodReadyToStartContainersCondition: false}\n",
-			wantErr: "KubeletConfiguration featureGates: PodReadyToStartContainersCondition=false is not supported by crivk (it implements Kubernetes v1.35.4's default, true)",
+			file:    "featureGates: {KubeletCrashLoopBackOffMax: false}\n",
+			wantErr: "KubeletConfiguration featureGates: KubeletCrashLoopBackOffMax=false is not supported by crivk (it implements Kubernetes v1.37.2's default, true)",
 		},
 		"a drop-in turning a gate off is refused": {
-			file:    "featureGates: {PodReadyToStartContainersCondition: true}\n",
-			dropins: map[string]string{"10.conf": "featureGates: {PodReadyToStartContainersCondition: false}\n"},
-			wantErr: "KubeletConfiguration featureGates: PodReadyToStartContainersCondition=false is not supported by crivk (it implements Kubernetes v1.35.4's default, true)",
+			file:    "featureGates: {KubeletCrashLoopBackOffMax: true}\n",
+			dropins: map[string]string{"10.conf": "featureGates: {KubeletCrashLoopBackOffMax: false}\n"},
+			wantErr: "KubeletConfiguration featureGates: KubeletCrashLoopBackOffMax=false is not supported by crivk (it implements Kubernetes v1.37.2's default, true)",
+		},
+		"a gate GA and locked in v1.37 set otherwise: the kubelet's words": {
+			file:    "featureGates: {PodReadyToStartContainersCondition: false}\n",
+			wantErr: "KubeletConfiguration featureGates: cannot set feature gate PodReadyToStartContainersCondition to false, feature is locked to true",
 		},
 		"a locked gate set otherwise: the kubelet's words": {
 			file:    "featureGates: {InPlacePodVerticalScaling: false}\n",
@@ -114,7 +122,7 @@ func TestFeatureGatesRoundTrip(t *testing.T) {
 }
 
 // TestCheckGates: the rules, on a small table of gates (the special gates,
-// a pre-alpha gate, which v1.35.4's kubelet has none of).
+// a pre-alpha gate, which v1.37.2's kubelet has none of).
 func TestCheckGates(t *testing.T) {
 	known := map[string]featureGate{
 		"AllAlpha":   {Default: false, PreRelease: "ALPHA"},
@@ -137,15 +145,15 @@ func TestCheckGates(t *testing.T) {
 		"AllBeta false with BetaOn named true":  {gates: map[string]bool{"AllBeta": false, "BetaOn": true}},
 		"AllAlpha true turns alpha gates on": {
 			gates:   map[string]bool{"AllAlpha": true},
-			wantErr: "AllAlpha=true is not supported by crivk (it would set 1 ALPHA gates to true, which Kubernetes v1.35.4's defaults have false: AlphaOff)",
+			wantErr: "AllAlpha=true is not supported by crivk (it would set 1 ALPHA gates to true, which Kubernetes v1.37.2's defaults have false: AlphaOff)",
 		},
 		"AllBeta false turns beta gates off": {
 			gates:   map[string]bool{"AllBeta": false},
-			wantErr: "AllBeta=false is not supported by crivk (it would set 1 BETA gates to false, which Kubernetes v1.35.4's defaults have true: BetaOn)",
+			wantErr: "AllBeta=false is not supported by crivk (it would set 1 BETA gates to false, which Kubernetes v1.37.2's defaults have true: BetaOn)",
 		},
 		"a pre-alpha gate: the kubelet's words": {
 			gates:   map[string]bool{"Future": false},
-			wantErr: "cannot set feature gate Future to false, feature is PreAlpha at emulated version 1.35, min compatibility version 1.34",
+			wantErr: "cannot set feature gate Future to false, feature is PreAlpha at emulated version 1.37, min compatibility version 1.36",
 		},
 		"a locked gate": {
 			gates:   map[string]bool{"GALocked": false},
@@ -153,11 +161,11 @@ func TestCheckGates(t *testing.T) {
 		},
 		"a deprecated gate on": {
 			gates:   map[string]bool{"Deprecated": true},
-			wantErr: "Deprecated=true is not supported by crivk (it implements Kubernetes v1.35.4's default, false)",
+			wantErr: "Deprecated=true is not supported by crivk (it implements Kubernetes v1.37.2's default, false)",
 		},
 		"the first refusal in name order": {
 			gates:   map[string]bool{"BetaOn": false, "AlphaOff": true},
-			wantErr: "AlphaOff=true is not supported by crivk (it implements Kubernetes v1.35.4's default, false)",
+			wantErr: "AlphaOff=true is not supported by crivk (it implements Kubernetes v1.37.2's default, false)",
 		},
 	}
 	for name, tt := range tests {
@@ -177,20 +185,21 @@ func TestCheckGates(t *testing.T) {
 }
 
 // TestGeneratedFeatureGates: zz_generated_features.go holds the kubelet
-// v1.35.4's gates (a few facts from pkg/features/kube_features.go and
+// v1.37.2's gates (a few facts from pkg/features/kube_features.go and
 // component-base), so that a broken regeneration fails here.
 func TestGeneratedFeatureGates(t *testing.T) {
-	if kubernetesVersion != "v1.35.4" || kubeletEmulationVersion != "1.35" || kubeletMinCompatibilityVersion != "1.34" {
-		t.Errorf("generated from %s at %s/%s, want v1.35.4 at 1.35/1.34", kubernetesVersion, kubeletEmulationVersion, kubeletMinCompatibilityVersion)
+	if kubernetesVersion != "v1.37.2" || kubeletEmulationVersion != "1.37" || kubeletMinCompatibilityVersion != "1.36" {
+		t.Errorf("generated from %s at %s/%s, want v1.37.2 at 1.37/1.36", kubernetesVersion, kubeletEmulationVersion, kubeletMinCompatibilityVersion)
 	}
 	if n := len(kubeletFeatureGates); n < 150 {
-		t.Errorf("%d gates: the kubelet v1.35.4 knows about 200", n)
+		t.Errorf("%d gates: the kubelet v1.37.2 knows about 253", n)
 	}
 	for name, want := range map[string]featureGate{
 		"AllAlpha":                           {Default: false, PreRelease: "ALPHA"},
 		"AllBeta":                            {Default: false, PreRelease: "BETA"},
-		"PodReadyToStartContainersCondition": {Default: true, PreRelease: "BETA"},
-		"PodAndContainerStatsFromCRI":        {Default: false, PreRelease: "ALPHA"},
+		"PodReadyToStartContainersCondition": {Default: true, LockToDefault: true, PreRelease: ""}, // GA in v1.37
+		"PodAndContainerStatsFromCRI":        {Default: false, PreRelease: "BETA"},                 // beta in v1.37, off
+		"EventedPLEG":                        {Default: false, PreRelease: "ALPHA"},
 		"InPlacePodVerticalScaling":          {Default: true, LockToDefault: true, PreRelease: ""},
 		"KubeletCrashLoopBackOffMax":         {Default: true, PreRelease: "BETA"},
 		"ContextualLogging":                  {Default: true, PreRelease: "BETA"}, // component-base logs

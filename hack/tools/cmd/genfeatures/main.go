@@ -9,7 +9,7 @@
 // pkg/kubelet/server add at run time (component-base's logs and metrics
 // gates). Each is written as the kubelet evaluates it at its emulation
 // version, the binary's (component-base/version.DefaultKubeBinaryVersion,
-// 1.35; minimum compatibility one minor below): its default, whether it is
+// 1.37; minimum compatibility one minor below): its default, whether it is
 // locked to it, and its pre-release stage. A gate known but not yet
 // available at that version (pre-alpha) is written too: the kubelet refuses
 // it with its own message, which is not "unrecognized".
