@@ -16,12 +16,12 @@
 #                                  its own module (its go.mod and go.sum) from the module proxy
 #                       helm       helm.sh/helm/v3 of hack/tools/helm (a module of its own)
 #                       etcd       etcd's own server (hack/tools/cmd/etcd) at the version of
-#                                  go.etcd.io/etcd/server/v3 in hack/tools/go.mod (3.6.5), for
+#                                  go.etcd.io/etcd/server/v3 in hack/tools/go.mod (3.7.0), for
 #                                  LOCAL_ETCD=built hack/local-up.sh
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-KUBE_VERSION=${KUBE_VERSION:-v1.35.4}
+KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
 METRICS_SERVER_VERSION=${METRICS_SERVER_VERSION:-v0.7.2}
 BIN=${ROOT}/_output/bin
 mkdir -p "${BIN}"
@@ -31,7 +31,7 @@ if [ ${#components[@]} -eq 0 ]; then
   components=(kube-apiserver kube-scheduler kube-controller-manager kubelet)
 fi
 
-ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=35 -X k8s.io/component-base/version.gitTreeState=clean"
+ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitTreeState=clean"
 
 cd "${ROOT}/hack/tools"
 for c in "${components[@]}"; do
@@ -52,7 +52,7 @@ for c in "${components[@]}"; do
     # The node e2e suite; hack/tools/tools_e2e_node.go keeps its imports.
     e2e_node.test)
       CGO_ENABLED=0 go test -c -trimpath -ldflags "${ldflags}" -o "${BIN}/${c}" k8s.io/kubernetes/test/e2e_node ;;
-    # Its version (2.59) is test/images/agnhost/VERSION of the same module.
+    # Its version (2.66.1) is test/images/agnhost/VERSION of the same module.
     agnhost)
       CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${BIN}/${c}" k8s.io/kubernetes/test/images/agnhost ;;
     # The version k8s.io/kubernetes requires (go.mod), as upstream's CI uses.

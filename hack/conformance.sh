@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs upstream node conformance specs (e2e.test of Kubernetes v1.35.4)
+# Runs upstream node conformance specs (e2e.test of Kubernetes v1.37.2)
 # against one node agent on the local cluster, then tears everything down:
 #
 #   1. builds what is missing (crivk, the kube binaries, e2e.test, agnhost);

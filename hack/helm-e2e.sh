@@ -9,7 +9,7 @@
 #      its SHA256SUMS), or, where the script does not exist yet, falls back
 #      to charts/crivk and hack/image-crivk.sh's image, saying so;
 #   3. brings up the local control plane (hack/local-up.sh) with the real
-#      kubelet v1.35.4 as node NODE_NAME on the cluster's containerd, into
+#      kubelet v1.37.2 as node NODE_NAME on the cluster's containerd, into
 #      which the release's image tarball is imported (also tagged
 #      e2e-upgrade);
 #   4. runs `go test ./test/helm` (its tests remove the cluster's

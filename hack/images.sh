@@ -3,8 +3,8 @@
 # image-layout tarballs under _output/images/, and imports them into a
 # containerd (CRI namespace k8s.io) when a socket is given:
 #
-#   registry.k8s.io/pause:3.10.1                      /pause from hack/images/pause.c
-#   registry.k8s.io/e2e-test-images/busybox:1.37.0-1  Debian's static /bin/busybox, and
+#   registry.k8s.io/pause:3.10.2                      /pause from hack/images/pause.c
+#   registry.k8s.io/e2e-test-images/busybox:1.37.0-2  Debian's static /bin/busybox, and
 #                                                     /bin/nmeter (hack/tools/cmd/nmeter: the
 #                                                     time of day part of busybox's nmeter,
 #                                                     which Debian's busybox lacks)
@@ -13,20 +13,20 @@
 # With CONFORMANCE_IMAGES=1 also the image the upstream conformance specs
 # run most (hack/conformance.sh sets it):
 #
-#   registry.k8s.io/e2e-test-images/agnhost:2.59      upstream test/images/agnhost recipe on a
+#   registry.k8s.io/e2e-test-images/agnhost:2.66.1    upstream test/images/agnhost recipe on a
 #                                                     Debian bookworm minbase root filesystem, with
 #                                                     /var/registry for its fake-registry-server
 #                                                     and nmeter (as busybox's)
-#   registry.k8s.io/e2e-test-images/nonewprivs:1.3    upstream test/images/nonewprivs: a setuid-root
+#   registry.k8s.io/e2e-test-images/nonewprivs:1.4    upstream test/images/nonewprivs: a setuid-root
 #                                                     /usr/local/bin/nnp that prints its effective uid
 #
 # With NODE_E2E_IMAGES=1 also the other images of the node e2e suite's
 # selection 1 (hack/node-conformance.sh sets it), from Debian packages:
 #
-#   registry.k8s.io/e2e-test-images/nginx:1.14-4          Debian's nginx (1.22) on a minbase root
+#   registry.k8s.io/e2e-test-images/nginx:1.27.0-2        Debian's nginx (1.22) on a minbase root
 #                                                         filesystem, nginx -g 'daemon off;'
-#   registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7   the agnhost Debian base (bookworm, not
-#   registry.k8s.io/e2e-test-images/ipc-utils:1.3         jessie): dnsutils, hostname, util-linux
+#   registry.k8s.io/e2e-test-images/glibc-dns-testing:2.1.1  the agnhost Debian base (bookworm):
+#   registry.k8s.io/e2e-test-images/ipc-utils:1.4            dnsutils, hostname, util-linux
 #
 # A tarball is rebuilt only when its inputs changed (recorded in
 # _output/images/NAME.inputs); an image is imported only when containerd does
@@ -42,19 +42,19 @@ SOCK=${1:-}
 OUT=${ROOT}/_output/images
 BIN=${ROOT}/_output/bin
 
-PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
-BUSYBOX_IMAGE=registry.k8s.io/e2e-test-images/busybox:1.37.0-1
+PAUSE_IMAGE=registry.k8s.io/pause:3.10.2
+BUSYBOX_IMAGE=registry.k8s.io/e2e-test-images/busybox:1.37.0-2
 BUSYBOX_OTHER_IMAGE=docker.io/library/busybox:latest
 IMAGE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 BUSYBOX_BIN=/bin/busybox
 CONFORMANCE_IMAGES=${CONFORMANCE_IMAGES:-0}
-AGNHOST_IMAGE=registry.k8s.io/e2e-test-images/agnhost:2.59
-NONEWPRIVS_IMAGE=registry.k8s.io/e2e-test-images/nonewprivs:1.3
+AGNHOST_IMAGE=registry.k8s.io/e2e-test-images/agnhost:2.66.1
+NONEWPRIVS_IMAGE=registry.k8s.io/e2e-test-images/nonewprivs:1.4
 NODE_E2E_IMAGES=${NODE_E2E_IMAGES:-0}
-# The tags of test/utils/image/manifest.go (v1.35.4).
-NGINX_IMAGE=registry.k8s.io/e2e-test-images/nginx:1.14-4
-JESSIE_DNSUTILS_IMAGE=registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7
-IPC_UTILS_IMAGE=registry.k8s.io/e2e-test-images/ipc-utils:1.3
+# The tags of test/utils/image/manifest.go (v1.37.2).
+NGINX_IMAGE=registry.k8s.io/e2e-test-images/nginx:1.27.0-2
+GLIBC_DNS_TESTING_IMAGE=registry.k8s.io/e2e-test-images/glibc-dns-testing:2.1.1
+IPC_UTILS_IMAGE=registry.k8s.io/e2e-test-images/ipc-utils:1.4
 NGINX_PACKAGES=nginx
 DEBIAN_SUITE=bookworm
 # What upstream's agnhost image adds to its base with apk (minus iperf): nc
@@ -252,7 +252,7 @@ build_debian_base() {
 # group-defined-in-image (gid 50000), busybox applets the Debian base lacks
 # (the upstream image is Alpine, whose tools are busybox's), and
 # /var/registry: what `agnhost fake-registry-server` serves (upstream's
-# fakeregistryserver/prepare_registry.sh downloads registry.k8s.io/pause:3.10.1
+# fakeregistryserver/prepare_registry.sh downloads registry.k8s.io/pause:3.10.2
 # there as pause:testing; here it is our pause image, the same name and
 # layout: manifests/testing -> an image index -> the manifest, config and
 # layer under blobs/). The Container Runtime specs "should (not) be able to
@@ -359,11 +359,12 @@ build_nginx() {
 # build_from_agnhost_base NAME IMAGE: an image of the agnhost Debian base
 # alone (minbase with dnsutils, iproute2, curl, netcat-openbsd, bash; the
 # minbase has util-linux, hostname and mawk), default command a shell:
-#   jessie-dnsutils  upstream: debian:jessie with dnsutils (and a coredns
-#                    binary no node spec uses); the node e2e suite's
-#                    Hostname of Pod specs run `hostname` and `hostname -f`
-#   ipc-utils        upstream: alpine with util-linux; the host IPC specs run
-#                    `ipcs -m | awk ...`
+#   glibc-dns-testing  upstream (v1.37's replacement of jessie-dnsutils): a
+#                      Debian base with dnsutils (and a coredns binary no node
+#                      spec uses); the node e2e suite's Hostname of Pod specs
+#                      run `hostname` and `hostname -f`
+#   ipc-utils          upstream: alpine with util-linux; the host IPC specs run
+#                      `ipcs -m | awk ...`
 build_from_agnhost_base() {
   local name=$1 image=$2 tar=${OUT}/$1.tar inputs
   build_debian_base agnhost-base "${AGNHOST_PACKAGES}"
@@ -415,9 +416,9 @@ if [ "${CONFORMANCE_IMAGES}" = 1 ]; then
 fi
 if [ "${NODE_E2E_IMAGES}" = 1 ]; then
   build_nginx
-  build_from_agnhost_base jessie-dnsutils "${JESSIE_DNSUTILS_IMAGE}"
+  build_from_agnhost_base glibc-dns-testing "${GLIBC_DNS_TESTING_IMAGE}"
   build_from_agnhost_base ipc-utils "${IPC_UTILS_IMAGE}"
-  images+=("${NGINX_IMAGE}" "${JESSIE_DNSUTILS_IMAGE}" "${IPC_UTILS_IMAGE}")
+  images+=("${NGINX_IMAGE}" "${GLIBC_DNS_TESTING_IMAGE}" "${IPC_UTILS_IMAGE}")
 fi
 
 if [ -n "${SOCK}" ]; then
@@ -430,7 +431,7 @@ if [ -n "${SOCK}" ]; then
   fi
   if [ "${NODE_E2E_IMAGES}" = 1 ]; then
     import_tar "${OUT}/nginx.tar" "${NGINX_IMAGE}"
-    import_tar "${OUT}/jessie-dnsutils.tar" "${JESSIE_DNSUTILS_IMAGE}"
+    import_tar "${OUT}/glibc-dns-testing.tar" "${GLIBC_DNS_TESTING_IMAGE}"
     import_tar "${OUT}/ipc-utils.tar" "${IPC_UTILS_IMAGE}"
   fi
 fi

@@ -41,7 +41,7 @@
 # only the node lifecycle controller takes the taint off),
 # LOCAL_ETCD=system|built: which etcd runs. system (the default) is Debian's
 # etcd-server 3.4.23 from PATH, data in _output/local/etcd. built is etcd
-# 3.6.5 built from the module proxy (hack/tools/cmd/etcd, the
+# 3.7.0 built from the module proxy (hack/tools/cmd/etcd, the
 # go.etcd.io/etcd/server/v3 of hack/tools/go.mod; hack/build-kube.sh etcd
 # builds _output/bin/etcd when it is missing or of another version), with
 # the same flags and ports, data in _output/local/etcd-3.6 (3.6 panics on a
@@ -532,7 +532,7 @@ EOF
 # on NODE_IP:5443 with TLS (a certificate of the cluster CA, which
 # containerd trusts for that host) and htpasswd authentication (user
 # crivk, password kept in LOCAL_DIR/registry/password); the busybox test
-# image is pushed to it as REGISTRY_HOST/e2e/busybox:1.37.0-1 by
+# image is pushed to it as REGISTRY_HOST/e2e/busybox:1.37.0-2 by
 # hack/tools' regtool.
 start_registry() {
   local dir=${LOCAL_DIR}/registry pw regtool=${BIN_DIR}/regtool
@@ -569,8 +569,8 @@ EOF
   wait_until docker-registry 30 "the registry on ${REGISTRY_HOST}" \
     curl -sf --max-time 2 --cacert "${PKI_DIR}/ca.crt" -u "crivk:${pw}" "https://${REGISTRY_HOST}/v2/"
   "${regtool}" push -ca "${PKI_DIR}/ca.crt" -user crivk -password "${pw}" "${ROOT}/_output/images/busybox.tar" \
-    "${REGISTRY_HOST}/e2e/busybox:1.37.0-1" >"${dir}/busybox.digest" || return 1
-  log "registry ${REGISTRY_HOST}: e2e/busybox:1.37.0-1 pushed ($(cat "${dir}/busybox.digest"))"
+    "${REGISTRY_HOST}/e2e/busybox:1.37.0-2" >"${dir}/busybox.digest" || return 1
+  log "registry ${REGISTRY_HOST}: e2e/busybox:1.37.0-2 pushed ($(cat "${dir}/busybox.digest"))"
 }
 
 # mirror_digest REPO TAG: the manifest digest the mirror serves for

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the node e2e suite of Kubernetes v1.35.4 (test/e2e_node, built as
+# Runs the node e2e suite of Kubernetes v1.37.2 (test/e2e_node, built as
 # e2e_node.test: the documented "node conformance test") against one node
 # agent on this machine, then tears everything down (issue #31).
 #
@@ -27,7 +27,7 @@
 #    test binary's child process is up and within the suite's two-minute
 #    wait for a Ready node. Upstream's containerized runner
 #    (test/e2e_node/conformance/run_test.sh, --conformance=true) points its
-#    kubelet at http://localhost:8080, an insecure port v1.35's API server no
+#    kubelet at http://localhost:8080, an insecure port v1.37's API server no
 #    longer has.
 #  - What --start-services=false needs is small: in node e2e mode the suite's
 #    client ignores --kubeconfig and uses --host with --bearer-token
@@ -86,10 +86,10 @@
 # a link to it, so that work/ is that directory.
 #
 # Steps: builds what is missing (crivk, kubelet, e2e_node.test, agnhost,
-# ginkgo, etcd), brings up the local cluster with etcd 3.6.5 (LOCAL_ETCD=built,
+# ginkgo, etcd), brings up the local cluster with etcd 3.7.0 (LOCAL_ETCD=built,
 # below), the conformance images and the node e2e suite's
 # (CONFORMANCE_IMAGES=1 NODE_E2E_IMAGES=1 hack/local-up.sh:
-# nginx, jessie-dnsutils, ipc-utils, and nmeter in busybox; hack/images.sh)
+# nginx, glibc-dns-testing, ipc-utils, and nmeter in busybox; hack/images.sh)
 # and a mirror of registry.k8s.io holding them (REGISTRY_MIRROR=1: the specs
 # that pull with imagePullPolicy Always, eviction, image GC, image update),
 # creates the suite's token,
@@ -124,7 +124,7 @@
 #                                 specs only
 #   E2E_ARGS                      extra e2e_node.test arguments (word-split)
 #   LOCAL_ETCD                    the cluster's etcd (hack/local-up.sh): built
-#                                 (default here), etcd 3.6.5 of hack/tools, or
+#                                 (default here), etcd 3.7.0 of hack/tools, or
 #                                 system, Debian's 3.4.23. Debian's lacks watch
 #                                 progress requests (RequestWatchProgress): the
 #                                 API server's watch cache lags and ends watches
@@ -252,7 +252,7 @@ setup() {
   # deletes the Node before each run), with the same effect: upstream's
   # node e2e API server disables that plugin (services/apiserver.go), so
   # does this one.
-  # etcd 3.6.5 unless the caller asks for another (LOCAL_ETCD, above).
+  # etcd 3.7.0 unless the caller asks for another (LOCAL_ETCD, above).
   LOCAL_ETCD=${LOCAL_ETCD:-built} CONFORMANCE_IMAGES=1 NODE_E2E_IMAGES=1 REGISTRY_MIRROR=1 KCM_CONTROLLERS='*,-nodeipam,-nodelifecycle' \
     DISABLE_ADMISSION_PLUGINS=TaintNodesByCondition hack/local-up.sh
 }
@@ -309,7 +309,7 @@ cat >"${RESULTS}/agent-config.d/10-node-e2e.conf" <<CFG
 # Both agents (hack/node-conformance.sh explains each field).
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-# test/e2e_node/jenkins/default-kubelet-config.yaml (v1.35.4) but podCIDR
+# test/e2e_node/jenkins/default-kubelet-config.yaml (v1.37.2) but podCIDR
 cgroupDriver: cgroupfs
 cgroupRoot: /
 fileCheckFrequency: 10s

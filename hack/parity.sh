@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The comparisons with the kubelet v1.35.4 (make parity; issue #50), which
+# The comparisons with the kubelet v1.37.2 (make parity; issue #50), which
 # make test does not run (each is behind its environment variable in
 # test/e2e), run together, and their results written with the date into
 # docs/parity.md, which docs/runtime.md and docs/reliability.md link to:
@@ -81,7 +81,7 @@ logged() {
 }
 
 {
-  echo "# Parity with the kubelet v1.35.4 (make parity)"
+  echo "# Parity with the kubelet v1.37.2 (make parity)"
   echo
   echo "Written by \`hack/parity.sh\` (\`make parity\`) from its run of ${started} to ${ended} UTC at commit"
   echo "\`${commit}\`${dirty}, on $(nproc) cores, $(awk '/^MemTotal:/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo),"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the real kubelet v1.35.4 (hack/build-kube.sh kubelet) in the
+# Runs the real kubelet v1.37.2 (hack/build-kube.sh kubelet) in the
 # foreground as the node of the local cluster started by hack/local-up.sh,
 # against the project's containerd: the comparison agent of the conformance
 # runs. Extra arguments are passed to the kubelet.

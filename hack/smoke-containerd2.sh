@@ -404,7 +404,7 @@ EOF
   digest=$(cat "${ROOT}/_output/images/busybox.tar.digest")
   "${regtool}" push -ca "${PKI_DIR}/ca.crt" "${ROOT}/_output/images/busybox.tar" "${REGISTRY_HOST}/${MIRROR_TAG}" >/dev/null
   # (ctr removes a name; the CRI's RemoveImage would remove every name of
-  # the image, the 1.37.0-1 tag too.)
+  # the image, the 1.37.0-2 tag too.)
   for ref in "registry.k8s.io/${MIRROR_TAG}" "${REGISTRY_HOST}/${MIRROR_TAG}"; do
     ctr_ours images rm "${ref}" >/dev/null 2>&1 || true
     crictl_ours pull "${ref}" | sed 's/^/  /'

@@ -283,7 +283,7 @@ node_conformance() {
   [ "${bad}" = 0 ] || return 1
   local rc=0 out=${LOGS}/node-conformance.out
   # Debian's etcd, as the other tiers (hack/node-conformance.sh alone
-  # defaults to the built 3.6.5; the subset has no spec that needs it),
+  # defaults to the built 3.7.0; the subset has no spec that needs it),
   # unless the caller sets LOCAL_ETCD.
   LOCAL_ETCD=${LOCAL_ETCD:-system} NODE_CONFORMANCE_FOCUS="$(literal_focus "${lines}")" NODE_AGENT=crivk hack/node-conformance.sh 2>&1 |
     tee "${out}" || rc=$?

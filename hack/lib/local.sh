@@ -16,9 +16,10 @@ PID_DIR=${LOCAL_DIR}/pids
 LOG_DIR=${LOCAL_DIR}/logs
 PKI_DIR=${LOCAL_DIR}/pki
 # LOCAL_ETCD (hack/local-up.sh): system runs Debian's etcd-server (3.4) from
-# PATH with its data in LOCAL_DIR/etcd; built runs etcd 3.6.5 of hack/tools
+# PATH with its data in LOCAL_DIR/etcd; built runs etcd 3.7.0 of hack/tools
 # (hack/build-kube.sh etcd, BIN_DIR/etcd) with its data in
-# LOCAL_DIR/etcd-3.6. etcd 3.6 upgrades only from 3.5: on a 3.4 data dir it
+# LOCAL_DIR/etcd-3.6 (the name of the 3.6.5 it replaced: 3.7 upgrades a 3.6
+# data dir, one minor up). etcd 3.6 upgrades only from 3.5: on a 3.4 data dir it
 # panics ("detected disallowed v2 WAL for stage --v2-deprecation=write-only").
 # Each kind keeps its own data, so switching back finds the other's as it
 # was left.
@@ -99,8 +100,8 @@ POD_CIDR=${POD_CIDR:-10.88.0.0/16}
 SERVICE_CIDR=10.96.0.0/16
 SERVICE_IP=10.96.0.1
 NODE_NAME=${NODE_NAME:-crivk-local}
-PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
-BUSYBOX_IMAGE=registry.k8s.io/e2e-test-images/busybox:1.37.0-1
+PAUSE_IMAGE=registry.k8s.io/pause:3.10.2
+BUSYBOX_IMAGE=registry.k8s.io/e2e-test-images/busybox:1.37.0-2
 
 ETCD_CLIENT_PORT=2479
 ETCD_PEER_PORT=2480
