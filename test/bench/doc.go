@@ -25,7 +25,7 @@
 //	         burst and goes through the counting proxy. The floor of any
 //	         agent that goes through the API server. W4 and W5 are not run
 //	         in it (no exit handling; its agent is the harness itself).
-//	kubelet  hack/run-kubelet.sh (kubelet v1.35.4) as node NODE_NAME.
+//	kubelet  hack/run-kubelet.sh (kubelet v1.37.2) as node NODE_NAME.
 //	crivk    hack/run-crivk.sh as node NODE_NAME.
 //
 // Each agent lane (rawapi included) starts its agent, waits for the Node to

@@ -20,7 +20,7 @@ const docsMethod = `## How it is measured
 - **Lanes**: raw (the harness sends the sandbox and container configs that
   crivk's cri package builds for the pod spec straight to containerd, one
   goroutine per pod, each CRI call bounded by 2 minutes as the kubelet's
-  --runtime-request-timeout; see "Raw's parallelism" below), rawapi (see below), kubelet v1.35.4
+  --runtime-request-timeout; see "Raw's parallelism" below), rawapi (see below), kubelet v1.37.2
   (hack/run-kubelet.sh) and crivk (hack/run-crivk.sh), never two at once. Before each lane the harness
   force-deletes the namespace's pods, removes every CRI sandbox and the Node
   object, and repeats that until five listings in a row, a second apart,
@@ -104,7 +104,7 @@ const docsMethod = `## How it is measured
   gives the best reachable ratio of every goal: raw/kubelet for a goal
   against the kubelet, rawapi/raw for a goal against raw, and says "out of
   reach" where the goal asks for less.
-- **Pods**: pinned by nodeName, ` + "`registry.k8s.io/pause:3.10.1`" + ` as the container
+- **Pods**: pinned by nodeName, ` + "`registry.k8s.io/pause:3.10.2`" + ` as the container
   (exits at once on SIGTERM), imagePullPolicy IfNotPresent (images imported
   by hack/images.sh), terminationGracePeriodSeconds 30, no service account
   token, no service links. W4 uses busybox exiting at a known wall-clock second.

@@ -17,7 +17,7 @@ import (
 
 const (
 	namespace  = "bench-fleet"
-	pauseImage = "registry.k8s.io/pause:3.10.1"
+	pauseImage = "registry.k8s.io/pause:3.10.2"
 )
 
 // podTimes is what the tracker saw of one pod, client-side times.

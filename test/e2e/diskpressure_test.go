@@ -87,7 +87,7 @@ func TestEvictionDiskPressure(t *testing.T) {
 }
 
 // TestEvictionDiskPressureKubelet runs TestEvictionDiskPressure's
-// scenario against the kubelet v1.35 (hack/run-kubelet.sh) in crivk's
+// scenario against the kubelet v1.37 (hack/run-kubelet.sh) in crivk's
 // place, for the figures docs/reliability.md compares; only with
 // CRIVK_E2E_DISK_KUBELET=1 (not in make test).
 func TestEvictionDiskPressureKubelet(t *testing.T) {

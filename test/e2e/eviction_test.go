@@ -156,7 +156,7 @@ type memoryAgent string
 const (
 	memoryCrivk      memoryAgent = "crivk"
 	memoryCrivkMemcg memoryAgent = "crivk --kernel-memcg-notification"
-	// memoryKubelet: the kubelet v1.35 on a node of its own
+	// memoryKubelet: the kubelet v1.37 on a node of its own
 	// (memory_kubelet_test.go).
 	memoryKubelet memoryAgent = "kubelet"
 )

@@ -25,7 +25,7 @@ import (
 )
 
 // TestFieldsKubelet runs the pods of #30's field tests (fields_test.go,
-// confinement_test.go, resize_test.go) against the kubelet v1.35.4 and
+// confinement_test.go, resize_test.go) against the kubelet v1.37.2 and
 // against crivk side by side, and compares what a user sees of each:
 // phase, pod reason and message, the conditions' status and reason, each
 // container's state (waiting reason and message, terminated reason and
@@ -95,7 +95,7 @@ func TestFieldsKubelet(t *testing.T) {
 	})
 
 	var b strings.Builder
-	b.WriteString("\n| case | kubelet v1.35.4 | crivk | same? |\n|---|---|---|---|\n")
+	b.WriteString("\n| case | kubelet v1.37.2 | crivk | same? |\n|---|---|---|---|\n")
 	for i, fc := range cases {
 		k, c := results[i][0], results[i][1]
 		same := "yes"

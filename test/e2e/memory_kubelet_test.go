@@ -11,7 +11,7 @@ import (
 )
 
 // TestEvictionMemoryKubelet runs TestEvictionMemory's scenario against the
-// kubelet v1.35 (hack/run-kubelet.sh) for the figures docs/reliability.md
+// kubelet v1.37 (hack/run-kubelet.sh) for the figures docs/reliability.md
 // compares; only with CRIVK_E2E_MEMORY_KUBELET=1 (not in make test).
 //
 // The kubelet runs as TestEvictionDiskPressureKubelet's does: node

@@ -31,7 +31,7 @@ import (
 
 // The local registry (hack/local-up.sh, REGISTRY=1): TLS with the cluster
 // CA and htpasswd authentication; the busybox test image is there as
-// <REGISTRY_HOST>/e2e/busybox:1.37.0-1.
+// <REGISTRY_HOST>/e2e/busybox:1.37.0-2.
 func registry(t *testing.T) (host, password, digest string) {
 	t.Helper()
 	host = os.Getenv("REGISTRY_HOST")
@@ -133,7 +133,7 @@ func TestRegistryPulls(t *testing.T) {
 	ns := newNamespace(t)
 	pullSecret(t, ns, "regcred", host, "crivk", pw)
 	for name, image := range map[string]string{
-		"by-tag":    host + "/e2e/busybox:1.37.0-1",
+		"by-tag":    host + "/e2e/busybox:1.37.0-2",
 		"by-digest": host + "/e2e/busybox@" + digest,
 	} {
 		pod := busyboxPod(name, v1.RestartPolicyAlways, "sleep 3600")
@@ -161,7 +161,7 @@ func TestRegistryPullWithoutCredentials(t *testing.T) {
 	host, _, _ := registry(t)
 	ns := newNamespace(t)
 	pullSecret(t, ns, "wrong", host, "crivk", "not-the-password")
-	image := host + "/e2e/busybox:1.37.0-1"
+	image := host + "/e2e/busybox:1.37.0-2"
 	for name, secret := range map[string]string{"no-secret": "", "wrong-secret": "wrong"} {
 		pod := busyboxPod(name, v1.RestartPolicyAlways, "sleep 3600")
 		pod.Spec.Containers[0].Image = image
@@ -246,7 +246,7 @@ func TestRegistryPullWithoutCredentials(t *testing.T) {
 // can be accessed by the pod", no Pulling event), as the kubelet.
 func TestRegistryEnsureSecretPulledImages(t *testing.T) {
 	host, pw, digest := registry(t)
-	image := host + "/e2e/busybox:1.37.0-1"
+	image := host + "/e2e/busybox:1.37.0-2"
 	forgetBusyboxPulls(t)
 	// Pod A must pull: the registry's names an earlier test left
 	// (TestRegistryPulls) go first.

@@ -1,7 +1,7 @@
 // Package helm is the end-to-end test of crivk's chart beside a real
 // kubelet: hack/helm-e2e.sh removes what an earlier run left, makes the
 // release (hack/release.sh: the packaged chart and the image tarball), brings
-// up the local control plane and the kubelet v1.35.4 as node NODE_NAME on
+// up the local control plane and the kubelet v1.37.2 as node NODE_NAME on
 // the cluster's containerd, imports the image there, then runs it with
 // CRIVK_HELM_E2E=1, CRIVK_HELM_CHART (the packaged chart, or charts/crivk
 // where the release script does not exist yet) and CRIVK_IMAGE (the
