@@ -8,7 +8,7 @@
 #
 # The selection (what each area's "specs" column counts) comes from a Ginkgo
 # dry run of _output/bin/e2e.test with CONFORMANCE_FOCUS and CONFORMANCE_SKIP
-# (defaults: the whole [NodeConformance] selection, 197 specs in v1.37.2,
+# (defaults: the whole [NodeConformance] selection, 389 specs in v1.37.2 (197 in v1.35.4),
 # without [Disruptive]), so a spec a run never reached (an interrupted run)
 # counts as "not run" rather than vanishing. Per run: passed; failed (failed,
 # timed out, panicked or interrupted); skipped (selected, but the spec
@@ -20,7 +20,7 @@
 # node e2e suite"): NODE_E2E=1 takes the selection from a dry run of
 # _output/bin/e2e_node.test instead, by default selection 1 of the suite's
 # own files (focus [NodeConformance], skip [Serial]|[Disruptive], focus file
-# test/e2e_node/: 174 specs in v1.37.2), and adds the suite's areas
+# test/e2e_node/: 193 specs in v1.37.2 (174 in v1.35.4)), and adds the suite's areas
 # (Containers Lifecycle, MirrorPod, Hostname of Pod, Device Plugin Failures,
 # ...) to those of the specs it shares with e2e.test:
 #

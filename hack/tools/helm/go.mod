@@ -1,7 +1,7 @@
 module github.com/crivk/crivk/hack/tools/helm
 
 // Helm in a module of its own: its k8s.io libraries differ from
-// k8s.io/kubernetes v1.35.4 in hack/tools.
+// k8s.io/kubernetes v1.37.2 in hack/tools.
 
 go 1.25.0
 
