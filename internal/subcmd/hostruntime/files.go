@@ -626,7 +626,7 @@ func Render(args []string, w io.Writer) error {
 	fs.StringVar(&f.Root, "root", "", "the containerd's root")
 	fs.StringVar(&f.State, "state", "", "the containerd's state directory")
 	fs.StringVar(&f.Socket, "socket", "", "the containerd's gRPC socket")
-	fs.StringVar(&f.SandboxImage, "sandbox-image", "registry.k8s.io/pause:3.10.1", "the sandbox (pause) image")
+	fs.StringVar(&f.SandboxImage, "sandbox-image", "registry.k8s.io/pause:3.10.2", "the sandbox (pause) image")
 	fs.BoolVar(&f.RestrictOOMScoreAdj, "restrict-oom-score-adj", false, "the CRI plugin's restrict_oom_score_adj")
 	fs.StringVar(&f.RuncRoot, "runc-root", "", "runc's state root")
 	fs.StringVar(&f.CNIBinDir, "cni-bin-dir", "/opt/cni/bin", "the CNI plugins' directory")

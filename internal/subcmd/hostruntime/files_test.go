@@ -215,7 +215,7 @@ func TestRenderContainerd2(t *testing.T) {
 		"[plugins.\"io.containerd.server.v1.metrics\"]\n    address = \"\"\n",
 		"[plugins.\"io.containerd.internal.v1.opt\"]\n    path = \"/r/opt\"\n",
 		"[plugins.\"io.containerd.cri.v1.images\"]\n    snapshotter = \"overlayfs\"\n",
-		"[plugins.\"io.containerd.cri.v1.images\".pinned_images]\n      sandbox = \"registry.k8s.io/pause:3.10.1\"\n",
+		"[plugins.\"io.containerd.cri.v1.images\".pinned_images]\n      sandbox = \"registry.k8s.io/pause:3.10.2\"\n",
 		"[plugins.\"io.containerd.cri.v1.images\".registry]\n      config_path = \"/etc/x/certs.d\"\n",
 		"restrict_oom_score_adj = true", "netns_mounts_under_state_dir = true", `default_runtime_name = "runc"`,
 		"[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.runc]\n        runtime_type = \"io.containerd.runc.v2\"\n",

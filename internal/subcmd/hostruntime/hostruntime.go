@@ -55,7 +55,7 @@ func parseHostRuntimeFlags(args []string) (*hostRuntimeOptions, error) {
 	fs.StringVar(&o.cniBinDir, "cni-bin-dir", "/opt/cni/bin", "host directory of the CNI plugins (bridge, host-local, portmap)")
 	fs.StringVar(&o.cniBridge, "cni-bridge", "crivk0", "the Linux bridge of crivk's pod network")
 	fs.StringVar(&o.podCIDR, "pod-cidr", "10.89.0.0/16", "the pods' subnet (host-local IPAM)")
-	fs.StringVar(&o.sandboxImage, "sandbox-image", "registry.k8s.io/pause:3.10.1", "the CRI plugin's sandbox (pause) image")
+	fs.StringVar(&o.sandboxImage, "sandbox-image", "registry.k8s.io/pause:3.10.2", "the CRI plugin's sandbox (pause) image")
 	fs.BoolVar(&o.restrictOOMScoreAdj, "restrict-oom-score-adj", false, "the CRI plugin's restrict_oom_score_adj (for hosts whose processes lack CAP_SYS_RESOURCE)")
 	fs.StringVar(&o.cgroupRoot, "cgroup-root", "/crivk", "crivk's cgroup root: the containerd and its shims live in <cgroup-root>/runtime")
 	fs.StringVar(&o.logFile, "log-file", "/var/log/crivk-containerd.log", "host file the containerd writes its log to")

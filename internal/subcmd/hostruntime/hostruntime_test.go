@@ -52,7 +52,7 @@ func TestHostRuntimeFiles(t *testing.T) {
 	}
 	for _, want := range []string{`address = "/run/crivk-b/containerd.sock"`, `root = "/var/lib/crivk-containerd"`, `state = "/run/crivk-b/state"`,
 		`Root = "/run/crivk-b/runc"`, `restrict_oom_score_adj = true`, `bin_dir = "/usr/lib/cni"`, `conf_dir = "/etc/crivk-containerd/net.d"`,
-		`sandbox_image = "registry.k8s.io/pause:3.10.1"`} {
+		`sandbox_image = "registry.k8s.io/pause:3.10.2"`} {
 		if !strings.Contains(string(config), want) {
 			t.Errorf("config.toml lacks %s:\n%s", want, config)
 		}
@@ -76,7 +76,7 @@ func TestHostRuntimeFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"\nversion = 4\n", `address = "/run/crivk-b/containerd.sock"`, `Root = "/run/crivk-b/runc"`,
-		`bin_dirs = ["/usr/lib/cni"]`, `conf_dir = "/etc/crivk-containerd/net.d"`, `sandbox = "registry.k8s.io/pause:3.10.1"`,
+		`bin_dirs = ["/usr/lib/cni"]`, `conf_dir = "/etc/crivk-containerd/net.d"`, `sandbox = "registry.k8s.io/pause:3.10.2"`,
 		`config_path = "/etc/crivk-containerd/certs.d"`} {
 		if !strings.Contains(string(config), want) {
 			t.Errorf("config.toml for containerd 2.4 lacks %s:\n%s", want, config)
