@@ -9,17 +9,19 @@ import (
 
 // configz serves /configz as the kubelet's (component-base/configz, set
 // by cmd/kubelet's setConfigz): one JSON object whose key "kubeletconfig"
-// holds the effective configuration in the v1beta1 field names, without
-// apiVersion and kind (the kubelet serves the converted struct, whose
-// TypeMeta is empty). Auth authorises it as nodes/configz, then
-// nodes/proxy. Any method is answered, as the kubelet's handler does.
+// holds the effective configuration in the v1beta1 field names, with
+// apiVersion kubelet.config.k8s.io/v1beta1 and kind KubeletConfiguration
+// whatever the given struct's TypeMeta holds (since v1.36 the kubelet's
+// convertToVersionedKubeletConfig stamps the GroupVersionKind, #136044).
+// Auth authorises it as nodes/configz, then nodes/proxy. Any method is
+// answered, as the kubelet's handler does.
 type configz struct {
 	config func() *kubeletv1beta1.KubeletConfiguration
 }
 
 func (c configz) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	cfg := *c.config()
-	cfg.TypeMeta.APIVersion, cfg.TypeMeta.Kind = "", ""
+	cfg.SetGroupVersionKind(kubeletv1beta1.SchemeGroupVersion.WithKind("KubeletConfiguration"))
 	b, err := json.Marshal(map[string]any{"kubeletconfig": cfg})
 	if err != nil {
 		http.Error(w, "error marshaling json: "+err.Error(), http.StatusInternalServerError)

@@ -10,14 +10,13 @@ import (
 )
 
 // TestConfigz: /configz is the kubelet's shape, {"kubeletconfig": {...}}
-// in the v1beta1 field names without apiVersion and kind, and is served
-// only when the configuration is given.
+// in the v1beta1 field names with apiVersion and kind (#136044) even when
+// the given struct has none, and is served only when the configuration is
+// given.
 func TestConfigz(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.KubeletConfig = func() *kubeletv1beta1.KubeletConfiguration {
-		c := &kubeletv1beta1.KubeletConfiguration{MaxPods: 42, StaticPodPath: "/etc/m"}
-		c.Kind, c.APIVersion = "KubeletConfiguration", "kubelet.config.k8s.io/v1beta1"
-		return c
+		return &kubeletv1beta1.KubeletConfiguration{MaxPods: 42, StaticPodPath: "/etc/m"}
 	}
 	h, err := New(cfg)
 	if err != nil {
@@ -33,8 +32,8 @@ func TestConfigz(t *testing.T) {
 		t.Fatal(err)
 	}
 	kc := got["kubeletconfig"]
-	if kc["maxPods"] != float64(42) || kc["staticPodPath"] != "/etc/m" || kc["kind"] != nil || kc["apiVersion"] != nil {
-		t.Errorf("kubeletconfig = %v: want maxPods 42, staticPodPath /etc/m, no kind nor apiVersion", kc)
+	if kc["maxPods"] != float64(42) || kc["staticPodPath"] != "/etc/m" || kc["kind"] != "KubeletConfiguration" || kc["apiVersion"] != "kubelet.config.k8s.io/v1beta1" {
+		t.Errorf("kubeletconfig = %v: want maxPods 42, staticPodPath /etc/m, kind KubeletConfiguration, apiVersion kubelet.config.k8s.io/v1beta1", kc)
 	}
 
 	h, err = New(testConfig(t))
