@@ -51,7 +51,9 @@ func BuildNode(cfg NodeConfig, rd cri.Readiness, now time.Time) (*v1.Node, error
 	}
 	storage := int64(fs.Blocks) * int64(fs.Bsize)
 	capacity[v1.ResourcePods] = *resource.NewQuantity(cfg.MaxPods, resource.DecimalSI)
-	capacity[v1.ResourceEphemeralStorage] = *resource.NewQuantity(storage, resource.BinarySI)
+	// DecimalSI as the kubelet's EphemeralStorageCapacityFromFsInfo since
+	// v1.37 (#137652); the allocatable keeps the capacity's format.
+	capacity[v1.ResourceEphemeralStorage] = *resource.NewQuantity(storage, resource.DecimalSI)
 	labels := map[string]string{
 		"kubernetes.io/hostname":  cfg.Name,
 		"kubernetes.io/os":        runtime.GOOS,

@@ -6,6 +6,7 @@ import (
 
 	"github.com/crivk/crivk/cri"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 func TestBuildNode(t *testing.T) {
@@ -18,6 +19,13 @@ func TestBuildNode(t *testing.T) {
 	}
 	if n.Status.Capacity.Pods().Value() != 110 || n.Status.Capacity.Memory().IsZero() || n.Status.Capacity.StorageEphemeral().IsZero() {
 		t.Errorf("capacity %v", n.Status.Capacity)
+	}
+	// ephemeral-storage is DecimalSI in capacity and allocatable, as the
+	// kubelet's since v1.37 (#137652).
+	for name, l := range map[string]v1.ResourceList{"capacity": n.Status.Capacity, "allocatable": n.Status.Allocatable} {
+		if q := l[v1.ResourceEphemeralStorage]; q.Format != resource.DecimalSI {
+			t.Errorf("%s ephemeral-storage %s in %s, want %s", name, q.String(), q.Format, resource.DecimalSI)
+		}
 	}
 	if n.Status.NodeInfo.ContainerRuntimeVersion != "containerd://1.6.20" || n.Status.NodeInfo.KubeletVersion != "v1.37.2-crivk.0" {
 		t.Errorf("nodeInfo %+v", n.Status.NodeInfo)
