@@ -230,7 +230,7 @@ func computePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 	if len(status.Sandboxes) > 0 {
 		newest = &status.Sandboxes[0]
 	}
-	if newest == nil || !newest.Ready {
+	if status.SandboxNotReady() != "" {
 		p.planNewSandbox(newest)
 		return a
 	}

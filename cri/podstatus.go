@@ -101,6 +101,35 @@ func (s *PodStatus) IPs() []string {
 	return nil
 }
 
+// Why a pod needs a new sandbox, in the kubelet's words (its
+// PodSandboxChanged, kubetypes.PodSandboxNotReadyMsg*): SandboxNotReady's
+// results, the message of a False PodReadyToStartContainers.
+const (
+	MsgNoPodSandbox       = "no pod sandbox exists"
+	MsgPodSandboxNotReady = "pod sandbox is not ready"
+)
+
+// SandboxNotReady says why the pod's containers cannot run in its newest
+// sandbox, "" when they can (that sandbox is ready). It is the one rule
+// for both ComputePodActions (a new sandbox is planned unless it is "")
+// and the PodReadyToStartContainers condition (lifecycle/status: True when
+// it is "", else False with it as the message), as the kubelet's
+// PodSandboxChanged is for its computePodActions and
+// GeneratePodReadyToStartContainersCondition. Of the kubelet's other
+// reasons, "multiple pod sandboxes are ready" and "pod sandbox has no IP
+// address" are not checked (crivk runs the containers in the newest ready
+// sandbox), and the network namespace mode cannot change (hostNetwork is
+// immutable and the sandbox is made with it).
+func (s *PodStatus) SandboxNotReady() string {
+	switch {
+	case len(s.Sandboxes) == 0:
+		return MsgNoPodSandbox
+	case !s.Sandboxes[0].Ready:
+		return MsgPodSandboxNotReady
+	}
+	return ""
+}
+
 // Latest returns the newest attempt of the named container of the given type.
 func (s *PodStatus) Latest(name string, typ ContainerType) *ContainerStatus {
 	for i := range s.Containers {

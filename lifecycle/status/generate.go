@@ -175,20 +175,24 @@ func setPhase(s *v1.PodStatus, in Input) *v1.PodStatus {
 	return prev
 }
 
+// ReasonPodSandboxNotReady is the reason of a False
+// PodReadyToStartContainers (the kubelet's
+// kubetypes.PodSandboxNotReadyReason); its message is
+// cri.PodStatus.SandboxNotReady's.
+const ReasonPodSandboxNotReady = "PodSandboxNotReady"
+
 // nodeConditions are the conditions the node owns (ownedConditions),
 // before the merge with the previous status: PodReadyToStartContainers,
 // Initialized, ContainersReady, Ready, PodScheduled and the resize
 // conditions.
 func nodeConditions(in Input, phase v1.PodPhase, initDone bool, incompleteInit, unready []string) []v1.PodCondition {
-	sandboxReady := false
-	for _, sb := range in.Runtime.Sandboxes {
-		if sb.Ready {
-			sandboxReady = true
-		}
+	// As the kubelet's GeneratePodReadyToStartContainersCondition since
+	// v1.37 (#135300): False says why, the reason PodSandboxNotReady.
+	ready := condition(v1.PodReadyToStartContainers, true, "", "")
+	if msg := in.Runtime.SandboxNotReady(); msg != "" {
+		ready = condition(v1.PodReadyToStartContainers, false, ReasonPodSandboxNotReady, msg)
 	}
-	conds := []v1.PodCondition{
-		condition(v1.PodReadyToStartContainers, sandboxReady, "", ""),
-	}
+	conds := []v1.PodCondition{ready}
 	switch {
 	case initDone && phase == v1.PodSucceeded:
 		conds = append(conds, condition(v1.PodInitialized, true, reasonPodCompleted, ""))

@@ -167,7 +167,7 @@ func TestGenerateStatus(t *testing.T) {
 			phase: v1.PodPending,
 			check: map[string]func(*testing.T, v1.ContainerStatus){"a": waitingReason(ReasonContainerCreating, "")},
 			conds: map[v1.PodConditionType]wantCond{
-				v1.PodReadyToStartContainers: {status: fls},
+				v1.PodReadyToStartContainers: {fls, "PodSandboxNotReady", "no pod sandbox exists"},
 				v1.PodInitialized:            {status: tru},
 				v1.ContainersReady:           unready("a"),
 				v1.PodReady:                  unready("a"),
@@ -265,8 +265,21 @@ func TestGenerateStatus(t *testing.T) {
 			phase: v1.PodSucceeded,
 			check: map[string]func(*testing.T, v1.ContainerStatus){"a": terminatedAs(0, "Completed")},
 			conds: map[v1.PodConditionType]wantCond{
-				v1.ContainersReady: {fls, "PodCompleted", ""},
-				v1.PodReady:        {fls, "PodCompleted", ""},
+				v1.PodReadyToStartContainers: {fls, "PodSandboxNotReady", "pod sandbox is not ready"},
+				v1.ContainersReady:           {fls, "PodCompleted", ""},
+				v1.PodReady:                  {fls, "PodCompleted", ""},
+			},
+		},
+		"newest sandbox not ready, an older one ready: not ready to start containers": {
+			pod: testutil.Pod(v1.RestartPolicyAlways, nil, "a"),
+			rt: func() *cri.PodStatus {
+				st := rtStatus(false, reg("a", 0, cri.StateRunning, 0))
+				st.Sandboxes = append(st.Sandboxes, cri.SandboxStatus{ID: "sb-old", Ready: true})
+				return st
+			}(),
+			phase: v1.PodRunning,
+			conds: map[v1.PodConditionType]wantCond{
+				v1.PodReadyToStartContainers: {fls, "PodSandboxNotReady", "pod sandbox is not ready"},
 			},
 		},
 		"Succeeded: Initialized says PodCompleted": {
