@@ -239,9 +239,10 @@ type PodState interface {
 type ContainerGCConfig struct {
 	Policy GCPolicy
 	Pods   PodState
-	// NodeRef is the node the ContainerGCFailed event is recorded on;
-	// nil: no event.
-	NodeRef *v1.ObjectReference
+	// NodeRef returns the node the ContainerGCFailed event is recorded
+	// on, with its UID once known (nodestatus.NodeRef.WithUID, the
+	// kubelet's nodeRefWithUID since v1.37); nil: no event.
+	NodeRef func() *v1.ObjectReference
 	// Observe, if set, is told what each collection removed and how long
 	// it took (package metrics).
 	Observe func(removed GCResult, took time.Duration)
@@ -286,7 +287,7 @@ func (g *ContainerGC) Run(ctx context.Context, period time.Duration) {
 		if err := g.GarbageCollect(ctx); err != nil && ctx.Err() == nil {
 			log.G(ctx).WithError(err).Error("Container garbage collection failed")
 			if g.r.recorder != nil && g.cfg.NodeRef != nil {
-				g.r.recorder.Eventf(g.cfg.NodeRef, v1.EventTypeWarning, "ContainerGCFailed", "%s", err.Error())
+				g.r.recorder.Eventf(g.cfg.NodeRef(), v1.EventTypeWarning, "ContainerGCFailed", "%s", err.Error())
 			}
 		}
 		select {

@@ -122,8 +122,10 @@ type Config struct {
 	ImageGC     ImageGC
 	ContainerGC ContainerGC
 	// Recorder receives the node's EvictionThresholdMet events on NodeRef
-	// (nodestatus.NodeRef, filled by the wiring: this package does not
-	// import nodestatus); either nil drops them.
+	// (nodestatus.NodeRef.NameOnly, filled by the wiring: this package
+	// does not import nodestatus): the node without its UID, as the
+	// kubelet's eviction manager records on its nodeRef (not the
+	// nodeRefWithUID of v1.37); either nil drops them.
 	Recorder record.EventRecorder
 	NodeRef  *v1.ObjectReference
 	// Clock times thresholds and conditions; nil: the real clock.

@@ -112,8 +112,15 @@ type Config struct {
 	// (nodeapi/stats.ImageFsStats).
 	FsStats func(ctx context.Context) (*statsapi.FsStats, error)
 	// Recorder and NodeRef: the node's events; nil Recorder drops them.
-	Recorder EventRecorder
-	NodeRef  *v1.ObjectReference
+	// NodeRef is the node without its UID (nodestatus.NodeRef.NameOnly):
+	// FreeDiskSpaceFailed and InvalidDiskCapacity are recorded on it, as
+	// the kubelet's image manager records them on its nodeRef.
+	// NodeRefWithUID (nodestatus.NodeRef.WithUID; nil: NodeRef) is the
+	// one of ImageGCFailed, which the kubelet's garbage collection loop
+	// records on its nodeRefWithUID since v1.37 (#139921).
+	Recorder       EventRecorder
+	NodeRef        *v1.ObjectReference
+	NodeRefWithUID func() *v1.ObjectReference
 	// Clock is the real one when nil.
 	Clock clock.WithTicker
 	// ObserveRemoved, if set, is told each image removed with its reason
@@ -203,7 +210,7 @@ func (m *Manager) Run(ctx context.Context) {
 				case ctx.Err() != nil:
 				case err != nil && failedBefore:
 					log.G(ctx).WithError(err).Error("Image garbage collection failed multiple times in a row")
-					m.event(v1.EventTypeWarning, EventImageGCFailed, "%s", err.Error())
+					m.eventWithUID(v1.EventTypeWarning, EventImageGCFailed, "%s", err.Error())
 				case err != nil:
 					log.G(ctx).WithError(err).Error("Image garbage collection failed once. Stats initialization may not have completed yet")
 				default:
@@ -233,6 +240,17 @@ func (m *Manager) every(ctx context.Context, period time.Duration, f func()) {
 func (m *Manager) event(typ, reason, format string, args ...any) {
 	if m.cfg.Recorder != nil && m.cfg.NodeRef != nil {
 		m.cfg.Recorder.Eventf(m.cfg.NodeRef, typ, reason, format, args...)
+	}
+}
+
+// eventWithUID records on the node with its UID once known.
+func (m *Manager) eventWithUID(typ, reason, format string, args ...any) {
+	if m.cfg.NodeRefWithUID == nil {
+		m.event(typ, reason, format, args...)
+		return
+	}
+	if m.cfg.Recorder != nil {
+		m.cfg.Recorder.Eventf(m.cfg.NodeRefWithUID(), typ, reason, format, args...)
 	}
 }
 

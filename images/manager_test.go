@@ -14,6 +14,7 @@ import (
 	"github.com/crivk/crivk/internal/testutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	testingclock "k8s.io/utils/clock/testing"
@@ -101,16 +102,29 @@ func (f *fakeRuntime) takeRemoved() []string {
 type recorder struct {
 	mu     sync.Mutex
 	events []string
+	// uids are the UIDs of the node references, by reason.
+	uids map[string]types.UID
 }
 
 func (r *recorder) Eventf(obj runtime.Object, _, reason, format string, args ...interface{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if ref, ok := obj.(*v1.ObjectReference); !ok || ref.Kind != "Node" {
+	ref, ok := obj.(*v1.ObjectReference)
+	if !ok || ref.Kind != "Node" {
 		r.events = append(r.events, "not on the node: "+reason)
 		return
 	}
+	if r.uids == nil {
+		r.uids = map[string]types.UID{}
+	}
+	r.uids[reason] = ref.UID
 	r.events = append(r.events, reason+": "+fmt.Sprintf(format, args...))
+}
+
+func (r *recorder) uid(reason string) types.UID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.uids[reason]
 }
 
 func (r *recorder) reasons() []string {
@@ -151,7 +165,10 @@ func newFixture(t *testing.T, p Policy, rt *fakeRuntime, capacity, used uint64) 
 	f := &fixture{rt: rt, fs: &fs{capacity: capacity, used: used}, rec: &recorder{}, reasons: map[string]int{},
 		clock: testingclock.NewFakeClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))}
 	m, err := New(Config{Policy: p, Runtime: rt, FsStats: f.fs.stats, Recorder: f.rec, Clock: f.clock,
-		NodeRef: &v1.ObjectReference{Kind: "Node", Name: "n1", UID: "n1"},
+		NodeRef: &v1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: "n1"},
+		NodeRefWithUID: func() *v1.ObjectReference {
+			return &v1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: "n1", UID: "uid-n1"}
+		},
 		ObserveRemoved: func(reason string) {
 			f.mu.Lock()
 			f.reasons[reason]++
@@ -226,6 +243,10 @@ func TestNeverRemovedInUsePinnedOrSandbox(t *testing.T) {
 		"Investigate disk usage, as it could be used by active images, logs, volumes, or other data."
 	if len(f.rec.events) != 1 || f.rec.events[0] != want {
 		t.Errorf("events %q, want [%q]", f.rec.events, want)
+	}
+	// On the Node without a UID, as the kubelet's image manager's nodeRef.
+	if uid := f.rec.uid(EventFreeDiskSpaceFailed); uid != "" {
+		t.Errorf("FreeDiskSpaceFailed on UID %q, want none", uid)
 	}
 }
 
@@ -410,4 +431,8 @@ func TestRunRecordsImageGCFailedOnRepeatedFailure(t *testing.T) {
 		sort.Strings(r)
 		return reflect.DeepEqual(r, []string{EventImageGCFailed})
 	})
+	// On the Node with its UID, as the kubelet's nodeRefWithUID (#139921).
+	if uid := f.rec.uid(EventImageGCFailed); uid != "uid-n1" {
+		t.Errorf("ImageGCFailed on UID %q, want uid-n1", uid)
+	}
 }

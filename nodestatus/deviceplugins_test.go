@@ -25,7 +25,7 @@ func TestStatusLoopReportsDevicePlugins(t *testing.T) {
 		Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1500m")},
 	}}
 	n.Status.Conditions = NodeConditions(nil, ready, nil, time.Now())
-	p := NewNodeProvider(&switchableRuntime{rd: ready}, n, time.Hour, nil, nil, nil)
+	p := NewNodeProvider(&switchableRuntime{rd: ready}, n, time.Hour, nil, nil, nil, nil)
 	var mu sync.Mutex
 	var capacity, allocatable v1.ResourceList
 	var removed []string

@@ -15,6 +15,9 @@
 //     up yet (NotReadyReporter);
 //   - the node as the API has it (View), kept by a watch of the node's own
 //     object, as the kubelet's node informer;
+//   - what the node's events are recorded on (NodeRef): the kubelet's
+//     nodeRef without a UID and its nodeRefWithUID, with the Node's UID
+//     once the View has it (v1.37, #139921);
 //   - status.images (images.go, the kubelet's Images setter): the 50
 //     biggest images from the image collector's list
 //     (NodeProvider.SetImages), written when they change.

@@ -41,7 +41,7 @@ func TestStatusLoopReportsImageChanges(t *testing.T) {
 	ready := cri.Readiness{RuntimeReady: true, NetworkReady: true}
 	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
 	n.Status.Conditions = NodeConditions(nil, ready, nil, time.Now())
-	p := NewNodeProvider(&switchableRuntime{rd: ready}, n, time.Hour, nil, nil, nil)
+	p := NewNodeProvider(&switchableRuntime{rd: ready}, n, time.Hour, nil, nil, nil, nil)
 	var mu sync.Mutex
 	var list []*runtimeapi.Image // nil: not listed yet
 	p.SetImages(func() []*runtimeapi.Image {

@@ -11,7 +11,6 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -45,8 +44,9 @@ type NodeProvider struct {
 	// ready, or not checked yet). Guarded by mu.
 	netErr error
 	// recorder receives the kubelet's node events (Starting, NodeReady,
-	// NodeNotReady, ...); nil drops them.
+	// NodeNotReady, ...) on ref's WithUID; nil drops them.
 	recorder record.EventRecorder
+	ref      *NodeRef
 	// pressure decides the pressure conditions (the eviction manager);
 	// nil: never under pressure.
 	pressure PressureSource
@@ -65,28 +65,23 @@ const (
 	EventNodeNotReady = "NodeNotReady"
 )
 
-// nodeEvent records an event on the node in the kubelet's words.
-func (p *NodeProvider) nodeEvent(name, typ, reason, format string, args ...any) {
+// nodeEvent records an event on the node in the kubelet's words, on the
+// reference with the Node's UID once known (the kubelet's
+// nodeRefWithUID).
+func (p *NodeProvider) nodeEvent(typ, reason, format string, args ...any) {
 	if p.recorder == nil {
 		return
 	}
-	p.recorder.Eventf(NodeRef(name), typ, reason, format, args...)
-}
-
-// NodeRef is the reference the node's events are recorded on, the
-// kubelet's: Kind Node, the node's name doubling as its UID (the kubelet's
-// nodeRef, so that its events are found whatever the Node object's UID).
-func NodeRef(name string) *v1.ObjectReference {
-	return &v1.ObjectReference{Kind: "Node", Name: name, UID: types.UID(name)}
+	p.recorder.Eventf(p.ref.WithUID(), typ, reason, format, args...)
 }
 
 // startEvents records what the kubelet records when it starts: Starting,
 // then the node's conditions as they are now.
 func (p *NodeProvider) startEvents(n *v1.Node) {
-	p.nodeEvent(n.Name, v1.EventTypeNormal, EventStarting, "Starting kubelet.")
+	p.nodeEvent(v1.EventTypeNormal, EventStarting, "Starting kubelet.")
 	for _, c := range n.Status.Conditions {
 		if ev := conditionEvent(c); ev != "" {
-			p.nodeEvent(n.Name, v1.EventTypeNormal, ev, "Node %s status is now: %s", n.Name, ev)
+			p.nodeEvent(v1.EventTypeNormal, ev, "Node %s status is now: %s", n.Name, ev)
 		}
 	}
 }
@@ -131,7 +126,7 @@ func (p *NodeProvider) conditionChangeEvents(name string, prev, cur []v1.NodeCon
 			}
 		}
 		if ev := conditionEvent(c); changed && ev != "" {
-			p.nodeEvent(name, v1.EventTypeNormal, ev, "Node %s status is now: %s", name, ev)
+			p.nodeEvent(v1.EventTypeNormal, ev, "Node %s status is now: %s", name, ev)
 		}
 	}
 }
@@ -150,10 +145,14 @@ func (p *NodeProvider) NetworkError() error {
 // NewNodeProvider checks rt and pressure (nil: none) every interval and
 // reports changes of n, and differences from the node as apiNode reads it
 // from the API (nil: none). Each health check that fails makes the node
-// NotReady with its message.
+// NotReady with its message. Its events go to recorder on ref (nil: n's
+// name, without a UID).
 func NewNodeProvider(rt ReadinessChecker, n *v1.Node, interval time.Duration, apiNode func(ctx context.Context) (*v1.Node, error),
-	recorder record.EventRecorder, pressure PressureSource, health ...func() error) *NodeProvider {
-	return &NodeProvider{rt: rt, interval: interval, apiNode: apiNode, recorder: recorder, pressure: pressure, health: health, node: n.DeepCopy()}
+	recorder record.EventRecorder, ref *NodeRef, pressure PressureSource, health ...func() error) *NodeProvider {
+	if ref == nil {
+		ref = NewNodeRef(n.Name)
+	}
+	return &NodeProvider{rt: rt, interval: interval, apiNode: apiNode, recorder: recorder, ref: ref, pressure: pressure, health: health, node: n.DeepCopy()}
 }
 
 // Ping reports that the agent is alive: it never asks the runtime, so the

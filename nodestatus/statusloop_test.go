@@ -5,12 +5,15 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/crivk/crivk/cri"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 )
@@ -45,8 +48,14 @@ func TestNodeEvents(t *testing.T) {
 	rt := &switchableRuntime{rd: ready}
 	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
 	n.Status.Conditions = NodeConditions(nil, ready, nil, time.Now())
-	rec := record.NewFakeRecorder(100)
-	p := NewNodeProvider(rt, n, 5*time.Millisecond, nil, rec, nil)
+	rec := &refRecorder{FakeRecorder: record.NewFakeRecorder(100)}
+	// The Node's UID becomes known after Starting and the first
+	// NodeReady: the later events carry it (the kubelet's nodeRefWithUID).
+	ref := NewNodeRef("n1")
+	var uid atomic.Value
+	uid.Store(types.UID(""))
+	ref.ResolveFrom(func() types.UID { return uid.Load().(types.UID) })
+	p := NewNodeProvider(rt, n, 5*time.Millisecond, nil, rec, ref, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p.NotifyNodeStatus(ctx, func(*v1.Node) {})
@@ -67,12 +76,48 @@ func TestNodeEvents(t *testing.T) {
 			t.Fatalf("no event %q; got %q", want, got)
 		}
 	}
-	next("Normal Starting Starting kubelet.")
-	next("Normal NodeReady Node n1 status is now: NodeReady")
+	next("Normal Starting Starting kubelet. on v1/Node n1 uid \"\"")
+	next("Normal NodeReady Node n1 status is now: NodeReady on v1/Node n1 uid \"\"")
+	uid.Store(types.UID("4d1b7c1e-0000-4000-8000-000000000001"))
 	rt.set(cri.Readiness{RuntimeReady: false, NetworkReady: true, Message: "container runtime is down"})
-	next("Normal NodeNotReady Node n1 status is now: NodeNotReady")
+	next("Normal NodeNotReady Node n1 status is now: NodeNotReady on v1/Node n1 uid \"4d1b7c1e-0000-4000-8000-000000000001\"")
 	rt.set(ready)
-	next("Normal NodeReady Node n1 status is now: NodeReady")
+	next("Normal NodeReady Node n1 status is now: NodeReady on v1/Node n1 uid \"4d1b7c1e-0000-4000-8000-000000000001\"")
+}
+
+// refRecorder is a FakeRecorder whose events also name the reference they
+// are recorded on, with its UID.
+type refRecorder struct{ *record.FakeRecorder }
+
+func (r *refRecorder) Eventf(obj runtime.Object, eventtype, reason, messageFmt string, args ...interface{}) {
+	ref := obj.(*v1.ObjectReference)
+	r.FakeRecorder.Eventf(obj, eventtype, reason, messageFmt+" on %s/%s %s uid %q", append(args, ref.APIVersion, ref.Kind, ref.Name, ref.UID)...)
+}
+
+// TestNodeRef: NameOnly never has a UID; WithUID has none until its
+// source knows one, then keeps the first one it saw (the kubelet's
+// nodeRefWithUID: a Node created again keeps the first UID).
+func TestNodeRef(t *testing.T) {
+	r := NewNodeRef("n1")
+	if got := r.WithUID(); got.UID != "" || got.Name != "n1" || got.Kind != "Node" || got.APIVersion != "v1" {
+		t.Errorf("WithUID without a source = %+v, want v1 Node n1 without a UID", got)
+	}
+	uid := types.UID("")
+	r.ResolveFrom(func() types.UID { return uid })
+	if got := r.WithUID(); got.UID != "" {
+		t.Errorf("WithUID before the Node is seen = %+v, want no UID", got)
+	}
+	uid = "uid-1"
+	if got := r.WithUID(); got.UID != "uid-1" {
+		t.Errorf("WithUID once the Node is seen = %+v, want UID uid-1", got)
+	}
+	uid = "uid-2"
+	if got := r.WithUID(); got.UID != "uid-1" {
+		t.Errorf("WithUID after the Node was created again = %+v, want the first UID uid-1", got)
+	}
+	if got := r.NameOnly(); got.UID != "" || got.Name != "n1" || got.Kind != "Node" || got.APIVersion != "v1" {
+		t.Errorf("NameOnly = %+v, want v1 Node n1 without a UID", got)
+	}
 }
 
 // TestNodeStatusFollowsTheAPI: the node is alive whatever the runtime does
@@ -91,7 +136,7 @@ func TestNodeStatusFollowsTheAPI(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		return api.DeepCopy(), apiErr
-	}, nil, nil)
+	}, nil, nil, nil)
 	ctx := context.Background()
 	if err := p.Ping(ctx); err != nil {
 		t.Fatalf("Ping with a ready runtime: %v", err)

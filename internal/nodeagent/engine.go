@@ -75,6 +75,14 @@ func startEngine(ctx context.Context, n *node, rt *cri.Runtime, ver cri.VersionI
 	nodes := nodestatus.NewView(nodeObj, ownNode(clients, o.NodeName))
 	go nodes.Run(ctx, nodes.ListWatch(clients.core, o.NodeName))
 	a.nodes = nodes
+	// The node's events carry its UID once the watch has the Node (the
+	// kubelet's nodeRefWithUID reads its node lister).
+	n.ref.ResolveFrom(func() types.UID {
+		if nd, ok := nodes.Watched(); ok {
+			return nd.UID
+		}
+		return ""
+	})
 	var podCgroups lifecycle.PodCgroups
 	if pods != nil {
 		podCgroups = pods
@@ -184,7 +192,7 @@ func startEngine(ctx context.Context, n *node, rt *cri.Runtime, ver cri.VersionI
 	// Every node status period the conditions are compared with the
 	// watched node, not a GET: the kubelet's tryUpdateNodeStatus reads
 	// its first try from the node lister too.
-	a.nodeProvider = nodestatus.NewNodeProvider(rt, nodeObj, o.NodeStatusUpdateFrequency, nodes.APINode, recorder, evictions, relist.Healthy)
+	a.nodeProvider = nodestatus.NewNodeProvider(rt, nodeObj, o.NodeStatusUpdateFrequency, nodes.APINode, recorder, n.ref, evictions, relist.Healthy)
 	a.nodeProvider.SetDevicePlugins(devices.Capacity)
 	a.relist = relist
 	if gcs.containers, gcs.images, err = startGC(ctx, n, rt, a.engine, a.nodeProvider); err != nil {
@@ -291,7 +299,7 @@ func newEvictionManager(n *node, st stats.Handlers, gcs *reclaim) (*eviction.Man
 	return eviction.New(eviction.Config{
 		Thresholds: o.evictionThresholds, PressureTransitionPeriod: o.EvictionPressureTransition,
 		MaxPodGracePeriodSeconds: o.EvictionMaxPodGracePeriod, MonitoringPeriod: o.EvictionMonitoringPeriod,
-		LocalStorageCapacityIsolation: true, Summary: st.Summarize, Recorder: recorder, NodeRef: nodestatus.NodeRef(o.NodeName),
+		LocalStorageCapacityIsolation: true, Summary: st.Summarize, Recorder: recorder, NodeRef: n.ref.NameOnly(),
 		ObserveEviction: agentMetrics.ObserveEviction, ObserveStatsAge: agentMetrics.ObserveEvictionStatsAge,
 		ImageGC: gcs, ContainerGC: gcs, KernelMemcgNotification: o.KernelMemcgNotification,
 		EnforceNodeAllocatable: pods != nil, PodsMemoryCgroup: podsMemcg, MemoryShare: memoryShare,

@@ -81,6 +81,9 @@ type node struct {
 	pods     *cm.Manager // nil with --cgroups-per-qos=false
 	eb       record.EventBroadcaster
 	recorder record.EventRecorder
+	// ref is what the node's events are recorded on: its name, and its
+	// UID once the node watch has it (resolved in the agent's wiring).
+	ref      *nodestatus.NodeRef
 	metrics  *metrics.Agent
 	nodeCfg  nodestatus.NodeConfig
 	awaiting *nodestatus.NotReadyReporter
@@ -224,6 +227,7 @@ func newNode(ctx context.Context, o *Settings, s fleet.Spec, hostPorts *fleet.Ho
 	}
 	n.eb = record.NewBroadcaster()
 	n.recorder = n.eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: s.Name})
+	n.ref = nodestatus.NewNodeRef(s.Name)
 	n.nodeCfg = nodestatus.NodeConfig{
 		Name: s.Name, InternalIP: o.NodeIP, KubeletPort: int32(s.Port), MaxPods: o.MaxPods,
 		RootDir: n.o.RootDir, AgentVersion: o.AgentVersion, Reservations: o.reservations,
@@ -402,20 +406,30 @@ func startNode(ctx context.Context, n *node, base *cri.Runtime, ver cri.VersionI
 // on every node (the image filesystem is every node's), its metrics are
 // the process' (node 0's /metrics, as the CRI calls').
 func sharedImageGC(o *Settings, base *cri.Runtime, nodes []*node) (*images.Manager, error) {
-	return images.New(images.Config{Policy: o.GC.Image, Runtime: base, Recorder: everyNode(nodes), NodeRef: nodestatus.NodeRef(nodes[0].spec.Name),
+	return images.New(images.Config{Policy: o.GC.Image, Runtime: base, Recorder: everyNode(nodes), NodeRef: nodes[0].ref.NameOnly(), NodeRefWithUID: nodes[0].ref.WithUID,
 		FsStats:        func(ctx context.Context) (*statsapi.FsStats, error) { return stats.ImageFsStats(ctx, base) },
 		ObserveRemoved: nodes[0].metrics.ObserveImageRemoved, ObserveCollection: nodes[0].metrics.ObserveImageGC})
 }
 
 // everyNode records an event about the machine on each node's own Node,
-// with that node's recorder, whatever object it is given.
+// with that node's recorder, whatever node it is given: the reference of
+// each is that node's of the same kind, with its UID when the one given
+// has one (nodestatus.NodeRef.WithUID), else without (NameOnly).
 type everyNode []*node
 
 var _ images.EventRecorder = everyNode(nil)
 
-func (e everyNode) Eventf(_ runtime.Object, eventtype, reason, messageFmt string, args ...interface{}) {
+func (e everyNode) Eventf(obj runtime.Object, eventtype, reason, messageFmt string, args ...interface{}) {
+	withUID := false
+	if ref, ok := obj.(*v1.ObjectReference); ok && ref.UID != "" {
+		withUID = true
+	}
 	for _, n := range e {
-		n.recorder.Eventf(nodestatus.NodeRef(n.spec.Name), eventtype, reason, messageFmt, args...)
+		ref := n.ref.NameOnly()
+		if withUID {
+			ref = n.ref.WithUID()
+		}
+		n.recorder.Eventf(ref, eventtype, reason, messageFmt, args...)
 	}
 }
 

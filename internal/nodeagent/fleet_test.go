@@ -11,6 +11,7 @@ import (
 	"github.com/crivk/crivk/internal/fleet"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 )
 
@@ -166,18 +167,23 @@ func (r *nodeEvents) Eventf(obj runtime.Object, eventtype, reason, messageFmt st
 }
 
 // The shared image collector's events land on every node, each on its
-// own Node, whatever object the collector names.
+// own Node, whatever node the collector names: with that node's UID when
+// the reference given has one (ImageGCFailed), else without
+// (FreeDiskSpaceFailed), as the kubelet's.
 func TestEveryNodeRecordsOnEachNode(t *testing.T) {
 	var nodes []*node
 	var recs []*nodeEvents
 	for _, name := range []string{"m-0", "m-1", "m-2"} {
 		r := &nodeEvents{FakeRecorder: record.NewFakeRecorder(1)}
 		recs = append(recs, r)
-		nodes = append(nodes, &node{spec: fleet.Spec{Name: name}, recorder: r})
+		ref := nodestatus.NewNodeRef(name)
+		ref.ResolveFrom(func() types.UID { return types.UID("uid-" + name) })
+		nodes = append(nodes, &node{spec: fleet.Spec{Name: name}, recorder: r, ref: ref})
 	}
-	everyNode(nodes).Eventf(nodestatus.NodeRef("m-0"), v1.EventTypeWarning, "FreeDiskSpaceFailed", "freed %d bytes", 1)
+	everyNode(nodes).Eventf(nodes[0].ref.NameOnly(), v1.EventTypeWarning, "FreeDiskSpaceFailed", "freed %d bytes", 1)
+	everyNode(nodes).Eventf(nodes[0].ref.WithUID(), v1.EventTypeWarning, "ImageGCFailed", "failed")
 	for i, r := range recs {
-		want := []string{"Node/m-" + strconv.Itoa(i) + "/m-" + strconv.Itoa(i) + " FreeDiskSpaceFailed"}
+		want := []string{"Node/m-" + strconv.Itoa(i) + "/ FreeDiskSpaceFailed", "Node/m-" + strconv.Itoa(i) + "/uid-m-" + strconv.Itoa(i) + " ImageGCFailed"}
 		if !reflect.DeepEqual(r.about, want) {
 			t.Errorf("node %d recorded %v, want %v", i, r.about, want)
 		}

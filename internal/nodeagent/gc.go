@@ -19,8 +19,7 @@ import (
 // DeleteUnusedImages.
 func startGC(ctx context.Context, n *node, rt *cri.Runtime, engine *lifecycle.Engine, nodeProvider *nodestatus.NodeProvider) (*cri.ContainerGC, *images.Manager, error) {
 	o, recorder, agentMetrics := n.o, n.recorder, n.metrics
-	nodeRef := nodestatus.NodeRef(o.NodeName)
-	cgc, err := cri.NewContainerGC(rt, cri.ContainerGCConfig{Policy: o.GC.Container, Pods: engine, NodeRef: nodeRef,
+	cgc, err := cri.NewContainerGC(rt, cri.ContainerGCConfig{Policy: o.GC.Container, Pods: engine, NodeRef: n.ref.WithUID,
 		Observe: agentMetrics.ObserveContainerGC})
 	if err != nil {
 		return nil, nil, err
@@ -29,7 +28,7 @@ func startGC(ctx context.Context, n *node, rt *cri.Runtime, engine *lifecycle.En
 	// run there.
 	igc := n.sharedImages
 	if igc == nil {
-		if igc, err = images.New(images.Config{Policy: o.GC.Image, Runtime: rt, Recorder: recorder, NodeRef: nodeRef,
+		if igc, err = images.New(images.Config{Policy: o.GC.Image, Runtime: rt, Recorder: recorder, NodeRef: n.ref.NameOnly(), NodeRefWithUID: n.ref.WithUID,
 			FsStats:        func(ctx context.Context) (*statsapi.FsStats, error) { return stats.ImageFsStats(ctx, rt) },
 			ObserveRemoved: agentMetrics.ObserveImageRemoved, ObserveCollection: agentMetrics.ObserveImageGC}); err != nil {
 			return nil, nil, err
