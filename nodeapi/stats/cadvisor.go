@@ -198,9 +198,8 @@ func cadvisorMetrics(now func() time.Time, dev func(major, minor uint64) string)
 	return append(out, oomMetrics()...)
 }
 
-// cpuMetrics are cAdvisor's CpuUsageMetrics, then its CpuLoadMetrics.
+// cpuMetrics are cAdvisor's CpuUsageMetrics.
 func cpuMetrics() []cadvisorMetric {
-	noLoad := func(e *cadvisorEntry) float64 { return 0 }
 	return []cadvisorMetric{
 		counter("container_cpu_user_seconds_total", "Cumulative user cpu time consumed in seconds.", func(e *cadvisorEntry) float64 {
 			return float64(e.cg.Stats.CpuStats.CpuUsage.UsageInUsermode) / 1e9
@@ -226,18 +225,10 @@ func cpuMetrics() []cadvisorMetric {
 		withQuota(counter("container_cpu_cfs_throttled_seconds_total", "Total time duration the container has been throttled.", func(e *cadvisorEntry) float64 {
 			return float64(e.cg.Stats.CpuStats.ThrottlingData.ThrottledTime) / 1e9
 		})),
-		// CpuLoadMetrics: the kubelet runs cAdvisor without its netlink
-		// load reader, so these are 0 there too.
-		gauge("container_cpu_load_average_10s", "Value of container cpu load average over the last 10 seconds.", noLoad),
-		gauge("container_cpu_load_d_average_10s", "Value of container cpu load.d average over the last 10 seconds.", noLoad),
-		{name: "container_tasks_state", help: "Number of tasks in given state", typ: prometheus.GaugeValue, extra: []string{"state"},
-			values: func(*cadvisorEntry) []cadvisorValue {
-				var out []cadvisorValue
-				for _, s := range []string{"sleeping", "running", "stopped", "uninterruptible", "iowaiting"} {
-					out = append(out, cadvisorValue{labels: []string{s}})
-				}
-				return out
-			}},
+		// No CpuLoadMetrics (container_cpu_load_average_10s,
+		// container_cpu_load_d_average_10s, container_tasks_state): the
+		// kubelet's includedMetrics has left them out since v1.37
+		// (#139870); they were always 0 there.
 	}
 }
 

@@ -108,7 +108,7 @@
 //	                           statfs (inodes, limit, usage) and /proc/diskstats of the
 //	                           device (reads, writes, merged, sectors, I/O time; cAdvisor's
 //	                           milliseconds / 1e9 kept for the *_seconds_total)
-//	cpu_load, tasks_state      0: the kubelet runs cAdvisor without its load reader
+//	cpu_load, tasks_state      not exported, as the kubelet's since v1.37 (#139870)
 //	container_scrape_error     1 when the runtime cannot list the sandboxes or containers
 //
 // A cgroup gone between the runtime's list and its read (the container
