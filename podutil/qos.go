@@ -2,6 +2,7 @@ package podutil
 
 import (
 	v1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // QOSClass is the pod's QoS class as the API server recorded it in its
@@ -15,9 +16,13 @@ func QOSClass(pod *v1.Pod) v1.PodQOSClass {
 }
 
 // ComputeQOSClass computes the QoS class from the spec, ignoring the status,
-// as the kubelet v1.35's ComputePodQOS with PodLevelResources (beta, on):
-//   - when the pod sets spec.resources, only the pod-level cpu and memory
-//     count, and the containers' own values are not read: BestEffort when
+// as the kubelet v1.37's ComputePodQOS with PodLevelResources and
+// PodLevelResourcesFixKubeletQOSClass (beta, on):
+//   - when the pod's spec.resources requests or limits a pod-level
+//     resource (cpu, memory, hugepages-*: resourcehelper's
+//     IsPodLevelResourcesSet; an empty {}, {requests: {}} or {limits: {}}
+//     does not count since v1.37, #137150), only the pod-level cpu and
+//     memory count, and the containers' own values are not read: BestEffort when
 //     neither requests nor limits cpu or memory, Guaranteed when it limits
 //     both and the requests equal the limits, else Burstable;
 //   - otherwise BestEffort when no container (init containers included)
@@ -27,7 +32,7 @@ func QOSClass(pod *v1.Pod) v1.PodQOSClass {
 func ComputeQOSClass(pod *v1.Pod) v1.PodQOSClass {
 	requests, limits := v1.ResourceList{}, v1.ResourceList{}
 	guaranteed := true
-	if pr := pod.Spec.Resources; pr != nil {
+	if pr := pod.Spec.Resources; resourcehelper.IsPodLevelResourcesSet(pod) {
 		addQOSResources(requests, pr.Requests)
 		if len(pr.Limits) > 0 {
 			found := addQOSResources(limits, pr.Limits)

@@ -35,6 +35,11 @@ func TestComputeQOSClass(t *testing.T) {
 		"pod-level memory limit only":                         {containers: []v1.Container{ctr(testutil.Resources("1", "1Gi"), testutil.Resources("1", "1Gi"))}, pod: &v1.ResourceRequirements{Requests: testutil.Resources("", "32Mi"), Limits: testutil.Resources("", "32Mi")}, want: v1.PodQOSBurstable},
 		"pod-level requests only":                             {containers: []v1.Container{ctr(nil, nil)}, pod: &v1.ResourceRequirements{Requests: testutil.Resources("100m", "")}, want: v1.PodQOSBurstable},
 		"pod-level with only other resources":                 {containers: []v1.Container{ctr(testutil.Resources("1", "1Gi"), testutil.Resources("1", "1Gi"))}, pod: &v1.ResourceRequirements{Requests: v1.ResourceList{"hugepages-2Mi": resource.MustParse("2Mi")}}, want: v1.PodQOSBestEffort},
+		// Empty pod-level resources do not count (v1.37, #137150): the containers decide.
+		"pod-level {}":               {containers: []v1.Container{ctr(testutil.Resources("1", "1Gi"), testutil.Resources("1", "1Gi"))}, pod: &v1.ResourceRequirements{}, want: v1.PodQOSGuaranteed},
+		"pod-level {requests: {}}":   {containers: []v1.Container{ctr(testutil.Resources("1", "1Gi"), testutil.Resources("1", "1Gi"))}, pod: &v1.ResourceRequirements{Requests: v1.ResourceList{}}, want: v1.PodQOSGuaranteed},
+		"pod-level {limits: {}}":     {containers: []v1.Container{ctr(testutil.Resources("100m", ""), nil)}, pod: &v1.ResourceRequirements{Limits: v1.ResourceList{}}, want: v1.PodQOSBurstable},
+		"pod-level unsupported only": {containers: []v1.Container{ctr(testutil.Resources("1", "1Gi"), testutil.Resources("1", "1Gi"))}, pod: &v1.ResourceRequirements{Requests: v1.ResourceList{"example.com/gpu": resource.MustParse("1")}}, want: v1.PodQOSGuaranteed},
 	} {
 		t.Run(name, func(t *testing.T) {
 			pod := &v1.Pod{Spec: v1.PodSpec{Containers: tc.containers, InitContainers: tc.inits, Resources: tc.pod}}
