@@ -465,10 +465,20 @@ func localStorageViolation(pod *v1.Pod, ps statsapi.PodStats, dedicatedImageFs b
 			return fmt.Sprintf(podEphemeralStorageMessageFmt, limit.String()), signalEphemeralPodFsLimit
 		}
 	}
+	// The regular containers' limits and, since v1.37 (#138462), the
+	// sidecars' (the kubelet's containerEphemeralStorageLimitEviction).
 	limits := map[string]*resource.Quantity{}
-	for _, c := range pod.Spec.Containers {
+	addLimit := func(c *v1.Container) {
 		if l := c.Resources.Limits.StorageEphemeral(); l != nil && l.Value() != 0 {
 			limits[c.Name] = l
+		}
+	}
+	for i := range pod.Spec.Containers {
+		addLimit(&pod.Spec.Containers[i])
+	}
+	for i := range pod.Spec.InitContainers {
+		if podutil.IsSidecar(&pod.Spec.InitContainers[i]) {
+			addLimit(&pod.Spec.InitContainers[i])
 		}
 	}
 	for _, cs := range ps.Containers {

@@ -415,6 +415,14 @@ func TestLocalStorageViolation(t *testing.T) {
 		p.Spec.Containers[0].Resources.Limits[v1.ResourceEphemeralStorage] = resource.MustParse(l)
 		return p
 	}
+	sidecarWithLimit := func(l string, policy *v1.ContainerRestartPolicy) *v1.Pod {
+		p := pod("p", 0, "", "")
+		p.Spec.InitContainers = []v1.Container{{Name: "side", RestartPolicy: policy,
+			Resources: v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse(l)}}}}
+		return p
+	}
+	sideStats := statsapi.PodStats{EphemeralStorage: &statsapi.FsStats{UsedBytes: n(40 * mi)},
+		Containers: []statsapi.ContainerStats{{Name: "side", Rootfs: &statsapi.FsStats{UsedBytes: n(45 * mi)}, Logs: &statsapi.FsStats{UsedBytes: n(10 * mi)}}}}
 	emptyDir := pod("p", 0, "", "")
 	emptyDir.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("10Mi"))}}}}
 	for name, tc := range map[string]struct {
@@ -432,6 +440,11 @@ func TestLocalStorageViolation(t *testing.T) {
 		"container past its limit": {withLimit("50Mi"), statsapi.PodStats{EphemeralStorage: &statsapi.FsStats{UsedBytes: n(40 * mi)},
 			Containers: []statsapi.ContainerStats{{Name: "c", Rootfs: &statsapi.FsStats{UsedBytes: n(45 * mi)}, Logs: &statsapi.FsStats{UsedBytes: n(10 * mi)}}}}, false,
 			`Container c exceeded its local ephemeral storage limit "50Mi". `, "ephemeralcontainerfs.limit"},
+		// Since v1.37 (#138462) the sidecars' limits too; a plain init
+		// container's are not.
+		"sidecar past its limit": {sidecarWithLimit("50Mi", ptr.To(v1.ContainerRestartPolicyAlways)), sideStats, false,
+			`Container side exceeded its local ephemeral storage limit "50Mi". `, "ephemeralcontainerfs.limit"},
+		"init container past its limit": {sidecarWithLimit("50Mi", nil), sideStats, false, "", ""},
 		"container's layer on an image filesystem apart": {withLimit("50Mi"), statsapi.PodStats{EphemeralStorage: &statsapi.FsStats{UsedBytes: n(40 * mi)},
 			Containers: []statsapi.ContainerStats{{Name: "c", Rootfs: &statsapi.FsStats{UsedBytes: n(45 * mi)}, Logs: &statsapi.FsStats{UsedBytes: n(10 * mi)}}}}, true, "", ""},
 	} {
