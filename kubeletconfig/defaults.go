@@ -92,11 +92,15 @@ func kubeletDefaults() KC {
 		EnableDebugFlagsHandler:                   ptr.To(true),
 		SeccompDefault:                            ptr.To(false),
 		FailCgroupV1:                              ptr.To(true),
-		MemoryThrottlingFactor:                    ptr.To(0.9),
-		RegisterNode:                              ptr.To(true),
-		LocalStorageCapacityIsolation:             ptr.To(true),
-		ContainerRuntimeEndpoint:                  "unix:///run/containerd/containerd.sock",
-		PodLogsDir:                                "/var/log/pods",
+		// v1.37 (MemoryQoS beta, #140007, #137584): memoryThrottlingFactor
+		// has no default (nil: no memory.high), memoryReservationPolicy is
+		// None (no memory.min). crivk writes neither, so a factor set or
+		// TieredReservation is refused as any other value not the default.
+		MemoryReservationPolicy:       kubeletv1beta1.NoneMemoryReservationPolicy,
+		RegisterNode:                  ptr.To(true),
+		LocalStorageCapacityIsolation: ptr.To(true),
+		ContainerRuntimeEndpoint:      "unix:///run/containerd/containerd.sock",
+		PodLogsDir:                    "/var/log/pods",
 		// KubeletCrashLoopBackOffMax and KubeletEnsureSecretPulledImages
 		// are beta, on by default in v1.35 (pkg/features/kube_features.go).
 		CrashLoopBackOff:                       kubeletv1beta1.CrashLoopBackOffConfig{MaxContainerRestartPeriod: ptr.To(d(300 * time.Second))},

@@ -289,6 +289,20 @@ func TestApply(t *testing.T) {
 			file:    "maxPods: 20\ncpuManagerPolicy: static\n",
 			wantErr: "KubeletConfiguration field cpuManagerPolicy is not supported by crivk",
 		},
+		// MemoryQoS in v1.37 (#140007, #137584): no memoryThrottlingFactor
+		// by default, memoryReservationPolicy None; crivk writes neither
+		// memory.high nor memory.min, so it takes only those defaults.
+		"memoryReservationPolicy None, the v1.37 default": {
+			file: "memoryReservationPolicy: None\n",
+		},
+		"memoryReservationPolicy TieredReservation is refused": {
+			file:    "memoryReservationPolicy: TieredReservation\n",
+			wantErr: "KubeletConfiguration field memoryReservationPolicy is not supported by crivk",
+		},
+		"memoryThrottlingFactor 0.9, no longer the default, is refused": {
+			file:    "memoryThrottlingFactor: 0.9\n",
+			wantErr: "KubeletConfiguration field memoryThrottlingFactor is not supported by crivk",
+		},
 		"a nested unsupported field is refused by its path": {
 			file:    "authentication: {webhook: {cacheTTL: 10s}}\n",
 			wantErr: "KubeletConfiguration field authentication.webhook.cacheTTL is not supported by crivk",
