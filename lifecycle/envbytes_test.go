@@ -31,7 +31,7 @@ func TestSecretEnvBytesReachCRI(t *testing.T) {
 			{Name: "EXP", Value: "<$(KEY)>"},
 		}})
 	c := &pod.Spec.Containers[0]
-	opts, err := f.e.sync.GenerateRunContainerOptions(context.Background(), pod, c, []string{"10.0.0.2"})
+	opts, err := f.e.sync.GenerateRunContainerOptions(context.Background(), pod, c, []string{"10.0.0.2"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
