@@ -22,13 +22,12 @@ import (
 )
 
 // cadvisorRequired are the families the node e2e suite's ContainerMetrics
-// spec (test/e2e_node/container_metrics_test.go, v1.35.4) requires for
+// spec (test/e2e_node/container_metrics_test.go, v1.37.2) requires for
 // its busy container, with its bounds for every series of the container
 // (container_fs_usage_bytes is optional there: its second list overrides
 // the first).
 var cadvisorRequired = map[string][2]float64{
 	"container_blkio_device_usage_total":            {0, 10000000},
-	"container_cpu_load_average_10s":                {0, 100},
 	"container_cpu_system_seconds_total":            {0, 100},
 	"container_cpu_usage_seconds_total":             {0, 100},
 	"container_cpu_user_seconds_total":              {0, 100},
@@ -56,11 +55,15 @@ var cadvisorRequired = map[string][2]float64{
 	"container_spec_memory_reservation_limit_bytes": {0, 0},
 	"container_spec_memory_swap_limit_bytes":        {0, 80 * 1000 * 1000},
 	"container_start_time_seconds":                  {-1, -1}, // a recent time: checked apart
-	"container_tasks_state":                         {0, 0},
 	"container_threads":                             {0, 10},
 	"container_threads_max":                         {0, 100000},
 	"container_ulimits_soft":                        {0, 1073741816},
 }
+
+// cadvisorRemoved are the families the kubelet v1.37 no longer exports
+// (its includedMetrics without CpuLoadMetrics and the task state,
+// kubernetes#134981, #139870): none may be there.
+var cadvisorRemoved = []string{"container_cpu_load_average_10s", "container_cpu_load_d_average_10s", "container_tasks_state"}
 
 // blkioFamilies are the required families made of a cgroup's blkio lists.
 var blkioFamilies = []string{"container_blkio_device_usage_total", "container_fs_reads_bytes_total", "container_fs_reads_total",
@@ -111,6 +114,11 @@ func TestCadvisorMetrics(t *testing.T) {
 	want := fmt.Sprintf("%s/kubepods/burstable/pod%s/%s", cgroupRoot(), pod.UID, strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://"))
 	if id != want {
 		t.Fatalf("the container's id label %q, want its cgroup %q", id, want)
+	}
+	for _, family := range cadvisorRemoved {
+		if _, ok := fams[family]; ok {
+			t.Errorf("%s is exported; the kubelet v1.37 no longer has it", family)
+		}
 	}
 	blkio := hasBlkioDevices(filepath.Join("/sys/fs/cgroup/blkio", id))
 	for family, bounds := range cadvisorRequired {
