@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -44,8 +45,9 @@ func patchResize(t *testing.T, ns, name, resources string) *v1.Pod {
 // own cgroup and the pod cgroup hold them; PodResizePending and
 // PodResizeInProgress are gone once done, with the kubelet's ResizeStarted
 // and ResizeCompleted events. Then a resize asking for more CPU than the
-// node has stays pending, Infeasible, with the kubelet's message and a
-// ResizeInfeasible Warning, and the container keeps its allocation.
+// node has is refused by the API server (v1.37's PodResizeValidator
+// admission; the node's own Infeasible verdict for it is unit-tested), and
+// the container keeps its allocation.
 func TestInPlaceResize(t *testing.T) {
 	ns := newNamespace(t)
 	pod := busyboxPod("resize", v1.RestartPolicyAlways, "sleep 3600")
@@ -100,31 +102,36 @@ func TestInPlaceResize(t *testing.T) {
 	waitEvent(t, ns, "resize", v1.EventTypeNormal, "ResizeStarted", `Pod resize started: {"containers":[{"name":"c","resources":{"limits":{"cpu":"400m","memory":"96Mi"},"requests":{"cpu":"200m","memory":"32Mi"}}}],"generation":`)
 	waitEvent(t, ns, "resize", v1.EventTypeNormal, "ResizeCompleted", "Pod resize completed: ")
 
-	// More CPU than the node has: Infeasible, the allocation stays.
+	// More CPU than the node has: since v1.37 the API server refuses the
+	// resize itself (its PodResizeValidator admission, against the Node's
+	// allocatable), before the node would have found it Infeasible
+	// (lifecycle's admitResize, unit-tested); the allocation stays.
 	node, err := client.CoreV1().Nodes().Get(testContext(t, 10*time.Second), nodeName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	alloc := node.Status.Allocatable.Cpu().MilliValue()
 	huge := alloc + 1000
-	resized = patchResize(t, ns, "resize", fmt.Sprintf(`{"requests":{"cpu":"%dm"},"limits":{"cpu":"%dm"}}`, huge, huge))
-	wantMsg := fmt.Sprintf("Node didn't have enough capacity: cpu, requested: %d, capacity: %d", huge, alloc)
-	p = waitPod(t, ns, "resize", 60*time.Second, "PodResizePending Infeasible", func(p *v1.Pod) bool {
-		c := resizeCondition(p, v1.PodResizePending)
-		return c != nil && c.Reason == v1.PodReasonInfeasible
-	})
-	c := resizeCondition(p, v1.PodResizePending)
-	if c.Status != v1.ConditionTrue || c.Message != wantMsg || c.ObservedGeneration != resized.Generation {
-		t.Errorf("PodResizePending %s %q generation %d, want True %q generation %d", c.Status, c.Message, c.ObservedGeneration, wantMsg, resized.Generation)
+	patch := fmt.Sprintf(`{"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"%dm"},"limits":{"cpu":"%dm"}}}]}}`, huge, huge)
+	_, err = client.CoreV1().Pods(ns).Patch(testContext(t, 30*time.Second), "resize", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "resize")
+	wantMsg := fmt.Sprintf("node didn't have enough allocatable resources: cpu, requested: %d, allocatable: %d", huge, alloc)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), wantMsg) {
+		t.Errorf("a resize beyond the node's allocatable: %v, want Forbidden %q", err, wantMsg)
+	}
+	p, err = client.CoreV1().Pods(ns).Get(testContext(t, 10*time.Second), "resize", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := resizeCondition(p, v1.PodResizePending); c != nil {
+		t.Errorf("PodResizePending %s %s %q after a refused resize", c.Status, c.Reason, c.Message)
 	}
 	cs = p.Status.ContainerStatuses[0]
 	if cs.AllocatedResources.Cpu().MilliValue() != 200 || cs.Resources.Limits.Cpu().MilliValue() != 400 || cs.ContainerID != before.ContainerID {
-		t.Errorf("infeasible resize: allocatedResources %v resources %v container %s; want the previous allocation, same container",
+		t.Errorf("refused resize: allocatedResources %v resources %v container %s; want the previous allocation, same container",
 			cs.AllocatedResources, cs.Resources, cs.ContainerID)
 	}
 	out, _, err := execOutput(testContext(t, 30*time.Second), ns, "resize", "cat", "/sys/fs/cgroup/cpu/cpu.cfs_quota_us")
 	if err != nil || strings.TrimSpace(out) != "40000" {
-		t.Errorf("cpu.cfs_quota_us %q (%v) after the infeasible resize, want 40000 unchanged", strings.TrimSpace(out), err)
+		t.Errorf("cpu.cfs_quota_us %q (%v) after the refused resize, want 40000 unchanged", strings.TrimSpace(out), err)
 	}
-	waitEvent(t, ns, "resize", v1.EventTypeWarning, "ResizeInfeasible", "Pod resize Infeasible: ")
 }
