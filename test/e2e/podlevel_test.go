@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +44,9 @@ func TestPodLevelResources(t *testing.T) {
 		pod        v1.ResourceRequirements
 		containers []v1.ResourceRequirements
 		qos        v1.PodQOSClass
-		cgroup     map[string]string // controller/file -> value
+		// fromSpec: qos and cgroup come from the created pod (podLevelFromSpec).
+		fromSpec bool
+		cgroup   map[string]string // controller/file -> value
 		// c1 is the first container's own cgroup values, when it sets no
 		// limits of its own.
 		c1 *ctrCgroup
@@ -56,9 +59,11 @@ func TestPodLevelResources(t *testing.T) {
 			c1:         &ctrCgroup{quota: "10000", memLimit: "104857600"},
 		},
 		{
-			// Pod-level requests only: the containers' limits (60m, 60Mi)
-			// stay declared and bound the pod cgroup.
-			name: "pl-requests", qos: v1.PodQOSBurstable,
+			// Pod-level requests only. The v1.37 API server defaults the
+			// pod-level limits at creation (PodLevelResourcesFixDefaulting,
+			// its PrepareForCreate); the QoS class and the pod cgroup
+			// follow the created pod's defaulted spec (fromSpec).
+			name: "pl-requests", fromSpec: true,
 			pod: v1.ResourceRequirements{Requests: rl("100m", "100Mi")},
 			containers: []v1.ResourceRequirements{
 				{Requests: rl("30m", "30Mi"), Limits: rl("30m", "30Mi")},
@@ -88,6 +93,9 @@ func TestPodLevelResources(t *testing.T) {
 				pod.Spec.Containers = append(pod.Spec.Containers, c)
 			}
 			p := runningPod(t, ns, pod)
+			if tc.fromSpec {
+				tc.qos, tc.cgroup = podLevelFromSpec(t, p)
+			}
 			if p.Status.QOSClass != tc.qos {
 				t.Errorf("status.qosClass %s, want %s", p.Status.QOSClass, tc.qos)
 			}
@@ -175,5 +183,28 @@ func TestPodLevelMemoryRequestResize(t *testing.T) {
 			waitEvent(t, ns, tc.name, v1.EventTypeNormal, "ResizeStarted", `Pod resize started: {"containers":[{"name":"c","resources":{"limits":{"cpu":"200m","memory":"64Mi"},"requests":{"cpu":"100m","memory":"48Mi"}}}],"generation":`)
 			waitEvent(t, ns, tc.name, v1.EventTypeNormal, "ResizeCompleted", "Pod resize completed: ")
 		})
+	}
+}
+
+// podLevelFromSpec is the QoS class and the pod cgroup's values that the
+// created pod's pod-level resources (as the API server defaulted them)
+// give: Guaranteed when its requests equal its limits for CPU and memory,
+// else Burstable; cpu.shares from the CPU request, the quota (100 ms
+// period) from the CPU limit, the memory limit from the memory limit.
+func podLevelFromSpec(t *testing.T, p *v1.Pod) (v1.PodQOSClass, map[string]string) {
+	t.Helper()
+	r := p.Spec.Resources
+	if r == nil || r.Limits.Cpu().IsZero() || r.Limits.Memory().IsZero() {
+		t.Fatalf("the created pod's pod-level resources %+v: want limits defaulted by the API server", r)
+	}
+	t.Logf("the created pod's pod-level resources: requests %v limits %v", r.Requests, r.Limits)
+	qos := v1.PodQOSBurstable
+	if r.Requests.Cpu().Cmp(*r.Limits.Cpu()) == 0 && r.Requests.Memory().Cmp(*r.Limits.Memory()) == 0 {
+		qos = v1.PodQOSGuaranteed
+	}
+	return qos, map[string]string{
+		"cpu/cpu.shares":               fmt.Sprint(r.Requests.Cpu().MilliValue() * 1024 / 1000),
+		"cpu/cpu.cfs_quota_us":         fmt.Sprint(r.Limits.Cpu().MilliValue() * 100),
+		"memory/memory.limit_in_bytes": fmt.Sprint(r.Limits.Memory().Value()),
 	}
 }
