@@ -85,7 +85,8 @@ logged() {
   echo
   echo "Written by \`hack/parity.sh\` (\`make parity\`) from its run of ${started} to ${ended} UTC at commit"
   echo "\`${commit}\`${dirty}, on $(nproc) cores, $(awk '/^MemTotal:/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo),"
-  echo "$(containerd --version 2>/dev/null | awk '{print $1, $3}'):"
+  # The containerd of the lane the run used (hack/lib/local.sh's CONTAINERD).
+  echo "$(PATH=$([ "${CONTAINERD:-built}" = built ] && echo "${ROOT}/_output/bin/runtime:")${PATH} containerd --version 2>/dev/null | awk '{print $1, $3}'):"
   echo
   echo '```'
   echo "CRIVK_E2E_FIELDS_KUBELET=1 CRIVK_E2E_MEMORY_KUBELET=1 CRIVK_E2E_DISK_KUBELET=1 E2E_RUN='${RUN}' hack/test.sh e2e"
