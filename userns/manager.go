@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/crivk/crivk/internal/atomicfile"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -325,39 +326,15 @@ func (p *Pool) free() (uint32, bool) {
 	return 0, false
 }
 
-// writeSynced writes data to dir/name through a temporary file and a
-// rename, then syncs dir, so that the file is there, whole, after a crash
-// (the kubelet's file store and its parent-directory fsync).
+// writeSynced writes data to dir/name atomically, then syncs dir, so that
+// the file is there, whole, after a crash (the kubelet's file store and its
+// parent-directory fsync).
 func writeSynced(dir, name string, data []byte) error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+name+".tmp")
-	if err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, name), data); err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	if err := d.Sync(); err != nil {
-		d.Close()
-		return err
-	}
-	return d.Close()
+	return atomicfile.SyncDir(dir)
 }

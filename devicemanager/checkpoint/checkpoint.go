@@ -14,8 +14,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
-	"path/filepath"
 
+	"github.com/crivk/crivk/internal/atomicfile"
 	"k8s.io/apimachinery/pkg/util/dump"
 )
 
@@ -80,23 +80,7 @@ func Write(path string, entries []PodDevicesEntry, registered map[string][]strin
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".checkpoint-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, b)
 }
 
 // Read reads the checkpoint at path; a missing file is os.ErrNotExist.

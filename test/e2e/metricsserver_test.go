@@ -97,15 +97,15 @@ func TestAgentMetricsMove(t *testing.T) {
 	// after runtime events), which may come just after the pod shows
 	// Ready: /metrics is read again for up to 10 relist periods until
 	// every series has a positive sample.
-	var missing []string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		raw, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy/metrics").DoRaw(testContext(t, 10*time.Second))
+	var missing, found []string
+	// A timeout is the failure reported below, with what was missing; a
+	// failed read ends the test.
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		raw, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy/metrics").DoRaw(ctx)
 		if err != nil {
-			t.Fatal(err)
+			return false, err
 		}
-		missing = missing[:0]
-		var found []string
+		missing, found = missing[:0], found[:0]
 		for _, s := range series {
 			if line := positiveSample(string(raw), s); line != "" {
 				found = append(found, line)
@@ -113,13 +113,13 @@ func TestAgentMetricsMove(t *testing.T) {
 				missing = append(missing, s)
 			}
 		}
-		if len(missing) == 0 || time.Now().After(deadline) {
-			for _, line := range found {
-				t.Logf("%s", line)
-			}
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
+		return len(missing) == 0, nil
+	})
+	if err != nil && len(missing) == 0 {
+		t.Fatalf("reading the node's /metrics: %v", err)
+	}
+	for _, line := range found {
+		t.Logf("%s", line)
 	}
 	for _, s := range missing {
 		t.Errorf("/metrics has no positive sample of %s within 10 s of the pod's Ready", s)

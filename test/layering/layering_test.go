@@ -45,6 +45,10 @@ func layer(pkg string) int {
 	// leaf, like podutil.
 	case p == "eviction/api":
 		return 5
+	// Writing a file atomically (a temporary file renamed over it): a
+	// leaf under every layer, importing nothing of crivk.
+	case p == "internal/atomicfile":
+		return 6
 	// The adapters and the kubelet's subsystems beside cm, eviction and
 	// images (devicemanager, certificate, kubeletconfig, runtimeclass,
 	// userns), the
