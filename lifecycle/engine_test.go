@@ -318,6 +318,15 @@ func newEngineFixture(t *testing.T, opts ...func(*Config)) *engineFixture {
 // relist does what the PLEG does after a relist: the clock moves on a
 // little, every pod's state goes into the cache, and the pods whose state
 // changed since the previous relist are kicked.
+// opSeq is the order of uid's runtime operations among ops.
+func (f *engineFixture) opSeq(uid types.UID, ops ...string) []string {
+	var seq []string
+	for _, e := range f.rt.ops(uid, ops...) {
+		seq = append(seq, e.op)
+	}
+	return seq
+}
+
 func (f *engineFixture) relist() {
 	f.clock.Step(time.Millisecond)
 	now := f.clock.Now()
@@ -956,10 +965,7 @@ func TestEnginePodCgroups(t *testing.T) {
 	})
 	cg.rt = f.rt
 	f.startRunning(t, pod)
-	var seq []string
-	for _, e := range f.rt.ops("uid-1", "EnsureCgroup", "SyncPod") {
-		seq = append(seq, e.op)
-	}
+	seq := f.opSeq("uid-1", "EnsureCgroup", "SyncPod")
 	if len(seq) < 2 || seq[0] != "EnsureCgroup" || seq[1] != "SyncPod" {
 		t.Errorf("first calls %v, want EnsureCgroup before SyncPod", seq)
 	}
@@ -975,10 +981,7 @@ func TestEnginePodCgroups(t *testing.T) {
 	f.eventually(t, "the unknown pod's cgroup removed", func() bool { return f.rt.count("uid-gone", "RemoveCgroup") == 1 })
 	f.eventually(t, "the runtime orphan removed", func() bool { return f.rt.count("uid-o", "RemovePod") == 1 })
 	f.eventually(t, "the runtime orphan's cgroup removed", func() bool { return f.rt.count("uid-o", "RemoveCgroup") >= 1 })
-	seq = nil
-	for _, e := range f.rt.ops("uid-o", "KillPod", "RemoveCgroup") {
-		seq = append(seq, e.op)
-	}
+	seq = f.opSeq("uid-o", "KillPod", "RemoveCgroup")
 	if seq[0] != "KillPod" {
 		t.Errorf("runtime orphan: %v, want its cgroup removed only after KillPod", seq)
 	}
@@ -989,10 +992,7 @@ func TestEnginePodCgroups(t *testing.T) {
 	f.e.Kill(context.Background(), deleted(pod, f.clock.Now(), nil))
 	f.relist()
 	f.eventually(t, "the pod to be forgotten", func() bool { return f.e.Pod("uid-1") == nil })
-	seq = nil
-	for _, e := range f.rt.ops("uid-1", "KillPod", "RemoveCgroup", "OnTerminated", "RemovePod") {
-		seq = append(seq, e.op)
-	}
+	seq = f.opSeq("uid-1", "KillPod", "RemoveCgroup", "OnTerminated", "RemovePod")
 	if want := []string{"KillPod", "RemoveCgroup", "OnTerminated", "RemovePod"}; fmt.Sprint(seq) != fmt.Sprint(want) {
 		t.Errorf("termination sequence %v, want %v", seq, want)
 	}
@@ -1201,10 +1201,7 @@ func TestEngineUserNamespacesReleased(t *testing.T) {
 		t.Errorf("orphan sweep keeps %v: want the API's pod and the running runtime orphan kept, the unknown one not", kept)
 	}
 	f.eventually(t, "the runtime orphan's range released", func() bool { return f.rt.count("uid-o", "ReleaseUserns") == 1 })
-	var seq []string
-	for _, e := range f.rt.ops("uid-o", "KillPod", "ReleaseUserns") {
-		seq = append(seq, e.op)
-	}
+	seq := f.opSeq("uid-o", "KillPod", "ReleaseUserns")
 	if seq[0] != "KillPod" {
 		t.Errorf("runtime orphan: %v, want its range released only after KillPod", seq)
 	}
@@ -1215,10 +1212,7 @@ func TestEngineUserNamespacesReleased(t *testing.T) {
 	f.e.Kill(context.Background(), deleted(pod, f.clock.Now(), nil))
 	f.relist()
 	f.eventually(t, "the pod to be forgotten", func() bool { return f.e.Pod("uid-1") == nil })
-	seq = nil
-	for _, e := range f.rt.ops("uid-1", "KillPod", "ReleaseUserns", "OnTerminated") {
-		seq = append(seq, e.op)
-	}
+	seq = f.opSeq("uid-1", "KillPod", "ReleaseUserns", "OnTerminated")
 	if want := []string{"KillPod", "ReleaseUserns", "OnTerminated"}; fmt.Sprint(seq) != fmt.Sprint(want) {
 		t.Errorf("termination sequence %v, want %v", seq, want)
 	}
