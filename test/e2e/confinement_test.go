@@ -31,6 +31,7 @@ import (
 // Failed, reason AppArmor, the kubelet's message and Warning event, and
 // nothing of it reaches the runtime.
 func TestConfinementAppArmor(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	if admission.AppArmorEnabled() {
 		t.Skip("AppArmor is enabled on this host: the pod would run confined")
 	}
@@ -72,6 +73,7 @@ func TestConfinementAppArmor(t *testing.T) {
 // sandbox is refused with the kubelet's FailedCreatePodSandBox event and
 // the pod stays Pending.
 func TestConfinementHostUsers(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	if !runtimeSupportsUserNamespaces(t) {
 		pod := busyboxPod("userns", v1.RestartPolicyAlways, "sleep 3600")
@@ -133,6 +135,7 @@ func TestConfinementHostUsers(t *testing.T) {
 // does not have fails the sandbox with FailedCreatePodSandBox naming the
 // handler; the pod stays Pending and never runs on the default handler.
 func TestConfinementRuntimeClass(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ctx := testContext(t, time.Minute)
 	handler := "crivk-e2e-no-such-handler-" + rand.String(5)
 	rc, err := client.NodeV1().RuntimeClasses().Create(ctx, &nodev1.RuntimeClass{
@@ -162,6 +165,7 @@ func TestConfinementRuntimeClass(t *testing.T) {
 // container (CreateContainerError, the runtime's message naming the
 // resolved path), not the sandbox, and the container never runs.
 func TestConfinementSeccompLocalhostMissing(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	profile := "crivk-e2e-missing-" + rand.String(5) + ".json"
 	pod := busyboxPod("seccomp", v1.RestartPolicyAlways, "sleep 3600")

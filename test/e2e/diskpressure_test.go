@@ -83,6 +83,10 @@ const (
 // Everything it made (the node, its pods, the second containerd, the
 // mounts, the cgroups) is removed when it ends, passed or failed.
 func TestEvictionDiskPressure(t *testing.T) {
+	// Its node, containerd and filesystems are its own (parallelTests in
+	// main_test.go); the kubelet's run below stays serial, as the two share
+	// the second containerd's socket.
+	t.Parallel()
 	testDiskPressure(t, agentCrivk)
 }
 

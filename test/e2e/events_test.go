@@ -75,6 +75,7 @@ func waitObjectEventSince(t *testing.T, ns, kind, name, typ, reason, msg string,
 // the kubelet's reasons and messages: the image already present, the
 // container created and started, then killed on deletion.
 func TestEventsOfAPodsLife(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	pod := createPod(t, ns, busyboxPod("life", v1.RestartPolicyAlways, "sleep 600"))
 	waitPod(t, ns, pod.Name, 30*time.Second, "Running", isRunningReady)
@@ -89,6 +90,7 @@ func TestEventsOfAPodsLife(t *testing.T) {
 
 // A container that keeps failing: BackOff with the kubelet's message.
 func TestEventsBackOff(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	pod := createPod(t, ns, busyboxPod("crash", v1.RestartPolicyAlways, "exit 1"))
 	waitEvent(t, ns, pod.Name, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container c in pod crash")
@@ -96,6 +98,7 @@ func TestEventsBackOff(t *testing.T) {
 
 // An image that is not there with imagePullPolicy Never.
 func TestEventsErrImageNeverPull(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	p := busyboxPod("never", v1.RestartPolicyAlways, "sleep 600")
 	p.Spec.Containers[0].Image = "registry.invalid/none:1"

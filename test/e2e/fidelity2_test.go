@@ -27,6 +27,7 @@ import (
 // OnFailure, exit-3 and fileKeyRef rows). The test watches the pod from
 // its creation and looks at every version written.
 func TestFidelityTerminalStatusShowsTheSandboxStopped(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	for _, tc := range []struct {
 		name  string
@@ -254,6 +255,7 @@ func defaultHandler(t *testing.T) *runtimeapi.RuntimeHandler {
 // the reservation: "... is not allowed to use ResourceClaim ..."); the pod
 // stays Pending in ContainerCreating. crivk used to run it, deviceless.
 func TestFidelityResourceClaimRefused(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	ctx := testContext(t, 2*time.Minute)
 	const driver = "dra.crivk.test"

@@ -30,6 +30,7 @@ const fields2GID = 4321
 // already has the group and setgid (what OnRootMismatch would skip on) with
 // a file inside that has not is left as it was by both.
 func TestFields2FSGroupChangePolicy(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	createConfigMap(t, ns, "cfg", map[string]string{"k": "v"})
 	host := t.TempDir()
@@ -125,6 +126,7 @@ echo "groups $(id -G)"`
 // kube-api-access mount included. The status' user is the runtime's: none
 // from containerd 1.6, else the container's uid, gid and groups.
 func TestFields2StatusVolumeMounts(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	createConfigMap(t, ns, "cfg", map[string]string{"k": "v"})
 	pod := busyboxPod("mounts", v1.RestartPolicyAlways, "sleep 3600")

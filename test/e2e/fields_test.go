@@ -58,6 +58,7 @@ func fileKeyEnv(name, key string, optional bool) v1.EnvVar {
 // from the file an init container wrote into the emptyDir; an optional
 // key that is missing leaves the variable undefined.
 func TestFieldsFileKeyRef(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	createPod(t, ns, envFilePod("envfile",
 		fileKeyEnv("FROM_FILE", "DB_HOST", false),
@@ -83,6 +84,7 @@ func TestFieldsFileKeyRef(t *testing.T) {
 // container from being created: CreateContainerConfigError with the
 // kubelet's message naming the key and the file on the node.
 func TestFieldsFileKeyRefMissingKey(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	created := createPod(t, ns, envFilePod("envfile-missing", fileKeyEnv("X", "NOPE", false)))
 	msg := waitingReason(t, ns, created.Name, "c", "CreateContainerConfigError")
@@ -98,6 +100,7 @@ func TestFieldsFileKeyRefMissingKey(t *testing.T) {
 // restartPolicy whether it runs again, and the phase follows: the counts
 // and phases a user sees.
 func TestFieldsContainerRestartRules(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	// Each container exits with first on its first run and 0 after.
 	onceThen := func(name string, pod v1.RestartPolicy, own v1.ContainerRestartPolicy, first int, rules ...v1.ContainerRestartRule) *v1.Pod {
@@ -153,6 +156,7 @@ func TestFieldsContainerRestartRules(t *testing.T) {
 // entry (no FQDN); an FQDN over 64 characters fails the sandbox with the
 // kubelet's FailedCreatePodSandBox message and the pod never runs.
 func TestFieldsHostname(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	const script = "hostname; echo ---; cat /etc/hosts"
 
@@ -214,6 +218,7 @@ func TestFieldsHostname(t *testing.T) {
 // message) and the container never runs; IfPossible runs with a plain
 // read-only mount (Disabled).
 func TestFieldsRecursiveReadOnly(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	rroPod := func(name string, mode v1.RecursiveReadOnlyMode) *v1.Pod {
 		p := busyboxPod(name, v1.RestartPolicyNever, "touch /data/x 2>&1; echo done")
@@ -277,6 +282,7 @@ func TestFieldsRecursiveReadOnly(t *testing.T) {
 // runtime received them (its verbose CRI status carries the container's
 // config; this host has no SELinux to enforce the label with).
 func TestFieldsSELinuxInherited(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	pod := busyboxPod("selinux", v1.RestartPolicyAlways, "sleep 3600")
 	pod.Spec.SecurityContext = &v1.PodSecurityContext{SELinuxOptions: &v1.SELinuxOptions{Level: "s0:c123,c456"}}

@@ -49,6 +49,7 @@ func versionAtLeast(version string, major, minor int) bool {
 // system": image volumes are always read-only). The image volume's Pulled
 // event is on the pod itself (no field path), as the kubelet records it.
 func TestImageVolume(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	skipWithoutImageVolumes(t)
 	ns := newNamespace(t)
 	script := func(file string) string {
@@ -105,6 +106,7 @@ func TestImageVolume(t *testing.T) {
 // of Never", the pod has the ErrImageNeverPull warning and the Failed
 // "Error: ErrImageNeverPull" one.
 func TestImageVolumeNeverMissing(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	skipWithoutImageVolumes(t)
 	ns := newNamespace(t)
 	const missing = "registry.invalid/none:1"

@@ -14,6 +14,19 @@
 // crivk left of a deleted pod (sandbox, container, pod cgroup, mount) and
 // on a crivk process whose goroutines, open files or RSS grew past the
 // bounds of its baseline.
+//
+// Which tests run in parallel (parallelTests): go test runs every test
+// that does not call t.Parallel first, one at a time, and then the
+// parallel ones together (hack/test.sh: -parallel 4). A test calls
+// t.Parallel, as its first statement, only if it touches pods of its own
+// namespace and nothing of the node's: it does not stop or restart crivk,
+// containerd or the API server, changes no flag, node object, node
+// condition or image set, reads no node-wide count (metrics, stats, the
+// runtime's list beyond its pod's UID), asks for no CPU request, and
+// asserts no duration tight enough (a few seconds) for a loaded machine
+// to break. TestEvictionDiskPressure is parallel as well: its node,
+// containerd and filesystems are its own. Everything else stays serial,
+// so a restart or a node-wide check never sees another test's pods.
 package e2e
 
 import (

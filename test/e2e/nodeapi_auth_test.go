@@ -32,6 +32,7 @@ import (
 // right and one with it -> 401, 401, 403, 200; a 401 or 403 carries no
 // pod data.
 func TestNodeAPIAuth(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	ctx := testContext(t, 2*time.Minute)
 	pod := runningPod(t, ns, busyboxPod("secretive", v1.RestartPolicyNever, "sleep 3600"))

@@ -30,6 +30,7 @@ func podLogs(ctx context.Context, ns, name string, opts *v1.PodLogOptions) (stri
 }
 
 func TestPodRunsWithIPAndLogs(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	pod := createPod(t, ns, busyboxPod("logger", v1.RestartPolicyAlways,
 		`for i in 1 2 3 4 5; do echo line-$i; done; exec sleep 3600`))
@@ -143,6 +144,7 @@ func TestDeleteRunningPodCleansRuntime(t *testing.T) {
 // terminal phase and every container terminated. Several pods deleted at
 // once, so that the final status writes and the deletions race.
 func TestDeletedPodsLastStateIsTerminal(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	const n = 6
 	for i := 0; i < n; i++ {
@@ -196,6 +198,7 @@ func TestDeletedPodsLastStateIsTerminal(t *testing.T) {
 }
 
 func TestMissingImage(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	pod := busyboxPod("noimage", v1.RestartPolicyAlways, "true")
 	pod.Spec.Containers[0].Image = "registry.invalid/crivk/does-not-exist:1.0"
@@ -233,6 +236,7 @@ func TestMissingImage(t *testing.T) {
 }
 
 func TestCrashLoopBackOff(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	createPod(t, ns, busyboxPod("crasher", v1.RestartPolicyAlways, "echo crashing; exit 3"))
 	p := waitPod(t, ns, "crasher", 90*time.Second, "CrashLoopBackOff after a restart", func(p *v1.Pod) bool {

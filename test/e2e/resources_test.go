@@ -44,6 +44,7 @@ func TestContainerLimitsReachTheRuntime(t *testing.T) {
 // passes its 16Mi limit: the kernel kills it and the status says
 // OOMKilled with exit code 137, within 30 s.
 func TestMemoryLimitOOMKills(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	pod := busyboxPod("oom", v1.RestartPolicyNever, "x=a; while true; do x=$x$x; done")
 	pod.Spec.Containers[0].Resources = v1.ResourceRequirements{
@@ -243,6 +244,7 @@ type statsSummary struct {
 // scheduler never sees: the node itself reports PodScheduled=True, as the
 // kubelet's status generation does.
 func TestPodScheduledWithoutScheduler(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	pod := busyboxPod("bound", v1.RestartPolicyNever, "sleep 3600")
 	pod.Spec.NodeName = nodeName
@@ -262,6 +264,7 @@ func TestPodScheduledWithoutScheduler(t *testing.T) {
 // as the API allows: the runtime receives it and the container sees the
 // value in its own namespace.
 func TestSafeSysctlApplied(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	pod := busyboxPod("safe-sysctl", v1.RestartPolicyNever, "cat /proc/sys/kernel/shm_rmid_forced /proc/sys/net/ipv4/ip_local_port_range")
 	pod.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{

@@ -34,6 +34,7 @@ func finishedLogs(t *testing.T, ns, name string) (*v1.Pod, string) {
 }
 
 func TestRuntimeEnvironment(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	ctx := testContext(t, 30*time.Second)
 	if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"},
@@ -85,6 +86,7 @@ func TestRuntimeEnvironment(t *testing.T) {
 }
 
 func TestRuntimeEnvironmentMissingConfigMap(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	pod := busyboxPod("nocm", v1.RestartPolicyAlways, "sleep 3600")
 	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
@@ -106,6 +108,7 @@ func TestRuntimeEnvironmentMissingConfigMap(t *testing.T) {
 }
 
 func TestRuntimeTerminationMessage(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	tests := []struct {
 		name, script string
@@ -138,6 +141,7 @@ func TestRuntimeTerminationMessage(t *testing.T) {
 }
 
 func TestRuntimeEtcHosts(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	pod := busyboxPod("hosts", v1.RestartPolicyNever, "cat /etc/hosts")
 	pod.Spec.HostAliases = []v1.HostAlias{{IP: "123.45.67.89", Hostnames: []string{"foo.example", "bar.example"}}}
@@ -185,6 +189,7 @@ func waitEventPrefix(t *testing.T, ns, name, prefix string) {
 }
 
 func TestRuntimeHooks(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 
 	// postStart runs before the container counts as started; its output
@@ -224,6 +229,7 @@ func TestRuntimeHooks(t *testing.T) {
 }
 
 func TestRuntimeFailedPostStartHook(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	pod := busyboxPod("badhook", v1.RestartPolicyAlways, "sleep 3600")
 	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](2) // sleep as PID 1 ignores SIGTERM
@@ -250,6 +256,7 @@ func sidecarTestPod(name string, policy v1.RestartPolicy, main, side string) *v1
 }
 
 func TestRuntimeSidecarLifecycle(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	// A job-like pod: the sidecar runs beside the main container and is
 	// stopped once the main container finished; the pod succeeds.

@@ -46,6 +46,7 @@ func runningPod(t *testing.T, ns string, pod *v1.Pod) *v1.Pod {
 // command's exit code reaches the client, over SPDY and over WebSocket
 // (which the API server translates to SPDY before the node).
 func TestExecStdinAndExitCode(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	runningPod(t, ns, busyboxPod("exec", v1.RestartPolicyNever, "sleep 3600"))
 	opts := &v1.PodExecOptions{Container: "c", Command: []string{"sh", "-c", "cat; echo to-stderr >&2; exit 3"},
@@ -121,6 +122,7 @@ func (f *fixedSize) Next() *remotecommand.TerminalSize {
 
 // TestAttach attaches to a container whose main process reads stdin.
 func TestAttach(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	pod := busyboxPod("attach", v1.RestartPolicyNever, "while read line; do echo got:$line; done")
 	pod.Spec.Containers[0].Stdin = true
@@ -158,6 +160,7 @@ func TestAttach(t *testing.T) {
 // TestPortForward forwards two ports of one pod (two TCP echo servers) and
 // a closed one.
 func TestPortForward(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	runningPod(t, ns, busyboxPod("pf", v1.RestartPolicyNever,
 		"nc -ll -p 8081 -e cat & nc -ll -p 8082 -e sh -c 'read l; echo two:$l' & wait"))
@@ -434,6 +437,7 @@ func goroutines(t *testing.T) int {
 // shares the target's process namespace, so the target's sleep is
 // visible), and sees it terminated, not restarted, once it exits.
 func TestEphemeralContainer(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
 	ns := newNamespace(t)
 	runningPod(t, ns, busyboxPod("debugged", v1.RestartPolicyAlways, "sleep 3600"))
 	ctx := testContext(t, 2*time.Minute)
