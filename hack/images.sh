@@ -27,6 +27,8 @@
 #                                                         filesystem, nginx -g 'daemon off;'
 #   registry.k8s.io/e2e-test-images/glibc-dns-testing:2.1.1  the agnhost Debian base (bookworm):
 #   registry.k8s.io/e2e-test-images/ipc-utils:1.4            dnsutils, hostname, util-linux
+#   registry.k8s.io/e2e-test-images/kitten:1.8               upstream test/images/kitten on our agnhost:
+#                                                            /kitten.jpg, /data.json (the ImageVolume specs)
 #
 # A tarball is rebuilt only when its inputs changed (recorded in
 # _output/images/NAME.inputs); an image is imported only when containerd does
@@ -55,6 +57,7 @@ NODE_E2E_IMAGES=${NODE_E2E_IMAGES:-0}
 NGINX_IMAGE=registry.k8s.io/e2e-test-images/nginx:1.27.0-2
 GLIBC_DNS_TESTING_IMAGE=registry.k8s.io/e2e-test-images/glibc-dns-testing:2.1.1
 IPC_UTILS_IMAGE=registry.k8s.io/e2e-test-images/ipc-utils:1.4
+KITTEN_IMAGE=registry.k8s.io/e2e-test-images/kitten:1.8
 NGINX_PACKAGES=nginx
 DEBIAN_SUITE=bookworm
 # What upstream's agnhost image adds to its base with apk (minus iperf): nc
@@ -259,16 +262,37 @@ build_debian_base() {
 # pull from private registry with(out) secret" pull localhost:5000/pause:testing
 # from it.
 build_agnhost() {
-  local tar=${OUT}/agnhost.tar base=${OUT}/agnhost-base.tar pause=${OUT}/pause.tar porter inputs
-  "${ROOT}/hack/build-kube.sh" agnhost >/dev/null
-  build_debian_base agnhost-base "${AGNHOST_PACKAGES}"
-  porter=$(cd "${ROOT}/hack/tools" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/images/agnhost/porter
-  inputs=$(inputs_of agnhost "${BIN}/agnhost" "${base}" "${porter}/localhost.crt" "${porter}/localhost.key" "${BUSYBOX_BIN}" "${pause}" "${ROOT}"/hack/tools/cmd/nmeter/*.go)
+  local tar=${OUT}/agnhost.tar inputs
+  inputs=$(agnhost_inputs agnhost)
   if up_to_date "${tar}" "${inputs}"; then return; fi
   log "building agnhost.tar"
-  local rootfs applet d have
+  local rootfs
   rootfs=$(fresh_rootfs agnhost)
-  tar --numeric-owner -C "${rootfs}" -xpf "${base}"
+  agnhost_rootfs "${rootfs}"
+  mkimage -keep-owner -rootfs "${rootfs}" -o "${tar}" -name "${AGNHOST_IMAGE}" \
+    -entrypoint /agnhost -cmd pause -env "PATH=${IMAGE_PATH}"
+  echo "${inputs}" > "${tar}.inputs"
+  rm -rf "${rootfs}"
+}
+
+# agnhost_inputs NAME [FILE...]: builds what agnhost's root filesystem is
+# made of and prints the inputs of image NAME made of it (and FILEs).
+agnhost_inputs() {
+  local name=$1 porter
+  shift
+  "${ROOT}/hack/build-kube.sh" agnhost >/dev/null
+  build_debian_base agnhost-base "${AGNHOST_PACKAGES}"
+  build_nmeter
+  porter=$(cd "${ROOT}/hack/tools" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/images/agnhost/porter
+  inputs_of "${name}" "${BIN}/agnhost" "${OUT}/agnhost-base.tar" "${porter}/localhost.crt" "${porter}/localhost.key" \
+    "${BUSYBOX_BIN}" "${OUT}/pause.tar" "${ROOT}"/hack/tools/cmd/nmeter/*.go "$@"
+}
+
+# agnhost_rootfs ROOTFS: fills the empty ROOTFS with agnhost's files.
+agnhost_rootfs() {
+  local rootfs=$1 porter applet d have
+  porter=$(cd "${ROOT}/hack/tools" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/images/agnhost/porter
+  tar --numeric-owner -C "${rootfs}" -xpf "${OUT}/agnhost-base.tar"
   install -m 0755 "${BIN}/agnhost" "${rootfs}/agnhost"
   ln -s agnhost "${rootfs}/agnhost-2"
   install -d -m 0755 "${rootfs}/uploads"
@@ -285,7 +309,6 @@ build_agnhost() {
   # The node e2e suite's Containers Lifecycle specs run their script (and its
   # nmeter timestamps) in agnhost as the alternate image; upstream's agnhost
   # is Alpine-based, its busybox has the applet.
-  build_nmeter
   install -m 0755 "${BIN}/nmeter" "${rootfs}/usr/local/bin/nmeter"
   echo 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' >> "${rootfs}/etc/passwd"
   echo 'user-defined-in-image:!:19000:0:99999:7:::' >> "${rootfs}/etc/shadow"
@@ -293,9 +316,27 @@ build_agnhost() {
   printf '%s\n' 'user-defined-in-image:!::' 'group-defined-in-image:!::user-defined-in-image' >> "${rootfs}/etc/gshadow"
   install -d -m 0755 -o 1000 -g 1000 "${rootfs}/home/user-defined-in-image"
   # Readable by anyone: the registry pod runs as uid 5123.
-  regtool fakeregistry -o "${rootfs}/var/registry" "${pause}" pause testing
-  mkimage -keep-owner -rootfs "${rootfs}" -o "${tar}" -name "${AGNHOST_IMAGE}" \
-    -entrypoint /agnhost -cmd pause -env "PATH=${IMAGE_PATH}"
+  regtool fakeregistry -o "${rootfs}/var/registry" "${OUT}/pause.tar" pause testing
+}
+
+# build_kitten: upstream's test/images/kitten/Dockerfile on our agnhost
+# (its BASEIMAGE): /kitten.jpg and /data.json from the module's
+# test/images/kitten/html, CMD test-webserver (agnhost's entrypoint). The
+# node e2e suite's ImageVolume specs mount it as a volume and read
+# data.json and etc/os-release; the latter says Debian here, not Alpine
+# (docs/conformance.md).
+build_kitten() {
+  local tar=${OUT}/kitten.tar html inputs
+  html=$(cd "${ROOT}/hack/tools" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/images/kitten/html
+  inputs=$(agnhost_inputs kitten "${html}/kitten.jpg" "${html}/data.json")
+  if up_to_date "${tar}" "${inputs}"; then return; fi
+  log "building kitten.tar"
+  local rootfs
+  rootfs=$(fresh_rootfs kitten)
+  agnhost_rootfs "${rootfs}"
+  install -m 0644 "${html}/kitten.jpg" "${html}/data.json" "${rootfs}/"
+  mkimage -keep-owner -rootfs "${rootfs}" -o "${tar}" -name "${KITTEN_IMAGE}" \
+    -entrypoint /agnhost -cmd test-webserver -env "PATH=${IMAGE_PATH}"
   echo "${inputs}" > "${tar}.inputs"
   rm -rf "${rootfs}"
 }
@@ -418,7 +459,8 @@ if [ "${NODE_E2E_IMAGES}" = 1 ]; then
   build_nginx
   build_from_agnhost_base glibc-dns-testing "${GLIBC_DNS_TESTING_IMAGE}"
   build_from_agnhost_base ipc-utils "${IPC_UTILS_IMAGE}"
-  images+=("${NGINX_IMAGE}" "${GLIBC_DNS_TESTING_IMAGE}" "${IPC_UTILS_IMAGE}")
+  build_kitten
+  images+=("${NGINX_IMAGE}" "${GLIBC_DNS_TESTING_IMAGE}" "${IPC_UTILS_IMAGE}" "${KITTEN_IMAGE}")
 fi
 
 if [ -n "${SOCK}" ]; then
@@ -433,6 +475,7 @@ if [ -n "${SOCK}" ]; then
     import_tar "${OUT}/nginx.tar" "${NGINX_IMAGE}"
     import_tar "${OUT}/glibc-dns-testing.tar" "${GLIBC_DNS_TESTING_IMAGE}"
     import_tar "${OUT}/ipc-utils.tar" "${IPC_UTILS_IMAGE}"
+    import_tar "${OUT}/kitten.tar" "${KITTEN_IMAGE}"
   fi
 fi
 
