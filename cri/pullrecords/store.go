@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/crivk/crivk/internal/atomicfile"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 )
@@ -23,7 +24,9 @@ const (
 
 const (
 	filePrefix = "sha256-"
-	tmpSuffix  = ".tmp"
+	// tmpSuffix: the temporary file of an earlier crivk's write
+	// (today's are ".<name>.tmp*", internal/atomicfile), skipped if left.
+	tmpSuffix = ".tmp"
 )
 
 // store reads and writes the records under a directory (doc.go). It holds
@@ -120,22 +123,15 @@ func (s *store) writePulled(rec *kubeletv1beta1.ImagePulledRecord) error {
 	return writeRecord(s.pulledDir, fileName(rec.ImageRef), rec, &rec.TypeMeta, kindPulled)
 }
 
-// writeRecord writes obj (whose TypeMeta is tm) as kind, atomically: a
-// temporary file renamed over the record.
+// writeRecord writes obj (whose TypeMeta is tm) as kind, atomically
+// (internal/atomicfile: a synced temporary file renamed over the record).
 func writeRecord(dir, name string, obj any, tm *metav1.TypeMeta, kind string) error {
 	tm.APIVersion, tm.Kind = apiVersion, kind
 	b, err := json.Marshal(obj)
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", kind, err)
 	}
-	path := filepath.Join(dir, name)
-	tmp := path + tmpSuffix
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", kind, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
+	if err := atomicfile.Write(filepath.Join(dir, name), b); err != nil {
 		return fmt.Errorf("writing %s: %w", kind, err)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/crivk/crivk/internal/atomicfile"
 	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -178,7 +179,7 @@ func (m *Manager) remove(uid types.UID) error {
 }
 
 // checkpointLocked writes every allocation to the checkpoint file, whole,
-// through a temporary file renamed into place.
+// through a synced temporary file renamed into place (internal/atomicfile).
 func (m *Manager) checkpointLocked() error {
 	if m.path == "" {
 		return nil
@@ -190,11 +191,7 @@ func (m *Manager) checkpointLocked() error {
 	if err := os.MkdirAll(filepath.Dir(m.path), 0o755); err != nil {
 		return fmt.Errorf("writing the allocation checkpoint: %w", err)
 	}
-	tmp := m.path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("writing the allocation checkpoint: %w", err)
-	}
-	if err := os.Rename(tmp, m.path); err != nil {
+	if err := atomicfile.Write(m.path, b); err != nil {
 		return fmt.Errorf("writing the allocation checkpoint: %w", err)
 	}
 	return nil
