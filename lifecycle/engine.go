@@ -195,11 +195,16 @@ type UserNamespaces interface {
 
 // PodCgroups is the pod cgroup tree as the engine uses it (package cm's
 // Manager): created or updated before a pod's sandbox, removed once its
-// containers are stopped, listed for the orphan sweep.
+// containers are stopped, listed for the orphan sweep, read for the pod
+// status' resources.
 type PodCgroups interface {
 	EnsurePod(pod *v1.Pod) error
 	RemovePod(uid types.UID) error
 	PodUIDs() ([]types.UID, error)
+	// PodCgroupConfig reads the CPU shares, CFS quota (-1: none) and
+	// period and the memory limit (0: none) the pod's cgroup has now (the
+	// kubelet's GetPodCgroupConfig).
+	PodCgroupConfig(pod *v1.Pod) (cpuShares, cpuQuota, cpuPeriod, memoryLimit int64, err error)
 }
 
 // Engine is crivk's kubelet core, the kubelet's syncLoop and housekeeping:

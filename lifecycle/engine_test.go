@@ -11,6 +11,7 @@ import (
 
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/lifecycle/pleg"
+	"github.com/crivk/crivk/lifecycle/status"
 	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -920,6 +921,8 @@ type fakeCgroups struct {
 	rt   *fakeRuntime
 	mu   sync.Mutex
 	have map[types.UID]bool
+	// config holds what PodCgroupConfig reads, by pod; guarded by mu.
+	config map[types.UID]status.PodCgroup
 }
 
 func (c *fakeCgroups) EnsurePod(pod *v1.Pod) error {
@@ -936,6 +939,18 @@ func (c *fakeCgroups) RemovePod(uid types.UID) error {
 	delete(c.have, uid)
 	c.mu.Unlock()
 	return nil
+}
+
+// PodCgroupConfig reads what config holds for the pod, an error when
+// nothing (no cgroup).
+func (c *fakeCgroups) PodCgroupConfig(pod *v1.Pod) (int64, int64, int64, int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.config[pod.UID]
+	if !ok {
+		return 0, 0, 0, 0, errors.New("no pod cgroup")
+	}
+	return v.CPUShares, v.CPUQuota, v.CPUPeriod, v.MemoryLimit, nil
 }
 
 func (c *fakeCgroups) PodUIDs() ([]types.UID, error) {
