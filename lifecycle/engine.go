@@ -42,6 +42,11 @@ type Runtime interface {
 	// handler supports recursive read-only mounts, from the runtime state
 	// last read (no call): the container statuses' volumeMounts say it.
 	RecursiveReadOnlyMountsSupported(pod *v1.Pod) bool
+	// PodCgroupResizing reports whether the pod cgroup's CPU or memory
+	// values, as last written, differ from those pod (allocated) asks for
+	// (cri.Runtime.PodCgroupResizing): the plan then resizes it, and a
+	// resize is in progress.
+	PodCgroupResizing(pod *v1.Pod) bool
 }
 
 var _ Runtime = (*cri.Runtime)(nil)

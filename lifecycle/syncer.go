@@ -381,7 +381,7 @@ func (s *syncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, st *cri
 	}
 	now := s.clock.Now()
 	plan := cri.ComputePodActions(pod, st, cri.PlanInputs{Started: s.startupPassed, Failed: s.failedProbe, BackOff: s.backoff.View(now),
-		MaxDeadPerContainer: s.maxDead})
+		MaxDeadPerContainer: s.maxDead, PodCgroupResizing: s.runtime.PodCgroupResizing(pod)})
 	if plan.Empty() {
 		s.mu.Lock()
 		delete(s.waiting, pod.UID)

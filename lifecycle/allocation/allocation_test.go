@@ -205,3 +205,73 @@ func TestMessages(t *testing.T) {
 		t.Errorf("CompletedMessage %s", got)
 	}
 }
+
+// TestHandleResizePodLevel: a resize of spec.resources alone is one to
+// decide (the kubelet's UpdatePodFromAllocation with
+// InPlacePodLevelResourcesVerticalScaling on): until it is allocated the
+// pod runs with its allocated pod-level resources; once it is, the
+// allocation is the spec's, checkpointed; a pod-level allocation of none
+// replaces a spec that adds some.
+func TestHandleResizePodLevel(t *testing.T) {
+	path := filepath.Join(t.TempDir(), CheckpointFile)
+	m, err := New(Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	none := func() []*v1.Pod { return nil }
+	refuse := func(*v1.Pod, []*v1.Pod) (bool, string, string) { return false, "OutOfmemory", "no room" }
+	admit := func(*v1.Pod, []*v1.Pod) (bool, string, string) { return true, "", "" }
+	podLevel := func(gen int64, cpu, mem string) *v1.Pod {
+		p := pod("p", gen, v1.Container{Name: "a"})
+		p.Spec.Resources = &v1.ResourceRequirements{Requests: testutil.Resources(cpu, mem), Limits: testutil.Resources(cpu, mem)}
+		return p
+	}
+	orig := podLevel(1, "100m", "100Mi")
+	if err := m.Allocate(orig); err != nil {
+		t.Fatal(err)
+	}
+	if a, ok := m.Allocated(orig); !ok || a != orig {
+		t.Fatalf("Allocated of the spec as allocated = %v %v, want the pod itself", a, ok)
+	}
+
+	bigger := podLevel(2, "200m", "100Mi")
+	got, err := m.HandleResize(bigger, none, refuse, rec)
+	if err != nil || got.Spec.Resources.Limits.Cpu().MilliValue() != 100 || got.Spec.Containers[0].Name != "a" {
+		t.Fatalf("deferred pod-level resize: ran %v (%v), want the allocated 100m", got.Spec.Resources, err)
+	}
+	if bigger.Spec.Resources.Limits.Cpu().MilliValue() != 200 {
+		t.Fatalf("the spec was changed: %v", bigger.Spec.Resources)
+	}
+	if cs := m.Conditions(orig.UID); len(cs) != 1 || cs[0].Type != v1.PodResizePending || cs[0].Reason != "Deferred" {
+		t.Fatalf("conditions %+v, want PodResizePending Deferred", cs)
+	}
+
+	got, err = m.HandleResize(bigger, none, admit, rec)
+	if err != nil || got != bigger {
+		t.Fatalf("allocated pod-level resize: ran %v (%v), want the spec", got.Spec.Resources, err)
+	}
+	want := event{"Normal", "ResizeStarted", `Pod resize started: {"containers":[{"name":"a","resources":{}}],"generation":2}`}
+	if last := rec.events[len(rec.events)-1]; last != want {
+		t.Errorf("event %+v, want %+v (the kubelet's summary names no pod-level resources)", last, want)
+	}
+	m2, err := New(Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, ok := m2.Allocated(orig); !ok || a.Spec.Resources.Limits.Cpu().MilliValue() != 200 {
+		t.Errorf("after a restart: pod-level allocation %v (%v), want 200m", a.Spec.Resources, ok)
+	}
+
+	// A pod admitted without pod-level resources whose spec now has some.
+	plain := pod("q", 1, ctr("a", "100m", "100Mi"))
+	if err := m.Allocate(plain); err != nil {
+		t.Fatal(err)
+	}
+	added := plain.DeepCopy()
+	added.Generation = 2
+	added.Spec.Resources = &v1.ResourceRequirements{Limits: testutil.Resources("1", "")}
+	if a, _ := m.Allocated(added); a == added || a.Spec.Resources != nil {
+		t.Errorf("Allocated of a spec adding pod-level resources: %v, want none (the allocation)", a.Spec.Resources)
+	}
+}
