@@ -35,6 +35,10 @@ import (
 //	                                             container's resizePolicy
 //	                                             for that resource says
 //	                                             RestartContainer
+//	allocated pod's pod cgroup values
+//	  != those last written ────────────plan─>  UpdatePodLevelResources
+//	  (PodCgroupResizing, a pod-level            (InPlacePodLevelResources-
+//	  resize among them)                          VerticalScaling)
 //	SyncPod, per resource (memory, then cpu):
 //	   pod cgroup limit grows ─> pod cgroup request grows ─> containers
 //	   ─> pod cgroup request shrinks ─> pod cgroup limit shrinks
