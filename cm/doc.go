@@ -78,6 +78,9 @@
 // a container's cgroup as cAdvisor does (CgroupSample: the library's
 // GetStats, the limits, the oom_kill counter, cgroup.procs, the creation
 // time) for /metrics/cadvisor (nodeapi/stats' Cgroups interface).
+// PodCgroupConfig reads a pod cgroup's CPU shares, quota and period and
+// memory limit from cgroupfs for the pod status' resources (the kubelet's
+// GetPodCgroupConfig; the engine through its PodCgroups interface).
 // PodsMemory and PodsCgroupSample read the node-allocatable cgroup,
 // kubepods, for /stats/summary's "pods" system container (its memory,
 // and its CPU time, RSS and page faults; nodeapi/stats' PodsCgroup

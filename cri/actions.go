@@ -65,6 +65,12 @@ type PodActions struct {
 	// UpdatePodResources is set when a container is restarted for a
 	// resize (its resizePolicy): the pod cgroup is resized as well.
 	UpdatePodResources bool
+	// UpdatePodLevelResources is set when the pod cgroup's values differ
+	// from those of the (allocated) pod, a pod-level resize among them
+	// (PlanInputs.PodCgroupResizing; the kubelet's
+	// computePodLevelResourcesResizeAction): SyncPod resizes it, in order
+	// around the containers' updates, also when no container changes.
+	UpdatePodLevelResources bool
 	// ImageVolumes are the pod's image volumes whose images SyncPod makes
 	// available before it starts a container: all those whose pull
 	// back-off does not run, and only when the plan starts a container
@@ -96,7 +102,8 @@ type Kill struct {
 func (a PodActions) Empty() bool {
 	return !a.KillPod && !a.CreateSandbox && a.NextInit < 0 && len(a.ContainersToStart) == 0 &&
 		len(a.SidecarsToStart) == 0 && len(a.ContainersToKill) == 0 && len(a.EphemeralToStart) == 0 &&
-		len(a.ContainersToRemove) == 0 && len(a.Waiting) == 0 && len(a.ContainersToUpdate) == 0 && !a.UpdatePodResources
+		len(a.ContainersToRemove) == 0 && len(a.Waiting) == 0 && len(a.ContainersToUpdate) == 0 && !a.UpdatePodResources &&
+		!a.UpdatePodLevelResources
 }
 
 // String summarises the plan for logs.
@@ -135,6 +142,9 @@ func (a PodActions) String() string {
 	if n := len(a.ContainersToUpdate[v1.ResourceCPU]) + len(a.ContainersToUpdate[v1.ResourceMemory]); n > 0 || a.UpdatePodResources {
 		parts = append(parts, fmt.Sprintf("resize(%d)", n))
 	}
+	if a.UpdatePodLevelResources {
+		parts = append(parts, "resize-pod-cgroup")
+	}
 	if len(a.ImageVolumes) > 0 {
 		parts = append(parts, fmt.Sprintf("image-volumes(%d)", len(a.ImageVolumes)))
 	}
@@ -162,6 +172,11 @@ type PlanInputs struct {
 	// (--maximum-dead-containers-per-container): a sync leaves at most
 	// max(it, 1) dead instances of each container, the newest.
 	MaxDeadPerContainer int
+	// PodCgroupResizing reports that the pod cgroup's CPU or memory
+	// values differ from those the pod (allocated) asks for
+	// (Runtime.PodCgroupResizing): a plan that keeps the sandbox and has
+	// initialized the pod resizes it (UpdatePodLevelResources).
+	PodCgroupResizing bool
 }
 
 // BackOffView is what a plan reads of the back-offs (BackOffs.View).
@@ -241,6 +256,9 @@ func computePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions
 	}
 	p.planRegular()
 	p.stopSidecarsWhenFinished()
+	// The kubelet's last step, once the pod is initialized: the pod
+	// cgroup's own resize.
+	a.UpdatePodLevelResources = in.PodCgroupResizing && !a.KillPod
 	return a
 }
 

@@ -99,8 +99,14 @@
 // per resource, memory then CPU, the pod cgroup (Config.PodCgroups)
 // grows first, then the containers are updated (UpdateContainerResources),
 // then the pod cgroup shrinks; a memory limit decrease to below usage is
-// refused first (SyncResult.ResizeErr). ResizeInProgress and
-// ActualResources read the runtime's side for the pod status.
+// refused first (SyncResult.ResizeErr). A pod-level resize (the allocated
+// pod's spec.resources) needs no container update to be carried out: the
+// plan's UpdatePodLevelResources (PlanInputs.PodCgroupResizing, from
+// Runtime.PodCgroupResizing: the pod cgroup's values as last written
+// differ from the allocated pod's) resizes the pod cgroup in the same
+// order; containers without their own limits take the pod-level ones and
+// are resized as above. ResizeInProgress and ActualResources read the
+// runtime's side for the pod status.
 //
 // The container and sandbox garbage collector (gc.go, ContainerGC, the
 // kubelet's kuberuntime_gc) shares its dead-instance rule with the plan's

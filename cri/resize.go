@@ -35,6 +35,10 @@ import (
 //	                                             container's resizePolicy
 //	                                             for that resource says
 //	                                             RestartContainer
+//	allocated pod's pod cgroup values
+//	  != those last written ────────────plan─>  UpdatePodLevelResources
+//	  (PodCgroupResizing, a pod-level            (InPlacePodLevelResources-
+//	  resize among them)                          VerticalScaling)
 //	SyncPod, per resource (memory, then cpu):
 //	   pod cgroup limit grows ─> pod cgroup request grows ─> containers
 //	   ─> pod cgroup request shrinks ─> pod cgroup limit shrinks
@@ -278,12 +282,41 @@ func ActualResources(c *ContainerStatus) (cpuRequest, cpuLimit, memoryLimit *res
 	return cpuRequest, cpuLimit, memoryLimit
 }
 
+// PodCgroupResizing reports whether the pod cgroup's CPU quota or shares
+// or its memory limit, as last written, differ from those pod (its
+// allocated spec) asks for: the plan's PlanInputs.PodCgroupResizing, and
+// a resize in progress (the kubelet's IsPodResizeInProgress, whose
+// actuated pod-level resources these values stand for: a change of the
+// pod-level memory request alone moves no cgroup value and is done once
+// allocated). False without a pod cgroup made by this agent (before the
+// pod's first sync after a start, or without pod cgroups).
+func (r *Runtime) PodCgroupResizing(pod *v1.Pod) bool {
+	pc := r.cfg.PodCgroups
+	if pc == nil {
+		return false
+	}
+	for _, res := range []v1.ResourceName{v1.ResourceMemory, v1.ResourceCPU} {
+		curLim, curReq, wantLim, wantReq, err := pc.PodCgroupValues(pod, res)
+		if err != nil {
+			return false
+		}
+		if curLim != wantLim || curReq != wantReq {
+			return true
+		}
+	}
+	return false
+}
+
 // resizePod carries out the plan's in-place resize (the kubelet's
 // doPodResizeAction): a memory limit decrease below what the pod or a
 // container uses is refused first, nothing changed; then memory, then
 // CPU, each with the pod cgroup's limit and request grown before the
-// containers are updated and shrunk after. The first failure stops it
-// (the next sync carries on from what the runtime then reports).
+// containers are updated and shrunk after. A resource is resized when a
+// container of it is, a container restarts for a resize, or the pod
+// cgroup's values differ from the pod's (UpdatePodLevelResources, a
+// pod-level resize: the pod cgroup alone may change). The first failure
+// stops it (the next sync carries on from what the runtime then
+// reports).
 func (r *Runtime) resizePod(ctx context.Context, pod *v1.Pod, plan PodActions) error {
 	pc := r.cfg.PodCgroups
 	if err := r.validateMemoryResize(ctx, pod, plan, pc); err != nil {
@@ -291,7 +324,7 @@ func (r *Runtime) resizePod(ctx context.Context, pod *v1.Pod, plan PodActions) e
 	}
 	sent := map[string]ResizeValues{}
 	for _, res := range []v1.ResourceName{v1.ResourceMemory, v1.ResourceCPU} {
-		if len(plan.ContainersToUpdate[res]) == 0 && !plan.UpdatePodResources {
+		if len(plan.ContainersToUpdate[res]) == 0 && !plan.UpdatePodResources && !plan.UpdatePodLevelResources {
 			continue
 		}
 		var curLim, curReq, wantLim, wantReq int64

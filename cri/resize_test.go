@@ -224,10 +224,12 @@ type fakePodCgroup struct {
 	cur, want map[v1.ResourceName][2]int64
 	log       *[]string
 	rs        *fakeRuntimeService
+	// err is PodCgroupValues' error (a pod cgroup this agent did not make).
+	err error
 }
 
 func (f *fakePodCgroup) PodCgroupValues(_ *v1.Pod, res v1.ResourceName) (int64, int64, int64, int64, error) {
-	return f.cur[res][0], f.cur[res][1], f.want[res][0], f.want[res][1], nil
+	return f.cur[res][0], f.cur[res][1], f.want[res][0], f.want[res][1], f.err
 }
 
 func (f *fakePodCgroup) ResizePodCgroup(_ *v1.Pod, res v1.ResourceName, limit bool) error {

@@ -235,7 +235,7 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 	// The in-place resize (resize.go), the kubelet's step 7: after the init
 	// containers, before the regular containers start, so that one
 	// restarted for its resizePolicy starts in the resized pod cgroup.
-	if len(plan.ContainersToUpdate) > 0 || plan.UpdatePodResources {
+	if len(plan.ContainersToUpdate) > 0 || plan.UpdatePodResources || plan.UpdatePodLevelResources {
 		if err := r.resizePod(ctx, pod, plan); err != nil {
 			res.ResizeErr = err
 			res.Errs = append(res.Errs, fmt.Errorf("resizing pod %s in place: %w", RefOf(pod), err))

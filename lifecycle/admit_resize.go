@@ -19,10 +19,10 @@ const (
 )
 
 // handleResize decides the in-place resize a running pod's spec may ask
-// for (package allocation, the kubelet's handlePodResourcesResize) and
-// returns the pod to sync: with the resources allocated to it. A resize is
-// checked against the node's allocatable (else Infeasible) and by the
-// admission chain beside the other pods holding resources, with their
+// for, of its containers' or its pod-level resources (package
+// allocation, the kubelet's handlePodResourcesResize), and returns the
+// pod to sync: with the resources allocated to it. A resize is decided by
+// the admission chain beside the other pods holding resources, with their
 // allocations (else Deferred). It is called at the pod's sync: a
 // generation of the spec already decided (PodResizePending for it) is not
 // decided again there, but by the retries (runResizeRetries), as the
@@ -52,12 +52,6 @@ func (e *Engine) handleResize(pod *v1.Pod) (*v1.Pod, error) {
 func (e *Engine) decideResize(pod *v1.Pod) (*v1.Pod, error) {
 	e.admitMu.Lock()
 	defer e.admitMu.Unlock()
-	allocatable := e.cfg.NodeAllocatable
-	if e.cfg.Node != nil {
-		if n := e.cfg.Node(); n != nil && n.Status.Allocatable != nil {
-			allocatable = n.Status.Allocatable
-		}
-	}
 	admit := func(p *v1.Pod, others []*v1.Pod) (bool, string, string) {
 		// A resize never preempts: the context only serves preemption.
 		r := e.admit(context.TODO(), p, others, false)
@@ -68,7 +62,7 @@ func (e *Engine) decideResize(pod *v1.Pod) (*v1.Pod, error) {
 		rec = e.cfg.Recorder
 	}
 	active := func() []*v1.Pod { return e.activePods(pod.UID) }
-	return e.alloc.HandleResize(pod, active, allocatable, admit, rec)
+	return e.alloc.HandleResize(pod, active, admit, rec)
 }
 
 // runResizeRetries is the kubelet's allocation manager loop: the deferred

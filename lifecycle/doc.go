@@ -48,11 +48,14 @@
 //
 // Allocations (package allocation, the kubelet's allocation manager) hold
 // the resources each pod was admitted with: admission counts them, and the
-// syncer runs the allocated pod. An in-place resize the spec asks for is
-// decided at the pod's sync (admit_resize.go, under the admission lock;
-// resize.go: PodResizePending Infeasible or Deferred, or allocated), then
-// the plan resizes the containers and PodResizeInProgress follows the
-// runtime's values.
+// syncer runs the allocated pod. An in-place resize the spec asks for, of
+// containers or of the pod-level resources, is decided at the pod's sync
+// (admit_resize.go, under the admission lock; resize.go: PodResizePending
+// Deferred, or allocated), then the plan resizes the containers and the
+// pod cgroup and PodResizeInProgress follows the runtime's and the pod
+// cgroup's values. The syncer reads the pod cgroup's values
+// (PodCgroups.PodCgroupConfig) for the pod-level status.resources of a
+// pod the API shows Running.
 //
 // Evictions (evict.go) go through the workers' kill path with a status
 // function and wait for the containers to stop, as the kubelet's

@@ -42,6 +42,11 @@ type Runtime interface {
 	// handler supports recursive read-only mounts, from the runtime state
 	// last read (no call): the container statuses' volumeMounts say it.
 	RecursiveReadOnlyMountsSupported(pod *v1.Pod) bool
+	// PodCgroupResizing reports whether the pod cgroup's CPU or memory
+	// values, as last written, differ from those pod (allocated) asks for
+	// (cri.Runtime.PodCgroupResizing): the plan then resizes it, and a
+	// resize is in progress.
+	PodCgroupResizing(pod *v1.Pod) bool
 }
 
 var _ Runtime = (*cri.Runtime)(nil)
@@ -195,11 +200,16 @@ type UserNamespaces interface {
 
 // PodCgroups is the pod cgroup tree as the engine uses it (package cm's
 // Manager): created or updated before a pod's sandbox, removed once its
-// containers are stopped, listed for the orphan sweep.
+// containers are stopped, listed for the orphan sweep, read for the pod
+// status' resources.
 type PodCgroups interface {
 	EnsurePod(pod *v1.Pod) error
 	RemovePod(uid types.UID) error
 	PodUIDs() ([]types.UID, error)
+	// PodCgroupConfig reads the CPU shares, CFS quota (-1: none) and
+	// period and the memory limit (0: none) the pod's cgroup has now (the
+	// kubelet's GetPodCgroupConfig).
+	PodCgroupConfig(pod *v1.Pod) (cpuShares, cpuQuota, cpuPeriod, memoryLimit int64, err error)
 }
 
 // Engine is crivk's kubelet core, the kubelet's syncLoop and housekeeping:

@@ -11,8 +11,10 @@ import (
 
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/lifecycle/pleg"
+	"github.com/crivk/crivk/lifecycle/status"
 	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -50,12 +52,17 @@ type fakeRuntime struct {
 	beforeKill func()
 	// statusErr fails GetPodStatus of these pods.
 	statusErr map[types.UID]error
+	// podLevel is, per pod, the pod-level resources its pod cgroup was
+	// made or last resized with (the kubelet's actuated ones); resizeErr
+	// fails the resize of a plan that has one.
+	podLevel  map[types.UID]*v1.ResourceRequirements
+	resizeErr error
 }
 
 var _ Runtime = (*fakeRuntime)(nil)
 
 func newFakeRuntime(clk *testingclock.FakeClock) *fakeRuntime {
-	return &fakeRuntime{pods: map[types.UID]*cri.PodStatus{}, now: clk.Now}
+	return &fakeRuntime{pods: map[types.UID]*cri.PodStatus{}, now: clk.Now, podLevel: map[types.UID]*v1.ResourceRequirements{}}
 }
 
 func (f *fakeRuntime) record(e event) {
@@ -96,6 +103,7 @@ func (f *fakeRuntime) SyncPod(_ context.Context, pod *v1.Pod, _ *cri.PodStatus, 
 	defer f.mu.Unlock()
 	st := f.podLocked(cri.RefOf(pod))
 	if plan.CreateSandbox {
+		f.podLevel[pod.UID] = pod.Spec.Resources.DeepCopy()
 		sb := cri.SandboxStatus{ID: fmt.Sprintf("%s-sb%d", pod.UID, plan.Attempt), Attempt: plan.Attempt, Ready: true, IPs: []string{"10.0.0.7"}}
 		if pod.Spec.HostNetwork {
 			sb.IPs = nil // the runtime reports no IP for a host-network sandbox
@@ -127,6 +135,15 @@ func (f *fakeRuntime) SyncPod(_ context.Context, pod *v1.Pod, _ *cri.PodStatus, 
 			Attempt: attempt, State: cri.StateRunning, StartedAt: f.now()}
 		st.Containers = append([]cri.ContainerStatus{c}, st.Containers...)
 		res.Started = append(res.Started, name)
+	}
+	if plan.UpdatePodLevelResources || len(plan.ContainersToUpdate) > 0 {
+		if f.resizeErr != nil {
+			res.ResizeErr = f.resizeErr
+			res.Errs = append(res.Errs, f.resizeErr)
+		} else {
+			f.podLevel[pod.UID] = pod.Spec.Resources.DeepCopy()
+			f.events = append(f.events, event{op: "ResizePodCgroup", uid: pod.UID})
+		}
 	}
 	// Sidecars (restartable init containers) start and keep running; a
 	// plain init container is not run by this fake.
@@ -202,6 +219,15 @@ func (f *fakeRuntime) snapshot() map[types.UID]*cri.PodStatus {
 
 func (f *fakeRuntime) RemoveInterrupted(context.Context, *cri.PodStatus) (bool, error) {
 	return false, nil
+}
+
+// PodCgroupResizing: the pod's pod-level resources differ from those its
+// sandbox was made or last resized with.
+func (f *fakeRuntime) PodCgroupResizing(pod *v1.Pod) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cur, ok := f.podLevel[pod.UID]
+	return ok && !apiequality.Semantic.DeepEqual(cur, pod.Spec.Resources)
 }
 
 // RecursiveReadOnlyMountsSupported: as containerd 1.6, which reports no
@@ -920,6 +946,8 @@ type fakeCgroups struct {
 	rt   *fakeRuntime
 	mu   sync.Mutex
 	have map[types.UID]bool
+	// config holds what PodCgroupConfig reads, by pod; guarded by mu.
+	config map[types.UID]status.PodCgroup
 }
 
 func (c *fakeCgroups) EnsurePod(pod *v1.Pod) error {
@@ -936,6 +964,18 @@ func (c *fakeCgroups) RemovePod(uid types.UID) error {
 	delete(c.have, uid)
 	c.mu.Unlock()
 	return nil
+}
+
+// PodCgroupConfig reads what config holds for the pod, an error when
+// nothing (no cgroup).
+func (c *fakeCgroups) PodCgroupConfig(pod *v1.Pod) (int64, int64, int64, int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.config[pod.UID]
+	if !ok {
+		return 0, 0, 0, 0, errors.New("no pod cgroup")
+	}
+	return v.CPUShares, v.CPUQuota, v.CPUPeriod, v.MemoryLimit, nil
 }
 
 func (c *fakeCgroups) PodUIDs() ([]types.UID, error) {

@@ -19,11 +19,15 @@ import (
 //     goes on with the allocated pod;
 //  2. resizeProgress: PodResizeInProgress is set while a running
 //     container's runtime values differ from its allocation
-//     (cri.ResizeInProgress) and cleared, with ResizeCompleted, once they
-//     match;
-//  3. the plan resizes the containers (cri's resize.go) and SyncPod
-//     applies it with the pod cgroup; resizeFailed sets the condition's
-//     reason Error with the failure's message (ResizeError);
+//     (cri.ResizeInProgress), or the pod cgroup's from the allocated
+//     pod's (Runtime.PodCgroupResizing: the pod-level resources, the
+//     kubelet's isPodLevelResourcesResizeInProgress), and cleared, with
+//     ResizeCompleted, once they match;
+//  3. the plan resizes the containers and the pod cgroup (cri's
+//     resize.go; PlanInputs.PodCgroupResizing) and SyncPod applies it,
+//     the pod cgroup in order around the containers; resizeFailed sets
+//     the condition's reason Error with the failure's message
+//     (ResizeError);
 //  4. after the runtime is read back, resizeProgress again, so the status
 //     published shows the resize done.
 
@@ -54,13 +58,16 @@ func (s *syncer) allocated(ctx context.Context, pod *v1.Pod, st *cri.PodStatus) 
 }
 
 // resizeProgress sets PodResizeInProgress while the runtime's values of
-// a running container of pod (allocated) differ from its allocation, and
-// clears it with the kubelet's ResizeCompleted event once they match.
+// a running container of pod (allocated) differ from its allocation, or
+// the pod cgroup's from the pod's, and clears it with the kubelet's
+// ResizeCompleted event once they match. A pod cgroup not made yet (a
+// new pod, or the first sync after a restart) is no resize: a pod's
+// creation reports none (the kubelet's #138049).
 func (s *syncer) resizeProgress(pod *v1.Pod, st *cri.PodStatus) {
 	if s.alloc == nil || st == nil {
 		return
 	}
-	if cri.ResizeInProgress(pod, st) {
+	if cri.ResizeInProgress(pod, st) || s.runtime.PodCgroupResizing(pod) {
 		s.alloc.SetInProgress(pod.UID, "", "", pod.Generation)
 		return
 	}

@@ -237,6 +237,7 @@ func (s *syncer) generateKilled(pod *v1.Pod, st *cri.PodStatus, deleted bool, st
 		resize = s.alloc.Conditions(pod.UID)
 	}
 	out := status.Generate(status.Input{
+		PodCgroup:        s.podCgroup(pod),
 		ResizeConditions: resize,
 		Pod:              pod,
 		Previous:         prev,
@@ -260,6 +261,22 @@ func (s *syncer) generateKilled(pod *v1.Pod, st *cri.PodStatus, deleted bool, st
 		out.Message = messageDeadlineExceeded
 	}
 	return out
+}
+
+// podCgroup reads the pod cgroup's values for the pod-level
+// status.resources, as the kubelet's convertToAPIPodLevelResourcesStatus
+// only for a pod the API shows Running (pod carries the API's status,
+// withAPIStatus); nil when it does not, or the cgroup cannot be read (the
+// previous status' values then stand, status/podresources.go).
+func (s *syncer) podCgroup(pod *v1.Pod) *status.PodCgroup {
+	if s.podCgroups == nil || pod.Status.Phase != v1.PodRunning {
+		return nil
+	}
+	shares, quota, period, mem, err := s.podCgroups.PodCgroupConfig(pod)
+	if err != nil {
+		return nil
+	}
+	return &status.PodCgroup{CPUShares: shares, CPUQuota: quota, CPUPeriod: period, MemoryLimit: mem}
 }
 
 // The kubelet's words for a pod past spec.activeDeadlineSeconds.
@@ -364,7 +381,7 @@ func (s *syncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, st *cri
 	}
 	now := s.clock.Now()
 	plan := cri.ComputePodActions(pod, st, cri.PlanInputs{Started: s.startupPassed, Failed: s.failedProbe, BackOff: s.backoff.View(now),
-		MaxDeadPerContainer: s.maxDead})
+		MaxDeadPerContainer: s.maxDead, PodCgroupResizing: s.runtime.PodCgroupResizing(pod)})
 	if plan.Empty() {
 		s.mu.Lock()
 		delete(s.waiting, pod.UID)

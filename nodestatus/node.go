@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/nodedeclaredfeatures/features/inplacepodresize"
 )
 
 // NodeConfig describes the node crivk registers.
@@ -37,6 +38,17 @@ type NodeConfig struct {
 	// whole machine.
 	Portion Portion
 }
+
+// DeclaredFeatures are the node's status.declaredFeatures
+// (NodeDeclaredFeatures, GA and locked on in v1.37): the features of the
+// kubelet's registry (component-helpers' nodedeclaredfeatures) that crivk
+// implements, sorted, as the API server's validation wants them. The API
+// server's NodeDeclaredFeatureValidator refuses a pod update that needs a
+// feature its node does not declare: without
+// InPlacePodLevelResourcesVerticalScaling, every pod-level in-place resize
+// of a pod on the node. A feature is added here only once crivk does what
+// it promises (docs/kubelet-1.37.md).
+var DeclaredFeatures = []string{inplacepodresize.IPPRPodLevelResourcesFeatureGate}
 
 // BuildNode returns the Node object crivk registers, with capacity read from
 // the machine and conditions from the runtime's readiness rd.
@@ -95,6 +107,7 @@ func BuildNode(cfg NodeConfig, rd cri.Readiness, now time.Time) (*v1.Node, error
 	n.Status.Conditions = NodeConditions(nil, rd, nil, now)
 	n.Spec.Taints = append([]v1.Taint(nil), cfg.Taints...)
 	n.Status.Phase = v1.NodeRunning
+	n.Status.DeclaredFeatures = append([]string(nil), DeclaredFeatures...)
 	return n, nil
 }
 

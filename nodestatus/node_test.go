@@ -1,12 +1,15 @@
 package nodestatus
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/crivk/crivk/cri"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/version"
+	ndf "k8s.io/component-helpers/nodedeclaredfeatures"
 )
 
 func TestBuildNode(t *testing.T) {
@@ -35,6 +38,22 @@ func TestBuildNode(t *testing.T) {
 	}
 	if n.Labels["kubernetes.io/hostname"] != "n1" || n.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 {
 		t.Errorf("labels %v endpoints %v", n.Labels, n.Status.DaemonEndpoints)
+	}
+	// Only what crivk implements, sorted; the API server's
+	// NodeDeclaredFeatureValidator then lets a pod-level resize of a pod
+	// on the node through.
+	if want := []string{"InPlacePodLevelResourcesVerticalScaling"}; !slices.Equal(n.Status.DeclaredFeatures, want) {
+		t.Errorf("declaredFeatures %v, want %v", n.Status.DeclaredFeatures, want)
+	}
+	old := &v1.PodSpec{Resources: &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}}
+	resized := &v1.PodSpec{Resources: &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}}}
+	reqs, err := ndf.DefaultFramework.InferForPodUpdate(&ndf.PodInfo{Spec: old, Status: &v1.PodStatus{}},
+		&ndf.PodInfo{Spec: resized, Status: &v1.PodStatus{}}, version.MustParse("1.37.2"))
+	if err != nil || reqs.IsEmpty() {
+		t.Fatalf("a pod-level resize needs no declared feature (%v)? the test no longer tests anything", err)
+	}
+	if m, err := ndf.DefaultFramework.MatchNode(reqs, n); err != nil || !m.IsMatch {
+		t.Errorf("a pod-level resize on the node: %+v %v, want it admitted", m, err)
 	}
 	if _, err := BuildNode(NodeConfig{Name: "n1", RootDir: "/does/not/exist"}, cri.Readiness{}, time.Now()); err == nil {
 		t.Error("a missing root dir must be an error")

@@ -242,6 +242,10 @@ func watchPods(ctx context.Context, podInf vknode.PodInformer, a *agent, mirrors
 	if _, err := podInf.Informer().AddEventHandler(vknode.StatusReconciles(a.engine.ReconcileStatus)); err != nil {
 		return err
 	}
+	// A pod-level in-place resize, which virtual-kubelet does not hand on.
+	if _, err := podInf.Informer().AddEventHandler(vknode.PodResourcesUpdates(func(p *v1.Pod) { _ = a.provider.UpdatePod(ctx, p) })); err != nil {
+		return err
+	}
 	if _, err := podInf.Informer().AddEventHandler(vknode.DeletedPodKills(func(p *v1.Pod) { a.engine.Kill(ctx, p) })); err != nil {
 		return err
 	}

@@ -59,6 +59,11 @@
 //     the informer, to the status manager's Reconcile, which has the
 //     status last delivered written again where it was overwritten
 //     (virtual-kubelet writes a status only when the provider's changes).
+//   - podresources.go: a change of a pod's pod-level resources
+//     (spec.resources, the resize subresource's pod-level in-place resize)
+//     is handed to the provider's UpdatePod, as virtual-kubelet hands the
+//     changes of the fields it compares; virtual-kubelet compares no
+//     spec.resources.
 //
 // # What it must never do
 //

@@ -90,9 +90,9 @@ func New(cfg Config) (*Manager, error) {
 	return m, nil
 }
 
-// allocationOf is what pod's spec asks for: the kubelet's allocationFromPod
-// (regular containers and sidecars; plain init containers are never
-// resized).
+// allocationOf is what pod's spec asks for: the kubelet's
+// ResourceInfoForPod (its pod-level resources, regular containers and
+// sidecars; plain init containers are not resized by crivk).
 func allocationOf(pod *v1.Pod) PodAllocation {
 	a := PodAllocation{Containers: map[string]v1.ResourceRequirements{}}
 	if pod.Spec.Resources != nil {
@@ -109,11 +109,12 @@ func allocationOf(pod *v1.Pod) PodAllocation {
 	return a
 }
 
-// Allocated returns pod with its containers' resources those allocated to
-// it (a copy, when they differ from its spec: the spec asks for a resize)
-// and whether the pod has an allocation (the kubelet's
-// UpdatePodFromAllocation). Pod-level resources are not resized: virtual-
-// kubelet does not hand on their changes.
+// Allocated returns pod with the resources allocated to it, its
+// containers' and its pod-level ones (a copy, when they differ from its
+// spec: the spec asks for a resize), and whether the pod has an
+// allocation (the kubelet's UpdatePodFromAllocation, with
+// InPlacePodLevelResourcesVerticalScaling on: a pod-level allocation that
+// differs from spec.resources replaces it, nil included).
 func (m *Manager) Allocated(pod *v1.Pod) (*v1.Pod, bool) {
 	if pod == nil {
 		return nil, false
@@ -129,6 +130,10 @@ func (m *Manager) Allocated(pod *v1.Pod) (*v1.Pod, bool) {
 
 func withAllocation(pod *v1.Pod, a PodAllocation) *v1.Pod {
 	out := pod
+	if !apiequality.Semantic.DeepEqual(pod.Spec.Resources, a.Pod) {
+		out = pod.DeepCopy()
+		out.Spec.Resources = a.Pod.DeepCopy()
+	}
 	set := func(list func(*v1.Pod) []v1.Container) {
 		for i, c := range list(out) {
 			r, ok := a.Containers[c.Name]

@@ -24,32 +24,43 @@ func ctr(name, cpu, mem string) v1.Container {
 	return v1.Container{Name: name, Resources: v1.ResourceRequirements{Requests: testutil.Resources(cpu, mem), Limits: testutil.Resources(cpu, mem)}}
 }
 
-// TestDecide: the kubelet's canResizePod rules, in its order.
+// TestDecide: the kubelet v1.37's rules, admission alone: a resize it
+// refuses is Deferred with its message, also beyond the node's
+// allocatable (no longer Infeasible since v1.36, #136043), and a
+// pod-level resize is asked of it as a container's is.
 func TestDecide(t *testing.T) {
-	allocatable := testutil.Resources("2", "4Gi")
 	admitAll := func(*v1.Pod, []*v1.Pod) (bool, string, string) { return true, "", "" }
 	outOfCPU := func(p *v1.Pod, others []*v1.Pod) (bool, string, string) {
 		return false, "OutOfcpu", fmt.Sprintf("Node didn't have enough resource: cpu, requested: 1500, used: 1000, capacity: 2000 (%d others)", len(others))
 	}
+	var seen *v1.ResourceRequirements
+	podLevelSeen := func(p *v1.Pod, _ []*v1.Pod) (bool, string, string) {
+		seen = p.Spec.Resources
+		return true, "", ""
+	}
+	withPodLevel := pod("p", 2, v1.Container{Name: "a"})
+	withPodLevel.Spec.Resources = &v1.ResourceRequirements{Requests: testutil.Resources("1", "1Gi"), Limits: testutil.Resources("1", "1Gi")}
 	for name, tc := range map[string]struct {
 		pod   *v1.Pod
 		admit Admitter
 		want  Decision
 	}{
 		"fits": {pod: pod("p", 2, ctr("a", "1", "1Gi")), admit: admitAll, want: Decision{Allocate: true}},
-		"more CPU than the node has: Infeasible": {pod: pod("p", 2, ctr("a", "3", "1Gi")), admit: admitAll,
-			want: Decision{Reason: "Infeasible", Message: "Node didn't have enough capacity: cpu, requested: 3000, capacity: 2000"}},
-		"more memory than the node has (and CPU): Infeasible, memory named": {pod: pod("p", 2, ctr("a", "3", "8Gi")), admit: admitAll,
-			want: Decision{Reason: "Infeasible", Message: "Node didn't have enough capacity: memory, requested: 8589934592, capacity: 4294967296"}},
+		"more CPU than the node has: admission's verdict, Deferred": {pod: pod("p", 2, ctr("a", "3", "1Gi")), admit: outOfCPU,
+			want: Decision{Reason: "Deferred", Message: "Node didn't have enough resource: cpu, requested: 1500, used: 1000, capacity: 2000 (1 others)"}},
 		"fits the node, not beside the others: Deferred with admission's message": {pod: pod("p", 2, ctr("a", "1500m", "1Gi")), admit: outOfCPU,
 			want: Decision{Reason: "Deferred", Message: "Node didn't have enough resource: cpu, requested: 1500, used: 1000, capacity: 2000 (1 others)"}},
+		"pod-level resources: admitted as they are": {pod: withPodLevel, admit: podLevelSeen, want: Decision{Allocate: true}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			others := []*v1.Pod{pod("o", 1, ctr("x", "1", "1Gi")), tc.pod}
-			if got := Decide(tc.pod, others, allocatable, tc.admit); got != tc.want {
+			if got := Decide(tc.pod, others, tc.admit); got != tc.want {
 				t.Errorf("Decide = %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+	if seen != withPodLevel.Spec.Resources {
+		t.Errorf("admission saw pod-level resources %v, want the spec's", seen)
 	}
 }
 
@@ -62,7 +73,7 @@ func (r *recorder) Eventf(_ runtime.Object, kind, reason, format string, args ..
 }
 
 // TestHandleResize walks a pod through a resize: admitted with its spec,
-// a resize that does not fit (Infeasible, one event per generation), one
+// a resize admission refuses (Deferred, one event per generation), one
 // that fits (allocated, PodResizeInProgress, ResizeStarted), and a spec
 // back to the allocation (pending cleared).
 func TestHandleResize(t *testing.T) {
@@ -74,7 +85,9 @@ func TestHandleResize(t *testing.T) {
 	}
 	rec := &recorder{}
 	none := func() []*v1.Pod { return nil }
-	allocatable := testutil.Resources("2", "4Gi")
+	outOfCPU := func(*v1.Pod, []*v1.Pod) (bool, string, string) {
+		return false, "OutOfcpu", "Node didn't have enough resource: cpu, requested: 3000, used: 0, capacity: 2000"
+	}
 	p := pod("p", 1, ctr("a", "500m", "1Gi"))
 	if err := m.Allocate(p); err != nil {
 		t.Fatal(err)
@@ -88,29 +101,29 @@ func TestHandleResize(t *testing.T) {
 		return nil
 	}
 
-	// Too much CPU: the allocated pod is run, Infeasible.
+	// Too much CPU: the allocated pod is run, Deferred.
 	huge := pod("p", 2, ctr("a", "3", "1Gi"))
-	got, err := m.HandleResize(huge, none, allocatable, nil, rec)
+	got, err := m.HandleResize(huge, none, outOfCPU, rec)
 	if err != nil || !reflect.DeepEqual(got.Spec.Containers[0].Resources, p.Spec.Containers[0].Resources) {
-		t.Fatalf("infeasible resize: ran %v (%v), want the allocation", got.Spec.Containers[0].Resources, err)
+		t.Fatalf("deferred resize: ran %v (%v), want the allocation", got.Spec.Containers[0].Resources, err)
 	}
 	c := cond(v1.PodResizePending)
-	if c == nil || c.Reason != "Infeasible" || c.Message != "Node didn't have enough capacity: cpu, requested: 3000, capacity: 2000" || c.ObservedGeneration != 2 {
+	if c == nil || c.Reason != "Deferred" || c.Message != "Node didn't have enough resource: cpu, requested: 3000, used: 0, capacity: 2000" || c.ObservedGeneration != 2 {
 		t.Fatalf("PodResizePending %+v", c)
 	}
-	wantEvent := event{"Warning", "ResizeInfeasible", `Pod resize Infeasible: {"containers":[{"name":"a","resources":{"limits":{"cpu":"3","memory":"1Gi"},"requests":{"cpu":"3","memory":"1Gi"}}}],"generation":2,"error":"Node didn't have enough capacity: cpu, requested: 3000, capacity: 2000"}`}
+	wantEvent := event{"Warning", "ResizeDeferred", `Pod resize Deferred: {"containers":[{"name":"a","resources":{"limits":{"cpu":"3","memory":"1Gi"},"requests":{"cpu":"3","memory":"1Gi"}}}],"generation":2,"error":"Node didn't have enough resource: cpu, requested: 3000, used: 0, capacity: 2000"}`}
 	if len(rec.events) != 1 || rec.events[0] != wantEvent {
 		t.Fatalf("events %+v, want %+v", rec.events, wantEvent)
 	}
 	// Again, same generation: no second event.
 	clk.Step(time.Second)
-	if _, err := m.HandleResize(huge, none, allocatable, nil, rec); err != nil || len(rec.events) != 1 {
+	if _, err := m.HandleResize(huge, none, outOfCPU, rec); err != nil || len(rec.events) != 1 {
 		t.Fatalf("retry of the same generation: %v, %d events", err, len(rec.events))
 	}
 
 	// A resize that fits: allocated, in progress, ResizeStarted.
 	fits := pod("p", 3, ctr("a", "1", "1Gi"))
-	got, err = m.HandleResize(fits, func() []*v1.Pod { return []*v1.Pod{pod("o", 1, ctr("x", "500m", "1Gi"))} }, allocatable,
+	got, err = m.HandleResize(fits, func() []*v1.Pod { return []*v1.Pod{pod("o", 1, ctr("x", "500m", "1Gi"))} },
 		func(*v1.Pod, []*v1.Pod) (bool, string, string) { return true, "", "" }, rec)
 	if err != nil || got != fits {
 		t.Fatalf("fitting resize: ran %v (%v), want the spec", got.Spec.Containers[0].Resources, err)
@@ -190,5 +203,75 @@ func TestMessages(t *testing.T) {
 	}
 	if got := CompletedMessage(pod("q", 1, v1.Container{Name: "c0"}), 1); got != `Pod resize completed: {"containers":[{"name":"c0","resources":{}}],"generation":1}` {
 		t.Errorf("CompletedMessage %s", got)
+	}
+}
+
+// TestHandleResizePodLevel: a resize of spec.resources alone is one to
+// decide (the kubelet's UpdatePodFromAllocation with
+// InPlacePodLevelResourcesVerticalScaling on): until it is allocated the
+// pod runs with its allocated pod-level resources; once it is, the
+// allocation is the spec's, checkpointed; a pod-level allocation of none
+// replaces a spec that adds some.
+func TestHandleResizePodLevel(t *testing.T) {
+	path := filepath.Join(t.TempDir(), CheckpointFile)
+	m, err := New(Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	none := func() []*v1.Pod { return nil }
+	refuse := func(*v1.Pod, []*v1.Pod) (bool, string, string) { return false, "OutOfmemory", "no room" }
+	admit := func(*v1.Pod, []*v1.Pod) (bool, string, string) { return true, "", "" }
+	podLevel := func(gen int64, cpu, mem string) *v1.Pod {
+		p := pod("p", gen, v1.Container{Name: "a"})
+		p.Spec.Resources = &v1.ResourceRequirements{Requests: testutil.Resources(cpu, mem), Limits: testutil.Resources(cpu, mem)}
+		return p
+	}
+	orig := podLevel(1, "100m", "100Mi")
+	if err := m.Allocate(orig); err != nil {
+		t.Fatal(err)
+	}
+	if a, ok := m.Allocated(orig); !ok || a != orig {
+		t.Fatalf("Allocated of the spec as allocated = %v %v, want the pod itself", a, ok)
+	}
+
+	bigger := podLevel(2, "200m", "100Mi")
+	got, err := m.HandleResize(bigger, none, refuse, rec)
+	if err != nil || got.Spec.Resources.Limits.Cpu().MilliValue() != 100 || got.Spec.Containers[0].Name != "a" {
+		t.Fatalf("deferred pod-level resize: ran %v (%v), want the allocated 100m", got.Spec.Resources, err)
+	}
+	if bigger.Spec.Resources.Limits.Cpu().MilliValue() != 200 {
+		t.Fatalf("the spec was changed: %v", bigger.Spec.Resources)
+	}
+	if cs := m.Conditions(orig.UID); len(cs) != 1 || cs[0].Type != v1.PodResizePending || cs[0].Reason != "Deferred" {
+		t.Fatalf("conditions %+v, want PodResizePending Deferred", cs)
+	}
+
+	got, err = m.HandleResize(bigger, none, admit, rec)
+	if err != nil || got != bigger {
+		t.Fatalf("allocated pod-level resize: ran %v (%v), want the spec", got.Spec.Resources, err)
+	}
+	want := event{"Normal", "ResizeStarted", `Pod resize started: {"containers":[{"name":"a","resources":{}}],"generation":2}`}
+	if last := rec.events[len(rec.events)-1]; last != want {
+		t.Errorf("event %+v, want %+v (the kubelet's summary names no pod-level resources)", last, want)
+	}
+	m2, err := New(Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, ok := m2.Allocated(orig); !ok || a.Spec.Resources.Limits.Cpu().MilliValue() != 200 {
+		t.Errorf("after a restart: pod-level allocation %v (%v), want 200m", a.Spec.Resources, ok)
+	}
+
+	// A pod admitted without pod-level resources whose spec now has some.
+	plain := pod("q", 1, ctr("a", "100m", "100Mi"))
+	if err := m.Allocate(plain); err != nil {
+		t.Fatal(err)
+	}
+	added := plain.DeepCopy()
+	added.Generation = 2
+	added.Spec.Resources = &v1.ResourceRequirements{Limits: testutil.Resources("1", "")}
+	if a, _ := m.Allocated(added); a == added || a.Spec.Resources != nil {
+		t.Errorf("Allocated of a spec adding pod-level resources: %v, want none (the allocation)", a.Spec.Resources)
 	}
 }

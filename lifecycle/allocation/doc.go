@@ -2,16 +2,15 @@
 // pod and decides in-place resizes, as the kubelet's allocation manager
 // (pkg/kubelet/allocation) and the resize conditions of its status manager.
 //
-// A pod's allocation is what its containers (and sidecars) were admitted
-// with. Once a pod runs, the spec's resources (which the API's resize
-// subresource changes) are only a request: the engine syncs the allocated
-// pod (Allocated), and a spec that differs from the allocation is a resize
-// to decide (Manager.HandleResize, the kubelet's handlePodResourcesResize):
+// A pod's allocation is what its containers (and sidecars) and the pod
+// itself (spec.resources, pod-level resources) were admitted with. Once
+// a pod runs, the spec's resources (which the API's resize subresource
+// changes) are only a request: the engine syncs the allocated pod
+// (Allocated), and a spec that differs from the allocation, a container's
+// resources or the pod-level ones, is a resize to decide
+// (Manager.HandleResize, the kubelet v1.37's handlePodResourcesResize):
 //
 //	spec == allocation ───────────────────────> PodResizePending cleared
-//	resize not allowed (a static pod) ────────> PodResizePending Infeasible
-//	requests above the node's allocatable ────> PodResizePending Infeasible
-//	                                            "Node didn't have enough capacity: ..."
 //	admission refuses it beside the others'
 //	allocations (OutOfcpu, ...) ──────────────> PodResizePending Deferred, with
 //	                                            admission's message (retried at
@@ -19,18 +18,29 @@
 //	fits ──> allocation := spec; PodResizePending cleared; PodResizeInProgress
 //	         (new generation); Normal ResizeStarted
 //
+// The v1.37 kubelet finds no resize crivk could be asked for Infeasible:
+// since v1.36 the API server refuses a resize beyond the node's
+// allocatable (#136043) and static pods are resized as others; its
+// remaining Infeasible cases (a feature gate off, containers that swap,
+// the static CPU or memory manager, memory-backed volumes) do not arise
+// on a crivk node.
+//
 // A generation of the spec is decided once at the pod's sync; a Deferred
 // one is decided again, for every deferred pod in the kubelet's order
 // (SortPending), when a pod is removed, another resize is asked for or
 // finishes, and periodically (retry.go; the engine runs the loop).
 //
-// A Deferred or Infeasible decision is a Warning event (ResizeDeferred,
-// ResizeInfeasible) when the reason or the generation changes. The engine
-// then sets PodResizeInProgress while the runtime's values differ from the
-// allocation (cri.ResizeInProgress), clears it when they match (Normal
-// ResizeCompleted) and sets its reason Error with the runtime manager's
-// message when applying the resize failed (Warning ResizeError). The
-// messages are the kubelet's, with its JSON summary of the resources.
+// A Deferred decision is a Warning event (ResizeDeferred) when the reason
+// or the generation changes. The engine then sets PodResizeInProgress
+// while the runtime's values differ from the allocation
+// (cri.ResizeInProgress for the containers; for the pod-level resources,
+// the kubelet's actuated ones, the pod cgroup's values as crivk last
+// wrote them, cri.Runtime.PodCgroupResizing), clears it when they match
+// (Normal ResizeCompleted) and sets its reason Error with the runtime
+// manager's message when applying the resize failed (Warning
+// ResizeError). The messages are the kubelet's, with its JSON summary of
+// the containers' resources (the kubelet's summary has no pod-level
+// resources yet).
 //
 // # Where allocations live
 //

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -18,10 +17,6 @@ const (
 	EventResizeError      = "ResizeError"
 )
 
-// The kubelet's message for a resize it never allows
-// (IsInPlacePodVerticalScalingAllowed).
-const msgStaticPod = "In-place resize of static-pods is not supported"
-
 // EventRecorder receives the resize events (client-go's
 // record.EventRecorder is one).
 type EventRecorder interface {
@@ -34,31 +29,25 @@ type EventRecorder interface {
 type Admitter func(pod *v1.Pod, others []*v1.Pod) (ok bool, reason, message string)
 
 // Decision is what becomes of a resize: allocated, or pending with the
-// PodResizePending condition's reason (Infeasible or Deferred) and
-// message.
+// PodResizePending condition's reason and message.
 type Decision struct {
 	Allocate        bool
 	Reason, Message string
 }
 
-// Decide is the kubelet's canResizePod for pod, whose spec asks for
-// resources other than those allocated to it: Infeasible when its CPU or
-// memory requests exceed the node's allocatable ("Node didn't have enough
-// capacity: ..."), Deferred with admission's message when admission
-// refuses it beside others (their allocations), else allocated. It is
-// pure.
-func Decide(pod *v1.Pod, others []*v1.Pod, allocatable v1.ResourceList, admit Admitter) Decision {
-	cpuAvailable := allocatable.Cpu().MilliValue()
-	memAvailable := allocatable.Memory().Value()
-	cpuRequests := podutil.PodRequest(pod, v1.ResourceCPU)
-	memRequests := podutil.PodRequest(pod, v1.ResourceMemory)
-	if cpuRequests > cpuAvailable || memRequests > memAvailable {
-		msg := fmt.Sprintf("cpu, requested: %d, capacity: %d", cpuRequests, cpuAvailable)
-		if memRequests > memAvailable {
-			msg = fmt.Sprintf("memory, requested: %d, capacity: %d", memRequests, memAvailable)
-		}
-		return Decision{Reason: v1.PodReasonInfeasible, Message: "Node didn't have enough capacity: " + msg}
-	}
+// Decide is the kubelet v1.37's verdict on pod's resize (its spec asks
+// for resources other than those allocated to it, pod-level ones
+// included): the admission chain (its canAdmitPod with the resize
+// operation) beside others, the pods holding resources on the node with
+// their allocations. A refusal is Deferred with admission's message: the
+// kubelet's status manager makes every pending reason but Infeasible
+// Deferred, and none of its resize admission handler's Infeasible cases
+// applies to crivk (in-place resize and pod-level resize are on, no
+// container may swap, no CPU or memory manager pins resources, memory-
+// backed volumes are not resized). Since v1.36 the kubelet no longer
+// finds a resize beyond the node's allocatable Infeasible, nor a static
+// pod's (#136043: the API server refuses the first). It is pure.
+func Decide(pod *v1.Pod, others []*v1.Pod, admit Admitter) Decision {
 	if admit != nil {
 		var rest []*v1.Pod
 		for _, p := range others {
@@ -73,14 +62,15 @@ func Decide(pod *v1.Pod, others []*v1.Pod, allocatable v1.ResourceList, admit Ad
 	return Decision{Allocate: true}
 }
 
-// HandleResize decides a resize of pod (its spec as the API has it), the
-// kubelet's handlePodResourcesResize, and returns the pod to run: with
-// the resources allocated to it, which are the spec's once the resize is
+// HandleResize decides a resize of pod (its spec as the API has it, its
+// containers' and its pod-level resources), the kubelet's
+// handlePodResourcesResize, and returns the pod to run: with the
+// resources allocated to it, which are the spec's once the resize is
 // allocated. active lists the other pods holding resources on the node
 // as the engine has them (called only when there is a resize to decide);
 // HandleResize counts their allocations. Decisions are serialised. A pod
 // without an allocation yet is allocated its spec.
-func (m *Manager) HandleResize(pod *v1.Pod, active func() []*v1.Pod, allocatable v1.ResourceList, admit Admitter, rec EventRecorder) (*v1.Pod, error) {
+func (m *Manager) HandleResize(pod *v1.Pod, active func() []*v1.Pod, admit Admitter, rec EventRecorder) (*v1.Pod, error) {
 	m.decide.Lock()
 	defer m.decide.Unlock()
 	allocated, ok := m.Allocated(pod)
@@ -92,16 +82,12 @@ func (m *Manager) HandleResize(pod *v1.Pod, active func() []*v1.Pod, allocatable
 		m.ClearPending(pod.UID)
 		return pod, nil
 	}
-	if isStatic(pod) {
-		m.SetPending(pod.UID, v1.PodReasonInfeasible, msgStaticPod, pod.Generation)
-		return allocated, nil
-	}
 	var others []*v1.Pod
 	for _, p := range active() {
 		a, _ := m.Allocated(p)
 		others = append(others, a)
 	}
-	d := Decide(pod, others, allocatable, admit)
+	d := Decide(pod, others, admit)
 	if d.Allocate {
 		if err := m.Allocate(pod); err != nil {
 			return allocated, fmt.Errorf("allocating the resize of pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -123,13 +109,6 @@ func (m *Manager) HandleResize(pod *v1.Pod, active func() []*v1.Pod, allocatable
 		rec.Eventf(pod, v1.EventTypeWarning, reason, "%s", PendingMessage(pod, d.Reason, d.Message, pod.Generation))
 	}
 	return allocated, nil
-}
-
-// isStatic is the kubelet's IsStaticPod: a pod from another source than
-// the API server (kubernetes.io/config.source).
-func isStatic(pod *v1.Pod) bool {
-	src, ok := pod.Annotations["kubernetes.io/config.source"]
-	return ok && src != "api"
 }
 
 // The kubelet's resize event messages (pkg/kubelet/events/resize.go): a

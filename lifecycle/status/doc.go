@@ -33,6 +33,11 @@
 //     three-way merge: the containers' terminal phase wins, the kill's
 //     reason only with its phase: TestGenerateStatusAfterKill), then the
 //     conditions, in that order from the same input;
+//   - podresources.go: the pod-level status.resources and
+//     status.allocatedResources (the kubelet v1.37's
+//     convertToAPIPodLevelResourcesStatus and PodRequests, for every pod):
+//     the effective allocation until the API shows the pod Running, then
+//     the pod cgroup's values the caller read (Input.PodCgroup);
 //   - volumemounts.go: a container status' volumeMounts (from the spec
 //     before the container exists, then kept, immutable) and user (the
 //     runtime's, when it reports one);

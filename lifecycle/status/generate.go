@@ -61,6 +61,11 @@ type Input struct {
 	// recursive read-only mounts: the recursiveReadOnly the container
 	// statuses' volumeMounts report (volumemounts.go).
 	RecursiveReadOnlyMounts bool
+	// PodCgroup is the pod cgroup's CPU and memory values, read for a pod
+	// the API shows Running (the pod-level status.resources,
+	// podresources.go); nil: not read (no pod cgroups, the pod not
+	// Running, or the read failed), and the previous status' values stand.
+	PodCgroup *PodCgroup
 }
 
 // ProbeResults is what status generation needs of the prober
@@ -87,6 +92,7 @@ func Generate(in Input) v1.PodStatus {
 	}
 	setAddresses(&s, in.NodeIP, in.PodIPs)
 	initDone, incompleteInit, unready := setContainerStatuses(&s, in)
+	setPodResources(&s, in)
 	prev := setPhase(&s, in)
 	s.Conditions = mergeConditions(prev.Conditions, nodeConditions(in, s.Phase, initDone, incompleteInit, unready), now)
 	return s

@@ -46,8 +46,8 @@ func patchResize(t *testing.T, ns, name, resources string) *v1.Pod {
 // PodResizeInProgress are gone once done, with the kubelet's ResizeStarted
 // and ResizeCompleted events. Then a resize asking for more CPU than the
 // node has is refused by the API server (v1.37's PodResizeValidator
-// admission; the node's own Infeasible verdict for it is unit-tested), and
-// the container keeps its allocation.
+// admission; since v1.36 the kubelet has no Infeasible verdict of its own
+// for it), and the container keeps its allocation.
 func TestInPlaceResize(t *testing.T) {
 	ns := newNamespace(t)
 	pod := busyboxPod("resize", v1.RestartPolicyAlways, "sleep 3600")
@@ -104,8 +104,8 @@ func TestInPlaceResize(t *testing.T) {
 
 	// More CPU than the node has: since v1.37 the API server refuses the
 	// resize itself (its PodResizeValidator admission, against the Node's
-	// allocatable), before the node would have found it Infeasible
-	// (lifecycle's admitResize, unit-tested); the allocation stays.
+	// allocatable); the node would only defer it (admission's verdict,
+	// lifecycle/allocation's Decide, unit-tested); the allocation stays.
 	node, err := client.CoreV1().Nodes().Get(testContext(t, 10*time.Second), nodeName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
