@@ -7,6 +7,8 @@
 #   default components: kube-apiserver kube-scheduler kube-controller-manager kubelet
 #   on request also:    kubectl    the client of the same version (hack/run.sh builds it for the
 #                                  README's quick start)
+#                       kube-proxy for the multi-machine cluster (#45; hack/build-network.sh
+#                                  builds it with the cluster network)
 #                       e2e.test   the conformance suite (go test -c k8s.io/kubernetes/test/e2e)
 #                       e2e_node.test  the node e2e suite (go test -c k8s.io/kubernetes/test/e2e_node),
 #                                  for hack/node-conformance.sh
