@@ -82,6 +82,26 @@ func TestSyncPodRuntimeClassAndUserNamespace(t *testing.T) {
 				f.rt.SetRuntimeClasses(tc.classes)
 			}
 			f.rs.handlers = tc.handlers
+			// kubelet_started_user_namespaced_pods_total and _errors_total.
+			var started, failed int
+			f.rt.cfg.ObserveUserNamespacedStart = func(fail bool) {
+				started++
+				if fail {
+					failed++
+				}
+			}
+			defer func() {
+				wantStarted, wantFailed := 0, 0
+				if tc.hostUsers != nil && !*tc.hostUsers {
+					wantStarted = 1
+					if tc.wantErr != "" {
+						wantFailed = 1
+					}
+				}
+				if started != wantStarted || failed != wantFailed {
+					t.Errorf("user-namespaced starts %d, errors %d; want %d, %d", started, failed, wantStarted, wantFailed)
+				}
+			}()
 			alloc := &fakeUserns{err: tc.allocErr}
 			if !tc.noAllocator {
 				f.rt.cfg.UserNamespaces = alloc

@@ -69,6 +69,11 @@ type Config struct {
 	// list_containers, ...), duration and error (the kubelet's
 	// kubelet_runtime_operations_* metrics).
 	ObserveCall func(operation string, took time.Duration, err error)
+	// ObserveUserNamespacedStart, if set, is told of every sync that
+	// creates the sandbox of a pod with hostUsers false, and whether that
+	// sync failed anywhere (the kubelet's
+	// kubelet_started_user_namespaced_pods_total and _errors_total).
+	ObserveUserNamespacedStart func(failed bool)
 	// MemoryCapacity is the node's memory in bytes: Burstable containers'
 	// OOM score adjustment is relative to it (resources.go).
 	MemoryCapacity int64
@@ -302,6 +307,18 @@ type Readiness struct {
 	NetworkReady bool
 	// Message explains what is not ready, in the runtime's words.
 	Message string
+	// Handlers are the runtime handlers the runtime reports, in its
+	// order, with their features (the Node's status.runtimeHandlers); nil
+	// when the runtime did not answer.
+	Handlers []RuntimeHandler
+}
+
+// RuntimeHandler is one runtime handler of the CRI Status ("" is the
+// default handler) and the features it supports.
+type RuntimeHandler struct {
+	Name                    string
+	RecursiveReadOnlyMounts bool
+	UserNamespaces          bool
 }
 
 // Status returns the RuntimeReady and NetworkReady conditions of the runtime.
@@ -311,13 +328,19 @@ func (r *Runtime) Status(ctx context.Context) (Readiness, error) {
 		return Readiness{}, fmt.Errorf("CRI Status on %s: %w", r.cfg.Endpoint, err)
 	}
 	rro := map[string]bool{}
+	handlers := []RuntimeHandler{}
 	for _, h := range resp.GetRuntimeHandlers() {
 		rro[h.GetName()] = h.GetFeatures().GetRecursiveReadOnlyMounts()
+		handlers = append(handlers, RuntimeHandler{
+			Name:                    h.GetName(),
+			RecursiveReadOnlyMounts: h.GetFeatures().GetRecursiveReadOnlyMounts(),
+			UserNamespaces:          h.GetFeatures().GetUserNamespaces(),
+		})
 	}
 	r.handlersMu.Lock()
 	r.rroHandlers = rro
 	r.handlersMu.Unlock()
-	var rd Readiness
+	rd := Readiness{Handlers: handlers}
 	var msgs []string
 	for _, c := range resp.GetStatus().GetConditions() {
 		switch c.Type {

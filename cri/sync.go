@@ -204,6 +204,13 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 	if plan.KillPod && !r.killPodForPlan(ctx, pod, status, plan, res) {
 		return res
 	}
+	// The kubelet counts a user-namespaced pod's start where it creates
+	// the sandbox, and an error when the sync's result has one, whatever
+	// step it came from (a refused user namespace, a container that could
+	// not be created).
+	if plan.CreateSandbox && pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers && r.cfg.ObserveUserNamespacedStart != nil {
+		defer func() { r.cfg.ObserveUserNamespacedStart(res.Error() != nil) }()
+	}
 	sbCfg, handler, ok := r.podSandboxConfig(ctx, pod, plan, sandboxAttempt(status, plan), res)
 	if !ok {
 		return res

@@ -28,6 +28,7 @@ var update = flag.Bool("update", false, "rewrite testdata/exposition.txt from th
 func TestExposition(t *testing.T) {
 	m := NewAgent("v1.37.2-crivk.0")
 	m.ObserveCall("run_podsandbox", time.Second, context.Canceled)
+	m.ObserveUserNamespacedStart(true)
 	m.ObserveRelist(time.Second, time.Second)
 	m.ObserveSync("create", time.Second)
 	m.ObservePodStart(time.Second)

@@ -19,6 +19,9 @@ import (
 // metrics for the work crivk does, under the kubelet's names and labels so
 // that dashboards and the e2e framework's metrics grabber read them alike:
 //
+//   - kubelet_started_user_namespaced_pods_total and _errors_total: syncs
+//     that created a hostUsers: false pod's sandbox, and those that failed
+//     (cri.Config.ObserveUserNamespacedStart);
 //   - kubelet_runtime_operations_total, _errors_total and
 //     _duration_seconds{operation_type}: every CRI call (cri.Config.ObserveCall);
 //   - kubelet_pleg_relist_duration_seconds and _interval_seconds
@@ -62,6 +65,10 @@ type Agent struct {
 	restRequests *prometheus.CounterVec
 	runningPods  prometheus.Gauge
 	runningCtrs  *prometheus.GaugeVec
+	// usernsStarts and usernsErrors: pods with hostUsers false whose
+	// sandbox a sync created, and those syncs that failed somewhere.
+	usernsStarts prometheus.Counter
+	usernsErrors prometheus.Counter
 	// eviction: the eviction manager's (eviction.go).
 	eviction evictionMetrics
 	gc       gcMetrics // gc.go
@@ -112,8 +119,23 @@ func NewAgent(version string) *Agent {
 		runningCtrs: newGaugeVec(reg, "kubelet_running_containers",
 			"Number of containers currently running",
 			"container_state"),
+		usernsStarts: newCounter(reg, "kubelet_started_user_namespaced_pods_total",
+			"Cumulative number of pods with user namespaces started. This metric will only be collected on Linux."),
+		usernsErrors: newCounter(reg, "kubelet_started_user_namespaced_pods_errors_total",
+			"Cumulative number of errors when starting pods with user namespaces. This metric will only be collected on Linux."),
 		eviction: newEvictionMetrics(reg),
 		gc:       newGCMetrics(reg),
+	}
+}
+
+// ObserveUserNamespacedStart counts a sync that created the sandbox of a
+// pod with hostUsers false, and, when failed, one whose result had an
+// error (cri.Config.ObserveUserNamespacedStart; the kubelet's
+// kubelet_started_user_namespaced_pods_total and _errors_total).
+func (m *Agent) ObserveUserNamespacedStart(failed bool) {
+	m.usernsStarts.Inc()
+	if failed {
+		m.usernsErrors.Inc()
 	}
 }
 

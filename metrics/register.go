@@ -17,6 +17,12 @@ func newCounterVec(reg prometheus.Registerer, name, help string, labels ...strin
 	return c
 }
 
+func newCounter(reg prometheus.Registerer, name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	reg.MustRegister(c)
+	return c
+}
+
 func newGauge(reg prometheus.Registerer, name, help string) prometheus.Gauge {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
 	reg.MustRegister(g)

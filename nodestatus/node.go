@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-helpers/nodedeclaredfeatures/features/inplacepodresize"
+	"k8s.io/utils/ptr"
 )
 
 // NodeConfig describes the node crivk registers.
@@ -108,7 +109,32 @@ func BuildNode(cfg NodeConfig, rd cri.Readiness, now time.Time) (*v1.Node, error
 	n.Spec.Taints = append([]v1.Taint(nil), cfg.Taints...)
 	n.Status.Phase = v1.NodeRunning
 	n.Status.DeclaredFeatures = append([]string(nil), DeclaredFeatures...)
+	n.Status.RuntimeHandlers = RuntimeHandlers(rd.Handlers)
 	return n, nil
+}
+
+// RuntimeHandlers is the Node's status.runtimeHandlers for the runtime's
+// handlers, as the kubelet's RuntimeHandlers setter (RecursiveReadOnlyMounts
+// and UserNamespacesSupport are both on): every handler, "" the default,
+// with both features said, true or false. The node e2e suite reads the
+// default handler's userNamespaces to decide whether its user namespace
+// specs can run. nil when the runtime has not answered (the kubelet keeps
+// what it last read; so does NodeProvider.check).
+func RuntimeHandlers(hs []cri.RuntimeHandler) []v1.NodeRuntimeHandler {
+	if hs == nil {
+		return nil
+	}
+	out := make([]v1.NodeRuntimeHandler, len(hs))
+	for i, h := range hs {
+		out[i] = v1.NodeRuntimeHandler{
+			Name: h.Name,
+			Features: &v1.NodeRuntimeHandlerFeatures{
+				RecursiveReadOnlyMounts: ptr.To(h.RecursiveReadOnlyMounts),
+				UserNamespaces:          ptr.To(h.UserNamespaces),
+			},
+		}
+	}
+	return out
 }
 
 // MemoryCapacity is the machine's memory in bytes (MemTotal of

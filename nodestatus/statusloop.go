@@ -11,6 +11,7 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -211,9 +212,13 @@ func (p *NodeProvider) check(ctx context.Context) (*v1.Node, bool) {
 	p.node.Status.Conditions = conds
 	imagesChanged := p.updateImages()
 	devicesChanged := p.updateDevicePlugins()
+	handlersChanged := false
+	if hs := RuntimeHandlers(rd.Handlers); hs != nil && !equality.Semantic.DeepEqual(hs, p.node.Status.RuntimeHandlers) {
+		p.node.Status.RuntimeHandlers, handlersChanged = hs, true
+	}
 	n := p.node.DeepCopy()
 	p.mu.Unlock()
-	if (imagesChanged || devicesChanged) && !changed {
+	if (imagesChanged || devicesChanged || handlersChanged) && !changed {
 		return n, true
 	}
 	if changed {

@@ -264,7 +264,7 @@ func connectRuntime(ctx context.Context, o *Settings, recorder record.EventRecor
 	}
 	cfg := cri.Config{Endpoint: o.CRIEndpoint, RequestTimeout: o.RuntimeRequestTimeout, PodLogDir: o.PodLogDir, ContainerLogsDir: o.ContainerLogsDir, DNS: dns,
 		MemoryCapacity: memCapacity, MaxParallelImagePulls: o.MaxParallelPulls, MaxParallelSandboxes: o.MaxParallelSandboxes, Recorder: recorder,
-		ObserveCall: agentMetrics.ObserveCall, Swap: cri.DetectSwapController()}
+		ObserveCall: agentMetrics.ObserveCall, ObserveUserNamespacedStart: agentMetrics.ObserveUserNamespacedStart, Swap: cri.DetectSwapController()}
 	if pods != nil {
 		cfg.CgroupParent = pods.PodCgroup
 		cfg.PodCgroups = pods
