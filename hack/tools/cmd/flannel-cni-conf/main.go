@@ -168,6 +168,9 @@ func writeAtomic(path string, data []byte) (retErr error) {
 	if err != nil {
 		return err
 	}
+	// Not crivk's internal/atomicfile: hack/tools is a module of its own
+	// that does not require crivk's (nor its dependency pins), and the
+	// conflist must be world-readable (0644) for the runtime.
 	defer func() {
 		if retErr != nil {
 			os.Remove(tmp.Name())
