@@ -133,6 +133,34 @@ func runtimeObjects(t *testing.T, uid types.UID) (sandboxes, containers int) {
 	return len(sbs), len(cs)
 }
 
+// runtimeLive counts the pod's sandboxes that are still ready and its
+// containers that are still running (or created, or unknown: not known
+// to be stopped).
+func runtimeLive(t *testing.T, uid types.UID) (readySandboxes, liveContainers int) {
+	t.Helper()
+	ctx := testContext(t, 10*time.Second)
+	sel := map[string]string{"io.kubernetes.pod.uid": string(uid)}
+	sbs, err := runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil {
+		t.Fatalf("listing sandboxes: %v", err)
+	}
+	for _, sb := range sbs {
+		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			readySandboxes++
+		}
+	}
+	cs, err := runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		t.Fatalf("listing containers: %v", err)
+	}
+	for _, c := range cs {
+		if c.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+			liveContainers++
+		}
+	}
+	return readySandboxes, liveContainers
+}
+
 func isRunningReady(p *v1.Pod) bool {
 	if p.Status.Phase != v1.PodRunning {
 		return false

@@ -20,7 +20,8 @@ import (
 // it) and the crivk under test starts on the same root dir: every pod is
 // adopted, not restarted (the same container, restartCount 0, one
 // sandbox, Ready), and the new crivk owns them: a ConfigMap change reaches
-// the mounted file, and a deleted pod's containers go before its object.
+// the mounted file, and a deleted pod's containers stop before its object goes
+// and are removed just after.
 func TestUpgradeFromPreviousRelease(t *testing.T) {
 	prev := os.Getenv("CRIVK_PREVIOUS_BIN")
 	if prev == "" {
@@ -146,7 +147,18 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, ns, "probed", 90*time.Second)
-	if sb, c := runtimeObjects(t, uid); sb != 0 || c != 0 {
-		t.Errorf("the adopted pod's object is gone while the runtime holds %d sandboxes and %d containers of it", sb, c)
+	// When the object goes nothing of the pod runs any more; the stopped
+	// container and sandbox are removed just after (as the kubelet, whose
+	// status manager deletes the object before the runtime's removal).
+	if sb, c := runtimeLive(t, uid); sb != 0 || c != 0 {
+		t.Errorf("the adopted pod's object is gone while the runtime holds %d ready sandboxes and %d running containers of it", sb, c)
+	}
+	err = wait.PollUntilContextTimeout(context.Background(), poll, 30*time.Second, true, func(context.Context) (bool, error) {
+		sb, c := runtimeObjects(t, uid)
+		return sb+c == 0, nil
+	})
+	if err != nil {
+		sb, c := runtimeObjects(t, uid)
+		t.Errorf("30s after the adopted pod's object went the runtime still holds %d sandboxes and %d containers of it", sb, c)
 	}
 }
