@@ -59,7 +59,12 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps: must run as root" >&2
   exit 1
 fi
-apt-get update
+# Another apt or dpkg (unattended-upgrades on a fresh machine, a script of
+# another checkout) may hold dpkg's lock: wait for it rather than fail. A
+# package that looked missing while that dpkg ran (its status file half
+# written) is found installed then, and nothing is done for it.
+lock_wait=(-o DPkg::Lock::Timeout=900)
+apt-get "${lock_wait[@]}" update
 # No package may start its own service (docker-registry would take port
 # 5000 with its default configuration): local-up starts what it needs.
 policy=/usr/sbin/policy-rc.d
@@ -70,7 +75,7 @@ if [ ! -e "${policy}" ]; then
   own_policy=true
 fi
 rc=0
-DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" || rc=$?
+DEBIAN_FRONTEND=noninteractive apt-get "${lock_wait[@]}" install -y --no-install-recommends "${missing[@]}" || rc=$?
 [ "${own_policy}" = false ] || rm -f "${policy}"
 [ "${rc}" -eq 0 ] || exit "${rc}"
 echo "install-deps: done"
