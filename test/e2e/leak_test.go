@@ -18,7 +18,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -683,7 +682,9 @@ func suiteLeakCheck() []string {
 }
 
 // lookupCrivkPID is the PID of the suite's crivk: the process running
-// crivk's binary that is not another test's node.
+// crivk's binary for the suite's node (hack/run-crivk.sh passes
+// --node-name), so another crivk a test runs beside it (TestEvictionDiskPressure's
+// node crivk-disk, in the parallel phase) is never taken for it.
 func lookupCrivkPID() (int, error) {
 	bin, err := filepath.Abs("../../_output/bin/crivk")
 	if err != nil {
@@ -699,16 +700,13 @@ func lookupCrivkPID() (int, error) {
 			continue
 		}
 		if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && exe == bin {
-			// TestEvictionDiskPressure's own crivk (node crivk-disk) runs
-			// the same binary beside the suite's, in the parallel phase.
 			if cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil &&
-				bytes.Contains(cmdline, []byte("--node-name="+diskNode+"\x00")) {
-				continue
+				bytes.Contains(cmdline, []byte("\x00--node-name="+nodeName+"\x00")) {
+				return pid, nil
 			}
-			return pid, nil
 		}
 	}
-	return 0, errors.New("no process runs crivk's binary")
+	return 0, fmt.Errorf("no process runs crivk's binary for node %s", nodeName)
 }
 
 func abs(x int) int {
