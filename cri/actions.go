@@ -13,11 +13,13 @@ import (
 )
 
 // PodActions is the plan ComputePodActions makes for one sync of a pod and
-// SyncPod carries out, in this order: kill, create sandbox, kill containers,
-// remove dead instances, make the image volumes' images available, start
-// the ephemeral containers, the sidecars, resize running containers in
-// place, then the next init container or the regular containers. Every
-// decision is in it, with its reason: SyncPod only executes it.
+// SyncPod carries out, in this order: kill, or reset every container for
+// an in-place restart of the pod (and nothing else), create sandbox, kill
+// containers, remove dead instances, make the image volumes' images
+// available, start the ephemeral containers, the sidecars, resize running
+// containers in place, then the next init container or the regular
+// containers. Every decision is in it, with its reason: SyncPod only
+// executes it.
 type PodActions struct {
 	// KillPod stops every container and sandbox of the pod first (the
 	// sandbox is gone or broken and a new one is needed).
@@ -76,6 +78,13 @@ type PodActions struct {
 	// back-off does not run, and only when the plan starts a container
 	// (imagevolumes.go).
 	ImageVolumes []string
+	// ContainersToReset are, when the pod restarts all its containers in
+	// place (PlanInputs.RestartAllContainers), every instance of its init
+	// and regular containers, stopped if need be and removed in this
+	// order (restartall.go); such a plan has nothing else to do (when the
+	// sandbox is not ready it has a new sandbox instead, and none of
+	// these).
+	ContainersToReset []Reset
 }
 
 // Kill is one container the plan stops, with why.
@@ -103,7 +112,7 @@ func (a PodActions) Empty() bool {
 	return !a.KillPod && !a.CreateSandbox && a.NextInit < 0 && len(a.ContainersToStart) == 0 &&
 		len(a.SidecarsToStart) == 0 && len(a.ContainersToKill) == 0 && len(a.EphemeralToStart) == 0 &&
 		len(a.ContainersToRemove) == 0 && len(a.Waiting) == 0 && len(a.ContainersToUpdate) == 0 && !a.UpdatePodResources &&
-		!a.UpdatePodLevelResources
+		!a.UpdatePodLevelResources && len(a.ContainersToReset) == 0
 }
 
 // String summarises the plan for logs.
@@ -148,6 +157,9 @@ func (a PodActions) String() string {
 	if len(a.ImageVolumes) > 0 {
 		parts = append(parts, fmt.Sprintf("image-volumes(%d)", len(a.ImageVolumes)))
 	}
+	if len(a.ContainersToReset) > 0 {
+		parts = append(parts, fmt.Sprintf("reset(%d)", len(a.ContainersToReset)))
+	}
 	if len(parts) == 0 {
 		return "none"
 	}
@@ -177,6 +189,13 @@ type PlanInputs struct {
 	// (Runtime.PodCgroupResizing): a plan that keeps the sandbox and has
 	// initialized the pod resizes it (UpdatePodLevelResources).
 	PodCgroupResizing bool
+	// RestartAllContainers: the pod's AllContainersRestarting condition
+	// is True in the status generated for this sync (a container exited
+	// with a code whose rule says RestartAllContainers, and some of the
+	// pod's containers are still in the runtime). The plan is then the
+	// in-place restart's alone (planRestartAll, restartall.go), as the
+	// kubelet's computePodActions with its restartAllContainers argument.
+	RestartAllContainers bool
 }
 
 // BackOffView is what a plan reads of the back-offs (BackOffs.View).
@@ -226,6 +245,11 @@ func specContainer(pod *v1.Pod, name string) *v1.Container {
 // (computePodActions); it is covered step by step by
 // TestComputePodActions's table.
 func ComputePodActions(pod *v1.Pod, status *PodStatus, in PlanInputs) PodActions {
+	if in.RestartAllContainers {
+		// Every instance goes: no dead ones to remove besides, no image
+		// to make available before nothing starts.
+		return planRestartAll(pod, status)
+	}
 	a := computePodActions(pod, status, in)
 	a.ContainersToRemove = excessDead(status, in.MaxDeadPerContainer)
 	a.ImageVolumes = planImageVolumes(pod, &a, in.BackOff)

@@ -38,6 +38,16 @@
 // (TestComputePodActionsInitSequence,
 // TestSyncPodNodeRebootRunsInitSequenceAgain).
 //
+// A pod restarts all its containers in place (restartall.go, the
+// restartPolicyRules action RestartAllContainers) while its status says so
+// (PlanInputs.RestartAllContainers, from the AllContainersRestarting
+// condition lifecycle/status generates): the plan is then only
+// ContainersToReset, every instance of its init and regular containers,
+// which SyncPod stops with no grace and removes, logs kept; the plan after
+// finds none of them and runs the init sequence again from the first, in
+// the same sandbox (TestComputePodActionsRestartAllContainers,
+// TestSyncPodRestartAllContainers).
+//
 // Connect talks to the runtime through crivk's own CRI client (remote.go),
 // which implements exactly the calls crivk makes (RuntimeService and
 // ImageService, service.go): the runtime and image services over one gRPC

@@ -61,6 +61,8 @@ type fakeRuntimeService struct {
 	// updated records the resources of each UpdateContainerResources
 	// call, in order.
 	updated []*runtimeapi.LinuxContainerResources
+	// removed records the IDs RemoveContainer removed, in order.
+	removed []string
 }
 
 type fakeContainer struct {
@@ -310,6 +312,9 @@ func (r *fakeRuntimeService) RemoveContainer(_ context.Context, id string) error
 	if err := r.enter("RemoveContainer"); err != nil {
 		return err
 	}
+	if _, ok := r.containers[id]; ok {
+		r.removed = append(r.removed, id)
+	}
 	delete(r.containers, id)
 	return nil
 }
@@ -503,6 +508,12 @@ func (r *fakeRuntimeService) ExecSync(ctx context.Context, id string, cmd []stri
 		return nil, nil, nil
 	}
 	return exec(id, cmd)
+}
+
+func (r *fakeRuntimeService) removeOrder() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.removed...)
 }
 
 func (r *fakeRuntimeService) stopOrder() []string {

@@ -173,6 +173,11 @@ type SyncResult struct {
 	// ResizePodInPlace result); its text is the PodResizeInProgress
 	// condition's Error message. It is also among Errs.
 	ResizeErr error
+	// Reset are the IDs of the container instances the in-place restart
+	// of the pod removed (plan.ContainersToReset): once it removed any
+	// without an error, the caller syncs the pod again at once, to start
+	// it again (the kubelet's requeue after RestartAllContainers).
+	Reset []string
 	// Errs are the errors of individual steps, for logs.
 	Errs []error
 }
@@ -190,10 +195,12 @@ const minGracePeriod = int64(2)
 
 // SyncPod carries out plan for pod, given the runtime status the plan was
 // made from, in kuberuntime's SyncPod order, stopping where the kubelet
-// stops: the old sandbox killed, the sandbox's config and the new sandbox,
-// the planned kills and removals, the images of the image volumes
-// (imagevolumes.go), the ephemeral containers and sidecars, the in-place
-// resize, then the next init container or else the regular containers.
+// stops: the old sandbox killed, or else the containers reset for an
+// in-place restart of the pod (restartall.go: nothing follows them), the
+// sandbox's config and the new sandbox, the planned kills and removals,
+// the images of the image volumes (imagevolumes.go), the ephemeral
+// containers and sidecars, the in-place resize, then the next init
+// container or else the regular containers.
 // Each step that may end the sync is a method returning whether the sync
 // goes on.
 func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, plan PodActions, backoff *BackOffs, now time.Time) *SyncResult {
@@ -202,6 +209,12 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, p
 		res.Waiting[name] = w
 	}
 	if plan.KillPod && !r.killPodForPlan(ctx, pod, status, plan, res) {
+		return res
+	}
+	if len(plan.ContainersToReset) > 0 {
+		// The kubelet's step 3 of an in-place restart: its plan has
+		// nothing else to do.
+		r.resetContainers(ctx, pod, status, plan.ContainersToReset, res)
 		return res
 	}
 	// The kubelet counts a user-namespaced pod's start where it creates

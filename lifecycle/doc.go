@@ -108,7 +108,13 @@
 // Requeue (completeWork): at once after a phase transition, after
 // SyncInterval (with jitter) after a successful sync, after a second when
 // the runtime's network is not ready or a container waits for a back-off,
-// after BackOffPeriod on other errors.
+// after BackOffPeriod on other errors. A sync that removed a pod's
+// containers to restart them all in place (the restartPolicyRules action
+// RestartAllContainers: the status' AllContainersRestarting condition is
+// the plan's PlanInputs.RestartAllContainers) has the pod synced again as
+// soon as it ends (syncer.requeue, Engine.Kick, the kubelet's), which
+// starts it again from its first init container
+// (TestEngineRestartAllContainers).
 //
 // The engine never talks to the Kubernetes API itself; it must never run
 // two workers for one UID or two started pods of the same namespace/name.

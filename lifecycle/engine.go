@@ -315,6 +315,7 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 	})
 	e.sync.alloc = e.alloc
 	e.sync.resize = e.handleResize
+	e.sync.requeue = e.Kick
 	e.workers, err = NewPodWorkers(ctx, PodWorkersConfig{
 		Syncer:         e.sync,
 		Cache:          e.cache,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -125,6 +126,12 @@ func (f *fakeRuntime) SyncPod(_ context.Context, pod *v1.Pod, _ *cri.PodStatus, 
 			}
 		}
 		f.events = append(f.events, event{op: "KillContainer", uid: pod.UID, grace: k.Grace})
+	}
+	// An in-place restart's reset removes every instance it lists
+	// (this fake keeps no logs: the next attempt starts at 0 again).
+	for _, r := range plan.ContainersToReset {
+		st.Containers = slices.DeleteFunc(st.Containers, func(c cri.ContainerStatus) bool { return c.ID == r.ID })
+		res.Reset = append(res.Reset, r.ID)
 	}
 	start := func(name string, typ cri.ContainerType) {
 		attempt := uint32(0)
@@ -249,6 +256,20 @@ func (f *fakeRuntime) exit(uid types.UID, code int32) {
 	defer f.mu.Unlock()
 	for i, c := range f.pods[uid].Containers {
 		if c.State == cri.StateRunning {
+			f.pods[uid].Containers[i].State = cri.StateExited
+			f.pods[uid].Containers[i].ExitCode = code
+			f.pods[uid].Containers[i].FinishedAt = f.now()
+		}
+	}
+}
+
+// exitContainer makes the running container name of a pod exit with
+// code.
+func (f *fakeRuntime) exitContainer(uid types.UID, name string, code int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, c := range f.pods[uid].Containers {
+		if c.Name == name && c.State == cri.StateRunning {
 			f.pods[uid].Containers[i].State = cri.StateExited
 			f.pods[uid].Containers[i].ExitCode = code
 			f.pods[uid].Containers[i].FinishedAt = f.now()
@@ -1256,4 +1277,52 @@ func TestEngineUserNamespacesReleased(t *testing.T) {
 	if want := []string{"KillPod", "ReleaseUserns", "OnTerminated"}; fmt.Sprint(seq) != fmt.Sprint(want) {
 		t.Errorf("termination sequence %v, want %v", seq, want)
 	}
+}
+
+// TestEngineRestartAllContainers: a container whose exit matches a
+// RestartAllContainers rule makes the engine plan the reset of every
+// container (the status' AllContainersRestarting condition is True), then
+// sync the pod again at once, without waiting for the PLEG or the resync
+// (the kubelet's requeue), which starts every container again; the
+// published status carries the restart over.
+func TestEngineRestartAllContainers(t *testing.T) {
+	f := newEngineFixture(t)
+	pod := enginePod("uid-1", "web", v1.RestartPolicyNever)
+	pod.Spec.Containers = []v1.Container{
+		{Name: "src", Image: "busybox:1.36", RestartPolicy: ptr.To(v1.ContainerRestartPolicyNever),
+			RestartPolicyRules: []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestartAllContainers,
+				ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}},
+		{Name: "r", Image: "busybox:1.36"},
+	}
+	f.startRunning(t, pod)
+	f.rt.exitContainer("uid-1", "src", 42)
+	f.relist() // the PLEG sees the exit; nothing relists after this
+	started := func() bool {
+		syncs := f.rt.ops("uid-1", "SyncPod")
+		return len(syncs) >= 3 && len(syncs[len(syncs)-1].plan.ContainersToStart) == 2
+	}
+	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return started(), nil })
+	if err != nil {
+		t.Fatalf("the containers were not started again without a relist; runtime calls: %v", f.rt.ops("uid-1", "SyncPod"))
+	}
+	syncs := f.rt.ops("uid-1", "SyncPod")
+	reset := syncs[len(syncs)-2].plan
+	if len(reset.ContainersToReset) != 2 || len(reset.ContainersToStart) != 0 || reset.ContainersToReset[1].Name != "src" {
+		t.Errorf("plan before the restart %s %+v, want both containers reset, the source last", reset, reset.ContainersToReset)
+	}
+	f.eventually(t, "the restart published", func() bool {
+		p := f.lastPublished("uid-1")
+		if p == nil || len(p.Status.ContainerStatuses) != 2 {
+			return false
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			lt := cs.LastTerminationState.Terminated
+			if cs.State.Running == nil || cs.RestartCount != 1 || lt == nil || lt.Reason != status.ReasonRestartingAllContainers {
+				return false
+			}
+		}
+		c := podutil.AllContainersRestarting(&p.Spec, &p.Status)
+		return !c && p.Status.Phase == v1.PodRunning
+	})
 }

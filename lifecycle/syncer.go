@@ -73,6 +73,10 @@ type syncer struct {
 	// NewEngine; nil: pods run with their spec's resources.
 	alloc  *allocation.Manager
 	resize func(pod *v1.Pod) (*v1.Pod, error)
+	// requeue syncs the pod again as soon as its current work is done
+	// (Engine.Kick: a pending update for its worker); set by NewEngine,
+	// nil: not at all. It follows an in-place restart's reset.
+	requeue func(uid types.UID)
 
 	mu sync.Mutex
 	// waiting: per pod, why containers the last sync wanted started are
@@ -381,7 +385,8 @@ func (s *syncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, st *cri
 	}
 	now := s.clock.Now()
 	plan := cri.ComputePodActions(pod, st, cri.PlanInputs{Started: s.startupPassed, Failed: s.failedProbe, BackOff: s.backoff.View(now),
-		MaxDeadPerContainer: s.maxDead, PodCgroupResizing: s.runtime.PodCgroupResizing(pod)})
+		MaxDeadPerContainer: s.maxDead, PodCgroupResizing: s.runtime.PodCgroupResizing(pod),
+		RestartAllContainers: allContainersRestarting(status)})
 	if plan.Empty() {
 		s.mu.Lock()
 		delete(s.waiting, pod.UID)
@@ -403,7 +408,27 @@ func (s *syncer) SyncPod(ctx context.Context, _ UpdateType, pod *v1.Pod, st *cri
 	}
 	log.G(ctx).WithField("plan", plan.String()).Debug("syncing pod")
 	res := s.runtime.SyncPod(ctx, pod, st, plan, s.backoff, now)
-	return false, s.afterSync(ctx, pod, res, hold)
+	err = s.afterSync(ctx, pod, res, hold)
+	if len(res.Reset) > 0 && res.Error() == nil && s.requeue != nil {
+		// The containers of an in-place restart are gone: the next sync
+		// starts the pod again now, rather than at the next resync (the
+		// kubelet's UpdatePod after RestartAllContainers). It cannot
+		// loop: with nothing left to reset the condition turns False.
+		s.requeue(pod.UID)
+	}
+	return false, err
+}
+
+// allContainersRestarting: st, the status generated for this sync, has
+// the AllContainersRestarting condition True (the kubelet's
+// restartingAllContainers argument of its runtime's SyncPod).
+func allContainersRestarting(st v1.PodStatus) bool {
+	for _, c := range st.Conditions {
+		if c.Type == v1.AllContainersRestarting {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // prepare is what comes before a plan, in the kubelet's SyncPod order: the

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-helpers/nodedeclaredfeatures/features/inplacepodresize"
+	"k8s.io/component-helpers/nodedeclaredfeatures/features/restartallcontainers"
 	"k8s.io/utils/ptr"
 )
 
@@ -47,9 +48,15 @@ type NodeConfig struct {
 // server's NodeDeclaredFeatureValidator refuses a pod update that needs a
 // feature its node does not declare: without
 // InPlacePodLevelResourcesVerticalScaling, every pod-level in-place resize
-// of a pod on the node. A feature is added here only once crivk does what
-// it promises (docs/kubelet-1.37.md).
-var DeclaredFeatures = []string{inplacepodresize.IPPRPodLevelResourcesFeatureGate}
+// of a pod on the node. The scheduler's NodeDeclaredFeatures filter places
+// a pod that needs one only on a node that declares it: without
+// RestartAllContainersOnContainerExits, no pod with a RestartAllContainers
+// rule. A feature is added here only once crivk does what it promises
+// (docs/kubelet-1.37.md; the in-place restart: cri/restartall.go).
+var DeclaredFeatures = []string{
+	inplacepodresize.IPPRPodLevelResourcesFeatureGate,
+	restartallcontainers.RestartAllContainersOnContainerExits,
+}
 
 // BuildNode returns the Node object crivk registers, with capacity read from
 // the machine and conditions from the runtime's readiness rd.

@@ -42,7 +42,7 @@ func TestBuildNode(t *testing.T) {
 	// Only what crivk implements, sorted; the API server's
 	// NodeDeclaredFeatureValidator then lets a pod-level resize of a pod
 	// on the node through.
-	if want := []string{"InPlacePodLevelResourcesVerticalScaling"}; !slices.Equal(n.Status.DeclaredFeatures, want) {
+	if want := []string{"InPlacePodLevelResourcesVerticalScaling", "RestartAllContainersOnContainerExits"}; !slices.Equal(n.Status.DeclaredFeatures, want) {
 		t.Errorf("declaredFeatures %v, want %v", n.Status.DeclaredFeatures, want)
 	}
 	old := &v1.PodSpec{Resources: &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}}

@@ -2,7 +2,9 @@
 // and that more than one of crivk's packages need: the QoS class, the
 // container resources and CPU conversions, sidecars (restartable init
 // containers), whether an exited container restarts (its restartPolicy
-// and restartPolicyRules over the pod's), the pod's hostname and domain,
+// and restartPolicyRules over the pod's) and whether its exit restarts
+// the whole pod in place (the rule action RestartAllContainers), the
+// pod's hostname and domain,
 // the downward API's resource values, $(VAR) expansion, the resolution
 // of a probe's or hook's port, whether a pod is static (from a file) and
 // the API's default pull policy of an image.

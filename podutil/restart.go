@@ -7,6 +7,8 @@ import v1 "k8s.io/api/core/v1"
 // for regular and non-sidecar init containers alike:
 //
 //	exit code ──> a restartPolicyRules entry matches? ──yes──> action Restart: restart
+//	                  │                                        action RestartAllContainers:
+//	                  │                                          restart, with all the others
 //	                  │ no (or no container restartPolicy)
 //	                  v
 //	              container restartPolicy set? ──yes──> Always: restart
@@ -20,13 +22,23 @@ import v1 "k8s.io/api/core/v1"
 // (the API server refuses rules without one). A container that was killed
 // while running (a failed probe) or whose exit is unknown has no exit code
 // for the rules: RestartableWithoutExitCode decides then.
+//
+// The action RestartAllContainers (RestartAllContainersOnContainerExits,
+// beta and on in v1.36 and v1.37) restarts the pod in place: every init,
+// sidecar and regular container is stopped and removed, and the pod runs
+// again from its first init container in the same sandbox
+// (RestartsAllContainers, AllContainersCouldRestart, AllContainersRestarting;
+// the plan is cri's, the status lifecycle/status's).
 
 // ContainerShouldRestart reports whether container c of a pod with spec,
 // which exited with exitCode, is started again.
 func ContainerShouldRestart(c *v1.Container, spec *v1.PodSpec, exitCode int32) bool {
 	if c.RestartPolicy != nil {
-		if rule, ok := MatchingRestartRule(c, exitCode); ok && rule.Action == v1.ContainerRestartRuleActionRestart {
-			return true
+		if rule, ok := MatchingRestartRule(c, exitCode); ok {
+			switch rule.Action {
+			case v1.ContainerRestartRuleActionRestart, v1.ContainerRestartRuleActionRestartAllContainers:
+				return true
+			}
 		}
 		switch *c.RestartPolicy {
 		case v1.ContainerRestartPolicyAlways:
@@ -95,4 +107,67 @@ func RunsOnce(c *v1.Container, spec *v1.PodSpec) bool {
 		return *c.RestartPolicy == v1.ContainerRestartPolicyOnFailure
 	}
 	return spec.RestartPolicy == v1.RestartPolicyOnFailure
+}
+
+// RestartsAllContainers reports whether container c's exit with exitCode
+// restarts the whole pod in place: its first matching rule's action is
+// RestartAllContainers (the kubelet's FindMatchingContainerRestartRule
+// test in ShouldAllContainersRestart and getContainersToReset). Like the
+// other rules it is read whatever c's restartPolicy: the API server
+// accepts rules only with one.
+func RestartsAllContainers(c *v1.Container, exitCode int32) bool {
+	rule, ok := MatchingRestartRule(c, exitCode)
+	return ok && rule.Action == v1.ContainerRestartRuleActionRestartAllContainers
+}
+
+// AllContainersCouldRestart reports whether one of the pod's init or
+// regular containers has a rule with the action RestartAllContainers
+// (the kubelet's AllContainersCouldRestart): only such a pod has the
+// AllContainersRestarting condition, and its containers may leave the
+// terminated state whatever their restart policies.
+func AllContainersCouldRestart(spec *v1.PodSpec) bool {
+	for _, list := range [][]v1.Container{spec.InitContainers, spec.Containers} {
+		for i := range list {
+			for _, rule := range list[i].RestartPolicyRules {
+				if rule.Action == v1.ContainerRestartRuleActionRestartAllContainers {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// AllContainersRestarting reports, from the pod's API status st alone,
+// whether the pod is restarting all its containers in place: its
+// AllContainersRestarting condition is True, or an init or regular
+// container's status is terminated with an exit code whose rule says
+// RestartAllContainers (the API half of the kubelet's
+// ShouldAllContainersRestart; lifecycle/status adds the runtime's half).
+func AllContainersRestarting(spec *v1.PodSpec, st *v1.PodStatus) bool {
+	if st == nil {
+		return false
+	}
+	for _, c := range st.Conditions {
+		if c.Type == v1.AllContainersRestarting && c.Status == v1.ConditionTrue {
+			return true
+		}
+	}
+	for _, pair := range []struct {
+		specs    []v1.Container
+		statuses []v1.ContainerStatus
+	}{{spec.InitContainers, st.InitContainerStatuses}, {spec.Containers, st.ContainerStatuses}} {
+		for _, cs := range pair.statuses {
+			t := cs.State.Terminated
+			if t == nil {
+				continue
+			}
+			for i := range pair.specs {
+				if pair.specs[i].Name == cs.Name && RestartsAllContainers(&pair.specs[i], t.ExitCode) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

@@ -185,10 +185,13 @@ func (w *worker) doProbe(ctx context.Context) bool {
 	if cs.State.Running == nil {
 		w.m.results.set(w.update(Failure))
 		// A container that terminated and is never restarted (its own
-		// restartPolicy and rules, else the pod's) is done; a sidecar is
-		// always restarted.
+		// restartPolicy and rules, else the pod's) is done, unless the
+		// pod restarts all its containers in place (the kubelet's
+		// ShouldAllContainersRestart on the status); a sidecar is always
+		// restarted.
 		return cs.State.Terminated == nil || w.sidecar ||
-			podutil.ContainerShouldRestart(&w.container, &w.pod.Spec, cs.State.Terminated.ExitCode)
+			podutil.ContainerShouldRestart(&w.container, &w.pod.Spec, cs.State.Terminated.ExitCode) ||
+			podutil.AllContainersRestarting(&w.pod.Spec, &st)
 	}
 	started := cs.Started != nil && *cs.Started
 	if w.typ == Startup && started {

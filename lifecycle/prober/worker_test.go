@@ -297,6 +297,10 @@ func TestWorkerStops(t *testing.T) {
 		{"pod failed", v1.RestartPolicyAlways, v1.PodStatus{Phase: v1.PodFailed}, false},
 		{"terminated, never restarted", v1.RestartPolicyNever, v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{{
 			Name: "app", ContainerID: "containerd://c1", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 1}}}}}, false},
+		{"terminated, never restarted, but the pod restarts all its containers", v1.RestartPolicyNever, v1.PodStatus{Phase: v1.PodRunning,
+			Conditions: []v1.PodCondition{{Type: v1.AllContainersRestarting, Status: v1.ConditionTrue}},
+			ContainerStatuses: []v1.ContainerStatus{{
+				Name: "app", ContainerID: "containerd://c1", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 1}}}}}, true},
 		{"terminated, restarted later", v1.RestartPolicyAlways, v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{{
 			Name: "app", ContainerID: "containerd://c1", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 1}}}}}, true},
 		{"no container yet", v1.RestartPolicyAlways, v1.PodStatus{Phase: v1.PodPending}, true},

@@ -26,6 +26,8 @@ var ownedConditions = map[v1.PodConditionType]bool{
 	// once cleared.
 	v1.PodResizePending:    true,
 	v1.PodResizeInProgress: true,
+	// A pod with a RestartAllContainers rule's (restartall.go).
+	v1.AllContainersRestarting: true,
 }
 
 // mergeConditions returns the node's freshly generated conditions (owned)
@@ -34,7 +36,7 @@ var ownedConditions = map[v1.PodConditionType]bool{
 // order.
 func mergeConditions(prev, owned []v1.PodCondition, now metav1.Time) []v1.PodCondition {
 	out := WithForeignConditions(prev, withTransitionTimes(prev, owned, now))
-	order := map[v1.PodConditionType]int{v1.PodReadyToStartContainers: 0, v1.PodInitialized: 1, v1.PodReady: 2, v1.ContainersReady: 3, v1.PodScheduled: 4}
+	order := map[v1.PodConditionType]int{v1.PodReadyToStartContainers: 0, v1.PodInitialized: 1, v1.PodReady: 2, v1.ContainersReady: 3, v1.PodScheduled: 4, v1.AllContainersRestarting: 5}
 	sort.SliceStable(out, func(i, j int) bool {
 		oi, ok1 := order[out[i].Type]
 		oj, ok2 := order[out[j].Type]

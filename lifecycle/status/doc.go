@@ -43,6 +43,11 @@
 //     runtime's, when it reports one);
 //   - sidecars.go: how restartable init containers count for
 //     initialization and for the phase;
+//   - restartall.go: the in-place restart of all a pod's containers (the
+//     restartPolicyRules action RestartAllContainers): the
+//     AllContainersRestarting condition, and the restart counts and last
+//     states carried over from the previous status once the runtime no
+//     longer has the containers (TestGenerateStatusRestartAllContainers);
 //   - conditions.go: the rules of the pod conditions, each written once:
 //     which conditions the node owns (ownedConditions), that the others are
 //     the API's (WithForeignConditions, also for the final status the

@@ -91,10 +91,13 @@ func Generate(in Input) v1.PodStatus {
 		s.StartTime = &now
 	}
 	setAddresses(&s, in.NodeIP, in.PodIPs)
-	initDone, incompleteInit, unready := setContainerStatuses(&s, in)
+	// The kubelet's podRestarting: the pod restarts all its containers in
+	// place (restartall.go).
+	restarting := restartingAll(in)
+	initDone, incompleteInit, unready := setContainerStatuses(&s, in, restarting)
 	setPodResources(&s, in)
 	prev := setPhase(&s, in)
-	s.Conditions = mergeConditions(prev.Conditions, nodeConditions(in, s.Phase, initDone, incompleteInit, unready), now)
+	s.Conditions = mergeConditions(prev.Conditions, nodeConditions(in, s.Phase, initDone, restarting, incompleteInit, unready), now)
 	return s
 }
 
@@ -117,13 +120,24 @@ func setAddresses(s *v1.PodStatus, nodeIP string, podIPs []string) {
 // containers not done yet and the containers whose readiness holds the
 // pod's back (sidecars count, as in the kubelet's
 // GenerateContainersReadyCondition; ephemeral containers play no part in
-// the phase or the conditions).
-func setContainerStatuses(s *v1.PodStatus, in Input) (initDone bool, incompleteInit, unready []string) {
+// the phase or the conditions). A pod with a RestartAllContainers rule
+// carries over from the previous status what its containers' removal
+// took from the runtime (restartall.go; restarting: the pod restarts all
+// its containers).
+func setContainerStatuses(s *v1.PodStatus, in Input, restarting bool) (initDone bool, incompleteInit, unready []string) {
 	pod := in.Pod
+	inPlace := podutil.AllContainersCouldRestart(&pod.Spec)
+	status := func(c *v1.Container, typ cri.ContainerType, initDone bool) v1.ContainerStatus {
+		cs := containerStatus(in, c, typ, initDone)
+		if inPlace {
+			carryOverRestart(&cs, in, typ, in.Runtime.Latest(c.Name, typ), restarting)
+		}
+		return cs
+	}
 	initDone = true
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		cs := containerStatus(in, c, cri.ContainerTypeInit, initDone)
+		cs := status(c, cri.ContainerTypeInit, initDone)
 		s.InitContainerStatuses = append(s.InitContainerStatuses, cs)
 		if !initContainerDone(pod, c, cs, in.Runtime) { // sidecars.go
 			initDone = false
@@ -135,7 +149,7 @@ func setContainerStatuses(s *v1.PodStatus, in Input) (initDone bool, incompleteI
 	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		cs := containerStatus(in, c, cri.ContainerTypeRegular, initDone)
+		cs := status(c, cri.ContainerTypeRegular, initDone)
 		s.ContainerStatuses = append(s.ContainerStatuses, cs)
 		if !cs.Ready {
 			unready = append(unready, c.Name)
@@ -189,9 +203,10 @@ const ReasonPodSandboxNotReady = "PodSandboxNotReady"
 
 // nodeConditions are the conditions the node owns (ownedConditions),
 // before the merge with the previous status: PodReadyToStartContainers,
-// Initialized, ContainersReady, Ready, PodScheduled and the resize
-// conditions.
-func nodeConditions(in Input, phase v1.PodPhase, initDone bool, incompleteInit, unready []string) []v1.PodCondition {
+// Initialized, ContainersReady, Ready, PodScheduled, AllContainersRestarting
+// (a pod with a RestartAllContainers rule; restarting: it restarts all its
+// containers) and the resize conditions.
+func nodeConditions(in Input, phase v1.PodPhase, initDone, restarting bool, incompleteInit, unready []string) []v1.PodCondition {
 	// As the kubelet's GeneratePodReadyToStartContainersCondition since
 	// v1.37 (#135300): False says why, the reason PodSandboxNotReady.
 	ready := condition(v1.PodReadyToStartContainers, true, "", "")
@@ -203,6 +218,12 @@ func nodeConditions(in Input, phase v1.PodPhase, initDone bool, incompleteInit, 
 	case initDone && phase == v1.PodSucceeded:
 		conds = append(conds, condition(v1.PodInitialized, true, reasonPodCompleted, ""))
 	case initDone:
+		conds = append(conds, condition(v1.PodInitialized, true, "", ""))
+	case initializedBefore(in.Previous.Conditions):
+		// Once initialized a pod stays so, also while its init
+		// containers run again after an in-place restart of all its
+		// containers (the kubelet's GeneratePodInitializedCondition
+		// with RestartAllContainersOnContainerExits, for every pod).
 		conds = append(conds, condition(v1.PodInitialized, true, "", ""))
 	default:
 		conds = append(conds, condition(v1.PodInitialized, false, "ContainersNotInitialized",
@@ -221,6 +242,9 @@ func nodeConditions(in Input, phase v1.PodPhase, initDone bool, incompleteInit, 
 	// bound by spec.nodeName without the scheduler gets only from the node
 	// (a scheduler's condition, when there is one, is kept as it is).
 	conds = append(conds, condition(v1.PodScheduled, true, "", ""))
+	if c, ok := allContainersRestartingCondition(in, phase, restarting); ok { // restartall.go
+		conds = append(conds, c)
+	}
 	if _, terminal := terminalReason(phase); !terminal {
 		// The resize conditions, with their own times (the kubelet's
 		// determinePodResizeStatus: none once the pod is terminal).
@@ -230,6 +254,16 @@ func nodeConditions(in Input, phase v1.PodPhase, initDone bool, incompleteInit, 
 	// (mergeConditions): a kill's DisruptionTarget among them (the
 	// kubelet's generateAPIPodStatus copies it from its cached status).
 	return conds
+}
+
+// initializedBefore: conds (the previous status') has Initialized True.
+func initializedBefore(conds []v1.PodCondition) bool {
+	for _, c := range conds {
+		if c.Type == v1.PodInitialized {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // readyWithGates is the Ready condition of a pod whose containers are all
@@ -432,11 +466,15 @@ func terminated(runtime string, c *cri.ContainerStatus) *v1.ContainerStateTermin
 
 // podPhase is the kubelet's getPhase (ContainerRestartRules on): whether a
 // terminated container restarts is podutil.ContainerShouldRestart, its own
-// restartPolicy and rules over the pod's.
+// restartPolicy and rules over the pod's, or it was removed by an in-place
+// restart of all the pod's containers (RestartAllContainersOnContainerExits:
+// its last state says RestartingAllContainers). A plain init container
+// that ran and failed, or that waits with a last state, is not pending
+// (the kubelet's): it fails the pod if it may not run again.
 func podPhase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, deleted bool) v1.PodPhase {
 	restarts := func(specs []v1.Container, s v1.ContainerStatus, t *v1.ContainerStateTerminated) bool {
 		c := findContainer(specs, s.Name)
-		return c == nil || podutil.ContainerShouldRestart(c, &pod.Spec, t.ExitCode)
+		return c == nil || podutil.ContainerShouldRestart(c, &pod.Spec, t.ExitCode) || t.Reason == ReasonRestartingAllContainers
 	}
 	pendingInit := 0
 	sidecarsRunning := 0
@@ -444,13 +482,15 @@ func podPhase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, deleted 
 		if sidecarPhaseCount(pod, i, s, statuses, &pendingInit, &sidecarsRunning) { // sidecars.go
 			continue
 		}
-		switch {
-		case s.State.Terminated != nil && s.State.Terminated.ExitCode == 0:
-		case s.State.Terminated != nil && !restarts(pod.Spec.InitContainers, s, s.State.Terminated):
-			return v1.PodFailed
-		case s.State.Waiting != nil && s.LastTerminationState.Terminated != nil && s.LastTerminationState.Terminated.ExitCode != 0 &&
-			!restarts(pod.Spec.InitContainers, s, s.LastTerminationState.Terminated):
-			return v1.PodFailed
+		switch t := s.LastTerminationState.Terminated; {
+		case s.State.Terminated != nil:
+			if s.State.Terminated.ExitCode != 0 && !restarts(pod.Spec.InitContainers, s, s.State.Terminated) {
+				return v1.PodFailed
+			}
+		case s.State.Waiting != nil && t != nil:
+			if t.ExitCode != 0 && !restarts(pod.Spec.InitContainers, s, t) {
+				return v1.PodFailed
+			}
 		default:
 			pendingInit++
 		}

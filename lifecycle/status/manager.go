@@ -604,11 +604,18 @@ func keepTerminalCause(old, status *v1.PodStatus) {
 // and it exited with 0 (podutil.ContainerShouldRestart). Under the pod's
 // restartPolicy Always (or none, which the API defaults to Always) every
 // container may restart, and so may a restartable init container (sidecar)
-// under any policy. Such a transition would mean the engine resurrected a
-// finished container, a bug; the kubelet refuses it the same way.
+// under any policy, and so may every container of a pod with a
+// RestartAllContainers rule. Such a transition would mean the engine
+// resurrected a finished container, a bug; the kubelet refuses it the same
+// way.
 func checkContainerStateTransition(old, cur *v1.PodStatus, spec *v1.PodSpec) error {
 	policy := spec.RestartPolicy
 	if policy == v1.RestartPolicyAlways || policy == "" {
+		return nil
+	}
+	if podutil.AllContainersCouldRestart(spec) {
+		// Any container may run again: one exit can restart them all in
+		// place (RestartAllContainers; the kubelet's).
 		return nil
 	}
 	check := func(kind string, olds, news []v1.ContainerStatus, sidecar func(string) bool) error {

@@ -91,6 +91,9 @@ func TestCheckContainerStateTransitionRestartRules(t *testing.T) {
 		"rule does not match":         {own: ptrPolicy(v1.ContainerRestartPolicyNever), rules: retry42, exit: 1, wantErr: true},
 		"init container OnFailure":    {own: ptrPolicy(v1.ContainerRestartPolicyOnFailure), exit: 1, init: true},
 		"init container pod's Never":  {exit: 1, init: true, wantErr: true},
+		// One exit can restart every container in place: any may run again.
+		"RestartAllContainers rule, another exit code":       {own: ptrPolicy(v1.ContainerRestartPolicyNever), rules: restartAll42, exit: 1},
+		"RestartAllContainers rule, init container exited 0": {own: ptrPolicy(v1.ContainerRestartPolicyNever), rules: restartAll42, exit: 0, init: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

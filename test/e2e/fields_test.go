@@ -1,14 +1,17 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 )
@@ -146,6 +149,122 @@ func TestFieldsContainerRestartRules(t *testing.T) {
 			}
 			if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != tc.wantExit {
 				t.Errorf("state %+v, want terminated with exit code %d", cs.State, tc.wantExit)
+			}
+		})
+	}
+}
+
+// TestFieldsRestartAllContainers: a restartPolicyRules entry with the
+// action RestartAllContainers (RestartAllContainersOnContainerExits, beta
+// and on in v1.37) restarts every init, sidecar and regular container of
+// the pod in place when its container exits with a listed code, as the
+// kubelet v1.37 does (the node e2e specs "Pod Extended
+// (RestartAllContainers)"): each container's restartCount goes to 1 and
+// its last state says RestartingAllContainers (exit code 137); the
+// sandbox, its IP and the emptyDir stay (the source sees its marker and
+// does not exit again); the containers still running were killed
+// ("Killing: killing"); the pod stays Running and Initialized, with
+// AllContainersRestarting False once it runs again. The same for a source
+// that is an init container: the init containers and sidecars before it
+// run again.
+func TestFieldsRestartAllContainers(t *testing.T) {
+	t.Parallel() // pods of its own namespace only (parallelTests in main_test.go)
+	ns := newNamespace(t)
+	restartAll42 := []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestartAllContainers,
+		ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+	mount := []v1.VolumeMount{{Name: "m", MountPath: "/m"}}
+	ctr := func(name, script string) v1.Container {
+		return v1.Container{Name: name, Image: busybox, ImagePullPolicy: v1.PullIfNotPresent, Command: []string{"sh", "-c", script}}
+	}
+	source := func(name, afterwards string) v1.Container {
+		c := ctr(name, "if [ -f /m/restarted ]; then "+afterwards+"; fi; touch /m/restarted; exit 42")
+		c.RestartPolicy, c.RestartPolicyRules, c.VolumeMounts = ptr.To(v1.ContainerRestartPolicyNever), restartAll42, mount
+		return c
+	}
+	sidecar := ctr("sidecar", "exec sleep 10000")
+	sidecar.RestartPolicy = ptr.To(v1.ContainerRestartPolicyAlways)
+	pod := func(name string, inits []v1.Container, containers ...v1.Container) *v1.Pod {
+		p := busyboxPod(name, v1.RestartPolicyNever, "")
+		p.Spec.Volumes = []v1.Volume{{Name: "m", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+		p.Spec.InitContainers, p.Spec.Containers = inits, containers
+		return p
+	}
+	tests := []struct {
+		pod *v1.Pod
+		// restarted are the containers that run again; killed the field
+		// paths of those running when the source exited, sorted.
+		restarted, killed []string
+	}{
+		{pod("regular-source", []v1.Container{ctr("init", "exit 0"), sidecar},
+			source("source", "exec sleep 10000"), ctr("regular", "exec sleep 10000")),
+			[]string{"init", "sidecar", "source", "regular"}, []string{"spec.containers{regular}", "spec.initContainers{sidecar}"}},
+		{pod("init-source", []v1.Container{sidecar, ctr("init", "exit 0"), source("source-init", "exit 0")},
+			ctr("regular", "exec sleep 10000")),
+			[]string{"sidecar", "init", "source-init"}, []string{"spec.initContainers{sidecar}"}},
+	}
+	for _, tc := range tests {
+		createPod(t, ns, tc.pod)
+	}
+	for _, tc := range tests {
+		t.Run(tc.pod.Name, func(t *testing.T) {
+			name := tc.pod.Name
+			first := waitPod(t, ns, name, 2*time.Minute, "a pod IP", func(p *v1.Pod) bool { return p.Status.PodIP != "" })
+			status := func(p *v1.Pod, c string) *v1.ContainerStatus {
+				for _, cs := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+					if cs.Name == c {
+						return &cs
+					}
+				}
+				return nil
+			}
+			p := waitPod(t, ns, name, 3*time.Minute, "every container restarted once and the regular ones running", func(p *v1.Pod) bool {
+				for _, c := range tc.restarted {
+					if cs := status(p, c); cs == nil || cs.RestartCount == 0 || cs.LastTerminationState.Terminated == nil {
+						return false
+					}
+				}
+				for _, cs := range p.Status.ContainerStatuses {
+					if cs.State.Running == nil {
+						return false
+					}
+				}
+				return true
+			})
+			for _, c := range tc.restarted {
+				cs := status(p, c)
+				if lt := cs.LastTerminationState.Terminated; cs.RestartCount != 1 || lt.Reason != "RestartingAllContainers" || lt.ExitCode != 137 {
+					t.Errorf("%s: restartCount %d, last state %+v; want 1 and terminated RestartingAllContainers, exit code 137", c, cs.RestartCount, lt)
+				}
+			}
+			if p.Status.Phase != v1.PodRunning || p.Status.PodIP != first.Status.PodIP {
+				t.Errorf("phase %s, pod IP %s (first %s); want Running in the same sandbox", p.Status.Phase, p.Status.PodIP, first.Status.PodIP)
+			}
+			conds := map[v1.PodConditionType]v1.ConditionStatus{}
+			for _, c := range p.Status.Conditions {
+				conds[c.Type] = c.Status
+			}
+			if conds[v1.AllContainersRestarting] != v1.ConditionFalse || conds[v1.PodInitialized] != v1.ConditionTrue {
+				t.Errorf("conditions %+v, want AllContainersRestarting False and Initialized True", p.Status.Conditions)
+			}
+			// The Killing events come from the recorder, maybe later.
+			var killed []string
+			ctx := testContext(t, 30*time.Second)
+			err := wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
+				evs, err := podEvents(ctx, ns, "Pod", name)
+				if err != nil {
+					return false, nil
+				}
+				killed = nil
+				for _, e := range evs {
+					if e.Reason == "Killing" && e.Message == "killing" {
+						killed = append(killed, e.InvolvedObject.FieldPath)
+					}
+				}
+				slices.Sort(killed)
+				return slices.Equal(killed, tc.killed), nil
+			})
+			if err != nil {
+				t.Errorf("Killing events \"killing\" for %v, want for %v (the containers running when the source exited)", killed, tc.killed)
 			}
 		})
 	}
