@@ -104,17 +104,21 @@ func (m *Manager) ContainerCgroupSample(podUID types.UID, containerID string) (C
 }
 
 // RootCgroupSample reads the machine's root cgroup "/" (not
-// --cgroup-root), cAdvisor's root container: the controllers whose files
-// the root has (on v1 the root has no pids.current, which cAdvisor leaves
-// out too), each read on its own and left at zero when it cannot be read.
-func (m *Manager) RootCgroupSample() (CgroupSample, error) {
-	mgr, err := m.manager("/", &cgroups.Resources{SkipDevices: true})
+// --cgroup-root): Host.RootCgroupSample.
+func (m *Manager) RootCgroupSample() (CgroupSample, error) { return m.host.RootCgroupSample() }
+
+// RootCgroupSample reads the machine's root cgroup "/", cAdvisor's root
+// container: the controllers whose files the root has (on v1 the root has
+// no pids.current, which cAdvisor leaves out too), each read on its own
+// and left at zero when it cannot be read.
+func (h *Host) RootCgroupSample() (CgroupSample, error) {
+	mgr, err := h.manager("/", &cgroups.Resources{SkipDevices: true})
 	if err != nil {
 		return CgroupSample{}, err
 	}
 	s := CgroupSample{Name: "/"}
 	cpuDir, memDir := mgr.Path("cpu"), mgr.Path("memory")
-	if m.v2 {
+	if h.v2 {
 		cpuDir, memDir = mgr.Path(""), mgr.Path("")
 		// The root has no pids, memory.current or cpu.max: the library
 		// returns what it read with the error, as cAdvisor ignores it.
@@ -135,9 +139,9 @@ func (m *Manager) RootCgroupSample() (CgroupSample, error) {
 	if s.Procs, err = cgroups.GetPids(cpuDir); err != nil {
 		return CgroupSample{}, fmt.Errorf("processes of the root cgroup: %w", err)
 	}
-	s.Spec = readSpec(cpuDir, memDir, m.v2)
-	s.OOMKills = oomKills(memDir, m.v2)
-	s.Created = created(mgr.GetPaths(), m.v2)
+	s.Spec = readSpec(cpuDir, memDir, h.v2)
+	s.OOMKills = oomKills(memDir, h.v2)
+	s.Created = created(mgr.GetPaths(), h.v2)
 	return s, nil
 }
 
@@ -185,15 +189,15 @@ func (m *Manager) sample(name string) (CgroupSample, error) {
 		return CgroupSample{}, fmt.Errorf("statistics of cgroup %s: %w", name, err)
 	}
 	cpuDir, memDir := mgr.Path("cpu"), mgr.Path("memory")
-	if m.v2 {
+	if m.host.v2 {
 		cpuDir, memDir = mgr.Path(""), mgr.Path("")
 	}
 	if s.Procs, err = cgroups.GetPids(cpuDir); err != nil {
 		return CgroupSample{}, fmt.Errorf("processes of cgroup %s: %w", name, err)
 	}
-	s.Spec = readSpec(cpuDir, memDir, m.v2)
-	s.OOMKills = oomKills(memDir, m.v2)
-	s.Created = created(mgr.GetPaths(), m.v2)
+	s.Spec = readSpec(cpuDir, memDir, m.host.v2)
+	s.OOMKills = oomKills(memDir, m.host.v2)
+	s.Created = created(mgr.GetPaths(), m.host.v2)
 	return s, nil
 }
 

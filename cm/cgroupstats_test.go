@@ -54,7 +54,7 @@ func v1StatsTree(t *testing.T) (map[string]string, *Manager) {
 	for _, c := range []string{"cpu", "cpuacct", "memory", "pids", "blkio"} {
 		mounts[c] = filepath.Join(base, c)
 	}
-	m, err := New(Config{Root: "/", V1Mounts: mounts})
+	m, err := New(Config{Root: "/", Host: NewHost(HostConfig{V1Mounts: mounts})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"path"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,8 +14,6 @@ import (
 
 	"github.com/crivk/crivk/podutil"
 	"github.com/opencontainers/cgroups"
-	"github.com/opencontainers/cgroups/fs"
-	"github.com/opencontainers/cgroups/fs2"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -52,20 +49,16 @@ type Config struct {
 	// kubepods only.
 	PodPidsLimit int64
 
-	// V1Mounts, when set, replaces the machine's cgroup v1 mounts
-	// (controller -> directory): unit tests run on a temporary tree.
-	V1Mounts map[string]string
-	// V2Mount, when set, replaces /sys/fs/cgroup as the cgroup v2 mount and
-	// selects v2: unit tests run on a temporary tree, where the directories
-	// are made with mkdir since it is no cgroup2 filesystem.
-	V2Mount string
+	// Host is the machine's cgroup filesystem (its version and mounts);
+	// nil: DetectHost. Unit tests give a temporary tree (NewHost).
+	Host *Host
 }
 
 // Manager keeps the node's pod cgroups; see the package documentation.
 type Manager struct {
 	cfg  Config
+	host *Host
 	root string // cleaned, absolute
-	v2   bool
 	// pids tells whether the pids controller is there: without it no
 	// pids.max is written (kubepods), and --pod-max-pids is refused.
 	pids bool
@@ -90,7 +83,8 @@ type appliedCgroup struct {
 	paths []string
 }
 
-// New returns a Manager for cfg, detecting cgroup v2 unless cfg chooses.
+// New returns a Manager for cfg, on the machine's cgroups unless cfg
+// gives a Host.
 func New(cfg Config) (*Manager, error) {
 	root := cfg.Root
 	if root == "" {
@@ -99,47 +93,20 @@ func New(cfg Config) (*Manager, error) {
 	if !path.IsAbs(root) {
 		return nil, fmt.Errorf("cgroup root %q is not an absolute path", cfg.Root)
 	}
-	m := &Manager{cfg: cfg, root: path.Clean(root), burstable: map[types.UID]int64{}, applied: map[types.UID]appliedCgroup{}}
-	switch {
-	case cfg.V2Mount != "":
-		m.v2 = true
-	case cfg.V1Mounts != nil:
-	default:
-		m.v2 = cgroups.IsCgroup2UnifiedMode()
+	host := cfg.Host
+	if host == nil {
+		host = DetectHost()
 	}
-	m.pids = m.hasPids()
+	m := &Manager{cfg: cfg, host: host, root: path.Clean(root), burstable: map[types.UID]int64{}, applied: map[types.UID]appliedCgroup{}}
+	m.pids = host.hasController("pids")
 	if cfg.PodPidsLimit > 0 && !m.pids {
 		return nil, errors.New("--pod-max-pids needs the pids cgroup controller, which this node does not have")
 	}
 	return m, nil
 }
 
-// hasPids reports whether the pids controller is mounted (v1) or
-// available at the root (v2).
-func (m *Manager) hasPids() bool {
-	if m.v2 {
-		mount := m.cfg.V2Mount
-		if mount == "" {
-			mount = unifiedMount
-		}
-		b, err := os.ReadFile(filepath.Join(mount, "cgroup.controllers"))
-		return err == nil && slices.Contains(strings.Fields(string(b)), "pids")
-	}
-	if m.cfg.V1Mounts != nil {
-		_, ok := m.cfg.V1Mounts["pids"]
-		return ok
-	}
-	_, err := cgroups.FindCgroupMountpoint("", "pids")
-	return err == nil
-}
-
 // Version is 1 or 2, the cgroup version in use.
-func (m *Manager) Version() int {
-	if m.v2 {
-		return 2
-	}
-	return 1
-}
+func (m *Manager) Version() int { return m.host.Version() }
 
 // Root is the cgroup root, cleaned.
 func (m *Manager) Root() string { return m.root }
@@ -196,7 +163,7 @@ func (m *Manager) Join(name string, pid int) error {
 	if err != nil {
 		return err
 	}
-	if m.v2 && m.cfg.V2Mount != "" && m.cfg.V2Mount != unifiedMount {
+	if m.host.fake() {
 		// Not a cgroup2 filesystem (unit tests): do what fs2 would.
 		if err := os.MkdirAll(mgr.Path(""), 0o755); err != nil {
 			return err
@@ -474,7 +441,7 @@ func (m *Manager) ContainerProcesses(podUID types.UID, containerID string) (uint
 			return 0, err
 		}
 		dir := mgr.Path("")
-		if !m.v2 {
+		if !m.host.v2 {
 			dir = mgr.Path("cpu")
 		}
 		pids, err := cgroups.GetPids(dir)
@@ -505,7 +472,7 @@ func (m *Manager) ensure(name string, r *cgroups.Resources) (cgroups.Manager, er
 	if err != nil {
 		return nil, err
 	}
-	if m.v2 && m.cfg.V2Mount != "" && m.cfg.V2Mount != unifiedMount {
+	if m.host.fake() {
 		// Not a cgroup2 filesystem (unit tests): fs2's Apply refuses
 		// paths outside /sys/fs/cgroup.
 		if err := os.MkdirAll(mgr.Path(""), 0o755); err != nil {
@@ -514,7 +481,7 @@ func (m *Manager) ensure(name string, r *cgroups.Resources) (cgroups.Manager, er
 	} else if err := mgr.Apply(-1); err != nil {
 		return nil, fmt.Errorf("creating cgroup %s: %w", name, err)
 	}
-	if m.v2 && r.CpuShares != 0 {
+	if m.host.v2 && r.CpuShares != 0 {
 		// fs2 sets cpu.weight, not shares: converted as the kubelet v1.35
 		// does (linearly), not with the library's newer curve.
 		r.CpuWeight = cpuWeight(r.CpuShares)
@@ -536,23 +503,7 @@ func cpuWeight(shares uint64) uint64 {
 
 // manager returns the library's manager of the named cgroup.
 func (m *Manager) manager(name string, r *cgroups.Resources) (cgroups.Manager, error) {
-	r.SkipFreezeOnSet = true
-	cg := &cgroups.Cgroup{Path: name, Resources: r}
-	if m.v2 {
-		mount := m.cfg.V2Mount
-		if mount == "" {
-			mount = unifiedMount
-		}
-		return fs2.NewManager(cg, filepath.Join(mount, name))
-	}
-	var paths map[string]string
-	if m.cfg.V1Mounts != nil {
-		paths = map[string]string{}
-		for ctrl, mount := range m.cfg.V1Mounts {
-			paths[ctrl] = filepath.Join(mount, name)
-		}
-	}
-	return fs.NewManager(cg, paths)
+	return m.host.manager(name, r)
 }
 
 // dir is the named cgroup's directory in one hierarchy (memory on v1):
@@ -562,7 +513,7 @@ func (m *Manager) dir(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if m.v2 {
+	if m.host.v2 {
 		return mgr.Path(""), nil
 	}
 	if p := mgr.Path("memory"); p != "" {

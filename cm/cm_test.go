@@ -56,7 +56,7 @@ func v1Tree(t *testing.T) (map[string]string, *Manager) {
 	for _, c := range []string{"cpu", "memory", "pids"} {
 		mounts[c] = filepath.Join(base, c)
 	}
-	m, err := New(Config{Root: "/crivk", PodsCPUMilli: 2000, PodsMemory: 8 << 30, V1Mounts: mounts})
+	m, err := New(Config{Root: "/crivk", PodsCPUMilli: 2000, PodsMemory: 8 << 30, Host: NewHost(HostConfig{V1Mounts: mounts})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestV2Values(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m, err := New(Config{PodsCPUMilli: 2000, PodsMemory: 8 << 30, V2Mount: base})
+	m, err := New(Config{PodsCPUMilli: 2000, PodsMemory: 8 << 30, Host: NewHost(HostConfig{V2Mount: base})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestJoin(t *testing.T) {
 	for _, c := range []string{"cpu", "memory", "pids", "devices"} {
 		mounts[c] = filepath.Join(base, c)
 	}
-	m, err := New(Config{Root: "/crivk", V1Mounts: mounts})
+	m, err := New(Config{Root: "/crivk", Host: NewHost(HostConfig{V1Mounts: mounts})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestJoin(t *testing.T) {
 		}
 	}
 	base2 := t.TempDir()
-	m2, err := New(Config{Root: "/crivk", V2Mount: base2})
+	m2, err := New(Config{Root: "/crivk", Host: NewHost(HostConfig{V2Mount: base2})})
 	if err != nil {
 		t.Fatal(err)
 	}

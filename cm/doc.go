@@ -39,6 +39,27 @@
 // its fs and fs2 managers create, set and remove the cgroups; this package
 // never writes cgroupfs files itself.
 //
+// # The host's cgroups (Host)
+//
+// Host is the one place in crivk that knows cgroup v1 from v2 and where the
+// hierarchies are mounted; every reader of cgroup files goes through it
+// (host.go). internal/nodeagent detects it once per process (DetectHost)
+// and hands it to:
+//
+//	Settings.Validate    Version: the kubelet's refusal of a cgroup v1 host
+//	                     (--fail-cgroupv1) and of singleProcessOOMKill false on v1
+//	Manager (Config.Host) the pod cgroup tree and every sample below
+//	nodeapi/stats        NodeUsage: the node's CPU and memory (its memory.available),
+//	                     as cAdvisor's root container, on v1 and v2; RootCgroupSample
+//	eviction             MemcgDir: the v1 root memory cgroup of the threshold
+//	                     notification ("" on v2, which has none)
+//	cri (the wiring)     SwapAccounting and Version: the swap controller; Version:
+//	                     whether containers get memory.oom.group (v2)
+//
+// Unit tests give a Host on a temporary tree (NewHost with V1Mounts or
+// V2Mount); the library then needs cgroups.TestMode to read a plain
+// directory as cgroupfs.
+//
 // # Life of a pod cgroup
 //
 //	                 EnsurePod (each sync of a pod that may run,
@@ -58,7 +79,7 @@
 //
 // # Who calls what
 //
-// cmd/crivk builds the Manager (New, then Start for the node-level
+// internal/nodeagent builds the Manager (New, then Start for the node-level
 // cgroups) and hands it to the engine (lifecycle.Config.PodCgroups) and its
 // CgroupParent to the runtime (cri.Config.CgroupParent). The engine calls
 // EnsurePod from SyncPod, RemovePod from SyncTerminatedPod and

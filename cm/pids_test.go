@@ -30,7 +30,7 @@ func TestPodPidsLimit(t *testing.T) {
 			for _, c := range []string{"cpu", "memory", "pids"} {
 				mounts[c] = filepath.Join(base, c)
 			}
-			m, err := New(Config{Root: "/crivk", PodsPIDs: tt.podsPIDs, PodPidsLimit: tt.podLimit, V1Mounts: mounts})
+			m, err := New(Config{Root: "/crivk", PodsPIDs: tt.podsPIDs, PodPidsLimit: tt.podLimit, Host: NewHost(HostConfig{V1Mounts: mounts})})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,7 +64,7 @@ func TestPodPidsLimitKeptAfterRestart(t *testing.T) {
 	if err := m.EnsurePod(burstable); err != nil {
 		t.Fatal(err)
 	}
-	restarted, err := New(Config{Root: "/crivk", PodPidsLimit: 50, V1Mounts: mounts})
+	restarted, err := New(Config{Root: "/crivk", PodPidsLimit: 50, Host: NewHost(HostConfig{V1Mounts: mounts})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,10 +153,10 @@ func TestMaxPID(t *testing.T) {
 func TestNoPidsController(t *testing.T) {
 	base := t.TempDir()
 	mounts := map[string]string{"cpu": filepath.Join(base, "cpu"), "memory": filepath.Join(base, "memory")}
-	if _, err := New(Config{Root: "/crivk", PodPidsLimit: 10, V1Mounts: mounts}); err == nil {
+	if _, err := New(Config{Root: "/crivk", PodPidsLimit: 10, Host: NewHost(HostConfig{V1Mounts: mounts})}); err == nil {
 		t.Error("New with --pod-max-pids and no pids controller: no error")
 	}
-	m, err := New(Config{Root: "/crivk", PodsPIDs: 32768, V1Mounts: mounts})
+	m, err := New(Config{Root: "/crivk", PodsPIDs: 32768, Host: NewHost(HostConfig{V1Mounts: mounts})})
 	if err != nil {
 		t.Fatal(err)
 	}

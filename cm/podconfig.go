@@ -33,7 +33,7 @@ func (m *Manager) PodCgroupConfig(pod *v1.Pod) (cpuShares, cpuQuota, cpuPeriod, 
 	fail := func(err error) (int64, int64, int64, int64, error) {
 		return 0, 0, 0, 0, fmt.Errorf("reading pod cgroup %s: %w", name, err)
 	}
-	if m.v2 {
+	if m.host.v2 {
 		dir := mgr.Path("")
 		weight, err := fscommon.GetCgroupParamUint(dir, "cpu.weight")
 		if err != nil {

@@ -57,7 +57,7 @@ func TestPodCgroupConfig(t *testing.T) {
 
 	t.Run("v2", func(t *testing.T) {
 		base := t.TempDir()
-		m, err := New(Config{V2Mount: base})
+		m, err := New(Config{Host: NewHost(HostConfig{V2Mount: base})})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -26,7 +26,7 @@ func (m *Manager) PodsMemory() (usage, workingSet, limit uint64, err error) {
 		return 0, 0, 0, err
 	}
 	dir, usageFile, limitFile, inactiveKey := mgr.Path("memory"), "memory.usage_in_bytes", "memory.limit_in_bytes", "total_inactive_file"
-	if m.v2 {
+	if m.host.v2 {
 		dir, usageFile, limitFile, inactiveKey = mgr.Path(""), "memory.current", "memory.max", "inactive_file"
 	}
 	if dir == "" {

@@ -36,9 +36,9 @@ func TestPodsMemory(t *testing.T) {
 			cfg := Config{Root: "/crivk"}
 			dir := filepath.Join(base, "crivk", "kubepods")
 			if x.v2 {
-				cfg.V2Mount = base
+				cfg.Host = NewHost(HostConfig{V2Mount: base})
 			} else {
-				cfg.V1Mounts = map[string]string{"memory": filepath.Join(base, "memory"), "cpu": filepath.Join(base, "cpu")}
+				cfg.Host = NewHost(HostConfig{V1Mounts: map[string]string{"memory": filepath.Join(base, "memory"), "cpu": filepath.Join(base, "cpu")}})
 				dir = filepath.Join(base, "memory", "crivk", "kubepods")
 			}
 			m, err := New(cfg)

@@ -100,6 +100,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, typ ContainerType, attempt ui
 		return nil, err
 	}
 	lc.Resources = containerResources(pod, c, typ, opts.MemoryCapacity)
+	configureOOMGroup(lc.Resources, opts.OOMKillGroup)
 	configureNoSwap(lc.Resources, opts.Swap)
 	restarts := int(attempt)
 	a := containerAnnotations(pod, c, restarts)

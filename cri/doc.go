@@ -55,8 +55,11 @@
 // the kubelet's --runtime-request-timeout) and response checks. Container
 // resources (resources.go) are the kubelet's per QoS class; the swap limit
 // is the kubelet's NoSwap one for the host's swap controller (swap.go,
-// Config.Swap, DetectSwapController), at creation and at an in-place
-// resize (TestNoSwapLimit). Container logs
+// Config.Swap, SwapControllerOf), and on cgroup v2 every container's
+// cgroup is an OOM group unless singleProcessOOMKill (oomgroup.go,
+// Config.OOMKillGroup), both at creation and at an in-place resize
+// (TestNoSwapLimit, TestOOMKillGroup). The package never reads the host's
+// cgroups: package cm does, and the wiring hands it the results. Container logs
 // are read by the subpackage crilog.
 //
 // Some containerd releases abort when two of crivk's own calls meet

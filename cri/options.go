@@ -35,6 +35,9 @@ type RunContainerOptions struct {
 	// Swap is the host's swap controller, which sets the container's
 	// swap limit (swap.go); SyncPod sets it from Config.Swap.
 	Swap SwapController
+	// OOMKillGroup makes the container's cgroup an OOM group
+	// (oomgroup.go); SyncPod sets it from Config.OOMKillGroup.
+	OOMKillGroup bool
 	// SeccompProfileRoot is where Localhost seccomp profiles are resolved
 	// (<root-dir>/seccomp); SyncPod sets it from Config.SeccompProfileRoot.
 	SeccompProfileRoot string

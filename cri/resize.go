@@ -403,6 +403,8 @@ func (r *Runtime) updateContainer(ctx context.Context, pod *v1.Pod, res v1.Resou
 	// controller none is sent (0), as the kubelet's.
 	l.MemorySwapLimitInBytes = 0
 	configureNoSwap(l, r.cfg.Swap)
+	// memory.oom.group too, as the kubelet's regenerated resources have it.
+	configureOOMGroup(l, r.cfg.OOMKillGroup)
 	if err := r.rs.UpdateContainerResources(ctx, u.ID, &runtimeapi.ContainerResources{Linux: l}); err != nil {
 		// The runtime's words, as the kubelet reports them in the
 		// PodResizeInProgress condition; SyncPod names the pod.

@@ -77,11 +77,19 @@ type Config struct {
 	// MemoryCapacity is the node's memory in bytes: Burstable containers'
 	// OOM score adjustment is relative to it (resources.go).
 	MemoryCapacity int64
-	// Swap is the host's swap controller (DetectSwapController, the
+	// Swap is the host's swap controller (SwapControllerOf, the
 	// kubelet's check): every container gets the kubelet's NoSwap limit
 	// for it, at creation and at an in-place resize (swap.go). The zero
 	// value, NoSwapController, sends no swap limit.
 	Swap SwapController
+	// OOMKillGroup makes every container's cgroup an OOM group
+	// (memory.oom.group 1, through the resources' Unified map): the
+	// kernel's OOM killer kills all the container's processes together,
+	// not only the biggest. The kubelet's, on cgroup v2 unless
+	// singleProcessOOMKill (internal/nodeagent decides; runc takes the
+	// unified map on cgroup v2 only), at creation and at an in-place
+	// resize (oomgroup.go).
+	OOMKillGroup bool
 	// MaxParallelImagePulls bounds how many image pulls run at once; 0 means
 	// no limit (the kubelet's default is one at a time:
 	// --serialize-image-pulls). Concurrent pulls of one image are always

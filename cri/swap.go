@@ -1,13 +1,6 @@
 package cri
 
-import (
-	"os"
-	"path/filepath"
-	"sync"
-
-	"github.com/opencontainers/cgroups"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-)
+import runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 // SwapController is the host's memory swap controller, which decides the
 // swap limit every container gets. crivk has no swap behaviour setting
@@ -45,35 +38,19 @@ func (s SwapController) String() string {
 // cgroup2MaxSwapFile is the kubelet's Cgroup2MaxSwapFilename.
 const cgroup2MaxSwapFile = "memory.swap.max"
 
-// DetectSwapController is the kubelet's checkSwapControllerAvailability,
-// run once per process and cached as the kubelet's
-// getSwapControllerAvailable: on cgroup v1,
-// /sys/fs/cgroup/memory/memory.memsw.limit_in_bytes; on v2,
-// memory.swap.max of the cgroup /proc/self/cgroup names (the root has
-// none). Anything it cannot read counts as no controller.
-func DetectSwapController() SwapController { return detectedSwap() }
-
-var detectedSwap = sync.OnceValue(func() SwapController {
-	return detectSwapController("/sys/fs/cgroup", "/proc/self/cgroup", cgroups.IsCgroup2UnifiedMode())
-})
-
-// detectSwapController is DetectSwapController's check, with the cgroup
-// mount and the process' cgroup file given.
-func detectSwapController(cgroupRoot, selfCgroup string, v2 bool) SwapController {
-	if !v2 {
-		if _, err := os.Stat(filepath.Join(cgroupRoot, "memory", "memory.memsw.limit_in_bytes")); err != nil {
-			return NoSwapController
-		}
-		return SwapControllerV1
-	}
-	own, err := cgroups.ParseCgroupFile(selfCgroup)
-	if err != nil {
+// SwapControllerOf is the host's swap controller from its cgroup version
+// (1 or 2) and whether its memory controller accounts swap: the kubelet's
+// checkSwapControllerAvailability, whose reading of the host's cgroups is
+// package cm's (cm.Host.SwapAccounting; internal/nodeagent asks it once
+// per process, as the kubelet caches its check).
+func SwapControllerOf(cgroupVersion int, accounting bool) SwapController {
+	switch {
+	case !accounting:
 		return NoSwapController
+	case cgroupVersion == 2:
+		return SwapControllerV2
 	}
-	if _, err := os.Stat(filepath.Join(cgroupRoot, own[""], cgroup2MaxSwapFile)); err != nil {
-		return NoSwapController
-	}
-	return SwapControllerV2
+	return SwapControllerV1
 }
 
 // configureNoSwap sets l's swap limit as the kubelet's ConfigureNoSwap

@@ -1,49 +1,27 @@
 package cri
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/crivk/crivk/internal/testutil"
 	v1 "k8s.io/api/core/v1"
 )
 
-// TestDetectSwapController: the kubelet's checkSwapControllerAvailability
-// on a fake cgroup mount.
-func TestDetectSwapController(t *testing.T) {
-	for name, tc := range map[string]struct {
-		v2         bool
-		files      []string // below the cgroup mount
-		selfCgroup string   // "": no /proc/self/cgroup
+// TestSwapControllerOf: the kubelet's checkSwapControllerAvailability
+// from what package cm read of the host (cm's TestSwapAccounting reads
+// the files).
+func TestSwapControllerOf(t *testing.T) {
+	for _, tc := range []struct {
+		version    int
+		accounting bool
 		want       SwapController
 	}{
-		"v1 with swap accounting": {files: []string{"memory/memory.memsw.limit_in_bytes"}, want: SwapControllerV1},
-		"v1 without":              {files: []string{"memory/memory.limit_in_bytes"}, want: NoSwapController},
-		"v2, own cgroup has memory.swap.max": {v2: true, files: []string{"system.slice/crivk.service/memory.swap.max"},
-			selfCgroup: "0::/system.slice/crivk.service\n", want: SwapControllerV2},
-		"v2, only the root's would": {v2: true, files: []string{"memory.swap.max"}, selfCgroup: "0::/system.slice/crivk.service\n", want: NoSwapController},
-		"v2, own cgroup unreadable": {v2: true, files: []string{"system.slice/crivk.service/memory.swap.max"}, want: NoSwapController},
+		{1, true, SwapControllerV1}, {1, false, NoSwapController},
+		{2, true, SwapControllerV2}, {2, false, NoSwapController},
 	} {
-		t.Run(name, func(t *testing.T) {
-			root, self := t.TempDir(), filepath.Join(t.TempDir(), "cgroup")
-			for _, f := range tc.files {
-				if err := os.MkdirAll(filepath.Dir(filepath.Join(root, f)), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(root, f), []byte("max\n"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if tc.selfCgroup != "" {
-				if err := os.WriteFile(self, []byte(tc.selfCgroup), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if got := detectSwapController(root, self, tc.v2); got != tc.want {
-				t.Errorf("detectSwapController = %s, want %s", got, tc.want)
-			}
-		})
+		if got := SwapControllerOf(tc.version, tc.accounting); got != tc.want {
+			t.Errorf("SwapControllerOf(%d, %v) = %s, want %s", tc.version, tc.accounting, got, tc.want)
+		}
 	}
 }
 

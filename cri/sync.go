@@ -479,6 +479,7 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	r.applySELinuxRelabel(opts.Mounts)
 	opts.MemoryCapacity = r.cfg.MemoryCapacity
 	opts.Swap = r.cfg.Swap
+	opts.OOMKillGroup = r.cfg.OOMKillGroup
 	opts.SeccompProfileRoot = r.cfg.SeccompProfileRoot
 	opts.Node = r.cfg.Node
 	opts.UserNamespace = sbCfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions()

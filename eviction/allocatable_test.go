@@ -156,17 +156,17 @@ func TestAllocatableNotifier(t *testing.T) {
 		wantArmed  []int64 // after one update: root's, then kubepods'
 	}{
 		"kubepods cgroup": {podsCgroup: "/sys/fs/cgroup/memory/crivk/kubepods",
-			wantDirs:  []string{DefaultMemoryCgroup, "/sys/fs/cgroup/memory/crivk/kubepods"},
+			wantDirs:  []string{testMemcg, "/sys/fs/cgroup/memory/crivk/kubepods"},
 			wantDescs: []string{"hard memory eviction threshold", "hard allocatable memory eviction threshold"},
 			// root: 4096Mi capacity - 100Mi + 512Mi inactive; kubepods: 2048Mi - 100Mi + 256Mi.
 			wantArmed: []int64{4096*mi - 100*mi + 512*mi, 2048*mi - 100*mi + 256*mi}},
-		"no kubepods cgroup": {wantDirs: []string{DefaultMemoryCgroup}, wantDescs: []string{"hard memory eviction threshold"},
+		"no kubepods cgroup": {wantDirs: []string{testMemcg}, wantDescs: []string{"hard memory eviction threshold"},
 			wantArmed: []int64{4096*mi - 100*mi + 512*mi}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			m, err := New(Config{Summary: fixedSummary(nil), Thresholds: th, EnforceNodeAllocatable: true, KernelMemcgNotification: true,
-				PodsMemoryCgroup: tc.podsCgroup})
+				MemoryCgroup: testMemcg, PodsMemoryCgroup: tc.podsCgroup})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -83,10 +83,13 @@ type Config struct {
 	// notification on each memory.available threshold (memcg.go): a round
 	// runs as soon as the root memory cgroup crosses it, not at the next
 	// MonitoringPeriod (--kernel-memcg-notification, default false). cgroup
-	// v1 only; on cgroup v2 it is logged as not supported and ignored.
+	// v1 only; on cgroup v2 (no MemoryCgroup) it is logged as not
+	// supported and ignored, as the kubelet's.
 	KernelMemcgNotification bool
-	// MemoryCgroup is the memory cgroup the notification watches; "":
-	// DefaultMemoryCgroup.
+	// MemoryCgroup is the root memory cgroup's directory in the cgroup v1
+	// memory hierarchy, which the notification watches (cm.Host.MemcgDir,
+	// the one reader of the machine's cgroup layout); "": cgroup v2, which
+	// has no threshold notification: memory.available is polled alone.
 	MemoryCgroup string
 	// PodsMemoryCgroup is the node-allocatable memory cgroup (kubepods'
 	// directory in the memory hierarchy) the notification of an
@@ -163,9 +166,6 @@ func (cfg *Config) validate() error {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
-	}
-	if cfg.MemoryCgroup == "" {
-		cfg.MemoryCgroup = DefaultMemoryCgroup
 	}
 	// A copy: the caller's slice is nodestatus's too (one parse), and it
 	// is sorted below.

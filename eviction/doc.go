@@ -9,8 +9,10 @@
 // Every round reads the node's statistics (nodeapi/stats's Summarize, the
 // kubelet's summary; nothing is measured twice) and derives:
 //
-//	memory.available     MemTotal - working set of the root cgroup (cgroup v1:
-//	                     memory.usage_in_bytes - total_inactive_file of /sys/fs/cgroup/memory)
+//	memory.available     MemTotal - working set of the root cgroup (package cm reads it:
+//	                     cgroup v1 memory.usage_in_bytes - total_inactive_file of the
+//	                     memory hierarchy's root; v2 anon + file - inactive_file of the
+//	                     root's memory.stat, as opencontainers/cgroups gives cAdvisor)
 //	allocatableMemory.available
 //	                     kubepods' memory limit - its working set: the summary's "pods"
 //	                     system container (package cm reads the cgroup); none without
@@ -133,8 +135,10 @@
 // With Config.KernelMemcgNotification (--kernel-memcg-notification), Run
 // makes one notifier per memory.available threshold on the root memory
 // cgroup, and one per allocatableMemory.available threshold on kubepods'
-// (Config.PodsMemoryCgroup), as the kubelet's (cgroup v1; on cgroup v2 it
-// logs that it is not supported and polls alone, as the kubelet). Each round, at most every 10 s, re-arms it
+// (Config.PodsMemoryCgroup), as the kubelet's (cgroup v1: the wiring gives
+// the root memory cgroup, Config.MemoryCgroup, from cm.Host; on cgroup v2
+// there is none, and the manager logs that it is not supported and polls
+// alone, as the kubelet). Each round, at most every 10 s, re-arms it
 // at capacity - threshold + inactive_file of memory.usage_in_bytes
 // (cgroup.event_control with an eventfd); when the kernel signals, Run
 // runs a round at once instead of waiting for the monitoring period. Only

@@ -162,6 +162,10 @@ func (m *Manager) startNotifiers(ctx context.Context) {
 	if !m.cfg.KernelMemcgNotification {
 		return
 	}
+	if m.cfg.MemoryCgroup == "" {
+		log.G(ctx).WithError(errCgroupV2).Info("eviction manager: failed to create memory threshold notifier")
+		return
+	}
 	cgroups := map[string]memcg{}
 	for _, t := range m.cfg.Thresholds {
 		dir := m.cfg.MemoryCgroup

@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crivk/crivk/cm"
 	evictionapi "github.com/crivk/crivk/eviction/api"
 	"github.com/crivk/crivk/lifecycle"
 	"github.com/crivk/crivk/nodeapi/stats"
+	"github.com/opencontainers/cgroups"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -502,20 +504,41 @@ func (f fakeImageFs) ImageFsInfo(context.Context) (*runtimeapi.ImageFsInfoRespon
 }
 
 // TestSignalsFromFixtures: the signals as the kubelet computes them, from
-// cgroup v1 and /proc fixture files read by nodeapi/stats:
-// memory.available = MemTotal - (usage_in_bytes - total_inactive_file),
-// pid.available = min(pid_max, threads-max) - tasks, the filesystems from
-// statfs.
+// cgroup v1 or v2 and /proc fixture files read by nodeapi/stats through
+// package cm: memory.available = MemTotal - working set, the working set
+// being on v1 usage_in_bytes - total_inactive_file and on v2, where the
+// root cgroup has no memory.current, anon + file - inactive_file of the
+// root's memory.stat (opencontainers/cgroups' root statistics, cAdvisor's
+// and so the kubelet's); pid.available = min(pid_max, threads-max) -
+// tasks; the filesystems from statfs.
 func TestSignalsFromFixtures(t *testing.T) {
+	// The cgroup library reads a plain directory tree as cgroupfs.
+	cgroups.TestMode = true
+	for _, v := range []int{1, 2} {
+		t.Run(fmt.Sprintf("cgroup v%d", v), func(t *testing.T) { signalsFromFixtures(t, v) })
+	}
+}
+
+func signalsFromFixtures(t *testing.T, version int) {
 	root := t.TempDir()
-	for path, data := range map[string]string{
-		"cgroup/memory/memory.usage_in_bytes": "3221225472\n",                                     // 3 GiB
-		"cgroup/memory/memory.stat":           "cache 1\ntotal_inactive_file 1073741824\nrss 5\n", // 1 GiB
-		"cgroup/cpuacct/cpuacct.usage":        "1\n",
-		"proc/sys/kernel/pid_max":             "32768\n",
-		"proc/sys/kernel/threads-max":         "192731\n",
-		"proc/loadavg":                        "0.50 0.40 0.30 3/1234 99999\n",
-	} {
+	files := map[string]string{
+		"proc/sys/kernel/pid_max":     "32768\n",
+		"proc/sys/kernel/threads-max": "192731\n",
+		"proc/loadavg":                "0.50 0.40 0.30 3/1234 99999\n",
+	}
+	host := cm.NewHost(cm.HostConfig{V1Mounts: map[string]string{"memory": filepath.Join(root, "cgroup", "memory"), "cpuacct": filepath.Join(root, "cgroup", "cpuacct")}})
+	if version == 1 {
+		files["cgroup/memory/memory.usage_in_bytes"] = "3221225472\n"                           // 3 GiB
+		files["cgroup/memory/memory.stat"] = "cache 1\ntotal_inactive_file 1073741824\nrss 5\n" // 1 GiB
+		files["cgroup/cpuacct/cpuacct.usage"] = "1\n"
+	} else {
+		host = cm.NewHost(cm.HostConfig{V2Mount: filepath.Join(root, "cgroup")})
+		// 2.5 GiB anon + 0.5 GiB file, 1 GiB of it inactive (a page cache
+		// larger than the file pages charged would floor at 0).
+		files["cgroup/memory.stat"] = "anon 2684354560\nfile 536870912\ninactive_file 1073741824\nactive_file 0\n"
+		files["cgroup/cpu.stat"] = "usage_usec 1\n"
+	}
+	for path, data := range files {
 		p := filepath.Join(root, path)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
@@ -525,7 +548,7 @@ func TestSignalsFromFixtures(t *testing.T) {
 		}
 	}
 	h, err := stats.New(stats.Config{RootDir: root, Runtime: fakeRuntime{}, ImageFs: fakeImageFs{root},
-		MemoryCapacity: func() (int64, error) { return 8 << 30, nil }, CgroupRoot: filepath.Join(root, "cgroup"), ProcRoot: filepath.Join(root, "proc")})
+		MemoryCapacity: func() (int64, error) { return 8 << 30, nil }, Node: host, ProcRoot: filepath.Join(root, "proc")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,7 +558,7 @@ func TestSignalsFromFixtures(t *testing.T) {
 	}
 	obs := observe(s, 0)
 	for sig, want := range map[evictionapi.Signal][2]int64{
-		evictionapi.SignalMemoryAvailable: {6 << 30, 8 << 30}, // 8 GiB - (3 - 1) GiB
+		evictionapi.SignalMemoryAvailable: {6 << 30, 8 << 30}, // 8 GiB - (3 - 1) GiB, on both versions
 		evictionapi.SignalPIDAvailable:    {32768 - 1234, 32768},
 	} {
 		o, ok := obs[sig]

@@ -33,8 +33,6 @@ const (
 	notifierRefreshInterval = 10 * time.Second
 	// memoryUsageAttribute is the file whose value the threshold is on.
 	memoryUsageAttribute = "memory.usage_in_bytes"
-	// DefaultMemoryCgroup is the root memory cgroup of cgroup v1.
-	DefaultMemoryCgroup = "/sys/fs/cgroup/memory"
 )
 
 // cgroupNotifier is one armed threshold: Start sends on events each time
@@ -134,12 +132,14 @@ func (n *memoryNotifier) Stop() {
 	}
 }
 
-// cgroupV1 is a cgroup v1 memory cgroup directory (DefaultMemoryCgroup).
+// cgroupV1 is a cgroup v1 memory cgroup directory (Config.MemoryCgroup or
+// Config.PodsMemoryCgroup).
 type cgroupV1 string
 
 var _ memcg = cgroupV1("")
 
-// errCgroupV2 is returned by newMemcg on a cgroup v2 host.
+// errCgroupV2 is why no notifier runs on a cgroup v2 host (no
+// Config.MemoryCgroup).
 var errCgroupV2 = errors.New("memcg threshold notification is not supported on cgroup v2")
 
 func (c cgroupV1) Usage() (uint64, error) {

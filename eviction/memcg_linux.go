@@ -7,15 +7,12 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/opencontainers/cgroups"
 	"golang.org/x/sys/unix"
 )
 
-// newMemcg is the memory cgroup at dir (cgroup v1), or errCgroupV2.
+// newMemcg is the cgroup v1 memory cgroup at dir: one with
+// cgroup.event_control.
 func newMemcg(dir string) (memcg, error) {
-	if cgroups.IsCgroup2UnifiedMode() {
-		return nil, errCgroupV2
-	}
 	if _, err := os.Stat(filepath.Join(dir, "cgroup.event_control")); err != nil {
 		return nil, fmt.Errorf("memory cgroup %s: %w", dir, err)
 	}

@@ -128,27 +128,38 @@ func TestMemoryNotifierUpdateThreshold(t *testing.T) {
 	n.Stop()
 }
 
+// testMemcg is the root memory cgroup the tests' managers are given (a
+// v1 host's, cm.Host.MemcgDir); never opened: memcgOf is a fake.
+const testMemcg = "/sys/fs/cgroup/memory"
+
 // TestNotifiersEnabled: notifiers only with --kernel-memcg-notification,
-// one per memory.available threshold; none when the cgroup cannot be used
-// (cgroup v2), and the manager runs as without.
+// one per memory.available threshold; none on cgroup v2 (no root memory
+// cgroup given: the cgroup is never opened) nor when the cgroup cannot be
+// used, and the manager runs as without.
 func TestNotifiersEnabled(t *testing.T) {
 	th, _ := evictionapi.ParseThresholds(evictionapi.Flags{Hard: "memory.available<100Mi,nodefs.available<10%", Soft: "memory.available<200Mi", SoftGracePeriod: "memory.available=1m"})
 	tests := map[string]struct {
 		enabled bool
+		v2      bool
 		memcg   error
 		want    []string
 	}{
 		"disabled (the default)": {},
 		"enabled":                {enabled: true, want: []string{"hard memory eviction threshold", "soft memory eviction threshold"}},
-		"enabled on cgroup v2":   {enabled: true, memcg: errCgroupV2},
+		"enabled on cgroup v2":   {enabled: true, v2: true},
+		"unusable cgroup":        {enabled: true, memcg: errors.New("no cgroup.event_control")},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			m := newTestManager(t, newFakeNode(), Config{Thresholds: th, KernelMemcgNotification: tc.enabled})
+			cfg := Config{Thresholds: th, KernelMemcgNotification: tc.enabled, MemoryCgroup: testMemcg}
+			if tc.v2 {
+				cfg.MemoryCgroup = ""
+			}
+			m := newTestManager(t, newFakeNode(), cfg)
 			calls := 0
 			m.memcgOf = func(dir string) (memcg, error) {
 				calls++
-				if dir != DefaultMemoryCgroup {
+				if dir != testMemcg {
 					t.Errorf("memory cgroup %q", dir)
 				}
 				return &fakeMemcg{}, tc.memcg
@@ -161,8 +172,8 @@ func TestNotifiersEnabled(t *testing.T) {
 			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
 				t.Errorf("notifiers %v, want %v", got, tc.want)
 			}
-			if !tc.enabled && calls != 0 {
-				t.Error("the memory cgroup was opened with the notification disabled")
+			if (!tc.enabled || tc.v2) && calls != 0 {
+				t.Error("a memory cgroup was opened with the notification disabled or on cgroup v2")
 			}
 		})
 	}
@@ -173,7 +184,7 @@ func TestNotifiersEnabled(t *testing.T) {
 func TestNotifierRefresh(t *testing.T) {
 	n := newFakeNode()
 	th, _ := evictionapi.ParseThresholds(evictionapi.Flags{Hard: "memory.available<100Mi"})
-	m := newTestManager(t, n, Config{Thresholds: th, KernelMemcgNotification: true})
+	m := newTestManager(t, n, Config{Thresholds: th, KernelMemcgNotification: true, MemoryCgroup: testMemcg})
 	cg := &fakeMemcg{}
 	m.memcgOf = func(string) (memcg, error) { return cg, nil }
 	ctx := context.Background()
@@ -200,7 +211,7 @@ func TestNotifierRefresh(t *testing.T) {
 func TestMemcgEventRunsRound(t *testing.T) {
 	n := newFakeNode()
 	th, _ := evictionapi.ParseThresholds(evictionapi.Flags{Hard: "memory.available<100Mi"})
-	m := newTestManager(t, n, Config{Thresholds: th, KernelMemcgNotification: true, PressureTransitionPeriod: time.Minute})
+	m := newTestManager(t, n, Config{Thresholds: th, KernelMemcgNotification: true, MemoryCgroup: testMemcg, PressureTransitionPeriod: time.Minute})
 	cg := &fakeMemcg{armedCh: make(chan int64, 4)}
 	m.memcgOf = func(string) (memcg, error) { return cg, nil }
 	ctx, cancel := context.WithCancel(context.Background())

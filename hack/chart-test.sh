@@ -7,10 +7,12 @@
 # (`crivk config check`, built by hack/build.sh), no setting left as a flag
 # that has a field in the file, the probes on crivk's own /healthz, each
 # identity's RBAC, and values that must be refused with a clear message
-# (the kubelet's ports, runtime, directories or cgroups; node labels a node
+# (the kubelet's ports, runtime, directories or cgroups; failCgroupV1 not a
+# boolean or set under config:; node labels a node
 # may not set; taints that would split the flag; a profiling port on the
 # node API's; out-of-range ports; bad enums; config: keys the chart
-# writes from other values). Prints one line per check and
+# writes from other values), and crivk's refusal of the default values
+# (failCgroupV1 true) on a cgroup v1 machine. Prints one line per check and
 # "N passed, N failed"; exits non-zero on a failure.
 set -o errexit -o nounset -o pipefail
 
@@ -46,7 +48,7 @@ render() {
 render "default values" \
   "--node-name=crivk-\$(MACHINE)" "--bootstrap-kubeconfig=in-cluster" "--config=/etc/crivk/kubelet.yaml" \
   "containerRuntimeEndpoint: unix:///run/crivk/containerd/containerd.sock" \
-  "    port: 10260" "cgroupRoot: /crivk" "podLogsDir: /var/log/crivk-pods" \
+  "    port: 10260" "cgroupRoot: /crivk" "podLogsDir: /var/log/crivk-pods" "    failCgroupV1: true" \
   "    registerWithTaints:" "    - effect: NoSchedule" "      key: node.crivk.io/agent" "      value: crivk" \
   "--node-labels=node.kubernetes.io/agent=crivk" "name: system:node-bootstrapper" \
   "        clientCAFile: /var/run/secrets/kubernetes.io/serviceaccount/ca.crt" \
@@ -106,6 +108,7 @@ fi
 render "well-known and node.kubernetes.io node labels" \
   "--node-labels=node.kubernetes.io/agent=crivk,node.kubernetes.io/pool=a,topology.kubernetes.io/zone=z1" -- \
   --set 'nodeLabels.topology\.kubernetes\.io/zone=z1,nodeLabels.node\.kubernetes\.io/pool=a'
+render "a cgroup v1 machine: failCgroupV1 false in the file" "    failCgroupV1: false" -- --set failCgroupV1=false
 render "a node name template" "--node-name=node-\$(MACHINE).crivk" -- --set 'nodeName=node-$(MACHINE).crivk'
 render "profiling on, with tracing" \
   "--profiling-address=127.0.0.1:10261" "- --tracing" "name: profiling" "containerPort: 10261" -- \
@@ -216,7 +219,14 @@ fi
 # through `crivk config check` (the checks crivk makes at start, nothing
 # started). The pod's $(MACHINE) and $(NODE_IP) are given values, and the
 # service-account CA the file names, absent here, a CA of the test's on the
-# command line (flags override the file).
+# command line (flags override the file). crivk checks this machine's
+# cgroups as at start: on cgroup v1 (this project's machines) the renders
+# below set failCgroupV1=false, as an install there must, and the default
+# values must be refused with the kubelet's message.
+CGROUP_VERSION=1
+if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then CGROUP_VERSION=2; fi
+onthismachine=()
+[ "${CGROUP_VERSION}" = 2 ] || onthismachine=(--set failCgroupV1=false)
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "${TMP}/ca.key" -out "${TMP}/ca.crt" \
   -subj /CN=chart-test -days 1 >/dev/null 2>&1
 # config_check NAME WANT... -- ARGS: crivk accepts the file and flags of
@@ -227,6 +237,7 @@ config_check() {
   local wants=()
   while [ "$1" != -- ]; do wants+=("$1"); shift; done
   shift
+  set -- "${onthismachine[@]}" "$@"
   kubelet_yaml "$@" >"${TMP}/kubelet.yaml"
   while IFS= read -r w; do
     w=${w//\$(MACHINE)/m1}
@@ -246,7 +257,21 @@ config_check "crivk accepts plain RBAC, CSR serving certificate, profiling" "ser
   --set identity=rbac,servingCert=csr,profiling.enabled=true,profiling.tracing=true
 config_check "crivk takes config: values from the file" "maxPods: 57" "- 10.96.0.10" "imageGCHighThresholdPercent: 90" "  memory.available: 200Mi" -- \
   --set config.maxPods=57,config.imageGCHighThresholdPercent=90,config.evictionHard.memory\\.available=200Mi --set 'config.clusterDNS={10.96.0.10}'
-kubelet_yaml --set config.cpuManagerPolicy=static >"${TMP}/refused.yaml"
+kubelet_yaml >"${TMP}/v1.yaml"
+if [ "${CGROUP_VERSION}" = 2 ]; then
+  if out=$("${CRIVK}" config check --config="${TMP}/v1.yaml" --client-ca-file="${TMP}/ca.crt" 2>&1) && grep -qxF "failCgroupV1: true" <<<"${out}"; then
+    ok "the default values on this cgroup v2 machine: crivk accepts them, failCgroupV1 true"
+  else
+    bad "the default values on this cgroup v2 machine: ${out}"
+  fi
+elif out=$("${CRIVK}" config check --config="${TMP}/v1.yaml" --client-ca-file="${TMP}/ca.crt" 2>&1); then
+  bad "the default values on this cgroup v1 machine: crivk config check accepted them"
+elif grep -qxF "crivk config check: kubelet is configured to not run on a host using cgroup v1. cgroup v1 support is unsupported and will be removed in a future release" <<<"${out}"; then
+  ok "the default values on this cgroup v1 machine are refused with the kubelet's message (failCgroupV1)"
+else
+  bad "the default values on this cgroup v1 machine: refused without the kubelet's message: ${out}"
+fi
+kubelet_yaml "${onthismachine[@]}" --set config.cpuManagerPolicy=static >"${TMP}/refused.yaml"
 if out=$("${CRIVK}" config check --config="${TMP}/refused.yaml" --client-ca-file="${TMP}/ca.crt" 2>&1); then
   bad "config.cpuManagerPolicy=static: crivk config check accepted it"
 elif grep -qF "KubeletConfiguration field cpuManagerPolicy is not supported by crivk" <<<"${out}"; then
@@ -302,6 +327,8 @@ refuse "the runtime endpoint in config:" "config.containerRuntimeEndpoint: writt
 refuse "taints in config:" "config.registerWithTaints: written by the chart from the value registerWithTaints" -- --set 'config.registerWithTaints[0].key=a,config.registerWithTaints[0].effect=NoSchedule'
 refuse "the client CA in config:" "config.authentication.x509.clientCAFile: written by the chart from the value clientCAFile" -- --set config.authentication.x509.clientCAFile=/x
 refuse "the healthz address in config:" "config.healthzBindAddress: the chart binds crivk's /healthz to 127.0.0.1" -- --set config.healthzBindAddress=0.0.0.0
+refuse "failCgroupV1 in config:" "config.failCgroupV1: written by the chart from the value failCgroupV1" -- --set config.failCgroupV1=false
+refuse "failCgroupV1 not a boolean" "at '/failCgroupV1'" -- --set failCgroupV1=maybe
 refuse "the kind in config:" "config.kind: config holds the KubeletConfiguration's fields only" -- --set config.kind=Other
 refuse "config: not a map" "at '/config': got string, want object" -- --set config=x
 

@@ -50,7 +50,9 @@
 # overrides services/kubelet.go applies to the kubelet it starts: cgroupfs,
 # cgroupRoot /, fileCheckFrequency 10s, the node e2e eviction thresholds,
 # serializeImagePulls false, anonymous authentication with AlwaysAllow
-# authorization, a static pod directory; and, for this machine, pod logs in
+# authorization, a static pod directory; and, for this machine, its cgroup
+# v1 let through (failCgroupV1 false, which both agents refuse by default,
+# as the suite's own kubelet job runs on cgroup v2), pod logs in
 # /var/log/pods (log_path_test.go reads that path), clusterDomain
 # cluster.local (--dns-domain), image GC off (no image can be pulled again).
 # Left out for both: podCIDR (pods take their IPs from the project's CNI
@@ -332,6 +334,7 @@ authorization:
   mode: AlwaysAllow
 staticPodPath: ${MANIFESTS}
 # this machine
+failCgroupV1: false
 podLogsDir: /var/log/pods
 clusterDomain: cluster.local
 imageGCHighThresholdPercent: 100

@@ -13,9 +13,14 @@
 # runs a kubelet with a manifest directory.
 # CRIVK_BIN runs another build of crivk with the same settings (the e2e
 # upgrade test's previous release, hack/build-previous.sh).
+# This machine's cgroups are v1 (docs/environment.md), which crivk, as the
+# kubelet, refuses by default: --fail-cgroupv1=false says so (hack/run-kubelet.sh's
+# file has failCgroupV1: false). A build older than the flag (CRIVK_BIN, the
+# e2e upgrade test's previous release) never refused v1 and does not know
+# it: it is left out for such a build.
 # CRIVK_SETTINGS_FROM_CONFIG=1 leaves out the flags below that are
 # KubeletConfiguration fields (the CRI endpoint, pod logs, serving
-# certificate, client CA, cgroup root, manifests, image GC, eviction):
+# certificate, client CA, cgroup root, cgroup v1, manifests, image GC, eviction):
 # flags override --config, which must then be their only source
 # (hack/lib/node-e2e-agent.sh restarts crivk with the node e2e suite's).
 set -o errexit -o nounset -o pipefail
@@ -47,19 +52,24 @@ done
 manifests="${CRIVK_POD_MANIFEST_PATH:-${LOCAL_DIR}/manifests}"
 mkdir -p "${manifests}"
 
+bin=${CRIVK_BIN:-${ROOT}/_output/bin/crivk}
+cgroupv1=()
+case "$("${bin}" --help 2>/dev/null || true)" in *--fail-cgroupv1*) cgroupv1=(--fail-cgroupv1=false) ;; esac
+
 settings=(
   --cri-endpoint="${CRI_ENDPOINT}"
   --pod-log-dir="${LOCAL_DIR}/pods"
   "${serving[@]}"
   --client-ca-file="${CA_CERT}"
   --cgroup-root="${CRIVK_CGROUP_ROOT:-/crivk}"
+  "${cgroupv1[@]}"
   --pod-manifest-path="${manifests}"
   --image-gc-high-threshold=100 --image-gc-low-threshold=99
   --eviction-hard='memory.available<100Mi,nodefs.available<2Gi,nodefs.inodesFree<5%,imagefs.available<2Gi'
 )
 [ "${CRIVK_SETTINGS_FROM_CONFIG:-0}" != 1 ] || settings=()
 
-exec "${CRIVK_BIN:-${ROOT}/_output/bin/crivk}" \
+exec "${bin}" \
   "${credentials[@]}" \
   --node-name="${NODE_NAME}" \
   --node-ip="${NODE_IP}" \

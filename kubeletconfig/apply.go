@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/crivk/crivk/cri/pullrecords"
@@ -34,7 +35,37 @@ type Files struct {
 	// them as the file sets them; Apply validates them as the kubelet does.
 	ImagePullCredentialsVerificationPolicy string
 	preloadedAllowlist                     string
+
+	// SingleProcessOOMKill is --single-process-oom-kill, crivk's flag for
+	// the kubelet's file-only singleProcessOOMKill, registered here with
+	// --config for the same reason: nil when neither the command line nor
+	// the file set it (the kubelet's default: true on cgroup v1, false on
+	// v2), as the kubelet's *bool. internal/nodeagent checks it against
+	// the host's cgroup version and decides the containers' OOM groups.
+	SingleProcessOOMKill *bool
 }
+
+// optionalBool is a boolean flag that tells "not given" (nil) from false:
+// --single-process-oom-kill alone is true, as any boolean flag.
+type optionalBool struct{ p **bool }
+
+func (b optionalBool) String() string {
+	if b.p == nil || *b.p == nil {
+		return ""
+	}
+	return strconv.FormatBool(**b.p)
+}
+
+func (b optionalBool) Set(v string) error {
+	x, err := strconv.ParseBool(v)
+	if err != nil {
+		return err
+	}
+	*b.p = &x
+	return nil
+}
+
+func (b optionalBool) IsBoolFlag() bool { return true }
 
 // PreloadedImagesVerificationAllowlist is
 // --preloaded-images-verification-allowlist's patterns.
@@ -57,6 +88,8 @@ func AddFlags(fs *flag.FlagSet) *Files {
 		"whether a pod must show its own credentials for an image already on the node (the kubelet's imagePullCredentialsVerificationPolicy): NeverVerify, NeverVerifyPreloadedImages (images crivk did not pull are exempt), NeverVerifyAllowlistedImages (the allowlist's images are exempt) or AlwaysVerify; a pod that may not use the image pulls it again with its own pull secrets (docs/security.md)")
 	fs.StringVar(&f.preloadedAllowlist, "preloaded-images-verification-allowlist", "",
 		"comma-separated images exempt from credential verification under NeverVerifyAllowlistedImages (the kubelet's preloadedImagesVerificationAllowlist): full repositories without tag or digest, or prefixes ending in /*")
+	fs.Var(optionalBool{&f.SingleProcessOOMKill}, "single-process-oom-kill",
+		"on cgroup v2, let the OOM killer kill a container's processes one at a time instead of the whole container (the kubelet's singleProcessOOMKill; not given: false on cgroup v2, where every container's cgroup gets memory.oom.group 1, and true on cgroup v1, where false is refused)")
 	return f
 }
 

@@ -10,10 +10,12 @@
 // validating them:
 //
 //  1. AddFlags(fs) registers --config and --config-dir on crivk's flag set,
-//     before fs.Parse, and the two flags of the kubelet's file-only image
-//     credential settings (--image-pull-credentials-verification-policy,
-//     --preloaded-images-verification-allowlist), which the runtime's
-//     wiring reads from Files.
+//     before fs.Parse, and the flags of three of the kubelet's file-only
+//     settings, which the wiring reads from Files: the image credential
+//     settings (--image-pull-credentials-verification-policy,
+//     --preloaded-images-verification-allowlist) and
+//     --single-process-oom-kill, left nil when not given (the kubelet's
+//     default depends on the host's cgroup version).
 //  2. After fs.Parse, Files.Apply(fs) loads the file and the drop-ins
 //     (Load), refuses every field crivk does not support, and sets each
 //     flag that a field of the file maps to, unless that flag was given on
@@ -57,7 +59,9 @@
 //     in this crivk (a feature another part adds) is refused like an
 //     unsupported one, unless it holds the kubelet's default;
 //   - accepted: fields crivk behaves as whatever they hold (cgroupDriver
-//     cgroupfs, failSwapOn, failCgroupV1, rotateCertificates: see fields.go);
+//     cgroupfs, failSwapOn, rotateCertificates: see fields.go);
+//     failCgroupV1 is a mapped field (--fail-cgroupv1), the kubelet's
+//     refusal of cgroup v1 hosts, default true;
 //   - featureGates (featuregates.go): accepted when every gate it names is
 //     one of the kubelet v1.35.4's, at that release's default, which is what
 //     crivk implements; kept as the file wrote them only for Effective to

@@ -33,8 +33,8 @@ type mapping struct {
 // mappings are every field crivk supports through a flag. The flag names
 // are the kubelet's where crivk's flag is the kubelet's, crivk's own
 // otherwise (cri-endpoint, sync-interval, pod-log-dir, event-qps, and
-// container-log-max-workers and container-log-monitor-interval, settings
-// the kubelet takes from its file only).
+// container-log-max-workers, container-log-monitor-interval and
+// single-process-oom-kill, settings the kubelet takes from its file only).
 var mappings = []mapping{
 	str("address", "address", func(c *KC) *string { return &c.Address }),
 	i32("port", "port", func(c *KC) *int32 { return &c.Port }),
@@ -126,6 +126,8 @@ var mappings = []mapping{
 			return nil
 		}},
 	list("preloadedImagesVerificationAllowlist", "preloaded-images-verification-allowlist", func(c *KC) *[]string { return &c.PreloadedImagesVerificationAllowlist }),
+	boolPtr("failCgroupV1", "fail-cgroupv1", func(c *KC) **bool { return &c.FailCgroupV1 }),
+	optBoolPtr("singleProcessOOMKill", "single-process-oom-kill", func(c *KC) **bool { return &c.SingleProcessOOMKill }),
 }
 
 // handledElsewhere are the fields checked by code of their own rather
@@ -139,8 +141,6 @@ var handledElsewhere = map[string]bool{
 // accepted are the fields crivk behaves as whatever they hold, and why.
 // They are never refused, and Effective reports crivk's behaviour.
 var accepted = map[string]string{
-	// crivk runs on cgroup v1 and v2 and never refuses either.
-	"failCgroupV1": "crivk runs on cgroup v1",
 	// crivk never checks swap.
 	"failSwapOn": "crivk does not check swap",
 	// crivk rotates the client certificate it obtains with
@@ -160,7 +160,6 @@ var fixed = map[string]string{
 func setFixed(c *KC, rotating bool) {
 	c.CgroupDriver = "cgroupfs"
 	c.FailSwapOn = ptr.To(false)
-	c.FailCgroupV1 = ptr.To(false)
 	c.RotateCertificates = rotating
 	c.EnableServer = ptr.To(true)
 	c.RegisterNode = ptr.To(true)
@@ -245,6 +244,22 @@ func boolPtr(path, flag string, f func(*KC) **bool) mapping {
 			*f(c) = &b
 			return err
 		}}
+}
+
+// optBoolPtr is a pointer field whose flag may be left unset
+// (optionalBool): an unset flag leaves the field nil, as the kubelet's
+// own nil (its default depends on the host).
+func optBoolPtr(path, flag string, f func(*KC) **bool) mapping {
+	m := boolPtr(path, flag, f)
+	put := m.put
+	m.put = func(c *KC, v string) error {
+		if v == "" {
+			*f(c) = nil
+			return nil
+		}
+		return put(c, v)
+	}
+	return m
 }
 
 func duration(path, flag string, f func(*KC) *metav1.Duration) mapping {

@@ -175,7 +175,7 @@ type testFlags struct {
 	evictionHard, taints, dns  string
 	pulls                      int
 	webhook, anonymous, perQOS bool
-	memcg                      bool
+	memcg, failCgroupV1        bool
 	manifests, bootstrap       string
 	podMaxPids                 int64
 	readOnlyPort               int
@@ -197,6 +197,7 @@ func newTestFlags() *testFlags {
 	f.fs.BoolVar(&f.anonymous, "anonymous-auth", false, "")
 	f.fs.BoolVar(&f.perQOS, "cgroups-per-qos", true, "")
 	f.fs.BoolVar(&f.memcg, "kernel-memcg-notification", false, "")
+	f.fs.BoolVar(&f.failCgroupV1, "fail-cgroupv1", true, "")
 	f.fs.StringVar(&f.manifests, "pod-manifest-path", "", "")
 	f.fs.StringVar(&f.bootstrap, "bootstrap-kubeconfig", "", "")
 	f.fs.Int64Var(&f.podMaxPids, "pod-max-pids", -1, "")
@@ -432,6 +433,7 @@ func TestEffective(t *testing.T) {
 		"kubeAPIQPS":          float64(12),
 		"cgroupDriver":        "cgroupfs",
 		"failSwapOn":          false, // accepted, reported as what crivk does
+		"failCgroupV1":        true,  // the flag's default, the kubelet's
 		"rotateCertificates":  true,
 		"serializeImagePulls": true,
 		"staticPodPath":       nil,

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/crivk/crivk/cm"
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/eviction"
 	evictionapi "github.com/crivk/crivk/eviction/api"
@@ -50,6 +51,12 @@ func (e *errHelp) Error() string { return "help requested" }
 // it and $KUBERNETES_SERVICE_HOST crivk runs in a pod (tests change it).
 var inClusterTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 
+// hostCgroups is the machine's cgroup filesystem the settings are checked
+// against and run on (nodeagent.Settings.Cgroups); nil: the machine's,
+// detected by Validate. Tests set a fixed one, so that parsing the flags
+// does not depend on the machine's cgroup version.
+var hostCgroups *cm.Host
+
 // inPod reports whether crivk runs in a pod with a service account, so
 // that rest.InClusterConfig can work.
 func inPod() bool {
@@ -66,7 +73,7 @@ func inPod() bool {
 // long because it declares every flag; the rules on their values are
 // nodeagent's. "version" as the only argument is --version.
 func parseFlags(args []string) (*options, error) {
-	o := &options{Settings: nodeagent.Settings{AgentVersion: version}}
+	o := &options{Settings: nodeagent.Settings{AgentVersion: version, Cgroups: hostCgroups}}
 	if len(args) > 0 && args[0] == "version" {
 		if len(args) > 1 {
 			return nil, fmt.Errorf("crivk version takes no arguments, got %q", args[1])
@@ -130,6 +137,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.OOMScoreAdj, "oom-score-adj", -999, "crivk's own oom_score_adj in [-1000, 1000], as the kubelet's: the kernel kills pods before the agent")
 	fs.StringVar(&o.CgroupRoot, "cgroup-root", "/", "cgroup under which the pod cgroup tree (kubepods/...) is made; another root than a kubelet's lets both run on one machine")
 	fs.BoolVar(&o.CgroupsPerQOS, "cgroups-per-qos", true, "make the QoS and pod cgroups and create sandboxes in them, as the kubelet (false: the runtime's default cgroup, container limits only)")
+	fs.BoolVar(&o.FailCgroupV1, "fail-cgroupv1", true, "refuse to start on a host using cgroup v1, as the kubelet: on such a host crivk runs only with --fail-cgroupv1=false (or failCgroupV1: false in --config)")
 	fs.StringVar(&o.SystemReserved, "system-reserved", "", "resources reserved for the system, e.g. cpu=100m,memory=500Mi,ephemeral-storage=1Gi (the kubelet's format)")
 	fs.StringVar(&o.KubeReserved, "kube-reserved", "", "resources reserved for Kubernetes daemons, in --system-reserved's format")
 	fs.Int64Var(&o.PodMaxPids, "pod-max-pids", -1, "Set the maximum number of processes per pod.  If -1, the kubelet defaults to the node allocatable pid capacity.")

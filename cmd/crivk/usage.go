@@ -31,7 +31,7 @@ var flagGroups = []struct {
 		"cluster-dns", "cluster-domain", "resolv-conf", "allowed-unsafe-sysctls",
 	}},
 	{"Resources and cgroups", []string{
-		"cgroup-root", "cgroups-per-qos", "system-reserved", "kube-reserved", "pod-max-pids", "oom-score-adj",
+		"cgroup-root", "cgroups-per-qos", "fail-cgroupv1", "single-process-oom-kill", "system-reserved", "kube-reserved", "pod-max-pids", "oom-score-adj",
 	}},
 	{"Eviction", []string{
 		"eviction-hard", "eviction-soft", "eviction-soft-grace-period", "eviction-max-pod-grace-period",

@@ -272,7 +272,7 @@ func watchPods(ctx context.Context, podInf vknode.PodInformer, a *agent, mirrors
 // processes and /metrics/cadvisor.
 func nodeStats(n *node, rt *cri.Runtime) (stats.Handlers, error) {
 	cfg := stats.Config{NodeName: n.o.NodeName, RootDir: n.o.RootDir, PodLogDir: n.o.PodLogDir, Runtime: rt.Services(), ImageFs: rt,
-		MemoryCapacity: nodestatus.MemoryCapacity, Owned: rt.Owned(), Sandboxes: rt.Services(), SandboxImage: rt}
+		MemoryCapacity: nodestatus.MemoryCapacity, Node: n.o.Cgroups, Owned: rt.Owned(), Sandboxes: rt.Services(), SandboxImage: rt}
 	if n.pods != nil {
 		cfg.Processes, cfg.PodsCgroup, cfg.Cgroups = n.pods, n.pods, n.pods
 	}
@@ -305,7 +305,7 @@ func newEvictionManager(n *node, st stats.Handlers, gcs *reclaim) (*eviction.Man
 		MaxPodGracePeriodSeconds: o.EvictionMaxPodGracePeriod, MonitoringPeriod: o.EvictionMonitoringPeriod,
 		LocalStorageCapacityIsolation: true, Summary: st.Summarize, Recorder: recorder, NodeRef: n.ref.NameOnly(),
 		ObserveEviction: agentMetrics.ObserveEviction, ObserveStatsAge: agentMetrics.ObserveEvictionStatsAge,
-		ImageGC: gcs, ContainerGC: gcs, KernelMemcgNotification: o.KernelMemcgNotification,
+		ImageGC: gcs, ContainerGC: gcs, KernelMemcgNotification: o.KernelMemcgNotification, MemoryCgroup: o.Cgroups.MemcgDir(),
 		EnforceNodeAllocatable: pods != nil, PodsMemoryCgroup: podsMemcg, MemoryShare: memoryShare,
 	})
 }

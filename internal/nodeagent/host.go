@@ -59,6 +59,11 @@ func Run(ctx context.Context, o *Settings) error {
 		}
 	}
 	ctx = setupLogging(ctx, o)
+	if o.Cgroups.Version() == 1 {
+		// Let through by --fail-cgroupv1=false: the kubelet's warning
+		// (cm.CgroupV1DeprecatedWarning), which it also records as an event.
+		log.G(ctx).Warn("cgroup v1 detected. cgroup v1 support is deprecated and will be removed in a future release. Please migrate to cgroup v2. More information at https://git.k8s.io/enhancements/keps/sig-node/5573-remove-cgroup-v1")
+	}
 	// The heap a burst of pod work leaves is returned once crivk is quiet
 	// again, not at the runtime's forced collection up to two minutes later
 	// (internal/memrelease).
@@ -138,7 +143,7 @@ func setupCgroups(ctx context.Context, o *Settings, portion nodestatus.Portion) 
 	}
 	bound := portion.Of(o.reservations.PodsBound(capacity))
 	m, err := cm.New(cm.Config{Root: o.CgroupRoot, PodsCPUMilli: bound.Cpu().MilliValue(), PodsMemory: bound.Memory().Value(),
-		PodsPIDs: bound.Name("pid", resource.DecimalSI).Value(), PodPidsLimit: o.PodMaxPids})
+		PodsPIDs: bound.Name("pid", resource.DecimalSI).Value(), PodPidsLimit: o.PodMaxPids, Host: o.Cgroups})
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +269,8 @@ func connectRuntime(ctx context.Context, o *Settings, recorder record.EventRecor
 	}
 	cfg := cri.Config{Endpoint: o.CRIEndpoint, RequestTimeout: o.RuntimeRequestTimeout, PodLogDir: o.PodLogDir, ContainerLogsDir: o.ContainerLogsDir, DNS: dns,
 		MemoryCapacity: memCapacity, MaxParallelImagePulls: o.MaxParallelPulls, MaxParallelSandboxes: o.MaxParallelSandboxes, Recorder: recorder,
-		ObserveCall: agentMetrics.ObserveCall, ObserveUserNamespacedStart: agentMetrics.ObserveUserNamespacedStart, Swap: cri.DetectSwapController()}
+		ObserveCall: agentMetrics.ObserveCall, ObserveUserNamespacedStart: agentMetrics.ObserveUserNamespacedStart,
+		Swap: cri.SwapControllerOf(o.Cgroups.Version(), o.Cgroups.SwapAccounting()), OOMKillGroup: o.oomKillGroup()}
 	if pods != nil {
 		cfg.CgroupParent = pods.PodCgroup
 		cfg.PodCgroups = pods

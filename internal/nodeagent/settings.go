@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crivk/crivk/certificate"
+	"github.com/crivk/crivk/cm"
 	"github.com/crivk/crivk/cri"
 	evictionapi "github.com/crivk/crivk/eviction/api"
 	"github.com/crivk/crivk/images"
@@ -92,8 +93,18 @@ type Settings struct {
 	NodeStatusReportFrequency time.Duration
 	// Resources: the pod cgroup tree (package cm) and what is taken off
 	// the capacity before pods get it.
-	CgroupRoot     string
-	CgroupsPerQOS  bool
+	CgroupRoot    string
+	CgroupsPerQOS bool
+	// FailCgroupV1 refuses to start on a cgroup v1 host (the kubelet's
+	// failCgroupV1, default true): a v1 host must say
+	// --fail-cgroupv1=false.
+	FailCgroupV1 bool
+	// Cgroups is the machine's cgroup filesystem (package cm, the one
+	// reader that knows cgroup v1 from v2): its version decides the v1
+	// refusal and the containers' OOM groups, and every cgroup file of the
+	// run is read through it. nil: Validate detects the machine's
+	// (cm.DetectHost); tests give a fixed one.
+	Cgroups        *cm.Host
 	SystemReserved string
 	KubeReserved   string
 	EvictionHard   string
@@ -321,5 +332,57 @@ func (o *Settings) Validate() error {
 	if _, err := o.fleetSpecs(); err != nil {
 		return err
 	}
+	return o.checkCgroups()
+}
+
+// The kubelet's refusals of the host's cgroups
+// (pkg/kubelet/apis/config/validation/validation_linux.go,
+// validateKubeletOSConfiguration), in its words.
+const (
+	errFailCgroupV1         = "kubelet is configured to not run on a host using cgroup v1. cgroup v1 support is unsupported and will be removed in a future release"
+	errSingleProcessOOMKill = "invalid configuration: singleProcessOOMKill must not be explicitly set to false when using cgroup v1"
+)
+
+// checkCgroups refuses, as the kubelet's configuration validation, a
+// cgroup v1 host unless --fail-cgroupv1=false, and singleProcessOOMKill
+// set to false there (cgroup v1 kills one process at a time, whatever is
+// asked). It detects the host's cgroups first when no Cgroups was given;
+// it comes last in Validate, as the kubelet checks the host after the
+// values.
+func (o *Settings) checkCgroups() error {
+	if o.Cgroups == nil {
+		o.Cgroups = cm.DetectHost()
+	}
+	if o.Cgroups.Version() != 1 {
+		return nil
+	}
+	if o.FailCgroupV1 {
+		return errors.New(errFailCgroupV1)
+	}
+	if p := o.singleProcessOOMKill(); p != nil && !*p {
+		return errors.New(errSingleProcessOOMKill)
+	}
 	return nil
+}
+
+// singleProcessOOMKill is --single-process-oom-kill (kubeletconfig.Files);
+// nil: not given.
+func (o *Settings) singleProcessOOMKill() *bool {
+	if o.Config == nil {
+		return nil
+	}
+	return o.Config.SingleProcessOOMKill
+}
+
+// oomKillGroup tells whether every container's cgroup is an OOM group
+// (cri.Config.OOMKillGroup), as the kubelet's NewMainKubelet decides its
+// singleProcessOOMKill: on cgroup v1 never (one process at a time is v1's
+// only way); on v2 unless singleProcessOOMKill is true (unset is false).
+// After Validate.
+func (o *Settings) oomKillGroup() bool {
+	if o.Cgroups.Version() != 2 {
+		return false
+	}
+	p := o.singleProcessOOMKill()
+	return p == nil || !*p
 }

@@ -157,7 +157,7 @@ func cadvisorFixture(t *testing.T) (cadvisorHandler, *fakeSandboxes, time.Time, 
 	for _, c := range []string{"cpu", "cpuacct", "memory", "pids", "blkio"} {
 		mounts[c] = filepath.Join(cgroupRoot, c)
 	}
-	cgm, err := cm.New(cm.Config{V1Mounts: mounts})
+	cgm, err := cm.New(cm.Config{Host: cm.NewHost(cm.HostConfig{V1Mounts: mounts})})
 	if err != nil {
 		t.Fatal(err)
 	}

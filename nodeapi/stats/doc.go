@@ -7,13 +7,17 @@
 //
 // Where each figure comes from:
 //
-//	node CPU, memory             the root cgroup, as cAdvisor's root container (cgroup v1):
-//	                             cpuacct.usage, and UsageNanoCores its rate between two
-//	                             summaries at least a second apart (0 on the first; cpurate.go);
-//	                             usage = memory.usage_in_bytes, working set = usage minus
-//	                             total_inactive_file, RSS = total_rss (rss without
-//	                             use_hierarchy), page faults = the cgroup's own pgfault and
-//	                             pgmajfault of memory.stat
+//	node CPU, memory             the root cgroup, as cAdvisor's root container, read by package
+//	                             cm on cgroup v1 and v2 (Config.Node, cm.Host.NodeUsage): the
+//	                             CPU time (v1 cpuacct.usage, v2 usage_usec of cpu.stat), and
+//	                             UsageNanoCores its rate between two summaries at least a
+//	                             second apart (0 on the first; cpurate.go); usage (v1
+//	                             memory.usage_in_bytes; v2 anon + file of memory.stat, the root
+//	                             having no memory.current), working set = usage minus the
+//	                             inactive file pages, RSS (v1 total_rss, v2 anon), page faults
+//	                             = pgfault and pgmajfault of memory.stat; available (the
+//	                             node's memory.available) = MemTotal of /proc/meminfo
+//	                             (Config.MemoryCapacity) minus the working set
 //	node filesystem              statfs of crivk's root directory
 //	node network                 init's /proc/1/net/dev (the interfaces cAdvisor keeps), eth0
 //	                             the default interface, as the kubelet gives cAdvisor's root
@@ -132,8 +136,9 @@
 // pods' files), or report containers that are not crivk's (every runtime
 // call is filtered by crivk's managed-by label) or that do not run (the
 // kubelet reports running containers only; /metrics/cadvisor adds their
-// ready sandboxes and pod cgroups). It never writes a cgroup file: cm
-// reads them. It does not authenticate: the node API's filter
+// ready sandboxes and pod cgroups). It never writes a cgroup file, and
+// never reads one itself: package cm, which knows cgroup v1 from v2, reads
+// them. It does not authenticate: the node API's filter
 // (nodeapi.Auth, nodes/metrics for /metrics/cadvisor as the kubelet's) is
 // in front of it.
 package stats

@@ -7,30 +7,30 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crivk/crivk/cm"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// TestReadNodeUsage reads the root cgroup's files on a temporary v1 tree
-// as cAdvisor reads its root container: usage, working set (usage less
-// total_inactive_file), RSS (total_rss, or rss when use_hierarchy is 0)
-// and the cgroup's own pgfault and pgmajfault.
-func TestReadNodeUsage(t *testing.T) {
-	const stat = "rss 100\npgfault 5000\npgmajfault 12\ntotal_rss 700000\ntotal_pgfault 900000\ntotal_pgmajfault 80\ntotal_inactive_file 250000\n"
+// TestNodeMemoryAvailable: the summary's node memory, and so the
+// eviction manager's memory.available, on both cgroup versions, from the
+// root cgroup as package cm reads it: available = the machine's memory
+// (MemTotal) less the root's working set. On v2 the root has no
+// memory.current: the usage is anon + file of its memory.stat, as
+// opencontainers/cgroups gives cAdvisor (and so the kubelet) the root's.
+func TestNodeMemoryAvailable(t *testing.T) {
+	const memTotal = 8 << 30
+	at := time.Unix(1700000000, 0)
 	for name, x := range map[string]struct {
-		files                         map[string]string
-		usage, ws, rss, faults, major uint64
-		cpuSeconds                    float64
-		wantMemErr                    bool
+		v2                    bool
+		files                 map[string]string
+		cpuNs, usage, ws, rss uint64
 	}{
-		"hierarchical": {files: map[string]string{"cpuacct/cpuacct.usage": "2500000000\n", "memory/memory.usage_in_bytes": "1000000\n",
-			"memory/memory.stat": stat, "memory/memory.use_hierarchy": "1\n"},
-			usage: 1000000, ws: 750000, rss: 700000, faults: 5000, major: 12, cpuSeconds: 2.5},
-		"no use_hierarchy file": {files: map[string]string{"memory/memory.usage_in_bytes": "1000000\n", "memory/memory.stat": stat},
-			usage: 1000000, ws: 750000, rss: 700000, faults: 5000, major: 12},
-		"flat": {files: map[string]string{"memory/memory.usage_in_bytes": "1000000\n", "memory/memory.stat": stat, "memory/memory.use_hierarchy": "0\n"},
-			usage: 1000000, ws: 750000, rss: 100, faults: 5000, major: 12},
-		"no memory.stat":         {files: map[string]string{"memory/memory.usage_in_bytes": "1\n"}, wantMemErr: true},
-		"no total_inactive_file": {files: map[string]string{"memory/memory.usage_in_bytes": "1\n", "memory/memory.stat": "rss 1\n"}, wantMemErr: true},
+		"cgroup v1": {files: map[string]string{"cpuacct/cpuacct.usage": "2500000000\n", "memory/memory.usage_in_bytes": "3221225472\n",
+			"memory/memory.stat": "total_rss 2147483648\ntotal_inactive_file 1073741824\npgfault 10\npgmajfault 1\n"},
+			cpuNs: 2500000000, usage: 3 << 30, ws: 2 << 30, rss: 2 << 30},
+		"cgroup v2": {v2: true, files: map[string]string{"cpu.stat": "usage_usec 2500000\n",
+			"memory.stat": "anon 2147483648\nfile 1073741824\ninactive_file 536870912\npgfault 10\npgmajfault 1\n"},
+			cpuNs: 2500000000, usage: 3 << 30, ws: 3<<30 - 512<<20, rss: 2 << 30},
 	} {
 		t.Run(name, func(t *testing.T) {
 			root := t.TempDir()
@@ -42,19 +42,33 @@ func TestReadNodeUsage(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			u := readNodeUsage(root, time.Unix(1700000000, 0))
-			if (u.memError != nil) != x.wantMemErr {
-				t.Fatalf("memory error %v, want error: %v", u.memError, x.wantMemErr)
+			host := cm.NewHost(cm.HostConfig{V1Mounts: map[string]string{"cpuacct": filepath.Join(root, "cpuacct"), "memory": filepath.Join(root, "memory")}})
+			if x.v2 {
+				host = cm.NewHost(cm.HostConfig{V2Mount: root})
 			}
-			if x.wantMemErr {
-				return
+			dir := t.TempDir()
+			s := summary{runtime: &fakeStats{}, nodeName: "n1", rootDir: dir, started: at, rates: newCPURates(),
+				imageFs: func(context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
+					return &runtimeapi.ImageFsInfoResponse{ImageFilesystems: []*runtimeapi.FilesystemUsage{{FsId: &runtimeapi.FilesystemIdentifier{Mountpoint: dir}}}}, nil
+				},
+				node:        func() nodeUsage { return readNodeUsage(host, at) },
+				memCapacity: func() (int64, error) { return memTotal, nil },
 			}
-			if u.usageBytes != x.usage || u.workingSetBytes != x.ws || u.rssBytes != x.rss || u.pageFaults != x.faults || u.majorPageFaults != x.major {
-				t.Errorf("usage %d ws %d rss %d faults %d major %d, want %d %d %d %d %d", u.usageBytes, u.workingSetBytes, u.rssBytes,
-					u.pageFaults, u.majorPageFaults, x.usage, x.ws, x.rss, x.faults, x.major)
+			got, err := s.get(context.Background())
+			if err != nil {
+				t.Fatal(err)
 			}
-			if x.cpuSeconds != 0 && (u.cpuErr != nil || u.cpuSeconds != x.cpuSeconds) {
-				t.Errorf("cpu %v s (%v), want %v", u.cpuSeconds, u.cpuErr, x.cpuSeconds)
+			m, c := got.Node.Memory, got.Node.CPU
+			if m == nil || m.AvailableBytes == nil || m.WorkingSetBytes == nil || m.UsageBytes == nil || m.RSSBytes == nil {
+				t.Fatalf("node memory %+v, want every figure", m)
+			}
+			if *m.UsageBytes != x.usage || *m.WorkingSetBytes != x.ws || *m.RSSBytes != x.rss || *m.AvailableBytes != memTotal-x.ws ||
+				*m.PageFaults != 10 || *m.MajorPageFaults != 1 {
+				t.Errorf("node memory usage %d ws %d rss %d available %d faults %d/%d; want %d %d %d %d 10/1", *m.UsageBytes, *m.WorkingSetBytes,
+					*m.RSSBytes, *m.AvailableBytes, *m.PageFaults, *m.MajorPageFaults, x.usage, x.ws, x.rss, memTotal-x.ws)
+			}
+			if c == nil || c.UsageCoreNanoSeconds == nil || *c.UsageCoreNanoSeconds != x.cpuNs {
+				t.Errorf("node CPU %+v, want %d ns", c, x.cpuNs)
 			}
 		})
 	}

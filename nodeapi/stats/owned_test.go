@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/crivk/crivk/cm"
 	"github.com/crivk/crivk/cri"
 )
 
@@ -25,7 +26,7 @@ func TestOwnedSelectsTheNodesContainers(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			f := &fakeStats{}
-			h, err := New(Config{Runtime: fakeRuntime{f}, ImageFs: fakeImageFs{}, RootDir: t.TempDir(), CgroupRoot: t.TempDir(), ProcRoot: t.TempDir(),
+			h, err := New(Config{Runtime: fakeRuntime{f}, ImageFs: fakeImageFs{}, RootDir: t.TempDir(), Node: cm.NewHost(cm.HostConfig{V2Mount: t.TempDir()}), ProcRoot: t.TempDir(),
 				MemoryCapacity: func() (int64, error) { return 1 << 30, nil }, Owned: tc.owned})
 			if err != nil {
 				t.Fatal(err)

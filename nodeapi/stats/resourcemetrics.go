@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/crivk/crivk/cm"
 	"github.com/crivk/crivk/cri"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -32,85 +30,33 @@ type containerStatsSource interface {
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
 }
 
-// nodeUsage is the node's CPU time and memory (its root cgroup's).
+// nodeUsage is the node's CPU time and memory (its root cgroup's, as
+// package cm reads it on cgroup v1 and v2: cm.NodeUsage), dated.
 type nodeUsage struct {
 	cpuSeconds      float64
 	workingSetBytes uint64
 	// usageBytes, rssBytes, pageFaults and majorPageFaults are cAdvisor's
 	// root container's Memory.Usage, RSS, ContainerData.Pgfault and
-	// Pgmajfault (container/libcontainer's setMemoryStats, cgroup v1):
-	// memory.usage_in_bytes; total_rss of memory.stat (rss when
-	// memory.use_hierarchy is 0); pgfault and pgmajfault of memory.stat.
+	// Pgmajfault (cm.NodeMemory says where each is read).
 	usageBytes, rssBytes, pageFaults, majorPageFaults uint64
 	at                                                time.Time
 	cpuErr, memError                                  error
 }
 
-// defaultCgroupRoot is where the node's root cgroup is read (cgroup v1,
-// this machine's layout; docs/environment.md).
-const defaultCgroupRoot = "/sys/fs/cgroup"
-
-// readNodeUsage reads the root cgroup: cpuacct.usage (ns) and the memory
-// working set (usage minus inactive file pages, as cAdvisor's).
-func readNodeUsage(root string, now time.Time) nodeUsage {
-	u := nodeUsage{at: now}
-	if b, err := os.ReadFile(filepath.Join(root, "cpuacct", "cpuacct.usage")); err == nil {
-		ns, perr := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-		u.cpuSeconds, u.cpuErr = float64(ns)/1e9, perr
-	} else {
-		u.cpuErr = err
-	}
-	usage, err := os.ReadFile(filepath.Join(root, "memory", "memory.usage_in_bytes"))
-	if err != nil {
-		u.memError = err
-		return u
-	}
-	used, err := strconv.ParseUint(strings.TrimSpace(string(usage)), 10, 64)
-	if err != nil {
-		u.memError = err
-		return u
-	}
-	stat, err := readMemoryStat(filepath.Join(root, "memory", "memory.stat"))
-	if err != nil {
-		u.memError = err
-		return u
-	}
-	inactive, ok := stat["total_inactive_file"]
-	if !ok {
-		u.memError = fmt.Errorf("%s: no total_inactive_file", filepath.Join(root, "memory", "memory.stat"))
-		return u
-	}
-	if inactive < used {
-		u.workingSetBytes = used - inactive
-	}
-	u.usageBytes = used
-	u.rssBytes = stat["total_rss"]
-	if b, err := os.ReadFile(filepath.Join(root, "memory", "memory.use_hierarchy")); err == nil && strings.TrimSpace(string(b)) == "0" {
-		u.rssBytes = stat["rss"]
-	}
-	u.pageFaults, u.majorPageFaults = stat["pgfault"], stat["pgmajfault"]
-	return u
+// NodeCgroup reads the node's root cgroup (cm.Host implements it, for
+// cgroup v1 and v2).
+type NodeCgroup interface {
+	NodeUsage() cm.NodeUsage
 }
 
-// readMemoryStat reads a v1 memory.stat file: key value lines.
-func readMemoryStat(path string) (map[string]uint64, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]uint64{}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, " ")
-		if !ok {
-			continue
-		}
-		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", path, k, err)
-		}
-		out[k] = n
-	}
-	return out, nil
+var _ NodeCgroup = (*cm.Host)(nil)
+
+// readNodeUsage reads the node's figures from its root cgroup, dated now.
+func readNodeUsage(c NodeCgroup, now time.Time) nodeUsage {
+	r := c.NodeUsage()
+	m := r.Memory
+	return nodeUsage{cpuSeconds: float64(r.CPU) / 1e9, cpuErr: r.CPUErr, memError: r.MemoryErr, at: now,
+		workingSetBytes: m.WorkingSet, usageBytes: m.Usage, rssBytes: m.RSS, pageFaults: m.PageFaults, majorPageFaults: m.MajorPageFaults}
 }
 
 // resourceMetrics writes the endpoint's answer.

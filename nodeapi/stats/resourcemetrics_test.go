@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crivk/crivk/cm"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -64,7 +65,8 @@ func TestResourceMetrics(t *testing.T) {
 		},
 		containers: []*runtimeapi.Container{{Id: "c1", CreatedAt: at.UnixNano()}, {Id: "c2", CreatedAt: at.UnixNano()}},
 	}
-	m := resourceMetrics{runtime: f, node: func() nodeUsage { return readNodeUsage(root, at) }}
+	host := cm.NewHost(cm.HostConfig{V1Mounts: map[string]string{"cpuacct": filepath.Join(root, "cpuacct"), "memory": filepath.Join(root, "memory")}})
+	m := resourceMetrics{runtime: f, node: func() nodeUsage { return readNodeUsage(host, at) }}
 	w := httptest.NewRecorder()
 	m.ServeHTTP(w, httptest.NewRequest("GET", "/metrics/resource", nil))
 	body := w.Body.String()

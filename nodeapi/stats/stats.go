@@ -66,9 +66,9 @@ type Config struct {
 	// MemoryCapacity is the machine's memory in bytes (the node's
 	// available memory is this minus its working set).
 	MemoryCapacity func() (int64, error)
-	// CgroupRoot is where the node's cgroup v1 hierarchies are mounted;
-	// "": /sys/fs/cgroup.
-	CgroupRoot string
+	// Node reads the node's root cgroup (the node's CPU and memory, and
+	// so memory.available); nil: the machine's (cm.DetectHost).
+	Node NodeCgroup
 	// Clock dates the node's figures and the volume measures; nil: the
 	// real clock. The summary's node start time is the time of New.
 	Clock clock.PassiveClock
@@ -124,8 +124,8 @@ func New(cfg Config) (Handlers, error) {
 	if cfg.Runtime == nil || cfg.ImageFs == nil || cfg.MemoryCapacity == nil {
 		return Handlers{}, errors.New("stats: the runtime, its image filesystem and the memory capacity are required")
 	}
-	if cfg.CgroupRoot == "" {
-		cfg.CgroupRoot = defaultCgroupRoot
+	if cfg.Node == nil {
+		cfg.Node = cm.DetectHost()
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
@@ -133,7 +133,7 @@ func New(cfg Config) (Handlers, error) {
 	if cfg.ProcRoot == "" {
 		cfg.ProcRoot = "/proc"
 	}
-	node := func() nodeUsage { return readNodeUsage(cfg.CgroupRoot, cfg.Clock.Now()) }
+	node := func() nodeUsage { return readNodeUsage(cfg.Node, cfg.Clock.Now()) }
 	var swap *swapReader
 	if cfg.Cgroups != nil {
 		swap = &swapReader{cgroups: cfg.Cgroups, procRoot: cfg.ProcRoot, now: cfg.Clock.Now}

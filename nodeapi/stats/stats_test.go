@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/crivk/crivk/cm"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -73,7 +74,7 @@ func TestNewSandboxStatsOnlyWithPodCgroups(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			calls := 0
 			h, err := New(Config{Runtime: countingRuntime{running, &calls}, ImageFs: fakeImageFs{}, MemoryCapacity: memory,
-				RootDir: t.TempDir(), CgroupRoot: t.TempDir(), ProcRoot: t.TempDir(), PodsCgroup: tc.pods})
+				RootDir: t.TempDir(), Node: cm.NewHost(cm.HostConfig{V2Mount: t.TempDir()}), ProcRoot: t.TempDir(), PodsCgroup: tc.pods})
 			if err != nil {
 				t.Fatal(err)
 			}

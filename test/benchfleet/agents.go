@@ -137,6 +137,9 @@ func (f *crivkFleet) Start(ctx context.Context) error {
 		// As the hollow kubelet (kubemark sets CgroupsPerQOS false): no
 		// pod cgroups, the fake runs nothing in them.
 		"--cgroups-per-qos=false",
+		// This machine's cgroups are v1, which crivk refuses by default,
+		// as the kubelet (hack/run-crivk.sh says why).
+		"--fail-cgroupv1=false",
 		// The task events are containerd's API, which the fake lacks.
 		"--runtime-events=false",
 		"--image-gc-high-threshold=100", "--image-gc-low-threshold=99",

@@ -20,8 +20,8 @@ const installMaxPods, upgradeMaxPods = 57, 58
 // checkConfigz: crivk runs with the chart's configuration file. Its
 // /configz shows config:'s maxPods and the fields the chart writes into the
 // file rather than as flags (the node API and /healthz ports, the cgroup
-// root, the runtime's endpoint, the pod log dir, the taints), and the node
-// reports that maxPods as its pod capacity. A crivk of the previous
+// root, the runtime's endpoint, the pod log dir, failCgroupV1, the taints),
+// and the node reports that maxPods as its pod capacity. A crivk of the previous
 // configuration may still answer just after a rollout: the check waits up
 // to 30 s for maxPods, then reports what /configz last said.
 func (e *env) checkConfigz(t *testing.T, ctx context.Context, maxPods int) {
@@ -43,6 +43,7 @@ func (e *env) checkConfigz(t *testing.T, ctx context.Context, maxPods int) {
 		"cgroupRoot":               "/crivk",
 		"containerRuntimeEndpoint": "unix://" + e.runtimeSock,
 		"podLogsDir":               "/var/log/crivk-pods",
+		"failCgroupV1":             false,
 		"registerWithTaints":       []any{map[string]any{"key": "node.crivk.io/agent", "value": "crivk", "effect": "NoSchedule"}},
 	} {
 		if !reflect.DeepEqual(kc[field], want) {
@@ -56,5 +57,5 @@ func (e *env) checkConfigz(t *testing.T, ctx context.Context, maxPods int) {
 	if got := n.Status.Capacity.Pods().Value(); got != int64(maxPods) {
 		t.Errorf("node %s pod capacity %d, want the chart's config.maxPods %d", e.crivkNode, got, maxPods)
 	}
-	t.Logf("/configz of node %s: maxPods %d from the chart's config:, port, healthzPort, cgroupRoot, containerRuntimeEndpoint, podLogsDir and registerWithTaints from its file", e.crivkNode, maxPods)
+	t.Logf("/configz of node %s: maxPods %d from the chart's config:, port, healthzPort, cgroupRoot, containerRuntimeEndpoint, podLogsDir, failCgroupV1 and registerWithTaints from its file", e.crivkNode, maxPods)
 }

@@ -187,6 +187,10 @@ func setup(t *testing.T) *env {
 		"--set", "criEndpoint=unix://" + e.runtimeSock,
 		"--set", "nodeSelector.kubernetes\\.io/hostname=" + e.machine,
 		"--set", "logLevel=debug",
+		// This machine's cgroups are v1: the chart's default (the
+		// kubelet's failCgroupV1 true) would stop crivk at start
+		// (checkConfigz checks the file's false reached it).
+		"--set", "failCgroupV1=false",
 		"--set", "profiling.enabled=true", "--set", "profiling.port=" + profilingPort,
 		// A field only the configuration file carries (checkConfigz).
 		"--set", "config.maxPods=" + strconv.Itoa(installMaxPods),

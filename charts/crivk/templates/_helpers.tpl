@@ -50,6 +50,7 @@ default.
   "containerRuntimeEndpoint" .Values.criEndpoint
   "podLogsDir" .Values.podLogDir
   "cgroupRoot" .Values.cgroupRoot
+  "failCgroupV1" .Values.failCgroupV1
   "port" (int .Values.port)
   "healthzPort" (int .Values.healthzPort)
   "healthzBindAddress" "127.0.0.1"
@@ -180,7 +181,7 @@ start (the kubelet's rule; the label list is k8s.io/kubelet's KubeletLabels).
 {{- if hasKey $config "healthzBindAddress" -}}
 {{- fail "config.healthzBindAddress: the chart binds crivk's /healthz to 127.0.0.1, where the DaemonSet's probes ask; its port is the value healthzPort" -}}
 {{- end -}}
-{{- $own := dict "containerRuntimeEndpoint" "criEndpoint" "podLogsDir" "podLogDir" "cgroupRoot" "cgroupRoot" "port" "port" "healthzPort" "healthzPort" "serverTLSBootstrap" "servingCert" "registerWithTaints" "registerWithTaints" -}}
+{{- $own := dict "containerRuntimeEndpoint" "criEndpoint" "podLogsDir" "podLogDir" "cgroupRoot" "cgroupRoot" "failCgroupV1" "failCgroupV1" "port" "port" "healthzPort" "healthzPort" "serverTLSBootstrap" "servingCert" "registerWithTaints" "registerWithTaints" -}}
 {{- range $k, $v := $own -}}
 {{- if hasKey $config $k -}}
 {{- fail (printf "config.%s: written by the chart from the value %s; set that instead (the chart's checks, ports, probes and mounts follow it)" $k $v) -}}
