@@ -134,6 +134,12 @@ func TestAPIServerOutage(t *testing.T) {
 	ns := newNamespace(t)
 	runningPod(t, ns, busyboxPod("survivor", v1.RestartPolicyAlways, "sleep 3600"))
 	before := podContainerIDs(t, ns, "survivor")
+	// A client certificate that expires during the outage (the e2e tier's
+	// live 5 minutes) leaves crivk anonymous after it, until client-go's
+	// certificate manager polls again (up to 32 s): the outage's subject is
+	// the node's return, not a renewal. So it starts with at least 150 s
+	// of validity left (a renewal is due at most 90 s later).
+	waitClientCertificateValid(t, 150*time.Second)
 
 	fault(t, "kill", "kube-apiserver")
 	started := false
@@ -202,9 +208,24 @@ func TestAPIServerOutage(t *testing.T) {
 	// of up to 30 s, jittered up to twice that (client-go reflector.go),
 	// and the restarted controller first waits for its lease and caches,
 	// so each gets two minutes, and the figures are printed.
-	mark := waitNodeNotReadyMark(t, ns, "survivor", 2*time.Minute)
-	t.Logf("the controller marked the survivor not Ready %s after the API server's return", mark.Sub(back).Round(time.Second))
-	p := waitPod(t, ns, "survivor", 2*time.Minute, "Ready again after the controller's mark", isRunningReady)
+	//
+	// The controller's mark is the control plane's, not crivk's: a v1.37
+	// kube-controller-manager whose lease informer is older than what it
+	// wrote before the outage skips every node's health check ("read
+	// version: N is not as new as written version: M") until the
+	// restarted API server's watch cache catches up, which took over two
+	// minutes once (make test, 2026-12-07). Then the test marks the pod
+	// itself, as MarkPodsNotReady does (its Ready condition False, by a
+	// status update of another writer), so that the write-back is tested
+	// either way, and says so.
+	mark, byController := waitNodeNotReadyMark(t, ns, "survivor", 2*time.Minute)
+	if byController {
+		t.Logf("the controller marked the survivor not Ready %s after the API server's return", mark.Sub(back).Round(time.Second))
+	} else {
+		mark = markPodNotReady(t, ns, "survivor")
+		t.Logf("the controller did not mark the survivor not Ready within 2m of the API server's return (its log says why); the test marked it as MarkPodsNotReady does, %s after the return", mark.Sub(back).Round(time.Second))
+	}
+	p := waitPod(t, ns, "survivor", 2*time.Minute, "Ready again after the mark", isRunningReady)
 	t.Logf("survivor Ready again at most %s after the mark (an upper bound: the test looks only after its 60 s watch of the node; crivk's log line \"writing them back\" has the time)", time.Since(mark).Round(time.Second))
 	for _, c := range p.Status.Conditions {
 		if c.Type == v1.PodReady {
@@ -217,15 +238,16 @@ func TestAPIServerOutage(t *testing.T) {
 
 // waitNodeNotReadyMark waits up to timeout for the node lifecycle
 // controller's Warning NodeNotReady "Node is not ready" on the pod
-// (MarkPodsNotReady) and returns its time.
-func waitNodeNotReadyMark(t *testing.T, ns, pod string, timeout time.Duration) time.Time {
+// (MarkPodsNotReady) and returns its time; false if none came (the
+// events seen are logged).
+func waitNodeNotReadyMark(t *testing.T, ns, pod string, timeout time.Duration) (time.Time, bool) {
 	t.Helper()
 	var evs []v1.Event
 	var at time.Time
 	err := wait.PollUntilContextTimeout(context.Background(), poll, timeout, true, func(ctx context.Context) (bool, error) {
 		l, err := podEvents(ctx, ns, "Pod", pod)
 		if err != nil {
-			return false, nil // the last list seen is kept for the failure message
+			return false, nil // the last list seen is kept for the log
 		}
 		evs = l
 		for _, e := range l {
@@ -240,9 +262,38 @@ func waitNodeNotReadyMark(t *testing.T, ns, pod string, timeout time.Duration) t
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("no NodeNotReady event on %s/%s within %s: the node lifecycle controller never marked it not Ready, so its Ready again would prove nothing; events:\n%s", ns, pod, timeout, describe(evs))
+		t.Logf("no NodeNotReady event on %s/%s within %s; events:\n%s", ns, pod, timeout, describe(evs))
+		return time.Time{}, false
 	}
-	return at
+	return at, true
+}
+
+// markPodNotReady sets the pod's Ready condition False by a status update,
+// as the node lifecycle controller's MarkPodsNotReady does
+// (controller_utils.go), and returns when it did.
+func markPodNotReady(t *testing.T, ns, name string) time.Time {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), poll, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		p, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		found := false
+		for i := range p.Status.Conditions {
+			if c := &p.Status.Conditions[i]; c.Type == v1.PodReady {
+				c.Status, c.LastTransitionTime, found = v1.ConditionFalse, metav1.Now(), true
+			}
+		}
+		if !found {
+			return false, fmt.Errorf("pod %s/%s has no Ready condition to mark", ns, name)
+		}
+		_, err = client.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		return err == nil, nil // a conflict with crivk's own write: read again
+	})
+	if err != nil {
+		t.Fatalf("marking %s/%s not Ready: %v", ns, name, err)
+	}
+	return time.Now()
 }
 
 // waitClientCertificateValid waits (up to 3 minutes) until crivk's client
@@ -263,7 +314,7 @@ func waitClientCertificateValid(t *testing.T, d time.Duration) {
 		return time.Until(nodeCert(t).NotAfter) >= d, nil
 	})
 	if err != nil {
-		t.Errorf("crivk's client certificate (valid to %s) not renewed within 3m of the outage's end", nodeCert(t).NotAfter.UTC().Format(time.TimeOnly))
+		t.Errorf("crivk's client certificate (valid to %s) not renewed within 3m, want it valid %s more", nodeCert(t).NotAfter.UTC().Format(time.TimeOnly), d)
 		return
 	}
 	if waited := time.Since(start); waited > time.Second {
