@@ -51,12 +51,13 @@ func layer(pkg string) int {
 		return 6
 	// The adapters and the kubelet's subsystems beside cm, eviction and
 	// images (devicemanager, certificate, kubeletconfig, runtimeclass,
-	// userns), the
+	// userns; the plugin manager), the
 	// glue under internal/ and the other programs of the binary under
 	// internal/subcmd.
 	case strings.HasPrefix(p, "internal/"), hasRoot(p, "provider", "apiobjects", "podwriter",
 		"nodestatus", "nodeapi", "metrics", "eviction", "images",
-		"devicemanager", "certificate", "kubeletconfig", "runtimeclass", "userns"):
+		"devicemanager", "certificate", "kubeletconfig", "runtimeclass", "userns",
+		"pluginmanager"):
 		return 1
 	case hasRoot(p, "lifecycle", "cm"):
 		return 3
