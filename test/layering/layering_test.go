@@ -51,13 +51,14 @@ func layer(pkg string) int {
 		return 6
 	// The adapters and the kubelet's subsystems beside cm, eviction and
 	// images (devicemanager, certificate, kubeletconfig, runtimeclass,
-	// userns; the plugin manager), the
+	// userns; the plugin manager and its CSI handler, which it does not
+	// import: nodeagent hands it in), the
 	// glue under internal/ and the other programs of the binary under
 	// internal/subcmd.
 	case strings.HasPrefix(p, "internal/"), hasRoot(p, "provider", "apiobjects", "podwriter",
 		"nodestatus", "nodeapi", "metrics", "eviction", "images",
 		"devicemanager", "certificate", "kubeletconfig", "runtimeclass", "userns",
-		"pluginmanager"):
+		"pluginmanager", "csi"):
 		return 1
 	case hasRoot(p, "lifecycle", "cm"):
 		return 3
@@ -169,6 +170,7 @@ func TestAllowed(t *testing.T) {
 		"apiobjects to podwriter":           {from: "apiobjects", to: "podwriter"},
 		"podwriter to vknode":               {from: "podwriter", to: "internal/vknode"},
 		"vknode to certificate":             {from: "internal/vknode", to: "certificate"},
+		"a plugin handler to the manager":   {from: "csi", to: "pluginmanager"},
 		"lifecycle to cm":                   {from: "lifecycle", to: "cm"},
 		"cm to lifecycle":                   {from: "cm", to: "lifecycle"},
 		"eviction to the stats":             {from: "eviction", to: "nodeapi/stats", ok: true},
