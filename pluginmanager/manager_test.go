@@ -259,6 +259,37 @@ func TestRegisterFailure(t *testing.T) {
 	}
 }
 
+// TestNotifyFailure: a registration whose status cannot be sent is
+// undone: the handler's DeRegisterPlugin follows its RegisterPlugin.
+func TestNotifyFailure(t *testing.T) {
+	f := newFixture(t, nil)
+	info := csiInfo("a")
+	r, err := registrartest.Start(filepath.Join(f.dir, "a.sock"), info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	r.FailNotify(errors.New("registrar busy"))
+	waitStatus(t, r, 1)
+	f.waitIdle(t, r.Socket())
+	var got []string
+	for _, c := range f.h.Calls() {
+		got = append(got, strings.Fields(c)[0])
+	}
+	if diff := cmp.Diff([]string{"validate", "register", "deregister"}, got); diff != "" {
+		t.Errorf("handler calls (-want +got):\n%s", diff)
+	}
+	if got := f.registered(); len(got) != 0 {
+		t.Errorf("Registered %+v, want none", got)
+	}
+	f.m.ops.mu.Lock()
+	opErr := f.m.ops.ops[r.Socket()].lastErr
+	f.m.ops.mu.Unlock()
+	if want := "RegisterPlugin error -- failed to send registration status at socket " + r.Socket(); opErr == nil || !strings.HasPrefix(opErr.Error(), want) {
+		t.Errorf("the operation's error %v, want %q...", opErr, want)
+	}
+}
+
 // TestNoHandler: a plugin of a type without a handler is told so.
 func TestNoHandler(t *testing.T) {
 	f := newFixture(t, nil)
@@ -282,6 +313,10 @@ func TestDeregistrationAndReregistration(t *testing.T) {
 	f := newFixture(t, nil)
 	r := f.registrar(t, "a.sock", csiInfo("a"))
 	waitStatus(t, r, 1)
+	// The registration ends once the status's answer is read: a registrar
+	// stopped before has failed it (its plugin is deregistered and retried
+	// after the back-off, which this fake clock never reaches).
+	f.waitIdle(t, r.Socket())
 	r.Stop()
 	endpoint := "/var/lib/kubelet/plugins/a/csi.sock"
 	eventually(t, "the deregistration", func() bool { return len(f.h.Calls()) == 3 })
@@ -409,6 +444,7 @@ func TestDirectories(t *testing.T) {
 	}
 
 	// A socket in a subdirectory removed: deregistered.
+	f.waitIdle(t, early[2].Socket())
 	early[2].Stop()
 	eventually(t, "low's deregistration", func() bool {
 		for _, c := range f.h.Calls() {

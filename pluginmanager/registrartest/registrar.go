@@ -26,9 +26,10 @@ type Registrar struct {
 
 	mu sync.Mutex
 	// infoCalls counts GetInfo calls; statuses are the statuses received,
-	// in order. Guarded by mu.
+	// in order; notifyErr fails NotifyRegistrationStatus. Guarded by mu.
 	infoCalls int
 	statuses  []*registerapi.RegistrationStatus
+	notifyErr error
 }
 
 // Start serves info on socket (created; its directory must exist).
@@ -65,7 +66,18 @@ func (r *Registrar) NotifyRegistrationStatus(_ context.Context, s *registerapi.R
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.statuses = append(r.statuses, proto.Clone(s).(*registerapi.RegistrationStatus))
+	if r.notifyErr != nil {
+		return nil, r.notifyErr
+	}
 	return &registerapi.RegistrationStatusResponse{}, nil
+}
+
+// FailNotify makes NotifyRegistrationStatus record the status and answer
+// err (nil: answer again).
+func (r *Registrar) FailNotify(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notifyErr = err
 }
 
 // InfoCalls is how many times GetInfo was called.
