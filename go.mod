@@ -3,6 +3,7 @@ module github.com/crivk/crivk
 go 1.26.0
 
 require (
+	github.com/container-storage-interface/spec v1.12.1-0.20260720052920-cd9e7ad1ae09
 	github.com/containerd/containerd/api v1.9.0
 	github.com/fsnotify/fsnotify v1.9.0
 	github.com/google/go-cmp v0.7.0

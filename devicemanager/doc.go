@@ -104,6 +104,7 @@
 // a NUMA node), the PodResources API and the pods'
 // allocatedResourcesStatus (ResourceHealthStatus) are absent, as are the
 // device plugin metrics and health check. The kubelet's plugin-watcher
-// registration (plugins_registry) is not served: plugins register on
-// kubelet.sock.
+// registration of device plugins (type "DevicePlugin" on plugins_registry,
+// package pluginmanager) has no handler: the plugin is told so; plugins
+// register on kubelet.sock.
 package devicemanager

@@ -40,8 +40,9 @@
 // volumes (volumes.go) and probe workers (probes.go: the prober's results
 // are read by status generation and by the plan). Before a pod's sandbox
 // is created its resource claims (DRA) are checked as the kubelet's DRA
-// manager prepares them (dra.go): crivk registers no DRA driver, so a pod
-// whose claim needs one is not started (FailedPrepareDynamicResources,
+// manager prepares them (dra.go): crivk prepares no claim (DRA plugins
+// register, package dra, but nothing calls them yet), so a pod whose claim
+// needs a driver is not started (FailedPrepareDynamicResources,
 // ContainerCreating), never run without its device. The pod cgroups are kept
 // by package cm, beside this one: the engine reaches them only through its
 // PodCgroups interface and imports no cm.

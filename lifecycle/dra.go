@@ -20,8 +20,9 @@ import (
 // prepare dynamic resources: <err>" and creates nothing, and the pod
 // stays Pending in ContainerCreating (the next sync tries again).
 //
-// crivk has no DRA driver registration: no claim that a driver allocated
-// can be prepared. prepareResourceClaims makes the kubelet's validation
+// crivk does not prepare claims: DRA drivers' kubelet plugins register
+// (package dra keeps them) but nothing calls them yet (issue #48), so no
+// claim that a driver allocated can be prepared. prepareResourceClaims makes the kubelet's validation
 // pass (its order and its words) and fails where the kubelet would, and
 // at the latest where the kubelet would need a driver ("DRA driver <name>
 // is not registered", as on a kubelet where the driver is not installed).

@@ -12,6 +12,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	nodev1client "k8s.io/client-go/kubernetes/typed/node/v1"
 	resourcev1client "k8s.io/client-go/kubernetes/typed/resource/v1"
+	storagev1client "k8s.io/client-go/kubernetes/typed/storage/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 )
@@ -46,6 +47,9 @@ type apiClients struct {
 	// resourceClaims reads the ResourceClaims of pods (lifecycle's DRA
 	// check), on the pods client's limits.
 	resourceClaims resourcev1client.ResourceV1Interface
+	// storage writes the node's CSINode (package csi, at a CSI driver's
+	// registration), on the pods client's limits.
+	storage storagev1client.StorageV1Interface
 }
 
 // apiLimits are the client-side limits of apiClients.
@@ -96,6 +100,9 @@ func newAPIClients(base *rest.Config, l apiLimits) (*apiClients, error) {
 	}
 	if c.resourceClaims, err = resourcev1client.NewForConfig(coreCfg); err != nil {
 		return nil, fmt.Errorf("building the ResourceClaim client: %w", err)
+	}
+	if c.storage, err = storagev1client.NewForConfig(coreCfg); err != nil {
+		return nil, fmt.Errorf("building the CSINode client: %w", err)
 	}
 	if c.events, err = corev1client.NewForConfig(build(l.EventQPS, l.EventBurst, 0)); err != nil {
 		return nil, fmt.Errorf("building the event client: %w", err)

@@ -34,7 +34,9 @@
 //     a single node, cri.Runtime.ForNode for a node of many), Node object,
 //     node API security, pod informer, then the engine and its loops: the
 //     volumes, the node view, the eviction manager, static pods and mirror
-//     pods, device plugins, the engine, the PLEG (a single node's woken by
+//     pods, device plugins, the plugin manager (CSI and DRA drivers'
+//     registration on plugins_registry, a single node's only), the
+//     engine, the PLEG (a single node's woken by
 //     its own task-event stream), the node provider, the garbage
 //     collectors (gc.go), log rotation, the node API, the informer's
 //     handlers; the read-only port; virtual-kubelet's node and pod

@@ -43,6 +43,9 @@ type agent struct {
 	// relist is the runtime's relist loop (the PLEG); its Healthy is the
 	// health endpoint's runtime check.
 	relist *pleg.PLEG
+	// plugins are the CSI and DRA plugins registered through
+	// <root-dir>/plugins_registry; nil for a node of many (startPlugins).
+	plugins *nodePlugins
 }
 
 // startEngine builds the engine with its volumes, probes, PLEG (woken by
@@ -127,6 +130,15 @@ func startEngine(ctx context.Context, n *node, rt *cri.Runtime, ver cri.VersionI
 	}
 	if err := devices.Start(ctx); err != nil {
 		return nil, err
+	}
+	// CSI and DRA drivers register through <root-dir>/plugins_registry
+	// (pluginmanager). Not for a node of many: one inotify instance each
+	// would exhaust the user's (128 by default) at the fleet's sizes, and
+	// no driver's DaemonSet knows a node's <root-dir>/nodes/<name>.
+	if !n.spec.Multi {
+		if a.plugins, err = startPlugins(ctx, o.RootDir, o.NodeName, clients.core, clients.storage); err != nil {
+			return nil, err
+		}
 	}
 	a.engine, err = lifecycle.NewEngine(ctx, lifecycle.Config{
 		Devices:    devices,

@@ -51,12 +51,14 @@ func layer(pkg string) int {
 		return 6
 	// The adapters and the kubelet's subsystems beside cm, eviction and
 	// images (devicemanager, certificate, kubeletconfig, runtimeclass,
-	// userns), the
+	// userns; the plugin manager and its CSI and DRA handlers, which it
+	// does not import: nodeagent hands them in), the
 	// glue under internal/ and the other programs of the binary under
 	// internal/subcmd.
 	case strings.HasPrefix(p, "internal/"), hasRoot(p, "provider", "apiobjects", "podwriter",
 		"nodestatus", "nodeapi", "metrics", "eviction", "images",
-		"devicemanager", "certificate", "kubeletconfig", "runtimeclass", "userns"):
+		"devicemanager", "certificate", "kubeletconfig", "runtimeclass", "userns",
+		"pluginmanager", "csi", "dra"):
 		return 1
 	case hasRoot(p, "lifecycle", "cm"):
 		return 3
@@ -168,6 +170,9 @@ func TestAllowed(t *testing.T) {
 		"apiobjects to podwriter":           {from: "apiobjects", to: "podwriter"},
 		"podwriter to vknode":               {from: "podwriter", to: "internal/vknode"},
 		"vknode to certificate":             {from: "internal/vknode", to: "certificate"},
+		"a plugin handler to the manager":   {from: "csi", to: "pluginmanager"},
+		"the manager to a handler":          {from: "pluginmanager", to: "dra"},
+		"the assembly to the handlers":      {from: "internal/nodeagent", to: "csi", ok: true},
 		"lifecycle to cm":                   {from: "lifecycle", to: "cm"},
 		"cm to lifecycle":                   {from: "cm", to: "lifecycle"},
 		"eviction to the stats":             {from: "eviction", to: "nodeapi/stats", ok: true},
