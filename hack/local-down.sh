@@ -7,6 +7,7 @@
 #      after 10s), and any stray process of ours (same binary, our paths on
 #      its command line); etcd of either LOCAL_ETCD (Debian's or
 #      _output/bin/etcd), whichever local-up started;
+#      then crivk's second containerd if it runs (hack/crivk-runtime.sh stop);
 #   3. removes left-over runc containers, containerd-shim-runc-v2 processes
 #      whose -address is our socket, and every mount under our containerd's
 #      state dir and _output/local (deepest first), then the PID files and
@@ -75,6 +76,12 @@ main() {
   for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
     stop_component "${COMPONENTS[i]}"
   done
+  # crivk's second containerd (hack/crivk-runtime.sh: the e2e tests that
+  # run the kubelet beside crivk, the Helm e2e) outlives an interrupted
+  # run the same way: its own script stops it, with its pods and mounts.
+  if [ -s "${ROOT}/_output/runtime-b/containerd.pid" ]; then
+    "${ROOT}/hack/crivk-runtime.sh" stop || log "WARNING: hack/crivk-runtime.sh stop failed" >&2
+  fi
 
   cleanup_runtime || {
     log "ERROR: mounts left under ${CONTAINERD_RUN} or ${LOCAL_DIR}" >&2
