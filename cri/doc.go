@@ -131,10 +131,24 @@
 // images.go reads the images for package images' image
 // collector (ListImages, RemoveImage, ContainerImages, SandboxImage).
 //
+// A pull's credentials (image.go, podCredentials: the kubelet's keyring,
+// pkg/kubelet/images/image_manager.go makeLookupPullCredentialsFunc) are
+// tried in order until one succeeds, anonymously when there is none: the
+// pod's pull secrets' for the image's registry (pullsecrets.go), most
+// specific key first, then those of the node's image credential provider
+// plugins (SetCredentialProviders, package credentialprovider, asked for
+// the image's repository with the pod's namespace, name, UID and service
+// account), in their keyring's order. Each keeps where it came from for
+// the pulled record: a secret, a provider's service account (token mode),
+// or node-wide (TestPullCredentials, TestEnsureImageTriesEachCredential,
+// TestEnsureImageCredentialProviders).
+//
 // An image already present is used under IfNotPresent or Never only if the
 // pod may (image.go, the kubelet's KubeletEnsureSecretPulledImages): the
 // subpackage pullrecords keeps, under Config.PulledImages.Dir, a record of
-// every pull ensureImage makes and the credential it succeeded with, and
+// every pull ensureImage makes and the credential it succeeded with (a
+// secret's coordinates and hash, a service account's coordinates, or
+// node-wide), and
 // decides from it and the policy; a pod refused pulls again with its own
 // credentials, or under Never gets ErrImageNeverPull
 // (TestEnsureImagePrivateImagePresent).
@@ -163,6 +177,10 @@
 // ContainerImages alone lists the whole runtime: an image any container
 // uses is in use.
 //
-// What this package must never do: talk to the Kubernetes API, keep a map of
-// pods, or block on anything but the runtime.
+// What this package must never do: talk to the Kubernetes API (the
+// credential providers it is given read service accounts and request
+// tokens through the node's functions, which it never sees), keep a map
+// of pods, or block on anything but the runtime and, for a pull's
+// credentials, the credential provider plugins (each bounded by its
+// timeout).
 package cri

@@ -40,7 +40,9 @@ type NodeView struct {
 // not a node), the RuntimeClass lookup set on r before, the resolver
 // configuration and the clock. It has its own node label and selector
 // (Config.Node), pod log directory, pod cgroups, event recorder, runtime
-// helper (SetRuntimeHelper, before its first SyncPod) and cache of the
+// helper (SetRuntimeHelper, before its first SyncPod), credential
+// providers (SetCredentialProviders: the plugins are the process', the
+// service account reads and tokens the node's own) and cache of the
 // handlers' features. Its Close closes the shared connection: close r
 // alone, after every node stopped. r must be the process' base Runtime
 // (Config.Node empty), which syncs no pod itself.

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crivk/crivk/credentialprovider"
 	"github.com/crivk/crivk/cri/pullrecords"
 	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
@@ -108,8 +109,9 @@ func (r *Runtime) ensure(ctx context.Context, pod *v1.Pod, req imageRequest, san
 	if policy == "" {
 		policy = podutil.DefaultPullPolicy(image)
 	}
-	// The pod's secrets are read once, when first needed (reading them
-	// may record a FailedToRetrieveImagePullSecret event).
+	// The pod's credentials are looked up once, when first needed
+	// (reading its secrets may record a FailedToRetrieveImagePullSecret
+	// event; the credential providers may run their plugins).
 	podCreds := sync.OnceValue(func() []trackedAuth { return r.podCredentials(ctx, pod, image) })
 	if policy != v1.PullAlways {
 		ref, ok, err := r.ImagePresent(ctx, image)
@@ -124,7 +126,7 @@ func (r *Runtime) ensure(ctx context.Context, pod *v1.Pod, req imageRequest, san
 		// KubeletEnsureSecretPulledImages: an image present is used only
 		// if the records say this pod may (pullrecords, doc.go); else it
 		// is pulled again with the pod's own credentials.
-		if ok && !r.pulls.MustAttemptPull(ctx, image, ref, func() []pullrecords.Secret { return podSecrets(podCreds()) }) {
+		if ok && !r.pulls.MustAttemptPull(ctx, image, ref, func() pullrecords.PodCredentials { return podPullCredentials(podCreds()) }) {
 			req.record(v1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine and can be accessed by the pod", image))
 			return ref, nil, nil
 		}
@@ -184,33 +186,64 @@ func (r *Runtime) ensure(ctx context.Context, pod *v1.Pod, req imageRequest, san
 	return ref, &PullSpan{Start: start, End: start.Add(took)}, nil
 }
 
-// podCredentials are the pod's pull secrets' credentials for image, most
-// specific first.
+// podCredentials are the pod's credentials for image, in the order the
+// pull tries them, the kubelet's (its keyring is the pod's secrets, then
+// the node's keyring, then the credential providers): its pull secrets',
+// most specific first, then the node's credential provider plugins'
+// (credentialprovider.Keyring, asked for the image's repository, the
+// kubelet's repoToPull). crivk has no node-wide keyring (the kubelet's
+// config.json files).
 func (r *Runtime) podCredentials(ctx context.Context, pod *v1.Pod, image string) []trackedAuth {
-	if r.helper == nil {
-		return nil
+	var out []trackedAuth
+	if r.helper != nil {
+		out = pullCredentials(image, r.helper.PullSecrets(ctx, pod))
 	}
-	return pullCredentials(image, r.helper.PullSecrets(ctx, pod))
+	if r.providers == nil {
+		return out
+	}
+	repo, err := pullrecords.Repository(image)
+	if err != nil {
+		return out
+	}
+	who := credentialprovider.Pod{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, ServiceAccountName: pod.Spec.ServiceAccountName}
+	for _, c := range r.providers.Lookup(ctx, who, repo) {
+		t := trackedAuth{auth: &runtimeapi.AuthConfig{Username: c.Username, Password: c.Password}}
+		if sa := c.ServiceAccount; sa != nil {
+			t.serviceAccount = &pullrecords.ServiceAccount{UID: sa.UID, Namespace: sa.Namespace, Name: sa.Name}
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
-// podSecrets are the secrets creds came from, for the records' check.
-func podSecrets(creds []trackedAuth) []pullrecords.Secret {
-	out := make([]pullrecords.Secret, 0, len(creds))
+// podPullCredentials are what the records' check compares (the kubelet's
+// getPodCredentials): the secrets creds came from, and the first service
+// account a provider gave one for; node-wide credentials are left out.
+func podPullCredentials(creds []trackedAuth) pullrecords.PodCredentials {
+	var out pullrecords.PodCredentials
 	for _, c := range creds {
-		out = append(out, c.secret)
+		switch {
+		case c.secret != nil:
+			out.Secrets = append(out.Secrets, *c.secret)
+		case c.serviceAccount != nil && out.ServiceAccount == nil:
+			out.ServiceAccount = c.serviceAccount
+		}
 	}
 	return out
 }
 
 // pulledWith is what a pulled record keeps of the credential a pull
-// succeeded with: the secret, or node-wide access for an anonymous pull
-// (the kubelet's trackedToImagePullCreds; crivk has no node-wide keyring,
-// so only an anonymous pull is node-wide).
+// succeeded with (the kubelet's trackedToImagePullCreds): the secret, the
+// service account of a provider in token mode, or node-wide access for an
+// anonymous pull or a provider's credential given for no service account.
 func pulledWith(c trackedAuth) *pullrecords.Credentials {
-	if c.auth == nil {
-		return &pullrecords.Credentials{NodePodsAccessible: true}
+	switch {
+	case c.secret != nil:
+		return &pullrecords.Credentials{KubernetesSecrets: []pullrecords.Secret{*c.secret}}
+	case c.serviceAccount != nil:
+		return &pullrecords.Credentials{KubernetesServiceAccounts: []pullrecords.ServiceAccount{*c.serviceAccount}}
 	}
-	return &pullrecords.Credentials{KubernetesSecrets: []pullrecords.Secret{c.secret}}
+	return &pullrecords.Credentials{NodePodsAccessible: true}
 }
 
 // puller coalesces concurrent pulls of one image into one CRI call and

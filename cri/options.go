@@ -3,6 +3,7 @@ package cri
 import (
 	"context"
 
+	"github.com/crivk/crivk/credentialprovider"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -75,6 +76,23 @@ type RuntimeHelper interface {
 	// ones are skipped, as the kubelet does, after a warning).
 	PullSecrets(ctx context.Context, pod *v1.Pod) []v1.Secret
 }
+
+// CredentialProviders are the node's image credential provider plugins as
+// one node sees them (credentialprovider.Keyring): the credentials they
+// give pod for an image's repository, in the order to try them, each with
+// the service account it was given for, if any.
+type CredentialProviders interface {
+	Lookup(ctx context.Context, pod credentialprovider.Pod, repository string) []credentialprovider.Credential
+}
+
+var _ CredentialProviders = (*credentialprovider.Keyring)(nil)
+
+// SetCredentialProviders installs the node's credential providers
+// (--image-credential-provider-config), asked after the pod's pull
+// secrets for every image a pod needs (image.go). It must be called before
+// the first SyncPod; without it, the pull secrets are the only
+// credentials.
+func (r *Runtime) SetCredentialProviders(p CredentialProviders) { r.providers = p }
 
 // SetRuntimeHelper installs the helper SyncPod asks for container options.
 // It must be called before the first SyncPod; without one, containers get

@@ -21,6 +21,11 @@ import (
 // scheme and Docker Hub's "/v1/" ignored). An image's credentials are the
 // entries whose key matches its registry host and a prefix of its
 // repository path, most specific key first; the pull tries them in turn.
+// Two differences from the kubelet's keyring remain (its BasicDockerKeyring,
+// which package credentialprovider follows for the plugins' answers): a
+// key's path must match whole components here ("host/team" does not match
+// "host/teamx/app"; the kubelet's string prefix does), and keys are
+// ordered by length, not in reverse lexical order.
 
 // dockerConfigEntry is one registry's credentials in a Docker config.
 type dockerConfigEntry struct {
@@ -36,12 +41,16 @@ type registryCredential struct {
 	cred       trackedAuth
 }
 
-// trackedAuth is a credential with the secret it came from: the pulled
-// image's record keeps the secret's coordinates and a hash of the
-// credential (package pullrecords).
+// trackedAuth is a credential with where it came from, which the pulled
+// image's record keeps (package pullrecords): a pull secret (its
+// coordinates and a hash of the credential), or a credential provider in
+// service account token mode (the service account's coordinates), or
+// neither: node-wide (a credential provider's otherwise; an anonymous
+// pull, auth nil).
 type trackedAuth struct {
-	auth   *runtimeapi.AuthConfig
-	secret pullrecords.Secret
+	auth           *runtimeapi.AuthConfig
+	secret         *pullrecords.Secret
+	serviceAccount *pullrecords.ServiceAccount
 }
 
 // credentialHash is the hash a pulled record keeps of a credential: a
@@ -83,7 +92,7 @@ func pullCredentials(image string, secrets []v1.Secret) []trackedAuth {
 				}
 			}
 			matched = append(matched, registryCredential{host: kh, path: kp, cred: trackedAuth{auth: auth,
-				secret: pullrecords.Secret{UID: string(s.UID), Namespace: s.Namespace, Name: s.Name, CredentialHash: credentialHash(auth)}}})
+				secret: &pullrecords.Secret{UID: string(s.UID), Namespace: s.Namespace, Name: s.Name, CredentialHash: credentialHash(auth)}}})
 		}
 	}
 	sort.SliceStable(matched, func(i, j int) bool {

@@ -164,6 +164,10 @@ type Runtime struct {
 	// helper is set once by SetRuntimeHelper before the first SyncPod and
 	// only read after that.
 	helper RuntimeHelper
+	// providers are the node's credential providers, set once by
+	// SetCredentialProviders before the first SyncPod and only read after
+	// that; nil: none.
+	providers CredentialProviders
 	// classes is set once by SetRuntimeClasses before the first SyncPod
 	// and only read after that.
 	classes RuntimeClasses

@@ -129,6 +129,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.ProfilingAddress, "profiling-address", "", "if set, serve net/http/pprof on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	fs.IntVar(&o.MaxParallelSandboxes, "max-parallel-sandboxes", 8, "pod sandboxes created at once (0: no limit, as the kubelet); the others wait in ContainerCreating. 8 measured best of 0, 4 and 8 for a batch of 110 pods on 2 cores (docs/benchmarks.md)")
+	fs.StringVar(&o.ImageCredentialProviderConfig, "image-credential-provider-config", "", "Path to a credential provider plugin config file (JSON/YAML/YML) or a directory of such files (merged in lexicographical order; non-recursive search), the kubelet's: the plugins give registry credentials for the images they match, tried after the pod's pull secrets (docs/security.md)")
+	fs.StringVar(&o.ImageCredentialProviderBinDir, "image-credential-provider-bin-dir", "", "The path to the directory where credential provider plugin binaries are located (the kubelet's; each plugin named as its provider)")
 	fs.IntVar(&o.MaxParallelPulls, "max-parallel-image-pulls", 1, "image pulls run at once (1: serialized, the kubelet's default; 0: no limit)")
 	fs.StringVar(&o.LogMaxSize, "container-log-max-size", "10Mi", "size at which a container's log file is rotated")
 	fs.IntVar(&o.LogMaxFiles, "container-log-max-files", 5, "log files kept per container, the current one included (at least 2)")

@@ -117,6 +117,18 @@ func TestParseFlagsChecksBeforeWaiting(t *testing.T) {
 		t.Fatal(err)
 	}
 	unreadable := filepath.Join(t.TempDir(), "missing.crt")
+	// A credential provider configuration and its plugin.
+	binDir, providers := t.TempDir(), filepath.Join(t.TempDir(), "providers.yaml")
+	if err := os.WriteFile(filepath.Join(binDir, "ecr"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(providers, []byte(`apiVersion: kubelet.config.k8s.io/v1
+kind: CredentialProviderConfig
+providers:
+- {name: ecr, matchImages: ["*.dkr.ecr.*.amazonaws.com"], defaultCacheDuration: 12h, apiVersion: credentialprovider.kubelet.k8s.io/v1}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -149,6 +161,10 @@ func TestParseFlagsChecksBeforeWaiting(t *testing.T) {
 		{"bad user namespace range", []string{"--user-namespaces-range=65536"}, `--user-namespaces-range "65536": want kubelet, none or FIRST:LENGTH (two numbers below 2^32)`},
 		{"restart period below 1s", []string{"--max-container-restart-period=500ms"}, "--max-container-restart-period 500ms must be between 1s and 300s"},
 		{"restart period above 300s", []string{"--max-container-restart-period=6m"}, "--max-container-restart-period 6m0s must be between 1s and 300s"},
+		{"credential providers", []string{"--image-credential-provider-config=" + providers, "--image-credential-provider-bin-dir=" + binDir}, ""},
+		{"credential providers without the bin dir", []string{"--image-credential-provider-config=" + providers}, "Failed to register CRI auth plugins: plugin binary directory  did not exist"},
+		{"credential providers without the config", []string{"--image-credential-provider-bin-dir=" + binDir}, "Failed to register CRI auth plugins: credential provider config path is empty"},
+		{"credential provider plugin missing", []string{"--image-credential-provider-config=" + providers, "--image-credential-provider-bin-dir=" + t.TempDir()}, "Failed to register CRI auth plugins: plugin binary executable "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, err := parseFlags(append([]string{"--kubeconfig=/k"}, tc.args...))

@@ -24,6 +24,7 @@ var flagGroups = []struct {
 		"cri-endpoint", "runtime-request-timeout", "runtime-events", "pleg-relist-period", "pleg-wake-spacing",
 		"sync-interval", "max-parallel-sandboxes", "max-parallel-image-pulls", "max-container-restart-period", "user-namespaces-ids-per-pod", "user-namespaces-range",
 		"image-pull-credentials-verification-policy", "preloaded-images-verification-allowlist",
+		"image-credential-provider-config", "image-credential-provider-bin-dir",
 	}},
 	{"Pods: directories, logs, DNS, sysctls", []string{
 		"root-dir", "pod-log-dir", "container-logs-dir", "container-log-max-size", "container-log-max-files",

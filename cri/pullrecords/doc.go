@@ -23,9 +23,12 @@
 //     after a pull succeeds: for each repository (the image name without
 //     tag or digest, Docker Hub names normalised) the credentials that
 //     pulled it: the Kubernetes secrets (namespace, name, UID and a hash of
-//     the credential taken from it) or "node pods accessible" (an anonymous
-//     pull: crivk has no node-wide keyring nor credential provider, so no
-//     other credential is node-wide).
+//     the credential taken from it), the service accounts a credential
+//     provider plugin in service account token mode gave the credential
+//     for (namespace, name, UID: kubernetesServiceAccounts), or "node pods
+//     accessible" (an anonymous pull, or a credential provider's
+//     credential given for no service account: any pod of the node could
+//     have had it; crivk has no node-wide keyring of config.json files).
 //
 // The life of the records of one image:
 //
@@ -53,7 +56,7 @@
 //
 // # The decision
 //
-// Manager.MustAttemptPull(image, imageRef, podSecrets) is asked for an
+// Manager.MustAttemptPull(image, imageRef, podCredentials) is asked for an
 // image the runtime already has, under pull policy IfNotPresent or Never;
 // it is the kubelet's MustAttemptImagePull, made a pure function (decide)
 // over what the records say:
@@ -69,12 +72,16 @@
 //     container's image as written, as the kubelet matches it);
 //     AlwaysVerify never;
 //  3. no pulled record, or none for the image's repository, or one with
-//     no credentials: pull;
+//     neither secrets nor service accounts: pull;
 //  4. the repository was pulled anonymously: no pull;
 //  5. one of the pod's secrets that applies to the image's registry has
 //     the same credential hash as a recorded one, or the same namespace,
 //     name and UID: no pull (and the secret is added to the record, so
-//     that a rotated or copied secret is known next time); else pull.
+//     that a rotated or copied secret is known next time);
+//  6. a credential provider gave the pod a credential for its service
+//     account (the first such: PodCredentials.ServiceAccount) and that
+//     service account, same namespace, name and UID, is recorded: no
+//     pull; else pull.
 //
 // "Pull" means the caller pulls the image again with the pod's own
 // credentials (cri's ensure, for a container's image as for an image
@@ -92,7 +99,8 @@
 // Around every pull (cri's ensure): RecordPullIntent before it,
 // then RecordPulled with the credential that succeeded, or
 // RecordPullFailed. The records are read and written under one lock; the
-// pod's secrets are read outside it.
+// pod's credentials (its secrets, the credential providers' answers)
+// are looked up outside it.
 //
 // What this package must never do: talk to the runtime except through
 // the image lister it is given (once, to turn a previous run's intents

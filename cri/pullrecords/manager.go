@@ -31,8 +31,21 @@ type Config struct {
 // and a hash of the credential taken from it.
 type Secret = kubeletv1beta1.ImagePullSecret
 
+// ServiceAccount is the service account a credential provider plugin in
+// service account token mode gave a pod its credential for.
+type ServiceAccount = kubeletv1beta1.ImagePullServiceAccount
+
 // Credentials are those an image was pulled with (RecordPulled).
 type Credentials = kubeletv1beta1.ImagePullCredentials
+
+// PodCredentials are a pod's credentials for an image that are not
+// node-wide: its pull secrets that apply to the image, and the service
+// account a credential provider in token mode gave it credentials for
+// (nil: none; the first such, as the kubelet's getPodCredentials).
+type PodCredentials struct {
+	Secrets        []Secret
+	ServiceAccount *ServiceAccount
+}
 
 // Image is one image the runtime holds, by ID, with its names.
 type Image struct {
@@ -190,10 +203,11 @@ func (m *Manager) writePulledLocked(image, imageRef string, creds *Credentials) 
 
 // mergeCredentials adds creds to rec's entry for repo, as the kubelet's
 // pulledRecordMergeNewCreds: node-wide access absorbs everything, a
-// secret replaces the hash of one with the same coordinates. It reports
-// whether rec changed.
+// secret replaces the hash of one with the same coordinates, a service
+// account is added once (by namespace, name and UID). It reports whether
+// rec changed.
 func mergeCredentials(rec *kubeletv1beta1.ImagePulledRecord, repo string, creds *Credentials) bool {
-	if creds == nil || !creds.NodePodsAccessible && len(creds.KubernetesSecrets) == 0 {
+	if creds == nil || !creds.NodePodsAccessible && len(creds.KubernetesSecrets) == 0 && len(creds.KubernetesServiceAccounts) == 0 {
 		return false
 	}
 	if rec.CredentialMapping == nil {
@@ -208,6 +222,24 @@ func mergeCredentials(rec *kubeletv1beta1.ImagePulledRecord, repo string, creds 
 		return false
 	case creds.NodePodsAccessible:
 		rec.CredentialMapping[repo] = Credentials{NodePodsAccessible: true}
+		return true
+	case len(creds.KubernetesSecrets) == 0:
+		// Service accounts only (the kubelet merges a record's secrets or
+		// its service accounts, never both at once).
+		sas := slices.Clone(cur.KubernetesServiceAccounts)
+		for _, sa := range creds.KubernetesServiceAccounts {
+			if !slices.Contains(sas, sa) {
+				sas = append(sas, sa)
+			}
+		}
+		if len(sas) == len(cur.KubernetesServiceAccounts) {
+			return false
+		}
+		slices.SortFunc(sas, func(a, b ServiceAccount) int {
+			return strings.Compare(a.Namespace+"\x00"+a.Name+"\x00"+a.UID, b.Namespace+"\x00"+b.Name+"\x00"+b.UID)
+		})
+		cur.KubernetesServiceAccounts = sas
+		rec.CredentialMapping[repo] = cur
 		return true
 	}
 	changed := false
@@ -246,10 +278,10 @@ const rememberLimit = 100
 
 // MustAttemptPull reports whether a pod must pull image, which the runtime
 // already holds as imageRef, with its own credentials before using it
-// (doc.go, "The decision"). podSecrets returns the pod's pull secrets that
-// apply to image; it is called at most once, outside the lock, and only
-// when the records make it matter.
-func (m *Manager) MustAttemptPull(ctx context.Context, image, imageRef string, podSecrets func() []Secret) bool {
+// (doc.go, "The decision"). podCredentials returns the pod's pull secrets
+// that apply to image and its service account credential; it is called at
+// most once, outside the lock, and only when the records make it matter.
+func (m *Manager) MustAttemptPull(ctx context.Context, image, imageRef string, podCredentials func() PodCredentials) bool {
 	if imageRef == "" {
 		return true
 	}
@@ -259,7 +291,7 @@ func (m *Manager) MustAttemptPull(ctx context.Context, image, imageRef string, p
 		log.G(ctx).WithError(err).WithField("image", image).Error("image pull records: cannot read the records of the image, it must be pulled")
 		return true
 	}
-	in.podSecrets = podSecrets
+	in.podCredentials = podCredentials
 	d := decide(m.policy, image, in)
 	if d.remember != nil {
 		m.mu.Lock()
@@ -297,8 +329,9 @@ type decisionInput struct {
 	record *kubeletv1beta1.ImagePulledRecord
 	// pulledByCrivk: a pulled record or a pull intent exists.
 	pulledByCrivk bool
-	// podSecrets are the pod's secrets for the image (called lazily).
-	podSecrets func() []Secret
+	// podCredentials are the pod's credentials for the image (called
+	// lazily).
+	podCredentials func() PodCredentials
 }
 
 // decision is decide's plan.
@@ -327,14 +360,14 @@ func decide(p *policy, image string, in decisionInput) decision {
 		return decision{pull: true}
 	case cached.NodePodsAccessible:
 		return decision{}
-	case len(cached.KubernetesSecrets) == 0:
+	case len(cached.KubernetesSecrets) == 0 && len(cached.KubernetesServiceAccounts) == 0:
 		return decision{pull: true}
 	}
-	var pod []Secret
-	if in.podSecrets != nil {
-		pod = in.podSecrets()
+	var pod PodCredentials
+	if in.podCredentials != nil {
+		pod = in.podCredentials()
 	}
-	for _, ps := range pod {
+	for _, ps := range pod.Secrets {
 		for _, cs := range cached.KubernetesSecrets {
 			// An empty hash (hashing failed when it was recorded) never
 			// matches.
@@ -349,6 +382,11 @@ func decide(p *policy, image string, in decisionInput) decision {
 				return d
 			}
 		}
+	}
+	// A service account a provider gave the image's credential for: the
+	// same namespace, name and UID.
+	if pod.ServiceAccount != nil && slices.Contains(cached.KubernetesServiceAccounts, *pod.ServiceAccount) {
+		return decision{}
 	}
 	return decision{pull: true}
 }

@@ -25,7 +25,15 @@ var (
 	secretACopy = Secret{UID: "uid-c", Namespace: "ns2", Name: "copy", CredentialHash: "hash-a"}          // same credential, another secret
 	secretARot  = Secret{UID: "uid-a", Namespace: "ns1", Name: "regcred", CredentialHash: "hash-rotated"} // same secret, rotated
 	secretB     = Secret{UID: "uid-b", Namespace: "ns1", Name: "other", CredentialHash: "hash-b"}
+
+	saX       = ServiceAccount{UID: "sa-uid-x", Namespace: "ns1", Name: "builder"}
+	saXNewUID = ServiceAccount{UID: "sa-uid-x2", Namespace: "ns1", Name: "builder"} // deleted and made again
+	saY       = ServiceAccount{UID: "sa-uid-y", Namespace: "ns2", Name: "builder"}
 )
+
+func secretsOnly(s ...Secret) func() PodCredentials {
+	return func() PodCredentials { return PodCredentials{Secrets: s} }
+}
 
 func record(creds map[string]Credentials) *kubeletv1beta1.ImagePulledRecord {
 	return &kubeletv1beta1.ImagePulledRecord{ImageRef: ref, CredentialMapping: creds}
@@ -35,6 +43,7 @@ func record(creds map[string]Credentials) *kubeletv1beta1.ImagePulledRecord {
 // came to the node × the pod's credentials.
 func TestDecide(t *testing.T) {
 	bySecretA := record(map[string]Credentials{repo: {KubernetesSecrets: []Secret{secretA}}})
+	bySAX := record(map[string]Credentials{repo: {KubernetesServiceAccounts: []ServiceAccount{saX}}})
 	anonymous := record(map[string]Credentials{repo: {NodePodsAccessible: true}})
 	interrupted := record(map[string]Credentials{}) // an intent of a previous run
 	otherRepo := record(map[string]Credentials{"registry.example:5000/other": {NodePodsAccessible: true}})
@@ -50,21 +59,28 @@ func TestDecide(t *testing.T) {
 		"interrupted pull":         {record: interrupted, pulledByCrivk: true},
 		"pulled as another repo":   {record: otherRepo, pulledByCrivk: true},
 		"pulled with no secret ok": {record: record(map[string]Credentials{repo: {}}), pulledByCrivk: true},
+		"pulled for SA X":          {record: bySAX, pulledByCrivk: true},
 	}
-	pods := map[string][]Secret{
-		"no secret":            nil,
-		"secret A":             {secretA},
-		"a copy of A":          {secretACopy},
-		"A rotated":            {secretARot},
-		"another secret":       {secretB},
-		"another, then A":      {secretB, secretA},
-		"empty hash, other id": {{UID: "x", Namespace: "ns1", Name: "x"}},
+	pods := map[string]PodCredentials{
+		"no secret":            {},
+		"secret A":             {Secrets: []Secret{secretA}},
+		"a copy of A":          {Secrets: []Secret{secretACopy}},
+		"A rotated":            {Secrets: []Secret{secretARot}},
+		"another secret":       {Secrets: []Secret{secretB}},
+		"another, then A":      {Secrets: []Secret{secretB, secretA}},
+		"empty hash, other id": {Secrets: []Secret{{UID: "x", Namespace: "ns1", Name: "x"}}},
+		"SA X":                 {ServiceAccount: &saX},
+		"SA X made again":      {ServiceAccount: &saXNewUID},
+		"SA Y":                 {ServiceAccount: &saY},
+		"another secret, SA X": {Secrets: []Secret{secretB}, ServiceAccount: &saX},
+		"secret A, SA Y":       {Secrets: []Secret{secretA}, ServiceAccount: &saY},
 	}
 	// want[policy][way] is the set of pods that must pull; the others do not.
 	verified := map[string][]string{
 		"preloaded":                allPods(pods),
 		"pull in flight":           allPods(pods),
-		"pulled with secret A":     {"no secret", "another secret", "empty hash, other id"},
+		"pulled with secret A":     {"no secret", "another secret", "empty hash, other id", "SA X", "SA X made again", "SA Y", "another secret, SA X"},
+		"pulled for SA X":          {"no secret", "secret A", "a copy of A", "A rotated", "another secret", "another, then A", "empty hash, other id", "SA X made again", "SA Y", "secret A, SA Y"},
 		"pulled anonymously":       nil,
 		"interrupted pull":         allPods(pods),
 		"pulled as another repo":   allPods(pods),
@@ -89,11 +105,11 @@ func TestDecide(t *testing.T) {
 			t.Fatal(err)
 		}
 		for wayName, way := range ways {
-			for podName, secrets := range pods {
+			for podName, creds := range pods {
 				t.Run(polName+"/"+wayName+"/"+podName, func(t *testing.T) {
 					called := 0
 					d := decide(p, img, decisionInput{record: way.record, pulledByCrivk: way.pulledByCrivk,
-						podSecrets: func() []Secret { called++; return secrets }})
+						podCredentials: func() PodCredentials { called++; return creds }})
 					must := contains(wantPull[wayName], podName)
 					if d.pull != must {
 						t.Errorf("pull %v, want %v", d.pull, must)
@@ -114,7 +130,7 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-func allPods(m map[string][]Secret) []string {
+func allPods(m map[string]PodCredentials) []string {
 	var out []string
 	for k := range m {
 		out = append(out, k)
@@ -251,15 +267,15 @@ func TestRecordsRoundTrip(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("record read back (-want +got):\n%s", diff)
 	}
-	if restarted.MustAttemptPull(ctx, img, ref, func() []Secret { return []Secret{secretB} }) {
+	if restarted.MustAttemptPull(ctx, img, ref, secretsOnly(secretB)) {
 		t.Error("a pod with a recorded secret must pull after a restart")
 	}
-	if !restarted.MustAttemptPull(ctx, img, ref, func() []Secret { return nil }) {
+	if !restarted.MustAttemptPull(ctx, img, ref, secretsOnly()) {
 		t.Error("a pod without a secret may use the image")
 	}
 	// An anonymous pull makes the image the node's: every pod may.
 	restarted.RecordPulled(ctx, img, ref, &Credentials{NodePodsAccessible: true})
-	if restarted.MustAttemptPull(ctx, img, ref, func() []Secret { return nil }) {
+	if restarted.MustAttemptPull(ctx, img, ref, secretsOnly()) {
 		t.Error("after an anonymous pull, a pod without a secret must pull")
 	}
 }
@@ -270,7 +286,7 @@ func TestRememberMatchedSecret(t *testing.T) {
 	ctx := context.Background()
 	m := newManager(t, t.TempDir(), "")
 	m.RecordPulled(ctx, img, ref, &Credentials{KubernetesSecrets: []Secret{secretA}})
-	if m.MustAttemptPull(ctx, img, ref, func() []Secret { return []Secret{secretACopy} }) {
+	if m.MustAttemptPull(ctx, img, ref, secretsOnly(secretACopy)) {
 		t.Fatal("a copy of the secret must pull")
 	}
 	rec, err := m.store.getPulled(ref)
@@ -298,15 +314,15 @@ func TestCorruptRecord(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "pulled", fileName(ref)), []byte(content), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if !m.MustAttemptPull(ctx, img, ref, func() []Secret { return []Secret{secretA} }) {
+			if !m.MustAttemptPull(ctx, img, ref, secretsOnly(secretA)) {
 				t.Error("a corrupt record let the pod use the image")
 			}
 			m.RecordPulled(ctx, img, ref, &Credentials{KubernetesSecrets: []Secret{secretA}})
-			if m.MustAttemptPull(ctx, img, ref, func() []Secret { return nil }) {
+			if m.MustAttemptPull(ctx, img, ref, secretsOnly()) {
 				t.Error("after a pull replaced the corrupt record, NeverVerify still asks for a pull")
 			}
 			m2 := newManager(t, dir, AlwaysVerify)
-			if m2.MustAttemptPull(ctx, img, ref, func() []Secret { return []Secret{secretA} }) {
+			if m2.MustAttemptPull(ctx, img, ref, secretsOnly(secretA)) {
 				t.Error("the replaced record does not hold the pull's secret")
 			}
 		})
@@ -325,7 +341,7 @@ func TestInterruptedPull(t *testing.T) {
 	}
 	// The agent stops here. A new one finds the image in the runtime.
 	m2 := newManager(t, dir, "", Image{ID: ref, RepoTags: []string{img}})
-	if !m2.MustAttemptPull(ctx, img, ref, func() []Secret { return []Secret{secretA} }) {
+	if !m2.MustAttemptPull(ctx, img, ref, secretsOnly(secretA)) {
 		t.Error("an image whose pull was interrupted is used without a pull")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "pulling", fileName(img))); !os.IsNotExist(err) {
@@ -354,14 +370,58 @@ func TestIntentCounting(t *testing.T) {
 	}
 	// While in flight the image counts as crivk's: the default policy
 	// verifies it.
-	if !m.MustAttemptPull(ctx, img, ref, func() []Secret { return nil }) {
+	if !m.MustAttemptPull(ctx, img, ref, secretsOnly()) {
 		t.Error("an image being pulled counts as preloaded")
 	}
 	m.RecordPullFailed(ctx, img)
 	if _, err := os.Stat(intent); !os.IsNotExist(err) {
 		t.Errorf("intent left after the last pull: %v", err)
 	}
-	if m.MustAttemptPull(ctx, img, ref, func() []Secret { return nil }) {
+	if m.MustAttemptPull(ctx, img, ref, secretsOnly()) {
 		t.Error("an image crivk never pulled is verified under NeverVerifyPreloadedImages")
+	}
+}
+
+// TestServiceAccountRecords: an image a credential provider gave a
+// service account the credential for is recorded with the service
+// account's coordinates (the kubelet's KubernetesServiceAccounts), merged
+// once each, sorted; a pod of a recorded service account uses the image,
+// another pulls; a later anonymous pull makes it the node's.
+func TestServiceAccountRecords(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	m := newManager(t, dir, "")
+	for _, sa := range []ServiceAccount{saY, saX, saY} {
+		if err := m.RecordPullIntent(ctx, img); err != nil {
+			t.Fatal(err)
+		}
+		m.RecordPulled(ctx, img, ref, &Credentials{KubernetesServiceAccounts: []ServiceAccount{sa}})
+	}
+	got, err := newManager(t, dir, "").store.getPulled(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]Credentials{repo: {KubernetesServiceAccounts: []ServiceAccount{saX, saY}}}, got.CredentialMapping); diff != "" {
+		t.Errorf("record (-want +got):\n%s", diff)
+	}
+	// A secret pull keeps the service accounts.
+	m.RecordPulled(ctx, img, ref, &Credentials{KubernetesSecrets: []Secret{secretA}})
+	for name, tc := range map[string]struct {
+		pod  PodCredentials
+		pull bool
+	}{
+		"SA X":            {pod: PodCredentials{ServiceAccount: &saX}},
+		"SA Y":            {pod: PodCredentials{ServiceAccount: &saY}},
+		"SA X made again": {pod: PodCredentials{ServiceAccount: &saXNewUID}, pull: true},
+		"secret A":        {pod: PodCredentials{Secrets: []Secret{secretA}}},
+		"nothing":         {pull: true},
+	} {
+		if must := m.MustAttemptPull(ctx, img, ref, func() PodCredentials { return tc.pod }); must != tc.pull {
+			t.Errorf("%s: must pull %v, want %v", name, must, tc.pull)
+		}
+	}
+	m.RecordPulled(ctx, img, ref, &Credentials{NodePodsAccessible: true})
+	if m.MustAttemptPull(ctx, img, ref, secretsOnly()) {
+		t.Error("after a node-wide pull a pod without credentials must pull")
 	}
 }

@@ -36,8 +36,11 @@
 //     volumes, the node view, the eviction manager, static pods and mirror
 //     pods, device plugins, the plugin manager (CSI and DRA drivers'
 //     registration on plugins_registry, a single node's only), the
-//     engine, the PLEG (a single node's woken by
-//     its own task-event stream), the node provider, the garbage
+//     engine, the image credential provider plugins (registered once by
+//     Settings.Validate, shared; each node's runtime asks them with its
+//     own service account reads and the volumes' token cache), the PLEG
+//     (a single node's woken by its own task-event stream), the node
+//     provider, the garbage
 //     collectors (gc.go), log rotation, the node API, the informer's
 //     handlers; the read-only port; virtual-kubelet's node and pod
 //     controllers (internal/vknode) with the deletion guard (podwriter).

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/crivk/crivk/apiobjects"
+	"github.com/crivk/crivk/credentialprovider"
 	"github.com/crivk/crivk/cri"
 	"github.com/crivk/crivk/devicemanager"
 	"github.com/crivk/crivk/eviction"
@@ -24,6 +25,7 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -191,6 +193,20 @@ func startEngine(ctx context.Context, n *node, rt *cri.Runtime, ver cri.VersionI
 		return nil, err
 	}
 	rt.SetRuntimeHelper(a.engine.RuntimeHelper())
+	if o.credentialPlugins != nil {
+		log.G(ctx).WithField("providers", o.credentialPlugins.Names()).WithField("configHash", o.credentialPlugins.ConfigHash()).
+			Info("image credential provider plugins registered")
+		// The image credential providers, as this node: its identity
+		// reads its pods' service accounts (the kubelet GETs them) and
+		// asks for tokens through the volumes' token cache (the kubelet's
+		// one token manager).
+		rt.SetCredentialProviders(o.credentialPlugins.Keyring(credentialprovider.Access{
+			ServiceAccount: func(ctx context.Context, namespace, name string) (*v1.ServiceAccount, error) {
+				return clients.core.ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})
+			},
+			Token: volumes.ServiceAccountToken,
+		}))
+	}
 	agentMetrics.WatchPods(a.engine.PodCounts)
 	wake := make(chan struct{}, 1)
 	if n.relistFeed == nil && o.RuntimeEvents && strings.HasPrefix(o.CRIEndpoint, "unix://") {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/crivk/crivk/certificate"
 	"github.com/crivk/crivk/cm"
+	"github.com/crivk/crivk/credentialprovider"
 	"github.com/crivk/crivk/cri"
 	evictionapi "github.com/crivk/crivk/eviction/api"
 	"github.com/crivk/crivk/images"
@@ -142,6 +143,13 @@ type Settings struct {
 
 	// config is --config and --config-dir (kubeletconfig).
 	Config *kubeletconfig.Files
+	// ImageCredentialProviderConfig and ImageCredentialProviderBinDir are
+	// the kubelet's --image-credential-provider-config and
+	// --image-credential-provider-bin-dir (package credentialprovider;
+	// the KubeletConfiguration has no field for them): either given,
+	// Validate registers the plugins, or fails as the kubelet exits.
+	ImageCredentialProviderConfig string
+	ImageCredentialProviderBinDir string
 	// podManifestPath is the static pods' directory or file (the kubelet's
 	// staticPodPath), read every fileCheckFrequency (staticpods).
 	PodManifestPath    string
@@ -158,6 +166,9 @@ type Settings struct {
 	sysctls            *admission.Sysctls
 	reservations       nodestatus.Reservations
 	evictionThresholds []evictionapi.Threshold
+	// credentialPlugins are the registered credential provider plugins;
+	// nil: neither flag was given.
+	credentialPlugins *credentialprovider.Plugins
 }
 
 // GCSettings are the garbage collectors' policies (the kubelet's flags and
@@ -303,6 +314,9 @@ func (o *Settings) Validate() error {
 	if err := o.GC.validate(); err != nil {
 		return err
 	}
+	if err := o.registerCredentialProviders(); err != nil {
+		return err
+	}
 	o.EvictionFlags.Hard = o.EvictionHard
 	if o.evictionThresholds, err = evictionapi.ParseThresholds(o.EvictionFlags); err != nil {
 		return err
@@ -333,6 +347,24 @@ func (o *Settings) Validate() error {
 		return err
 	}
 	return o.checkCgroups()
+}
+
+// registerCredentialProviders registers the image credential provider
+// plugins when either flag is given (credentialprovider.New, the kubelet's
+// RegisterCredentialProviderPlugins, whose failure stops the kubelet with
+// "Failed to register CRI auth plugins").
+func (o *Settings) registerCredentialProviders() error {
+	opts := credentialprovider.Options{ConfigPath: o.ImageCredentialProviderConfig, BinDir: o.ImageCredentialProviderBinDir}
+	if !opts.Enabled() {
+		o.credentialPlugins = nil
+		return nil
+	}
+	p, err := credentialprovider.New(opts)
+	if err != nil {
+		return fmt.Errorf("Failed to register CRI auth plugins: %w", err)
+	}
+	o.credentialPlugins = p
+	return nil
 }
 
 // The kubelet's refusals of the host's cgroups

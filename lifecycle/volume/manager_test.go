@@ -58,7 +58,11 @@ func (f *fakeObjects) RequestToken(_ context.Context, ns, sa string, req *authen
 	f.lastReq = req
 	out := req.DeepCopy()
 	out.Status.Token = ns + "/" + sa + "/" + strings.Repeat("t", f.tokens)
-	out.Status.ExpirationTimestamp = metav1.NewTime(f.clock.Now().Add(time.Duration(*req.Spec.ExpirationSeconds) * time.Second))
+	exp := int64(3600) // the API's default
+	if req.Spec.ExpirationSeconds != nil {
+		exp = *req.Spec.ExpirationSeconds
+	}
+	out.Status.ExpirationTimestamp = metav1.NewTime(f.clock.Now().Add(time.Duration(exp) * time.Second))
 	return out, nil
 }
 
@@ -361,6 +365,48 @@ func TestTokenRefresh(t *testing.T) {
 	if !needsRefresh(&cachedToken{issued: f.clock.Now(), tr: &authenticationv1.TokenRequest{Status: authenticationv1.TokenRequestStatus{
 		ExpirationTimestamp: metav1.NewTime(f.clock.Now().Add(365 * 24 * time.Hour))}}}, f.clock.Now().Add(24*time.Hour)) {
 		t.Fatal("a one-year token is not renewed after 24 h")
+	}
+}
+
+// TestServiceAccountToken: the credential providers' tokens come from
+// the same cache as the projected volumes' (the kubelet's one token
+// manager): reused while fresh, renewed past 80% of their life, forgotten
+// with the pod's volumes; a token not bound to a pod is refused.
+func TestServiceAccountToken(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	req := func() *authenticationv1.TokenRequest {
+		return &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: []string{"registry"},
+			BoundObjectRef: &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "uid-1"}}}
+	}
+	get := func() string {
+		t.Helper()
+		tr, err := f.m.ServiceAccountToken(ctx, "ns", "sa", req())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Status.Token
+	}
+	first := get()
+	f.clock.Step(40 * time.Minute)
+	if got := get(); got != first || f.objects.tokens != 1 {
+		t.Errorf("token %q after 40 min of 60, %d requests; want the first, 1", got, f.objects.tokens)
+	}
+	f.clock.Step(10 * time.Minute)
+	if got := get(); got == first || f.objects.tokens != 2 {
+		t.Errorf("token %q after 50 min of 60, %d requests; want a new one", got, f.objects.tokens)
+	}
+	if err := f.m.UnmountPod(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "uid-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	get()
+	if f.objects.tokens != 3 {
+		t.Errorf("%d requests, want a new token once the pod's volumes are gone", f.objects.tokens)
+	}
+	unbound := req()
+	unbound.Spec.BoundObjectRef = nil
+	if _, err := f.m.ServiceAccountToken(ctx, "ns", "sa", unbound); err == nil {
+		t.Error("a token bound to no pod was requested")
 	}
 }
 

@@ -83,6 +83,20 @@ func (c *tokenCache) get(ctx context.Context, uid types.UID, namespace, sa strin
 	return tr, nil
 }
 
+// ServiceAccountToken returns a token of serviceAccount bound to the pod
+// that req names (its BoundObjectRef), from the node's token cache: the
+// kubelet's token manager, which its projected volumes and its image
+// credential providers (their service account token mode) share. A token
+// is renewed as a projected volume's is; the pod's tokens are forgotten
+// when its volumes are unmounted.
+func (m *Manager) ServiceAccountToken(ctx context.Context, namespace, serviceAccount string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+	ref := req.Spec.BoundObjectRef
+	if ref == nil || ref.Kind != "Pod" || ref.UID == "" {
+		return nil, fmt.Errorf("a token of service account %s/%s for the node must be bound to a pod", namespace, serviceAccount)
+	}
+	return m.tokens.get(ctx, ref.UID, namespace, serviceAccount, req)
+}
+
 // forget drops the tokens of pod uid.
 func (c *tokenCache) forget(uid types.UID) {
 	c.mu.Lock()

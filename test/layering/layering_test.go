@@ -64,7 +64,10 @@ func layer(pkg string) int {
 		return 3
 	case hasRoot(p, "cri"):
 		return 4
-	case hasRoot(p, "podutil"):
+	// podutil and the credential provider plugins (the kubelet's
+	// pkg/credentialprovider, which its kuberuntime imports): leaves
+	// under the runtime manager.
+	case hasRoot(p, "podutil", "credentialprovider"):
 		return 5
 	}
 	return -1
