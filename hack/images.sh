@@ -64,6 +64,9 @@ DEBIAN_SUITE=bookworm
 # with UDP, curl, dig/nslookup, ip/ss, bash.
 AGNHOST_PACKAGES=netcat-openbsd,curl,dnsutils,iproute2,bash
 
+# shellcheck source=hack/lib/debian.sh
+source "${ROOT}/hack/lib/debian.sh"
+
 umask 022
 mkdir -p "${OUT}" "${BIN}"
 
@@ -177,38 +180,6 @@ build_busybox() {
   echo "${inputs}" > "${other}.inputs"
 }
 
-# debian_mirror: DEBIAN_MIRROR, else the first URI apt uses for
-# DEBIAN_SUITE (deb822 .sources stanzas or one-line .list entries).
-debian_mirror() {
-  if [ -n "${DEBIAN_MIRROR:-}" ]; then
-    echo "${DEBIAN_MIRROR}"
-    return
-  fi
-  local f m
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
-    [ -f "${f}" ] || continue
-    case "${f}" in
-      *.sources)
-        m=$(awk -v suite="${DEBIAN_SUITE}" '
-          function flush() { if (!done && uri != "" && ok && deb) { print uri; done = 1; exit } uri = ""; ok = 0; deb = 0 }
-          /^[[:space:]]*$/ { flush(); next }
-          /^Types:/ { for (i = 2; i <= NF; i++) if ($i == "deb") deb = 1 }
-          /^URIs:/ { uri = $2 }
-          /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == suite) ok = 1 }
-          END { flush() }' "${f}") ;;
-      *)
-        m=$(awk -v suite="${DEBIAN_SUITE}" '
-          $1 == "deb" { for (i = 2; i < NF; i++) if ($i !~ /^\[/ && $(i + 1) == suite) { print $i; exit } }' "${f}") ;;
-    esac
-    if [ -n "${m}" ]; then
-      echo "${m}"
-      return
-    fi
-  done
-  log "ERROR: no ${DEBIAN_SUITE} mirror in /etc/apt/sources.list*; set DEBIAN_MIRROR" >&2
-  return 1
-}
-
 # build_debian_base NAME PACKAGES: a Debian root filesystem made by
 # debootstrap --variant=minbase with PACKAGES (comma-separated; a few
 # minutes, ~100 MB from the mirror), cached as _output/images/NAME.tar
@@ -222,7 +193,7 @@ build_debian_base() {
     log "ERROR: debootstrap is missing; run CONFORMANCE_IMAGES=1 hack/install-deps.sh" >&2
     exit 1
   }
-  mirror=$(debian_mirror)
+  mirror=$(debian_mirror "${DEBIAN_SUITE}")
   log "building ${name}.tar: debootstrap ${DEBIAN_SUITE} from ${mirror} (log: ${OUT}/${name}.log)"
   dir=$(fresh_rootfs "${name}")
   if ! debootstrap --variant=minbase --include="${packages}" "${DEBIAN_SUITE}" "${dir}" "${mirror}" \

@@ -4,12 +4,16 @@
 # images, curl for health checks). Idempotent: installs only what is missing
 # and does nothing when everything is present.
 #
-# Usage: [CONFORMANCE_IMAGES=1] hack/install-deps.sh [runtime-build]   (as root)
+# Usage: [CONFORMANCE_IMAGES=1] hack/install-deps.sh [runtime-build|vm]   (as root)
 #   CONFORMANCE_IMAGES=1 also installs debootstrap, which hack/images.sh uses
 #   for the conformance images' Debian root filesystem.
 #   runtime-build: instead, only what hack/build-runtime.sh needs to compile
 #   runc with seccomp: gcc, libc6-dev, pkg-config and libseccomp-dev (whose
 #   libseccomp.a links runc statically).
+#   vm: instead, only what hack/vm.sh needs on the host for the cgroup v2
+#   guest: QEMU, debootstrap (the guest's root), e2fsprogs (mkfs.ext4 -d),
+#   the OpenSSH client (its command channel) and iproute2 (its bridge and tap).
+#   The guest's kernel is a package of the guest's root, not of the host.
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -36,8 +40,11 @@ case "${1:-}" in
   runtime-build)
     packages=(gcc libc6-dev pkg-config libseccomp-dev)
     ;;
+  vm)
+    packages=(qemu-system-x86 debootstrap e2fsprogs openssh-client iproute2)
+    ;;
   *)
-    echo "usage: hack/install-deps.sh [runtime-build]" >&2
+    echo "usage: hack/install-deps.sh [runtime-build|vm]" >&2
     exit 2
     ;;
 esac
