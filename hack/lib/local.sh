@@ -99,6 +99,17 @@ CNI_BRIDGE=${CNI_BRIDGE:-crivk0}
 POD_CIDR=${POD_CIDR:-10.88.0.0/16}
 SERVICE_CIDR=10.96.0.0/16
 SERVICE_IP=10.96.0.1
+# The networks of the cluster of machines (#45, hack/README.md "Several
+# machines on one"): the pod network, which the controller manager cuts
+# into a /NODE_CIDR_MASK_SIZE per node (flannel's Network, kube-proxy's
+# clusterCIDR: hack/network.sh renders hack/network/*.yaml with them), and
+# the cluster DNS: the kube-dns Service's IP, in SERVICE_CIDR, and the
+# domain (the agents' --cluster-dns and --cluster-domain). The single node
+# uses none of them.
+CLUSTER_CIDR=10.244.0.0/16
+NODE_CIDR_MASK_SIZE=24
+CLUSTER_DNS=10.96.0.10
+CLUSTER_DOMAIN=cluster.local
 NODE_NAME=${NODE_NAME:-crivk-local}
 PAUSE_IMAGE=registry.k8s.io/pause:3.10.2
 BUSYBOX_IMAGE=registry.k8s.io/e2e-test-images/busybox:1.37.0-2
