@@ -3,7 +3,9 @@
 # one"): each machine mN is a set of namespaces held by a PID 1 of its own,
 # with its own network on a host bridge, its own /run, /var/lib/{kubelet,
 # crivk,containerd,...}, /etc/cni/net.d and /var/log, and its own
-# containerd 2. No control plane, node agent or pod network yet.
+# containerd 2. A node agent per machine (agent, below) and the routes to
+# the nodes' pod subnets (routes) are written for phase 2 and not run yet;
+# the control plane is hack/local-up.sh's (MACHINES=N).
 #
 #   up N           brings up m1..mN (a machine already up is kept)
 #   down           stops every machine and removes what up made, but the
@@ -11,7 +13,25 @@
 #   exec mN CMD... runs CMD in mN (its namespaces and cgroup, PATH with the
 #                  runtime and _output/bin first, crictl and ctr pointed at
 #                  its containerd), from the current directory
-#   status         each machine: holder, hostname, address, containerd
+#   status         each machine: holder, hostname, address, containerd, agent
+#   agent mN kubelet|crivk [ARG...]
+#                  starts mN's node agent in the background, in the machine:
+#                  hack/run-kubelet.sh or hack/run-crivk.sh with AGENT_ENV
+#                  (_output/machines/mN/agent.env, written here): node mN at
+#                  its LAN address, the machine's containerd, root dir
+#                  /var/lib/kubelet or /var/lib/crivk, pod logs /var/log/pods,
+#                  cgroup root /crivk-machines/mN, --cluster-dns CLUSTER_DNS and
+#                  --cluster-domain CLUSTER_DOMAIN (hack/lib/local.sh), the label
+#                  machines.crivk.io/network=owner (the network DaemonSets'
+#                  nodeSelector), TLS bootstrap with local-up's token, and a
+#                  serving certificate of the cluster CA for mN and its address
+#                  (_output/local/pki/node-serving-mN.*); ARGs go to the agent.
+#                  Its log is /var/log/AGENT.log (_output/machines/mN/log), its
+#                  PID in the machine's /run/agent.pid. Needs the cluster of
+#                  `MACHINES=N hack/local-up.sh`. NOT RUN YET (#45 phase 2).
+#   routes         on the host, a route to each Node's spec.podCIDR via its
+#                  InternalIP on crivk-lan (the API server reaches pods);
+#                  they go with the bridge at down. NOT RUN YET (phase 3).
 #
 # A machine mN:
 #
@@ -59,7 +79,8 @@
 # of BINDS that did not exist (empty directories, listed in
 # _output/machines/mountpoints and removed by down when empty).
 #
-# Usage: hack/machines.sh up N | down | exec mN CMD... | status   (as root)
+# Usage: hack/machines.sh up N | down | exec mN CMD... | status |
+#        agent mN kubelet|crivk [ARG...] | routes   (as root)
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -104,6 +125,10 @@ M_LOG=/var/log/containerd.log
 M_PIDFILE=/run/containerd/containerd.pid
 # crictl's config (the machine's /etc/crictl.yaml would be the host's).
 M_CRICTL_CONFIG=/etc/containerd/crictl.yaml
+# The node agent's PID (agent), in the machine.
+M_AGENT_PIDFILE=/run/agent.pid
+# The label the network add-ons' DaemonSets select (hack/network/*.yaml).
+NETWORK_OWNER_LABEL=machines.crivk.io/network=owner
 
 fail() {
   log "ERROR: $*" >&2
@@ -111,7 +136,7 @@ fail() {
 }
 
 usage() {
-  echo "usage: hack/machines.sh up N | down | exec mN CMD... | status" >&2
+  echo "usage: hack/machines.sh up N | down | exec mN CMD... | status | agent mN kubelet|crivk [ARG...] | routes" >&2
   exit 2
 }
 
@@ -418,6 +443,86 @@ containerd_up() {
     sed "s/^/  ${m}: /"
 }
 
+# ----------------------------------------------------------- node agent
+
+# agent_pid mN HOLDER: the PID (in the machine) of mN's node agent, if it
+# runs: the recorded process runs our kubelet or crivk.
+agent_pid() {
+  # shellcheck disable=SC2016 # the child's $0, $1, $2 and ${p}
+  in_machine "$1" "$2" sh -c '
+    p=$(cat "$0" 2>/dev/null) || exit 0
+    e=$(readlink "/proc/${p}/exe") || exit 0
+    case "${e}" in "$1" | "$1 (deleted)" | "$2" | "$2 (deleted)") echo "${p}" ;; esac; exit 0' \
+    "${M_AGENT_PIDFILE}" "${BIN_DIR}/kubelet" "${BIN_DIR}/crivk"
+}
+
+# agent mN kubelet|crivk ARG...: starts mN's node agent (the header says
+# how). Written for #45 phase 2; not run yet.
+agent() {
+  local m=$1 kind=$2 h d dir script pid
+  shift 2
+  case "${kind}" in
+    kubelet) script=run-kubelet.sh dir=/var/lib/kubelet ;;
+    crivk) script=run-crivk.sh dir=/var/lib/crivk ;;
+    *) usage ;;
+  esac
+  valid_machine "${m}" || fail "no machine '${m}'"
+  h=$(holder_pid "${m}")
+  [ -n "${h}" ] || fail "${m} is not up"
+  d=$(mdir "${m}")
+  if [ ! -f "${LOCAL_DIR}/env" ] || [ ! -s "${PKI_DIR}/ca.key" ]; then
+    fail "no cluster: run MACHINES=N hack/local-up.sh first"
+  fi
+  pid=$(agent_pid "${m}" "${h}")
+  [ -z "${pid}" ] || fail "${m}: a node agent already runs (pid ${pid} in ${m})"
+  [ -x "${BIN_DIR}/${kind}" ] || fail "no ${BIN_DIR}/${kind}: hack/build-kube.sh kubelet or hack/build.sh"
+  # The API server does not verify it (no --kubelet-certificate-authority),
+  # but it names the node as a client that verifies would ask.
+  cert "node-serving-${m}" "/O=system:nodes/CN=system:node:${m}" serverAuth "DNS:${m}, IP:$(machine_ip "${m}")"
+  {
+    echo "# Written by hack/machines.sh agent: node ${m}'s settings, sourced by"
+    echo "# hack/${script} after the cluster's env (AGENT_ENV)."
+    printf '%s=%q\n' NODE_NAME "${m}" NODE_IP "$(machine_ip "${m}")" CRI_ENDPOINT "unix://${M_SOCK}" \
+      NODE_SERVING_CERT "${PKI_DIR}/node-serving-${m}.crt" NODE_SERVING_KEY "${PKI_DIR}/node-serving-${m}.key" \
+      AGENT_DIR "${dir}" AGENT_POD_LOGS_DIR /var/log/pods AGENT_CGROUP_ROOT "${CGROUP_PARENT}/${m}" \
+      AGENT_CLUSTER_DNS "${CLUSTER_DNS}" AGENT_CLUSTER_DOMAIN "${CLUSTER_DOMAIN}" \
+      AGENT_NODE_LABELS "${NETWORK_OWNER_LABEL}"
+  } >"${d}/agent.env"
+  # As containerd_up starts containerd: setsid -f, so the agent is
+  # re-parented to the holder; the script execs the agent, whose PID the
+  # shell wrote.
+  # shellcheck disable=SC2016 # $0, $1 and $@ are the child's
+  in_machine "${m}" "${h}" setsid -f sh -c 'p=$0 l=$1; shift; echo $$ >"$p" && exec "$@" >>"$l" 2>&1 </dev/null' \
+    "${M_AGENT_PIDFILE}" "/var/log/${kind}.log" env AGENT_ENV="${d}/agent.env" "${ROOT}/hack/${script}" "$@"
+  for _ in $(seq 1 50); do
+    pid=$(agent_pid "${m}" "${h}")
+    [ -z "${pid}" ] || break
+    sleep 0.2
+  done
+  if [ -z "${pid}" ]; then
+    tail -20 "${d}/log/${kind}.log" >&2
+    fail "${m}: ${kind} did not start"
+  fi
+  log "${m}: ${kind} started (pid ${pid} in ${m}; log ${d}/log/${kind}.log)"
+}
+
+# routes: a host route to each Node's podCIDR via its InternalIP, when that
+# is a machine's address. Written for #45 phase 3; not run yet.
+routes() {
+  local cidr ip n=0
+  [ -f "${LOCAL_DIR}/admin.kubeconfig" ] || fail "no cluster: run MACHINES=N hack/local-up.sh first"
+  "${ROOT}/hack/build-kube.sh" kubectl >/dev/null
+  while read -r cidr ip; do
+    if [ -z "${cidr}" ] || [ -z "${ip}" ]; then continue; fi
+    case "${ip}" in "${LAN_GATEWAY%.*}".*) ;; *) continue ;; esac
+    ip route replace "${cidr}" via "${ip}" dev "${LAN_BRIDGE}"
+    log "route ${cidr} via ${ip}"
+    n=$((n + 1))
+  done < <("${BIN_DIR}/kubectl" --kubeconfig "${LOCAL_DIR}/admin.kubeconfig" get nodes \
+    -o jsonpath='{range .items[*]}{.spec.podCIDR}{" "}{.status.addresses[?(@.type=="InternalIP")].address}{"\n"}{end}')
+  log "${n} route(s) to the nodes' pod subnets"
+}
+
 # ------------------------------------------------------------- up, down
 
 machine_up() {
@@ -521,7 +626,7 @@ machine_clean() {
   for b in "${BINDS[@]}"; do
     [ "${b%%:*}" = log ] || rm -rf "${d:?}/${b%%:*}"
   done
-  rm -f "${d}/pid" "${d}/unshare.pid" "${d}/ready"
+  rm -f "${d}/pid" "${d}/unshare.pid" "${d}/ready" "${d}/agent.env"
 }
 
 up() {
@@ -576,7 +681,7 @@ down() {
 }
 
 status() {
-  local d m h c
+  local d m h c a
   if ip -4 -o addr show dev "${LAN_BRIDGE}" >/dev/null 2>&1; then
     echo "${LAN_BRIDGE}: $(ip -4 -o addr show dev "${LAN_BRIDGE}" | awk '{print $4}'), ports: $(ip -o link show master "${LAN_BRIDGE}" | awk -F': ' '{print $2}' | sed 's/@.*//' | tr '\n' ' ')"
   else
@@ -592,7 +697,9 @@ status() {
       continue
     fi
     c=$(in_machine "${m}" "${h}" crictl version 2>/dev/null | awk '/RuntimeVersion/ {print $2}') || true
-    echo "${m}: holder ${h}, hostname $(in_machine "${m}" "${h}" hostname), eth0 $(in_machine "${m}" "${h}" ip -4 -o addr show dev eth0 2>/dev/null | awk '{print $4}'), containerd ${c:-not running}$([ -f "${d}/ready" ] || echo ', NOT READY')"
+    a=$(agent_pid "${m}" "${h}")
+    [ -z "${a}" ] || a="$(in_machine "${m}" "${h}" cat "/proc/${a}/comm" 2>/dev/null) (pid ${a})"
+    echo "${m}: holder ${h}, hostname $(in_machine "${m}" "${h}" hostname), eth0 $(in_machine "${m}" "${h}" ip -4 -o addr show dev eth0 2>/dev/null | awk '{print $4}'), containerd ${c:-not running}, agent ${a:-none}$([ -f "${d}/ready" ] || echo ', NOT READY')"
   done
 }
 
@@ -625,6 +732,14 @@ main() {
       in_machine "${m}" "${h}" "$@"
       ;;
     status) status ;;
+    agent)
+      [ $# -ge 2 ] || usage
+      agent "$@"
+      ;;
+    routes)
+      [ $# = 0 ] || usage
+      routes
+      ;;
     _holder) holder_main "$1" ;;
     _mounts) setup_mounts "$1" "$2" ;;
     *) usage ;;
