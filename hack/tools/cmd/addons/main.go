@@ -33,7 +33,7 @@
 //     (Network a CIDR, a known backend type).
 //
 // The Corefile is not checked here: CoreDNS's own parser is in another
-// module (hack/tools/network/coredns); hack/network.sh check-images runs
+// module (hack/tools/network/coredns); hack/smoke-network.sh runs
 // CoreDNS on it.
 //
 // Usage:
