@@ -30,13 +30,27 @@
 #   registry.k8s.io/e2e-test-images/kitten:1.8               upstream test/images/kitten on our agnhost:
 #                                                            /kitten.jpg, /data.json (the ImageVolume specs)
 #
+# With NETWORK_IMAGES=1 also the images of the network add-ons of the
+# multi-machine cluster (#45, hack/README.md "Several machines on one";
+# their manifests are hack/network/*.yaml), with the binaries
+# hack/build-network.sh builds (run here; each binary's version is checked
+# against its image's tag):
+#
+#   registry.k8s.io/kube-proxy:v1.37.2       /usr/local/bin/kube-proxy on a Debian bookworm minbase
+#                                            with Debian's iptables (its nf_tables variant, as this
+#                                            host's) and nftables (kube-proxy runs iptables-restore,
+#                                            and nft in nftables mode and to clean that mode's table)
+#   docker.io/flannel/flannel:v0.28.11       /opt/bin/flanneld and /opt/bin/flannel-cni-conf on the
+#                                            same base (flanneld runs iptables and iptables-restore)
+#   registry.k8s.io/coredns/coredns:v1.15.0  the static /coredns alone
+#
 # A tarball is rebuilt only when its inputs changed (recorded in
 # _output/images/NAME.inputs); an image is imported only when containerd does
 # not already have every name at the tarball's manifest digest.
 #
-# Usage: [CONFORMANCE_IMAGES=1] [NODE_E2E_IMAGES=1] hack/images.sh [containerd-socket]
-# Environment (conformance and node e2e images only): DEBIAN_MIRROR (default: the mirror
-# apt is configured with for bookworm).
+# Usage: [CONFORMANCE_IMAGES=1] [NODE_E2E_IMAGES=1] [NETWORK_IMAGES=1] hack/images.sh [containerd-socket]
+# Environment (conformance, node e2e and network images only): DEBIAN_MIRROR (default: the
+# mirror apt is configured with for bookworm).
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -59,6 +73,20 @@ GLIBC_DNS_TESTING_IMAGE=registry.k8s.io/e2e-test-images/glibc-dns-testing:2.1.1
 IPC_UTILS_IMAGE=registry.k8s.io/e2e-test-images/ipc-utils:1.4
 KITTEN_IMAGE=registry.k8s.io/e2e-test-images/kitten:1.8
 NGINX_PACKAGES=nginx
+NETWORK_IMAGES=${NETWORK_IMAGES:-0}
+# The tags the network add-ons' manifests name: the versions hack/build-network.sh
+# builds (checked by build_network_images).
+KUBE_PROXY_IMAGE=registry.k8s.io/kube-proxy:v1.37.2
+FLANNEL_IMAGE=docker.io/flannel/flannel:v0.28.11
+COREDNS_IMAGE=registry.k8s.io/coredns/coredns:v1.15.0
+# kube-proxy's iptables mode runs iptables, iptables-save and
+# iptables-restore (and ip6tables'), its nftables mode nft; conntrack
+# entries are listed and deleted through netlink (pkg/proxy/conntrack in
+# v1.37), so no conntrack tool. flanneld runs iptables and iptables-restore.
+# Debian's iptables is iptables-nft by default, as this host's: the
+# rules of kube-proxy, flanneld and the CNI plugins (the host's iptables,
+# run by containerd) are all in nf_tables.
+NETWORK_PACKAGES=iptables,nftables
 DEBIAN_SUITE=bookworm
 # What upstream's agnhost image adds to its base with apk (minus iperf): nc
 # with UDP, curl, dig/nslookup, ip/ss, bash.
@@ -390,6 +418,63 @@ build_from_agnhost_base() {
   rm -rf "${rootfs}"
 }
 
+# network_image_version BINARY ARGS... TAG: BINARY's version output
+# (BINARY ARGS...) must hold TAG (its leading v optional), else the image
+# would carry a tag its binary is not.
+network_image_version() {
+  local out tag=${*: -1}
+  out=$("${@:1:$#-1}" 2>&1 | head -n 3) || true
+  case "${out}" in
+    *"${tag}"* | *"${tag#v}"*) ;;
+    *) log "ERROR: $1 is not ${tag}: ${out}" >&2; exit 1 ;;
+  esac
+}
+
+# build_network_image NAME IMAGE ENTRYPOINT BASE FILE:PATH...: image IMAGE
+# (tarball NAME.tar) of each FILE installed at PATH (mode 0755), on the
+# Debian base tarball BASE (none: an empty root filesystem), with
+# ENTRYPOINT.
+build_network_image() {
+  local name=$1 image=$2 entrypoint=$3 base=$4 tar=${OUT}/$1.tar inputs rootfs f files=()
+  shift 4
+  for f in "$@"; do files+=("${f%%:*}"); done
+  inputs=$(inputs_of "${name}" "${files[@]}" ${base:+"${OUT}/${base}.tar"})
+  if up_to_date "${tar}" "${inputs}"; then return; fi
+  log "building ${name}.tar"
+  if [ -n "${base}" ]; then
+    rootfs=$(from_debian_base "${name}" "${base}")
+  else
+    rootfs=$(fresh_rootfs "${name}")
+  fi
+  for f in "$@"; do
+    install -D -m 0755 "${f%%:*}" "${rootfs}${f#*:}"
+  done
+  mkimage -keep-owner -rootfs "${rootfs}" -o "${tar}" -name "${image}" \
+    -entrypoint "${entrypoint}" -env "PATH=${IMAGE_PATH}"
+  echo "${inputs}" > "${tar}.inputs"
+  rm -rf "${rootfs}"
+}
+
+# build_network_images: the add-ons' images (NETWORK_IMAGES=1), from the
+# binaries of hack/build-network.sh, each checked against its tag.
+build_network_images() {
+  local net=${BIN}/network
+  "${ROOT}/hack/build-network.sh" >/dev/null
+  network_image_version "${BIN}/kube-proxy" --version "${KUBE_PROXY_IMAGE##*:}"
+  network_image_version "${net}/flanneld" --version "${FLANNEL_IMAGE##*:}"
+  network_image_version "${net}/coredns" -version "${COREDNS_IMAGE##*:}"
+  build_debian_base network-base "${NETWORK_PACKAGES}"
+  build_network_image kube-proxy "${KUBE_PROXY_IMAGE}" /usr/local/bin/kube-proxy network-base \
+    "${BIN}/kube-proxy:/usr/local/bin/kube-proxy"
+  build_network_image flannel "${FLANNEL_IMAGE}" /opt/bin/flanneld network-base \
+    "${net}/flanneld:/opt/bin/flanneld" "${net}/flannel-cni-conf:/opt/bin/flannel-cni-conf"
+  # As upstream's image, but for its user: upstream runs it as 65532 with
+  # the file capability cap_net_bind_service on /coredns, which mkimage's
+  # layers do not carry (no extended attributes); here it runs as root and
+  # the Deployment keeps only NET_BIND_SERVICE (hack/network/coredns.yaml).
+  build_network_image coredns "${COREDNS_IMAGE}" /coredns "" "${net}/coredns:/coredns"
+}
+
 # import_tar TAR NAME...: imports TAR unless every NAME is already in
 # containerd at the tarball's manifest digest.
 import_tar() {
@@ -433,6 +518,10 @@ if [ "${NODE_E2E_IMAGES}" = 1 ]; then
   build_kitten
   images+=("${NGINX_IMAGE}" "${GLIBC_DNS_TESTING_IMAGE}" "${IPC_UTILS_IMAGE}" "${KITTEN_IMAGE}")
 fi
+if [ "${NETWORK_IMAGES}" = 1 ]; then
+  build_network_images
+  images+=("${KUBE_PROXY_IMAGE}" "${FLANNEL_IMAGE}" "${COREDNS_IMAGE}")
+fi
 
 if [ -n "${SOCK}" ]; then
   import_tar "${OUT}/pause.tar" "${PAUSE_IMAGE}"
@@ -447,6 +536,11 @@ if [ -n "${SOCK}" ]; then
     import_tar "${OUT}/glibc-dns-testing.tar" "${GLIBC_DNS_TESTING_IMAGE}"
     import_tar "${OUT}/ipc-utils.tar" "${IPC_UTILS_IMAGE}"
     import_tar "${OUT}/kitten.tar" "${KITTEN_IMAGE}"
+  fi
+  if [ "${NETWORK_IMAGES}" = 1 ]; then
+    import_tar "${OUT}/kube-proxy.tar" "${KUBE_PROXY_IMAGE}"
+    import_tar "${OUT}/flannel.tar" "${FLANNEL_IMAGE}"
+    import_tar "${OUT}/coredns.tar" "${COREDNS_IMAGE}"
   fi
 fi
 

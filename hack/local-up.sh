@@ -59,6 +59,19 @@
 # (_output/local/containerd2, _output/local/containerd). A containerd of
 # the other lane found running is stopped, with its shims, and the one
 # asked for started.
+# MACHINES=N, N > 1 (hack/lib/local.sh; hack/run-machines.sh sets it): the
+# control plane of the cluster of machines (#45, hack/README.md "Several
+# machines on one"), whose nodes run in the machines of hack/machines.sh:
+# no containerd on the host (one of ours left running by a single node is
+# stopped, its pods removed), so no test images imported here (the
+# machines import their own); the controller manager allocates each
+# Node's spec.podCIDR (--allocate-node-cidrs, --cluster-cidr CLUSTER_CIDR,
+# --node-cidr-mask-size NODE_CIDR_MASK_SIZE, and the nodeipam controller
+# on: --controllers '*' unless KCM_CONTROLLERS says otherwise); the env
+# file also holds MACHINES, CLUSTER_CIDR, CLUSTER_DNS and CLUSTER_DOMAIN.
+# REGISTRY and REGISTRY_MIRROR are refused (both serve the host's
+# containerd). Everything else as for the single node. Written for phase 2
+# of #45; NOT RUN YET (hack/README.md says what was).
 # LOCAL_STATE=NAME (hack/lib/local.sh): etcd's data in a dir of its own,
 # _output/local/etcd-NAME (etcd-3.6-NAME): hack/test.sh's cluster tiers
 # (test) and hack/walkthrough.sh (walkthrough) do not see what `make run`
@@ -91,6 +104,10 @@ preflight() {
     system | built) ;;
     *) log "ERROR: LOCAL_ETCD must be system or built, not '${LOCAL_ETCD}'" >&2; exit 1 ;;
   esac
+  if [ "${MACHINES}" -gt 1 ] && { [ "${REGISTRY:-0}" = 1 ] || [ "${REGISTRY_MIRROR:-0}" = 1 ]; }; then
+    log "ERROR: REGISTRY and REGISTRY_MIRROR serve the host's containerd, which MACHINES=${MACHINES} does not run" >&2
+    exit 1
+  fi
   # CONTAINERD=built runs the runtime of hack/build-runtime.sh (first in
   # PATH: hack/lib/local.sh), built here when missing or of another version.
   if [ "${CONTAINERD}" = built ]; then
@@ -154,32 +171,8 @@ write_if_changed() {
 
 # ---------------------------------------------------------------- certificates
 
-# cert NAME SUBJECT EXTENDED_KEY_USAGE [SUBJECT_ALT_NAMES]: a key pair signed by
-# the CA, (re)generated when missing, made for another subject/SANs, not
-# signed by the current CA or expiring within a day.
-cert() {
-  local name=$1 subj=$2 usage=$3 sans=${4:-}
-  local key=${PKI_DIR}/$1.key crt=${PKI_DIR}/$1.crt spec="${subj}|${usage}|${sans}"
-  if [ -s "${key}" ] && [ -s "${crt}" ] && [ "$(cat "${PKI_DIR}/${name}.spec" 2>/dev/null)" = "${spec}" ] &&
-    openssl verify -CAfile "${PKI_DIR}/ca.crt" "${crt}" >/dev/null 2>&1 &&
-    openssl x509 -noout -checkend 86400 -in "${crt}" >/dev/null 2>&1; then
-    return 0
-  fi
-  log "generating certificate ${name} (${subj}${sans:+ ${sans}})"
-  [ -s "${key}" ] || (umask 077 && openssl genrsa -out "${key}" 2048 2>/dev/null)
-  {
-    echo "basicConstraints = critical, CA:FALSE"
-    echo "keyUsage = critical, digitalSignature, keyEncipherment"
-    echo "extendedKeyUsage = ${usage}"
-    [ -z "${sans}" ] || echo "subjectAltName = ${sans}"
-  } >"${PKI_DIR}/${name}.ext"
-  openssl req -new -key "${key}" -subj "${subj}" -out "${PKI_DIR}/${name}.csr"
-  openssl x509 -req -in "${PKI_DIR}/${name}.csr" -CA "${PKI_DIR}/ca.crt" -CAkey "${PKI_DIR}/ca.key" \
-    -set_serial "0x$(openssl rand -hex 16)" -days 3650 -sha256 \
-    -extfile "${PKI_DIR}/${name}.ext" -out "${crt}" 2>/dev/null
-  rm -f "${PKI_DIR}/${name}.csr" "${PKI_DIR}/${name}.ext"
-  echo "${spec}" >"${PKI_DIR}/${name}.spec"
-}
+# (cert, which makes each certificate, is in hack/lib/local.sh: hack/machines.sh
+# makes the machines' serving certificates with it.)
 
 make_pki() {
   if [ ! -s "${PKI_DIR}/ca.key" ] || [ ! -s "${PKI_DIR}/ca.crt" ]; then
@@ -341,6 +334,21 @@ start_containerd() {
   "${ROOT}/hack/images.sh" "${CONTAINERD_SOCK}" || fail containerd "importing the test images failed"
 }
 
+# stop_host_runtime (MACHINES > 1): the nodes and their containerds are the
+# machines' (hack/machines.sh), none runs on the host. A containerd of ours
+# that a single-node run left is stopped as local-down stops it: its pod
+# sandboxes removed first, then what it leaves cleaned up. The machines'
+# containerds are not ours (their command lines do not name LOCAL_DIR,
+# their shims' -address is not CONTAINERD_SOCK, their mounts are in their
+# own mount namespaces).
+stop_host_runtime() {
+  if [ -n "$(recorded_pid containerd)" ] && [ -S "${CONTAINERD_SOCK}" ]; then
+    remove_all_pods
+  fi
+  stop_component containerd
+  cleanup_runtime || fail containerd "cannot clean up after the host's containerd"
+}
+
 # ---------------------------------------------------------- control plane
 
 etcd_healthy() {
@@ -420,7 +428,13 @@ start_apiserver() {
 }
 
 start_controller_manager() {
-  local kc=${LOCAL_DIR}/controller-manager.kubeconfig
+  local kc=${LOCAL_DIR}/controller-manager.kubeconfig controllers=${KCM_CONTROLLERS:-*,-nodeipam} nodeipam=()
+  if [ "${MACHINES}" -gt 1 ]; then
+    # Each Node gets spec.podCIDR, a /NODE_CIDR_MASK_SIZE of CLUSTER_CIDR:
+    # flannel's lease (--kube-subnet-mgr) on the nodes of the machines.
+    controllers=${KCM_CONTROLLERS:-*}
+    nodeipam=(--allocate-node-cidrs=true --cluster-cidr="${CLUSTER_CIDR}" --node-cidr-mask-size="${NODE_CIDR_MASK_SIZE}")
+  fi
   ensure_running kube-controller-manager "$(fingerprint "${kc}" "${PKI_DIR}/sa.key")$(etcd_data)" \
     "${BIN_DIR}/kube-controller-manager" \
     --kubeconfig="${kc}" \
@@ -429,7 +443,7 @@ start_controller_manager() {
     --service-account-private-key-file="${PKI_DIR}/sa.key" \
     --root-ca-file="${PKI_DIR}/ca.crt" \
     --use-service-account-credentials=true \
-    --controllers="${KCM_CONTROLLERS:-*,-nodeipam}" \
+    --controllers="${controllers}" \
     --cluster-signing-cert-file="${PKI_DIR}/ca.crt" \
     --cluster-signing-key-file="${PKI_DIR}/ca.key" \
     --cluster-signing-duration="${CSR_SIGNING_DURATION:-8760h}" \
@@ -437,7 +451,8 @@ start_controller_manager() {
     --leader-elect=false \
     --bind-address=127.0.0.1 \
     --secure-port="${CONTROLLER_MANAGER_PORT}" \
-    --cert-dir="${LOCAL_DIR}/controller-manager-certs"
+    --cert-dir="${LOCAL_DIR}/controller-manager-certs" \
+    "${nodeipam[@]}"
   wait_until kube-controller-manager 60 "kube-controller-manager /healthz" healthz "${CONTROLLER_MANAGER_PORT}"
 }
 
@@ -701,6 +716,11 @@ write_env() {
       CRIVK_RUN_DIR CRI_CONFIG_FILE CRICTL PAUSE_IMAGE BUSYBOX_IMAGE REGISTRY_HOST REGISTRY_MIRROR_HOST; do
       printf 'export %s=%q\n' "${v}" "${!v}"
     done
+    if [ "${MACHINES}" -gt 1 ]; then
+      for v in MACHINES CLUSTER_CIDR CLUSTER_DNS CLUSTER_DOMAIN; do
+        printf 'export %s=%q\n' "${v}" "${!v}"
+      done
+    fi
     if [ "${CONTAINERD}" = built ]; then
       # The lane's containerd, ctr and runc first in PATH (as hack/lib/local.sh).
       printf 'case ":${PATH}:" in *:%q:*) ;; *) export PATH=%q:"${PATH}" ;; esac\n' "${RUNTIME_BIN_DIR}" "${RUNTIME_BIN_DIR}"
@@ -716,7 +736,11 @@ main() {
   if [ "${REGISTRY_MIRROR:-0}" = 1 ]; then
     REGISTRY_MIRROR_HOST=${NODE_IP}:${REGISTRY_MIRROR_PORT}
   fi
-  log "node ${NODE_NAME}, IP ${NODE_IP}"
+  if [ "${MACHINES}" -gt 1 ]; then
+    log "control plane of ${MACHINES} machines, API server on ${NODE_IP}"
+  else
+    log "node ${NODE_NAME}, IP ${NODE_IP}"
+  fi
   local kube=(kube-apiserver kube-controller-manager kube-scheduler)
   [ "${LOCAL_ETCD}" = system ] || kube+=(etcd)
   "${ROOT}/hack/build-kube.sh" "${kube[@]}"
@@ -725,7 +749,11 @@ main() {
   make_pki
   make_kubeconfigs
 
-  start_containerd
+  if [ "${MACHINES}" -gt 1 ]; then
+    stop_host_runtime
+  else
+    start_containerd
+  fi
   start_etcd
   start_apiserver
   start_controller_manager

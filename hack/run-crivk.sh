@@ -23,16 +23,30 @@
 # certificate, client CA, cgroup root, cgroup v1, manifests, image GC, eviction):
 # flags override --config, which must then be their only source
 # (hack/lib/node-e2e-agent.sh restarts crivk with the node e2e suite's).
+# AGENT_ENV=FILE: the node of a machine of the cluster of machines (#45;
+# hack/machines.sh agent writes FILE and starts this script in the
+# machine), as hack/run-kubelet.sh's: FILE, sourced after the cluster's
+# env, sets NODE_NAME, NODE_IP, CRI_ENDPOINT, NODE_SERVING_CERT and _KEY,
+# AGENT_DIR (root dir; the static pod manifests in its manifests/),
+# AGENT_POD_LOGS_DIR, AGENT_CGROUP_ROOT (CRIVK_CGROUP_ROOT still wins),
+# AGENT_CLUSTER_DNS, AGENT_CLUSTER_DOMAIN and AGENT_NODE_LABELS. NOT RUN
+# YET with AGENT_ENV (hack/README.md).
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=/dev/null
 source "${ROOT}/_output/local/env"
+if [ -n "${AGENT_ENV:-}" ]; then
+  # shellcheck source=/dev/null
+  source "${AGENT_ENV}"
+fi
+CRIVK_ROOT=${AGENT_DIR:-${LOCAL_DIR}/crivk}
+PODS_DIR=${AGENT_POD_LOGS_DIR:-${LOCAL_DIR}/pods}
 
 if [ "${CRIVK_ADMIN_KUBECONFIG:-0}" = 1 ]; then
   credentials=(--kubeconfig="${KUBECONFIG}")
 else
-  credentials=(--bootstrap-kubeconfig="${BOOTSTRAP_KUBECONFIG}" --kubeconfig="${LOCAL_DIR}/crivk/kubeconfig")
+  credentials=(--bootstrap-kubeconfig="${BOOTSTRAP_KUBECONFIG}" --kubeconfig="${CRIVK_ROOT}/kubeconfig")
 fi
 
 # The serving certificate local-up made, unless crivk asks the cluster for
@@ -49,7 +63,7 @@ done
 # images cannot be pulled again) and the disk thresholds are absolute.
 # The GC and DiskPressure tests pass their own, on filesystems of their own
 # (test/e2e/gc_test.go, diskpressure_test.go); later flags win.
-manifests="${CRIVK_POD_MANIFEST_PATH:-${LOCAL_DIR}/manifests}"
+manifests="${CRIVK_POD_MANIFEST_PATH:-${AGENT_DIR:-${LOCAL_DIR}}/manifests}"
 mkdir -p "${manifests}"
 
 bin=${CRIVK_BIN:-${ROOT}/_output/bin/crivk}
@@ -58,21 +72,27 @@ case "$("${bin}" --help 2>/dev/null || true)" in *--fail-cgroupv1*) cgroupv1=(--
 
 settings=(
   --cri-endpoint="${CRI_ENDPOINT}"
-  --pod-log-dir="${LOCAL_DIR}/pods"
+  --pod-log-dir="${PODS_DIR}"
   "${serving[@]}"
   --client-ca-file="${CA_CERT}"
-  --cgroup-root="${CRIVK_CGROUP_ROOT:-/crivk}"
+  --cgroup-root="${CRIVK_CGROUP_ROOT:-${AGENT_CGROUP_ROOT:-/crivk}}"
   "${cgroupv1[@]}"
   --pod-manifest-path="${manifests}"
   --image-gc-high-threshold=100 --image-gc-low-threshold=99
   --eviction-hard='memory.available<100Mi,nodefs.available<2Gi,nodefs.inodesFree<5%,imagefs.available<2Gi'
 )
 [ "${CRIVK_SETTINGS_FROM_CONFIG:-0}" != 1 ] || settings=()
+machine=()
+if [ -n "${AGENT_ENV:-}" ]; then
+  machine=(--cluster-dns="${AGENT_CLUSTER_DNS}" --cluster-domain="${AGENT_CLUSTER_DOMAIN}"
+    --node-labels="${AGENT_NODE_LABELS}")
+fi
 
 exec "${bin}" \
   "${credentials[@]}" \
   --node-name="${NODE_NAME}" \
   --node-ip="${NODE_IP}" \
-  --root-dir="${LOCAL_DIR}/crivk" \
+  --root-dir="${CRIVK_ROOT}" \
   "${settings[@]}" \
+  "${machine[@]}" \
   "$@"

@@ -13,13 +13,29 @@
 # under _output/local/pods (as crivk).
 # Environment: KUBELET_KUBECONFIG (default NODE_KUBECONFIG, the
 # system:node:NODE_NAME client certificate; the admin kubeconfig works too).
+# AGENT_ENV=FILE: the node of a machine of the cluster of machines (#45;
+# hack/machines.sh agent writes FILE and starts this script in the
+# machine). FILE, sourced after the cluster's env, sets the node's
+# NODE_NAME, NODE_IP, CRI_ENDPOINT, NODE_SERVING_CERT and NODE_SERVING_KEY,
+# and AGENT_DIR (root dir, holding config.yaml), AGENT_POD_LOGS_DIR,
+# AGENT_CGROUP_ROOT, AGENT_CLUSTER_DNS, AGENT_CLUSTER_DOMAIN and
+# AGENT_NODE_LABELS, which go into the config and flags; the kubelet then
+# joins with the bootstrap token (BOOTSTRAP_KUBECONFIG) and keeps its
+# client certificate under its root dir. Without it, as above. NOT RUN YET
+# with AGENT_ENV (hack/README.md).
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=/dev/null
 source "${ROOT}/_output/local/env"
-DIR=${LOCAL_DIR}/kubelet
-mkdir -p "${DIR}/root" "${LOCAL_DIR}/pods"
+if [ -n "${AGENT_ENV:-}" ]; then
+  # shellcheck source=/dev/null
+  source "${AGENT_ENV}"
+fi
+DIR=${AGENT_DIR:-${LOCAL_DIR}/kubelet}
+KUBELET_ROOT=${AGENT_DIR:-${DIR}/root}
+PODS_DIR=${AGENT_POD_LOGS_DIR:-${LOCAL_DIR}/pods}
+mkdir -p "${KUBELET_ROOT}" "${PODS_DIR}"
 
 # The settings docs/environment.md records as necessary on this machine (hybrid cgroup
 # v1 layout, swap, no systemd), the project's CRI endpoint, the API server's
@@ -34,7 +50,7 @@ cgroupDriver: cgroupfs
 failCgroupV1: false
 failSwapOn: false
 containerRuntimeEndpoint: ${CRI_ENDPOINT}
-podLogsDir: ${LOCAL_DIR}/pods
+podLogsDir: ${PODS_DIR}
 authentication:
   anonymous:
     enabled: false
@@ -56,10 +72,25 @@ evictionHard:
 resolvConf: /etc/resolv.conf
 CFG
 
+credentials=(--kubeconfig="${KUBELET_KUBECONFIG:-${NODE_KUBECONFIG}}")
+machine=()
+if [ -n "${AGENT_ENV:-}" ]; then
+  # The cluster DNS, and the pods' cgroups under the machine's.
+  cat >>"${DIR}/config.yaml" <<CFG
+clusterDNS:
+- ${AGENT_CLUSTER_DNS}
+clusterDomain: ${AGENT_CLUSTER_DOMAIN}
+cgroupRoot: ${AGENT_CGROUP_ROOT}
+CFG
+  credentials=(--bootstrap-kubeconfig="${BOOTSTRAP_KUBECONFIG}" --kubeconfig="${KUBELET_ROOT}/kubeconfig")
+  machine=(--node-labels="${AGENT_NODE_LABELS}")
+fi
+
 exec "${ROOT}/_output/bin/kubelet" \
   --config="${DIR}/config.yaml" \
-  --kubeconfig="${KUBELET_KUBECONFIG:-${NODE_KUBECONFIG}}" \
-  --root-dir="${DIR}/root" \
+  "${credentials[@]}" \
+  --root-dir="${KUBELET_ROOT}" \
   --hostname-override="${NODE_NAME}" \
   --node-ip="${NODE_IP}" \
+  "${machine[@]}" \
   "$@"

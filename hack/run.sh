@@ -11,6 +11,10 @@
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# MACHINES=N, N > 1: the cluster of several machines on this one (#45).
+if [ "${MACHINES:-1}" != 1 ]; then
+  exec "${ROOT}/hack/run-machines.sh" "$@"
+fi
 "${ROOT}/hack/install-deps.sh"
 "${ROOT}/hack/build.sh"
 # kubectl v1.37.2 for the README's quick start (the machine's may be older

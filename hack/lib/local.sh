@@ -99,6 +99,25 @@ CNI_BRIDGE=${CNI_BRIDGE:-crivk0}
 POD_CIDR=${POD_CIDR:-10.88.0.0/16}
 SERVICE_CIDR=10.96.0.0/16
 SERVICE_IP=10.96.0.1
+# MACHINES=N (N > 1): the cluster of several machines on this one (#45,
+# hack/README.md "Several machines on one"; hack/run-machines.sh): the
+# control plane on the host, no containerd nor node there, the nodes in
+# machines m1..mN (hack/machines.sh). Unset or 1: the single node.
+MACHINES=${MACHINES:-1}
+case "${MACHINES}" in
+  "" | 0 | *[!0-9]*) echo "MACHINES must be a number from 1, not '${MACHINES}'" >&2; exit 2 ;;
+esac
+# The networks of the cluster of machines (#45, hack/README.md "Several
+# machines on one"): the pod network, which the controller manager cuts
+# into a /NODE_CIDR_MASK_SIZE per node (flannel's Network, kube-proxy's
+# clusterCIDR: hack/network.sh renders hack/network/*.yaml with them), and
+# the cluster DNS: the kube-dns Service's IP, in SERVICE_CIDR, and the
+# domain (the agents' --cluster-dns and --cluster-domain). The single node
+# uses none of them.
+CLUSTER_CIDR=10.244.0.0/16
+NODE_CIDR_MASK_SIZE=24
+CLUSTER_DNS=10.96.0.10
+CLUSTER_DOMAIN=cluster.local
 NODE_NAME=${NODE_NAME:-crivk-local}
 PAUSE_IMAGE=registry.k8s.io/pause:3.10.2
 BUSYBOX_IMAGE=registry.k8s.io/e2e-test-images/busybox:1.37.0-2
@@ -493,3 +512,32 @@ cni_conflist() { crivk_render cni; }
 # registry_hosts writes containerd 2's registry hosts files (crivk_render
 # hosts; none for containerd 1). containerd reads them at each pull.
 registry_hosts() { crivk_render hosts >/dev/null; }
+
+# ------------------------------------------------------------ certificates
+
+# cert NAME SUBJECT EXTENDED_KEY_USAGE [SUBJECT_ALT_NAMES]: a key pair signed by
+# the CA in PKI_DIR (hack/local-up.sh makes it), (re)generated when missing, made for another subject/SANs, not
+# signed by the current CA or expiring within a day.
+cert() {
+  local name=$1 subj=$2 usage=$3 sans=${4:-}
+  local key=${PKI_DIR}/$1.key crt=${PKI_DIR}/$1.crt spec="${subj}|${usage}|${sans}"
+  if [ -s "${key}" ] && [ -s "${crt}" ] && [ "$(cat "${PKI_DIR}/${name}.spec" 2>/dev/null)" = "${spec}" ] &&
+    openssl verify -CAfile "${PKI_DIR}/ca.crt" "${crt}" >/dev/null 2>&1 &&
+    openssl x509 -noout -checkend 86400 -in "${crt}" >/dev/null 2>&1; then
+    return 0
+  fi
+  log "generating certificate ${name} (${subj}${sans:+ ${sans}})"
+  [ -s "${key}" ] || (umask 077 && openssl genrsa -out "${key}" 2048 2>/dev/null)
+  {
+    echo "basicConstraints = critical, CA:FALSE"
+    echo "keyUsage = critical, digitalSignature, keyEncipherment"
+    echo "extendedKeyUsage = ${usage}"
+    [ -z "${sans}" ] || echo "subjectAltName = ${sans}"
+  } >"${PKI_DIR}/${name}.ext"
+  openssl req -new -key "${key}" -subj "${subj}" -out "${PKI_DIR}/${name}.csr"
+  openssl x509 -req -in "${PKI_DIR}/${name}.csr" -CA "${PKI_DIR}/ca.crt" -CAkey "${PKI_DIR}/ca.key" \
+    -set_serial "0x$(openssl rand -hex 16)" -days 3650 -sha256 \
+    -extfile "${PKI_DIR}/${name}.ext" -out "${crt}" 2>/dev/null
+  rm -f "${PKI_DIR}/${name}.csr" "${PKI_DIR}/${name}.ext"
+  echo "${spec}" >"${PKI_DIR}/${name}.spec"
+}
