@@ -12,6 +12,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -188,6 +189,23 @@ func TestRegistryCredentialProviderServiceAccount(t *testing.T) {
 		if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The API server's NodeRestriction lets a node request a token only
+	// for an audience its pod's projected volumes name, or one the node
+	// is granted (the verb request-serviceaccounts-token-audience on the
+	// audience as resource): what a cluster admin grants the kubelet's
+	// credential provider (KEP-4412), granted here to crivk's node.
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "registry-audience"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{audience}, ResourceNames: []string{"puller"},
+			Verbs: []string{"request-serviceaccounts-token-audience"}}}}
+	if _, err := client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "registry-audience"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "system:node:" + nodeName}}}
+	if _, err := client.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	pod := func(name, sa string) *v1.Pod {
 		p := busyboxPod(name, v1.RestartPolicyAlways, "sleep 3600")
