@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crivk/crivk/internal/grpcready"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
@@ -48,19 +48,10 @@ func dial(ctx context.Context, socket string, timeout time.Duration) (*grpc.Clie
 	if err != nil {
 		return nil, fmt.Errorf("failed to dial device plugin: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	conn.Connect()
-	for {
-		s := conn.GetState()
-		if s == connectivity.Ready {
-			return conn, nil
-		}
-		if !conn.WaitForStateChange(ctx, s) {
-			_ = conn.Close()
-			return nil, fmt.Errorf("failed to dial device plugin: %v", ctx.Err())
-		}
+	if err := grpcready.Wait(ctx, conn, timeout); err != nil {
+		return nil, fmt.Errorf("failed to dial device plugin: %v", err)
 	}
+	return conn, nil
 }
 
 func (e *endpoint) String() string { return fmt.Sprintf("%s (%s)", e.resource, e.socket) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -128,11 +129,7 @@ func (m *Manager) AddHandler(pluginType string, h Handler) {
 func (m *Manager) handlerSnapshot() map[string]Handler {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make(map[string]Handler, len(m.handlers))
-	for t, h := range m.handlers {
-		out[t] = h
-	}
-	return out
+	return maps.Clone(m.handlers)
 }
 
 // Start creates Dir (0750), watches it and the directories under it, and

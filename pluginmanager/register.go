@@ -7,10 +7,10 @@ import (
 	"net"
 	"time"
 
+	"github.com/crivk/crivk/internal/grpcready"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 )
@@ -124,17 +124,8 @@ func dial(ctx context.Context, socket string, timeout time.Duration) (*grpc.Clie
 	if err != nil {
 		return nil, fmt.Errorf("failed to dial socket %s, err: %w", socket, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	conn.Connect()
-	for {
-		s := conn.GetState()
-		if s == connectivity.Ready {
-			return conn, nil
-		}
-		if !conn.WaitForStateChange(ctx, s) {
-			_ = conn.Close()
-			return nil, fmt.Errorf("failed to dial socket %s, err: %w", socket, ctx.Err())
-		}
+	if err := grpcready.Wait(ctx, conn, timeout); err != nil {
+		return nil, fmt.Errorf("failed to dial socket %s, err: %w", socket, err)
 	}
+	return conn, nil
 }

@@ -1,6 +1,7 @@
 package pluginmanager
 
 import (
+	"maps"
 	"sort"
 	"sync"
 )
@@ -38,11 +39,7 @@ func (d *desired) remove(socket string) {
 func (d *desired) snapshot() map[string]uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make(map[string]uint64, len(d.sockets))
-	for s, g := range d.sockets {
-		out[s] = g
-	}
-	return out
+	return maps.Clone(d.sockets)
 }
 
 // registration is one plugin as it was registered: the socket and its
@@ -84,11 +81,7 @@ func (a *actual) remove(socket string) {
 func (a *actual) snapshot() map[string]registration {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := make(map[string]registration, len(a.plugins))
-	for s, r := range a.plugins {
-		out[s] = r
-	}
-	return out
+	return maps.Clone(a.plugins)
 }
 
 // toRegister is a socket to register, of one generation.

@@ -120,23 +120,12 @@ func waitGone(t *testing.T, ns, name string, timeout time.Duration) {
 // runtimeObjects lists what the runtime still holds of a pod UID.
 func runtimeObjects(t *testing.T, uid types.UID) (sandboxes, containers int) {
 	t.Helper()
-	ctx := testContext(t, 10*time.Second)
-	sel := map[string]string{"io.kubernetes.pod.uid": string(uid)}
-	sbs, err := runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
-	if err != nil {
-		t.Fatalf("listing sandboxes: %v", err)
-	}
-	cs, err := runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
-	if err != nil {
-		t.Fatalf("listing containers: %v", err)
-	}
+	sbs, cs := runtimeList(t, uid)
 	return len(sbs), len(cs)
 }
 
-// runtimeLive counts the pod's sandboxes that are still ready and its
-// containers that are still running (or created, or unknown: not known
-// to be stopped).
-func runtimeLive(t *testing.T, uid types.UID) (readySandboxes, liveContainers int) {
+// runtimeList lists the pod's sandboxes and containers in the runtime.
+func runtimeList(t *testing.T, uid types.UID) ([]*runtimeapi.PodSandbox, []*runtimeapi.Container) {
 	t.Helper()
 	ctx := testContext(t, 10*time.Second)
 	sel := map[string]string{"io.kubernetes.pod.uid": string(uid)}
@@ -144,14 +133,23 @@ func runtimeLive(t *testing.T, uid types.UID) (readySandboxes, liveContainers in
 	if err != nil {
 		t.Fatalf("listing sandboxes: %v", err)
 	}
+	cs, err := runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		t.Fatalf("listing containers: %v", err)
+	}
+	return sbs, cs
+}
+
+// runtimeLive counts the pod's sandboxes that are still ready and its
+// containers that are still running (or created, or unknown: not known
+// to be stopped).
+func runtimeLive(t *testing.T, uid types.UID) (readySandboxes, liveContainers int) {
+	t.Helper()
+	sbs, cs := runtimeList(t, uid)
 	for _, sb := range sbs {
 		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
 			readySandboxes++
 		}
-	}
-	cs, err := runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
-	if err != nil {
-		t.Fatalf("listing containers: %v", err)
 	}
 	for _, c := range cs {
 		if c.State != runtimeapi.ContainerState_CONTAINER_EXITED {

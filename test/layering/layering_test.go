@@ -45,9 +45,10 @@ func layer(pkg string) int {
 	// leaf, like podutil.
 	case p == "eviction/api":
 		return 5
-	// Writing a file atomically (a temporary file renamed over it): a
-	// leaf under every layer, importing nothing of crivk.
-	case p == "internal/atomicfile":
+	// Writing a file atomically (a temporary file renamed over it), and
+	// waiting for a plugin socket's gRPC connection: leaves under every
+	// layer, importing nothing of crivk.
+	case p == "internal/atomicfile", p == "internal/grpcready":
 		return 6
 	// The adapters and the kubelet's subsystems beside cm, eviction and
 	// images (devicemanager, certificate, kubeletconfig, runtimeclass,
