@@ -22,6 +22,10 @@
 //     fails with the kubelet's error and is retried.
 //   - Service account tokens (RequestToken): the TokenRequest API, for
 //     projected service account token volumes.
+//   - PersistentVolumeClaims and PersistentVolumes (storage.go): a GET at
+//     every call, as the kubelet's volume manager reads them, for the
+//     claims (persistentVolumeClaim and generic ephemeral volumes) of the
+//     node's pods and the volumes bound to them.
 //
 // The caller's loop: New, then Run(ctx) in its own goroutine (it runs the
 // Service informer and stops idle watches until ctx ends, then stops every

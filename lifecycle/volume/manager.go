@@ -26,6 +26,10 @@ type Objects interface {
 	GetConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error)
 	GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error)
 	RequestToken(ctx context.Context, namespace, serviceAccount string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error)
+	// GetPersistentVolumeClaim and GetPersistentVolume read the claims of
+	// the node's pods and the volumes bound to them (persistent.go).
+	GetPersistentVolumeClaim(ctx context.Context, namespace, name string) (*v1.PersistentVolumeClaim, error)
+	GetPersistentVolume(ctx context.Context, name string) (*v1.PersistentVolume, error)
 }
 
 // Config configures a Manager; New validates it and fills defaults.
@@ -45,6 +49,8 @@ type Config struct {
 // Mounter is the manager's access to mount(2); tests use a fake.
 type Mounter interface {
 	MountTmpfs(dir string, sizeBytes int64) error
+	// Bind bind-mounts src on dir, read-only when readOnly.
+	Bind(src, dir string, readOnly bool) error
 	Unmount(dir string) error
 	// MountPoints returns the mount points at or below dir.
 	MountPoints(dir string) ([]string, error)
@@ -60,6 +66,9 @@ type Manager struct {
 	mu sync.Mutex
 	// podLocks serialises MountPod/UnmountPod of one pod. Guarded by mu.
 	podLocks map[types.UID]*sync.Mutex
+	// claims are the pod volumes resolved to persistent volumes
+	// (persistent.go). Guarded by mu.
+	claims claims
 }
 
 // New returns a manager over cfg.
@@ -83,6 +92,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg:      cfg,
 		tokens:   newTokenCache(cfg.Objects, cfg.Clock),
 		podLocks: map[types.UID]*sync.Mutex{},
+		claims:   claims{byPod: map[types.UID]map[string]*claimSource{}},
 	}, nil
 }
 
@@ -105,6 +115,9 @@ const (
 	pluginSecret      = "kubernetes.io~secret"
 	pluginDownwardAPI = "kubernetes.io~downward-api"
 	pluginProjected   = "kubernetes.io~projected"
+	// pluginLocal is the kubelet's local plugin: a local PersistentVolume
+	// bound to a claim of the pod (local.go).
+	pluginLocal = "kubernetes.io~local-volume"
 	// pluginImage is the kubelet's image plugin (pkg/volume/image), a stub
 	// with no directory: the runtime mounts the image (Mounts).
 	pluginImage = "kubernetes.io~image"
@@ -119,27 +132,58 @@ func (m *Manager) volumeDir(uid types.UID, plugin, name string) string {
 	return filepath.Join(m.PodDir(uid), "volumes", plugin, name)
 }
 
-// plugin returns the plugin directory name of vol, "" for a hostPath
-// volume (the host path itself is bound), pluginImage for an image volume
-// (no directory either), or an error for unsupported types.
-func pluginOf(vol *v1.Volume) (string, error) {
+// target is where a pod volume lives on the node: the plugin that sets it
+// up and the name of its directory under the plugin's.
+type target struct {
+	// plugin is the plugin's directory name; "" for a hostPath volume
+	// (the host path itself is bound), pluginImage for an image volume
+	// (no directory either).
+	plugin string
+	// name is the directory's name: the pod volume's, the
+	// PersistentVolume's for a claim (the kubelet's volume.Spec.Name()).
+	name string
+	// claim is the claim and volume behind a persistentVolumeClaim or
+	// ephemeral volume; nil for the others.
+	claim *claimSource
+}
+
+// errUnsupported is the error of a volume type crivk cannot set up.
+var errUnsupported = errors.New("volume type is not supported by crivk")
+
+// targetOf returns the target of vol, or an error for unsupported types
+// and for a claim volume not resolved yet (MountPod resolves them).
+func (m *Manager) targetOf(pod *v1.Pod, vol *v1.Volume) (target, error) {
+	t := target{name: vol.Name}
 	switch {
 	case vol.EmptyDir != nil:
-		return pluginEmptyDir, nil
+		t.plugin = pluginEmptyDir
 	case vol.ConfigMap != nil:
-		return pluginConfigMap, nil
+		t.plugin = pluginConfigMap
 	case vol.Secret != nil:
-		return pluginSecret, nil
+		t.plugin = pluginSecret
 	case vol.DownwardAPI != nil:
-		return pluginDownwardAPI, nil
+		t.plugin = pluginDownwardAPI
 	case vol.Projected != nil:
-		return pluginProjected, nil
+		t.plugin = pluginProjected
 	case vol.HostPath != nil:
-		return "", nil
 	case vol.Image != nil:
-		return pluginImage, nil
+		t.plugin = pluginImage
+	case vol.PersistentVolumeClaim != nil, vol.Ephemeral != nil:
+		c, ok := m.claimOf(pod.UID, vol.Name)
+		if !ok {
+			return t, fmt.Errorf("the claim of volume %q is not resolved yet", vol.Name)
+		}
+		t.claim, t.name = c, c.pv.Name
+		switch {
+		case c.pv.Spec.Local != nil:
+			t.plugin = pluginLocal
+		default:
+			return t, fmt.Errorf("persistent volume %s: %w", c.pv.Name, errUnsupported)
+		}
+	default:
+		return t, errUnsupported
 	}
-	return "", fmt.Errorf("volume type is not supported by crivk")
+	return t, nil
 }
 
 // MountPod sets up every volume of pod, or refreshes it when set up
@@ -147,9 +191,22 @@ func pluginOf(vol *v1.Volume) (string, error) {
 func (m *Manager) MountPod(ctx context.Context, pod *v1.Pod) error {
 	defer m.lock(pod.UID)()
 	var errs []error
+	if err := m.resolveClaims(ctx, pod); err != nil {
+		errs = append(errs, err)
+	}
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
-		ready, err := m.setUp(ctx, pod, vol)
+		if name, _ := claimName(pod, vol); name != "" {
+			if _, ok := m.claimOf(pod.UID, vol.Name); !ok {
+				continue // its resolution failed: reported above
+			}
+		}
+		t, err := m.targetOf(pod, vol)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", t.name, err))
+			continue
+		}
+		ready, err := m.setUp(ctx, pod, vol, t)
 		if err == nil {
 			continue
 		}
@@ -160,18 +217,15 @@ func (m *Manager) MountPod(ctx context.Context, pod *v1.Pod) error {
 				WithField("volume", vol.Name).Warn("refreshing volume failed; keeping its current content")
 			continue
 		}
-		errs = append(errs, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", vol.Name, err))
+		errs = append(errs, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", t.name, err))
 	}
 	return errors.Join(errs...)
 }
 
 // setUp sets up or refreshes vol; ready reports whether the volume was set
 // up before (then an error leaves it usable).
-func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (ready bool, err error) {
-	plugin, err := pluginOf(vol)
-	if err != nil {
-		return false, err
-	}
+func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume, t target) (ready bool, err error) {
+	plugin := t.plugin
 	switch plugin {
 	case "":
 		return false, checkHostPath(vol.HostPath)
@@ -181,10 +235,12 @@ func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (ready
 		// plugin's SetUp does nothing).
 		return false, nil
 	}
-	dir := m.volumeDir(pod.UID, plugin, vol.Name)
+	dir := m.volumeDir(pod.UID, plugin, t.name)
 	switch plugin {
 	case pluginEmptyDir:
 		return false, m.setUpEmptyDir(dir, vol.EmptyDir, fsGroup(pod))
+	case pluginLocal:
+		return m.setUpLocal(ctx, pod, t, dir)
 	}
 	ready = fileExists(filepath.Join(dir, dataDirName))
 	var payload map[string]FileProjection
@@ -251,30 +307,33 @@ func (m *Manager) VolumePath(pod *v1.Pod, name string) (path string, ok bool) {
 		if vol.Name != name {
 			continue
 		}
-		plugin, err := pluginOf(vol)
-		if err != nil || plugin == pluginImage {
+		t, err := m.targetOf(pod, vol)
+		if err != nil || t.plugin == pluginImage {
 			// An image volume has no path on the node (the kubelet's
 			// image plugin's GetPath is "").
 			return "", false
 		}
-		if plugin == "" {
+		if t.plugin == "" {
 			return vol.HostPath.Path, true
 		}
-		dir := m.volumeDir(pod.UID, plugin, vol.Name)
+		dir := m.volumeDir(pod.UID, t.plugin, t.name)
 		return dir, fileExists(dir)
 	}
 	return "", false
 }
 
-// selinuxRelabel reports whether a volume of plugin asks the runtime to
+// selinuxRelabel reports whether a volume of target t asks the runtime to
 // relabel it for the container's SELinux context: the kubelet's
 // GetAttributes().Managed && SELinuxRelabel. Its emptyDir, configMap,
 // secret, downwardAPI and projected plugins do; hostPath ("") does not
-// (neither managed nor relabelled: a host's files keep their label).
-func selinuxRelabel(plugin string) bool {
-	switch plugin {
+// (neither managed nor relabelled: a host's files keep their label); its
+// local plugin does unless the volume is read-only (Managed: !readOnly).
+func selinuxRelabel(t target) bool {
+	switch t.plugin {
 	case pluginEmptyDir, pluginConfigMap, pluginSecret, pluginDownwardAPI, pluginProjected:
 		return true
+	case pluginLocal:
+		return !t.claim.readOnly
 	}
 	return false
 }
@@ -310,10 +369,11 @@ func (m *Manager) Mounts(pod *v1.Pod, c *v1.Container, env map[string]string, im
 		if !ok {
 			return nil, fmt.Errorf("volume %q of volumeMount %q not found in the pod's volumes", vm.Name, vm.MountPath)
 		}
-		plugin, err := pluginOf(vol)
+		t, err := m.targetOf(pod, vol)
 		if err != nil {
 			return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
 		}
+		plugin := t.plugin
 		if plugin == pluginImage {
 			im, err := imageMount(vm, c, env, images[vol.Name])
 			if err != nil {
@@ -327,8 +387,14 @@ func (m *Manager) Mounts(pod *v1.Pod, c *v1.Container, env map[string]string, im
 		if plugin == "" {
 			base = vol.HostPath.Path
 		} else {
-			base = m.volumeDir(pod.UID, plugin, vol.Name)
-			if plugin != pluginEmptyDir {
+			base = m.volumeDir(pod.UID, plugin, t.name)
+			switch {
+			case t.claim != nil:
+				// The claim's readOnly makes every mount read-only
+				// (the kubelet's makeMounts: mount.ReadOnly ||
+				// the volume's ReadOnly attribute).
+				readOnly = readOnly || t.claim.readOnly
+			case plugin != pluginEmptyDir:
 				// The kubelet mounts API-backed volumes read-only.
 				readOnly = true
 			}
@@ -355,7 +421,7 @@ func (m *Manager) Mounts(pod *v1.Pod, c *v1.Container, env map[string]string, im
 			ContainerPath:  vm.MountPath,
 			HostPath:       host,
 			Readonly:       readOnly,
-			SelinuxRelabel: selinuxRelabel(plugin),
+			SelinuxRelabel: selinuxRelabel(t),
 			Propagation:    prop,
 		})
 	}
@@ -427,8 +493,10 @@ func (m *Manager) UnmountPod(ctx context.Context, pod *v1.Pod) error {
 	}
 	m.tokens.forget(pod.UID)
 	if err != nil {
+		// The claims stay resolved: the next try unmounts what is left.
 		return fmt.Errorf("removing volumes of pod %s/%s (%s): %w", pod.Namespace, pod.Name, pod.UID, err)
 	}
+	m.forgetClaims(pod.UID)
 	m.mu.Lock()
 	delete(m.podLocks, pod.UID)
 	m.mu.Unlock()

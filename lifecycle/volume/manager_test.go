@@ -31,6 +31,29 @@ type fakeObjects struct {
 	clock      *clocktesting.FakeClock
 	tokens     int
 	lastReq    *authenticationv1.TokenRequest
+	// pvcs by namespace/name and pvs by name; reads counts claim reads.
+	pvcs  map[string]*v1.PersistentVolumeClaim
+	pvs   map[string]*v1.PersistentVolume
+	reads int
+}
+
+func (f *fakeObjects) GetPersistentVolumeClaim(_ context.Context, ns, name string) (*v1.PersistentVolumeClaim, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads++
+	if c, ok := f.pvcs[ns+"/"+name]; ok {
+		return c.DeepCopy(), nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "persistentvolumeclaims"}, name)
+}
+
+func (f *fakeObjects) GetPersistentVolume(_ context.Context, name string) (*v1.PersistentVolume, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if pv, ok := f.pvs[name]; ok {
+		return pv.DeepCopy(), nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "persistentvolumes"}, name)
 }
 
 func (f *fakeObjects) GetConfigMap(_ context.Context, ns, name string) (*v1.ConfigMap, error) {
@@ -66,10 +89,28 @@ func (f *fakeObjects) RequestToken(_ context.Context, ns, sa string, req *authen
 	return out, nil
 }
 
-// fakeMounter records tmpfs mounts instead of mounting.
+// fakeMounter records tmpfs and bind mounts instead of mounting.
 type fakeMounter struct {
 	mu      sync.Mutex
 	mounted map[string]int64
+	// binds: mount point → source, and whether read-only.
+	binds map[string]fakeBind
+}
+
+type fakeBind struct {
+	src      string
+	readOnly bool
+}
+
+func (m *fakeMounter) Bind(src, dir string, readOnly bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.binds == nil {
+		m.binds = map[string]fakeBind{}
+	}
+	m.binds[dir] = fakeBind{src, readOnly}
+	m.mounted[dir] = 0
+	return nil
 }
 
 func (m *fakeMounter) MountTmpfs(dir string, size int64) error {
@@ -83,6 +124,7 @@ func (m *fakeMounter) Unmount(dir string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.mounted, dir)
+	delete(m.binds, dir)
 	return nil
 }
 
@@ -117,7 +159,8 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	f := &fixture{
-		objects: &fakeObjects{configMaps: map[string]*v1.ConfigMap{}, secrets: map[string]*v1.Secret{}, clock: clk},
+		objects: &fakeObjects{configMaps: map[string]*v1.ConfigMap{}, secrets: map[string]*v1.Secret{}, clock: clk,
+			pvcs: map[string]*v1.PersistentVolumeClaim{}, pvs: map[string]*v1.PersistentVolume{}},
 		mounter: &fakeMounter{mounted: map[string]int64{}},
 		clock:   clk,
 		root:    t.TempDir(),

@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"fmt"
 	"github.com/moby/sys/mountinfo"
 	"path/filepath"
 	"strconv"
@@ -55,4 +56,19 @@ func (h hostMounter) IsMountPoint(dir string) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+func (hostMounter) Bind(src, dir string, readOnly bool) error {
+	if err := unix.Mount(src, dir, "", unix.MS_BIND, ""); err != nil {
+		return err
+	}
+	if !readOnly {
+		return nil
+	}
+	// A bind mount takes MS_RDONLY only through a remount.
+	if err := unix.Mount("", dir, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		unix.Unmount(dir, 0)
+		return fmt.Errorf("making the bind mount read-only: %w", err)
+	}
+	return nil
 }
