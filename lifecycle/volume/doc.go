@@ -34,7 +34,13 @@
 //	<RootDir>/pods/<uid>/volumes/<plugin>/<volume name>
 //
 // with plugin kubernetes.io~empty-dir, ~configmap, ~secret, ~downward-api,
-// ~projected (the kubelet's names, "/" escaped as "~"). hostPath volumes have
+// ~projected, ~local-volume (the kubelet's names, "/" escaped as "~"). A
+// persistentVolumeClaim or generic ephemeral volume is first resolved
+// through the API to its claim and the PersistentVolume bound to it
+// (persistent.go, the kubelet's desired-state populator and its error
+// words); its directory is named by the PersistentVolume. A local
+// PersistentVolume is a bind mount of its path there (local.go); other
+// PersistentVolume types are refused. hostPath volumes have
 // no directory: the host path itself is bound. Image volumes have none
 // either, and nothing of them is on the node's file system (the kubelet's
 // image plugin is a stub too): MountPod sets up nothing for them,
