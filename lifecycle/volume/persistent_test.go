@@ -44,13 +44,17 @@ func TestClaimResolutionErrors(t *testing.T) {
 		mutate func(*v1.PersistentVolumeClaim, *v1.PersistentVolume, *fixture)
 		want   string
 	}{
-		{"claim missing", func(c *v1.PersistentVolumeClaim, _ *v1.PersistentVolume, f *fixture) { delete(f.objects.pvcs, "ns/claim") },
+		{"claim missing", func(c *v1.PersistentVolumeClaim, _ *v1.PersistentVolume, f *fixture) {
+			delete(f.objects.pvcs, "ns/claim")
+		},
 			`error processing PVC ns/claim: failed to fetch PVC from API server: persistentvolumeclaims "claim" not found`},
 		{"claim being deleted unprotected", func(c *v1.PersistentVolumeClaim, _ *v1.PersistentVolume, _ *fixture) {
 			c.DeletionTimestamp = &metav1.Time{}
 			c.Finalizers = nil
 		}, "error processing PVC ns/claim: PVC is being deleted"},
-		{"claim pending", func(c *v1.PersistentVolumeClaim, _ *v1.PersistentVolume, _ *fixture) { c.Status.Phase = v1.ClaimPending },
+		{"claim pending", func(c *v1.PersistentVolumeClaim, _ *v1.PersistentVolume, _ *fixture) {
+			c.Status.Phase = v1.ClaimPending
+		},
 			"error processing PVC ns/claim: PVC is not bound"},
 		{"no volume name", func(c *v1.PersistentVolumeClaim, _ *v1.PersistentVolume, _ *fixture) { c.Spec.VolumeName = "" },
 			"error processing PVC ns/claim: PVC has empty pvc.Spec.VolumeName"},
