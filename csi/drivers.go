@@ -46,6 +46,9 @@ type Config struct {
 	Nodes corev1client.CoreV1Interface
 	// CSINodes reads and writes the CSINode (get, create, update, delete).
 	CSINodes storagev1client.CSINodesGetter
+	// CSIDrivers reads the cluster's CSIDriver objects (get), for the
+	// volume manager's CSI volumes (CSIDriver).
+	CSIDrivers storagev1client.CSIDriversGetter
 	// Timeout bounds NodeGetInfo (default 2 minutes, the kubelet's).
 	Timeout time.Duration
 }

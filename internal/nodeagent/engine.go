@@ -65,10 +65,24 @@ func startEngine(ctx context.Context, n *node, rt *cri.Runtime, ver cri.VersionI
 	// (per-object watches, docs/rbac.md).
 	a.objects = apiobjects.New(clients.core, clock.RealClock{})
 	go a.objects.Run(ctx)
+	// CSI and DRA drivers register through <root-dir>/plugins_registry
+	// (pluginmanager); the volume manager reaches the CSI drivers. Not for
+	// a node of many: one inotify instance each would exhaust the user's
+	// (128 by default) at the fleet's sizes, and no driver's DaemonSet
+	// knows a node's <root-dir>/nodes/<name>.
+	var csiDrivers volume.CSI
+	if !n.spec.Multi {
+		var err error
+		if a.plugins, err = startPlugins(ctx, o.RootDir, o.NodeName, clients.core, clients.storage); err != nil {
+			return nil, err
+		}
+		csiDrivers = a.plugins.csi
+	}
 	allocatable := nodeObj.Status.Allocatable.DeepCopy()
 	volumes, err := volume.New(volume.Config{
 		RootDir: o.RootDir, Objects: a.objects,
 		NodeAllocatable: func() v1.ResourceList { return allocatable },
+		CSI:             csiDrivers, NodeName: o.NodeName,
 	})
 	if err != nil {
 		return nil, err
@@ -132,15 +146,6 @@ func startEngine(ctx context.Context, n *node, rt *cri.Runtime, ver cri.VersionI
 	}
 	if err := devices.Start(ctx); err != nil {
 		return nil, err
-	}
-	// CSI and DRA drivers register through <root-dir>/plugins_registry
-	// (pluginmanager). Not for a node of many: one inotify instance each
-	// would exhaust the user's (128 by default) at the fleet's sizes, and
-	// no driver's DaemonSet knows a node's <root-dir>/nodes/<name>.
-	if !n.spec.Multi {
-		if a.plugins, err = startPlugins(ctx, o.RootDir, o.NodeName, clients.core, clients.storage); err != nil {
-			return nil, err
-		}
 	}
 	a.engine, err = lifecycle.NewEngine(ctx, lifecycle.Config{
 		Devices:    devices,

@@ -14,8 +14,8 @@ import (
 )
 
 // nodePlugins are the registries the plugin manager fills: the node's CSI
-// drivers (for the CSI volume work, #47) and DRA plugins (for the claims'
-// preparation, #48). Nothing reads them yet.
+// drivers (the volume manager's CSI volumes reach them) and DRA plugins
+// (for the claims' preparation, #48; nothing reads those yet).
 type nodePlugins struct {
 	csi *csi.Drivers
 	dra *dra.Plugins
@@ -28,8 +28,8 @@ type nodePlugins struct {
 // without plugins, as the kubelet does; the registries are then empty.
 // The CSINode is not made at start (csi.Drivers.InitializeCSINode): only
 // a registering CSI driver writes it.
-func startPlugins(ctx context.Context, rootDir, nodeName string, nodes corev1client.CoreV1Interface, csiNodes storagev1client.CSINodesGetter) (*nodePlugins, error) {
-	drivers, err := csi.New(csi.Config{NodeName: nodeName, Nodes: nodes, CSINodes: csiNodes})
+func startPlugins(ctx context.Context, rootDir, nodeName string, nodes corev1client.CoreV1Interface, storage storagev1client.StorageV1Interface) (*nodePlugins, error) {
+	drivers, err := csi.New(csi.Config{NodeName: nodeName, Nodes: nodes, CSINodes: storage, CSIDrivers: storage})
 	if err != nil {
 		return nil, err
 	}

@@ -44,6 +44,11 @@ type Config struct {
 	NodeAllocatable func() v1.ResourceList
 	// Mounter mounts and unmounts tmpfs; nil: the host's (mount(2)).
 	Mounter Mounter
+	// CSI reaches the node's CSI drivers (csi.go); nil: none can
+	// register here, and a CSI volume fails to set up.
+	CSI CSI
+	// NodeName is written in the CSI volumes' vol_data.json.
+	NodeName string
 }
 
 // Mounter is the manager's access to mount(2); tests use a fake.
@@ -69,6 +74,10 @@ type Manager struct {
 	// claims are the pod volumes resolved to persistent volumes
 	// (persistent.go). Guarded by mu.
 	claims claims
+	// csiMu serialises the CSI stage, publish, unpublish and unstage
+	// calls of all pods: a volume is unstaged only when no pod directory
+	// publishes it, which a concurrent publish must not change (csi.go).
+	csiMu sync.Mutex
 }
 
 // New returns a manager over cfg.
@@ -145,6 +154,9 @@ type target struct {
 	// claim is the claim and volume behind a persistentVolumeClaim or
 	// ephemeral volume; nil for the others.
 	claim *claimSource
+	// readOnly: every mount of the volume is read-only (a claim's or a
+	// CSI source's readOnly).
+	readOnly bool
 }
 
 // errUnsupported is the error of a volume type crivk cannot set up.
@@ -168,15 +180,21 @@ func (m *Manager) targetOf(pod *v1.Pod, vol *v1.Volume) (target, error) {
 	case vol.HostPath != nil:
 	case vol.Image != nil:
 		t.plugin = pluginImage
+	case vol.CSI != nil:
+		t.plugin = pluginCSI
+		t.readOnly = vol.CSI.ReadOnly != nil && *vol.CSI.ReadOnly
 	case vol.PersistentVolumeClaim != nil, vol.Ephemeral != nil:
 		c, ok := m.claimOf(pod.UID, vol.Name)
 		if !ok {
 			return t, fmt.Errorf("the claim of volume %q is not resolved yet", vol.Name)
 		}
-		t.claim, t.name = c, c.pv.Name
+		t.claim, t.name, t.readOnly = c, c.pv.Name, c.readOnly
 		switch {
 		case c.pv.Spec.Local != nil:
 			t.plugin = pluginLocal
+		case c.pv.Spec.CSI != nil:
+			t.plugin = pluginCSI
+			t.readOnly = t.readOnly || c.pv.Spec.CSI.ReadOnly
 		default:
 			return t, fmt.Errorf("persistent volume %s: %w", c.pv.Name, errUnsupported)
 		}
@@ -241,6 +259,8 @@ func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume, t targ
 		return false, m.setUpEmptyDir(dir, vol.EmptyDir, fsGroup(pod))
 	case pluginLocal:
 		return m.setUpLocal(ctx, pod, t, dir)
+	case pluginCSI:
+		return m.setUpCSI(ctx, pod, vol, t, dir)
 	}
 	ready = fileExists(filepath.Join(dir, dataDirName))
 	var payload map[string]FileProjection
@@ -316,7 +336,7 @@ func (m *Manager) VolumePath(pod *v1.Pod, name string) (path string, ok bool) {
 		if t.plugin == "" {
 			return vol.HostPath.Path, true
 		}
-		dir := m.volumeDir(pod.UID, t.plugin, t.name)
+		dir := m.hostDir(pod.UID, t)
 		return dir, fileExists(dir)
 	}
 	return "", false
@@ -332,10 +352,21 @@ func selinuxRelabel(t target) bool {
 	switch t.plugin {
 	case pluginEmptyDir, pluginConfigMap, pluginSecret, pluginDownwardAPI, pluginProjected:
 		return true
-	case pluginLocal:
-		return !t.claim.readOnly
+	case pluginLocal, pluginCSI:
+		return !t.readOnly
 	}
 	return false
+}
+
+// hostDir is the directory containers of pod uid mount for a volume of
+// target t (not hostPath, not image): the volume's directory, its "mount"
+// below it for CSI (the publish target).
+func (m *Manager) hostDir(uid types.UID, t target) string {
+	dir := m.volumeDir(uid, t.plugin, t.name)
+	if t.plugin == pluginCSI {
+		dir = filepath.Join(dir, csiTargetDir)
+	}
+	return dir
 }
 
 // Mounts returns the CRI mounts of container c's volumeMounts; env is the
@@ -387,13 +418,13 @@ func (m *Manager) Mounts(pod *v1.Pod, c *v1.Container, env map[string]string, im
 		if plugin == "" {
 			base = vol.HostPath.Path
 		} else {
-			base = m.volumeDir(pod.UID, plugin, t.name)
+			base = m.hostDir(pod.UID, t)
 			switch {
-			case t.claim != nil:
-				// The claim's readOnly makes every mount read-only
-				// (the kubelet's makeMounts: mount.ReadOnly ||
-				// the volume's ReadOnly attribute).
-				readOnly = readOnly || t.claim.readOnly
+			case plugin == pluginLocal, plugin == pluginCSI:
+				// The claim's or source's readOnly makes every mount
+				// read-only (the kubelet's makeMounts: mount.ReadOnly
+				// || the volume's ReadOnly attribute).
+				readOnly = readOnly || t.readOnly
 			case plugin != pluginEmptyDir:
 				// The kubelet mounts API-backed volumes read-only.
 				readOnly = true
@@ -486,7 +517,12 @@ func propagation(p *v1.MountPropagationMode, c *v1.Container) (runtimeapi.MountP
 func (m *Manager) UnmountPod(ctx context.Context, pod *v1.Pod) error {
 	unlock := m.lock(pod.UID)
 	existed := fileExists(m.PodDir(pod.UID))
-	err := m.removePodDir(pod.UID)
+	// The CSI drivers unpublish their volumes first: the rest of the
+	// directory is then unmounted blindly.
+	err := m.tearDownCSI(ctx, pod.UID)
+	if err == nil {
+		err = m.removePodDir(pod.UID)
+	}
 	unlock()
 	if existed && err == nil {
 		log.G(ctx).WithField("pod", pod.Namespace+"/"+pod.Name).WithField("uid", pod.UID).Info("volumes and directory of the pod removed")
@@ -523,6 +559,9 @@ func (m *Manager) CleanupOrphans(ctx context.Context, keep func(types.UID) bool)
 		if err := m.UnmountPod(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}}); err != nil {
 			errs = append(errs, fmt.Errorf("orphaned pod %s: %w", uid, err))
 		}
+	}
+	if err := m.cleanupStaging(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
