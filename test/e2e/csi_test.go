@@ -139,7 +139,7 @@ func startHostpathCSI(t *testing.T) *hostpathCSI {
 	startProcess(t, "csi-registrar.log", driverBin, "registrar", "--csi-address", sock, "--kubelet-registration-path", sock,
 		"--plugin-registration-dir", filepath.Join(root, "plugins_registry"))
 	startProcess(t, "csi-provisioner.log", provisionerBin, "--csi-address", sock, "--kubeconfig", mustEnv("KUBECONFIG"),
-		"--leader-election=false", "--feature-gates=Topology=true", "--node-deployment=false", "--timeout=60s", "--v=3")
+		"--leader-election=false", "--timeout=60s", "--v=3")
 	err := wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
 		n, err := client.StorageV1().CSINodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
