@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Builds the CSI pieces of the storage tests (#47, hack/README.md "Storage
+# test scaffolding (#47)"), as hack/build-network.sh builds the network:
+#   csi-provisioner  hack/tools/storage/provisioner, into _output/bin/storage
+#   csi-attacher     hack/tools/storage/attacher, into _output/bin/storage
+#   csi-resizer      hack/tools/storage/resizer, into _output/bin/storage
+#   csi-hostpath     hack/tools/cmd/csi-hostpath (the test's hostpath CSI
+#                    driver and node registrar), into _output/bin/storage
+# The three sidecars are each a module of its own that requires only that
+# project, so each is built with the dependency versions of its own go.mod;
+# none can move the pins of hack/tools (they need newer gRPC and CSI spec
+# modules than it has, and the provisioner is on k8s.io/kubernetes v1.36).
+# A sidecar is rebuilt only when it is missing or its stamp (version and
+# build flags) differs; csi-hostpath, the project's own, is built every time
+# (go's cache makes that quick). Prints each binary's version at the end.
+#
+# Only builds: nothing here starts a driver, a sidecar or a cluster.
+#
+# Usage: hack/build-storage.sh
+set -o errexit -o nounset -o pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+MOD=${ROOT}/hack/tools/storage
+BIN=${ROOT}/_output/bin/storage
+mkdir -p "${BIN}"
+
+# module_version DIR PATH: the version of module PATH that DIR's go.mod pins.
+module_version() {
+  (cd "$1" && go list -m -f '{{.Version}}' "$2")
+}
+
+stamp() {
+  echo "$(dirname "$1")/.$(basename "$1").build"
+}
+
+# stale OUT CGO FLAGS...: whether OUT must be built: it is missing, or its
+# stamp does not hold VERSION (the caller's) and these build settings.
+stale() {
+  local out=$1
+  shift
+  [ ! -x "${out}" ] || [ "$(cat "$(stamp "${out}")" 2>/dev/null)" != "${VERSION} CGO_ENABLED=$*" ]
+}
+
+# build OUT DIR CGO FLAGS...: go build in module DIR into OUT, when stale.
+build() {
+  local out=$1 dir=$2 cgo=$3
+  shift 3
+  if ! stale "${out}" "${cgo}" "$@"; then
+    echo "build-storage: $(basename "${out}") ${VERSION} already built"
+    return 0
+  fi
+  echo "build-storage: building $(basename "${out}") ${VERSION}"
+  (cd "${dir}" && CGO_ENABLED=${cgo} go build -trimpath -o "${out}" "$@")
+  echo "${VERSION} CGO_ENABLED=${cgo} $*" >"$(stamp "${out}")"
+}
+
+# The sidecars as their release-tools (build.make) build them: static
+# (CGO_ENABLED=0), the version (`git describe`, with the v) in main.version,
+# which --version prints.
+# sidecar NAME MODULE: builds cmd/NAME of MODULE, pinned in ${MOD}/DIR.
+sidecar() {
+  local name=$1 dir=$2 module=$3
+  VERSION=$(module_version "${MOD}/${dir}" "${module}")
+  build "${BIN}/${name}" "${MOD}/${dir}" 0 -ldflags "-s -w -X main.version=${VERSION}" "${module}/cmd/${name}"
+}
+sidecar csi-provisioner provisioner github.com/kubernetes-csi/external-provisioner/v6
+sidecar csi-attacher attacher github.com/kubernetes-csi/external-attacher/v4
+sidecar csi-resizer resizer github.com/kubernetes-csi/external-resizer/v2
+
+echo "build-storage: building csi-hostpath"
+(cd "${ROOT}/hack/tools" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${BIN}/csi-hostpath" ./cmd/csi-hostpath)
+
+echo "build-storage: in ${BIN}:"
+for b in csi-provisioner csi-attacher csi-resizer; do
+  "${BIN}/${b}" --version | sed "s|^${BIN}/||"
+done
+echo "$("${BIN}/csi-hostpath" --version) (hack/tools/cmd/csi-hostpath)"
