@@ -16,11 +16,14 @@
 #
 # Only builds: nothing here starts a driver, a sidecar or a cluster.
 #
-# Usage: hack/build-storage.sh
+# Usage: [STORAGE_SIDECARS="csi-provisioner ..."] hack/build-storage.sh
+# STORAGE_SIDECARS: the sidecars to build (default all three; the e2e tier
+# builds only csi-provisioner, the one its tests run).
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 MOD=${ROOT}/hack/tools/storage
+STORAGE_SIDECARS=${STORAGE_SIDECARS:-csi-provisioner csi-attacher csi-resizer}
 BIN=${ROOT}/_output/bin/storage
 mkdir -p "${BIN}"
 
@@ -63,15 +66,20 @@ sidecar() {
   VERSION=$(module_version "${MOD}/${dir}" "${module}")
   build "${BIN}/${name}" "${MOD}/${dir}" 0 -ldflags "-s -w -X main.version=${VERSION}" "${module}/cmd/${name}"
 }
-sidecar csi-provisioner provisioner github.com/kubernetes-csi/external-provisioner/v6
-sidecar csi-attacher attacher github.com/kubernetes-csi/external-attacher/v4
-sidecar csi-resizer resizer github.com/kubernetes-csi/external-resizer/v2
+for name in ${STORAGE_SIDECARS}; do
+  case ${name} in
+    csi-provisioner) sidecar csi-provisioner provisioner github.com/kubernetes-csi/external-provisioner/v6 ;;
+    csi-attacher) sidecar csi-attacher attacher github.com/kubernetes-csi/external-attacher/v4 ;;
+    csi-resizer) sidecar csi-resizer resizer github.com/kubernetes-csi/external-resizer/v2 ;;
+    *) echo "build-storage: unknown sidecar ${name}" >&2; exit 2 ;;
+  esac
+done
 
 echo "build-storage: building csi-hostpath"
 (cd "${ROOT}/hack/tools" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${BIN}/csi-hostpath" ./cmd/csi-hostpath)
 
 echo "build-storage: in ${BIN}:"
-for b in csi-provisioner csi-attacher csi-resizer; do
+for b in ${STORAGE_SIDECARS}; do
   "${BIN}/${b}" --version | sed "s|^${BIN}/||"
 done
 echo "$("${BIN}/csi-hostpath" --version) (hack/tools/cmd/csi-hostpath)"

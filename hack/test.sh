@@ -151,7 +151,9 @@ e2e() {
   disk_room || return 1
   own_state e2e || return 1
   echo "test: installing dependencies and building (log: ${LOGS}/setup.log)"
-  if ! { REGISTRY=1 hack/install-deps.sh && hack/build.sh && hack/build-previous.sh; } >"${LOGS}/setup.log" 2>&1; then
+  # build-storage: the CSI tests' hostpath driver and external-provisioner.
+  if ! { REGISTRY=1 hack/install-deps.sh && hack/build.sh && hack/build-previous.sh &&
+    STORAGE_SIDECARS=csi-provisioner hack/build-storage.sh; } >"${LOGS}/setup.log" 2>&1; then
     tail -n 40 "${LOGS}/setup.log"; return 1
   fi
   # The previous release, for TestUpgradeFromPreviousRelease (none in a
