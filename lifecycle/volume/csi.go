@@ -206,7 +206,7 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *v1.Pod, vol *v1.Volume, t t
 	stagingPath := ""
 	if src.mode == lifecyclePersist && caps[csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] {
 		stagingPath = filepath.Join(m.csiStagingDir(src.driver, src.handle), csiGlobalMount)
-		if err := m.stageCSI(ctx, client, src, capability, stagingPath); err != nil {
+		if err := m.stageCSI(ctx, client, t.name, src, capability, stagingPath); err != nil {
 			return false, err
 		}
 	}
@@ -355,7 +355,7 @@ func csiCapability(src *csiSource, caps map[csipb.NodeServiceCapability_RPC_Type
 
 // stageCSI stages src on stagingPath unless it is mounted there. Called
 // with csiMu held.
-func (m *Manager) stageCSI(ctx context.Context, client csipb.NodeClient, src *csiSource, capability *csipb.VolumeCapability, stagingPath string) error {
+func (m *Manager) stageCSI(ctx context.Context, client csipb.NodeClient, name string, src *csiSource, capability *csipb.VolumeCapability, stagingPath string) error {
 	if mounted, err := m.cfg.Mounter.IsMountPoint(stagingPath); err != nil {
 		return err
 	} else if mounted {
@@ -385,10 +385,23 @@ func (m *Manager) stageCSI(ctx context.Context, client csipb.NodeClient, src *cs
 			os.Remove(filepath.Join(dataDir, csiVolDataFile))
 			os.Remove(dataDir)
 		}
-		return fmt.Errorf("MountVolume.MountDevice failed for volume %q : %w", src.handle, err)
+		return &mountDeviceError{volume: name, err: err}
 	}
 	return nil
 }
+
+// mountDeviceError is a failed NodeStageVolume: the kubelet reports it as
+// its own step, "MountVolume.MountDevice failed", not under SetUp.
+type mountDeviceError struct {
+	volume string
+	err    error
+}
+
+func (e *mountDeviceError) Error() string {
+	return fmt.Sprintf("MountVolume.MountDevice failed for volume %q : %v", e.volume, e.err)
+}
+
+func (e *mountDeviceError) Unwrap() error { return e.err }
 
 // csiSecrets reads a secret's data as strings (the kubelet's
 // getCredentialsFromSecret); nil ref: none.
@@ -570,7 +583,8 @@ func (m *Manager) cleanupStaging(ctx context.Context) error {
 		}
 		client, closeConn, err := m.cfg.CSI.NodeClient(d.DriverName)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("unstaging volume %s of driver %s: %w", d.VolumeHandle, d.DriverName, err))
+			// The driver is not (yet) registered: the next
+			// housekeeping tries again; no pod waits for this.
 			continue
 		}
 		if err := m.unstageUnused(ctx, client, d.DriverName, d.VolumeHandle); err != nil {

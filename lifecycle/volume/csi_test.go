@@ -336,3 +336,31 @@ func TestSupportsFSGroup(t *testing.T) {
 		}
 	}
 }
+
+// stageFails is a fake driver whose NodeStageVolume fails.
+type stageFails struct{ fakeNode }
+
+func (n *stageFails) NodeStageVolume(context.Context, *csipb.NodeStageVolumeRequest, ...grpc.CallOption) (*csipb.NodeStageVolumeResponse, error) {
+	return nil, status.Error(codes.Internal, "disk on fire")
+}
+
+type stageFailsCSI struct{ *fakeCSI }
+
+func (f stageFailsCSI) NodeClient(name string) (csipb.NodeClient, func(), error) {
+	return &stageFails{fakeNode{f: f.fakeCSI}}, func() {}, nil
+}
+
+func TestCSIStageError(t *testing.T) {
+	f, c := newCSIFixture(t)
+	f.m.cfg.CSI = stageFailsCSI{c}
+	f.addCSIClaim("claim", "pv1", "vol-1")
+	err := f.m.MountPod(context.Background(), csiPod("uid-a", claimVolume("data", "claim", false)))
+	want := `MountVolume.MountDevice failed for volume "pv1" : rpc error: code = Internal desc = disk on fire`
+	if err == nil || err.Error() != want {
+		t.Fatalf("MountPod: %v, want %s", err, want)
+	}
+	staging := filepath.Join(f.root, "plugins/kubernetes.io/csi/fake.csi", fmt.Sprintf("%x", sha256.Sum256([]byte("vol-1"))))
+	if fileExists(staging) {
+		t.Error("a final stage error left the staging directory")
+	}
+}

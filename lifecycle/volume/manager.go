@@ -235,6 +235,10 @@ func (m *Manager) MountPod(ctx context.Context, pod *v1.Pod) error {
 				WithField("volume", vol.Name).Warn("refreshing volume failed; keeping its current content")
 			continue
 		}
+		if de := (*mountDeviceError)(nil); errors.As(err, &de) {
+			errs = append(errs, de)
+			continue
+		}
 		errs = append(errs, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", t.name, err))
 	}
 	return errors.Join(errs...)
