@@ -84,5 +84,7 @@
 // Follow a symlink out of the pod directory when resolving a subPath or
 // removing a pod; remove a directory that still has a mount below it; read
 // API objects other than through Objects (the provider reads only what the
-// node's pods reference).
+// node's pods reference); unmount a CSI volume behind its driver's back
+// (UnmountPod fails, and the pod's object stays, until the driver has
+// unpublished it); unstage a volume another pod still publishes.
 package volume
