@@ -93,6 +93,11 @@ func volumeMountsOf(t *testing.T, uid types.UID) []string {
 	return mountsUnder(t, filepath.Join(podDir(uid), "volumes"))
 }
 
+// localVolumeMountsOf lists the mounts of pod uid's local volumes.
+func localVolumeMountsOf(t *testing.T, uid types.UID) []string {
+	return mountsUnder(t, filepath.Join(podDir(uid), "volumes", "kubernetes.io~local-volume"))
+}
+
 // TestStatefulSetLocalVolume runs a StatefulSet whose claim template is
 // bound to a local PersistentVolume on crivk's node. The pod runs as a
 // user that can write the volume only through the pod's fsGroup. Its data
@@ -146,8 +151,8 @@ func TestStatefulSetLocalVolume(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(onDisk)) != marker {
 		t.Fatalf("the local volume's directory holds %q (%v), want the marker %q the pod wrote", onDisk, err, marker)
 	}
-	if mps := volumeMountsOf(t, p.UID); len(mps) != 1 || !strings.Contains(mps[0], "kubernetes.io~local-volume") {
-		t.Errorf("mounts of the pod's volumes: %v, want one under kubernetes.io~local-volume", mps)
+	if mps := localVolumeMountsOf(t, p.UID); len(mps) != 1 {
+		t.Errorf("mounts of the pod's local volumes: %v, want one", mps)
 	}
 
 	// The pod deleted: its object goes only once its volume is unmounted,
@@ -187,8 +192,8 @@ func TestStatefulSetLocalVolume(t *testing.T) {
 	}
 	// A sync of the adopted pod must find the mount in place, not mount
 	// it again.
-	if mps := volumeMountsOf(t, p2.UID); len(mps) != 1 {
-		t.Errorf("mounts of the adopted pod's volumes: %v, want exactly one", mps)
+	if mps := localVolumeMountsOf(t, p2.UID); len(mps) != 1 {
+		t.Errorf("mounts of the adopted pod's local volumes: %v, want exactly one", mps)
 	}
 	deleteAndCheckUnmounted(p2)
 	p3 := waitSetPod(t, ns, "keeper-0", p2.UID)
