@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 VERSION ?= v1.37.2-crivk.0
 NODE_AGENT ?= crivk
 
-.PHONY: all build run test test-unit test-walkthrough test-conformance test-e2e test-long test-containerd-system test-helm parity conformance node-conformance bench chaos release bench-fleet update-features local-up local-down deps clean
+.PHONY: all build run test test-unit test-walkthrough test-conformance test-e2e test-long test-containerd-system test-helm parity conformance storage-conformance node-conformance bench chaos release bench-fleet update-features local-up local-down deps clean
 
 all: build
 
@@ -54,6 +54,10 @@ parity:
 ## conformance: upstream node conformance specs against NODE_AGENT=crivk|kubelet (CONFORMANCE_FOCUS/CONFORMANCE_SKIP override)
 conformance:
 	NODE_AGENT=$(NODE_AGENT) hack/conformance.sh
+
+## storage-conformance: the upstream [sig-storage] specs of the in-tree local volume driver ([Driver: local], directory types; not Serial, Slow, Disruptive or a feature's) against NODE_AGENT=crivk|kubelet, through hack/conformance.sh (docs/conformance.md "sig-storage")
+storage-conformance:
+	NODE_AGENT=$(NODE_AGENT) CONFORMANCE_FOCUS='\[sig-storage\].*\[Driver: local\]' CONFORMANCE_SKIP='\[Disruptive\]|\[Serial\]|\[Slow\]|\[Feature:|LocalVolumeType: block' hack/conformance.sh
 
 ## node-conformance: the node e2e suite (test/e2e_node, e2e_node.test) against NODE_AGENT=crivk|kubelet (NODE_CONFORMANCE_SELECTION=1|2, docs/conformance.md)
 node-conformance:
