@@ -189,6 +189,9 @@ func (m *Manager) targetOf(pod *v1.Pod, vol *v1.Volume) (target, error) {
 			return t, fmt.Errorf("the claim of volume %q is not resolved yet", vol.Name)
 		}
 		t.claim, t.name, t.readOnly = c, c.pv.Name, c.readOnly
+		if m := c.pv.Spec.VolumeMode; m != nil && *m == v1.PersistentVolumeBlock {
+			return t, fmt.Errorf("persistent volume %s has volumeMode Block: raw block volumes (volumeDevices) are not supported by crivk", c.pv.Name)
+		}
 		switch {
 		case c.pv.Spec.Local != nil:
 			t.plugin = pluginLocal

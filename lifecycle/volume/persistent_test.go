@@ -215,3 +215,19 @@ func TestOwnershipNeeded(t *testing.T) {
 		t.Error("OnRootMismatch with another group: must change")
 	}
 }
+
+func TestBlockVolumeRefused(t *testing.T) {
+	f := newFixture(t)
+	_, pv := f.addClaim("claim", "blk", "/dev/null")
+	pv.Spec.VolumeMode = ptr(v1.PersistentVolumeBlock)
+	pod := testPod(claimVolume("data", "claim", false))
+	pod.Spec.Containers[0].VolumeDevices = []v1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}
+	err := f.m.MountPod(context.Background(), pod)
+	want := `MountVolume.SetUp failed for volume "blk" : persistent volume blk has volumeMode Block: raw block volumes (volumeDevices) are not supported by crivk`
+	if err == nil || err.Error() != want {
+		t.Fatalf("MountPod: %v, want %s", err, want)
+	}
+	if len(f.mounter.binds) != 0 {
+		t.Errorf("mounted %v", f.mounter.binds)
+	}
+}
