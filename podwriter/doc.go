@@ -195,7 +195,10 @@
 // deleted pod's last stored state is terminal: TestStatusWrites,
 // TestStatusWritesFinalizeWaitsForWritesInFlight,
 // TestStatusWritesForgetDuringAWrite. ForgetDeleted drops a pod's entries
-// when its object goes: TestDeleteGuardStatusWrites.
+// when its object goes: TestDeleteGuardStatusWrites; an accepted DELETE
+// does not (a finalizer may keep the object, and virtual-kubelet's stale
+// writes must stay refused while it does):
+// TestDeleteOnTerminatedFinalizerKeepsWritesRefused.
 //
 // # The status of a finished pod
 //

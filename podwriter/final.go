@@ -77,7 +77,14 @@ func DeleteOnTerminated(client corev1client.PodsGetter, pods corev1listers.PodLi
 			Preconditions:      metav1.NewUIDPreconditions(string(pod.UID)),
 		}
 		err := client.Pods(pod.Namespace).Delete(ctx, pod.Name, opts)
-		if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		// Gone (NotFound), or the name is another object's now (Conflict
+		// on the UID precondition): forget the pod. An accepted DELETE
+		// does not mean the object is gone: a finalizer keeps it, and
+		// virtual-kubelet's status writes must stay refused while it
+		// stays (a stale Running written over the final status was the
+		// node e2e "Deleted pods handling" failure of session 31); the
+		// informer's DELETE forgets it (ForgetDeleted).
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			writes.Forget(pod.UID)
 		}
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {

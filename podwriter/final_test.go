@@ -293,3 +293,31 @@ func TestFinalConditions(t *testing.T) {
 		})
 	}
 }
+
+// TestDeleteOnTerminatedFinalizerKeepsWritesRefused: a DELETE the API
+// accepts while a finalizer keeps the object leaves the pod final, so a
+// stale status write of virtual-kubelet's is still refused afterwards (it
+// wrote Running over the final status once, the node e2e "Deleted pods
+// handling" spec's failure); the informer's DELETE forgets it.
+func TestDeleteOnTerminatedFinalizerKeepsWritesRefused(t *testing.T) {
+	now := metav1.Now()
+	meta := metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1", DeletionTimestamp: &now, Finalizers: []string{"example.com/f"}}
+	client := fake.NewSimpleClientset(&v1.Pod{ObjectMeta: meta, Status: runningStatus()})
+	// The API keeps the object: the delete is accepted, nothing removed.
+	client.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, nil
+	})
+	writes := NewStatusWrites()
+	if err := DeleteOnTerminated(client.CoreV1(), nil, writes)(context.Background(), &v1.Pod{ObjectMeta: meta, Status: killedStatus()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := writes.Begin("u1"); ok {
+		t.Fatal("a status write after the accepted DELETE of an object a finalizer keeps was allowed")
+	}
+	ForgetDeleted(writes).OnDelete(&v1.Pod{ObjectMeta: meta})
+	end, ok := writes.Begin("u1")
+	if !ok {
+		t.Fatal("after the informer's DELETE the pod is still final")
+	}
+	end(nil)
+}

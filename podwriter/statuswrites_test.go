@@ -80,7 +80,7 @@ func TestStatusWrites(t *testing.T) {
 // status virtual-kubelet just wrote; the final status is written against
 // that newer object (no conflict, no GET), or not at all when that write
 // already carried it, and the pod is marked final while it is written and
-// forgotten once deleted.
+// forgotten once its object is gone (the informer's DELETE).
 func TestDeleteOnTerminatedUsesItsWrites(t *testing.T) {
 	now := metav1.Now()
 	meta := metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1", DeletionTimestamp: &now, ResourceVersion: "6"}
@@ -124,8 +124,14 @@ func TestDeleteOnTerminatedUsesItsWrites(t *testing.T) {
 			if strings.Join(calls, ",") != strings.Join(tc.want, ",") {
 				t.Fatalf("calls %v, want %v", calls, tc.want)
 			}
+			// Still final until the informer sees the object go (a
+			// finalizer may keep it after an accepted DELETE).
+			if _, ok := writes.Begin("u1"); ok {
+				t.Error("a status write after the DELETE was allowed before the object went")
+			}
+			ForgetDeleted(writes).OnDelete(&v1.Pod{ObjectMeta: meta})
 			if writes.Len() != 0 {
-				t.Errorf("the deleted pod is still recorded")
+				t.Errorf("the deleted pod is still recorded after the informer's DELETE")
 			}
 		})
 	}
