@@ -170,7 +170,9 @@ func hostpathClass(t *testing.T, ns string) string {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = client.StorageV1().StorageClasses().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = client.StorageV1().StorageClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 	return name
 }
 
