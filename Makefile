@@ -55,10 +55,10 @@ parity:
 conformance:
 	NODE_AGENT=$(NODE_AGENT) hack/conformance.sh
 
-## storage-conformance: upstream [sig-storage] specs of e2e.test's in-tree drivers STORAGE_DRIVERS (default local|emptydir|hostPath|hostPathSymlink; local's directory types only) against NODE_AGENT=crivk|kubelet, not Serial, Slow, Disruptive or a feature's, through hack/conformance.sh (docs/conformance.md "sig-storage"; the local driver cannot run on these machines)
+## storage-conformance: upstream [sig-storage] specs of e2e.test's in-tree drivers STORAGE_DRIVERS (default local|emptydir|hostPath|hostPathSymlink; local's directory types only) against NODE_AGENT=crivk|kubelet, not Serial, Slow, Disruptive or a feature's, through hack/conformance.sh (docs/conformance.md "sig-storage"; the local driver cannot run on these machines); with the node e2e images (nginx) the emptydir exec spec needs
 STORAGE_DRIVERS ?= local|emptydir|hostPath|hostPathSymlink
 storage-conformance:
-	NODE_AGENT=$(NODE_AGENT) CONFORMANCE_FOCUS='\[sig-storage\].*\[Driver: ($(STORAGE_DRIVERS))\]' CONFORMANCE_SKIP='\[Disruptive\]|\[Serial\]|\[Slow\]|\[Feature:|LocalVolumeType: block' hack/conformance.sh
+	NODE_E2E_IMAGES=1 NODE_AGENT=$(NODE_AGENT) CONFORMANCE_FOCUS='\[sig-storage\].*\[Driver: ($(STORAGE_DRIVERS))\]' CONFORMANCE_SKIP='\[Disruptive\]|\[Serial\]|\[Slow\]|\[Feature:|LocalVolumeType: block' hack/conformance.sh
 
 ## node-conformance: the node e2e suite (test/e2e_node, e2e_node.test) against NODE_AGENT=crivk|kubelet (NODE_CONFORMANCE_SELECTION=1|2, docs/conformance.md)
 node-conformance:
