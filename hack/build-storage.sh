@@ -27,35 +27,9 @@ STORAGE_SIDECARS=${STORAGE_SIDECARS:-csi-provisioner csi-attacher csi-resizer}
 BIN=${ROOT}/_output/bin/storage
 mkdir -p "${BIN}"
 
-# module_version DIR PATH: the version of module PATH that DIR's go.mod pins.
-module_version() {
-  (cd "$1" && go list -m -f '{{.Version}}' "$2")
-}
-
-stamp() {
-  echo "$(dirname "$1")/.$(basename "$1").build"
-}
-
-# stale OUT CGO FLAGS...: whether OUT must be built: it is missing, or its
-# stamp does not hold VERSION (the caller's) and these build settings.
-stale() {
-  local out=$1
-  shift
-  [ ! -x "${out}" ] || [ "$(cat "$(stamp "${out}")" 2>/dev/null)" != "${VERSION} CGO_ENABLED=$*" ]
-}
-
-# build OUT DIR CGO FLAGS...: go build in module DIR into OUT, when stale.
-build() {
-  local out=$1 dir=$2 cgo=$3
-  shift 3
-  if ! stale "${out}" "${cgo}" "$@"; then
-    echo "build-storage: $(basename "${out}") ${VERSION} already built"
-    return 0
-  fi
-  echo "build-storage: building $(basename "${out}") ${VERSION}"
-  (cd "${dir}" && CGO_ENABLED=${cgo} go build -trimpath -o "${out}" "$@")
-  echo "${VERSION} CGO_ENABLED=${cgo} $*" >"$(stamp "${out}")"
-}
+BUILD_NAME=build-storage
+# shellcheck source=hack/lib/gobuild.sh
+source "${ROOT}/hack/lib/gobuild.sh"
 
 # The sidecars as their release-tools (build.make) build them: static
 # (CGO_ENABLED=0), the version (`git describe`, with the v) in main.version,

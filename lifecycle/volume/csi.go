@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -214,28 +215,9 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *v1.Pod, vol *v1.Volume, t t
 	if err != nil {
 		return false, fmt.Errorf("fetching NodePublishSecretRef %s/%s failed: %v", src.publishSecret.Namespace, src.publishSecret.Name, err)
 	}
-	attrs := map[string]string{}
-	for k, v := range src.attrs {
-		attrs[k] = v
-	}
-	if drv != nil && drv.Spec.PodInfoOnMount != nil && *drv.Spec.PodInfoOnMount {
-		attrs["csi.storage.k8s.io/pod.name"] = pod.Name
-		attrs["csi.storage.k8s.io/pod.namespace"] = pod.Namespace
-		attrs["csi.storage.k8s.io/pod.uid"] = string(pod.UID)
-		attrs["csi.storage.k8s.io/serviceAccount.name"] = pod.Spec.ServiceAccountName
-		attrs[csiEphemeralKey] = strconv.FormatBool(src.mode == lifecycleInline)
-	}
-	if src.mode == lifecycleInline {
-		// The kubelet tells an inline volume's driver so (its
-		// ephemeral key), with or without podInfoOnMount.
-		attrs[csiEphemeralKey] = "true"
-	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return false, csiErr("mounter.SetUpAt failed to create dir %#v:  %v", dir, err)
-	}
-	if err := writeVolData(dir, csiVolData{SpecVolID: t.name, VolumeHandle: src.handle, DriverName: src.driver,
-		NodeName: m.cfg.NodeName, VolumeLifecycleMode: src.mode}); err != nil {
-		return false, csiErr("mounter.SetUpAt failed to save volume info data: %v", err)
+	attrs := publishContext(pod, drv, src)
+	if err := m.savePublishData(dir, t.name, src); err != nil {
+		return false, err
 	}
 	_, err = client.NodePublishVolume(ctx, &csipb.NodePublishVolumeRequest{
 		VolumeId:          src.handle,
@@ -257,17 +239,59 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *v1.Pod, vol *v1.Volume, t t
 	}
 	log.G(ctx).WithField("pod", pod.Namespace+"/"+pod.Name).WithField("uid", pod.UID).
 		WithField("volume", t.name).WithField("driver", src.driver).Info("CSI volume published")
-	gid := fsGroup(pod)
-	if caps[csipb.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP] || !supportsFSGroup(drv, src, gid) {
-		return false, nil
+	if caps[csipb.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP] {
+		return false, nil // the driver applied the fsGroup
 	}
-	if !ownershipNeeded(targetPath, *gid, pod.Spec.SecurityContext.FSGroupChangePolicy) {
-		return false, nil
+	return false, applyCSIFSGroup(pod, drv, src, targetPath)
+}
+
+// savePublishData makes the volume's directory dir and its vol_data.json,
+// what the tear-down reads, before the publish (the kubelet's SetUpAt).
+func (m *Manager) savePublishData(dir, name string, src *csiSource) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return csiErr("mounter.SetUpAt failed to create dir %#v:  %v", dir, err)
+	}
+	if err := writeVolData(dir, csiVolData{SpecVolID: name, VolumeHandle: src.handle, DriverName: src.driver,
+		NodeName: m.cfg.NodeName, VolumeLifecycleMode: src.mode}); err != nil {
+		return csiErr("mounter.SetUpAt failed to save volume info data: %v", err)
+	}
+	return nil
+}
+
+// publishContext is NodePublishVolume's volume context: the source's
+// attributes, with the pod's information when the CSIDriver asks for it
+// (podInfoOnMount) and the ephemeral key of an inline volume (the kubelet
+// sets it with or without podInfoOnMount).
+func publishContext(pod *v1.Pod, drv *storagev1.CSIDriver, src *csiSource) map[string]string {
+	attrs := maps.Clone(src.attrs)
+	if attrs == nil {
+		attrs = map[string]string{}
+	}
+	if drv != nil && drv.Spec.PodInfoOnMount != nil && *drv.Spec.PodInfoOnMount {
+		attrs["csi.storage.k8s.io/pod.name"] = pod.Name
+		attrs["csi.storage.k8s.io/pod.namespace"] = pod.Namespace
+		attrs["csi.storage.k8s.io/pod.uid"] = string(pod.UID)
+		attrs["csi.storage.k8s.io/serviceAccount.name"] = pod.Spec.ServiceAccountName
+		attrs[csiEphemeralKey] = strconv.FormatBool(src.mode == lifecycleInline)
+	}
+	if src.mode == lifecycleInline {
+		attrs[csiEphemeralKey] = "true"
+	}
+	return attrs
+}
+
+// applyCSIFSGroup gives the published volume at targetPath the pod's
+// fsGroup when the kubelet's rule says crivk applies it (supportsFSGroup),
+// by the pod's fsGroupChangePolicy.
+func applyCSIFSGroup(pod *v1.Pod, drv *storagev1.CSIDriver, src *csiSource, targetPath string) error {
+	gid := fsGroup(pod)
+	if !supportsFSGroup(drv, src, gid) || !ownershipNeeded(targetPath, *gid, pod.Spec.SecurityContext.FSGroupChangePolicy) {
+		return nil
 	}
 	if err := setVolumeOwnership(targetPath, gid, false); err != nil {
-		return false, fmt.Errorf("applyFSGroup failed for vol %s: %v", src.handle, err)
+		return fmt.Errorf("applyFSGroup failed for vol %s: %v", src.handle, err)
 	}
-	return false, nil
+	return nil
 }
 
 // checkCSIDriver applies the CSIDriver's rules to src (the kubelet's

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/crivk/crivk/podutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-helpers/storage/ephemeral"
@@ -123,24 +124,15 @@ func (m *Manager) resolveClaim(ctx context.Context, pod *v1.Pod, vol *v1.Volume)
 // containers included) mounts volume name, and whether any uses it as a
 // device.
 func usesOf(pod *v1.Pod, name string) (mounts, devices bool) {
-	check := func(mm []v1.VolumeMount, dd []v1.VolumeDevice) {
-		for _, x := range mm {
+	podutil.AllContainers(pod, func(c *v1.Container) bool {
+		for _, x := range c.VolumeMounts {
 			mounts = mounts || x.Name == name
 		}
-		for _, x := range dd {
+		for _, x := range c.VolumeDevices {
 			devices = devices || x.Name == name
 		}
-	}
-	for i := range pod.Spec.InitContainers {
-		check(pod.Spec.InitContainers[i].VolumeMounts, pod.Spec.InitContainers[i].VolumeDevices)
-	}
-	for i := range pod.Spec.Containers {
-		check(pod.Spec.Containers[i].VolumeMounts, pod.Spec.Containers[i].VolumeDevices)
-	}
-	for i := range pod.Spec.EphemeralContainers {
-		c := &pod.Spec.EphemeralContainers[i]
-		check(c.VolumeMounts, c.VolumeDevices)
-	}
+		return true
+	})
 	return mounts, devices
 }
 

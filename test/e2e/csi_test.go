@@ -12,11 +12,9 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
@@ -197,42 +195,7 @@ func TestCSIStatefulSet(t *testing.T) {
 	h := startHostpathCSI(t)
 	ns := newNamespace(t)
 	class := hostpathClass(t, ns)
-	uid, gid := int64(1000), int64(2000)
-	grace := int64(5)
-	replicas := int32(1)
-	labels := map[string]string{"app": "csi-keeper"}
-	script := `if [ -f /data/marker ]; then echo "found $(cat /data/marker)"; else echo "$(date +%s)-$RANDOM" > /data/marker && echo "wrote $(cat /data/marker)"; fi; exec sleep 3600`
-	set := &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "keeper"},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas: &replicas, ServiceName: "keeper",
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: v1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: v1.PodSpec{
-					NodeSelector:                  map[string]string{"kubernetes.io/hostname": nodeName},
-					TerminationGracePeriodSeconds: &grace,
-					SecurityContext:               &v1.PodSecurityContext{RunAsUser: &uid, FSGroup: &gid},
-					Containers: []v1.Container{{
-						Name: "c", Image: busybox, ImagePullPolicy: v1.PullIfNotPresent,
-						Command:      []string{"sh", "-c", script},
-						VolumeMounts: []v1.VolumeMount{{Name: "data", MountPath: "/data"}},
-					}},
-				},
-			},
-			VolumeClaimTemplates: []v1.PersistentVolumeClaim{{
-				ObjectMeta: metav1.ObjectMeta{Name: "data"},
-				Spec: v1.PersistentVolumeClaimSpec{
-					AccessModes:      []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-					StorageClassName: &class,
-					Resources:        v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("64Mi")}},
-				},
-			}},
-		},
-	}
-	if _, err := client.AppsV1().StatefulSets(ns).Create(testContext(t, 30*time.Second), set, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createKeeperSet(t, ns, "csi-keeper", class, "64Mi")
 	p := waitSetPod(t, ns, "keeper-0", "")
 	logs := waitLogs(t, ns, p.Name, time.Minute, "the marker written", func(l string) bool { return strings.HasPrefix(l, "wrote ") })
 	marker := strings.TrimSpace(strings.TrimPrefix(logs, "wrote "))
@@ -255,17 +218,7 @@ func TestCSIStatefulSet(t *testing.T) {
 
 	deleteAndCheck := func(p *v1.Pod) {
 		t.Helper()
-		if err := client.CoreV1().Pods(ns).Delete(testContext(t, 10*time.Second), p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}}); err != nil {
-			t.Fatal(err)
-		}
-		ctx := testContext(t, 90*time.Second)
-		err := wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
-			cur, err := client.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
-			return apierrors.IsNotFound(err) || (err == nil && cur.UID != p.UID), nil
-		})
-		if err != nil {
-			t.Fatalf("pod %s (%s) still there after 90s", p.Name, p.UID)
-		}
+		deleteSetPod(t, ns, p)
 		target := filepath.Join(podDir(p.UID), "volumes", "kubernetes.io~csi", pv.Name, "mount")
 		if mps := volumeMountsOf(t, p.UID); len(mps) != 0 {
 			t.Errorf("the object of pod %s (%s) is gone while its volumes are still mounted: %v", p.Name, p.UID, mps)
@@ -285,16 +238,7 @@ func TestCSIStatefulSet(t *testing.T) {
 	p2 := waitSetPod(t, ns, "keeper-0", p.UID)
 	waitLogs(t, ns, p2.Name, time.Minute, "the marker found", func(l string) bool { return strings.TrimSpace(l) == "found "+marker })
 
-	before := p2.Status.ContainerStatuses[0].ContainerID
-	killCrivkFor(t)
-	if err := startCrivkFor(t); err != nil {
-		t.Fatalf("restarting crivk: %v", err)
-	}
-	waitCrivkServing(t)
-	p2 = waitPod(t, ns, p2.Name, time.Minute, "Running and Ready after crivk's kill -9", isRunningReady)
-	if cs := p2.Status.ContainerStatuses[0]; cs.ContainerID != before || cs.RestartCount != 0 {
-		t.Errorf("after kill -9 the container is %s (restarts %d), want the same %s", cs.ContainerID, cs.RestartCount, before)
-	}
+	p2 = killCrivkAndAdopt(t, ns, p2)
 	deleteAndCheck(p2)
 	p3 := waitSetPod(t, ns, "keeper-0", p2.UID)
 	waitLogs(t, ns, p3.Name, time.Minute, "the marker found after kill -9", func(l string) bool { return strings.TrimSpace(l) == "found "+marker })

@@ -98,20 +98,20 @@ func localVolumeMountsOf(t *testing.T, uid types.UID) []string {
 	return mountsUnder(t, filepath.Join(podDir(uid), "volumes", "kubernetes.io~local-volume"))
 }
 
-// TestStatefulSetLocalVolume runs a StatefulSet whose claim template is
-// bound to a local PersistentVolume on crivk's node. The pod runs as a
-// user that can write the volume only through the pod's fsGroup. Its data
-// must outlive the deletion of its pod and a kill -9 of crivk; when a pod
-// object is gone, its volume must no longer be mounted (the deletion
-// guarantee).
-func TestStatefulSetLocalVolume(t *testing.T) {
-	class, paths := localStorage(t, 1)
-	ns := newNamespace(t)
+// keeperScript writes a marker on /data once and says so ("wrote M"), or
+// says it found one ("found M"), then sleeps.
+const keeperScript = `if [ -f /data/marker ]; then echo "found $(cat /data/marker)"; else echo "$(date +%s)-$RANDOM" > /data/marker && echo "wrote $(cat /data/marker)"; fi; exec sleep 3600`
+
+// createKeeperSet creates StatefulSet "keeper" (pods labelled app) of one
+// replica on crivk's node running keeperScript as user 1000 with fsGroup 2000 (the volume is
+// writable only through the fsGroup), its claim template "data" of class
+// and size.
+func createKeeperSet(t *testing.T, ns, app, class, size string) {
+	t.Helper()
 	uid, gid := int64(1000), int64(2000)
 	grace := int64(5)
 	replicas := int32(1)
-	labels := map[string]string{"app": "keeper"}
-	script := `if [ -f /data/marker ]; then echo "found $(cat /data/marker)"; else echo "$(date +%s)-$RANDOM" > /data/marker && echo "wrote $(cat /data/marker)"; fi; exec sleep 3600`
+	labels := map[string]string{"app": app}
 	set := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "keeper"},
 		Spec: appsv1.StatefulSetSpec{
@@ -126,7 +126,7 @@ func TestStatefulSetLocalVolume(t *testing.T) {
 					SecurityContext:               &v1.PodSecurityContext{RunAsUser: &uid, FSGroup: &gid},
 					Containers: []v1.Container{{
 						Name: "c", Image: busybox, ImagePullPolicy: v1.PullIfNotPresent,
-						Command:      []string{"sh", "-c", script},
+						Command:      []string{"sh", "-c", keeperScript},
 						VolumeMounts: []v1.VolumeMount{{Name: "data", MountPath: "/data"}},
 					}},
 				},
@@ -136,7 +136,7 @@ func TestStatefulSetLocalVolume(t *testing.T) {
 				Spec: v1.PersistentVolumeClaimSpec{
 					AccessModes:      []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
 					StorageClassName: &class,
-					Resources:        v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}},
+					Resources:        v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)}},
 				},
 			}},
 		},
@@ -144,6 +144,53 @@ func TestStatefulSetLocalVolume(t *testing.T) {
 	if _, err := client.AppsV1().StatefulSets(ns).Create(testContext(t, 30*time.Second), set, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// deleteSetPod deletes pod p (UID precondition) and waits up to 90 s for
+// its object to be gone or replaced by a new pod of the name.
+func deleteSetPod(t *testing.T, ns string, p *v1.Pod) {
+	t.Helper()
+	if err := client.CoreV1().Pods(ns).Delete(testContext(t, 10*time.Second), p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t, 90*time.Second)
+	err := wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
+		cur, err := client.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err) || (err == nil && cur.UID != p.UID), nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s (%s) still there after 90s", p.Name, p.UID)
+	}
+}
+
+// killCrivkAndAdopt kills crivk with SIGKILL, starts it again and returns
+// pod p once Running and Ready, failing the test unless it kept its
+// container with no restart.
+func killCrivkAndAdopt(t *testing.T, ns string, p *v1.Pod) *v1.Pod {
+	t.Helper()
+	before := p.Status.ContainerStatuses[0].ContainerID
+	killCrivkFor(t)
+	if err := startCrivkFor(t); err != nil {
+		t.Fatalf("restarting crivk: %v", err)
+	}
+	waitCrivkServing(t)
+	p = waitPod(t, ns, p.Name, time.Minute, "Running and Ready after crivk's kill -9", isRunningReady)
+	if cs := p.Status.ContainerStatuses[0]; cs.ContainerID != before || cs.RestartCount != 0 {
+		t.Errorf("after kill -9 the container is %s (restarts %d), want the same %s", cs.ContainerID, cs.RestartCount, before)
+	}
+	return p
+}
+
+// TestStatefulSetLocalVolume runs a StatefulSet whose claim template is
+// bound to a local PersistentVolume on crivk's node. The pod runs as a
+// user that can write the volume only through the pod's fsGroup. Its data
+// must outlive the deletion of its pod and a kill -9 of crivk; when a pod
+// object is gone, its volume must no longer be mounted (the deletion
+// guarantee).
+func TestStatefulSetLocalVolume(t *testing.T) {
+	class, paths := localStorage(t, 1)
+	ns := newNamespace(t)
+	createKeeperSet(t, ns, "keeper", class, "1Gi")
 	p := waitSetPod(t, ns, "keeper-0", "")
 	logs := waitLogs(t, ns, p.Name, time.Minute, "the marker written", func(l string) bool { return strings.HasPrefix(l, "wrote ") })
 	marker := strings.TrimSpace(strings.TrimPrefix(logs, "wrote "))
@@ -159,17 +206,7 @@ func TestStatefulSetLocalVolume(t *testing.T) {
 	// and the pod made again finds the data.
 	deleteAndCheckUnmounted := func(p *v1.Pod) {
 		t.Helper()
-		if err := client.CoreV1().Pods(ns).Delete(testContext(t, 10*time.Second), p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}}); err != nil {
-			t.Fatal(err)
-		}
-		ctx := testContext(t, 90*time.Second)
-		err := wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
-			cur, err := client.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
-			return apierrors.IsNotFound(err) || (err == nil && cur.UID != p.UID), nil
-		})
-		if err != nil {
-			t.Fatalf("pod %s (%s) still there after 90s", p.Name, p.UID)
-		}
+		deleteSetPod(t, ns, p)
 		if mps := volumeMountsOf(t, p.UID); len(mps) != 0 {
 			t.Errorf("the object of pod %s (%s) is gone while its volumes are still mounted: %v", p.Name, p.UID, mps)
 		}
@@ -180,16 +217,7 @@ func TestStatefulSetLocalVolume(t *testing.T) {
 
 	// kill -9 crivk: the pod is adopted with its container and its one
 	// mount; deleted then, it is made again with the data.
-	before := p2.Status.ContainerStatuses[0].ContainerID
-	killCrivkFor(t)
-	if err := startCrivkFor(t); err != nil {
-		t.Fatalf("restarting crivk: %v", err)
-	}
-	waitCrivkServing(t)
-	p2 = waitPod(t, ns, p2.Name, time.Minute, "Running and Ready after crivk's kill -9", isRunningReady)
-	if cs := p2.Status.ContainerStatuses[0]; cs.ContainerID != before || cs.RestartCount != 0 {
-		t.Errorf("after kill -9 the container is %s (restarts %d), want the same %s", cs.ContainerID, cs.RestartCount, before)
-	}
+	p2 = killCrivkAndAdopt(t, ns, p2)
 	// A sync of the adopted pod must find the mount in place, not mount
 	// it again.
 	if mps := localVolumeMountsOf(t, p2.UID); len(mps) != 1 {
